@@ -1,0 +1,54 @@
+import { subtask } from "hardhat/config";
+import { TASK_COMPILE_SOLIDITY_GET_SOLC_BUILD } from "hardhat/builtin-tasks/task-names";
+import type { HardhatUserConfig } from "hardhat/config";
+import "@nomicfoundation/hardhat-toolbox-viem";
+
+/** The one compiler version this project uses; it ships as WebAssembly in the `solc` package. */
+const SOLC_VERSION = "0.8.28";
+
+// Hardhat 2 downloads compilers from the internet by default, which this project must not need.
+// Resolve the pinned version to the solc-js build in node_modules and refuse any other version.
+subtask(TASK_COMPILE_SOLIDITY_GET_SOLC_BUILD, async (args: { solcVersion: string }) => {
+  if (args.solcVersion !== SOLC_VERSION) {
+    throw new Error(
+      `Only solc ${SOLC_VERSION} is available offline (from the "solc" package); a contract asked for ${args.solcVersion}.`,
+    );
+  }
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const solc = require("solc") as { version(): string };
+  return {
+    compilerPath: require.resolve("solc/soljson.js"),
+    isSolcJs: true,
+    version: SOLC_VERSION,
+    longVersion: solc.version(),
+  };
+});
+
+const rpcUrl = process.env.IOI_RPC_URL;
+const deployerKey = process.env.IOI_DEPLOYER_KEY;
+
+const config: HardhatUserConfig = {
+  solidity: {
+    version: SOLC_VERSION,
+    settings: {
+      evmVersion: "cancun",
+      optimizer: { enabled: true, runs: 10_000 },
+    },
+  },
+  networks: {
+    hardhat: {},
+    localhost: { url: "http://127.0.0.1:8545" },
+    ...(rpcUrl
+      ? { remote: { url: rpcUrl, accounts: deployerKey ? [deployerKey] : [] } }
+      : {}),
+  },
+  gasReporter: {
+    enabled: process.env.REPORT_GAS === "true",
+    offline: true,
+  },
+  mocha: {
+    timeout: 120_000,
+  },
+};
+
+export default config;
