@@ -1,0 +1,140 @@
+/**
+ * Canonical JSON (RFC 8785, JCS) — the one byte representation every IOI artifact is hashed and signed in.
+ *
+ * `canonicalize` does the serialisation. This module adds what the whitepaper (6.3.1) demands on top:
+ * values JSON cannot carry exactly are refused instead of being silently dropped or rounded, and bytes
+ * received from a peer can be required to already be canonical.
+ */
+import canonicalize from "canonicalize";
+import { keccak256, stringToBytes, type Hex } from "viem";
+
+import { InvalidJsonError, NonCanonicalJsonError, NonFiniteNumberError, SizeLimitError } from "./errors";
+
+/** Deepest nesting a parsed document may have; real artifacts use fewer than ten levels. */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * Returns the RFC 8785 canonical form of `value`.
+ *
+ * Throws rather than guess when `value` holds something JSON cannot represent exactly: NaN or ±Infinity
+ * ({@link NonFiniteNumberError}), a bigint, `undefined`, a function or symbol, a lone surrogate, or a
+ * nesting deeper than {@link MAX_JSON_DEPTH} ({@link InvalidJsonError}). Schema rules such as "amounts are
+ * decimal strings" belong to the artifact modules, which validate before they canonicalize.
+ */
+export function canon(value: unknown): string {
+  assertJsonValue(value);
+  const text = canonicalize(value);
+  if (text === undefined) throw new InvalidJsonError("The value has no JSON representation.");
+  return text;
+}
+
+/** UTF-8 bytes of {@link canon}. */
+export function canonBytes(value: unknown): Uint8Array {
+  return stringToBytes(canon(value));
+}
+
+/** `keccak256(canon(value))`: the id of an artifact (whitepaper 6.3.2). */
+export function artifactId(value: unknown): Hex {
+  return keccak256(canonBytes(value));
+}
+
+export type ParseCanonicalParameters = {
+  /** Largest input accepted, in bytes of UTF-8. */
+  maxBytes?: number;
+  /** Name used in error messages, e.g. "PaymentTicket". */
+  what?: string;
+};
+
+/**
+ * Parses JSON that must already be in canonical form, as every signed artifact received from a peer must
+ * be: the same bytes are hashed on both sides, so a document that re-serialises differently (whitespace,
+ * key order, number or string spelling, a duplicated key) is refused with {@link NonCanonicalJsonError}.
+ */
+export function parseCanonical(input: string | Uint8Array, parameters: ParseCanonicalParameters = {}): unknown {
+  const { maxBytes = 1 << 20, what = "The document" } = parameters;
+  const value = parseJson(input, { maxBytes, what });
+  const text = typeof input === "string" ? input : new TextDecoder().decode(input);
+  if (canon(value) !== text) {
+    throw new NonCanonicalJsonError(`${what} is not in RFC 8785 canonical form.`, {
+      details: "Serialise it with canon() (sorted keys, no whitespace, shortest number and string forms).",
+    });
+  }
+  return value;
+}
+
+/**
+ * Parses JSON from an untrusted source with a size and a nesting limit, turning every failure into an
+ * {@link InvalidJsonError} or {@link SizeLimitError}.
+ */
+export function parseJson(input: string | Uint8Array, parameters: Required<ParseCanonicalParameters>): unknown {
+  const { maxBytes, what } = parameters;
+  const size = typeof input === "string" ? Buffer.byteLength(input, "utf8") : input.byteLength;
+  if (size > maxBytes) throw new SizeLimitError(what, size, maxBytes);
+  let text: string;
+  try {
+    text = typeof input === "string" ? input : new TextDecoder("utf-8", { fatal: true }).decode(input);
+  } catch (cause) {
+    throw new InvalidJsonError(`${what} is not valid UTF-8.`, { cause });
+  }
+  assertNestingWithin(text, MAX_JSON_DEPTH, what);
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (cause) {
+    throw new InvalidJsonError(`${what} is not valid JSON.`, { cause, details: (cause as Error).message });
+  }
+}
+
+/** Rejects deep nesting before JSON.parse recurses into it; skips brackets inside strings. */
+function assertNestingWithin(text: string, limit: number, what: string): void {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > limit) throw new InvalidJsonError(`${what} nests deeper than ${limit} levels.`);
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+}
+
+/** Walks `value` (without recursion) and rejects anything canonical JSON cannot represent exactly. */
+function assertJsonValue(value: unknown): void {
+  const stack: Array<{ value: unknown; path: string; depth: number }> = [{ value, path: "$", depth: 0 }];
+  while (stack.length > 0) {
+    const { value: v, path, depth } = stack.pop()!;
+    switch (typeof v) {
+      case "string":
+        if (!v.isWellFormed()) throw new InvalidJsonError(`${path} holds a lone UTF-16 surrogate.`);
+        break;
+      case "number":
+        if (!Number.isFinite(v)) throw new NonFiniteNumberError(path, v);
+        break;
+      case "boolean":
+        break;
+      case "object": {
+        if (v === null) break;
+        if (depth >= MAX_JSON_DEPTH) throw new InvalidJsonError(`${path} nests deeper than ${MAX_JSON_DEPTH} levels.`);
+        if (Array.isArray(v)) {
+          v.forEach((item, i) => stack.push({ value: item, path: `${path}[${i}]`, depth: depth + 1 }));
+        } else {
+          const proto = Object.getPrototypeOf(v);
+          if (proto !== Object.prototype && proto !== null) {
+            throw new InvalidJsonError(`${path} is a ${proto?.constructor?.name ?? "non-plain"} object, not plain JSON.`);
+          }
+          for (const [key, item] of Object.entries(v)) {
+            if (!key.isWellFormed()) throw new InvalidJsonError(`${path} has a key with a lone UTF-16 surrogate.`);
+            stack.push({ value: item, path: `${path}.${key}`, depth: depth + 1 });
+          }
+        }
+        break;
+      }
+      case "bigint":
+        throw new InvalidJsonError(`${path} is a bigint; encode it as a decimal string.`);
+      default:
+        throw new InvalidJsonError(`${path} is ${typeof v}, which has no JSON representation.`);
+    }
+  }
+}

@@ -1,0 +1,158 @@
+/**
+ * Calls into the GasEscrow contract with viem: open, deposit and cooperative close, each returning what
+ * the caller needs next (the session id, the gas used) decoded from the receipt's events.
+ */
+import {
+  erc20Abi,
+  parseEventLogs,
+  zeroAddress,
+  type Account,
+  type Address,
+  type Chain,
+  type Hash,
+  type Hex,
+  type PublicClient,
+  type Transport,
+  type WalletClient,
+} from "viem";
+
+import GasEscrowArtifact from "../artifacts/contracts/GasEscrow.sol/GasEscrow.json";
+import type { GasEscrow$Type } from "../artifacts/contracts/GasEscrow.sol/GasEscrow";
+import { gasEscrowDomain, toCompactSignature, type GasEscrowDomain } from "./eip712";
+import { BaseError } from "./errors";
+import type { SettlementSummary } from "./summary";
+import type { ChannelRef, ChannelTerms } from "./terms";
+
+export const gasEscrowAbi = GasEscrowArtifact.abi as GasEscrow$Type["abi"];
+
+export type Wallet = WalletClient<Transport, Chain, Account>;
+
+/** A transaction the escrow reverted or that did not emit what it must have. */
+export class EscrowTransactionError extends BaseError {
+  override name = "EscrowTransactionError" as const;
+}
+
+export type TxResult = { hash: Hash; gasUsed: bigint; blockNumber: bigint };
+
+export async function escrowDomain(publicClient: PublicClient, escrow: Address): Promise<GasEscrowDomain> {
+  return gasEscrowDomain({ chainId: await publicClient.getChainId(), verifyingContract: escrow });
+}
+
+async function confirm(publicClient: PublicClient, hash: Hash) {
+  const receipt = await publicClient.waitForTransactionReceipt({ hash });
+  if (receipt.status !== "success") throw new EscrowTransactionError(`Transaction ${hash} reverted.`);
+  return receipt;
+}
+
+export type OpenChannelParameters = {
+  wallet: Wallet;
+  publicClient: PublicClient;
+  escrow: Address;
+  terms: ChannelTerms;
+  amount: bigint;
+};
+
+export type OpenChannelReturnType = TxResult & { ref: ChannelRef; sessionId: Hex; deposit: bigint };
+
+/** Opens and funds a channel; for an ERC-20 the escrow must already be approved for `amount`. */
+export async function openChannel(parameters: OpenChannelParameters): Promise<OpenChannelReturnType> {
+  const { wallet, publicClient, escrow, terms, amount } = parameters;
+  const hash = await wallet.writeContract({
+    address: escrow,
+    abi: gasEscrowAbi,
+    functionName: "open",
+    args: [terms, amount],
+    value: terms.asset === zeroAddress ? amount : 0n,
+  });
+  const receipt = await confirm(publicClient, hash);
+  const [opened] = parseEventLogs({ abi: gasEscrowAbi, eventName: "ChannelOpened", logs: receipt.logs });
+  if (!opened) throw new EscrowTransactionError(`Transaction ${hash} opened no channel.`);
+  return {
+    hash,
+    gasUsed: receipt.gasUsed,
+    blockNumber: receipt.blockNumber,
+    sessionId: opened.args.sessionId,
+    deposit: opened.args.deposit,
+    ref: { terms, openedAt: opened.args.openedAt },
+  };
+}
+
+/** Approves the escrow to pull `amount` of an ERC-20 from the wallet. */
+export async function approveEscrow(parameters: {
+  wallet: Wallet;
+  publicClient: PublicClient;
+  escrow: Address;
+  token: Address;
+  amount: bigint;
+}): Promise<TxResult> {
+  const { wallet, publicClient, escrow, token, amount } = parameters;
+  const hash = await wallet.writeContract({ address: token, abi: erc20Abi, functionName: "approve", args: [escrow, amount] });
+  const receipt = await confirm(publicClient, hash);
+  return { hash, gasUsed: receipt.gasUsed, blockNumber: receipt.blockNumber };
+}
+
+/** Tops up an open channel that the caller believes holds `expectedDeposit`. */
+export async function depositToChannel(parameters: {
+  wallet: Wallet;
+  publicClient: PublicClient;
+  escrow: Address;
+  ref: ChannelRef;
+  amount: bigint;
+  expectedDeposit: bigint;
+}): Promise<TxResult & { deposit: bigint }> {
+  const { wallet, publicClient, escrow, ref, amount, expectedDeposit } = parameters;
+  const hash = await wallet.writeContract({
+    address: escrow,
+    abi: gasEscrowAbi,
+    functionName: "deposit",
+    args: [ref.terms, ref.openedAt, amount, expectedDeposit],
+    value: ref.terms.asset === zeroAddress ? amount : 0n,
+  });
+  const receipt = await confirm(publicClient, hash);
+  const [deposited] = parseEventLogs({ abi: gasEscrowAbi, eventName: "Deposited", logs: receipt.logs });
+  if (!deposited) throw new EscrowTransactionError(`Transaction ${hash} deposited nothing.`);
+  return { hash, gasUsed: receipt.gasUsed, blockNumber: receipt.blockNumber, deposit: deposited.args.deposit };
+}
+
+export type SettledChannel = TxResult & { paidToProvider: bigint; refundedToFunder: bigint; receiptRoot: Hex };
+
+/** Submits a cooperative close with both parties' signatures over `summary`. */
+export async function closeCooperative(parameters: {
+  wallet: Wallet;
+  publicClient: PublicClient;
+  escrow: Address;
+  ref: ChannelRef;
+  summary: SettlementSummary;
+  payerSignature: Hex;
+  providerSignature: Hex;
+}): Promise<SettledChannel> {
+  const { wallet, publicClient, escrow, ref, summary, payerSignature, providerSignature } = parameters;
+  if (summary.mode !== "Cooperative") {
+    throw new EscrowTransactionError(`A cooperative close needs a Cooperative summary, not ${summary.mode}.`);
+  }
+  const hash = await wallet.writeContract({
+    address: escrow,
+    abi: gasEscrowAbi,
+    functionName: "closeCooperative",
+    args: [
+      ref.terms,
+      ref.openedAt,
+      summary.finalSeq,
+      summary.finalAmount,
+      summary.finalReceiptRoot,
+      toCompactSignature(payerSignature),
+      toCompactSignature(providerSignature),
+    ],
+  });
+  const receipt = await confirm(publicClient, hash);
+  const [settled] = parseEventLogs({ abi: gasEscrowAbi, eventName: "ChannelSettled", logs: receipt.logs });
+  if (!settled) throw new EscrowTransactionError(`Transaction ${hash} settled no channel.`);
+  return {
+    hash,
+    gasUsed: receipt.gasUsed,
+    blockNumber: receipt.blockNumber,
+    paidToProvider: settled.args.paidToProvider,
+    refundedToFunder: settled.args.refundedToFunder,
+    receiptRoot: settled.args.receiptRoot,
+  };
+}

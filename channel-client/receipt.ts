@@ -1,0 +1,136 @@
+/**
+ * SessionReceipt: the provider's signed statement of what it executed for one paid step. Receipts chain
+ * through `prevReceiptHash` and are folded, with the ticket that paid for them, into the receipt leaf.
+ */
+import { concat, keccak256, stringToBytes, zeroHash, type Address, type Hex, type LocalAccount } from "viem";
+
+import { artifactId } from "./canonical";
+import { assertDigestSigner, signDigest } from "./eip712";
+import {
+  expectHash,
+  expectObject,
+  expectSignatureHex,
+  expectString,
+  expectUint,
+  uintToJson,
+} from "./validate";
+
+/** What the step consumed and what it cost, both as integers (decimal strings in JSON). */
+export type Metering = { units: bigint; amount: bigint };
+
+export type SessionReceipt = {
+  sessionId: Hex;
+  seq: bigint;
+  offloadPacketHash: Hex;
+  outputHash: Hex;
+  policyHash: Hex;
+  modelSnapshotId: string;
+  metering: Metering;
+  /** `receiptHash` of the previous receipt in this session; the zero hash for the first. */
+  prevReceiptHash: Hex;
+};
+
+export type SessionReceiptJson = {
+  sessionId: Hex;
+  seq: string;
+  offloadPacketHash: Hex;
+  outputHash: Hex;
+  policyHash: Hex;
+  modelSnapshotId: string;
+  metering: { units: string; amount: string };
+  prevReceiptHash: Hex;
+};
+
+export type SignedSessionReceipt = { receipt: SessionReceipt; signature: Hex };
+export type SignedSessionReceiptJson = { receipt: SessionReceiptJson; signature: Hex };
+
+/** Hash of the first receipt's predecessor. */
+export const GENESIS_RECEIPT_HASH: Hex = zeroHash;
+
+/** Domain tag of receipt signatures (whitepaper 6.4, SIG_DOMAIN_RECEIPT): a receipt signature can be nothing else. */
+export const RECEIPT_SIGNATURE_DOMAIN = "IOI_SIG_DOMAIN_RECEIPT_V1";
+const RECEIPT_SIGNATURE_DOMAIN_HASH = keccak256(stringToBytes(RECEIPT_SIGNATURE_DOMAIN));
+
+const FIELDS = [
+  "sessionId",
+  "seq",
+  "offloadPacketHash",
+  "outputHash",
+  "policyHash",
+  "modelSnapshotId",
+  "metering",
+  "prevReceiptHash",
+] as const;
+
+export function sessionReceiptToJson(receipt: SessionReceipt): SessionReceiptJson {
+  return {
+    sessionId: receipt.sessionId,
+    seq: uintToJson(receipt.seq),
+    offloadPacketHash: receipt.offloadPacketHash,
+    outputHash: receipt.outputHash,
+    policyHash: receipt.policyHash,
+    modelSnapshotId: receipt.modelSnapshotId,
+    metering: { units: uintToJson(receipt.metering.units), amount: uintToJson(receipt.metering.amount) },
+    prevReceiptHash: receipt.prevReceiptHash,
+  };
+}
+
+export function sessionReceiptFromJson(value: unknown, path = "SessionReceipt"): SessionReceipt {
+  const o = expectObject(value, path, FIELDS);
+  const metering = expectObject(o.metering, `${path}.metering`, ["units", "amount"]);
+  return {
+    sessionId: expectHash(o.sessionId, `${path}.sessionId`),
+    seq: expectUint(o.seq, `${path}.seq`, 64),
+    offloadPacketHash: expectHash(o.offloadPacketHash, `${path}.offloadPacketHash`),
+    outputHash: expectHash(o.outputHash, `${path}.outputHash`),
+    policyHash: expectHash(o.policyHash, `${path}.policyHash`),
+    modelSnapshotId: expectString(o.modelSnapshotId, `${path}.modelSnapshotId`, 256),
+    metering: {
+      units: expectUint(metering.units, `${path}.metering.units`, 128),
+      amount: expectUint(metering.amount, `${path}.metering.amount`, 128),
+    },
+    prevReceiptHash: expectHash(o.prevReceiptHash, `${path}.prevReceiptHash`),
+  };
+}
+
+export function signedSessionReceiptToJson(signed: SignedSessionReceipt): SignedSessionReceiptJson {
+  return { receipt: sessionReceiptToJson(signed.receipt), signature: signed.signature };
+}
+
+export function signedSessionReceiptFromJson(value: unknown, path = "SignedSessionReceipt"): SignedSessionReceipt {
+  const o = expectObject(value, path, ["receipt", "signature"]);
+  return {
+    receipt: sessionReceiptFromJson(o.receipt, `${path}.receipt`),
+    signature: expectSignatureHex(o.signature, `${path}.signature`),
+  };
+}
+
+/** `keccak256(canon(receipt))`: the receipt's id, its half of the leaf, and the next receipt's `prevReceiptHash`. */
+export function sessionReceiptHash(receipt: SessionReceipt): Hex {
+  return artifactId(sessionReceiptToJson(receipt));
+}
+
+/** What the provider signs: `keccak256(keccak256(RECEIPT_SIGNATURE_DOMAIN) ‖ receiptHash)`. */
+export function sessionReceiptDigest(receiptHash: Hex): Hex {
+  return keccak256(concat([RECEIPT_SIGNATURE_DOMAIN_HASH, receiptHash]));
+}
+
+export async function signSessionReceipt(parameters: {
+  account: LocalAccount;
+  receipt: SessionReceipt;
+}): Promise<SignedSessionReceipt> {
+  const { account, receipt } = parameters;
+  const signature = await signDigest(account, sessionReceiptDigest(sessionReceiptHash(receipt)));
+  return { receipt, signature };
+}
+
+/** Throws {@link InvalidSignatureError} unless `signer` (the provider) signed exactly this receipt. */
+export async function verifySessionReceipt(parameters: { signed: SignedSessionReceipt; signer: Address }): Promise<void> {
+  const { signed, signer } = parameters;
+  await assertDigestSigner(
+    sessionReceiptDigest(sessionReceiptHash(signed.receipt)),
+    signed.signature,
+    signer,
+    "session receipt",
+  );
+}

@@ -1,0 +1,65 @@
+/**
+ * A channel's fixed terms (mirroring `IGasEscrow.ChannelTerms`), the session id the contract derives from
+ * them, and the pricing document whose hash is `termsHash`.
+ */
+import { zeroAddress, type Address, type Hex } from "viem";
+
+import { artifactId } from "./canonical";
+import { hashTyped, type GasEscrowDomain } from "./eip712";
+import { expectLiteral, expectObject, expectUint, uintToJson } from "./validate";
+
+/** Mirrors `IGasEscrow.ChannelTerms` field for field. `asset` is the zero address for native ETH. */
+export type ChannelTerms = {
+  payer: Address;
+  provider: Address;
+  funder: Address;
+  asset: Address;
+  termsHash: Hex;
+  policyHash: Hex;
+  challengeDuration: bigint;
+  nonce: bigint;
+};
+
+/** A channel as both parties refer to it after it is opened: its terms and the block that opened it. */
+export type ChannelRef = { terms: ChannelTerms; openedAt: bigint };
+
+export const NATIVE_ASSET: Address = zeroAddress;
+
+/**
+ * The session id `GasEscrow.open` assigns: the EIP-712 digest of `Session(terms…, openedAt)` in the
+ * escrow's domain. Binding the chain id, the contract and the opening block means a ticket signed for one
+ * session verifies for no other session, chain or deployment.
+ */
+export function sessionIdOf(domain: GasEscrowDomain, ref: ChannelRef): Hex {
+  return hashTyped(domain, "Session", { ...ref.terms, openedAt: ref.openedAt });
+}
+
+/**
+ * The pricing rules of a channel; `termsHash = keccak256(canon(PricingTerms as JSON))`. Every invocation
+ * costs `pricePerInvocation`, so ticket `seq = n` must authorise at least `n × pricePerInvocation`.
+ */
+export type PricingTerms = {
+  version: "1";
+  unit: "invocation";
+  pricePerInvocation: bigint;
+};
+
+export type PricingTermsJson = { version: "1"; unit: "invocation"; pricePerInvocation: string };
+
+export function pricingTermsToJson(terms: PricingTerms): PricingTermsJson {
+  return { version: terms.version, unit: terms.unit, pricePerInvocation: uintToJson(terms.pricePerInvocation) };
+}
+
+/** Validates a PricingTerms document received from a peer or a file. */
+export function pricingTermsFromJson(value: unknown, path = "PricingTerms"): PricingTerms {
+  const o = expectObject(value, path, ["version", "unit", "pricePerInvocation"]);
+  return {
+    version: expectLiteral(o.version, `${path}.version`, ["1"]),
+    unit: expectLiteral(o.unit, `${path}.unit`, ["invocation"]),
+    pricePerInvocation: expectUint(o.pricePerInvocation, `${path}.pricePerInvocation`, 128),
+  };
+}
+
+export function termsHashOf(terms: PricingTerms): Hex {
+  return artifactId(pricingTermsToJson(terms));
+}

@@ -1,0 +1,127 @@
+/**
+ * PaymentTicket: the payer's monotonic promise to pay, signed as EIP-712 typed data bound to the escrow.
+ *
+ * Ticket `n` prepays invocation `n` and carries the receipt root over leaves `1..n-1` — the receipts the
+ * payer had accepted when it signed (docs/decisions/0003-which-root-a-ticket-carries.md).
+ */
+import type { Address, Hex, LocalAccount } from "viem";
+
+import { artifactId } from "./canonical";
+import { assertDigestSigner, eip712Types, hashTyped, type GasEscrowDomain } from "./eip712";
+import { TicketNotNewerError } from "./errors";
+import { expectAddress, expectHash, expectObject, expectSignatureHex, expectUint, uintToJson } from "./validate";
+
+/** Mirrors the EIP-712 `PaymentTicket` field for field. */
+export type PaymentTicket = {
+  sessionId: Hex;
+  provider: Address;
+  termsHash: Hex;
+  seq: bigint;
+  cumulativeAmount: bigint;
+  receiptRoot: Hex;
+};
+
+/** The JSON form that is canonicalized for the receipt leaf: amounts and seq as decimal strings. */
+export type PaymentTicketJson = {
+  sessionId: Hex;
+  provider: Hex;
+  termsHash: Hex;
+  seq: string;
+  cumulativeAmount: string;
+  receiptRoot: Hex;
+};
+
+export type SignedPaymentTicket = { ticket: PaymentTicket; signature: Hex };
+export type SignedPaymentTicketJson = { ticket: PaymentTicketJson; signature: Hex };
+
+const FIELDS = ["sessionId", "provider", "termsHash", "seq", "cumulativeAmount", "receiptRoot"] as const;
+
+export function paymentTicketToJson(ticket: PaymentTicket): PaymentTicketJson {
+  return {
+    sessionId: ticket.sessionId,
+    provider: ticket.provider.toLowerCase() as Hex,
+    termsHash: ticket.termsHash,
+    seq: uintToJson(ticket.seq),
+    cumulativeAmount: uintToJson(ticket.cumulativeAmount),
+    receiptRoot: ticket.receiptRoot,
+  };
+}
+
+/** Validates a ticket received from outside; throws a typed error naming the first bad field. */
+export function paymentTicketFromJson(value: unknown, path = "PaymentTicket"): PaymentTicket {
+  const o = expectObject(value, path, FIELDS);
+  return {
+    sessionId: expectHash(o.sessionId, `${path}.sessionId`),
+    provider: expectAddress(o.provider, `${path}.provider`),
+    termsHash: expectHash(o.termsHash, `${path}.termsHash`),
+    seq: expectUint(o.seq, `${path}.seq`, 64),
+    cumulativeAmount: expectUint(o.cumulativeAmount, `${path}.cumulativeAmount`, 128),
+    receiptRoot: expectHash(o.receiptRoot, `${path}.receiptRoot`),
+  };
+}
+
+export function signedPaymentTicketToJson(signed: SignedPaymentTicket): SignedPaymentTicketJson {
+  return { ticket: paymentTicketToJson(signed.ticket), signature: signed.signature };
+}
+
+export function signedPaymentTicketFromJson(value: unknown, path = "SignedPaymentTicket"): SignedPaymentTicket {
+  const o = expectObject(value, path, ["ticket", "signature"]);
+  return {
+    ticket: paymentTicketFromJson(o.ticket, `${path}.ticket`),
+    signature: expectSignatureHex(o.signature, `${path}.signature`),
+  };
+}
+
+/** `keccak256(canon(ticket))`, the ticket's half of the receipt leaf. Excludes the signature: a signature is never an id. */
+export function paymentTicketHash(ticket: PaymentTicket): Hex {
+  return artifactId(paymentTicketToJson(ticket));
+}
+
+/** The EIP-712 digest the payer signs and `GasEscrow.hashPaymentTicket` computes. */
+export function paymentTicketDigest(domain: GasEscrowDomain, ticket: PaymentTicket): Hex {
+  return hashTyped(domain, "PaymentTicket", ticket);
+}
+
+export async function signPaymentTicket(parameters: {
+  account: LocalAccount;
+  domain: GasEscrowDomain;
+  ticket: PaymentTicket;
+}): Promise<SignedPaymentTicket> {
+  const { account, domain, ticket } = parameters;
+  const signature = await account.signTypedData({
+    domain,
+    types: { PaymentTicket: eip712Types.PaymentTicket },
+    primaryType: "PaymentTicket",
+    message: ticket,
+  });
+  return { ticket, signature };
+}
+
+/** Throws {@link InvalidSignatureError} unless `signer` signed exactly this ticket in this domain. */
+export async function verifyPaymentTicket(parameters: {
+  domain: GasEscrowDomain;
+  signed: SignedPaymentTicket;
+  signer: Address;
+}): Promise<void> {
+  const { domain, signed, signer } = parameters;
+  await assertDigestSigner(paymentTicketDigest(domain, signed.ticket), signed.signature, signer, "payment ticket");
+}
+
+/**
+ * Throws {@link TicketNotNewerError} unless `next` strictly advances `previous`: a higher seq and a
+ * cumulative amount that does not decrease (whitepaper 4.2.2).
+ */
+export function assertTicketAdvances(previous: PaymentTicket | undefined, next: PaymentTicket): void {
+  if (previous === undefined) {
+    if (next.seq === 0n) throw new TicketNotNewerError("The first ticket must have seq 1 or higher, not 0.");
+    return;
+  }
+  if (next.seq <= previous.seq) {
+    throw new TicketNotNewerError(`Ticket seq ${next.seq} does not advance past seq ${previous.seq}.`);
+  }
+  if (next.cumulativeAmount < previous.cumulativeAmount) {
+    throw new TicketNotNewerError(
+      `Ticket seq ${next.seq} lowers the cumulative amount from ${previous.cumulativeAmount} to ${next.cumulativeAmount}.`,
+    );
+  }
+}

@@ -1,0 +1,99 @@
+/**
+ * Named fixtures shared by the contract and client tests (loaded with `loadFixture`, so each test starts
+ * from the same snapshot), and helpers to build terms and signatures.
+ */
+import hre from "hardhat";
+import { parseEther, zeroAddress, zeroHash, keccak256, stringToBytes, type Address, type Hex, type LocalAccount } from "viem";
+import { mnemonicToAccount } from "viem/accounts";
+
+import { gasEscrowDomain, type GasEscrowDomain } from "../../channel-client/eip712";
+import { signSettlementSummary, type SettlementSummary } from "../../channel-client/summary";
+import type { ChannelRef, ChannelTerms } from "../../channel-client/terms";
+
+/** The mnemonic Hardhat funds its default accounts from; gives local (signing) accounts for them. */
+export const HARDHAT_MNEMONIC = "test test test test test test test test test test test junk";
+
+export function hardhatAccount(index: number): LocalAccount {
+  return mnemonicToAccount(HARDHAT_MNEMONIC, { addressIndex: index });
+}
+
+/** Roles by Hardhat account index. */
+export const ROLE = { deployer: 0, funder: 1, payer: 2, provider: 3, stranger: 4 } as const;
+
+export const TOKEN_SUPPLY = parseEther("1000000");
+
+export async function escrowFixture() {
+  const publicClient = await hre.viem.getPublicClient();
+  const wallets = await hre.viem.getWalletClients();
+  const deployer = wallets[ROLE.deployer]!;
+  const escrow = await hre.viem.deployContract("GasEscrow");
+  const token = await hre.viem.deployContract("LaborGas", [deployer.account.address]);
+  const funder = wallets[ROLE.funder]!;
+  await token.write.mint([funder.account.address, TOKEN_SUPPLY]);
+  await token.write.approve([escrow.address, TOKEN_SUPPLY], { account: funder.account });
+  const chainId = await publicClient.getChainId();
+  const domain: GasEscrowDomain = gasEscrowDomain({ chainId, verifyingContract: escrow.address });
+  return {
+    publicClient,
+    wallets,
+    escrow,
+    token,
+    domain,
+    funder,
+    payer: hardhatAccount(ROLE.payer),
+    provider: hardhatAccount(ROLE.provider),
+    stranger: wallets[ROLE.stranger]!,
+  };
+}
+
+export const TERMS_HASH: Hex = keccak256(stringToBytes("terms: 1000 wei per invocation"));
+export const POLICY_HASH: Hex = keccak256(stringToBytes("policy: allow all"));
+
+export function makeTerms(asset: Address = zeroAddress, overrides: Partial<ChannelTerms> = {}): ChannelTerms {
+  return {
+    payer: hardhatAccount(ROLE.payer).address,
+    provider: hardhatAccount(ROLE.provider).address,
+    funder: hardhatAccount(ROLE.funder).address,
+    asset,
+    termsHash: TERMS_HASH,
+    policyHash: POLICY_HASH,
+    challengeDuration: 3600n,
+    nonce: 1n,
+    ...overrides,
+  };
+}
+
+/** A cooperative summary for `ref` signed by both parties (or by the given substitutes). */
+export async function signedCooperativeSummary(parameters: {
+  domain: GasEscrowDomain;
+  sessionId: Hex;
+  ref: ChannelRef;
+  finalSeq: bigint;
+  finalAmount: bigint;
+  finalReceiptRoot?: Hex;
+  payer?: LocalAccount;
+  provider?: LocalAccount;
+}) {
+  const { domain, sessionId, ref, finalSeq, finalAmount, finalReceiptRoot = zeroHash } = parameters;
+  const summary: SettlementSummary = {
+    sessionId,
+    provider: ref.terms.provider,
+    payer: ref.terms.payer,
+    termsHash: ref.terms.termsHash,
+    finalSeq,
+    finalAmount,
+    finalReceiptRoot,
+    mode: "Cooperative",
+  };
+  const payerSignature = await signSettlementSummary({
+    account: parameters.payer ?? hardhatAccount(ROLE.payer),
+    domain,
+    summary,
+  });
+  const providerSignature = await signSettlementSummary({
+    account: parameters.provider ?? hardhatAccount(ROLE.provider),
+    domain,
+    summary,
+  });
+  return { summary, payerSignature, providerSignature };
+}
