@@ -37,7 +37,7 @@ const config: HardhatUserConfig = {
   },
   networks: {
     hardhat: {},
-    localhost: { url: "http://127.0.0.1:8545" },
+    localhost: { url: `http://127.0.0.1:${process.env.IOI_DEVNET_PORT ?? 8545}` },
     ...(rpcUrl
       ? { remote: { url: rpcUrl, accounts: deployerKey ? [deployerKey] : [] } }
       : {}),

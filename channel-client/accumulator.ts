@@ -57,7 +57,7 @@ function toNode(value: Hex | Uint8Array, what: string): Uint8Array {
     return value;
   }
   if (typeof value !== "string") {
-    throw new InvalidHexError(`${what} must be a 0x-prefixed hex string or a Uint8Array; received a ${typeof value}.`);
+    throw new InvalidHexError(`${what} must be a 0x-prefixed hex string or a Uint8Array; received a value of type ${typeof value}.`);
   }
   if (!value.startsWith("0x")) throw new InvalidHexError(`${what} must start with "0x".`);
   if (value.length !== 2 + 2 * NODE_BYTES) {

@@ -117,3 +117,18 @@ function describe(value: unknown): string {
   if (Array.isArray(value)) return "an array";
   return `a value of type ${typeof value}`;
 }
+
+/** A ticket pays less than the price of the invocation it is meant to prepay. */
+export class TicketUnderpaidError extends BaseError {
+  override name = "TicketUnderpaidError" as const;
+}
+
+/** A ticket authorises more than the channel's on-chain deposit can pay. */
+export class DepositExceededError extends BaseError {
+  override name = "DepositExceededError" as const;
+}
+
+/** The two parties' views of the receipt history differ (different root or receipt chain). */
+export class ReceiptMismatchError extends BaseError {
+  override name = "ReceiptMismatchError" as const;
+}

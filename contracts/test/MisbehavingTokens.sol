@@ -27,6 +27,8 @@ contract FeeOnTransferToken is ERC20 {
 
 /// @dev Returns nothing from `transfer`/`transferFrom` (like USDT): callers must not expect a bool.
 contract NoReturnToken {
+    error InsufficientBalanceOrAllowance();
+
     mapping(address => uint256) public balanceOf;
     mapping(address => mapping(address => uint256)) public allowance;
 
@@ -39,13 +41,13 @@ contract NoReturnToken {
     }
 
     function transfer(address to, uint256 amount) external {
-        require(balanceOf[msg.sender] >= amount);
+        if (balanceOf[msg.sender] < amount) revert InsufficientBalanceOrAllowance();
         balanceOf[msg.sender] -= amount;
         balanceOf[to] += amount;
     }
 
     function transferFrom(address from, address to, uint256 amount) external {
-        require(balanceOf[from] >= amount && allowance[from][msg.sender] >= amount);
+        if (balanceOf[from] < amount || allowance[from][msg.sender] < amount) revert InsufficientBalanceOrAllowance();
         allowance[from][msg.sender] -= amount;
         balanceOf[from] -= amount;
         balanceOf[to] += amount;
@@ -75,6 +77,7 @@ contract ReentrantToken is ERC20 {
         address t = target;
         if (t != address(0) && from != address(0)) {
             target = address(0);
+            // solhint-disable-next-line avoid-low-level-calls
             (lastCallSucceeded, lastReturnData) = t.call(data);
         }
     }
@@ -82,7 +85,9 @@ contract ReentrantToken is ERC20 {
 
 /// @dev An account that refuses every ETH transfer (a payee that tries to block a settlement).
 contract EthRejecter {
+    error NoEth();
+
     receive() external payable {
-        revert("no ETH");
+        revert NoEth();
     }
 }

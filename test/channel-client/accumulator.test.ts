@@ -267,7 +267,7 @@ describe("channel-client/accumulator", () => {
       ["non-hex characters", `0x${"g".repeat(64)}`, /not hex digits/],
       ["31 bytes", new Uint8Array(31), /is 31 bytes/],
       ["33 bytes", new Uint8Array(33), /is 33 bytes/],
-      ["a number", 42, /received a number/],
+      ["a number", 42, /of type number/],
     ];
     for (const [what, leaf, message] of badLeaves) {
       it(`append rejects a leaf with ${what} and leaves the accumulator unchanged`, () => {

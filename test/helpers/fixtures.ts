@@ -3,7 +3,7 @@
  * from the same snapshot), and helpers to build terms and signatures.
  */
 import hre from "hardhat";
-import { parseEther, zeroAddress, zeroHash, keccak256, stringToBytes, type Address, type Hex, type LocalAccount } from "viem";
+import { getAddress, parseEther, zeroAddress, zeroHash, keccak256, stringToBytes, type Address, type Hex, type LocalAccount } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
 import { gasEscrowDomain, type GasEscrowDomain } from "../../channel-client/eip712";
@@ -13,8 +13,16 @@ import type { ChannelRef, ChannelTerms } from "../../channel-client/terms";
 /** The mnemonic Hardhat funds its default accounts from; gives local (signing) accounts for them. */
 export const HARDHAT_MNEMONIC = "test test test test test test test test test test test junk";
 
+const accounts = new Map<number, LocalAccount>();
+
+/** Hardhat's account `index` as a local signer (memoised: deriving from the mnemonic is slow). */
 export function hardhatAccount(index: number): LocalAccount {
-  return mnemonicToAccount(HARDHAT_MNEMONIC, { addressIndex: index });
+  let account = accounts.get(index);
+  if (!account) {
+    account = mnemonicToAccount(HARDHAT_MNEMONIC, { addressIndex: index });
+    accounts.set(index, account);
+  }
+  return account;
 }
 
 /** Roles by Hardhat account index. */
@@ -32,7 +40,7 @@ export async function escrowFixture() {
   await token.write.mint([funder.account.address, TOKEN_SUPPLY]);
   await token.write.approve([escrow.address, TOKEN_SUPPLY], { account: funder.account });
   const chainId = await publicClient.getChainId();
-  const domain: GasEscrowDomain = gasEscrowDomain({ chainId, verifyingContract: escrow.address });
+  const domain: GasEscrowDomain = gasEscrowDomain({ chainId, verifyingContract: getAddress(escrow.address) });
   return {
     publicClient,
     wallets,

@@ -1,0 +1,160 @@
+/**
+ * The provider's side of one channel, transport-free: check each ticket before doing the work, run the
+ * work, sign the receipt, fold the step into the receipt accumulator. A later layer puts this behind a
+ * socket and a durable store; everything that decides whether a ticket is acceptable lives here.
+ */
+import { keccak256, type Hex, type LocalAccount } from "viem";
+
+import { ReceiptAccumulator } from "./accumulator";
+import type { GasEscrowDomain } from "./eip712";
+import { BindingMismatchError, DepositExceededError, TicketUnderpaidError } from "./errors";
+import { receiptLeafFromHashes } from "./leaf";
+import {
+  GENESIS_RECEIPT_HASH,
+  sessionReceiptHash,
+  signSessionReceipt,
+  type SessionReceipt,
+  type SignedSessionReceipt,
+} from "./receipt";
+import { settlementSummaryDigest, signSettlementSummary, type SettlementSummary } from "./summary";
+import type { ChannelRef, PricingTerms } from "./terms";
+import {
+  assertTicketAdvances,
+  paymentTicketHash,
+  verifyPaymentTicket,
+  type PaymentTicket,
+  type SignedPaymentTicket,
+} from "./ticket";
+import { assertDigestSigner } from "./eip712";
+
+/** The work a provider sells: bytes in, bytes out, and how many metered units it consumed. */
+export type WorkHandler = (input: Uint8Array) => Promise<{ output: Uint8Array; units: bigint }>;
+
+export type ProviderSessionParameters = {
+  account: LocalAccount;
+  domain: GasEscrowDomain;
+  ref: ChannelRef;
+  sessionId: Hex;
+  pricing: PricingTerms;
+  /** What the channel holds on-chain; no ticket may authorise more. */
+  deposit: bigint;
+  modelSnapshotId: string;
+  handler: WorkHandler;
+};
+
+export type InvocationResult = { output: Uint8Array; receipt: SignedSessionReceipt; leaf: Hex };
+
+export class ProviderSession {
+  readonly accumulator = new ReceiptAccumulator();
+  #latest: SignedPaymentTicket | undefined;
+  #prevReceiptHash: Hex = GENESIS_RECEIPT_HASH;
+  #deposit: bigint;
+
+  constructor(readonly parameters: ProviderSessionParameters) {
+    this.#deposit = parameters.deposit;
+  }
+
+  /** The newest ticket accepted: what the provider would close or challenge with. */
+  get latestTicket(): SignedPaymentTicket | undefined {
+    return this.#latest;
+  }
+
+  /** Raise the known deposit after a top-up was seen on-chain. */
+  set deposit(value: bigint) {
+    this.#deposit = value;
+  }
+
+  /**
+   * Checks `signed` and, only if it is acceptable, runs the work and returns the signed receipt.
+   * Throws a typed error (BindingMismatchError, TicketNotNewerError, TicketUnderpaidError,
+   * DepositExceededError, InvalidSignatureError, ReceiptMismatchError) and changes nothing otherwise.
+   */
+  async invoke(signed: SignedPaymentTicket, input: Uint8Array): Promise<InvocationResult> {
+    await this.checkTicket(signed);
+    const { output, units } = await this.parameters.handler(input);
+    const ticket = signed.ticket;
+    const previousAmount = this.#latest?.ticket.cumulativeAmount ?? 0n;
+    const receipt: SessionReceipt = {
+      sessionId: this.parameters.sessionId,
+      seq: ticket.seq,
+      offloadPacketHash: keccak256(input),
+      outputHash: keccak256(output),
+      policyHash: this.parameters.ref.terms.policyHash,
+      modelSnapshotId: this.parameters.modelSnapshotId,
+      metering: { units, amount: ticket.cumulativeAmount - previousAmount },
+      prevReceiptHash: this.#prevReceiptHash,
+    };
+    const signedReceipt = await signSessionReceipt({ account: this.parameters.account, receipt });
+    const receiptHash = sessionReceiptHash(receipt);
+    const leaf = receiptLeafFromHashes(receiptHash, paymentTicketHash(ticket));
+    this.accumulator.append(leaf);
+    this.#latest = signed;
+    this.#prevReceiptHash = receiptHash;
+    return { output, receipt: signedReceipt, leaf };
+  }
+
+  /** Every rule a ticket must meet before the provider spends anything on it. */
+  async checkTicket(signed: SignedPaymentTicket): Promise<void> {
+    const { ref, sessionId, pricing, domain } = this.parameters;
+    const ticket: PaymentTicket = signed.ticket;
+    if (ticket.sessionId !== sessionId) {
+      throw new BindingMismatchError(`The ticket is for session ${ticket.sessionId}, not ${sessionId}.`);
+    }
+    if (ticket.provider.toLowerCase() !== ref.terms.provider.toLowerCase()) {
+      throw new BindingMismatchError(`The ticket pays provider ${ticket.provider}, not ${ref.terms.provider}.`);
+    }
+    if (ticket.termsHash !== ref.terms.termsHash) {
+      throw new BindingMismatchError(`The ticket binds terms ${ticket.termsHash}, not the channel's ${ref.terms.termsHash}.`);
+    }
+    assertTicketAdvances(this.#latest?.ticket, ticket);
+    const previousAmount = this.#latest?.ticket.cumulativeAmount ?? 0n;
+    if (ticket.cumulativeAmount - previousAmount < pricing.pricePerInvocation) {
+      throw new TicketUnderpaidError(
+        `Ticket seq ${ticket.seq} adds ${ticket.cumulativeAmount - previousAmount}; one invocation costs ${pricing.pricePerInvocation}.`,
+      );
+    }
+    if (ticket.cumulativeAmount > this.#deposit) {
+      throw new DepositExceededError(
+        `Ticket seq ${ticket.seq} authorises ${ticket.cumulativeAmount} but the channel holds ${this.#deposit}.`,
+      );
+    }
+    const root = this.accumulator.root();
+    if (ticket.receiptRoot !== root) {
+      throw new BindingMismatchError(
+        `Ticket seq ${ticket.seq} commits receipt root ${ticket.receiptRoot}; the provider's root over ${this.accumulator.size} receipts is ${root}.`,
+      );
+    }
+    await verifyPaymentTicket({ domain, signed, signer: ref.terms.payer });
+  }
+
+  /** The cooperative summary of everything accepted so far. */
+  cooperativeSummary(): SettlementSummary {
+    const { ref, sessionId } = this.parameters;
+    return {
+      sessionId,
+      provider: ref.terms.provider,
+      payer: ref.terms.payer,
+      termsHash: ref.terms.termsHash,
+      finalSeq: this.#latest?.ticket.seq ?? 0n,
+      finalAmount: this.#latest?.ticket.cumulativeAmount ?? 0n,
+      finalReceiptRoot: this.accumulator.root(),
+      mode: "Cooperative",
+    };
+  }
+
+  /**
+   * Co-signs a cooperative close proposed by the payer, after checking the payer signed it and that it
+   * is exactly the provider's own view (same seq, amount and receipt root).
+   */
+  async countersign(summary: SettlementSummary, payerSignature: Hex): Promise<Hex> {
+    const mine = this.cooperativeSummary();
+    for (const key of Object.keys(mine) as (keyof SettlementSummary)[]) {
+      if (String(mine[key]).toLowerCase() !== String(summary[key]).toLowerCase()) {
+        throw new BindingMismatchError(`The proposed summary's ${key} is ${summary[key]}; the provider's is ${mine[key]}.`);
+      }
+    }
+    const { domain, ref, account } = this.parameters;
+    await assertDigestSigner(settlementSummaryDigest(domain, summary), payerSignature, ref.terms.payer, "payer's settlement summary");
+    return signSettlementSummary({ account, domain, summary });
+  }
+}

@@ -1,0 +1,78 @@
+/**
+ * Deploys LaborGas and GasEscrow and records them in `deployments/<network>.json`.
+ *
+ *   npx hardhat run scripts/deploy.ts --network localhost             # the devnet from `npm run devnet`
+ *   IOI_RPC_URL=https://… IOI_DEPLOYER_KEY=0x… npx hardhat run scripts/deploy.ts --network remote
+ *
+ * The second form deploys to any EVM chain and writes `deployments/chain-<chainId>.json`.
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import type { HardhatRuntimeEnvironment } from "hardhat/types";
+import { getAddress, type Address, type Hash } from "viem";
+
+export type DeployedContract = { address: Address; transactionHash: Hash; blockNumber: string; gasUsed: string };
+
+export type Deployment = {
+  network: string;
+  chainId: number;
+  deployer: Address;
+  deployedAt: string;
+  contracts: { LaborGas: DeployedContract; GasEscrow: DeployedContract };
+};
+
+/** Deploys every contract with the network's first account and returns the record (not yet written). */
+export async function deployAll(hre: HardhatRuntimeEnvironment): Promise<Deployment> {
+  const publicClient = await hre.viem.getPublicClient();
+  const [deployer] = await hre.viem.getWalletClients();
+  if (!deployer) throw new Error(`No deployer account on network "${hre.network.name}"; set IOI_DEPLOYER_KEY.`);
+
+  async function deploy(name: "LaborGas" | "GasEscrow", args: unknown[]): Promise<DeployedContract> {
+    const { deploymentTransaction } = await hre.viem.sendDeploymentTransaction(name, args, { client: { wallet: deployer } });
+    const receipt = await publicClient.waitForTransactionReceipt({ hash: deploymentTransaction.hash });
+    if (receipt.status !== "success" || !receipt.contractAddress) {
+      throw new Error(`Deploying ${name} failed in transaction ${deploymentTransaction.hash}.`);
+    }
+    return {
+      address: getAddress(receipt.contractAddress),
+      transactionHash: receipt.transactionHash,
+      blockNumber: receipt.blockNumber.toString(),
+      gasUsed: receipt.gasUsed.toString(),
+    };
+  }
+
+  const laborGas = await deploy("LaborGas", [deployer.account.address]);
+  const gasEscrow = await deploy("GasEscrow", []);
+  return {
+    network: hre.network.name,
+    chainId: await publicClient.getChainId(),
+    deployer: getAddress(deployer.account.address),
+    deployedAt: new Date().toISOString(),
+    contracts: { LaborGas: laborGas, GasEscrow: gasEscrow },
+  };
+}
+
+/** Writes the record to `deployments/` and returns the file's path. */
+export function writeDeployment(deployment: Deployment, directory = path.join(__dirname, "..", "deployments")): string {
+  mkdirSync(directory, { recursive: true });
+  const name = deployment.network === "remote" ? `chain-${deployment.chainId}` : deployment.network;
+  const file = path.join(directory, `${name}.json`);
+  writeFileSync(file, `${JSON.stringify(deployment, null, 2)}\n`);
+  return file;
+}
+
+async function main(): Promise<void> {
+  const hre = (await import("hardhat")).default;
+  const deployment = await deployAll(hre);
+  const file = writeDeployment(deployment);
+  console.log(`Deployed to ${deployment.network} (chain ${deployment.chainId}):`);
+  for (const [name, c] of Object.entries(deployment.contracts)) console.log(`  ${name.padEnd(10)} ${c.address}  block ${c.blockNumber}`);
+  console.log(`Wrote ${path.relative(process.cwd(), file)}`);
+}
+
+if (require.main === module) {
+  main().catch((error: unknown) => {
+    console.error(error instanceof Error ? error.message : error);
+    process.exitCode = 1;
+  });
+}
