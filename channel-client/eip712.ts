@@ -141,10 +141,17 @@ export async function assertDigestSigner(
   }
 }
 
-/** A 65-byte signature in the ERC-2098 compact form the contract takes: `{ r, vs }`. */
+/**
+ * A 65-byte signature in the ERC-2098 compact form the contract takes: `{ r, vs }`. A high-s signature
+ * has no compact form (its s needs the bit that carries the parity), so this also refuses the malleable twin.
+ */
 export function toCompactSignature(signature: Hex): { r: Hex; vs: Hex } {
-  const compact = signatureToCompactSignature(parseSignature(signature));
-  return { r: compact.r, vs: compact.yParityAndS };
+  try {
+    const compact = signatureToCompactSignature(parseSignature(signature));
+    return { r: compact.r, vs: compact.yParityAndS };
+  } catch (cause) {
+    throw new InvalidSignatureError("The signature has no ERC-2098 compact form (malformed or high s).", { cause });
+  }
 }
 
 /** Flips a low-s signature into its high-s twin (same signer, same digest); only tests need this. */

@@ -9,7 +9,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { HardhatRuntimeEnvironment } from "hardhat/types";
-import { getAddress, type Address, type Hash } from "viem";
+import { getAddress, type Abi, type Address, type Hash, type Hex } from "viem";
 
 export type DeployedContract = { address: Address; transactionHash: Hash; blockNumber: string; gasUsed: string };
 
@@ -28,10 +28,11 @@ export async function deployAll(hre: HardhatRuntimeEnvironment): Promise<Deploym
   if (!deployer) throw new Error(`No deployer account on network "${hre.network.name}"; set IOI_DEPLOYER_KEY.`);
 
   async function deploy(name: "LaborGas" | "GasEscrow", args: unknown[]): Promise<DeployedContract> {
-    const { deploymentTransaction } = await hre.viem.sendDeploymentTransaction(name, args, { client: { wallet: deployer } });
-    const receipt = await publicClient.waitForTransactionReceipt({ hash: deploymentTransaction.hash });
+    const artifact = await hre.artifacts.readArtifact(name);
+    const hash = await deployer!.deployContract({ abi: artifact.abi as Abi, bytecode: artifact.bytecode as Hex, args });
+    const receipt = await publicClient.waitForTransactionReceipt({ hash });
     if (receipt.status !== "success" || !receipt.contractAddress) {
-      throw new Error(`Deploying ${name} failed in transaction ${deploymentTransaction.hash}.`);
+      throw new Error(`Deploying ${name} failed in transaction ${hash}.`);
     }
     return {
       address: getAddress(receipt.contractAddress),
