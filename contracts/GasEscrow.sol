@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity 0.8.28;
 
+import {AccessControl} from "@openzeppelin/contracts/access/AccessControl.sol";
 import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
 import {ECDSA} from "@openzeppelin/contracts/utils/cryptography/ECDSA.sol";
 import {SafeTransferLib} from "solady/src/utils/SafeTransferLib.sol";
@@ -9,15 +10,17 @@ import {IGasEscrow} from "./interfaces/IGasEscrow.sol";
 
 /// @title GasEscrow
 /// @notice Escrow for session payment channels: a funder locks native ETH or an ERC-20 for a payer and a
-/// provider, who then exchange signed PaymentTickets off-chain and settle here only at the boundary.
-/// @dev Storage holds one word per open channel and nothing else. The channel's fixed terms are committed
-/// by its id (an EIP-712 hash over the terms, the opening block, the chain id and this contract), so every
-/// call re-supplies them in calldata and a wrong term simply names a channel that does not exist.
+/// provider, who exchange signed PaymentTickets off-chain and settle here only at the boundary —
+/// cooperatively at once, or unilaterally through a challenge window in which a newer ticket wins.
+/// @dev Storage holds one word per live channel. The channel's fixed terms are committed by its id (an
+/// EIP-712 hash over the terms, the opening block, the chain id and this contract), so every call
+/// re-supplies them in calldata and a wrong term simply names a channel that does not exist. A closing
+/// channel's recorded ticket is committed the same way, by a fingerprint in that word.
 ///
 /// A settled channel's word is deleted (which refunds gas). That cannot re-open the session: the id
 /// includes the opening block number, so a channel opened later on the same terms has a different id and
 /// no ticket signed for the old one verifies against it.
-contract GasEscrow is IGasEscrow, EIP712, ReentrancyGuardTransient {
+contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransient {
     /*//////////////////////////////////////////////////////////////
                                CONSTANTS
     //////////////////////////////////////////////////////////////*/
@@ -40,30 +43,83 @@ contract GasEscrow is IGasEscrow, EIP712, ReentrancyGuardTransient {
         "uint128 finalAmount,bytes32 finalReceiptRoot,uint8 mode)"
     );
 
+    /// @notice May set the routing fee and the treasury.
+    bytes32 public constant GOVERNANCE_ROLE = keccak256("GOVERNANCE_ROLE");
+
+    /// @notice May freeze and release closing sessions: held by the DisputeManager.
+    bytes32 public constant DISPUTE_ROLE = keccak256("DISPUTE_ROLE");
+
     /// @notice Shortest challenge window a channel may bind: long enough for a watchtower to see a close.
     uint64 public constant MIN_CHALLENGE_DURATION = 1 minutes;
 
     /// @notice Longest challenge window: bounds how long a unilateral close can keep funds locked.
     uint64 public constant MAX_CHALLENGE_DURATION = 30 days;
 
-    /// @dev Low 128 bits of a channel word: the deposit it holds.
+    /// @notice Hard cap on the routing fee: 10% of the provider's payout.
+    uint16 public constant MAX_ROUTING_FEE_BPS = 1_000;
+
+    /// @notice After the window plus this long, a frozen session can be finalised even if its dispute cases
+    /// were never resolved, so a broken or captured dispute contract cannot lock funds forever.
+    uint256 public constant MAX_FREEZE_DURATION = 180 days;
+
+    /*//////////////////////////////////////////////////////////////
+                            CHANNEL WORD LAYOUT
+    //////////////////////////////////////////////////////////////*/
+    // One word per channel, `_channels[sessionId]`; zero means "no such channel" (never opened or settled).
+    //
+    // Open:     bits 254..255 = 0 (tag)   bits 144..253 = 0
+    //           bits 128..143 = routing fee in bps, fixed when the channel opened
+    //           bits   0..127 = deposit (uint128, > 0)
+    // Closing:  bits 254..255 = 1 (tag)   bits 250..253 = open dispute cases (0..15)
+    //           bits 210..249 = finalizesAt (uint40 unix time)     bits 0..209 = fingerprint of ClosingState
+    //
+    // The 210-bit fingerprint (the low bits of keccak256(abi.encode(ClosingState))) makes finding a second
+    // state with the same fingerprint a 2^105 birthday search even for a party that chooses both states.
+    // uint128 deposits exceed any asset's supply worth escrowing; uint40 times last until year 36812.
+
     uint256 private constant _DEPOSIT_MASK = type(uint128).max;
+    uint256 private constant _FEE_SHIFT = 128;
+    uint256 private constant _TAG_SHIFT = 254;
+    uint256 private constant _TAG_CLOSING = 1;
+    uint256 private constant _CASES_SHIFT = 250;
+    uint256 private constant _CASES_MASK = 0xf;
+    uint256 private constant _FINALIZES_AT_SHIFT = 210;
+    uint256 private constant _FINALIZES_AT_MASK = type(uint40).max;
+    uint256 private constant _FINGERPRINT_MASK = (1 << 210) - 1;
+
+    // Session key record, `_sessionKeys[sessionId][key]`:
+    //   bits 0..39 expiry (uint40)   bits 40..167 spend cap (uint128)   bits 168..231 payer's epoch (uint64)
+    uint256 private constant _KEY_CAP_SHIFT = 40;
+    uint256 private constant _KEY_EPOCH_SHIFT = 168;
 
     /*//////////////////////////////////////////////////////////////
                                 STORAGE
     //////////////////////////////////////////////////////////////*/
 
-    /// @dev One word per channel. Layout while Open:
-    ///   bits   0..127  deposit held for the channel (uint128, never 0 while the channel exists)
-    ///   bits 128..255  zero (reserved for the closing phase: window end and recorded-ticket fingerprint)
-    /// A zero word means "no such channel": never opened, or settled and deleted.
-    /// uint128 is enough: it exceeds the total supply of any asset worth escrowing (2^128 wei ≈ 3.4e20 ETH).
     mapping(bytes32 sessionId => uint256 word) private _channels;
 
-    constructor() EIP712("IOI GasEscrow", "1") {}
+    mapping(bytes32 sessionId => mapping(address key => uint256 record)) private _sessionKeys;
+
+    /// @dev Revocation epoch per payer; a key authorised in an older epoch is revoked.
+    mapping(address payer => uint64 epoch) private _keyEpochs;
+
+    /// @dev Fees collected for the treasury per asset, not yet withdrawn.
+    mapping(address asset => uint256 amount) private _accruedFees;
+
+    /// @dev Routing fee and treasury in one slot: bits 0..159 treasury, bits 160..175 fee in bps.
+    uint256 private _feeConfig;
+
+    /// @param governance Receives the admin and governance roles.
+    /// @param treasury Receives the routing fees.
+    /// @param routingFeeBps Initial routing fee, at most MAX_ROUTING_FEE_BPS.
+    constructor(address governance, address treasury, uint16 routingFeeBps) EIP712("IOI GasEscrow", "1") {
+        _grantRole(DEFAULT_ADMIN_ROLE, governance);
+        _grantRole(GOVERNANCE_ROLE, governance);
+        _setRoutingFee(routingFeeBps, treasury);
+    }
 
     /*//////////////////////////////////////////////////////////////
-                            CHANNEL LIFECYCLE
+                              OPEN AND FUND
     //////////////////////////////////////////////////////////////*/
 
     /// @inheritdoc IGasEscrow
@@ -77,7 +133,8 @@ contract GasEscrow is IGasEscrow, EIP712, ReentrancyGuardTransient {
         if (received == 0) revert ZeroDeposit();
         if (received > _DEPOSIT_MASK) revert DepositOverflow(sessionId, received);
 
-        _channels[sessionId] = received;
+        // The fee in force now is the channel's for life: governance cannot change a running channel's price.
+        _channels[sessionId] = received | (uint256(_feeBps()) << _FEE_SHIFT);
         emit ChannelOpened(sessionId, terms.payer, terms.provider, terms.asset, openedAt, received);
     }
 
@@ -87,7 +144,8 @@ contract GasEscrow is IGasEscrow, EIP712, ReentrancyGuardTransient {
         payable
     {
         bytes32 sessionId = _sessionId(terms, openedAt);
-        uint256 held = _requireOpen(sessionId);
+        uint256 word = _requireOpen(sessionId);
+        uint256 held = word & _DEPOSIT_MASK;
         if (held != expectedDeposit) revert DepositMismatch(sessionId, expectedDeposit, held);
 
         uint256 received = terms.asset == address(0) ? _receiveEth(amount) : _receiveToken(terms.asset, amount);
@@ -95,9 +153,13 @@ contract GasEscrow is IGasEscrow, EIP712, ReentrancyGuardTransient {
         uint256 total = held + received;
         if (total > _DEPOSIT_MASK) revert DepositOverflow(sessionId, total);
 
-        _channels[sessionId] = total;
+        _channels[sessionId] = (word ^ held) | total;
         emit Deposited(sessionId, msg.sender, received, total);
     }
+
+    /*//////////////////////////////////////////////////////////////
+                                 CLOSE
+    //////////////////////////////////////////////////////////////*/
 
     /// @inheritdoc IGasEscrow
     function closeCooperative(
@@ -110,7 +172,8 @@ contract GasEscrow is IGasEscrow, EIP712, ReentrancyGuardTransient {
         Signature calldata providerSig
     ) external {
         bytes32 sessionId = _sessionId(terms, openedAt);
-        uint256 held = _requireOpen(sessionId);
+        uint256 word = _requireOpen(sessionId);
+        uint256 held = word & _DEPOSIT_MASK;
 
         bytes32 digest = _hashTypedDataV4(
             _summaryStructHash(
@@ -126,30 +189,245 @@ contract GasEscrow is IGasEscrow, EIP712, ReentrancyGuardTransient {
         );
         _requireSigner(digest, payerSig, terms.payer);
         _requireSigner(digest, providerSig, terms.provider);
+        if (finalAmount > held) revert AmountExceedsDeposit(sessionId, finalAmount, held);
 
-        (uint256 toProvider, uint256 toFunder) = computePayout(held, finalAmount);
-        if (toProvider != finalAmount) revert AmountExceedsDeposit(sessionId, finalAmount, held);
-
+        (uint256 toProvider, uint256 fee, uint256 toFunder) = computeSettlement(held, finalAmount, word >> _FEE_SHIFT);
         delete _channels[sessionId];
-        emit ChannelSettled(sessionId, CloseMode.Cooperative, finalSeq, finalReceiptRoot, toProvider, toFunder);
+        emit ChannelSettled(
+            sessionId, CloseMode.Cooperative, finalSeq, finalReceiptRoot, toProvider, toFunder, fee
+        );
+        _settle(terms, toProvider, fee, toFunder);
+    }
 
-        _pay(terms.asset, terms.provider, toProvider);
-        _pay(terms.asset, terms.funder, toFunder);
+    /// @inheritdoc IGasEscrow
+    function closeUnilateral(ChannelTerms calldata terms, uint64 openedAt, Ticket calldata ticket) external {
+        bytes32 sessionId = _sessionId(terms, openedAt);
+        uint256 word = _requireOpen(sessionId);
+        if (msg.sender != terms.payer && msg.sender != terms.provider && msg.sender != terms.funder) {
+            revert NotAParty(sessionId, msg.sender);
+        }
+        if (ticket.seq == 0) {
+            if (ticket.cumulativeAmount != 0 || ticket.receiptRoot != 0) {
+                revert EmptyTicketNotZero(ticket.cumulativeAmount, ticket.receiptRoot);
+            }
+        } else {
+            _requireTicketSigner(sessionId, terms, ticket);
+        }
+
+        ClosingState memory state = ClosingState({
+            deposit: uint128(word), // the low 128 bits
+            seq: ticket.seq,
+            amount: ticket.cumulativeAmount,
+            receiptRoot: ticket.receiptRoot,
+            feeBps: uint16(word >> _FEE_SHIFT)
+        });
+        // Cannot overflow: timestamps and durations are far below 2^40 (MAX_CHALLENGE_DURATION is 30 days).
+        uint40 finalizesAt;
+        unchecked {
+            finalizesAt = uint40(block.timestamp + terms.challengeDuration);
+        }
+        _channels[sessionId] = _closingWord(0, finalizesAt, state);
+        emit ChannelClosing(
+            sessionId,
+            msg.sender,
+            state.seq,
+            state.amount,
+            state.receiptRoot,
+            state.deposit,
+            state.feeBps,
+            finalizesAt
+        );
+    }
+
+    /// @inheritdoc IGasEscrow
+    function challenge(
+        ChannelTerms calldata terms,
+        uint64 openedAt,
+        ClosingState calldata recorded,
+        Ticket calldata ticket
+    ) external {
+        bytes32 sessionId = _sessionId(terms, openedAt);
+        (uint256 cases, uint40 finalizesAt) = _requireClosingState(sessionId, recorded);
+        if (block.timestamp >= finalizesAt) revert ChallengeWindowClosed(sessionId, finalizesAt);
+        if (ticket.seq <= recorded.seq) revert TicketNotNewer(sessionId, ticket.seq, recorded.seq);
+        if (ticket.cumulativeAmount < recorded.amount) {
+            revert TicketAmountDecreased(sessionId, ticket.cumulativeAmount, recorded.amount);
+        }
+        _requireTicketSigner(sessionId, terms, ticket);
+
+        ClosingState memory state = ClosingState({
+            deposit: recorded.deposit,
+            seq: ticket.seq,
+            amount: ticket.cumulativeAmount,
+            receiptRoot: ticket.receiptRoot,
+            feeBps: recorded.feeBps
+        });
+        _channels[sessionId] = _closingWord(cases, finalizesAt, state);
+        emit ChannelChallenged(sessionId, msg.sender, state.seq, state.amount, state.receiptRoot, finalizesAt);
+    }
+
+    /// @inheritdoc IGasEscrow
+    function finalize(ChannelTerms calldata terms, uint64 openedAt, ClosingState calldata recorded) external {
+        bytes32 sessionId = _sessionId(terms, openedAt);
+        (uint256 cases, uint40 finalizesAt) = _requireClosingState(sessionId, recorded);
+        if (block.timestamp < finalizesAt) revert ChallengeWindowOpen(sessionId, finalizesAt);
+        if (cases != 0 && block.timestamp < uint256(finalizesAt) + MAX_FREEZE_DURATION) {
+            revert FrozenByDispute(sessionId, uint8(cases));
+        }
+
+        (uint256 toProvider, uint256 fee, uint256 toFunder) =
+            computeSettlement(recorded.deposit, recorded.amount, recorded.feeBps);
+        delete _channels[sessionId];
+        emit ChannelSettled(
+            sessionId, CloseMode.Unilateral, recorded.seq, recorded.receiptRoot, toProvider, toFunder, fee
+        );
+        _settle(terms, toProvider, fee, toFunder);
+    }
+
+    /*//////////////////////////////////////////////////////////////
+                              DISPUTE HOOKS
+    //////////////////////////////////////////////////////////////*/
+
+    /// @inheritdoc IGasEscrow
+    function freeze(bytes32 sessionId, ClosingState calldata recorded) external onlyRole(DISPUTE_ROLE) {
+        (uint256 cases, uint40 finalizesAt) = _requireClosingState(sessionId, recorded);
+        if (cases == _CASES_MASK) revert TooManyOpenCases(sessionId);
+        unchecked {
+            ++cases; // < 15 checked above
+        }
+        _channels[sessionId] = _closingWord(cases, finalizesAt, recorded);
+        emit ChannelFrozen(sessionId, uint8(cases));
+    }
+
+    /// @inheritdoc IGasEscrow
+    function release(bytes32 sessionId, ClosingState calldata recorded, uint128 refund)
+        external
+        onlyRole(DISPUTE_ROLE)
+        returns (bool applied)
+    {
+        // Settled meanwhile (only possible after MAX_FREEZE_DURATION): nothing left to adjust.
+        if (_channels[sessionId] == 0) return false;
+        (uint256 cases, uint40 finalizesAt) = _requireClosingState(sessionId, recorded);
+        if (cases == 0) revert ChannelNotFrozen(sessionId);
+        unchecked {
+            --cases; // > 0 checked above
+        }
+        ClosingState memory state = recorded;
+        if (refund != 0) {
+            uint128 taken = refund < state.amount ? refund : state.amount;
+            unchecked {
+                state.amount -= taken; // taken <= amount
+            }
+            // A resolution is final: end the window now so no later ticket can raise the amount again.
+            if (finalizesAt > block.timestamp) finalizesAt = uint40(block.timestamp);
+        }
+        _channels[sessionId] = _closingWord(cases, finalizesAt, state);
+        emit ChannelReleased(sessionId, uint8(cases), refund, state.amount);
+        return true;
+    }
+
+    /*//////////////////////////////////////////////////////////////
+                              SESSION KEYS
+    //////////////////////////////////////////////////////////////*/
+
+    /// @inheritdoc IGasEscrow
+    function authorizeSessionKey(
+        ChannelTerms calldata terms,
+        uint64 openedAt,
+        address key,
+        uint40 expiry,
+        uint128 spendCap
+    ) external {
+        bytes32 sessionId = _sessionId(terms, openedAt);
+        _requireOpen(sessionId);
+        if (msg.sender != terms.payer) revert NotThePayer(sessionId, msg.sender);
+        if (key == address(0) || key == terms.payer || expiry <= block.timestamp) revert InvalidSessionKey(key, expiry);
+        uint64 epoch = _keyEpochs[msg.sender];
+        _sessionKeys[sessionId][key] =
+            uint256(expiry) | (uint256(spendCap) << _KEY_CAP_SHIFT) | (uint256(epoch) << _KEY_EPOCH_SHIFT);
+        emit SessionKeyAuthorized(sessionId, key, expiry, spendCap, epoch);
+    }
+
+    /// @inheritdoc IGasEscrow
+    function revokeSessionKey(ChannelTerms calldata terms, uint64 openedAt, address key) external {
+        bytes32 sessionId = _sessionId(terms, openedAt);
+        if (msg.sender != terms.payer) revert NotThePayer(sessionId, msg.sender);
+        delete _sessionKeys[sessionId][key];
+        emit SessionKeyRevoked(sessionId, key);
+    }
+
+    /// @inheritdoc IGasEscrow
+    function revokeAllSessionKeys() external {
+        uint64 epoch = _keyEpochs[msg.sender] + 1;
+        _keyEpochs[msg.sender] = epoch;
+        emit SessionKeysRevoked(msg.sender, epoch);
+    }
+
+    /*//////////////////////////////////////////////////////////////
+                              FEES
+    //////////////////////////////////////////////////////////////*/
+
+    /// @inheritdoc IGasEscrow
+    function withdrawFees(address asset) external {
+        uint256 amount = _accruedFees[asset];
+        if (amount == 0) return;
+        address treasury = address(uint160(_feeConfig));
+        _accruedFees[asset] = 0;
+        emit FeesWithdrawn(asset, treasury, amount);
+        _pay(asset, treasury, amount);
+    }
+
+    /// @inheritdoc IGasEscrow
+    function setRoutingFee(uint16 feeBps, address treasury) external onlyRole(GOVERNANCE_ROLE) {
+        _setRoutingFee(feeBps, treasury);
     }
 
     /*//////////////////////////////////////////////////////////////
                                  VIEWS
     //////////////////////////////////////////////////////////////*/
 
-    /// @notice Splits a channel's deposit between provider and funder for a final amount owed.
-    /// @dev Pure so that tests and clients can check the arithmetic directly. The provider never receives
-    /// more than the channel holds; callers that must not truncate compare `toProvider` to `owed`.
-    function computePayout(uint256 held, uint256 owed) public pure returns (uint256 toProvider, uint256 toFunder) {
-        toProvider = owed < held ? owed : held;
-        // Cannot underflow: toProvider <= held.
+    /// @notice Splits a settled channel's deposit: the provider is owed `owed` (capped at what the channel
+    /// holds), the treasury takes `feeBps` of that, and the funder gets the rest back.
+    /// @dev Pure so that tests and clients can check the arithmetic directly.
+    function computeSettlement(uint256 held, uint256 owed, uint256 feeBps)
+        public
+        pure
+        returns (uint256 toProvider, uint256 fee, uint256 toFunder)
+    {
+        uint256 earned = owed < held ? owed : held;
+        // Cannot overflow: earned <= held < 2^128 and feeBps <= 2^16, so the product is below 2^144;
+        // fee <= earned because feeBps <= 10_000 is enforced where it is set.
         unchecked {
-            toFunder = held - toProvider;
+            fee = (earned * feeBps) / 10_000;
+            toProvider = earned - fee;
+            toFunder = held - earned;
         }
+    }
+
+    /// @notice Routing fee (bps) and treasury in force now.
+    function routingFee() external view returns (uint16 feeBps, address treasury) {
+        uint256 config = _feeConfig;
+        return (uint16(config >> 160), address(uint160(config)));
+    }
+
+    /// @notice Fees accrued in `asset` and not yet withdrawn.
+    function accruedFees(address asset) external view returns (uint256) {
+        return _accruedFees[asset];
+    }
+
+    /// @notice The payer's current session-key revocation epoch.
+    function keyEpochOf(address payer) external view returns (uint64) {
+        return _keyEpochs[payer];
+    }
+
+    /// @notice A session key's limits as stored (all zero if never authorised or revoked one by one).
+    function sessionKeyOf(bytes32 sessionId, address key)
+        external
+        view
+        returns (uint40 expiry, uint128 spendCap, uint64 epoch)
+    {
+        uint256 record = _sessionKeys[sessionId][key];
+        return (uint40(record), uint128(record >> _KEY_CAP_SHIFT), uint64(record >> _KEY_EPOCH_SHIFT));
     }
 
     /// @inheritdoc IGasEscrow
@@ -159,7 +437,33 @@ contract GasEscrow is IGasEscrow, EIP712, ReentrancyGuardTransient {
 
     /// @inheritdoc IGasEscrow
     function depositOf(bytes32 sessionId) external view returns (uint256) {
-        return _channels[sessionId] & _DEPOSIT_MASK;
+        uint256 word = _channels[sessionId];
+        return word >> _TAG_SHIFT == 0 ? word & _DEPOSIT_MASK : 0;
+    }
+
+    /// @inheritdoc IGasEscrow
+    function phaseOf(bytes32 sessionId) external view returns (Phase) {
+        uint256 word = _channels[sessionId];
+        if (word == 0) return Phase.None;
+        if (word >> _TAG_SHIFT == 0) return Phase.Open;
+        uint256 finalizesAt = (word >> _FINALIZES_AT_SHIFT) & _FINALIZES_AT_MASK;
+        if (block.timestamp < finalizesAt) return Phase.Closing;
+        uint256 cases = (word >> _CASES_SHIFT) & _CASES_MASK;
+        if (cases != 0 && block.timestamp < finalizesAt + MAX_FREEZE_DURATION) return Phase.Frozen;
+        return Phase.Finalizable;
+    }
+
+    /// @inheritdoc IGasEscrow
+    function closingInfo(bytes32 sessionId, ClosingState calldata recorded)
+        external
+        view
+        returns (bool matches, uint40 finalizesAt, uint8 openCases)
+    {
+        uint256 word = _channels[sessionId];
+        if (word >> _TAG_SHIFT != _TAG_CLOSING) return (false, 0, 0);
+        matches = word & _FINGERPRINT_MASK == _fingerprint(recorded);
+        finalizesAt = uint40(word >> _FINALIZES_AT_SHIFT);
+        openCases = uint8((word >> _CASES_SHIFT) & _CASES_MASK);
     }
 
     /// @inheritdoc IGasEscrow
@@ -171,11 +475,7 @@ contract GasEscrow is IGasEscrow, EIP712, ReentrancyGuardTransient {
         uint128 cumulativeAmount,
         bytes32 receiptRoot
     ) external view returns (bytes32) {
-        return _hashTypedDataV4(
-            keccak256(
-                abi.encode(PAYMENT_TICKET_TYPEHASH, sessionId, provider, termsHash, seq, cumulativeAmount, receiptRoot)
-            )
-        );
+        return _hashTypedDataV4(_ticketStructHash(sessionId, provider, termsHash, seq, cumulativeAmount, receiptRoot));
     }
 
     /// @inheritdoc IGasEscrow
@@ -212,10 +512,49 @@ contract GasEscrow is IGasEscrow, EIP712, ReentrancyGuardTransient {
         return _hashTypedDataV4(keccak256(abi.encode(SESSION_TYPEHASH, terms, openedAt)));
     }
 
-    /// @dev Returns the deposit of an open channel; reverts if there is none.
-    function _requireOpen(bytes32 sessionId) private view returns (uint256 held) {
-        held = _channels[sessionId];
-        if (held == 0) revert ChannelNotOpen(sessionId);
+    /// @dev Returns the word of an open channel; reverts if the channel is not in its open phase.
+    function _requireOpen(bytes32 sessionId) private view returns (uint256 word) {
+        word = _channels[sessionId];
+        if (word == 0 || word >> _TAG_SHIFT != 0) revert ChannelNotOpen(sessionId);
+    }
+
+    /// @dev Reverts unless the channel is closing with exactly `recorded`; returns its cases and window end.
+    function _requireClosingState(bytes32 sessionId, ClosingState memory recorded)
+        private
+        view
+        returns (uint256 cases, uint40 finalizesAt)
+    {
+        uint256 word = _channels[sessionId];
+        if (word >> _TAG_SHIFT != _TAG_CLOSING) revert ChannelNotClosing(sessionId);
+        if (word & _FINGERPRINT_MASK != _fingerprint(recorded)) revert ClosingStateMismatch(sessionId);
+        cases = (word >> _CASES_SHIFT) & _CASES_MASK;
+        finalizesAt = uint40(word >> _FINALIZES_AT_SHIFT);
+    }
+
+    function _closingWord(uint256 cases, uint40 finalizesAt, ClosingState memory state)
+        private
+        pure
+        returns (uint256)
+    {
+        return (_TAG_CLOSING << _TAG_SHIFT) | (cases << _CASES_SHIFT)
+            | (uint256(finalizesAt) << _FINALIZES_AT_SHIFT) | _fingerprint(state);
+    }
+
+    function _fingerprint(ClosingState memory state) private pure returns (uint256) {
+        return uint256(keccak256(abi.encode(state))) & _FINGERPRINT_MASK;
+    }
+
+    function _ticketStructHash(
+        bytes32 sessionId,
+        address provider,
+        bytes32 termsHash,
+        uint64 seq,
+        uint128 cumulativeAmount,
+        bytes32 receiptRoot
+    ) private pure returns (bytes32) {
+        return keccak256(
+            abi.encode(PAYMENT_TICKET_TYPEHASH, sessionId, provider, termsHash, seq, cumulativeAmount, receiptRoot)
+        );
     }
 
     function _summaryStructHash(
@@ -243,12 +582,56 @@ contract GasEscrow is IGasEscrow, EIP712, ReentrancyGuardTransient {
         );
     }
 
+    /// @dev Reverts unless the ticket is signed by the payer, or by a session key the payer authorised for
+    /// this session that is unexpired, not revoked, and within its spend cap.
+    function _requireTicketSigner(bytes32 sessionId, ChannelTerms calldata terms, Ticket calldata ticket)
+        private
+        view
+    {
+        bytes32 digest = _hashTypedDataV4(
+            _ticketStructHash(
+                sessionId, terms.provider, terms.termsHash, ticket.seq, ticket.cumulativeAmount, ticket.receiptRoot
+            )
+        );
+        address signer = _recover(digest, ticket.sig);
+        if (signer == terms.payer) return;
+
+        uint256 record = _sessionKeys[sessionId][signer];
+        if (record == 0) revert UnauthorizedTicketSigner(sessionId, signer);
+        uint64 keyEpoch = uint64(record >> _KEY_EPOCH_SHIFT);
+        uint64 currentEpoch = _keyEpochs[terms.payer];
+        if (keyEpoch != currentEpoch) revert RevokedSessionKey(signer, keyEpoch, currentEpoch);
+        uint40 expiry = uint40(record);
+        if (block.timestamp >= expiry) revert SessionKeyExpired(signer, expiry);
+        uint128 spendCap = uint128(record >> _KEY_CAP_SHIFT);
+        if (ticket.cumulativeAmount > spendCap) {
+            revert SessionKeySpendCapExceeded(signer, ticket.cumulativeAmount, spendCap);
+        }
+    }
+
     /// @dev Reverts unless `sig` is a valid low-s signature of `digest` by `expected`.
     function _requireSigner(bytes32 digest, Signature calldata sig, address expected) private pure {
-        (address recovered, ECDSA.RecoverError err, bytes32 errArg) = ECDSA.tryRecover(digest, sig.r, sig.vs);
+        address recovered = _recover(digest, sig);
+        if (recovered != expected) revert SignerMismatch(expected, recovered);
+    }
+
+    function _recover(bytes32 digest, Signature calldata sig) private pure returns (address recovered) {
+        ECDSA.RecoverError err;
+        bytes32 errArg;
+        (recovered, err, errArg) = ECDSA.tryRecover(digest, sig.r, sig.vs);
         if (err == ECDSA.RecoverError.InvalidSignatureS) revert SignatureNotLowS(errArg);
         if (err != ECDSA.RecoverError.NoError) revert InvalidSignature();
-        if (recovered != expected) revert SignerMismatch(expected, recovered);
+    }
+
+    function _feeBps() private view returns (uint16) {
+        return uint16(_feeConfig >> 160);
+    }
+
+    function _setRoutingFee(uint16 feeBps, address treasury) private {
+        if (feeBps > MAX_ROUTING_FEE_BPS) revert RoutingFeeTooHigh(feeBps, MAX_ROUTING_FEE_BPS);
+        if (treasury == address(0)) revert ZeroTreasury();
+        _feeConfig = uint256(uint160(treasury)) | (uint256(feeBps) << 160);
+        emit RoutingFeeSet(feeBps, treasury);
     }
 
     function _receiveEth(uint256 amount) private returns (uint256) {
@@ -266,6 +649,14 @@ contract GasEscrow is IGasEscrow, EIP712, ReentrancyGuardTransient {
         uint256 before = SafeTransferLib.balanceOf(token, address(this));
         SafeTransferLib.safeTransferFrom(token, msg.sender, address(this), amount);
         return SafeTransferLib.balanceOf(token, address(this)) - before;
+    }
+
+    /// @dev Books the fee and sends both payouts; called after the channel's word is deleted and the event
+    /// emitted.
+    function _settle(ChannelTerms calldata terms, uint256 toProvider, uint256 fee, uint256 toFunder) private {
+        if (fee != 0) _accruedFees[terms.asset] += fee;
+        _pay(terms.asset, terms.provider, toProvider);
+        _pay(terms.asset, terms.funder, toFunder);
     }
 
     /// @dev Sends a payout after all state changes. ETH is force-sent (a recipient that reverts receives it

@@ -5,6 +5,8 @@
  *   IOI_RPC_URL=https://… IOI_DEPLOYER_KEY=0x… npx hardhat run scripts/deploy.ts --network remote
  *
  * The second form deploys to any EVM chain and writes `deployments/chain-<chainId>.json`.
+ * IOI_GOVERNANCE (default: the deployer), IOI_TREASURY (default: governance) and IOI_ROUTING_FEE_BPS
+ * (default 0, at most 1000) set the escrow's governance, fee recipient and routing fee.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -17,6 +19,9 @@ export type Deployment = {
   network: string;
   chainId: number;
   deployer: Address;
+  governance: Address;
+  treasury: Address;
+  routingFeeBps: number;
   deployedAt: string;
   contracts: { LaborGas: DeployedContract; GasEscrow: DeployedContract };
 };
@@ -27,7 +32,7 @@ export async function deployAll(hre: HardhatRuntimeEnvironment): Promise<Deploym
   const [deployer] = await hre.viem.getWalletClients();
   if (!deployer) throw new Error(`No deployer account on network "${hre.network.name}"; set IOI_DEPLOYER_KEY.`);
 
-  async function deploy(name: "LaborGas" | "GasEscrow", args: unknown[]): Promise<DeployedContract> {
+  async function deploy(name: keyof Deployment["contracts"], args: unknown[]): Promise<DeployedContract> {
     const artifact = await hre.artifacts.readArtifact(name);
     const hash = await deployer!.deployContract({ abi: artifact.abi as Abi, bytecode: artifact.bytecode as Hex, args });
     const receipt = await publicClient.waitForTransactionReceipt({ hash });
@@ -42,12 +47,21 @@ export async function deployAll(hre: HardhatRuntimeEnvironment): Promise<Deploym
     };
   }
 
+  const governance = getAddress(process.env.IOI_GOVERNANCE ?? deployer.account.address);
+  const treasury = getAddress(process.env.IOI_TREASURY ?? governance);
+  const routingFeeBps = Number(process.env.IOI_ROUTING_FEE_BPS ?? 0);
+  if (!Number.isInteger(routingFeeBps) || routingFeeBps < 0 || routingFeeBps > 1_000) {
+    throw new Error(`IOI_ROUTING_FEE_BPS must be a whole number from 0 to 1000; received ${process.env.IOI_ROUTING_FEE_BPS}.`);
+  }
   const laborGas = await deploy("LaborGas", [deployer.account.address]);
-  const gasEscrow = await deploy("GasEscrow", []);
+  const gasEscrow = await deploy("GasEscrow", [governance, treasury, routingFeeBps]);
   return {
     network: hre.network.name,
     chainId: await publicClient.getChainId(),
     deployer: getAddress(deployer.account.address),
+    governance,
+    treasury,
+    routingFeeBps,
     deployedAt: new Date().toISOString(),
     contracts: { LaborGas: laborGas, GasEscrow: gasEscrow },
   };

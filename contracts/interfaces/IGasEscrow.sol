@@ -32,6 +32,37 @@ interface IGasEscrow {
         bytes32 vs;
     }
 
+    /// @notice A payer-signed PaymentTicket as submitted on-chain. The session, provider and terms hash it
+    /// binds come from the channel's terms, so only the moving parts travel in calldata.
+    /// @dev `seq == 0` means "no ticket" (amount and root must then be zero and `sig` is ignored).
+    struct Ticket {
+        uint64 seq;
+        uint128 cumulativeAmount;
+        bytes32 receiptRoot;
+        Signature sig;
+    }
+
+    /// @notice What a unilateral close recorded. Only its fingerprint is stored; callers re-supply it
+    /// (every field is in the `ChannelClosing` / `ChannelChallenged` events).
+    /// @dev Never stored (only hashed), so its field order follows meaning, not slot packing.
+    // solhint-disable-next-line gas-struct-packing
+    struct ClosingState {
+        uint128 deposit;
+        uint64 seq;
+        uint128 amount;
+        bytes32 receiptRoot;
+        uint16 feeBps;
+    }
+
+    /// @notice A channel's phase, derived from its storage word and the time.
+    enum Phase {
+        None,
+        Open,
+        Closing,
+        Finalizable,
+        Frozen
+    }
+
     /// @notice How a channel was settled; signed as `uint8` inside a SettlementSummary.
     enum CloseMode {
         Cooperative,
@@ -56,15 +87,62 @@ interface IGasEscrow {
     /// @notice `amount` was added to a channel by `from`, which now holds `deposit`.
     event Deposited(bytes32 indexed sessionId, address indexed from, uint256 amount, uint256 deposit);
 
-    /// @notice A channel paid out and is closed for good.
+    /// @notice A channel paid out and is closed for good. `fee` went to the treasury's accrued fees.
     event ChannelSettled(
         bytes32 indexed sessionId,
         CloseMode mode,
         uint64 finalSeq,
         bytes32 receiptRoot,
         uint256 paidToProvider,
-        uint256 refundedToFunder
+        uint256 refundedToFunder,
+        uint256 fee
     );
+
+    /// @notice `closer` closed the channel unilaterally with the ticket (`seq`, `amount`, `receiptRoot`);
+    /// anyone holding a newer ticket may challenge until `finalizesAt`. The fields are the ClosingState.
+    event ChannelClosing(
+        bytes32 indexed sessionId,
+        address indexed closer,
+        uint64 seq,
+        uint128 amount,
+        bytes32 receiptRoot,
+        uint128 deposit,
+        uint16 feeBps,
+        uint40 finalizesAt
+    );
+
+    /// @notice A newer ticket replaced the recorded one; the window still ends at `finalizesAt`.
+    event ChannelChallenged(
+        bytes32 indexed sessionId,
+        address indexed challenger,
+        uint64 seq,
+        uint128 amount,
+        bytes32 receiptRoot,
+        uint40 finalizesAt
+    );
+
+    /// @notice The dispute contract froze finalisation; `openCases` cases are now open on the session.
+    event ChannelFrozen(bytes32 indexed sessionId, uint8 openCases);
+
+    /// @notice A dispute case on the session ended; `refund` was taken off the provider's recorded amount.
+    event ChannelReleased(bytes32 indexed sessionId, uint8 openCases, uint128 refund, uint128 amount);
+
+    /// @notice The payer authorised `key` to sign tickets for the session until `expiry`, up to `spendCap`.
+    event SessionKeyAuthorized(
+        bytes32 indexed sessionId, address indexed key, uint40 expiry, uint128 spendCap, uint64 epoch
+    );
+
+    /// @notice The payer revoked one session key.
+    event SessionKeyRevoked(bytes32 indexed sessionId, address indexed key);
+
+    /// @notice The payer revoked every session key it had authorised, on every channel, by moving to `epoch`.
+    event SessionKeysRevoked(address indexed payer, uint64 epoch);
+
+    /// @notice Governance set the routing fee (basis points of the provider's payout) and the treasury.
+    event RoutingFeeSet(uint16 feeBps, address treasury);
+
+    /// @notice Accrued fees in `asset` were paid to the treasury.
+    event FeesWithdrawn(address indexed asset, address indexed treasury, uint256 amount);
 
     /*//////////////////////////////////////////////////////////////
                                  ERRORS
@@ -99,6 +177,63 @@ interface IGasEscrow {
 
     /// @notice A settlement cannot pay the provider more than the channel holds.
     error AmountExceedsDeposit(bytes32 sessionId, uint256 amount, uint256 deposit);
+
+    /// @notice Only the channel's payer, provider or funder may do this.
+    error NotAParty(bytes32 sessionId, address caller);
+
+    /// @notice Only the channel's payer may do this.
+    error NotThePayer(bytes32 sessionId, address caller);
+
+    /// @notice The channel is not in its closing phase (never closed, still open, or settled).
+    error ChannelNotClosing(bytes32 sessionId);
+
+    /// @notice The re-supplied ClosingState is not the one the channel recorded.
+    error ClosingStateMismatch(bytes32 sessionId);
+
+    /// @notice A "no ticket" close (seq 0) must carry a zero amount and a zero root.
+    error EmptyTicketNotZero(uint128 amount, bytes32 receiptRoot);
+
+    /// @notice A challenge must carry a ticket with a higher seq than the recorded one.
+    error TicketNotNewer(bytes32 sessionId, uint64 seq, uint64 recordedSeq);
+
+    /// @notice A newer ticket may not lower the cumulative amount.
+    error TicketAmountDecreased(bytes32 sessionId, uint128 amount, uint128 recordedAmount);
+
+    /// @notice The challenge window ended at `finalizesAt`; challenges are over.
+    error ChallengeWindowClosed(bytes32 sessionId, uint40 finalizesAt);
+
+    /// @notice The challenge window runs until `finalizesAt`; finalisation must wait.
+    error ChallengeWindowOpen(bytes32 sessionId, uint40 finalizesAt);
+
+    /// @notice Dispute cases are open on the session; finalisation waits for their resolution.
+    error FrozenByDispute(bytes32 sessionId, uint8 openCases);
+
+    /// @notice No dispute case is open on the session.
+    error ChannelNotFrozen(bytes32 sessionId);
+
+    /// @notice At most 15 dispute cases can be open on one session at a time.
+    error TooManyOpenCases(bytes32 sessionId);
+
+    /// @notice The ticket's signer is neither the payer nor a session key the payer authorised for this session.
+    error UnauthorizedTicketSigner(bytes32 sessionId, address signer);
+
+    /// @notice The session key expired at `expiry`.
+    error SessionKeyExpired(address key, uint40 expiry);
+
+    /// @notice The session key was revoked (the payer moved past the epoch it was authorised in).
+    error RevokedSessionKey(address key, uint64 keyEpoch, uint64 currentEpoch);
+
+    /// @notice The ticket authorises more than the session key's spend cap.
+    error SessionKeySpendCapExceeded(address key, uint128 amount, uint128 spendCap);
+
+    /// @notice A session key must expire in the future and may not be the zero address or the payer.
+    error InvalidSessionKey(address key, uint40 expiry);
+
+    /// @notice The routing fee may not exceed `maxBps`.
+    error RoutingFeeTooHigh(uint16 feeBps, uint16 maxBps);
+
+    /// @notice The treasury may not be the zero address.
+    error ZeroTreasury();
 
     /// @notice The signature does not recover to any address.
     error InvalidSignature();
@@ -141,11 +276,72 @@ interface IGasEscrow {
         Signature calldata providerSig
     ) external;
 
+    /// @notice Starts a unilateral close with the newest ticket the caller holds (or none: `seq == 0`),
+    /// opening a challenge window of the channel's `challengeDuration`.
+    /// Requirements: the channel is open; the caller is its payer, provider or funder; a ticket is signed
+    /// by the payer or by a live session key of the payer for this session.
+    function closeUnilateral(ChannelTerms calldata terms, uint64 openedAt, Ticket calldata ticket) external;
+
+    /// @notice Replaces the recorded ticket with a strictly newer one (higher seq, amount not lower) while
+    /// the window is open. Does not extend the window. Anyone may submit: the ticket is the payer's.
+    function challenge(
+        ChannelTerms calldata terms,
+        uint64 openedAt,
+        ClosingState calldata recorded,
+        Ticket calldata ticket
+    ) external;
+
+    /// @notice After the window, pays the provider the recorded amount (capped at the deposit) less the
+    /// routing fee, accrues the fee for the treasury and refunds the rest to the funder. Anyone may call.
+    function finalize(ChannelTerms calldata terms, uint64 openedAt, ClosingState calldata recorded) external;
+
+    /// @notice Dispute hook: records that a case opened on a closing session; finalisation waits for it.
+    /// Requirements: the caller holds DISPUTE_ROLE; the session is closing and `recorded` is its state.
+    function freeze(bytes32 sessionId, ClosingState calldata recorded) external;
+
+    /// @notice Dispute hook: a case on the session ended. A non-zero `refund` is taken off the provider's
+    /// recorded amount (it goes back to the funder at finalisation) and ends the challenge window, so that
+    /// no later ticket can undo the resolution.
+    /// @return applied False if the session was already settled (then nothing changes).
+    function release(bytes32 sessionId, ClosingState calldata recorded, uint128 refund) external returns (bool applied);
+
+    /// @notice Authorises `key` to sign tickets for this session until `expiry`, for cumulative amounts up
+    /// to `spendCap`. Re-authorising a key replaces its limits. Only the payer may call.
+    function authorizeSessionKey(
+        ChannelTerms calldata terms,
+        uint64 openedAt,
+        address key,
+        uint40 expiry,
+        uint128 spendCap
+    ) external;
+
+    /// @notice Revokes one session key of this session at once. Only the payer may call.
+    function revokeSessionKey(ChannelTerms calldata terms, uint64 openedAt, address key) external;
+
+    /// @notice Revokes every session key the caller ever authorised, on every channel, at once.
+    function revokeAllSessionKeys() external;
+
+    /// @notice Sends the accrued fees in `asset` to the treasury. Anyone may call.
+    function withdrawFees(address asset) external;
+
+    /// @notice Sets the routing fee (≤ MAX_ROUTING_FEE_BPS) and the treasury. Only GOVERNANCE_ROLE.
+    function setRoutingFee(uint16 feeBps, address treasury) external;
+
     /// @notice The id `open` assigns to `terms` opened in block `openedAt` on this chain and contract.
     function sessionIdOf(ChannelTerms calldata terms, uint64 openedAt) external view returns (bytes32);
 
     /// @notice What an open channel holds, or 0 if no channel with this id is open.
     function depositOf(bytes32 sessionId) external view returns (uint256);
+
+    /// @notice The channel's phase now.
+    function phaseOf(bytes32 sessionId) external view returns (Phase);
+
+    /// @notice For a closing channel: whether `recorded` is its state, when the window ends, and how many
+    /// dispute cases are open. Dispute contracts prove receipts against `recorded.receiptRoot`.
+    function closingInfo(bytes32 sessionId, ClosingState calldata recorded)
+        external
+        view
+        returns (bool matches, uint40 finalizesAt, uint8 openCases);
 
     /// @notice The EIP-712 digest a payer (or its session key) signs for a PaymentTicket.
     function hashPaymentTicket(

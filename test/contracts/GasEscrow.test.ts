@@ -163,26 +163,30 @@ async function nextBlock(c: Base): Promise<bigint> {
 //////////////////////////////////////////////////////////////*/
 
 describe("GasEscrow", () => {
-  describe("computePayout", () => {
-    // (held, owed) → (toProvider, toFunder): the provider gets min(held, owed), the funder the rest.
-    const table: [held: bigint, owed: bigint, toProvider: bigint, toFunder: bigint][] = [
-      [0n, 0n, 0n, 0n],
-      [100n, 0n, 0n, 100n],
-      [100n, 1n, 1n, 99n],
-      [100n, 40n, 40n, 60n],
-      [100n, 99n, 99n, 1n],
-      [100n, 100n, 100n, 0n],
-      [100n, 101n, 100n, 0n],
-      [100n, maxUint256, 100n, 0n],
-      [0n, 5n, 0n, 0n],
-      [MAX_UINT128, MAX_UINT128 + 1n, MAX_UINT128, 0n],
-      [maxUint256, maxUint256 - 1n, maxUint256 - 1n, 1n],
-      [maxUint256, maxUint256, maxUint256, 0n],
+  describe("computeSettlement", () => {
+    // (held, owed, feeBps) → (toProvider, fee, toFunder): the provider earns min(held, owed), the treasury
+    // takes feeBps of that (rounded down), and the funder gets back what was not earned.
+    const table: [held: bigint, owed: bigint, feeBps: bigint, toProvider: bigint, fee: bigint, toFunder: bigint][] = [
+      [0n, 0n, 0n, 0n, 0n, 0n],
+      [100n, 0n, 0n, 0n, 0n, 100n],
+      [100n, 1n, 0n, 1n, 0n, 99n],
+      [100n, 40n, 0n, 40n, 0n, 60n],
+      [100n, 100n, 0n, 100n, 0n, 0n],
+      [100n, 101n, 0n, 100n, 0n, 0n],
+      [100n, maxUint256, 0n, 100n, 0n, 0n],
+      [0n, 5n, 0n, 0n, 0n, 0n],
+      [MAX_UINT128, MAX_UINT128 + 1n, 0n, MAX_UINT128, 0n, 0n],
+      [10_000n, 10_000n, 100n, 9_900n, 100n, 0n],
+      [10_000n, 5_000n, 1_000n, 4_500n, 500n, 5_000n],
+      [100n, 99n, 1_000n, 90n, 9n, 1n],
+      [100n, 9n, 1n, 9n, 0n, 91n],
+      [MAX_UINT128, MAX_UINT128, 1_000n, MAX_UINT128 - MAX_UINT128 / 10n, MAX_UINT128 / 10n, 0n],
     ];
-    for (const [held, owed, toProvider, toFunder] of table) {
-      it(`splits held=${held} owed=${owed} into (${toProvider}, ${toFunder})`, async () => {
+    for (const [held, owed, feeBps, toProvider, fee, toFunder] of table) {
+      it(`splits held=${held} owed=${owed} fee=${feeBps}bps into (${toProvider}, ${fee}, ${toFunder})`, async () => {
         const { escrow } = await loadFixture(baseFixture);
-        expect(await escrow.read.computePayout([held, owed])).to.deep.equal([toProvider, toFunder]);
+        expect(await escrow.read.computeSettlement([held, owed, feeBps])).to.deep.equal([toProvider, fee, toFunder]);
+        expect(toProvider + fee + toFunder).to.equal(held);
       });
     }
   });
@@ -604,6 +608,7 @@ describe("GasEscrow", () => {
                 receiptRoot: ROOT,
                 paidToProvider: finalAmount,
                 refundedToFunder: AMOUNT - finalAmount,
+                fee: 0n,
               },
             ]);
             expect(await c.escrow.read.depositOf([c.sessionId])).to.equal(0n);
@@ -742,7 +747,7 @@ describe("GasEscrow", () => {
           {
             name: "they signed for another GasEscrow deployment",
             signatures: signedBy(payer, provider, undefined, async (c) => {
-              const other = await hre.viem.deployContract("GasEscrow");
+              const other = await hre.viem.deployContract("GasEscrow", [c.escrowArgs[0], c.escrowArgs[1], 0]);
               return gasEscrowDomain({ chainId: c.domain.chainId, verifyingContract: other.address });
             }),
             rejected: "payer",

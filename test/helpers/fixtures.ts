@@ -26,7 +26,7 @@ export function hardhatAccount(index: number): LocalAccount {
 }
 
 /** Roles by Hardhat account index. */
-export const ROLE = { deployer: 0, funder: 1, payer: 2, provider: 3, stranger: 4 } as const;
+export const ROLE = { deployer: 0, funder: 1, payer: 2, provider: 3, stranger: 4, treasury: 5, disputes: 6, sessionKey: 7 } as const;
 
 export const TOKEN_SUPPLY = parseEther("1000000");
 
@@ -34,7 +34,14 @@ export async function escrowFixture() {
   const publicClient = await hre.viem.getPublicClient();
   const wallets = await hre.viem.getWalletClients();
   const deployer = wallets[ROLE.deployer]!;
-  const escrow = await hre.viem.deployContract("GasEscrow");
+  const governance = deployer.account.address;
+  const treasury = wallets[ROLE.treasury]!.account.address;
+  // Routing fee 0 by default so balance tests read plainly; fee behaviour has its own fixture.
+  const escrowArgs = [governance, treasury, 0] as const;
+  const escrow = await hre.viem.deployContract("GasEscrow", [...escrowArgs]);
+  // Stands in for the DisputeManager: may freeze and release closing sessions.
+  const disputes = wallets[ROLE.disputes]!;
+  await escrow.write.grantRole([await escrow.read.DISPUTE_ROLE(), disputes.account.address], { account: deployer.account });
   const token = await hre.viem.deployContract("LaborGas", [deployer.account.address]);
   const funder = wallets[ROLE.funder]!;
   await token.write.mint([funder.account.address, TOKEN_SUPPLY]);
@@ -45,6 +52,10 @@ export async function escrowFixture() {
     publicClient,
     wallets,
     escrow,
+    escrowArgs,
+    governance: deployer,
+    disputes,
+    treasury: wallets[ROLE.treasury]!,
     token,
     domain,
     funder,

@@ -1,0 +1,128 @@
+/**
+ * `npm run gas`: measures the gas of every contract operation in one canonical scenario on the embedded
+ * Hardhat network and writes `gas-report.json` (function name → gasUsed, the 21,000 base included).
+ *
+ * Conditions, the same as the peers' figures quoted in the issues: Hardhat's default hardfork, native ETH,
+ * payouts to accounts that already exist, tickets signed by the payer itself, routing fee 0 (variants
+ * with a fee or a session key are reported under their own keys).
+ */
+import { writeFileSync } from "node:fs";
+import path from "node:path";
+import hre from "hardhat";
+import { keccak256, parseEther, stringToBytes, zeroHash, type Address, type Hash, type Hex, type LocalAccount } from "viem";
+import { mnemonicToAccount } from "viem/accounts";
+
+import { toCompactSignature } from "../channel-client/eip712";
+import { signSettlementSummary, type SettlementSummary } from "../channel-client/summary";
+import { NATIVE_ASSET, sessionIdOf, type ChannelRef, type ChannelTerms } from "../channel-client/terms";
+import { signPaymentTicket } from "../channel-client/ticket";
+import { gasEscrowDomain } from "../channel-client/eip712";
+
+const MNEMONIC = "test test test test test test test test test test test junk";
+const account = (i: number): LocalAccount => mnemonicToAccount(MNEMONIC, { addressIndex: i });
+
+export type GasReport = Record<string, number>;
+
+export async function measureGas(): Promise<GasReport> {
+  const publicClient = await hre.viem.getPublicClient();
+  const wallets = await hre.viem.getWalletClients();
+  const [governance, funder, payerWallet, providerWallet, stranger, treasury] = wallets as [
+    (typeof wallets)[number], (typeof wallets)[number], (typeof wallets)[number], (typeof wallets)[number], (typeof wallets)[number], (typeof wallets)[number],
+  ];
+  const payer = account(2);
+  const provider = account(3);
+  const sessionKey = account(7);
+  const escrow = await hre.viem.deployContract("GasEscrow", [governance.account.address, treasury.account.address, 0]);
+  const domain = gasEscrowDomain({ chainId: await publicClient.getChainId(), verifyingContract: escrow.address });
+  const report: GasReport = {};
+  const gasOf = async (label: string, hash: Hash) => {
+    const receipt = await publicClient.waitForTransactionReceipt({ hash });
+    if (receipt.status !== "success") throw new Error(`${label} reverted`);
+    report[label] = Number(receipt.gasUsed);
+    return receipt;
+  };
+
+  let nonce = 0n;
+  const terms = (): ChannelTerms => ({
+    payer: payer.address,
+    provider: provider.address,
+    funder: funder.account.address,
+    asset: NATIVE_ASSET,
+    termsHash: keccak256(stringToBytes("terms")),
+    policyHash: keccak256(stringToBytes("policy")),
+    challengeDuration: 3600n,
+    nonce: ++nonce,
+  });
+  const open = async (label: string | undefined): Promise<{ ref: ChannelRef; sessionId: Hex }> => {
+    const t = terms();
+    const hash = await escrow.write.open([t, parseEther("1")], { account: funder.account, value: parseEther("1") });
+    const receipt = label ? await gasOf(label, hash) : await publicClient.waitForTransactionReceipt({ hash });
+    const ref = { terms: t, openedAt: receipt.blockNumber };
+    return { ref, sessionId: sessionIdOf(domain, ref) };
+  };
+  const ticket = async (sessionId: Hex, ref: ChannelRef, seq: bigint, signer: LocalAccount = payer) => {
+    const signed = await signPaymentTicket({
+      account: signer,
+      domain,
+      ticket: { sessionId, provider: ref.terms.provider, termsHash: ref.terms.termsHash, seq, cumulativeAmount: parseEther("0.001") * seq, receiptRoot: keccak256(stringToBytes(`root ${seq}`)) },
+    });
+    return { seq, cumulativeAmount: signed.ticket.cumulativeAmount, receiptRoot: signed.ticket.receiptRoot, sig: toCompactSignature(signed.signature) };
+  };
+
+  // open, deposit, closeCooperative
+  const a = await open("open");
+  await gasOf("deposit", await escrow.write.deposit([a.ref.terms, a.ref.openedAt, parseEther("0.5"), parseEther("1")], { account: funder.account, value: parseEther("0.5") }));
+  const summary: SettlementSummary = { sessionId: a.sessionId, provider: provider.address, payer: payer.address, termsHash: a.ref.terms.termsHash, finalSeq: 100n, finalAmount: parseEther("0.4"), finalReceiptRoot: keccak256(stringToBytes("root")), mode: "Cooperative" };
+  const payerSig = toCompactSignature(await signSettlementSummary({ account: payer, domain, summary }));
+  const providerSig = toCompactSignature(await signSettlementSummary({ account: provider, domain, summary }));
+  await gasOf("closeCooperative", await escrow.write.closeCooperative([a.ref.terms, a.ref.openedAt, summary.finalSeq, summary.finalAmount, summary.finalReceiptRoot, payerSig, providerSig], { account: stranger.account }));
+
+  // closeUnilateral (stale ticket) → challenge (newer) → finalize
+  const b = await open(undefined);
+  const stale = await ticket(b.sessionId, b.ref, 10n);
+  await gasOf("closeUnilateral", await escrow.write.closeUnilateral([b.ref.terms, b.ref.openedAt, stale], { account: payerWallet.account }));
+  const recorded = { deposit: parseEther("1"), seq: stale.seq, amount: stale.cumulativeAmount, receiptRoot: stale.receiptRoot, feeBps: 0 };
+  const newest = await ticket(b.sessionId, b.ref, 20n);
+  await gasOf("challenge", await escrow.write.challenge([b.ref.terms, b.ref.openedAt, recorded, newest], { account: providerWallet.account }));
+  const final = { ...recorded, seq: newest.seq, amount: newest.cumulativeAmount, receiptRoot: newest.receiptRoot };
+  await hre.network.provider.send("evm_increaseTime", [3601]);
+  await gasOf("finalize", await escrow.write.finalize([b.ref.terms, b.ref.openedAt, final], { account: stranger.account }));
+
+  // variants: no-ticket close, session-key tickets, routing fee
+  const c = await open(undefined);
+  await gasOf("closeUnilateral (payer, no ticket)", await escrow.write.closeUnilateral([c.ref.terms, c.ref.openedAt, { seq: 0n, cumulativeAmount: 0n, receiptRoot: zeroHash, sig: { r: zeroHash, vs: zeroHash } }], { account: payerWallet.account }));
+  const d = await open(undefined);
+  await gasOf("authorizeSessionKey", await escrow.write.authorizeSessionKey([d.ref.terms, d.ref.openedAt, sessionKey.address, 2_000_000_000, parseEther("1")], { account: payerWallet.account }));
+  const keyTicket = await ticket(d.sessionId, d.ref, 5n, sessionKey);
+  await gasOf("closeUnilateral (session-key ticket)", await escrow.write.closeUnilateral([d.ref.terms, d.ref.openedAt, keyTicket], { account: providerWallet.account }));
+  await gasOf("revokeSessionKey", await escrow.write.revokeSessionKey([d.ref.terms, d.ref.openedAt, sessionKey.address], { account: payerWallet.account }));
+  await gasOf("revokeAllSessionKeys", await escrow.write.revokeAllSessionKeys({ account: payerWallet.account }));
+
+  await gasOf("setRoutingFee", await escrow.write.setRoutingFee([100, treasury.account.address], { account: governance.account }));
+  const e = await open(undefined);
+  const eTicket = await ticket(e.sessionId, e.ref, 3n);
+  await escrow.write.closeUnilateral([e.ref.terms, e.ref.openedAt, eTicket], { account: providerWallet.account });
+  await hre.network.provider.send("evm_increaseTime", [3601]);
+  await gasOf("finalize (routing fee 1%, first accrual)", await escrow.write.finalize([e.ref.terms, e.ref.openedAt, { deposit: parseEther("1"), seq: 3n, amount: eTicket.cumulativeAmount, receiptRoot: eTicket.receiptRoot, feeBps: 100 }], { account: stranger.account }));
+  await gasOf("withdrawFees", await escrow.write.withdrawFees([NATIVE_ASSET], { account: stranger.account }));
+  return report;
+}
+
+async function main(): Promise<void> {
+  const report = await measureGas();
+  const hardfork = hre.config.networks.hardhat.hardfork;
+  const file = path.join(__dirname, "..", "gas-report.json");
+  writeFileSync(file, `${JSON.stringify({ conditions: { hardfork, asset: "native ETH", payees: "existing accounts", routingFeeBps: 0 }, gas: report }, null, 2)}\n`);
+  console.log(`Gas used per transaction (hardfork ${hardfork}; 21,000 base included):`);
+  for (const [op, gas] of Object.entries(report)) console.log(`  ${op.padEnd(42)} ${gas.toLocaleString("en-US")}`);
+  console.log(`Wrote ${path.relative(process.cwd(), file)}`);
+}
+
+if (require.main === module) {
+  main().catch((error: unknown) => {
+    console.error(error);
+    process.exitCode = 1;
+  });
+}
+
+export type { Address };
