@@ -1,11 +1,13 @@
 /**
- * Calls into the GasEscrow contract with viem: open, deposit and cooperative close, each returning what
- * the caller needs next (the session id, the gas used) decoded from the receipt's events.
+ * Calls into the GasEscrow contract with viem — open, deposit, cooperative close, unilateral close,
+ * challenge, finalize, session keys — each returning what the caller needs next (the session id, the
+ * recorded closing state, the gas used) decoded from the receipt's events.
  */
 import {
   erc20Abi,
   parseEventLogs,
   zeroAddress,
+  zeroHash,
   type Account,
   type Address,
   type Chain,
@@ -21,6 +23,7 @@ import type { GasEscrow$Type } from "../artifacts/contracts/GasEscrow.sol/GasEsc
 import { gasEscrowDomain, toCompactSignature, type GasEscrowDomain } from "./eip712";
 import { BaseError } from "./errors";
 import type { SettlementSummary } from "./summary";
+import type { SignedPaymentTicket } from "./ticket";
 import type { ChannelRef, ChannelTerms } from "./terms";
 
 export const gasEscrowAbi = GasEscrowArtifact.abi as GasEscrow$Type["abi"];
@@ -114,7 +117,38 @@ export async function depositToChannel(parameters: {
   return { hash, gasUsed: receipt.gasUsed, blockNumber: receipt.blockNumber, deposit: deposited.args.deposit };
 }
 
-export type SettledChannel = TxResult & { paidToProvider: bigint; refundedToFunder: bigint; receiptRoot: Hex };
+export type SettledChannel = TxResult & {
+  paidToProvider: bigint;
+  refundedToFunder: bigint;
+  fee: bigint;
+  receiptRoot: Hex;
+};
+
+/** Mirrors `IGasEscrow.ClosingState`: what a unilateral close recorded (committed on-chain by a fingerprint). */
+export type ClosingState = { deposit: bigint; seq: bigint; amount: bigint; receiptRoot: Hex; feeBps: number };
+
+export type ClosingChannel = TxResult & { state: ClosingState; finalizesAt: bigint };
+
+/** A ticket as the contract takes it; `undefined` closes with no ticket (payer or funder walking away). */
+function ticketArg(signed: SignedPaymentTicket | undefined) {
+  if (!signed) return { seq: 0n, cumulativeAmount: 0n, receiptRoot: zeroHash, sig: { r: zeroHash, vs: zeroHash } };
+  const { ticket, signature } = signed;
+  return { seq: ticket.seq, cumulativeAmount: ticket.cumulativeAmount, receiptRoot: ticket.receiptRoot, sig: toCompactSignature(signature) };
+}
+
+function settledFrom(hash: Hash, receipt: Awaited<ReturnType<typeof confirm>>): SettledChannel {
+  const [settled] = parseEventLogs({ abi: gasEscrowAbi, eventName: "ChannelSettled", logs: receipt.logs });
+  if (!settled) throw new EscrowTransactionError(`Transaction ${hash} settled no channel.`);
+  return {
+    hash,
+    gasUsed: receipt.gasUsed,
+    blockNumber: receipt.blockNumber,
+    paidToProvider: settled.args.paidToProvider,
+    refundedToFunder: settled.args.refundedToFunder,
+    fee: settled.args.fee,
+    receiptRoot: settled.args.receiptRoot,
+  };
+}
 
 /** Submits a cooperative close with both parties' signatures over `summary`. */
 export async function closeCooperative(parameters: {
@@ -144,15 +178,83 @@ export async function closeCooperative(parameters: {
       toCompactSignature(providerSignature),
     ],
   });
+  return settledFrom(hash, await confirm(publicClient, hash));
+}
+
+/**
+ * Closes unilaterally with the newest ticket the caller holds (or none), opening the challenge window.
+ * The returned state is what `challenge` and `finalize` must re-supply.
+ */
+export async function closeUnilateral(parameters: {
+  wallet: Wallet;
+  publicClient: PublicClient;
+  escrow: Address;
+  ref: ChannelRef;
+  ticket: SignedPaymentTicket | undefined;
+}): Promise<ClosingChannel> {
+  const { wallet, publicClient, escrow, ref, ticket } = parameters;
+  const hash = await wallet.writeContract({
+    address: escrow,
+    abi: gasEscrowAbi,
+    functionName: "closeUnilateral",
+    args: [ref.terms, ref.openedAt, ticketArg(ticket)],
+  });
   const receipt = await confirm(publicClient, hash);
-  const [settled] = parseEventLogs({ abi: gasEscrowAbi, eventName: "ChannelSettled", logs: receipt.logs });
-  if (!settled) throw new EscrowTransactionError(`Transaction ${hash} settled no channel.`);
+  const [closing] = parseEventLogs({ abi: gasEscrowAbi, eventName: "ChannelClosing", logs: receipt.logs });
+  if (!closing) throw new EscrowTransactionError(`Transaction ${hash} closed no channel.`);
+  const { seq, amount, receiptRoot, deposit, feeBps, finalizesAt } = closing.args;
   return {
     hash,
     gasUsed: receipt.gasUsed,
     blockNumber: receipt.blockNumber,
-    paidToProvider: settled.args.paidToProvider,
-    refundedToFunder: settled.args.refundedToFunder,
-    receiptRoot: settled.args.receiptRoot,
+    state: { deposit, seq, amount, receiptRoot, feeBps },
+    finalizesAt: BigInt(finalizesAt),
   };
+}
+
+/** Replaces the recorded ticket with a strictly newer one; the window does not move. */
+export async function challengeClose(parameters: {
+  wallet: Wallet;
+  publicClient: PublicClient;
+  escrow: Address;
+  ref: ChannelRef;
+  recorded: ClosingState;
+  ticket: SignedPaymentTicket;
+}): Promise<ClosingChannel> {
+  const { wallet, publicClient, escrow, ref, recorded, ticket } = parameters;
+  const hash = await wallet.writeContract({
+    address: escrow,
+    abi: gasEscrowAbi,
+    functionName: "challenge",
+    args: [ref.terms, ref.openedAt, recorded, ticketArg(ticket)],
+  });
+  const receipt = await confirm(publicClient, hash);
+  const [challenged] = parseEventLogs({ abi: gasEscrowAbi, eventName: "ChannelChallenged", logs: receipt.logs });
+  if (!challenged) throw new EscrowTransactionError(`Transaction ${hash} challenged nothing.`);
+  const { seq, amount, receiptRoot, finalizesAt } = challenged.args;
+  return {
+    hash,
+    gasUsed: receipt.gasUsed,
+    blockNumber: receipt.blockNumber,
+    state: { ...recorded, seq, amount, receiptRoot },
+    finalizesAt: BigInt(finalizesAt),
+  };
+}
+
+/** Pays out a closing channel after its window. */
+export async function finalizeClose(parameters: {
+  wallet: Wallet;
+  publicClient: PublicClient;
+  escrow: Address;
+  ref: ChannelRef;
+  recorded: ClosingState;
+}): Promise<SettledChannel> {
+  const { wallet, publicClient, escrow, ref, recorded } = parameters;
+  const hash = await wallet.writeContract({
+    address: escrow,
+    abi: gasEscrowAbi,
+    functionName: "finalize",
+    args: [ref.terms, ref.openedAt, recorded],
+  });
+  return settledFrom(hash, await confirm(publicClient, hash));
 }

@@ -1,17 +1,18 @@
 /**
- * Deploys LaborGas and GasEscrow and records them in `deployments/<network>.json`.
+ * Deploys LaborGas, GasEscrow and ProviderRegistry and records them in `deployments/<network>.json`.
  *
  *   npx hardhat run scripts/deploy.ts --network localhost             # the devnet from `npm run devnet`
  *   IOI_RPC_URL=https://… IOI_DEPLOYER_KEY=0x… npx hardhat run scripts/deploy.ts --network remote
  *
  * The second form deploys to any EVM chain and writes `deployments/chain-<chainId>.json`.
  * IOI_GOVERNANCE (default: the deployer), IOI_TREASURY (default: governance) and IOI_ROUTING_FEE_BPS
- * (default 0, at most 1000) set the escrow's governance, fee recipient and routing fee.
+ * (default 0, at most 1000) set the escrow's governance, fee recipient and routing fee; IOI_MIN_PROVIDER_BOND
+ * and IOI_MIN_ARBITRATOR_STAKE (in whole LaborGas, default 100 and 1000) the registry's minimums.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { HardhatRuntimeEnvironment } from "hardhat/types";
-import { getAddress, type Abi, type Address, type Hash, type Hex } from "viem";
+import { getAddress, parseEther, type Abi, type Address, type Hash, type Hex } from "viem";
 
 export type DeployedContract = { address: Address; transactionHash: Hash; blockNumber: string; gasUsed: string };
 
@@ -23,7 +24,7 @@ export type Deployment = {
   treasury: Address;
   routingFeeBps: number;
   deployedAt: string;
-  contracts: { LaborGas: DeployedContract; GasEscrow: DeployedContract };
+  contracts: { LaborGas: DeployedContract; GasEscrow: DeployedContract; ProviderRegistry: DeployedContract };
 };
 
 /** Deploys every contract with the network's first account and returns the record (not yet written). */
@@ -55,6 +56,15 @@ export async function deployAll(hre: HardhatRuntimeEnvironment): Promise<Deploym
   }
   const laborGas = await deploy("LaborGas", [deployer.account.address]);
   const gasEscrow = await deploy("GasEscrow", [governance, treasury, routingFeeBps]);
+  // Bonds in LaborGas. The unbonding delay (14 days) outlasts a default challenge window plus arbitration,
+  // so a provider cannot withdraw its bond out from under a dispute.
+  const providerRegistry = await deploy("ProviderRegistry", [
+    governance,
+    laborGas.address,
+    parseEther(process.env.IOI_MIN_PROVIDER_BOND ?? "100"),
+    parseEther(process.env.IOI_MIN_ARBITRATOR_STAKE ?? "1000"),
+    14n * 24n * 3600n,
+  ]);
   return {
     network: hre.network.name,
     chainId: await publicClient.getChainId(),
@@ -63,7 +73,7 @@ export async function deployAll(hre: HardhatRuntimeEnvironment): Promise<Deploym
     treasury,
     routingFeeBps,
     deployedAt: new Date().toISOString(),
-    contracts: { LaborGas: laborGas, GasEscrow: gasEscrow },
+    contracts: { LaborGas: laborGas, GasEscrow: gasEscrow, ProviderRegistry: providerRegistry },
   };
 }
 

@@ -9,7 +9,7 @@
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import hre from "hardhat";
-import { keccak256, parseEther, stringToBytes, zeroHash, type Address, type Hash, type Hex, type LocalAccount } from "viem";
+import { keccak256, parseEther, stringToBytes, zeroHash, type Hash, type Hex, type LocalAccount } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
 import { toCompactSignature } from "../channel-client/eip712";
@@ -26,9 +26,8 @@ export type GasReport = Record<string, number>;
 export async function measureGas(): Promise<GasReport> {
   const publicClient = await hre.viem.getPublicClient();
   const wallets = await hre.viem.getWalletClients();
-  const [governance, funder, payerWallet, providerWallet, stranger, treasury] = wallets as [
-    (typeof wallets)[number], (typeof wallets)[number], (typeof wallets)[number], (typeof wallets)[number], (typeof wallets)[number], (typeof wallets)[number],
-  ];
+  type Wallet = (typeof wallets)[number];
+  const [governance, funder, payerWallet, providerWallet, stranger, treasury] = wallets as [Wallet, Wallet, Wallet, Wallet, Wallet, Wallet];
   const payer = account(2);
   const provider = account(3);
   const sessionKey = account(7);
@@ -105,6 +104,27 @@ export async function measureGas(): Promise<GasReport> {
   await hre.network.provider.send("evm_increaseTime", [3601]);
   await gasOf("finalize (routing fee 1%, first accrual)", await escrow.write.finalize([e.ref.terms, e.ref.openedAt, { deposit: parseEther("1"), seq: 3n, amount: eTicket.cumulativeAmount, receiptRoot: eTicket.receiptRoot, feeBps: 100 }], { account: stranger.account }));
   await gasOf("withdrawFees", await escrow.write.withdrawFees([NATIVE_ASSET], { account: stranger.account }));
+
+  // ProviderRegistry: bonds in LaborGas; the provider account registers, bonds, unbonds, is slashed.
+  const token = await hre.viem.deployContract("LaborGas", [governance.account.address]);
+  const registry = await hre.viem.deployContract("ProviderRegistry", [governance.account.address, token.address, parseEther("100"), parseEther("1000"), 3600n]);
+  const PROVIDER = 0;
+  const ARBITRATOR = 1;
+  const h = (label: string) => keccak256(stringToBytes(label));
+  for (const member of [providerWallet, stranger]) {
+    await token.write.mint([member.account.address, parseEther("10000")], { account: governance.account });
+    await token.write.approve([registry.address, parseEther("10000")], { account: member.account });
+  }
+  await gasOf("registerProvider", await registry.write.registerProvider(["https://provider.example:8443/ioi", h("capabilities"), h("did:example:provider"), h("ml-dsa-44 public key")], { account: providerWallet.account }));
+  await gasOf("bond", await registry.write.bond([PROVIDER, parseEther("500")], { account: providerWallet.account }));
+  await gasOf("bond (top-up)", await registry.write.bond([PROVIDER, parseEther("100")], { account: providerWallet.account }));
+  await gasOf("requestUnbond", await registry.write.requestUnbond([PROVIDER, parseEther("100")], { account: providerWallet.account }));
+  await hre.network.provider.send("evm_increaseTime", [3601]);
+  await gasOf("withdraw", await registry.write.withdraw([PROVIDER], { account: providerWallet.account }));
+  await gasOf("registerArbitrator", await registry.write.registerArbitrator([h("judge runtime"), h("did:example:arbitrator"), h("arbitrator ml-dsa key")], { account: stranger.account }));
+  await gasOf("bond (arbitrator stake)", await registry.write.bond([ARBITRATOR, parseEther("1000")], { account: stranger.account }));
+  await registry.write.grantRole([await registry.read.SLASHER_ROLE(), governance.account.address], { account: governance.account });
+  await gasOf("slash", await registry.write.slash([PROVIDER, providerWallet.account.address, parseEther("50"), funder.account.address, 2_000], { account: governance.account }));
   return report;
 }
 
@@ -125,4 +145,4 @@ if (require.main === module) {
   });
 }
 
-export type { Address };
+

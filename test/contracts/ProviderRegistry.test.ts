@@ -3,15 +3,11 @@ import { ml_dsa44 } from "@noble/post-quantum/ml-dsa.js";
 import { expect } from "chai";
 import hre from "hardhat";
 import {
-  BaseError,
-  ContractFunctionRevertedError,
   decodeErrorResult,
   encodeFunctionData,
   getAddress,
-  isHex,
   keccak256,
   maxUint256,
-  parseAbi,
   parseEther,
   parseEventLogs,
   stringToBytes,
@@ -23,49 +19,18 @@ import {
   type Hex,
 } from "viem";
 
+import { expectRevert as expectRevertWith } from "../helpers/revert";
+
 /*//////////////////////////////////////////////////////////////
                          REVERT ASSERTIONS
 //////////////////////////////////////////////////////////////*/
 
-/** Errors that solady raises from assembly, so they are in no contract's ABI. */
-const LIBRARY_ERRORS = parseAbi(["error TransferFromFailed()", "error TransferFailed()", "error Reentrancy()"]);
+/** Everything a registry call can revert with: its own ABI, with OpenZeppelin's AccessControl errors. */
+const DECODE_ABI: Abi = hre.artifacts.readArtifactSync("ProviderRegistry").abi as Abi;
 
-/** Everything a registry call can revert with: its own ABI (with OpenZeppelin's AccessControl errors) and solady's. */
-const DECODE_ABI: Abi = [...(hre.artifacts.readArtifactSync("ProviderRegistry").abi as Abi), ...LIBRARY_ERRORS];
-
-/** The raw revert data somewhere in `error`'s cause chain (Hardhat puts it on its innermost error). */
-function rawRevertData(error: unknown): Hex | undefined {
-  for (let e: unknown = error; e instanceof Error; e = e.cause) {
-    if (e instanceof ContractFunctionRevertedError && e.raw) return e.raw;
-    const { data } = e as { data?: unknown };
-    if (typeof data === "string" && isHex(data)) return data;
-  }
-  return undefined;
-}
-
-/**
- * Awaits a call or deployment that must revert with the custom error `errorName` and exactly `args`.
- * viem decodes the error itself when it reports a `ContractFunctionRevertedError`; otherwise (deployments, and
- * Hardhat's RPC errors) the raw revert data in the cause chain is decoded with the registry's ABI.
- */
-async function expectRevert(promise: Promise<unknown>, errorName: string, args: readonly unknown[]): Promise<void> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e ?? new Error("rejected without a reason"),
-  );
-  if (error === undefined) expect.fail(`expected a revert with ${errorName}, but the call succeeded`);
-  expect(error, String(error)).to.be.instanceOf(BaseError);
-  const base = error as BaseError;
-  const reverted = base.walk((e) => e instanceof ContractFunctionRevertedError && e.data !== undefined);
-  let decoded = reverted instanceof ContractFunctionRevertedError ? reverted.data : undefined;
-  if (decoded === undefined) {
-    const data = rawRevertData(base);
-    if (data === undefined || data === "0x") expect.fail(`no revert data in: ${base.shortMessage}`);
-    decoded = decodeErrorResult({ abi: DECODE_ABI, data });
-  }
-  expect(decoded.errorName, base.shortMessage).to.equal(errorName);
-  expect(decoded.args ?? []).to.deep.equal(args);
-}
+/** Awaits a registry call or deployment that must revert with `errorName` and exactly `args`. */
+const expectRevert = (promise: Promise<unknown>, errorName: string, args: readonly unknown[]) =>
+  expectRevertWith(promise, errorName, args, DECODE_ABI);
 
 /*//////////////////////////////////////////////////////////////
                               FIXTURES

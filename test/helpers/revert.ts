@@ -1,6 +1,7 @@
 /** Assertions on contract reverts, by custom error name and arguments. */
 import { expect } from "chai";
 import {
+  BaseError,
   ContractFunctionExecutionError,
   ContractFunctionRevertedError,
   decodeErrorResult,
@@ -24,10 +25,11 @@ export function rawRevertData(error: unknown): Hex | undefined {
 }
 
 /**
- * Awaits a contract call that must revert with the custom error `errorName` (and exactly `args`, if given).
- * viem decodes the error itself when the node reports it as a revert (`ContractFunctionRevertedError`);
- * Hardhat reports it as an RPC error carrying the raw data, which is decoded here with the call's ABI
- * (plus `extraAbi`, for errors raised by a contract the call reaches).
+ * Awaits a contract call (or deployment) that must revert with the custom error `errorName` (and exactly
+ * `args`, if given). viem decodes the error itself when the node reports it as a revert
+ * (`ContractFunctionRevertedError`); Hardhat reports it as an RPC error carrying the raw data, which is
+ * decoded here with the call's ABI plus `extraAbi` (errors of a contract the call reaches, or the ABI of a
+ * deployment, which viem does not attach).
  */
 export async function expectRevert(
   promise: Promise<unknown>,
@@ -40,15 +42,16 @@ export async function expectRevert(
     (e: unknown) => e ?? new Error("rejected without a reason"),
   );
   if (error === undefined) expect.fail(`expected a revert with ${errorName}, but the call succeeded`);
-  expect(error, String(error)).to.be.instanceOf(ContractFunctionExecutionError);
-  const execution = error as ContractFunctionExecutionError;
-  const reverted = execution.walk((e) => e instanceof ContractFunctionRevertedError);
+  expect(error, String(error)).to.be.instanceOf(BaseError);
+  const base = error as BaseError;
+  const reverted = base.walk((e) => e instanceof ContractFunctionRevertedError && e.data !== undefined);
   let decoded = reverted instanceof ContractFunctionRevertedError ? reverted.data : undefined;
   if (decoded === undefined) {
-    const data = rawRevertData(execution);
-    if (data === undefined || data === "0x") expect.fail(`no revert data in: ${execution.shortMessage}`);
-    decoded = decodeErrorResult({ abi: [...(execution.abi as Abi), ...LIBRARY_ERRORS, ...extraAbi], data });
+    const data = rawRevertData(base);
+    if (data === undefined || data === "0x") expect.fail(`no revert data in: ${base.shortMessage}`);
+    const callAbi = base instanceof ContractFunctionExecutionError ? (base.abi as Abi) : [];
+    decoded = decodeErrorResult({ abi: [...callAbi, ...LIBRARY_ERRORS, ...extraAbi], data });
   }
-  expect(decoded.errorName, execution.shortMessage).to.equal(errorName);
+  expect(decoded.errorName, base.shortMessage).to.equal(errorName);
   if (args !== undefined) expect(decoded.args ?? []).to.deep.equal(args);
 }
