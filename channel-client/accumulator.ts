@@ -159,7 +159,17 @@ export class ReceiptAccumulator {
    * to be zero.
    */
   root(): Hex {
-    return rootHex(this.#peakNodes());
+    return rootHex(this.#peakNodes(this.#size));
+  }
+
+  /**
+   * The root the tree had when it held only its first `size` leaves: what a ticket signed back then
+   * carries (the payer signs while earlier invocations are still in flight), and the root a dispute
+   * proves against. The prefix's completed nodes are a prefix of ours, so this is O(log n) too.
+   */
+  prefixRoot(size: number): Hex {
+    this.#checkSize(size);
+    return rootHex(this.#peakNodes(size));
   }
 
   /**
@@ -167,26 +177,28 @@ export class ReceiptAccumulator {
    * `RootAccumulator` keeps, so the payee can hand it to a party that only tracks roots.
    */
   peaks(): Hex[] {
-    return this.#peakNodes().map((peak) => bytesToHex(peak));
+    return this.#peakNodes(this.#size).map((peak) => bytesToHex(peak));
   }
 
   /**
-   * Inclusion proof of leaf `index` against the current `root()`, element for element what
-   * merkletreejs `getHexProof(leaves[index], index)` returns and what solady's `MerkleProofLib.verify`
-   * accepts. O(log n). Throws `LeafIndexOutOfRangeError` unless `index` is an integer in [0, size).
+   * Inclusion proof of leaf `index` against `prefixRoot(size)` (by default the current `root()`),
+   * element for element what merkletreejs `getHexProof(leaves[index], index)` returns and what solady's
+   * `MerkleProofLib.verify` accepts. O(log n). Throws `LeafIndexOutOfRangeError` unless `index` is an
+   * integer in [0, size) and `size` in [0, this.size].
    *
    * At each level the sibling is `position ^ 1`. It is either a completed node, or the one node past
    * them: the root of the leaves that do not yet fill a perfect subtree of that level, i.e. the fold of
    * the peaks below it (the "tail"). When the sibling would lie past that, the node is carried up
    * unchanged and the level contributes nothing.
    */
-  proof(index: number): Hex[] {
-    this.#checkIndex(index);
+  proof(index: number, size: number = this.#size): Hex[] {
+    this.#checkSize(size);
+    if (!Number.isInteger(index) || index < 0 || index >= size) throw new LeafIndexOutOfRangeError(index, size);
     const proof: Hex[] = [];
     let tail: Uint8Array | undefined;
     let position = index;
     for (let level = 0; ; level++) {
-      const completed = completedAt(this.#size, level);
+      const completed = completedAt(size, level);
       if (completed + (tail === undefined ? 0 : 1) <= 1) break; // this level is the root
       const sibling = position % 2 === 0 ? position + 1 : position - 1;
       if (sibling < completed) proof.push(bytesToHex(this.#node(level, sibling)));
@@ -200,6 +212,12 @@ export class ReceiptAccumulator {
     return proof;
   }
 
+  #checkSize(size: number): void {
+    if (!Number.isInteger(size) || size < 0 || size > this.#size) {
+      throw new LeafIndexOutOfRangeError(size, this.#size + 1);
+    }
+  }
+
   #checkIndex(index: number): void {
     if (!Number.isInteger(index) || index < 0 || index >= this.#size) {
       throw new LeafIndexOutOfRangeError(index, this.#size);
@@ -211,9 +229,9 @@ export class ReceiptAccumulator {
     return this.#levels[level].subarray(index * NODE_BYTES, (index + 1) * NODE_BYTES);
   }
 
-  #peakNodes(): Uint8Array[] {
+  #peakNodes(size: number): Uint8Array[] {
     const peaks: Uint8Array[] = [];
-    for (let level = 0, completed = this.#size; completed > 0; completed = completedAt(this.#size, ++level)) {
+    for (let level = 0, completed = size; completed > 0; completed = completedAt(size, ++level)) {
       if (completed % 2 === 1) peaks.push(this.#node(level, completed - 1));
     }
     return peaks;

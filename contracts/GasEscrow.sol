@@ -291,6 +291,8 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
     /// @inheritdoc IGasEscrow
     function freeze(bytes32 sessionId, ClosingState calldata recorded) external onlyRole(DISPUTE_ROLE) {
         (uint256 cases, uint40 finalizesAt) = _requireClosingState(sessionId, recorded);
+        // A case must be raised while the close can still be contested; afterwards the channel settles.
+        if (block.timestamp >= finalizesAt) revert ChallengeWindowClosed(sessionId, finalizesAt);
         if (cases == _CASES_MASK) revert TooManyOpenCases(sessionId);
         unchecked {
             ++cases; // < 15 checked above
@@ -313,16 +315,20 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
             --cases; // > 0 checked above
         }
         ClosingState memory state = recorded;
+        uint128 taken;
         if (refund != 0) {
-            uint128 taken = refund < state.amount ? refund : state.amount;
+            // Refund from what the provider would actually be paid, so that every unit refunded reaches
+            // the funder: first cap the recorded amount at the deposit, then take the refund off it.
+            uint128 earned = state.amount < state.deposit ? state.amount : state.deposit;
+            taken = refund < earned ? refund : earned;
             unchecked {
-                state.amount -= taken; // taken <= amount
+                state.amount = earned - taken; // taken <= earned
             }
             // A resolution is final: end the window now so no later ticket can raise the amount again.
             if (finalizesAt > block.timestamp) finalizesAt = uint40(block.timestamp);
         }
         _channels[sessionId] = _closingWord(cases, finalizesAt, state);
-        emit ChannelReleased(sessionId, uint8(cases), refund, state.amount);
+        emit ChannelReleased(sessionId, uint8(cases), taken, state.amount);
         return true;
     }
 

@@ -124,7 +124,8 @@ interface IGasEscrow {
     /// @notice The dispute contract froze finalisation; `openCases` cases are now open on the session.
     event ChannelFrozen(bytes32 indexed sessionId, uint8 openCases);
 
-    /// @notice A dispute case on the session ended; `refund` was taken off the provider's recorded amount.
+    /// @notice A dispute case on the session ended; `refund` was taken off what the provider would be paid
+    /// (it goes to the funder at finalisation) and `amount` is the provider's recorded amount now.
     event ChannelReleased(bytes32 indexed sessionId, uint8 openCases, uint128 refund, uint128 amount);
 
     /// @notice The payer authorised `key` to sign tickets for the session until `expiry`, up to `spendCap`.
@@ -296,12 +297,13 @@ interface IGasEscrow {
     function finalize(ChannelTerms calldata terms, uint64 openedAt, ClosingState calldata recorded) external;
 
     /// @notice Dispute hook: records that a case opened on a closing session; finalisation waits for it.
-    /// Requirements: the caller holds DISPUTE_ROLE; the session is closing and `recorded` is its state.
+    /// Requirements: the caller holds DISPUTE_ROLE; the session is closing, its challenge window is still
+    /// open, and `recorded` is its state.
     function freeze(bytes32 sessionId, ClosingState calldata recorded) external;
 
-    /// @notice Dispute hook: a case on the session ended. A non-zero `refund` is taken off the provider's
-    /// recorded amount (it goes back to the funder at finalisation) and ends the challenge window, so that
-    /// no later ticket can undo the resolution.
+    /// @notice Dispute hook: a case on the session ended. A non-zero `refund` is taken off what the provider
+    /// would be paid (the recorded amount capped at the deposit), goes back to the funder at finalisation,
+    /// and ends the challenge window, so that no later ticket can undo the resolution.
     /// @return applied False if the session was already settled (then nothing changes).
     function release(bytes32 sessionId, ClosingState calldata recorded, uint128 refund) external returns (bool applied);
 

@@ -323,3 +323,25 @@ describe("channel-client/accumulator", () => {
     }
   });
 });
+
+describe("ReceiptAccumulator prefixes", () => {
+  it("gives every prefix's root and proofs against it, equal to a tree of just that prefix", () => {
+    const leaves = Array.from({ length: 70 }, (_, i) => keccak256(toBytes(`prefix ${i}`)));
+    const full = ReceiptAccumulator.fromLeaves(leaves);
+    for (let size = 0; size <= leaves.length; size++) {
+      const prefix = ReceiptAccumulator.fromLeaves(leaves.slice(0, size));
+      expect(full.prefixRoot(size), `size ${size}`).to.equal(prefix.root());
+      for (let i = 0; i < size; i++) {
+        expect(full.proof(i, size)).to.deep.equal(prefix.proof(i));
+        expect(verifyProof(full.proof(i, size), full.prefixRoot(size), leaves[i]!)).to.equal(true);
+      }
+    }
+  });
+
+  it("rejects a prefix longer than the tree or a leaf outside the prefix", () => {
+    const full = ReceiptAccumulator.fromLeaves([keccak256(toBytes(1)), keccak256(toBytes(2))]);
+    expect(() => full.prefixRoot(3)).to.throw().with.property("name", "LeafIndexOutOfRangeError");
+    expect(() => full.proof(1, 1)).to.throw().with.property("name", "LeafIndexOutOfRangeError");
+    expect(() => full.prefixRoot(-1)).to.throw().with.property("name", "LeafIndexOutOfRangeError");
+  });
+});
