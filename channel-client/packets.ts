@@ -10,7 +10,15 @@ import { BindingMismatchError, InvalidFieldError } from "./errors";
 import { receiptCommitToJson, signedReceiptCommitFromJson, type SignedReceiptCommit } from "./receipt-commit";
 import { signedSessionReceiptFromJson, signedSessionReceiptToJson, type SignedSessionReceipt } from "./receipt";
 import { signedPaymentTicketFromJson, signedPaymentTicketToJson, type SignedPaymentTicket } from "./ticket";
-import { expectHash, expectLiteral, expectObject, expectString, type JsonObject } from "./validate";
+import {
+  expectHash,
+  expectLiteral,
+  expectObject,
+  expectString,
+  expectUint,
+  uintToJson,
+  type JsonObject,
+} from "./validate";
 
 /** Largest packet accepted from a peer. */
 export const MAX_PACKET_BYTES = 1 << 20;
@@ -31,7 +39,11 @@ export type PolicyDecision = { policy_hash: Hex; decision: "approved" | "denied"
 export type LeaseIssuePacket = Envelope<"PKT_LEASE_ISSUE"> & { tenant_id?: string; payload: { mcp: JsonObject } };
 export type ActionInvokePacket = Envelope<"PKT_ACTION_INVOKE"> & {
   lease_id?: string;
-  payload: { mcp: JsonObject; ticket: SignedPaymentTicket };
+  /**
+   * `leaf_count`: how many receipts the ticket's root covers — a hint that lets the provider check the
+   * root of a pipelined ticket in O(log n) (the signature still binds the root itself).
+   */
+  payload: { mcp: JsonObject; ticket: SignedPaymentTicket; leaf_count?: string };
 };
 export type ActionResultPacket = Envelope<"PKT_ACTION_RESULT"> & {
   lease_id?: string;
@@ -115,14 +127,18 @@ export function decodePacket(input: string | Uint8Array, maxBytes = MAX_PACKET_B
     case "PKT_ACTION_INVOKE": {
       forbid("action_result_id");
       forbid("tenant_id");
-      const payload = expectObject(head.payload, "packet.payload", ["mcp", "ticket"]);
+      const payload = expectObject(head.payload, "packet.payload", ["mcp", "ticket"], ["leaf_count"]);
       const ticket = signedPaymentTicketFromJson(payload.ticket, "packet.payload.ticket");
       assertSameSession(envelope.session_id, ticket.ticket.sessionId, "ticket");
+      const leafCount =
+        payload.leaf_count === undefined
+          ? {}
+          : { leaf_count: uintToJson(expectUint(payload.leaf_count, "packet.payload.leaf_count", 53)) };
       return {
         ...envelope,
         packet_type: packetType,
         ...optionalId("lease_id"),
-        payload: { mcp: expectMcp(payload.mcp), ticket },
+        payload: { mcp: expectMcp(payload.mcp), ticket, ...leafCount },
       };
     }
     case "PKT_ACTION_RESULT": {

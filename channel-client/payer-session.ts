@@ -2,14 +2,19 @@
  * The payer's side of one channel, transport-free: sign a ticket that prepays each invocation, check the
  * provider's receipt for it, and keep the receipt root (peaks only: the payer never needs proofs of its
  * own history to pay, and the provider keeps the full tree).
+ *
+ * Invocations may be pipelined: many tickets can await their receipts at once. Receipts are accepted in
+ * seq order. Ticket `n` carries the root over the receipts accepted when it was signed (`leafCount` of
+ * them), which with nothing in flight is leaves `1..n-1` (docs/decisions/0003).
  */
 import { keccak256, type Hex, type LocalAccount } from "viem";
 
 import { RootAccumulator } from "./accumulator";
 import type { GasEscrowDomain } from "./eip712";
-import { BindingMismatchError, DepositExceededError, ReceiptMismatchError } from "./errors";
+import { DepositExceededError, ReceiptMismatchError } from "./errors";
 import { receiptLeafFromHashes } from "./leaf";
 import { GENESIS_RECEIPT_HASH, sessionReceiptHash, verifySessionReceipt, type SignedSessionReceipt } from "./receipt";
+import type { StepRecord } from "./store/store";
 import { signSettlementSummary, type SettlementSummary } from "./summary";
 import type { ChannelRef, PricingTerms } from "./terms";
 import { paymentTicketHash, signPaymentTicket, type PaymentTicket, type SignedPaymentTicket } from "./ticket";
@@ -23,15 +28,43 @@ export type PayerSessionParameters = {
   deposit: bigint;
 };
 
+/** A signed ticket with the number of receipts its root covers (sent beside it as a hint). */
+export type NextTicket = { signed: SignedPaymentTicket; leafCount: number };
+
+type Pending = { signed: SignedPaymentTicket; input: Uint8Array | undefined };
+
 export class PayerSession {
   readonly accumulator = new RootAccumulator();
   #seq = 0n;
   #amount = 0n;
   #prevReceiptHash: Hex = GENESIS_RECEIPT_HASH;
-  /** Ticket awaiting its receipt, with the request it paid for. */
-  #pending: { ticket: PaymentTicket; input: Uint8Array } | undefined;
+  /** Tickets awaiting their receipts, by seq, in ascending order. */
+  readonly #pending = new Map<bigint, Pending>();
 
   constructor(readonly parameters: PayerSessionParameters) {}
+
+  /**
+   * Rebuilds the session from what the store kept: every ticket signed, and the receipts accepted.
+   * Tickets without a receipt become pending again; their requests are unknown after a restart, so their
+   * receipts are checked against everything except the request hash.
+   */
+  static restore(parameters: PayerSessionParameters, steps: readonly StepRecord[]): PayerSession {
+    const session = new PayerSession(parameters);
+    for (const step of steps) {
+      session.#seq = step.seq;
+      session.#amount = step.ticket.ticket.cumulativeAmount;
+      if (step.receipt && step.leaf) {
+        if (session.#pending.size > 0) {
+          throw new ReceiptMismatchError(`Stored receipt seq ${step.seq} follows a ticket that has none.`);
+        }
+        session.accumulator.append(step.leaf);
+        session.#prevReceiptHash = sessionReceiptHash(step.receipt.receipt);
+      } else {
+        session.#pending.set(step.seq, { signed: step.ticket, input: undefined });
+      }
+    }
+    return session;
+  }
 
   get seq(): bigint {
     return this.#seq;
@@ -41,9 +74,13 @@ export class PayerSession {
     return this.#amount;
   }
 
+  /** Tickets sent (or about to be) that have no receipt yet, ascending seq. */
+  get pending(): SignedPaymentTicket[] {
+    return [...this.#pending.values()].map((p) => p.signed);
+  }
+
   /** Signs the ticket that prepays the next invocation of `input`. */
-  async nextTicket(input: Uint8Array): Promise<SignedPaymentTicket> {
-    if (this.#pending) throw new BindingMismatchError(`Ticket seq ${this.#pending.ticket.seq} still awaits its receipt.`);
+  async nextTicket(input: Uint8Array): Promise<NextTicket> {
     const { account, domain, ref, sessionId, pricing, deposit } = this.parameters;
     const amount = this.#amount + pricing.pricePerInvocation;
     if (amount > deposit) {
@@ -57,43 +94,49 @@ export class PayerSession {
       cumulativeAmount: amount,
       receiptRoot: this.accumulator.root(),
     };
+    const leafCount = this.accumulator.size;
     const signed = await signPaymentTicket({ account, domain, ticket });
     this.#seq = ticket.seq;
     this.#amount = amount;
-    this.#pending = { ticket, input };
-    return signed;
+    this.#pending.set(ticket.seq, { signed, input });
+    return { signed, leafCount };
   }
 
   /**
-   * Accepts the provider's receipt for the pending ticket after checking its signature and that it
-   * describes exactly that step (session, seq, request and output hashes, policy, receipt chain).
+   * Accepts the provider's receipt for the oldest pending ticket after checking its signature and that it
+   * describes exactly that step (session, seq, request and output hashes, policy, receipt chain). Returns
+   * the step to persist. `output` undefined skips the output check (a receipt replayed after a restart).
    */
-  async acceptReceipt(signed: SignedSessionReceipt, output: Uint8Array): Promise<Hex> {
-    const pending = this.#pending;
-    if (!pending) throw new ReceiptMismatchError("No ticket is awaiting a receipt.");
+  async acceptReceipt(signed: SignedSessionReceipt, output: Uint8Array | undefined): Promise<Required<StepRecord>> {
+    const [oldest] = this.#pending.keys();
+    const pending = oldest === undefined ? undefined : this.#pending.get(oldest);
     const { receipt } = signed;
+    if (!pending) throw new ReceiptMismatchError(`Receipt seq ${receipt.seq} arrived but no ticket awaits one.`);
     const expect = (ok: boolean, what: string) => {
       if (!ok) throw new ReceiptMismatchError(`Receipt seq ${receipt.seq}: ${what}.`);
     };
+    const ticket = pending.signed.ticket;
     expect(receipt.sessionId === this.parameters.sessionId, "it is for another session");
-    expect(receipt.seq === pending.ticket.seq, `it answers seq ${receipt.seq}, not the pending ${pending.ticket.seq}`);
-    expect(receipt.offloadPacketHash === keccak256(pending.input), "its request hash is not the request sent");
-    expect(receipt.outputHash === keccak256(output), "its output hash is not the output received");
+    expect(receipt.seq === ticket.seq, `it answers seq ${receipt.seq}, but the oldest pending ticket is seq ${ticket.seq}`);
+    if (pending.input) expect(receipt.offloadPacketHash === keccak256(pending.input), "its request hash is not the request sent");
+    if (output) expect(receipt.outputHash === keccak256(output), "its output hash is not the output received");
     expect(receipt.policyHash === this.parameters.ref.terms.policyHash, "it names another policy");
     expect(receipt.prevReceiptHash === this.#prevReceiptHash, "it does not chain to the previous receipt");
     await verifySessionReceipt({ signed, signer: this.parameters.ref.terms.provider });
 
     const receiptHash = sessionReceiptHash(receipt);
-    const leaf = receiptLeafFromHashes(receiptHash, paymentTicketHash(pending.ticket));
+    const leaf = receiptLeafFromHashes(receiptHash, paymentTicketHash(ticket));
     this.accumulator.append(leaf);
     this.#prevReceiptHash = receiptHash;
-    this.#pending = undefined;
-    return leaf;
+    this.#pending.delete(ticket.seq);
+    return { seq: ticket.seq, ticket: pending.signed, receipt: signed, leaf };
   }
 
   /** Proposes the cooperative close of everything paid so far, signed by the payer. */
   async proposeCooperativeClose(): Promise<{ summary: SettlementSummary; signature: Hex }> {
-    if (this.#pending) throw new ReceiptMismatchError(`Ticket seq ${this.#pending.ticket.seq} still awaits its receipt.`);
+    if (this.#pending.size > 0) {
+      throw new ReceiptMismatchError(`${this.#pending.size} ticket(s) still await their receipts; close after they arrive.`);
+    }
     const { account, domain, ref, sessionId } = this.parameters;
     const summary: SettlementSummary = {
       sessionId,

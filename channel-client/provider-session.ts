@@ -14,9 +14,10 @@ import {
   sessionReceiptHash,
   signSessionReceipt,
   type SessionReceipt,
-  type SignedSessionReceipt,
+
 } from "./receipt";
 import { settlementSummaryDigest, signSettlementSummary, type SettlementSummary } from "./summary";
+import type { StepRecord } from "./store/store";
 import type { ChannelRef, PricingTerms } from "./terms";
 import {
   assertTicketAdvances,
@@ -42,7 +43,7 @@ export type ProviderSessionParameters = {
   handler: WorkHandler;
 };
 
-export type InvocationResult = { output: Uint8Array; receipt: SignedSessionReceipt; leaf: Hex };
+export type InvocationResult = { output: Uint8Array; step: Required<StepRecord> };
 
 export class ProviderSession {
   readonly accumulator = new ReceiptAccumulator();
@@ -52,6 +53,18 @@ export class ProviderSession {
 
   constructor(readonly parameters: ProviderSessionParameters) {
     this.#deposit = parameters.deposit;
+  }
+
+  /** Rebuilds the session from the steps the store kept (every one the provider ever answered). */
+  static restore(parameters: ProviderSessionParameters, steps: readonly StepRecord[]): ProviderSession {
+    const session = new ProviderSession(parameters);
+    for (const step of steps) {
+      if (!step.receipt || !step.leaf) continue; // a provider stores a step only with its receipt
+      session.accumulator.append(step.leaf);
+      session.#latest = step.ticket;
+      session.#prevReceiptHash = sessionReceiptHash(step.receipt.receipt);
+    }
+    return session;
   }
 
   /** The newest ticket accepted: what the provider would close or challenge with. */
@@ -65,12 +78,13 @@ export class ProviderSession {
   }
 
   /**
-   * Checks `signed` and, only if it is acceptable, runs the work and returns the signed receipt.
-   * Throws a typed error (BindingMismatchError, TicketNotNewerError, TicketUnderpaidError,
-   * DepositExceededError, InvalidSignatureError, ReceiptMismatchError) and changes nothing otherwise.
+   * Checks `signed` and, only if it is acceptable, runs the work and returns the signed receipt as the
+   * step to persist before answering. `leafCount` is how many receipts the ticket's root covers (the
+   * payer's hint; default: all so far). Throws a typed error (BindingMismatchError, TicketNotNewerError,
+   * TicketUnderpaidError, DepositExceededError, InvalidSignatureError) and changes nothing otherwise.
    */
-  async invoke(signed: SignedPaymentTicket, input: Uint8Array): Promise<InvocationResult> {
-    await this.checkTicket(signed);
+  async invoke(signed: SignedPaymentTicket, input: Uint8Array, leafCount?: number): Promise<InvocationResult> {
+    await this.checkTicket(signed, leafCount);
     const { output, units } = await this.parameters.handler(input);
     const ticket = signed.ticket;
     const previousAmount = this.#latest?.ticket.cumulativeAmount ?? 0n;
@@ -90,11 +104,11 @@ export class ProviderSession {
     this.accumulator.append(leaf);
     this.#latest = signed;
     this.#prevReceiptHash = receiptHash;
-    return { output, receipt: signedReceipt, leaf };
+    return { output, step: { seq: ticket.seq, ticket: signed, receipt: signedReceipt, leaf } };
   }
 
   /** Every rule a ticket must meet before the provider spends anything on it. */
-  async checkTicket(signed: SignedPaymentTicket): Promise<void> {
+  async checkTicket(signed: SignedPaymentTicket, leafCount: number = this.accumulator.size): Promise<void> {
     const { ref, sessionId, pricing, domain } = this.parameters;
     const ticket: PaymentTicket = signed.ticket;
     if (ticket.sessionId !== sessionId) {
@@ -118,10 +132,16 @@ export class ProviderSession {
         `Ticket seq ${ticket.seq} authorises ${ticket.cumulativeAmount} but the channel holds ${this.#deposit}.`,
       );
     }
-    const root = this.accumulator.root();
+    // The ticket's root covers the receipts the payer had accepted when it signed: a prefix of ours.
+    if (!Number.isInteger(leafCount) || leafCount < 0 || leafCount > this.accumulator.size) {
+      throw new BindingMismatchError(
+        `Ticket seq ${ticket.seq} claims a root over ${leafCount} receipts; the provider has issued ${this.accumulator.size}.`,
+      );
+    }
+    const root = this.accumulator.prefixRoot(leafCount);
     if (ticket.receiptRoot !== root) {
       throw new BindingMismatchError(
-        `Ticket seq ${ticket.seq} commits receipt root ${ticket.receiptRoot}; the provider's root over ${this.accumulator.size} receipts is ${root}.`,
+        `Ticket seq ${ticket.seq} commits receipt root ${ticket.receiptRoot}; the provider's root over the first ${leafCount} receipts is ${root}.`,
       );
     }
     await verifyPaymentTicket({ domain, signed, signer: ref.terms.payer });

@@ -6,7 +6,7 @@ import { zeroAddress, type Address, type Hex } from "viem";
 
 import { artifactId } from "./canonical";
 import { hashTyped, type GasEscrowDomain } from "./eip712";
-import { expectLiteral, expectObject, expectUint, uintToJson } from "./validate";
+import { expectAddress, expectHash, expectLiteral, expectObject, expectUint, uintToJson } from "./validate";
 
 /** Mirrors `IGasEscrow.ChannelTerms` field for field. `asset` is the zero address for native ETH. */
 export type ChannelTerms = {
@@ -62,4 +62,64 @@ export function pricingTermsFromJson(value: unknown, path = "PricingTerms"): Pri
 
 export function termsHashOf(terms: PricingTerms): Hex {
   return artifactId(pricingTermsToJson(terms));
+}
+
+/** JSON form of a ChannelRef: lowercase hex, integers as decimal strings. */
+export type ChannelRefJson = {
+  terms: {
+    payer: Hex;
+    provider: Hex;
+    funder: Hex;
+    asset: Hex;
+    termsHash: Hex;
+    policyHash: Hex;
+    challengeDuration: string;
+    nonce: string;
+  };
+  openedAt: string;
+};
+
+export function channelRefToJson(ref: ChannelRef): ChannelRefJson {
+  const t = ref.terms;
+  return {
+    terms: {
+      payer: t.payer.toLowerCase() as Hex,
+      provider: t.provider.toLowerCase() as Hex,
+      funder: t.funder.toLowerCase() as Hex,
+      asset: t.asset.toLowerCase() as Hex,
+      termsHash: t.termsHash,
+      policyHash: t.policyHash,
+      challengeDuration: uintToJson(t.challengeDuration),
+      nonce: uintToJson(t.nonce),
+    },
+    openedAt: uintToJson(ref.openedAt),
+  };
+}
+
+/** Validates a ChannelRef received from a peer or a file. */
+export function channelRefFromJson(value: unknown, path = "ChannelRef"): ChannelRef {
+  const o = expectObject(value, path, ["terms", "openedAt"]);
+  const t = expectObject(o.terms, `${path}.terms`, [
+    "payer",
+    "provider",
+    "funder",
+    "asset",
+    "termsHash",
+    "policyHash",
+    "challengeDuration",
+    "nonce",
+  ]);
+  return {
+    terms: {
+      payer: expectAddress(t.payer, `${path}.terms.payer`),
+      provider: expectAddress(t.provider, `${path}.terms.provider`),
+      funder: expectAddress(t.funder, `${path}.terms.funder`),
+      asset: expectAddress(t.asset, `${path}.terms.asset`),
+      termsHash: expectHash(t.termsHash, `${path}.terms.termsHash`),
+      policyHash: expectHash(t.policyHash, `${path}.terms.policyHash`),
+      challengeDuration: expectUint(t.challengeDuration, `${path}.terms.challengeDuration`, 64),
+      nonce: expectUint(t.nonce, `${path}.terms.nonce`, 64),
+    },
+    openedAt: expectUint(o.openedAt, `${path}.openedAt`, 64),
+  };
 }

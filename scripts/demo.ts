@@ -86,10 +86,10 @@ function sessions(parameters: {
 /** One paid invocation: ticket, work, receipt, both sides fold the leaf. Returns the ticket. */
 async function invokeOnce(payer: PayerSession, provider: ProviderSession, i: number): Promise<SignedPaymentTicket> {
   const input = stringToBytes(`invocation ${i}`);
-  const ticket = await payer.nextTicket(input);
-  const result = await provider.invoke(ticket, input);
-  await payer.acceptReceipt(result.receipt, result.output);
-  return ticket;
+  const { signed, leafCount } = await payer.nextTicket(input);
+  const result = await provider.invoke(signed, input, leafCount);
+  await payer.acceptReceipt(result.step.receipt, result.output);
+  return signed;
 }
 
 async function main(): Promise<void> {

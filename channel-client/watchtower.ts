@@ -1,0 +1,193 @@
+/**
+ * Watchtower: defends a provider against a stale unilateral close. It follows the escrow's events; when a
+ * channel it holds tickets for is closed (or challenged) with a ticket older than the newest one in its
+ * store, it challenges with the newest one while the window is open. It also keeps the store's view of
+ * each channel (deposit, closing state, settled) current and, optionally, finalises closes whose window
+ * has passed so that nobody's funds wait on a party that went offline.
+ *
+ * It runs inside the provider node and on its own (`ioi watchtower`) against the same store.
+ */
+import type { Address, Hex, PublicClient } from "viem";
+
+import { ChainFollower, type EscrowEvent } from "./chain-follower";
+import { challengeClose, finalizeClose, gasEscrowAbi, type ClosingState, type Wallet } from "./escrow";
+import type { ChannelRole, ChannelStore } from "./store/store";
+
+export type WatchtowerAnswer = {
+  sessionId: Hex;
+  /** The seq the close (or the last challenge) recorded. */
+  staleSeq: bigint;
+  /** The seq the watchtower answered with. */
+  answeredSeq: bigint;
+  txHash: Hex;
+  finalizesAt: bigint;
+  /** Timestamp of the block that included the answer. */
+  answeredAt: bigint;
+  inWindow: boolean;
+};
+
+export type WatchtowerParameters = {
+  publicClient: PublicClient;
+  /** Pays the gas of challenges and finalisations; any funded account will do. */
+  wallet: Wallet;
+  escrow: Address;
+  store: ChannelStore;
+  /** Block to start from when the store holds no cursor yet. */
+  fromBlock: bigint;
+  /** Cursor name; distinct per watchtower sharing a store. */
+  name?: string;
+  /** Channels (by this store's role) whose newest ticket the tower defends. Default: provider channels. */
+  defend?: ChannelRole[];
+  /** Also finalise closing channels of this store once their window has passed. */
+  finalize?: boolean;
+  pollMs?: number;
+  onAnswer?: (answer: WatchtowerAnswer) => void;
+  onFinalized?: (sessionId: Hex, txHash: Hex) => void;
+  onError?: (error: unknown) => void;
+};
+
+export class Watchtower {
+  readonly follower: ChainFollower;
+  readonly answers: WatchtowerAnswer[] = [];
+
+  constructor(readonly parameters: WatchtowerParameters) {
+    this.follower = new ChainFollower({
+      publicClient: parameters.publicClient,
+      escrow: parameters.escrow,
+      store: parameters.store,
+      name: parameters.name ?? "watchtower",
+      fromBlock: parameters.fromBlock,
+      pollMs: parameters.pollMs,
+      onEvents: (events) => this.#handle(events),
+      onError: parameters.onError,
+    });
+  }
+
+  /** Processes everything up to the head once, then finalises what is due (if enabled). */
+  async runOnce(): Promise<void> {
+    await this.follower.catchUp();
+    if (this.parameters.finalize) await this.finalizeDue();
+  }
+
+  start(): void {
+    const { pollMs = 250 } = this.parameters;
+    let stopped = false;
+    const tick = async () => {
+      try {
+        await this.runOnce();
+      } catch (error) {
+        this.parameters.onError?.(error);
+      }
+      if (!stopped) this.#timer = setTimeout(tick, pollMs);
+    };
+    this.#stop = () => {
+      stopped = true;
+    };
+    void tick();
+  }
+
+  async stop(): Promise<void> {
+    this.#stop?.();
+    if (this.#timer) clearTimeout(this.#timer);
+    await this.follower.stop();
+  }
+
+  #timer: NodeJS.Timeout | undefined;
+  #stop: (() => void) | undefined;
+
+  async #handle(events: EscrowEvent[]): Promise<void> {
+    const { store } = this.parameters;
+    for (const event of events) {
+      switch (event.eventName) {
+        case "Deposited": {
+          if (store.getChannel(event.args.sessionId)) {
+            await store.updateChannel(event.args.sessionId, { deposit: event.args.deposit });
+          }
+          break;
+        }
+        case "ChannelClosing": {
+          const { sessionId, closer, seq, amount, receiptRoot, deposit, feeBps, finalizesAt } = event.args;
+          if (!store.getChannel(sessionId)) break;
+          const state: ClosingState = { deposit, seq, amount, receiptRoot, feeBps };
+          await store.putClosing(sessionId, { state, finalizesAt: BigInt(finalizesAt), closer, txHash: event.transactionHash });
+          await store.updateChannel(sessionId, { status: "closing" });
+          await this.#defend(sessionId);
+          break;
+        }
+        case "ChannelChallenged": {
+          const { sessionId, challenger, seq, amount, receiptRoot, finalizesAt } = event.args;
+          const previous = store.getClosing(sessionId);
+          if (!previous) break;
+          const state: ClosingState = { ...previous.state, seq, amount, receiptRoot };
+          await store.putClosing(sessionId, { state, finalizesAt: BigInt(finalizesAt), closer: challenger, txHash: event.transactionHash });
+          await this.#defend(sessionId);
+          break;
+        }
+        case "ChannelReleased": {
+          const previous = store.getClosing(event.args.sessionId);
+          if (!previous) break;
+          // A resolution with a refund lowers the amount; the window may have ended early.
+          const state: ClosingState = { ...previous.state, amount: event.args.amount };
+          const block = await this.parameters.publicClient.getBlock({ blockNumber: event.blockNumber });
+          const finalizesAt = event.args.refund > 0n && block.timestamp < previous.finalizesAt ? block.timestamp : previous.finalizesAt;
+          await store.putClosing(event.args.sessionId, { ...previous, state, finalizesAt, txHash: event.transactionHash });
+          break;
+        }
+        case "ChannelSettled": {
+          if (store.getChannel(event.args.sessionId)) await store.updateChannel(event.args.sessionId, { status: "settled" });
+          break;
+        }
+        default:
+          break;
+      }
+    }
+  }
+
+  /** Challenges the recorded close of `sessionId` if the store holds a newer ticket and the window is open. */
+  async #defend(sessionId: Hex): Promise<void> {
+    const { store, publicClient, wallet, escrow, defend = ["provider"] } = this.parameters;
+    const channel = store.getChannel(sessionId);
+    const closing = store.getClosing(sessionId);
+    const newest = store.latestTicket(sessionId);
+    if (!channel || !closing || !newest || !defend.includes(channel.role)) return;
+    const { state, finalizesAt } = closing;
+    if (newest.ticket.seq <= state.seq || newest.ticket.cumulativeAmount < state.amount) return;
+    const now = (await publicClient.getBlock()).timestamp;
+    if (now >= finalizesAt) return; // too late; nothing can be done on-chain
+
+    const challenged = await challengeClose({ wallet, publicClient, escrow, ref: channel.ref, recorded: state, ticket: newest });
+    const block = await publicClient.getBlock({ blockNumber: challenged.blockNumber });
+    await store.putClosing(sessionId, { state: challenged.state, finalizesAt: challenged.finalizesAt, closer: wallet.account.address, txHash: challenged.hash });
+    const answer: WatchtowerAnswer = {
+      sessionId,
+      staleSeq: state.seq,
+      answeredSeq: challenged.state.seq,
+      txHash: challenged.hash,
+      finalizesAt: challenged.finalizesAt,
+      answeredAt: block.timestamp,
+      inWindow: block.timestamp < challenged.finalizesAt,
+    };
+    this.answers.push(answer);
+    this.parameters.onAnswer?.(answer);
+  }
+
+  /** Finalises every closing channel of the store whose window (and any dispute) has passed. */
+  async finalizeDue(): Promise<void> {
+    const { store, publicClient, wallet, escrow } = this.parameters;
+    const now = (await publicClient.getBlock()).timestamp;
+    for (const channel of store.listChannels({ status: "closing" })) {
+      const closing = store.getClosing(channel.sessionId);
+      if (!closing || now < closing.finalizesAt) continue;
+      const [matches, , openCases] = await publicClient.readContract({
+        address: escrow,
+        abi: gasEscrowAbi,
+        functionName: "closingInfo",
+        args: [channel.sessionId, closing.state],
+      });
+      if (!matches || openCases > 0) continue;
+      const settled = await finalizeClose({ wallet, publicClient, escrow, ref: channel.ref, recorded: closing.state });
+      await store.updateChannel(channel.sessionId, { status: "settled" });
+      this.parameters.onFinalized?.(channel.sessionId, settled.hash);
+    }
+  }
+}
