@@ -31,7 +31,8 @@ export type PayerSessionParameters = {
 /** A signed ticket with the number of receipts its root covers (sent beside it as a hint). */
 export type NextTicket = { signed: SignedPaymentTicket; leafCount: number };
 
-type Pending = { signed: SignedPaymentTicket; input: Uint8Array | undefined };
+/** `signed` is set once signing completes; the seq is reserved before, so concurrent calls never collide. */
+type Pending = { ticket: PaymentTicket; signed: SignedPaymentTicket | undefined; input: Uint8Array | undefined };
 
 export class PayerSession {
   readonly accumulator = new RootAccumulator();
@@ -60,7 +61,7 @@ export class PayerSession {
         session.accumulator.append(step.leaf);
         session.#prevReceiptHash = sessionReceiptHash(step.receipt.receipt);
       } else {
-        session.#pending.set(step.seq, { signed: step.ticket, input: undefined });
+        session.#pending.set(step.seq, { ticket: step.ticket.ticket, signed: step.ticket, input: undefined });
       }
     }
     return session;
@@ -76,7 +77,16 @@ export class PayerSession {
 
   /** Tickets sent (or about to be) that have no receipt yet, ascending seq. */
   get pending(): SignedPaymentTicket[] {
-    return [...this.#pending.values()].map((p) => p.signed);
+    return [...this.#pending.values()].flatMap((p) => (p.signed ? [p.signed] : []));
+  }
+
+  /**
+   * Forgets a pending ticket the provider refused. Its amount stays counted (tickets are cumulative and
+   * the next one must exceed it), so a refused invocation costs the payer its price: refusals are for
+   * faulty payers, not a flow to rely on.
+   */
+  dropPending(seq: bigint): void {
+    this.#pending.delete(seq);
   }
 
   /** Signs the ticket that prepays the next invocation of `input`. */
@@ -95,11 +105,13 @@ export class PayerSession {
       receiptRoot: this.accumulator.root(),
     };
     const leafCount = this.accumulator.size;
-    const signed = await signPaymentTicket({ account, domain, ticket });
+    // Reserve the seq before the first await: concurrent callers get consecutive seqs in call order.
     this.#seq = ticket.seq;
     this.#amount = amount;
-    this.#pending.set(ticket.seq, { signed, input });
-    return { signed, leafCount };
+    const entry: Pending = { ticket, signed: undefined, input };
+    this.#pending.set(ticket.seq, entry);
+    entry.signed = await signPaymentTicket({ account, domain, ticket });
+    return { signed: entry.signed, leafCount };
   }
 
   /**
@@ -115,7 +127,8 @@ export class PayerSession {
     const expect = (ok: boolean, what: string) => {
       if (!ok) throw new ReceiptMismatchError(`Receipt seq ${receipt.seq}: ${what}.`);
     };
-    const ticket = pending.signed.ticket;
+    const ticket = pending.ticket;
+    if (!pending.signed) throw new ReceiptMismatchError(`Receipt seq ${receipt.seq} arrived before its ticket was signed.`);
     expect(receipt.sessionId === this.parameters.sessionId, "it is for another session");
     expect(receipt.seq === ticket.seq, `it answers seq ${receipt.seq}, but the oldest pending ticket is seq ${ticket.seq}`);
     if (pending.input) expect(receipt.offloadPacketHash === keccak256(pending.input), "its request hash is not the request sent");

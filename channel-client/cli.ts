@@ -1,0 +1,573 @@
+#!/usr/bin/env node
+/**
+ * `ioi` — one entry point for every user action on a channel.
+ *
+ *   npx ioi --help                 list the commands
+ *   npx ioi <command> --help       what a command takes
+ *
+ * Keys never appear on the command line: the acting party's secp256k1 key is read from the environment
+ * variable named by --key-env (default IOI_PRIVATE_KEY). Every command prints readable lines, or with
+ * --json one JSON object on the last line.
+ */
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { parseArgs, type ParseArgsConfig } from "node:util";
+import {
+  createPublicClient,
+  createWalletClient,
+  defineChain,
+  getAddress,
+  http,
+  isAddress,
+  isHex,
+  keccak256,
+  parseEventLogs,
+  stringToBytes,
+  type Address,
+  type Hex,
+  type LocalAccount,
+  type PublicClient,
+} from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+
+import { canon } from "./canonical";
+import { gasEscrowDomain, type GasEscrowDomain } from "./eip712";
+import {
+  challengeClose,
+  closeCooperative,
+  closeUnilateral,
+  finalizeClose,
+  gasEscrowAbi,
+  openChannel,
+  type Wallet,
+} from "./escrow";
+import { BaseError } from "./errors";
+import { PayerClient } from "./node/payer-client";
+import { ProviderNode, type McpHandler } from "./node/provider-node";
+import { signedSessionReceiptToJson, sessionReceiptHash } from "./receipt";
+import { SqliteStore } from "./store/sqlite-store";
+import type { ChannelRecord, ChannelStore } from "./store/store";
+import { channelRefToJson, NATIVE_ASSET, pricingTermsToJson, termsHashOf, type PricingTerms } from "./terms";
+import { paymentTicketHash, signedPaymentTicketToJson } from "./ticket";
+import { Watchtower } from "./watchtower";
+
+/** A command-line mistake: printed as one sentence with the usage, never as a stack trace. */
+export class UsageError extends BaseError {
+  override name = "UsageError" as const;
+}
+
+type Out = { json: boolean; lines: string[]; result: Record<string, unknown> };
+
+const GLOBAL_OPTIONS = {
+  rpc: { type: "string" },
+  escrow: { type: "string" },
+  db: { type: "string" },
+  "key-env": { type: "string" },
+  json: { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+} as const satisfies ParseArgsConfig["options"];
+
+type Command = {
+  summary: string;
+  usage: string;
+  options: ParseArgsConfig["options"];
+  run: (values: Record<string, string | boolean | undefined>, out: Out) => Promise<void>;
+};
+
+const COMMANDS: Record<string, Command> = {
+  provider: {
+    summary: "start a provider node on 127.0.0.1 (with its watchtower) and serve until Ctrl-C",
+    usage: "ioi provider [--port N] --price WEI [--model ID] [--rpc URL] [--escrow ADDR] [--db PATH]",
+    options: { port: { type: "string" }, price: { type: "string" }, model: { type: "string" }, "from-block": { type: "string" } },
+    run: runProvider,
+  },
+  open: {
+    summary: "open and fund an ETH channel to a provider; the acting key is payer and funder",
+    usage: "ioi open --provider ADDR --price WEI --deposit WEI [--challenge SECONDS] [--peer HOST:PORT]",
+    options: {
+      provider: { type: "string" },
+      price: { type: "string" },
+      deposit: { type: "string" },
+      challenge: { type: "string" },
+      peer: { type: "string" },
+      policy: { type: "string" },
+    },
+    run: runOpen,
+  },
+  stream: {
+    summary: "stream N paid invocations to the channel's provider over the sealed socket",
+    usage: "ioi stream --session ID -n N [--inflight K] [--peer HOST:PORT]",
+    options: { session: { type: "string" }, n: { type: "string", short: "n" }, inflight: { type: "string" }, peer: { type: "string" } },
+    run: runStream,
+  },
+  status: {
+    summary: "show channels in the store, or one channel with its on-chain phase",
+    usage: "ioi status [--session ID]",
+    options: { session: { type: "string" } },
+    run: runStatus,
+  },
+  close: {
+    summary: "close a channel: cooperatively with the provider over the socket, or --unilateral",
+    usage: "ioi close --session ID [--unilateral] [--peer HOST:PORT]",
+    options: { session: { type: "string" }, unilateral: { type: "boolean" }, peer: { type: "string" } },
+    run: runClose,
+  },
+  challenge: {
+    summary: "answer a stale unilateral close with the newest ticket in the store",
+    usage: "ioi challenge --session ID",
+    options: { session: { type: "string" } },
+    run: runChallenge,
+  },
+  finalize: {
+    summary: "pay out a unilaterally closed channel after its challenge window",
+    usage: "ioi finalize --session ID",
+    options: { session: { type: "string" } },
+    run: runFinalize,
+  },
+  watchtower: {
+    summary: "watch the escrow and answer stale closes of the store's channels; finalise when due",
+    usage: "ioi watchtower [--from-block N] [--once]",
+    options: { "from-block": { type: "string" }, once: { type: "boolean" } },
+    run: runWatchtower,
+  },
+  export: {
+    summary: "print a session's tickets and receipts as JSON lines, with the on-chain root",
+    usage: "ioi export --session ID",
+    options: { session: { type: "string" } },
+    run: runExport,
+  },
+};
+
+/*//////////////////////////////////////////////////////////////
+                              PLUMBING
+//////////////////////////////////////////////////////////////*/
+
+function need(values: Record<string, unknown>, name: string, what: string): string {
+  const value = values[name];
+  if (typeof value !== "string" || value.length === 0) throw new UsageError(`--${name} is required: ${what}.`);
+  return value;
+}
+
+function uint(values: Record<string, unknown>, name: string, what: string, fallback?: bigint): bigint {
+  const value = values[name];
+  if (value === undefined && fallback !== undefined) return fallback;
+  const text = need(values, name, what);
+  if (!/^(0|[1-9][0-9]*)$/.test(text)) throw new UsageError(`--${name} must be a whole number (${what}); received "${text}".`);
+  return BigInt(text);
+}
+
+function sessionOf(values: Record<string, unknown>): Hex {
+  const session = need(values, "session", "the session id (0x and 64 hex digits)");
+  if (!isHex(session) || session.length !== 66) throw new UsageError(`--session must be 0x and 64 hex digits; received "${session}".`);
+  return session.toLowerCase() as Hex;
+}
+
+function loadAccount(values: Record<string, unknown>): LocalAccount {
+  const name = (values["key-env"] as string | undefined) ?? "IOI_PRIVATE_KEY";
+  const key = process.env[name];
+  if (!key) throw new UsageError(`Set ${name} to the acting party's private key (0x and 64 hex digits).`);
+  if (!isHex(key) || key.length !== 66) throw new UsageError(`${name} is not a private key: it must be 0x and 64 hex digits.`);
+  return privateKeyToAccount(key);
+}
+
+/** The escrow address from --escrow, IOI_ESCROW, or deployments/localhost.json. */
+function escrowAddress(values: Record<string, unknown>): Address {
+  const given = (values.escrow as string | undefined) ?? process.env.IOI_ESCROW;
+  if (given) {
+    if (!isAddress(given)) throw new UsageError(`--escrow must be an address; received "${given}".`);
+    return getAddress(given);
+  }
+  const file = path.join(__dirname, "..", "deployments", "localhost.json");
+  if (!existsSync(file)) throw new UsageError("--escrow is required (or run `npm run devnet`, which writes deployments/localhost.json).");
+  return getAddress((JSON.parse(readFileSync(file, "utf8")) as { contracts: { GasEscrow: { address: string } } }).contracts.GasEscrow.address);
+}
+
+async function chainClients(values: Record<string, unknown>, account?: LocalAccount) {
+  const url = (values.rpc as string | undefined) ?? process.env.IOI_RPC_URL ?? "http://127.0.0.1:8545";
+  const probe = createPublicClient({ transport: http(url) });
+  let chainId: number;
+  try {
+    chainId = await probe.getChainId();
+  } catch (cause) {
+    throw new UsageError(`No EVM node answers at ${url}; start one with \`npm run devnet\` or pass --rpc.`, { cause });
+  }
+  const chain = defineChain({ id: chainId, name: `chain-${chainId}`, nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [url] } } });
+  const publicClient = createPublicClient({ chain, transport: http(url) }) as PublicClient;
+  const wallet = account ? (createWalletClient({ account, chain, transport: http(url) }) as Wallet) : undefined;
+  const escrow = escrowAddress(values);
+  const domain: GasEscrowDomain = gasEscrowDomain({ chainId, verifyingContract: escrow });
+  return { publicClient, wallet, escrow, domain, chainId };
+}
+
+function openStore(values: Record<string, unknown>, role: string): ChannelStore {
+  const file = (values.db as string | undefined) ?? path.join(".data", `${role}.db`);
+  mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  return SqliteStore.open(file);
+}
+
+function channelOf(store: ChannelStore, sessionId: Hex): ChannelRecord {
+  const channel = store.getChannel(sessionId);
+  if (!channel) throw new UsageError(`The store holds no channel ${sessionId}; check --db and --session.`);
+  return channel;
+}
+
+function peerOf(values: Record<string, unknown>, channel: ChannelRecord): { host: string; port: number } {
+  const peer = (values.peer as string | undefined) ?? channel.peer;
+  if (!peer) throw new UsageError("--peer HOST:PORT is required: where the provider node listens.");
+  const match = /^(127\.0\.0\.1|localhost|\[::1\]):(\d{1,5})$/.exec(peer);
+  if (!match) throw new UsageError(`--peer must be a loopback HOST:PORT such as 127.0.0.1:7000; received "${peer}".`);
+  return { host: "127.0.0.1", port: Number(match[2]) };
+}
+
+/** A one-line progress bar on stderr (only when it is a terminal or IOI_PROGRESS=1). */
+function progressBar(total: number): (done: number) => void {
+  const enabled = process.stderr.isTTY || process.env.IOI_PROGRESS === "1";
+  const started = performance.now();
+  let last = 0;
+  return (done) => {
+    if (!enabled) return;
+    const now = performance.now();
+    if (done !== total && now - last < 100) return;
+    last = now;
+    const width = 30;
+    const filled = Math.round((done / total) * width);
+    const rate = Math.round(done / ((now - started) / 1000));
+    process.stderr.write(`\r[${"#".repeat(filled)}${" ".repeat(width - filled)}] ${done}/${total} ${rate}/s${done === total ? "\n" : ""}`);
+  };
+}
+
+/** The default worker: answers `tools/echo` with the keccak of its params (deterministic, no I/O). */
+export const echoHandler: McpHandler = async (request) => ({
+  result: { digest: keccak256(stringToBytes(canon(request.params ?? null))) },
+  units: 1n,
+});
+
+/*//////////////////////////////////////////////////////////////
+                              COMMANDS
+//////////////////////////////////////////////////////////////*/
+
+async function runProvider(values: Record<string, unknown>, out: Out): Promise<void> {
+  const account = loadAccount(values);
+  const { publicClient, wallet, escrow, domain } = await chainClients(values, account);
+  const store = openStore(values, "provider");
+  const pricing: PricingTerms = { version: "1", unit: "invocation", pricePerInvocation: uint(values, "price", "wei per invocation") };
+  const node = await ProviderNode.start({
+    account,
+    publicClient,
+    domain,
+    store,
+    pricing,
+    handler: echoHandler,
+    modelSnapshotId: (values.model as string | undefined) ?? "worker:echo-keccak@1",
+    port: Number(uint(values, "port", "TCP port on 127.0.0.1 (0 = any free port)", 0n)),
+    log: (line) => process.stderr.write(`provider: ${line}\n`),
+  });
+  const tower = new Watchtower({
+    publicClient,
+    wallet: wallet!,
+    escrow,
+    store,
+    fromBlock: uint(values, "from-block", "first block to watch", 0n),
+    name: `watchtower:${account.address.toLowerCase()}`,
+    onAnswer: (a) => console.log(JSON.stringify({ event: "watchtower.answered", sessionId: a.sessionId, staleSeq: a.staleSeq.toString(), answeredSeq: a.answeredSeq.toString(), inWindow: a.inWindow, txHash: a.txHash })),
+    onError: (error) => process.stderr.write(`watchtower: ${(error as Error).message.split("\n")[0]}\n`),
+  });
+  tower.start();
+  // The ready line is always JSON, so a supervising process can read the port.
+  console.log(JSON.stringify({ event: "provider.ready", port: node.port, provider: account.address, escrow, termsHash: termsHashOf(pricing) }));
+  await new Promise<void>((resolve) => {
+    process.once("SIGINT", resolve);
+    process.once("SIGTERM", resolve);
+  });
+  await tower.stop();
+  await node.stop();
+  await store.close();
+  out.lines.push("Provider node stopped.");
+}
+
+async function runOpen(values: Record<string, unknown>, out: Out): Promise<void> {
+  const account = loadAccount(values);
+  const { publicClient, wallet, escrow, domain, chainId } = await chainClients(values, account);
+  const provider = need(values, "provider", "the provider's address");
+  if (!isAddress(provider)) throw new UsageError(`--provider must be an address; received "${provider}".`);
+  const pricing: PricingTerms = { version: "1", unit: "invocation", pricePerInvocation: uint(values, "price", "wei per invocation, as the provider charges") };
+  const deposit = uint(values, "deposit", "wei to lock in the channel");
+  const store = openStore(values, "payer");
+  try {
+    const opened = await openChannel({
+      wallet: wallet!,
+      publicClient,
+      escrow,
+      amount: deposit,
+      terms: {
+        payer: account.address,
+        provider: getAddress(provider),
+        funder: account.address,
+        asset: NATIVE_ASSET,
+        termsHash: termsHashOf(pricing),
+        policyHash: keccak256(stringToBytes((values.policy as string | undefined) ?? "policy: default")),
+        challengeDuration: uint(values, "challenge", "challenge window in seconds", 3600n),
+        nonce: BigInt(Date.now()),
+      },
+    });
+    await store.putChannel({ sessionId: opened.sessionId, role: "payer", ref: opened.ref, pricing, escrow, chainId, deposit: opened.deposit, status: "open", ...(values.peer ? { peer: values.peer as string } : {}) });
+    out.lines.push(`Opened session ${opened.sessionId} with ${opened.deposit} wei (gas ${opened.gasUsed}).`);
+    Object.assign(out.result, { sessionId: opened.sessionId, openedAt: opened.ref.openedAt.toString(), deposit: opened.deposit.toString(), gasUsed: Number(opened.gasUsed), domain: { chainId: domain.chainId, escrow } });
+  } finally {
+    await store.close();
+  }
+}
+
+async function runStream(values: Record<string, unknown>, out: Out): Promise<void> {
+  const account = loadAccount(values);
+  const { domain } = await chainClients(values);
+  const store = openStore(values, "payer");
+  try {
+    const channel = channelOf(store, sessionOf(values));
+    const count = Number(uint(values, "n", "how many invocations to stream"));
+    const inflight = Number(uint(values, "inflight", "invocations in flight at once", 16n));
+    const { host, port } = peerOf(values, channel);
+    const client = await PayerClient.connect({ account, domain, store, channel, host, port });
+    const started = performance.now();
+    const latencies = await client.stream({
+      count,
+      inflight,
+      request: (i) => ({ jsonrpc: "2.0", id: `invoke-${i}`, method: "tools/echo", params: { text: `invocation ${i}` } }),
+      onProgress: progressBar(count),
+    });
+    const seconds = (performance.now() - started) / 1000;
+    const { root, leafCount } = await client.commit();
+    await client.close();
+    latencies.sort((a, b) => a - b);
+    const perSecond = Math.round(count / seconds);
+    out.lines.push(`Streamed ${count} invocations in ${seconds.toFixed(2)} s (${perSecond}/s, p50 ${latencies[Math.floor(count / 2)]!.toFixed(1)} ms); root ${root} over ${leafCount} receipts, agreed with the provider.`);
+    Object.assign(out.result, { sessionId: channel.sessionId, invocations: count, seconds, ticketsPerSecond: perSecond, finalSeq: client.session.seq.toString(), paid: client.session.cumulativeAmount.toString(), receiptRoot: root });
+  } finally {
+    await store.close();
+  }
+}
+
+async function runStatus(values: Record<string, unknown>, out: Out): Promise<void> {
+  const store = openStore(values, (values.db as string | undefined) ? "x" : "payer");
+  try {
+    if (!values.session) {
+      const channels = store.listChannels();
+      for (const c of channels) out.lines.push(`${c.sessionId}  ${c.role.padEnd(8)} ${c.status.padEnd(8)} deposit ${c.deposit}  seq ${store.latestTicket(c.sessionId)?.ticket.seq ?? 0n}`);
+      if (channels.length === 0) out.lines.push("The store holds no channels.");
+      out.result.channels = channels.map((c) => ({ sessionId: c.sessionId, role: c.role, status: c.status, deposit: c.deposit.toString() }));
+      return;
+    }
+    const channel = channelOf(store, sessionOf(values));
+    const { publicClient, escrow } = await chainClients(values);
+    const phase = await publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "phaseOf", args: [channel.sessionId] });
+    const phases = ["None", "Open", "Closing", "Finalizable", "Frozen"];
+    const latest = store.latestTicket(channel.sessionId);
+    const closing = store.getClosing(channel.sessionId);
+    out.lines.push(`session ${channel.sessionId} (${channel.role}), on-chain phase ${phases[phase]}, stored status ${channel.status}`);
+    out.lines.push(`  deposit ${channel.deposit}, newest ticket seq ${latest?.ticket.seq ?? 0n} for ${latest?.ticket.cumulativeAmount ?? 0n}, receipts ${store.receiptCount(channel.sessionId)}`);
+    if (closing) out.lines.push(`  closing with seq ${closing.state.seq} until ${closing.finalizesAt}`);
+    Object.assign(out.result, {
+      sessionId: channel.sessionId,
+      role: channel.role,
+      phase: phases[phase],
+      status: channel.status,
+      deposit: channel.deposit.toString(),
+      newestSeq: (latest?.ticket.seq ?? 0n).toString(),
+      receipts: store.receiptCount(channel.sessionId),
+    });
+  } finally {
+    await store.close();
+  }
+}
+
+async function runClose(values: Record<string, unknown>, out: Out): Promise<void> {
+  const account = loadAccount(values);
+  const { publicClient, wallet, escrow, domain } = await chainClients(values, account);
+  const store = openStore(values, "payer");
+  try {
+    const channel = channelOf(store, sessionOf(values));
+    if (values.unilateral) {
+      const closed = await closeUnilateral({ wallet: wallet!, publicClient, escrow, ref: channel.ref, ticket: store.latestTicket(channel.sessionId) });
+      await store.putClosing(channel.sessionId, { state: closed.state, finalizesAt: closed.finalizesAt, closer: account.address, txHash: closed.hash });
+      await store.updateChannel(channel.sessionId, { status: "closing" });
+      out.lines.push(`Closed unilaterally with seq ${closed.state.seq}; the window ends at ${closed.finalizesAt} (gas ${closed.gasUsed}).`);
+      Object.assign(out.result, { sessionId: channel.sessionId, seq: closed.state.seq.toString(), finalizesAt: closed.finalizesAt.toString(), gasUsed: Number(closed.gasUsed) });
+      return;
+    }
+    const { host, port } = peerOf(values, channel);
+    const client = await PayerClient.connect({ account, domain, store, channel, host, port });
+    const { summary, payerSignature, providerSignature } = await client.cooperativeClose();
+    await client.close();
+    const settled = await closeCooperative({ wallet: wallet!, publicClient, escrow, ref: channel.ref, summary, payerSignature, providerSignature });
+    await store.updateChannel(channel.sessionId, { status: "settled" });
+    out.lines.push(`Settled cooperatively: ${settled.paidToProvider} wei to the provider, ${settled.refundedToFunder} wei refunded (gas ${settled.gasUsed}).`);
+    Object.assign(out.result, { sessionId: channel.sessionId, finalSeq: summary.finalSeq.toString(), paidToProvider: settled.paidToProvider.toString(), refundedToFunder: settled.refundedToFunder.toString(), receiptRoot: settled.receiptRoot, gasUsed: Number(settled.gasUsed) });
+  } finally {
+    await store.close();
+  }
+}
+
+async function runChallenge(values: Record<string, unknown>, out: Out): Promise<void> {
+  const account = loadAccount(values);
+  const { publicClient, wallet, escrow } = await chainClients(values, account);
+  const store = openStore(values, "provider");
+  try {
+    const channel = channelOf(store, sessionOf(values));
+    const closing = store.getClosing(channel.sessionId);
+    const newest = store.latestTicket(channel.sessionId);
+    if (!closing) throw new UsageError("The store has seen no close of this channel; run `ioi watchtower --once` to catch up first.");
+    if (!newest || newest.ticket.seq <= closing.state.seq) throw new UsageError(`The store holds no ticket newer than the recorded seq ${closing.state.seq}.`);
+    const challenged = await challengeClose({ wallet: wallet!, publicClient, escrow, ref: channel.ref, recorded: closing.state, ticket: newest });
+    await store.putClosing(channel.sessionId, { state: challenged.state, finalizesAt: challenged.finalizesAt, closer: account.address, txHash: challenged.hash });
+    out.lines.push(`Challenged seq ${closing.state.seq} with seq ${challenged.state.seq} (gas ${challenged.gasUsed}).`);
+    Object.assign(out.result, { sessionId: channel.sessionId, staleSeq: closing.state.seq.toString(), seq: challenged.state.seq.toString(), gasUsed: Number(challenged.gasUsed) });
+  } finally {
+    await store.close();
+  }
+}
+
+async function runFinalize(values: Record<string, unknown>, out: Out): Promise<void> {
+  const account = loadAccount(values);
+  const { publicClient, wallet, escrow } = await chainClients(values, account);
+  const store = openStore(values, "payer");
+  try {
+    const channel = channelOf(store, sessionOf(values));
+    const closing = store.getClosing(channel.sessionId);
+    if (!closing) throw new UsageError("The store has seen no close of this channel; run `ioi watchtower --once` to catch up first.");
+    const settled = await finalizeClose({ wallet: wallet!, publicClient, escrow, ref: channel.ref, recorded: closing.state });
+    await store.updateChannel(channel.sessionId, { status: "settled" });
+    out.lines.push(`Finalised: ${settled.paidToProvider} wei to the provider, ${settled.refundedToFunder} wei refunded (gas ${settled.gasUsed}).`);
+    Object.assign(out.result, { sessionId: channel.sessionId, paidToProvider: settled.paidToProvider.toString(), refundedToFunder: settled.refundedToFunder.toString(), gasUsed: Number(settled.gasUsed) });
+  } finally {
+    await store.close();
+  }
+}
+
+async function runWatchtower(values: Record<string, unknown>, out: Out): Promise<void> {
+  const account = loadAccount(values);
+  const { publicClient, wallet, escrow } = await chainClients(values, account);
+  const store = openStore(values, "provider");
+  const tower = new Watchtower({
+    publicClient,
+    wallet: wallet!,
+    escrow,
+    store,
+    fromBlock: uint(values, "from-block", "first block to watch", 0n),
+    name: `watchtower:${account.address.toLowerCase()}`,
+    finalize: true,
+    onAnswer: (a) => out.lines.push(`Answered the stale close of ${a.sessionId} (seq ${a.staleSeq}) with seq ${a.answeredSeq}${a.inWindow ? " inside the window" : ""}.`),
+    onFinalized: (sessionId, hash) => out.lines.push(`Finalised ${sessionId} in ${hash}.`),
+    onError: (error) => process.stderr.write(`watchtower: ${(error as Error).message.split("\n")[0]}\n`),
+  });
+  try {
+    if (values.once) {
+      await tower.runOnce();
+    } else {
+      tower.start();
+      console.log(JSON.stringify({ event: "watchtower.ready", escrow }));
+      await new Promise<void>((resolve) => {
+        process.once("SIGINT", resolve);
+        process.once("SIGTERM", resolve);
+      });
+      await tower.stop();
+    }
+    out.result.answers = tower.answers.map((a) => ({ sessionId: a.sessionId, staleSeq: a.staleSeq.toString(), answeredSeq: a.answeredSeq.toString(), inWindow: a.inWindow }));
+  } finally {
+    await store.close();
+  }
+}
+
+async function runExport(values: Record<string, unknown>, out: Out): Promise<void> {
+  const store = openStore(values, "provider");
+  try {
+    const channel = channelOf(store, sessionOf(values));
+    const { publicClient, escrow } = await chainClients(values);
+    const lines: string[] = [];
+    lines.push(canon({ type: "session", sessionId: channel.sessionId, escrow: escrow.toLowerCase(), ref: channelRefToJson(channel.ref), pricing: pricingTermsToJson(channel.pricing), leafDomain: "IOI_SESSION_LEAF_V1" }));
+    for (const step of store.steps(channel.sessionId)) {
+      if (!step.receipt || !step.leaf) continue;
+      lines.push(canon({
+        type: "step",
+        seq: step.seq.toString(),
+        ticket: signedPaymentTicketToJson(step.ticket),
+        receipt: signedSessionReceiptToJson(step.receipt),
+        ticketHash: paymentTicketHash(step.ticket.ticket),
+        receiptHash: sessionReceiptHash(step.receipt.receipt),
+        leaf: step.leaf,
+      }));
+    }
+    // The root the chain recorded: the cooperative settlement's, or the newest recorded ticket's.
+    const logs = parseEventLogs({
+      abi: gasEscrowAbi,
+      logs: await publicClient.getLogs({ address: escrow, fromBlock: channel.ref.openedAt }),
+    }).filter((log) => "sessionId" in log.args && log.args.sessionId === channel.sessionId);
+    let onChain: Record<string, string> | null = null;
+    for (const log of logs) {
+      if (log.eventName === "ChannelSettled") onChain = { event: log.eventName, receiptRoot: log.args.receiptRoot, seq: log.args.finalSeq.toString(), transactionHash: log.transactionHash };
+      else if (log.eventName === "ChannelClosing" || log.eventName === "ChannelChallenged") onChain = { event: log.eventName, receiptRoot: log.args.receiptRoot, seq: log.args.seq.toString(), transactionHash: log.transactionHash };
+    }
+    lines.push(canon({ type: "root", receipts: String(store.receiptCount(channel.sessionId)), onChain }));
+    for (const line of lines) console.log(line);
+    out.json = false; // the JSON lines are the output
+  } finally {
+    await store.close();
+  }
+}
+
+/*//////////////////////////////////////////////////////////////
+                                MAIN
+//////////////////////////////////////////////////////////////*/
+
+function help(): string {
+  const lines = ["Usage: ioi <command> [options]   (ioi <command> --help for a command's options)", "", "Commands:"];
+  for (const [name, c] of Object.entries(COMMANDS)) lines.push(`  ${name.padEnd(11)} ${c.summary}`);
+  lines.push("", "Global options:", "  --rpc URL        EVM JSON-RPC (default $IOI_RPC_URL or http://127.0.0.1:8545)", "  --escrow ADDR    GasEscrow (default $IOI_ESCROW or deployments/localhost.json)", "  --db PATH        the SQLite store (default .data/<role>.db)", "  --key-env NAME   environment variable holding the acting key (default IOI_PRIVATE_KEY)", "  --json           print one JSON object on the last line", "  -h, --help       this help");
+  return lines.join("\n");
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === "--help" || name === "-h" || name === "help") {
+    console.log(help());
+    return 0;
+  }
+  const command = COMMANDS[name];
+  if (!command) {
+    console.error(`Unknown command "${name}".\n\n${help()}`);
+    return 2;
+  }
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({ args: rest, options: { ...GLOBAL_OPTIONS, ...command.options }, strict: true, allowPositionals: false }) as { values: Record<string, string | boolean | undefined> });
+  } catch (error) {
+    console.error(`${(error as Error).message}\nUsage: ${command.usage}`);
+    return 2;
+  }
+  if (values.help) {
+    console.log(`${command.summary}\n\nUsage: ${command.usage}\n\n${help().split("Global options:")[1] ? `Global options:${help().split("Global options:")[1]}` : ""}`);
+    return 0;
+  }
+  const out: Out = { json: Boolean(values.json), lines: [], result: {} };
+  try {
+    await command.run(values, out);
+  } catch (error) {
+    const e = error as BaseError;
+    const message = e instanceof BaseError ? `${e.name}: ${e.shortMessage}` : `${(error as Error).name ?? "Error"}: ${(error as Error).message}`;
+    console.error(`ioi ${name} failed — ${message.split("\n")[0]}${e instanceof UsageError ? `\nUsage: ${command.usage}` : ""}`);
+    if (out.json) console.log(JSON.stringify({ ok: false, error: e.name, message: e.shortMessage ?? e.message }));
+    return e instanceof UsageError ? 2 : 1;
+  }
+  for (const line of out.lines) console.log(line);
+  if (out.json) console.log(JSON.stringify({ ok: true, ...out.result }));
+  return 0;
+}
+
+if (require.main === module) {
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (error: unknown) => {
+      console.error(error);
+      process.exit(1);
+    },
+  );
+}

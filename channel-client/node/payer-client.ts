@@ -1,0 +1,247 @@
+/**
+ * The payer's side of a live channel: connects to the provider over the sealed transport, binds the
+ * session, and streams pipelined invocations. Every ticket is persisted before it is sent and every
+ * accepted receipt before it counts, so a restarted payer resumes the same session from its store: it
+ * re-sends the tickets that have no receipt yet and the provider answers them (again, if it already did).
+ */
+import { keccak256, type Hex, type LocalAccount } from "viem";
+
+import { canonBytes } from "../canonical";
+import type { GasEscrowDomain } from "../eip712";
+import { BaseError, ReceiptMismatchError } from "../errors";
+import type { ActionInvokePacket, ActionResultPacket, ReceiptCommitPacket } from "../packets";
+import { PayerSession } from "../payer-session";
+import { signReceiptCommit, verifyReceiptCommit } from "../receipt-commit";
+import type { ChannelRecord, ChannelStore } from "../store/store";
+import type { SettlementSummary } from "../summary";
+import type { SignedPaymentTicket } from "../ticket";
+import { connectSecure, type SecureConnection } from "../transport";
+import type { JsonObject } from "../validate";
+import { decodeMessage, encodeMessage, isPacket, type NodeMessage, type SessionReadyMessage } from "./protocol";
+import { REPLAYED_RESULT_CODE } from "./provider-node";
+
+/** The provider refused a ticket or a close; carries the provider's typed error name. */
+export class ProviderRejectedError extends BaseError {
+  override name = "ProviderRejectedError" as const;
+  constructor(readonly seq: bigint, readonly error: string, message: string) {
+    super(`The provider refused seq ${seq}: ${error}: ${message}`);
+  }
+}
+
+export type InvocationOutcome = { seq: bigint; result: JsonObject | undefined; leaf: Hex };
+
+type Waiter = { resolve: (outcome: InvocationOutcome) => void; reject: (error: Error) => void };
+
+export type PayerClientParameters = {
+  account: LocalAccount;
+  domain: GasEscrowDomain;
+  store: ChannelStore;
+  channel: ChannelRecord;
+  host?: string;
+  port: number;
+  timeoutMs?: number;
+};
+
+export class PayerClient {
+  readonly session: PayerSession;
+  readonly ready: SessionReadyMessage;
+  readonly #connection: SecureConnection;
+  readonly #waiters = new Map<bigint, Waiter>();
+  #control: { resolve: (m: NodeMessage) => void; reject: (e: Error) => void } | undefined;
+  #failure: Error | undefined;
+  #received: Promise<void> = Promise.resolve();
+  /** Tickets leave in seq order: each send waits for the previous one. */
+  #outbox: Promise<unknown> = Promise.resolve();
+
+  private constructor(readonly parameters: PayerClientParameters, connection: SecureConnection, session: PayerSession, ready: SessionReadyMessage) {
+    this.#connection = connection;
+    this.session = session;
+    this.ready = ready;
+  }
+
+  /** Connects, binds the session, and re-sends every ticket that still awaits its receipt. */
+  static async connect(parameters: PayerClientParameters): Promise<PayerClient> {
+    const { account, domain, store, channel, host = "127.0.0.1", port, timeoutMs } = parameters;
+    const connection = await connectSecure({ host, port, account, sessionId: channel.sessionId, expectedPeer: channel.ref.terms.provider, timeoutMs });
+    const session = PayerSession.restore(
+      { account, domain, ref: channel.ref, sessionId: channel.sessionId, pricing: channel.pricing, deposit: channel.deposit },
+      store.steps(channel.sessionId),
+    );
+    const first = new Promise<NodeMessage>((resolve, reject) => {
+      connection.once("message", (bytes) => {
+        try {
+          resolve(decodeMessage(bytes));
+        } catch (error) {
+          reject(error as Error);
+        }
+      });
+      connection.once("close", (error) => reject(error ?? new BaseError("The provider closed the connection while binding the session.")));
+    });
+    await connection.send(encodeMessage({ type: "session.open", ref: channel.ref, pricing: channel.pricing }));
+    const ready = await first;
+    if (isPacket(ready) || ready.type !== "session.ready") throw new BaseError("The provider did not confirm the session.");
+    const client = new PayerClient(parameters, connection, session, ready);
+    client.#listen();
+    for (const signed of session.pending) await client.#sendTicket(signed, undefined, undefined);
+    return client;
+  }
+
+  #listen(): void {
+    this.#connection.on("message", (bytes) => {
+      // Handle messages strictly in order (receipts chain), even though acceptReceipt is async.
+      this.#received = this.#received.then(() => this.#onMessage(bytes)).catch((error: unknown) => this.#fail(error as Error));
+    });
+    this.#connection.on("close", (error) => this.#fail(error ?? new BaseError("The provider closed the connection.")));
+  }
+
+  #fail(error: Error): void {
+    if (this.#failure) return;
+    this.#failure = error;
+    for (const waiter of this.#waiters.values()) waiter.reject(error);
+    this.#waiters.clear();
+    this.#control?.reject(error);
+    void this.#connection.close();
+  }
+
+  async #onMessage(bytes: Uint8Array): Promise<void> {
+    const message = decodeMessage(bytes);
+    if (isPacket(message) && message.packet_type === "PKT_ACTION_RESULT") return this.#onResult(message);
+    if (!isPacket(message) && message.type === "reject") {
+      const waiter = this.#waiters.get(message.seq);
+      const error = new ProviderRejectedError(message.seq, message.error, message.message);
+      if (waiter) {
+        this.#waiters.delete(message.seq);
+        this.session.dropPending(message.seq);
+        waiter.reject(error);
+      } else this.#control?.reject(error);
+      return;
+    }
+    const control = this.#control;
+    this.#control = undefined;
+    control?.resolve(message);
+  }
+
+  async #onResult(packet: ActionResultPacket): Promise<void> {
+    const mcp = packet.payload.mcp as { result?: JsonObject; error?: { code?: number } };
+    const replayed = mcp.error?.code === REPLAYED_RESULT_CODE;
+    const output = replayed || mcp.result === undefined ? undefined : canonBytes(mcp.result);
+    if (!replayed && output === undefined) throw new ReceiptMismatchError(`Result ${packet.action_result_id} carries neither a result nor a replay marker.`);
+    const step = await this.session.acceptReceipt(packet.payload.receipt, output);
+    await this.parameters.store.putStep(this.parameters.channel.sessionId, step);
+    const waiter = this.#waiters.get(step.seq);
+    this.#waiters.delete(step.seq);
+    waiter?.resolve({ seq: step.seq, result: replayed ? undefined : mcp.result, leaf: step.leaf });
+  }
+
+  async #sendTicket(signed: SignedPaymentTicket, request: JsonObject | undefined, leafCount: number | undefined): Promise<void> {
+    const packet: ActionInvokePacket = {
+      pkt_version: "1",
+      packet_type: "PKT_ACTION_INVOKE",
+      issued_at: new Date().toISOString(),
+      session_id: this.parameters.channel.sessionId,
+      payload: {
+        mcp: request ?? { jsonrpc: "2.0", id: `resend-${signed.ticket.seq}`, method: "resume" },
+        ticket: signed,
+        ...(leafCount === undefined ? {} : { leaf_count: String(leafCount) }),
+      },
+    };
+    await this.#connection.send(encodeMessage(packet));
+  }
+
+  /**
+   * Pays for and sends one invocation; resolves with its result once the receipt is verified and stored.
+   * The ticket is durable before it leaves. Call it many times without awaiting to pipeline.
+   */
+  async invoke(request: JsonObject): Promise<InvocationOutcome> {
+    if (this.#failure) throw this.#failure;
+    const seq = this.session.seq + 1n; // nextTicket reserves exactly this seq before it awaits
+    const outcome = new Promise<InvocationOutcome>((resolve, reject) => this.#waiters.set(seq, { resolve, reject }));
+    const next = this.session.nextTicket(canonBytes(request));
+    // Persist as soon as it is signed (concurrent tickets share one group commit), send in seq order.
+    const durable = next.then(async (n) => {
+      await this.parameters.store.putTicket(this.parameters.channel.sessionId, n.signed);
+      return n;
+    });
+    const sent = this.#outbox.then(() => durable).then((n) => this.#sendTicket(n.signed, request, n.leafCount));
+    this.#outbox = sent.catch(() => undefined);
+    try {
+      await sent;
+    } catch (error) {
+      this.#waiters.delete(seq);
+      this.#fail(error as Error);
+      throw error;
+    }
+    return outcome;
+  }
+
+  /**
+   * Streams `count` invocations built by `request(i)` with at most `inflight` awaiting receipts at once.
+   * `onProgress` is called after each receipt. Returns per-invocation latencies in milliseconds.
+   */
+  async stream(parameters: {
+    count: number;
+    inflight?: number;
+    request: (i: number) => JsonObject;
+    onProgress?: (done: number) => void;
+  }): Promise<number[]> {
+    const { count, inflight = 1, request, onProgress } = parameters;
+    const latencies: number[] = [];
+    let next = 0;
+    let done = 0;
+    const lane = async () => {
+      while (next < count) {
+        const i = next++;
+        const started = performance.now();
+        await this.invoke(request(i));
+        latencies.push(performance.now() - started);
+        onProgress?.(++done);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, Math.min(inflight, count)) }, lane));
+    return latencies;
+  }
+
+  /** Exchanges signed receipt roots with the provider over everything accepted so far. */
+  async commit(): Promise<{ leafCount: bigint; root: Hex }> {
+    const { account, channel, store } = this.parameters;
+    const mine = await signReceiptCommit(account, { sessionId: channel.sessionId, leafCount: BigInt(this.session.accumulator.size), root: this.session.accumulator.root() });
+    await store.putCommit(channel.sessionId, "payer", mine);
+    const packet: ReceiptCommitPacket = { pkt_version: "1", packet_type: "PKT_RECEIPT_COMMIT", issued_at: new Date().toISOString(), session_id: channel.sessionId, payload: { commit: mine } };
+    const answer = await this.#request(packet);
+    if (!isPacket(answer) || answer.packet_type !== "PKT_RECEIPT_COMMIT") throw new BaseError("The provider did not answer the receipt commit.");
+    const theirs = answer.payload.commit;
+    await verifyReceiptCommit(theirs, channel.ref.terms.provider);
+    if (theirs.commit.root !== mine.commit.root || theirs.commit.leafCount !== mine.commit.leafCount) {
+      throw new ReceiptMismatchError(`The provider committed ${theirs.commit.root} over ${theirs.commit.leafCount} receipts; the payer holds ${mine.commit.root}.`);
+    }
+    await store.putCommit(channel.sessionId, "provider", theirs);
+    return { leafCount: mine.commit.leafCount, root: mine.commit.root };
+  }
+
+  /** Proposes a cooperative close of everything so far and returns both signatures over the summary. */
+  async cooperativeClose(): Promise<{ summary: SettlementSummary; payerSignature: Hex; providerSignature: Hex }> {
+    const { summary, signature } = await this.session.proposeCooperativeClose();
+    const answer = await this.#request({ type: "close.propose", summary, signature });
+    if (isPacket(answer) || answer.type !== "close.countersign") throw new BaseError("The provider did not countersign the close.");
+    return { summary, payerSignature: signature, providerSignature: answer.signature };
+  }
+
+  /** Sends a control message once every invocation has been answered, and waits for the reply. */
+  async #request(message: NodeMessage): Promise<NodeMessage> {
+    await Promise.allSettled([...this.#waiters.values()].map(() => this.#received));
+    while (this.#waiters.size > 0) await new Promise((r) => setImmediate(r));
+    if (this.#failure) throw this.#failure;
+    const reply = new Promise<NodeMessage>((resolve, reject) => (this.#control = { resolve, reject }));
+    await this.#connection.send(encodeMessage(message));
+    return reply;
+  }
+
+  async close(): Promise<void> {
+    await this.#connection.close();
+  }
+}
+
+/** The offload hash the provider's receipt must carry for `request`. */
+export function offloadHash(request: JsonObject): Hex {
+  return keccak256(canonBytes(request));
+}

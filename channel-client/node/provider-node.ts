@@ -1,0 +1,281 @@
+/**
+ * The provider node: listens on 127.0.0.1 for payers, binds each sealed connection to a channel it can
+ * verify on-chain, checks every ticket before doing the work, persists the ticket and its receipt before
+ * answering (group commit), and answers in order. A restarted node resumes every session from its store;
+ * a ticket it already answered is answered again from the store, byte for byte the same receipt.
+ */
+import { keccak256, type Address, type Hex, type LocalAccount, type PublicClient } from "viem";
+
+import { canonBytes } from "../canonical";
+import type { GasEscrowDomain } from "../eip712";
+import { gasEscrowAbi } from "../escrow";
+import { BaseError, BindingMismatchError, DepositExceededError } from "../errors";
+import type { ActionInvokePacket, ActionResultPacket, ReceiptCommitPacket } from "../packets";
+import { ProviderSession } from "../provider-session";
+import { signReceiptCommit, verifyReceiptCommit } from "../receipt-commit";
+import type { ChannelRecord, ChannelStore } from "../store/store";
+import { sessionIdOf, termsHashOf, type PricingTerms } from "../terms";
+import { listenSecure, type SecureConnection, type SecureServer } from "../transport";
+import type { JsonObject } from "../validate";
+import { decodeMessage, encodeMessage, isPacket, type NodeMessage, type SessionOpenMessage } from "./protocol";
+
+/** The provider's work: one JSON-RPC (MCP) request in, its result out, and the units it consumed. */
+export type McpHandler = (request: JsonObject) => Promise<{ result: JsonObject; units: bigint }>;
+
+/** JSON-RPC error code of a result replayed from the store after a restart (its output was not kept). */
+export const REPLAYED_RESULT_CODE = -32001;
+
+export type ProviderNodeParameters = {
+  account: LocalAccount;
+  publicClient: PublicClient;
+  domain: GasEscrowDomain;
+  store: ChannelStore;
+  /** What this provider charges; a payer must open the channel on exactly these terms. */
+  pricing: PricingTerms;
+  handler: McpHandler;
+  modelSnapshotId: string;
+  host?: string;
+  port?: number;
+  log?: (line: string) => void;
+};
+
+type Bound = {
+  record: ChannelRecord;
+  session: ProviderSession;
+  /** Answers leave in seq order: each waits for the previous one and for its own step to be durable. */
+  answers: Promise<void>;
+  /** Invocations are checked and run one at a time, in arrival order. */
+  work: Promise<void>;
+};
+
+export class ProviderNode {
+  readonly #sessions = new Map<Hex, Bound>();
+  #server: SecureServer | undefined;
+
+  private constructor(readonly parameters: ProviderNodeParameters) {}
+
+  /** Starts listening; resolves once the port is bound. */
+  static async start(parameters: ProviderNodeParameters): Promise<ProviderNode> {
+    const node = new ProviderNode(parameters);
+    node.#server = await listenSecure({
+      host: parameters.host ?? "127.0.0.1",
+      port: parameters.port ?? 0,
+      account: parameters.account,
+      authorize: async (sessionId, payer) => node.#authorize(sessionId, payer),
+    });
+    node.#server.on("connection", (connection) => node.#serve(connection));
+    node.#server.on("handshakeError", (error, remote) => node.#log(`handshake refused from ${remote.address}: ${error.shortMessage}`));
+    node.#server.on("error", (error) => node.#log(`listener error: ${error.message}`));
+    return node;
+  }
+
+  get port(): number {
+    if (!this.#server) throw new BaseError("The provider node is not listening.");
+    return this.#server.port;
+  }
+
+  async stop(): Promise<void> {
+    await this.#server?.close();
+    await Promise.all([...this.#sessions.values()].map((b) => b.answers.catch(() => undefined)));
+  }
+
+  #log(line: string): void {
+    this.parameters.log?.(line);
+  }
+
+  /** Known channel: only its payer may connect. Unknown: accepted provisionally, checked at session.open. */
+  async #authorize(sessionId: Hex, payer: Address) {
+    const record = this.parameters.store.getChannel(sessionId);
+    if (record && record.ref.terms.payer.toLowerCase() !== payer.toLowerCase()) {
+      return { ok: false as const, reason: `${payer} is not the payer of session ${sessionId}` };
+    }
+    return { ok: true as const };
+  }
+
+  #serve(connection: SecureConnection): void {
+    let bound: Bound | undefined;
+    const send = (message: NodeMessage) => connection.send(encodeMessage(message));
+    connection.on("error", (error) => this.#log(`connection ${connection.sessionId.slice(0, 10)} closed: ${error.name}: ${error.shortMessage}`));
+    connection.on("message", (bytes) => {
+      let message: NodeMessage;
+      try {
+        message = decodeMessage(bytes);
+      } catch (error) {
+        // A peer that sends garbage is cut off; the node carries on.
+        this.#log(`dropping a peer that sent an invalid message: ${(error as Error).message.split("\n")[0]}`);
+        void connection.close();
+        return;
+      }
+      if (!bound) {
+        if (isPacket(message) || message.type !== "session.open") {
+          void connection.close();
+          return;
+        }
+        void this.#bind(connection, message).then(
+          (b) => {
+            bound = b;
+            return send({ type: "session.ready", lastSeq: b.session.latestTicket?.ticket.seq ?? 0n, leafCount: BigInt(b.session.accumulator.size), deposit: b.record.deposit });
+          },
+          (error: unknown) => {
+            this.#log(`refused session ${connection.sessionId}: ${(error as Error).message.split("\n")[0]}`);
+            void connection.close();
+          },
+        );
+        return;
+      }
+      const b = bound;
+      if (isPacket(message) && message.packet_type === "PKT_ACTION_INVOKE") {
+        b.work = b.work.then(() => this.#invoke(b, message, send));
+      } else if (isPacket(message) && message.packet_type === "PKT_RECEIPT_COMMIT") {
+        b.work = b.work.then(() => this.#commit(b, message, send));
+      } else if (!isPacket(message) && message.type === "close.propose") {
+        b.work = b.work.then(async () => {
+          try {
+            const signature = await b.session.countersign(message.summary, message.signature);
+            await b.answers;
+            await send({ type: "close.countersign", signature });
+          } catch (error) {
+            await send({ type: "reject", seq: message.summary.finalSeq, error: (error as Error).name, message: (error as BaseError).shortMessage ?? String(error) });
+          }
+        });
+      } else {
+        void connection.close();
+      }
+    });
+  }
+
+  /** Verifies the channel the payer names (terms, pricing, on-chain deposit) and loads or creates its session. */
+  async #bind(connection: SecureConnection, message: SessionOpenMessage): Promise<Bound> {
+    const { domain, account, pricing, publicClient, store } = this.parameters;
+    const { ref } = message;
+    const sessionId = sessionIdOf(domain, ref);
+    if (sessionId !== connection.sessionId) throw new BindingMismatchError(`The terms name session ${sessionId}, not ${connection.sessionId}.`);
+    if (ref.terms.provider.toLowerCase() !== account.address.toLowerCase()) throw new BindingMismatchError(`The channel pays ${ref.terms.provider}, not this provider.`);
+    if (ref.terms.payer.toLowerCase() !== connection.peer.toLowerCase()) throw new BindingMismatchError(`${connection.peer} is not the channel's payer.`);
+    if (termsHashOf(message.pricing) !== ref.terms.termsHash || message.pricing.pricePerInvocation !== pricing.pricePerInvocation) {
+      throw new BindingMismatchError("The channel's terms hash is not this provider's price list.");
+    }
+    const existing = this.#sessions.get(sessionId);
+    if (existing) return existing;
+
+    const deposit = await publicClient.readContract({ address: domain.verifyingContract, abi: gasEscrowAbi, functionName: "depositOf", args: [sessionId] });
+    let record = store.getChannel(sessionId);
+    if (!record) {
+      if (deposit === 0n) throw new BindingMismatchError(`Session ${sessionId} is not open on-chain.`);
+      record = { sessionId, role: "provider", ref, pricing, escrow: domain.verifyingContract, chainId: domain.chainId, deposit, status: "open" };
+      await store.putChannel(record);
+    } else if (deposit > record.deposit) {
+      await store.updateChannel(sessionId, { deposit });
+      record = { ...record, deposit };
+    }
+    const session = ProviderSession.restore(
+      {
+        account,
+        domain,
+        ref,
+        sessionId,
+        pricing,
+        deposit: record.deposit,
+        modelSnapshotId: this.parameters.modelSnapshotId,
+        handler: async (input) => {
+          const { result, units } = await this.parameters.handler(JSON.parse(new TextDecoder().decode(input)) as JsonObject);
+          return { output: canonBytes(result), units };
+        },
+      },
+      store.steps(sessionId),
+    );
+    const bound: Bound = { record, session, answers: Promise.resolve(), work: Promise.resolve() };
+    this.#sessions.set(sessionId, bound);
+    return bound;
+  }
+
+  async #invoke(b: Bound, packet: ActionInvokePacket, send: (m: NodeMessage) => Promise<void>): Promise<void> {
+    const { store } = this.parameters;
+    const signed = packet.payload.ticket;
+    const seq = signed.ticket.seq;
+    const reply = (result: JsonObject, receipt: ActionResultPacket["payload"]["receipt"]): ActionResultPacket => ({
+      pkt_version: "1",
+      packet_type: "PKT_ACTION_RESULT",
+      issued_at: new Date().toISOString(),
+      session_id: packet.session_id,
+      ...(packet.lease_id ? { lease_id: packet.lease_id } : {}),
+      action_result_id: `res_${seq}`,
+      payload: { mcp: { jsonrpc: "2.0", id: packet.payload.mcp.id ?? null, ...result }, receipt },
+    });
+    const reject = (error: unknown) => {
+      const e = error as BaseError;
+      b.answers = b.answers.then(() => send({ type: "reject", seq, error: e.name ?? "Error", message: e.shortMessage ?? e.message }));
+    };
+
+    // Already answered (the payer re-sends after a reconnect): answer again from the store.
+    const latest = b.session.latestTicket;
+    if (latest && seq <= latest.ticket.seq) {
+      const [step] = store.steps(b.record.sessionId, { fromSeq: seq, limit: 1 });
+      if (step && step.seq === seq && step.receipt && step.ticket.signature === signed.signature) {
+        const replay = reply({ error: { code: REPLAYED_RESULT_CODE, message: "output not retained; receipt replayed from the store" } }, step.receipt);
+        b.answers = b.answers.then(() => send(replay));
+        return;
+      }
+    }
+
+    const input = canonBytes(packet.payload.mcp);
+    const leafCount = packet.payload.leaf_count === undefined ? undefined : Number(packet.payload.leaf_count);
+    let result;
+    try {
+      result = await b.session.invoke(signed, input, leafCount);
+    } catch (error) {
+      if (!(error instanceof DepositExceededError) || !(await this.#refreshDeposit(b))) return reject(error);
+      try {
+        result = await b.session.invoke(signed, input, leafCount);
+      } catch (retryError) {
+        return reject(retryError);
+      }
+    }
+    const durable = store.putStep(b.record.sessionId, result.step);
+    const answer = reply({ result: JSON.parse(new TextDecoder().decode(result.output)) as JsonObject }, result.step.receipt);
+    b.answers = b.answers.then(async () => {
+      await durable; // never acknowledge what a crash could lose
+      await send(answer);
+    });
+  }
+
+  /** Re-reads the on-chain deposit (a top-up may have landed); true if it grew. */
+  async #refreshDeposit(b: Bound): Promise<boolean> {
+    const { publicClient, domain, store } = this.parameters;
+    const deposit = await publicClient.readContract({ address: domain.verifyingContract, abi: gasEscrowAbi, functionName: "depositOf", args: [b.record.sessionId] });
+    if (deposit <= b.record.deposit) return false;
+    b.record = { ...b.record, deposit };
+    b.session.deposit = deposit;
+    await store.updateChannel(b.record.sessionId, { deposit });
+    return true;
+  }
+
+  /** Checks the payer's signed root against ours at that leaf count, stores it, and answers with ours. */
+  async #commit(b: Bound, packet: ReceiptCommitPacket, send: (m: NodeMessage) => Promise<void>): Promise<void> {
+    const { commit } = packet.payload;
+    const seq = commit.commit.leafCount;
+    try {
+      await verifyReceiptCommit(commit, b.record.ref.terms.payer);
+      if (commit.commit.leafCount > BigInt(b.session.accumulator.size)) {
+        throw new BindingMismatchError(`The payer commits ${commit.commit.leafCount} receipts; the provider issued ${b.session.accumulator.size}.`);
+      }
+      const ours = b.session.accumulator.prefixRoot(Number(commit.commit.leafCount));
+      if (ours !== commit.commit.root) throw new BindingMismatchError(`The payer's root over ${seq} receipts is ${commit.commit.root}; the provider's is ${ours}.`);
+      const mine = await signReceiptCommit(this.parameters.account, commit.commit);
+      await Promise.all([
+        this.parameters.store.putCommit(b.record.sessionId, "payer", commit),
+        this.parameters.store.putCommit(b.record.sessionId, "provider", mine),
+      ]);
+      const answer: ReceiptCommitPacket = { pkt_version: "1", packet_type: "PKT_RECEIPT_COMMIT", issued_at: new Date().toISOString(), session_id: packet.session_id, payload: { commit: mine } };
+      b.answers = b.answers.then(() => send(answer));
+    } catch (error) {
+      const e = error as BaseError;
+      b.answers = b.answers.then(() => send({ type: "reject", seq, error: e.name, message: e.shortMessage ?? e.message }));
+    }
+  }
+}
+
+/** keccak256 of a canonical JSON-RPC request: the receipt's `offloadPacketHash`. */
+export function requestHash(request: JsonObject): Hex {
+  return keccak256(canonBytes(request));
+}

@@ -1,0 +1,100 @@
+/**
+ * The SQLite schema of the channel store and its migrations.
+ *
+ * The version lives in `PRAGMA user_version`; `PRAGMA application_id` marks the file as a channel store
+ * so that opening some other SQLite database fails loudly instead of adding tables to it. Migration `i`
+ * takes the schema from version `i` to `i + 1`; all pending migrations run in one transaction with the
+ * version bump, so a crash mid-migration leaves the previous version intact.
+ *
+ * Conventions (see README.md): every table is STRICT (no silent type coercion, so an amount can never
+ * become a REAL); amounts and block numbers are decimal TEXT; seq and leaf-count keys are 20-digit
+ * zero-padded decimal TEXT so that text order is numeric order over the whole uint64 range; artifacts are
+ * their canonical JSON text.
+ */
+import type { Database } from "better-sqlite3";
+
+import { UnsupportedSchemaError } from "./errors";
+
+/** "IOIC" */
+export const APPLICATION_ID = 0x494f4943;
+
+const DECIMAL = (column: string) => `${column} <> '' AND ${column} NOT GLOB '*[^0-9]*'`;
+const SEQ_KEY = (column: string) => `length(${column}) = 20 AND ${column} NOT GLOB '*[^0-9]*'`;
+const ROLE = (column: string) => `${column} IN ('payer', 'provider')`;
+
+/** `MIGRATIONS[i]` migrates version `i` to `i + 1`. Never edit a released entry; append a new one. */
+export const MIGRATIONS: readonly string[] = [
+  // 0 → 1: the initial schema.
+  `
+  CREATE TABLE channels (
+    session_id TEXT NOT NULL PRIMARY KEY CHECK (length(session_id) = 66),
+    role       TEXT NOT NULL CHECK (${ROLE("role")}),
+    status     TEXT NOT NULL CHECK (status IN ('open', 'closing', 'settled')),
+    deposit    TEXT NOT NULL CHECK (${DECIMAL("deposit")}),
+    channel    TEXT NOT NULL              -- canon(ChannelJson): the fixed part of the record
+  ) STRICT;
+  CREATE INDEX channels_by_role_status ON channels (role, status);
+
+  CREATE TABLE steps (
+    session_id TEXT NOT NULL REFERENCES channels (session_id),
+    seq        TEXT NOT NULL CHECK (${SEQ_KEY("seq")}),
+    ticket     TEXT NOT NULL,             -- canon(SignedPaymentTicketJson)
+    receipt    TEXT,                      -- canon(SignedSessionReceiptJson), once answered
+    leaf       TEXT,                      -- receipt leaf, 0x + 64 hex, exactly when receipt is set
+    PRIMARY KEY (session_id, seq),
+    CHECK ((receipt IS NULL) = (leaf IS NULL))
+  ) STRICT;
+  -- Covers leaves() and receiptCount() without reading the artifact text.
+  CREATE INDEX steps_leaves ON steps (session_id, seq, leaf) WHERE leaf IS NOT NULL;
+
+  CREATE TABLE commits (
+    session_id    TEXT NOT NULL REFERENCES channels (session_id),
+    signer_role   TEXT NOT NULL CHECK (${ROLE("signer_role")}),
+    leaf_count    TEXT NOT NULL CHECK (${SEQ_KEY("leaf_count")}),
+    signed_commit TEXT NOT NULL,          -- canon(SignedReceiptCommitJson)
+    PRIMARY KEY (session_id, signer_role, leaf_count)
+  ) STRICT;
+
+  CREATE TABLE closings (
+    session_id TEXT NOT NULL PRIMARY KEY REFERENCES channels (session_id),
+    closing    TEXT NOT NULL              -- canon(ClosingRecordJson)
+  ) STRICT;
+
+  CREATE TABLE cursors (
+    name  TEXT NOT NULL PRIMARY KEY,
+    block TEXT NOT NULL CHECK (${DECIMAL("block")})
+  ) STRICT;
+
+  PRAGMA application_id = ${APPLICATION_ID};
+  `,
+];
+
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+/**
+ * Brings the database to {@link SCHEMA_VERSION} in one immediate transaction (so two processes opening a
+ * new file at once cannot both migrate it). Refuses a database written by a newer client, or one that is
+ * not a channel store at all, with {@link UnsupportedSchemaError}.
+ */
+export function migrate(db: Database, path: string): void {
+  db.transaction(() => {
+    const applicationId = db.pragma("application_id", { simple: true }) as number;
+    const version = db.pragma("user_version", { simple: true }) as number;
+    if (applicationId !== APPLICATION_ID) {
+      const objects = db.prepare("SELECT count(*) FROM sqlite_schema").pluck().get() as number;
+      if (applicationId !== 0 || version !== 0 || objects !== 0) {
+        throw new UnsupportedSchemaError(`${path} is an SQLite database but not a channel store.`, {
+          details: "Give the store a file of its own (a new path is created on first open).",
+        });
+      }
+    }
+    if (version > SCHEMA_VERSION) {
+      throw new UnsupportedSchemaError(
+        `${path} has store schema version ${version}; this client reads versions up to ${SCHEMA_VERSION}.`,
+        { details: "Upgrade the client; do not open the file with an older one." },
+      );
+    }
+    for (let from = version; from < SCHEMA_VERSION; from++) db.exec(MIGRATIONS[from]!);
+    if (version !== SCHEMA_VERSION) db.pragma(`user_version = ${SCHEMA_VERSION}`);
+  }).immediate();
+}

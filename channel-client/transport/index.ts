@@ -1,0 +1,82 @@
+/**
+ * Authenticated, encrypted, framed connections between a payer node (initiator) and a provider node
+ * (responder): hybrid X25519 + ML-KEM-768 handshake, XChaCha20-Poly1305 sealed frames over TCP.
+ * See `secure-connection.ts` for the API, `handshake.ts` for the protocol, `sealing.ts` and `frames.ts`
+ * for the wire format.
+ */
+export {
+  connectSecure,
+  listenSecure,
+  SecureConnection,
+  SecureServer,
+  DEFAULT_HANDSHAKE_TIMEOUT_MS,
+  DEFAULT_HOST,
+  DEFAULT_MAX_BUFFERED_BYTES,
+  DEFAULT_MAX_PENDING_HANDSHAKES,
+  type AuthorizeInitiator,
+  type AuthorizeResult,
+  type ConnectSecureParameters,
+  type ListenSecureParameters,
+  type RemoteEndpoint,
+  type SecureConnectionState,
+} from "./secure-connection";
+export {
+  ConnectionClosedError,
+  FrameAuthenticationError,
+  FrameReplayError,
+  FrameTooLargeError,
+  HandshakeError,
+  HandshakeTimeoutError,
+  KeyConfirmationError,
+  MalformedFrameError,
+  SendBufferFullError,
+  type TransportError,
+} from "./errors";
+export { DEFAULT_MAX_FRAME_BYTES, encodeFrame, FRAME_HEADER_BYTES, FrameDecoder, type FrameDecoderParameters } from "./frames";
+export {
+  MAX_MESSAGE_BYTES,
+  nonceFor,
+  RecordOpener,
+  RecordSealer,
+  RecordType,
+  SEALED_FRAME_OVERHEAD,
+  sealRecord,
+  type OpenedRecord,
+} from "./sealing";
+export {
+  acceptTry,
+  CHANNEL_KDF_INFO,
+  checkKeyConfirmation,
+  createInit,
+  createTry,
+  decodeInit,
+  decodeTry,
+  deriveSessionKeys,
+  encodeHandshakeMessage,
+  encodeKeyConfirmation,
+  HANDSHAKE_SIGNATURE_DOMAIN,
+  HANDSHAKE_VERSION,
+  initDigest,
+  initToJson,
+  MAX_HANDSHAKE_MESSAGE_BYTES,
+  MLKEM768_CIPHERTEXT_BYTES,
+  MLKEM768_ENCAPSULATION_KEY_BYTES,
+  transcriptHash,
+  tryToJson,
+  verifyInit,
+  X25519_PUBLIC_KEY_BYTES,
+  type AcceptTryParameters,
+  type ChannelOpenInit,
+  type ChannelOpenTry,
+  type CreateInitParameters,
+  type CreateInitReturnType,
+  type CreateTryParameters,
+  type CreateTryReturnType,
+  type HandshakeResult,
+  type InitiatorEphemeral,
+  type InitiatorSecrets,
+  type KeyConfirmation,
+  type KeyConfirmationType,
+  type ResponderEphemeral,
+  type SessionKeys,
+} from "./handshake";
