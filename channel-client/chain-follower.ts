@@ -36,7 +36,11 @@ export type ChainFollowerParameters = {
 export class ChainFollower {
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<unknown> | undefined;
-  #stopped = false;
+  /**
+   * Bumped by `stop()`: a run or poll loop begun before it ends at its next batch boundary. A generation
+   * (not a sticky flag) so that `catchUp()` and `start()` work again after a `stop()`.
+   */
+  #generation = 0;
 
   constructor(readonly parameters: ChainFollowerParameters) {}
 
@@ -50,8 +54,9 @@ export class ChainFollower {
    * Calls never overlap: a second call waits for the first.
    */
   async catchUp(): Promise<bigint> {
+    const generation = this.#generation;
     while (this.#running) await this.#running.catch(() => undefined);
-    const run = this.#catchUp();
+    const run = this.#catchUp(generation);
     this.#running = run;
     try {
       return await run;
@@ -60,11 +65,11 @@ export class ChainFollower {
     }
   }
 
-  async #catchUp(): Promise<bigint> {
+  async #catchUp(generation: number): Promise<bigint> {
     const { publicClient, escrow, store, name, confirmations = 0n, batchBlocks = 2_000n, onEvents } = this.parameters;
     const head = (await publicClient.getBlockNumber()) - confirmations;
     let cursor = this.cursor;
-    while (cursor < head && !this.#stopped) {
+    while (cursor < head && generation === this.#generation) {
       const fromBlock = cursor + 1n;
       const toBlock = fromBlock + batchBlocks - 1n < head ? fromBlock + batchBlocks - 1n : head;
       const logs = await publicClient.getLogs({ address: escrow, fromBlock, toBlock });
@@ -78,20 +83,20 @@ export class ChainFollower {
 
   /** Polls until `stop()`. Errors go to `onError` and the next poll retries from the same cursor. */
   start(): void {
-    this.#stopped = false;
+    const generation = this.#generation;
     const tick = async () => {
       try {
         await this.catchUp();
       } catch (error) {
         this.parameters.onError?.(error);
       }
-      if (!this.#stopped) this.#timer = setTimeout(tick, this.parameters.pollMs ?? 250);
+      if (generation === this.#generation) this.#timer = setTimeout(tick, this.parameters.pollMs ?? 250);
     };
     void tick();
   }
 
   async stop(): Promise<void> {
-    this.#stopped = true;
+    this.#generation++;
     if (this.#timer) clearTimeout(this.#timer);
     while (this.#running) await this.#running.catch(() => undefined);
   }

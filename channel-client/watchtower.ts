@@ -72,27 +72,32 @@ export class Watchtower {
   start(): void {
     const { pollMs = 250 } = this.parameters;
     let stopped = false;
-    const tick = async () => {
-      try {
-        await this.runOnce();
-      } catch (error) {
-        this.parameters.onError?.(error);
-      }
-      if (!stopped) this.#timer = setTimeout(tick, pollMs);
+    const tick = () => {
+      this.#ticking = (async () => {
+        try {
+          await this.runOnce();
+        } catch (error) {
+          this.parameters.onError?.(error);
+        }
+        if (!stopped) this.#timer = setTimeout(tick, pollMs);
+      })();
     };
     this.#stop = () => {
       stopped = true;
     };
-    void tick();
+    tick();
   }
 
   async stop(): Promise<void> {
     this.#stop?.();
     if (this.#timer) clearTimeout(this.#timer);
     await this.follower.stop();
+    // A poll may be past the follower, finalising: a finalisation in flight must end before `stop()` does.
+    await this.#ticking;
   }
 
   #timer: NodeJS.Timeout | undefined;
+  #ticking: Promise<void> | undefined;
   #stop: (() => void) | undefined;
 
   async #handle(events: EscrowEvent[]): Promise<void> {
@@ -154,6 +159,11 @@ export class Watchtower {
     if (newest.ticket.seq <= state.seq || newest.ticket.cumulativeAmount < state.amount) return;
     const now = (await publicClient.getBlock()).timestamp;
     if (now >= finalizesAt) return; // too late; nothing can be done on-chain
+    // The store may be behind the chain: this batch is a re-delivery, or another tower sharing the store
+    // answered already. Only the state recorded on-chain can be challenged (anything else reverts, and a
+    // handler that throws would re-deliver the same batch forever); later events bring the store up to date.
+    const [matches] = await publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "closingInfo", args: [sessionId, state] });
+    if (!matches) return;
 
     const challenged = await challengeClose({ wallet, publicClient, escrow, ref: channel.ref, recorded: state, ticket: newest });
     const block = await publicClient.getBlock({ blockNumber: challenged.blockNumber });

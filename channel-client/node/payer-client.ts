@@ -6,6 +6,7 @@
  */
 import { keccak256, type Hex, type LocalAccount } from "viem";
 
+import { ReceiptAccumulator } from "../accumulator";
 import { canonBytes } from "../canonical";
 import type { GasEscrowDomain } from "../eip712";
 import { BaseError, ReceiptMismatchError } from "../errors";
@@ -82,7 +83,11 @@ export class PayerClient {
     if (isPacket(ready) || ready.type !== "session.ready") throw new BaseError("The provider did not confirm the session.");
     const client = new PayerClient(parameters, connection, session, ready);
     client.#listen();
-    for (const signed of session.pending) await client.#sendTicket(signed, undefined, undefined);
+    // A re-sent ticket carries the leaf-count hint it was first sent with: its root covers the receipts
+    // accepted when it was signed (a prefix of those stored), and without the hint the provider would
+    // check it against all its receipts and refuse it.
+    const history = session.pending.length > 0 ? ReceiptAccumulator.fromLeaves(store.leaves(channel.sessionId)) : undefined;
+    for (const signed of session.pending) await client.#sendTicket(signed, undefined, history && leafCountOf(history, signed.ticket.receiptRoot));
     return client;
   }
 
@@ -156,6 +161,7 @@ export class PayerClient {
     if (this.#failure) throw this.#failure;
     const seq = this.session.seq + 1n; // nextTicket reserves exactly this seq before it awaits
     const outcome = new Promise<InvocationOutcome>((resolve, reject) => this.#waiters.set(seq, { resolve, reject }));
+    outcome.catch(() => undefined); // DEBUG
     const next = this.session.nextTicket(canonBytes(request));
     // Persist as soon as it is signed (concurrent tickets share one group commit), send in seq order.
     const durable = next.then(async (n) => {
@@ -239,6 +245,12 @@ export class PayerClient {
   async close(): Promise<void> {
     await this.#connection.close();
   }
+}
+
+/** How many of the first receipts `root` is the root of (newest prefix first), or undefined if none. */
+function leafCountOf(history: ReceiptAccumulator, root: Hex): number | undefined {
+  for (let size = history.size; size >= 0; size--) if (history.prefixRoot(size) === root) return size;
+  return undefined;
 }
 
 /** The offload hash the provider's receipt must carry for `request`. */

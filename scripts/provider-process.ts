@@ -1,0 +1,48 @@
+/**
+ * Runs `ioi provider` as a child process against an RPC URL, for the demo and the benchmarks: the provider
+ * node (sealed socket, SQLite store, watchtower) in a process of its own, as users run it.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import path from "node:path";
+import { createInterface } from "node:readline";
+import type { Hex } from "viem";
+
+/** Starts `ioi provider` as a child process and resolves with its port once it is listening. */
+export async function startProviderProcess(parameters: { rpc: string; escrow: string; db: string; price: bigint; key: Hex; fromBlock: bigint; onLine: (event: Record<string, unknown>) => void }) {
+  const child = spawn(
+    process.execPath,
+    [path.join(__dirname, "..", "bin", "ioi.js"), "provider", "--rpc", parameters.rpc, "--escrow", parameters.escrow, "--db", parameters.db, "--price", parameters.price.toString(), "--port", "0", "--from-block", parameters.fromBlock.toString()],
+    { env: { ...process.env, IOI_PRIVATE_KEY: parameters.key }, stdio: ["ignore", "pipe", "pipe"] },
+  );
+  child.stderr.on("data", (chunk: Buffer) => {
+    if (process.env.IOI_DEMO_VERBOSE) process.stderr.write(chunk);
+  });
+  const lines = createInterface({ input: child.stdout });
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error("The provider process did not start within 60 s.")), 60_000);
+    child.once("exit", (code) => reject(new Error(`The provider process exited (code ${code}) before it was ready.`)));
+    lines.on("line", (line) => {
+      let event: Record<string, unknown>;
+      try {
+        event = JSON.parse(line) as Record<string, unknown>;
+      } catch {
+        return;
+      }
+      if (event.event === "provider.ready") {
+        clearTimeout(timer);
+        resolve(Number(event.port));
+      } else parameters.onLine(event);
+    });
+  });
+  return { child, port };
+}
+
+export async function stopProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
+  await exited;
+  clearTimeout(timer);
+}
+
