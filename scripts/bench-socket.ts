@@ -1,0 +1,82 @@
+/**
+ * `npm run bench:socket`: tickets per second over the sealed socket with durable storage, payer and
+ * provider as separate processes (the provider is `ioi provider` in a child process, the payer this one),
+ * on the embedded devnet. Every ticket is signature-checked by the provider and persisted (group commit)
+ * before it is answered; every receipt is checked and persisted by the payer before it counts.
+ * Writes `bench/socket.json` and prints a table.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import hre from "hardhat";
+import { bytesToHex, keccak256, parseEther, stringToBytes, type PublicClient } from "viem";
+import { mnemonicToAccount } from "viem/accounts";
+
+import { escrowDomain, openChannel, type Wallet } from "../channel-client/escrow";
+import { PayerClient } from "../channel-client/node/payer-client";
+import { SqliteStore } from "../channel-client/store/sqlite-store";
+import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../channel-client/terms";
+import { deployAll } from "./deploy";
+import { serveEmbeddedNetwork } from "./embedded-rpc";
+import { startProviderProcess, stopProcess } from "./provider-process";
+
+const MNEMONIC = "test test test test test test test test test test test junk";
+
+type Run = { inflight: number; tickets: number; perSecond: number; p50Ms: number; p99Ms: number };
+
+async function main(): Promise<void> {
+  const workdir = mkdtempSync(path.join(os.tmpdir(), "ioi-bench-"));
+  const publicClient = (await hre.viem.getPublicClient()) as unknown as PublicClient;
+  const [, funder] = (await hre.viem.getWalletClients()) as unknown as Wallet[];
+  const payer = mnemonicToAccount(MNEMONIC, { addressIndex: 2 });
+  const provider = mnemonicToAccount(MNEMONIC, { addressIndex: 3 });
+  const deployment = await deployAll(hre);
+  const escrow = deployment.contracts.GasEscrow.address;
+  const rpc = await serveEmbeddedNetwork(hre);
+  const pricing: PricingTerms = { version: "1", unit: "invocation", pricePerInvocation: 1_000n };
+  const node = await startProviderProcess({ rpc: rpc.url, escrow, db: path.join(workdir, "provider.db"), price: pricing.pricePerInvocation, key: bytesToHex(provider.getHdKey().privateKey!), fromBlock: 0n, onLine: () => undefined });
+  const store = SqliteStore.open(path.join(workdir, "payer.db"));
+  const domain = await escrowDomain(publicClient, escrow);
+  const runs: Run[] = [];
+  try {
+    for (const [i, { inflight, tickets }] of [{ inflight: 1, tickets: 300 }, { inflight: 64, tickets: 2_000 }].entries()) {
+      const opened = await openChannel({
+        wallet: funder!,
+        publicClient,
+        escrow,
+        amount: parseEther("1"),
+        terms: { payer: payer.address, provider: provider.address, funder: funder!.account.address, asset: NATIVE_ASSET, termsHash: termsHashOf(pricing), policyHash: keccak256(stringToBytes("bench")), challengeDuration: 3600n, nonce: BigInt(i + 1) },
+      });
+      const channel = { sessionId: opened.sessionId, role: "payer" as const, ref: opened.ref, pricing, escrow, chainId: domain.chainId, deposit: opened.deposit, status: "open" as const };
+      await store.putChannel(channel);
+      const client = await PayerClient.connect({ account: payer, domain, store, channel, port: node.port });
+      // Warm up (JIT, connection) before timing.
+      await client.stream({ count: 20, inflight, request: (n) => ({ jsonrpc: "2.0", id: n, method: "tools/echo", params: { n } }) });
+      const started = performance.now();
+      const latencies = await client.stream({ count: tickets, inflight, request: (n) => ({ jsonrpc: "2.0", id: n, method: "tools/echo", params: { n } }) });
+      const seconds = (performance.now() - started) / 1000;
+      await client.close();
+      latencies.sort((a, b) => a - b);
+      runs.push({ inflight, tickets, perSecond: Math.round(tickets / seconds), p50Ms: Number(latencies[Math.floor(tickets * 0.5)]!.toFixed(2)), p99Ms: Number(latencies[Math.floor(tickets * 0.99)]!.toFixed(2)) });
+    }
+  } finally {
+    await store.close();
+    await stopProcess(node.child);
+    await rpc.close();
+    rmSync(workdir, { recursive: true, force: true });
+  }
+  const result = { machine: { cpus: os.cpus().length, node: process.version }, measuredAt: new Date().toISOString(), tickets: Object.fromEntries(runs.map((r) => [`inflight${r.inflight}`, r])) };
+  mkdirSync(path.join(__dirname, "..", "bench"), { recursive: true });
+  writeFileSync(path.join(__dirname, "..", "bench", "socket.json"), `${JSON.stringify(result, null, 2)}\n`);
+  console.log("Tickets over the sealed socket, durable on both sides (payer and provider in separate processes):");
+  for (const r of runs) console.log(`  ${String(r.inflight).padStart(2)} in flight: ${String(r.perSecond).padStart(5)} tickets/s   p50 ${r.p50Ms} ms   p99 ${r.p99Ms} ms   (${r.tickets} tickets)`);
+  console.log("Wrote bench/socket.json");
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);
