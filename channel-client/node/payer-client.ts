@@ -161,7 +161,9 @@ export class PayerClient {
     if (this.#failure) throw this.#failure;
     const seq = this.session.seq + 1n; // nextTicket reserves exactly this seq before it awaits
     const outcome = new Promise<InvocationOutcome>((resolve, reject) => this.#waiters.set(seq, { resolve, reject }));
-    outcome.catch(() => undefined); // DEBUG
+    // If the connection fails before this ticket is sent, #fail rejects `outcome` while the caller gets the
+    // send's error below and never awaits it: mark it handled so the process does not die of it.
+    outcome.catch(() => undefined);
     const next = this.session.nextTicket(canonBytes(request));
     // Persist as soon as it is signed (concurrent tickets share one group commit), send in seq order.
     const durable = next.then(async (n) => {
