@@ -12,7 +12,7 @@ import { canon, parseCanonical } from "../canonical";
 import type { ClosingState } from "../escrow";
 import { InvalidFieldError } from "../errors";
 import { receiptCommitToJson, type ReceiptCommitJson, type SignedReceiptCommit } from "../receipt-commit";
-import { pricingTermsFromJson, pricingTermsToJson, type ChannelRef, type ChannelTerms, type PricingTermsJson } from "../terms";
+import { channelRefFromJson, channelRefToJson, pricingTermsFromJson, pricingTermsToJson, type ChannelRefJson, type PricingTermsJson } from "../terms";
 import {
   expectAddress,
   expectHash,
@@ -55,18 +55,6 @@ export function seqFromKey(key: unknown, path: string): bigint {
 // ---------------------------------------------------------------------------------------------------
 // channels
 
-/** Mirrors `ChannelTerms` with addresses in lowercase and the uint64s as decimal strings. */
-export type ChannelTermsJson = {
-  payer: Hex;
-  provider: Hex;
-  funder: Hex;
-  asset: Hex;
-  termsHash: Hex;
-  policyHash: Hex;
-  challengeDuration: string;
-  nonce: string;
-};
-
 /**
  * The fixed part of a `ChannelRecord`. `role`, `status` and `deposit` live in their own columns (they are
  * filtered on or change); the session id is repeated here so a row swapped under another key is caught.
@@ -75,55 +63,17 @@ export type ChannelJson = {
   sessionId: Hex;
   chainId: string;
   escrow: Hex;
-  ref: { terms: ChannelTermsJson; openedAt: string };
+  ref: ChannelRefJson;
   pricing: PricingTermsJson;
   peer?: string;
 };
-
-const TERMS_FIELDS = [
-  "payer",
-  "provider",
-  "funder",
-  "asset",
-  "termsHash",
-  "policyHash",
-  "challengeDuration",
-  "nonce",
-] as const;
-
-export function channelTermsToJson(terms: ChannelTerms): ChannelTermsJson {
-  return {
-    payer: lower(terms.payer),
-    provider: lower(terms.provider),
-    funder: lower(terms.funder),
-    asset: lower(terms.asset),
-    termsHash: terms.termsHash,
-    policyHash: terms.policyHash,
-    challengeDuration: uintToJson(terms.challengeDuration),
-    nonce: uintToJson(terms.nonce),
-  };
-}
-
-export function channelTermsFromJson(value: unknown, path = "ChannelTerms"): ChannelTerms {
-  const o = expectObject(value, path, TERMS_FIELDS);
-  return {
-    payer: expectAddress(o.payer, `${path}.payer`),
-    provider: expectAddress(o.provider, `${path}.provider`),
-    funder: expectAddress(o.funder, `${path}.funder`),
-    asset: expectAddress(o.asset, `${path}.asset`),
-    termsHash: expectHash(o.termsHash, `${path}.termsHash`),
-    policyHash: expectHash(o.policyHash, `${path}.policyHash`),
-    challengeDuration: expectUint(o.challengeDuration, `${path}.challengeDuration`, 64),
-    nonce: expectUint(o.nonce, `${path}.nonce`, 64),
-  };
-}
 
 export function channelToJson(record: ChannelRecord): ChannelJson {
   const json: ChannelJson = {
     sessionId: record.sessionId,
     chainId: uintToJson(BigInt(record.chainId)),
     escrow: lower(record.escrow),
-    ref: { terms: channelTermsToJson(record.ref.terms), openedAt: uintToJson(record.ref.openedAt) },
+    ref: channelRefToJson(record.ref),
     pricing: pricingTermsToJson(record.pricing),
   };
   if (record.peer !== undefined) json.peer = record.peer;
@@ -135,14 +85,9 @@ export type ChannelFixed = Omit<ChannelRecord, "role" | "status" | "deposit">;
 
 export function channelFromJson(value: unknown, path = "Channel"): ChannelFixed {
   const o = expectObject(value, path, ["sessionId", "chainId", "escrow", "ref", "pricing"], ["peer"]);
-  const ref = expectObject(o.ref, `${path}.ref`, ["terms", "openedAt"]);
-  const channelRef: ChannelRef = {
-    terms: channelTermsFromJson(ref.terms, `${path}.ref.terms`),
-    openedAt: expectUint(ref.openedAt, `${path}.ref.openedAt`, 64),
-  };
   const fixed: ChannelFixed = {
     sessionId: expectHash(o.sessionId, `${path}.sessionId`),
-    ref: channelRef,
+    ref: channelRefFromJson(o.ref, `${path}.ref`),
     pricing: pricingTermsFromJson(o.pricing, `${path}.pricing`),
     escrow: expectAddress(o.escrow, `${path}.escrow`),
     // 53 bits: a chain id is a JS number in viem, so it must be a safe integer.
