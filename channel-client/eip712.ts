@@ -2,8 +2,11 @@
  * The EIP-712 definitions the GasEscrow verifies, defined once here and mirrored in
  * `contracts/GasEscrow.sol` (a test proves the type hashes and digests are equal).
  */
+import { invert } from "@noble/curves/abstract/modular.js";
+import { secp256k1 } from "@noble/curves/secp256k1.js";
 import {
   hashTypedData,
+  recoverPublicKey,
   keccak256,
   parseSignature,
   recoverAddress,
@@ -126,18 +129,61 @@ export async function recoverDigestSigner(digest: Hex, signature: Hex): Promise<
   }
 }
 
-/** Recovers and compares; throws {@link InvalidSignatureError} naming `role` when the signer differs. */
+/**
+ * Public keys of signers already seen, by lowercase address. A channel checks thousands of signatures by
+ * the same two keys: verifying against the known key skips public-key recovery, the dearer half.
+ */
+const knownKeys = new Map<string, ReturnType<typeof secp256k1.Point.fromHex>>();
+
+/**
+ * ECDSA verification against a known public key that also checks the recovery bit, so that it accepts
+ * exactly the signatures `ecrecover` (and so the contract) attributes to that key: R = u1·G + u2·Q must
+ * have x = r (not merely r mod n) and the y parity the signature's v claims.
+ */
+function verifiesFor(publicKey: ReturnType<typeof secp256k1.Point.fromHex>, digest: Hex, signature: Hex): boolean {
+  const { r, s, yParity } = parseSignature(signature);
+  const rn = BigInt(r);
+  const sn = BigInt(s);
+  if (rn === 0n || rn >= SECP256K1_N || sn === 0n || sn > SECP256K1_HALF_N) return false;
+  const w = invert(sn, SECP256K1_N);
+  const z = BigInt(digest) % SECP256K1_N;
+  const point = secp256k1.Point.BASE.mulAddUnsafe((z * w) % SECP256K1_N, publicKey, (rn * w) % SECP256K1_N);
+  if (point.is0()) return false;
+  const { x, y } = point.toAffine();
+  return x === rn && Number(y & 1n) === yParity;
+}
+
+/**
+ * Throws {@link InvalidSignatureError} naming `role` unless `expected` made `signature` over `digest`
+ * (low-s only). The first signature of a signer is recovered (which also learns its public key); later
+ * ones are verified against that key.
+ */
 export async function assertDigestSigner(
   digest: Hex,
   signature: Hex,
   expected: Address,
   role: string,
 ): Promise<void> {
+  const key = knownKeys.get(expected.toLowerCase());
+  if (key) {
+    let valid = false;
+    try {
+      valid = verifiesFor(key, digest, signature);
+    } catch {
+      valid = false; // malformed: the recovery path below reports exactly what is wrong
+    }
+    if (valid) return;
+  }
   const recovered = await recoverDigestSigner(digest, signature);
   if (recovered.toLowerCase() !== expected.toLowerCase()) {
     throw new InvalidSignatureError(`The ${role} signature was not made by ${expected}.`, {
       details: `It recovers to ${recovered}: signed by another key, or for another chain, contract or message.`,
     });
+  }
+  if (!key) {
+    const publicKey = secp256k1.Point.fromHex((await recoverPublicKey({ hash: digest, signature })).slice(2));
+    publicKey.precompute(8, false);
+    knownKeys.set(expected.toLowerCase(), publicKey);
   }
 }
 

@@ -101,6 +101,22 @@ describe("session artifacts", () => {
       }
     });
 
+    it("once the payer's key is known, accepts exactly what ecrecover would (flipped v, high s, altered ticket refused)", async () => {
+      const first = await signPaymentTicket({ account: payer, domain, ticket: sampleTicket({ seq: 100n }) });
+      await verifyPaymentTicket({ domain, signed: first, signer: payer.address }); // learns the public key
+      const next = await signPaymentTicket({ account: payer, domain, ticket: sampleTicket({ seq: 101n }) });
+      await verifyPaymentTicket({ domain, signed: next, signer: payer.address }); // verified against it
+      const v = parseInt(next.signature.slice(130), 16);
+      const flippedV = `${next.signature.slice(0, 130)}${(v === 27 ? 28 : 27).toString(16)}` as Hex;
+      const cases: Array<[string, Promise<void>]> = [
+        ["with the recovery bit flipped", verifyPaymentTicket({ domain, signed: { ...next, signature: flippedV }, signer: payer.address })],
+        ["in high-s form", verifyPaymentTicket({ domain, signed: { ...next, signature: toHighS(next.signature) }, signer: payer.address })],
+        ["altered after signing", verifyPaymentTicket({ domain, signed: { ...next, ticket: sampleTicket({ seq: 102n }) }, signer: payer.address })],
+        ["for another chain", verifyPaymentTicket({ domain: { ...domain, chainId: 5 }, signed: next, signer: payer.address })],
+      ];
+      for (const [name, promise] of cases) expect((await rejection(promise)).name, name).to.equal("InvalidSignatureError");
+    });
+
     it("enforces strictly increasing seq and non-decreasing amount", () => {
       const first = sampleTicket({ seq: 5n, cumulativeAmount: 500n });
       expect(() => assertTicketAdvances(undefined, sampleTicket({ seq: 1n }))).to.not.throw();

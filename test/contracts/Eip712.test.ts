@@ -2,7 +2,7 @@ import { loadFixture } from "@nomicfoundation/hardhat-toolbox-viem/network-helpe
 import { expect } from "chai";
 import { keccak256, stringToBytes, type Hex } from "viem";
 
-import { typeHash } from "../../channel-client/eip712";
+import { hashTyped, typeHash } from "../../channel-client/eip712";
 import { sessionIdOf } from "../../channel-client/terms";
 import { paymentTicketDigest, type PaymentTicket } from "../../channel-client/ticket";
 import { CLOSE_MODES, settlementSummaryDigest, type SettlementSummary } from "../../channel-client/summary";
@@ -55,6 +55,7 @@ describe("EIP-712: TypeScript and the GasEscrow agree", () => {
         ticket.receiptRoot,
       ]);
       expect(onChain).to.equal(paymentTicketDigest(domain, ticket));
+      expect(paymentTicketDigest(domain, ticket)).to.equal(hashTyped(domain, "PaymentTicket", ticket));
     });
   }
 
