@@ -236,8 +236,8 @@ export class PayerClient {
 
   /** Sends a control message once every invocation has been answered, and waits for the reply. */
   async #request(message: NodeMessage): Promise<NodeMessage> {
-    await Promise.allSettled([...this.#waiters.values()].map(() => this.#received));
-    while (this.#waiters.size > 0) await new Promise((r) => setImmediate(r));
+    // Control messages go after every invocation has been answered (or the connection has failed).
+    while (this.#waiters.size > 0 && !this.#failure) await new Promise((r) => setImmediate(r));
     if (this.#failure) throw this.#failure;
     const reply = new Promise<NodeMessage>((resolve, reject) => (this.#control = { resolve, reject }));
     await this.#connection.send(encodeMessage(message));
