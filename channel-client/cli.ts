@@ -211,6 +211,13 @@ function channelOf(store: ChannelStore, sessionId: Hex): ChannelRecord {
   return channel;
 }
 
+/** The close the store recorded for `channel`; a usage error if it has seen none yet. */
+function closingOf(store: ChannelStore, channel: ChannelRecord) {
+  const closing = store.getClosing(channel.sessionId);
+  if (!closing) throw new UsageError("The store has seen no close of this channel; run `ioi watchtower --once` to catch up first.");
+  return closing;
+}
+
 function peerOf(values: Record<string, unknown>, channel: ChannelRecord): { host: string; port: number } {
   const peer = (values.peer as string | undefined) ?? channel.peer;
   if (!peer) throw new UsageError("--peer HOST:PORT is required: where the provider node listens.");
@@ -413,9 +420,8 @@ async function runChallenge(values: Record<string, unknown>, out: Out): Promise<
   const store = openStore(values, "provider");
   try {
     const channel = channelOf(store, sessionOf(values));
-    const closing = store.getClosing(channel.sessionId);
+    const closing = closingOf(store, channel);
     const newest = store.latestTicket(channel.sessionId);
-    if (!closing) throw new UsageError("The store has seen no close of this channel; run `ioi watchtower --once` to catch up first.");
     if (!newest || newest.ticket.seq <= closing.state.seq) throw new UsageError(`The store holds no ticket newer than the recorded seq ${closing.state.seq}.`);
     const challenged = await challengeClose({ wallet: wallet!, publicClient, escrow, ref: channel.ref, recorded: closing.state, ticket: newest });
     await store.putClosing(channel.sessionId, { state: challenged.state, finalizesAt: challenged.finalizesAt, closer: account.address, txHash: challenged.hash });
@@ -432,8 +438,7 @@ async function runFinalize(values: Record<string, unknown>, out: Out): Promise<v
   const store = openStore(values, "payer");
   try {
     const channel = channelOf(store, sessionOf(values));
-    const closing = store.getClosing(channel.sessionId);
-    if (!closing) throw new UsageError("The store has seen no close of this channel; run `ioi watchtower --once` to catch up first.");
+    const closing = closingOf(store, channel);
     const settled = await finalizeClose({ wallet: wallet!, publicClient, escrow, ref: channel.ref, recorded: closing.state });
     await store.updateChannel(channel.sessionId, { status: "settled" });
     out.lines.push(`Finalised: ${settled.paidToProvider} wei to the provider, ${settled.refundedToFunder} wei refunded (gas ${settled.gasUsed}).`);

@@ -4,7 +4,7 @@
  * accepted receipt before it counts, so a restarted payer resumes the same session from its store: it
  * re-sends the tickets that have no receipt yet and the provider answers them (again, if it already did).
  */
-import { keccak256, type Hex, type LocalAccount } from "viem";
+import type { Hex, LocalAccount } from "viem";
 
 import { ReceiptAccumulator } from "../accumulator";
 import { canonBytes } from "../canonical";
@@ -249,13 +249,15 @@ export class PayerClient {
   }
 }
 
-/** How many of the first receipts `root` is the root of (newest prefix first), or undefined if none. */
+/**
+ * How many of the first receipts `root` is the root of, or undefined if none. A pending ticket was signed
+ * at most one pipeline depth before the newest receipt, so only the newest prefixes are searched.
+ */
 function leafCountOf(history: ReceiptAccumulator, root: Hex): number | undefined {
-  for (let size = history.size; size >= 0; size--) if (history.prefixRoot(size) === root) return size;
+  const oldest = Math.max(0, history.size - RESUME_SEARCH_DEPTH);
+  for (let size = history.size; size >= oldest; size--) if (history.prefixRoot(size) === root) return size;
   return undefined;
 }
 
-/** The offload hash the provider's receipt must carry for `request`. */
-export function offloadHash(request: JsonObject): Hex {
-  return keccak256(canonBytes(request));
-}
+/** Deepest pipeline a resumed ticket is looked up in (far beyond the in-flight limits in use). */
+const RESUME_SEARCH_DEPTH = 4_096;

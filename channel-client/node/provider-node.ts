@@ -4,7 +4,7 @@
  * answering (group commit), and answers in order. A restarted node resumes every session from its store;
  * a ticket it already answered is answered again from the store, byte for byte the same receipt.
  */
-import { keccak256, type Address, type Hex, type LocalAccount, type PublicClient } from "viem";
+import type { Address, Hex, LocalAccount, PublicClient } from "viem";
 
 import { canonBytes } from "../canonical";
 import type { GasEscrowDomain } from "../eip712";
@@ -273,9 +273,4 @@ export class ProviderNode {
       b.answers = b.answers.then(() => send({ type: "reject", seq, error: e.name, message: e.shortMessage ?? e.message }));
     }
   }
-}
-
-/** keccak256 of a canonical JSON-RPC request: the receipt's `offloadPacketHash`. */
-export function requestHash(request: JsonObject): Hex {
-  return keccak256(canonBytes(request));
 }
