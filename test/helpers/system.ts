@@ -6,6 +6,7 @@
 import hre from "hardhat";
 import { getAddress, keccak256, parseEther, stringToBytes, zeroAddress, type Address, type Hex, type LocalAccount } from "viem";
 
+import { judgeRuntimeHash } from "../../arbitration/runner";
 import { toCompactSignature } from "../../channel-client/eip712";
 import { hardhatAccount } from "./fixtures";
 
@@ -26,7 +27,8 @@ export const SYS = {
   unregistered: 15,
 } as const;
 
-export const JUDGE_RUNTIME_HASH: Hex = keccak256(stringToBytes("ioi-judge/node20/lane0+lane1/v1"));
+/** This process's judge runtime, which the registered arbitrators pin and the DisputeManager requires. */
+export const JUDGE_RUNTIME_HASH: Hex = judgeRuntimeHash();
 export const MIN_PROVIDER_BOND = parseEther("100");
 export const MIN_ARBITRATOR_STAKE = parseEther("50");
 export const UNBONDING_DELAY = 14n * 24n * 3600n;

@@ -1,0 +1,321 @@
+/**
+ * Lane 0, the hard-constraint gate (whitepaper 8.3.1.2): signatures, bindings to the case, the subject, the
+ * terms and the policy, the receipt chain, Merkle inclusion against the root the chain committed, and the
+ * completeness of the evidence a verdict needs.
+ *
+ * Every check is attributed. An *evidence* check that fails means the arbitrator cannot trust what it was
+ * given (wrong package, unverifiable signature, artifact that is not the one bound on-chain): the run fails
+ * safe with a reason code. A *respondent* check that fails on evidence that did verify is a proven violation
+ * by the provider (for example a receipt it signed under another policy): it decides the case at once.
+ */
+import { getAddress, isAddressEqual, zeroHash, type Hex } from "viem";
+
+import { gasEscrowDomain } from "../channel-client/eip712";
+import { receiptLeaf } from "../channel-client/leaf";
+import { verifyProof } from "../channel-client/accumulator";
+import { GENESIS_RECEIPT_HASH, sessionReceiptHash, verifySessionReceipt } from "../channel-client/receipt";
+import { sessionIdOf, termsHashOf } from "../channel-client/terms";
+import { verifyPaymentTicket } from "../channel-client/ticket";
+import { bundleHash } from "./bundle";
+import type { CaseContext } from "./context";
+import { icsHash } from "./ics";
+import { evidenceOfKind, packageHash, type ChallengePackage, type ChannelEvidence, type ReceiptEvidence } from "./package";
+import type { Lane0Check } from "./resolution";
+
+type CheckStatus = Lane0Check["status"];
+
+/** A provider violation that Lane 0 proved: decides the case for the challenger. */
+export type Lane0Violation = { code: string; detail: string; refund: bigint };
+
+export type Lane0Result = {
+  checks: Lane0Check[];
+  /** Reason codes of evidence that did not verify (sorted, unique); non-empty means fail safe. */
+  reasonCodes: string[];
+  /** Proven violations by the respondent, in check order. */
+  violations: Lane0Violation[];
+};
+
+/** A file in a gig's deliverable by which the provider declares the request unserviceable (whitepaper 8.3.1.3). */
+export const FAULT_RECEIPT_FILE = "FAULT_RECEIPT.json";
+
+class Checks {
+  readonly checks: Lane0Check[] = [];
+  readonly reasons = new Set<string>();
+  readonly violations: Lane0Violation[] = [];
+
+  /** Records an evidence check: a failure (or missing evidence) makes the run fail safe with `reason`. */
+  evidence(name: string, reason: string, ok: boolean | "missing", detail: string | null = null): boolean {
+    const status: CheckStatus = ok === "missing" ? "missing" : ok ? "pass" : "fail";
+    this.checks.push({ name, status, detail: status === "pass" ? null : detail });
+    if (status !== "pass") this.reasons.add(reason);
+    return status === "pass";
+  }
+
+  /** Records a check of the respondent's conduct: a failure is a proven violation. */
+  respondent(name: string, ok: boolean, violation: Lane0Violation): boolean {
+    this.checks.push({ name, status: ok ? "pass" : "fail", detail: ok ? null : violation.detail });
+    if (!ok) this.violations.push(violation);
+    return ok;
+  }
+
+  result(): Lane0Result {
+    return { checks: this.checks, reasonCodes: [...this.reasons].sort(), violations: this.violations };
+  }
+}
+
+/** Runs Lane 0 on a parsed package against what the chain says about the case. */
+export async function runLane0(pkg: ChallengePackage, ctx: CaseContext): Promise<Lane0Result> {
+  const c = new Checks();
+  const onChain = ctx.case;
+
+  c.evidence(
+    "package_hash",
+    "PACKAGE_HASH_MISMATCH",
+    packageHash(pkg) === onChain.packageHash,
+    `the package hashes to ${packageHash(pkg)}; the case committed ${onChain.packageHash}`,
+  );
+  c.evidence(
+    "case_binding",
+    "CASE_MISMATCH",
+    pkg.caseId === onChain.caseId && pkg.chainId === onChain.chainId && isAddressEqual(pkg.disputeManager, onChain.disputeManager),
+    "the package names another case, chain or dispute manager",
+  );
+  c.evidence("challenger_binding", "CHALLENGER_MISMATCH", isAddressEqual(pkg.challenger, onChain.challenger), "the package names another challenger");
+  c.evidence("case_open", "CASE_NOT_OPEN", onChain.status === "open", `the case is ${onChain.status}`);
+
+  if (onChain.kind === "gig") await gigChecks(c, pkg, ctx);
+  else await sessionChecks(c, pkg, ctx);
+  return c.result();
+}
+
+/*//////////////////////////////////////////////////////////////
+                                 GIGS
+//////////////////////////////////////////////////////////////*/
+
+async function gigChecks(c: Checks, pkg: ChallengePackage, ctx: CaseContext): Promise<void> {
+  const gig = ctx.gig;
+  const subject = pkg.subject;
+  const bound =
+    gig !== null &&
+    subject.kind === "gig" &&
+    isAddressEqual(subject.gigEscrow, gig.gigEscrow) &&
+    subject.gigId === gig.gigId &&
+    BigInt(ctx.case.subjectId) === gig.gigId;
+  if (!c.evidence("subject_binding", "SUBJECT_MISMATCH", bound, "the package's subject is not the case's gig") || !gig) return;
+
+  const icsItems = evidenceOfKind(pkg, "ics");
+  const ics = icsItems.length === 1 ? icsItems[0]!.content : null;
+  c.evidence(
+    "ics_binding",
+    icsItems.length === 1 ? "ICS_HASH_MISMATCH" : "MISSING_ICS",
+    icsItems.length === 1 ? icsHash(ics!) === gig.icsHash : "missing",
+    ics ? `the ICS hashes to ${icsHash(ics)}; the gig is bound to ${gig.icsHash}` : "exactly one ICS is required",
+  );
+  if (ics) {
+    c.evidence(
+      "ics_terms",
+      "ICS_TERMS_MISMATCH",
+      isAddressEqual(ics.asset, gig.asset) && gig.amount <= ics.maxPrice,
+      `the gig escrows ${gig.amount} of ${gig.asset}; the ICS allows at most ${ics.maxPrice} of ${ics.asset}`,
+    );
+  }
+  c.evidence(
+    "policy_binding",
+    "POLICY_HASH_MISMATCH",
+    pkg.policyHash === gig.icsHash,
+    "a gig's policy_hash is the hash of the ICS it was funded under",
+  );
+  if (ics) {
+    c.evidence(
+      "rubric_version",
+      "RUBRIC_VERSION_MISMATCH",
+      pkg.rubricVersion === ics.rubric.version,
+      `the package names rubric version ${pkg.rubricVersion}; the ICS has ${ics.rubric.version}`,
+    );
+  }
+
+  const deliverables = evidenceOfKind(pkg, "deliverable");
+  c.evidence(
+    "deliverable_binding",
+    deliverables.length === 1 ? "DELIVERABLE_HASH_MISMATCH" : "MISSING_DELIVERABLE",
+    deliverables.length === 1 ? bundleHash(deliverables[0]!.content) === gig.deliverableHash : "missing",
+    deliverables.length === 1
+      ? `the deliverable hashes to ${bundleHash(deliverables[0]!.content)}; the provider delivered ${gig.deliverableHash}`
+      : "exactly one deliverable is required",
+  );
+
+  const needsSuite = ics?.rubric.items.some((item) => item.kind === "test_suite") ?? false;
+  if (ics && needsSuite) {
+    const suites = evidenceOfKind(pkg, "test_suite");
+    const expected = ics.testSuite?.hash ?? null;
+    c.evidence(
+      "test_suite_binding",
+      suites.length === 1 ? "TEST_SUITE_HASH_MISMATCH" : "MISSING_TEST_SUITE",
+      suites.length === 1 && expected !== null ? bundleHash(suites[0]!.content) === expected : "missing",
+      suites.length === 1
+        ? `the test suite hashes to ${bundleHash(suites[0]!.content)}; the ICS anchors ${expected ?? "none"}`
+        : "the rubric requires the hash-anchored test suite",
+    );
+  }
+
+  // Receipts a gig's provider committed to (optional evidence): each must verify against the gig's root.
+  for (const [i, item] of evidenceOfKind(pkg, "receipt").entries()) {
+    const e = item.content;
+    const leaf = receiptLeaf(e.receipt.receipt, e.ticket.ticket);
+    c.evidence(
+      `receipt[${i}].merkle_proof`,
+      "MERKLE_PROOF_INVALID",
+      gig.receiptRoot !== zeroHash && verifyProof(e.merkleProof, gig.receiptRoot, leaf),
+      `the receipt's leaf is not in the gig's receipt root ${gig.receiptRoot}`,
+    );
+    await signatureCheck(c, `receipt[${i}].signature`, "RECEIPT_SIGNATURE_INVALID", () =>
+      verifySessionReceipt({ signed: e.receipt, signer: gig.provider }),
+    );
+  }
+}
+
+/*//////////////////////////////////////////////////////////////
+                               SESSIONS
+//////////////////////////////////////////////////////////////*/
+
+async function sessionChecks(c: Checks, pkg: ChallengePackage, ctx: CaseContext): Promise<void> {
+  const session = ctx.session;
+  const subject = pkg.subject;
+  const bound =
+    session !== null &&
+    subject.kind === "session" &&
+    isAddressEqual(subject.gasEscrow, session.gasEscrow) &&
+    subject.sessionId === session.sessionId &&
+    ctx.case.subjectId === session.sessionId;
+  if (!c.evidence("subject_binding", "SUBJECT_MISMATCH", bound, "the package's subject is not the case's session") || !session) return;
+  if (subject.kind !== "session") return;
+
+  const channels = evidenceOfKind(pkg, "channel");
+  if (!c.evidence("channel_present", "MISSING_CHANNEL", channels.length === 1 ? true : "missing", "exactly one channel is required")) return;
+  const channel: ChannelEvidence = channels[0]!.content;
+  const { terms } = channel.ref;
+  const domain = gasEscrowDomain({ chainId: Number(ctx.case.chainId), verifyingContract: getAddress(session.gasEscrow) });
+  c.evidence(
+    "channel_binding",
+    "CHANNEL_MISMATCH",
+    sessionIdOf(domain, channel.ref) === session.sessionId,
+    "the channel's terms and opening block do not derive the session id",
+  );
+  c.evidence(
+    "terms_binding",
+    "TERMS_HASH_MISMATCH",
+    termsHashOf(channel.pricing) === terms.termsHash,
+    `the pricing document hashes to ${termsHashOf(channel.pricing)}; the channel binds ${terms.termsHash}`,
+  );
+  c.evidence(
+    "policy_binding",
+    "POLICY_HASH_MISMATCH",
+    pkg.policyHash === terms.policyHash,
+    "the package's policy_hash is not the policy the channel bound",
+  );
+  c.evidence(
+    "respondent_binding",
+    "RESPONDENT_MISMATCH",
+    isAddressEqual(terms.provider, ctx.case.respondent),
+    "the channel's provider is not the case's respondent",
+  );
+  c.evidence(
+    "committed_root",
+    "ROOT_NOT_COMMITTED",
+    session.closingMatchedAtOpen,
+    "the package's closing state (and so its receipt root) was not the session's recorded state when the case opened",
+  );
+
+  const receipts = evidenceOfKind(pkg, "receipt")
+    .map((item) => item.content)
+    .sort((a, b) => (a.receipt.receipt.seq < b.receipt.receipt.seq ? -1 : a.receipt.receipt.seq > b.receipt.receipt.seq ? 1 : 0));
+  const challenged = receipts.find((e) => e.receipt.receipt.seq === subject.seq);
+  if (!c.evidence("challenged_receipt", "MISSING_RECEIPT", challenged ? true : "missing", `no receipt with seq ${subject.seq}`)) return;
+
+  for (const e of receipts) {
+    const at = `receipt[seq ${e.receipt.receipt.seq}]`;
+    await receiptEvidenceChecks(c, at, e, channel, domain, session.sessionId);
+  }
+  const leaf = receiptLeaf(challenged!.receipt.receipt, challenged!.ticket.ticket);
+  c.evidence(
+    "challenged_leaf",
+    "LEAF_MISMATCH",
+    leaf === ctx.case.leaf,
+    `the challenged receipt's leaf ${leaf} is not the leaf the contract proved (${ctx.case.leaf})`,
+  );
+  receiptChain(c, receipts);
+
+  // Only now, on evidence that verified, judge the provider's conduct.
+  if (c.reasons.size > 0) return;
+  for (const e of receipts) {
+    const r = e.receipt.receipt;
+    c.respondent(`receipt[seq ${r.seq}].policy_hash`, r.policyHash === terms.policyHash, {
+      code: "RECEIPT_POLICY_MISMATCH",
+      detail: `receipt ${r.seq} was signed under policy ${r.policyHash}; the session binds ${terms.policyHash}`,
+      refund: r.metering.amount,
+    });
+  }
+}
+
+async function receiptEvidenceChecks(
+  c: Checks,
+  at: string,
+  e: ReceiptEvidence,
+  channel: ChannelEvidence,
+  domain: ReturnType<typeof gasEscrowDomain>,
+  sessionId: Hex,
+): Promise<void> {
+  const { terms } = channel.ref;
+  const r = e.receipt.receipt;
+  const t = e.ticket.ticket;
+  await signatureCheck(c, `${at}.receipt_signature`, "RECEIPT_SIGNATURE_INVALID", () =>
+    verifySessionReceipt({ signed: e.receipt, signer: terms.provider }),
+  );
+  await signatureCheck(c, `${at}.ticket_signature`, "TICKET_SIGNATURE_INVALID", () =>
+    verifyPaymentTicket({ domain, signed: e.ticket, signer: terms.payer }),
+  );
+  c.evidence(
+    `${at}.binding`,
+    "RECEIPT_BINDING_MISMATCH",
+    r.sessionId === sessionId &&
+      t.sessionId === sessionId &&
+      isAddressEqual(t.provider, terms.provider) &&
+      t.termsHash === terms.termsHash &&
+      t.seq === r.seq,
+    "the receipt and ticket must name this session, its provider and terms, and the same seq",
+  );
+  c.evidence(
+    `${at}.merkle_proof`,
+    "MERKLE_PROOF_INVALID",
+    verifyProof(e.merkleProof, channel.closing.receiptRoot, receiptLeaf(r, t)),
+    `the leaf is not in the committed root ${channel.closing.receiptRoot}`,
+  );
+}
+
+/** Consecutive receipts in the evidence must link by `prevReceiptHash`; the first receipt links to genesis. */
+function receiptChain(c: Checks, receipts: ReceiptEvidence[]): void {
+  let ok = true;
+  let detail: string | null = null;
+  receipts.forEach((e, i) => {
+    const r = e.receipt.receipt;
+    if (r.seq === 1n && r.prevReceiptHash !== GENESIS_RECEIPT_HASH) {
+      ok = false;
+      detail = "receipt 1 does not start the chain";
+    }
+    const previous = receipts[i - 1]?.receipt.receipt;
+    if (previous && previous.seq + 1n === r.seq && r.prevReceiptHash !== sessionReceiptHash(previous)) {
+      ok = false;
+      detail = `receipt ${r.seq} does not link to receipt ${previous.seq}`;
+    }
+  });
+  c.evidence("receipt_chain", "RECEIPT_CHAIN_BROKEN", ok, detail);
+}
+
+async function signatureCheck(c: Checks, name: string, reason: string, verify: () => Promise<void>): Promise<void> {
+  try {
+    await verify();
+    c.evidence(name, reason, true);
+  } catch (error) {
+    c.evidence(name, reason, false, error instanceof Error ? (error as { shortMessage?: string }).shortMessage ?? error.message : String(error));
+  }
+}

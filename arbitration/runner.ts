@@ -1,0 +1,272 @@
+/**
+ * The arbitration runner: one run per case, moving through intake → plan → execute → verify → deliver |
+ * fail_safe (UAICP), each transition appended to an audit log with request id, trace id, time, actor and
+ * outcome. A verdict is delivered only when every piece of evidence it rests on verified; anything else ends
+ * in fail_safe: an `undecidable` resolution with reason codes, which on-chain moves the case to the slow
+ * path. Nothing is guessed.
+ *
+ * The resolution is a pure function of (package, chain context, replay records, judge runtime): no clock,
+ * host or random value enters it, so independent arbitrators produce byte-identical resolutions and sign the
+ * same hash. Times and request ids live only in the audit log.
+ */
+import { randomUUID } from "node:crypto";
+
+import type { Hex } from "viem";
+
+import { artifactId } from "../channel-client/canonical";
+import { BaseError } from "../channel-client/errors";
+import type { Bundle } from "./bundle";
+import { runObjectiveChecks, type ObjectiveChecksParameters, type ObjectiveChecksResult } from "./checks";
+import type { CaseContext } from "./context";
+import { penaltyFor, unserviceableRefund, type Ics } from "./ics";
+import { FAULT_RECEIPT_FILE, runLane0, type Lane0Result } from "./lane0";
+import { evidenceOfKind, packageHash, type ChallengePackage } from "./package";
+import {
+  resolutionHash,
+  resolutionMessage,
+  VERDICT_CODES,
+  type FinalVerdict,
+  type Resolution,
+  type ResolutionMessage,
+} from "./resolution";
+
+/** The judge runtime this runner is: what arbitrators pin in the registry (whitepaper 8.3.1.4). */
+export const JUDGE_RUNTIME = { runner: "ioi-arbitration", version: "1", lanes: [0, 1], runtime: "node" } as const;
+
+/** The hash arbitrators register: the runner's identity and the exact Node version replays run on. */
+export function judgeRuntimeHash(nodeVersion: string = process.versions.node): Hex {
+  return artifactId({ ...JUDGE_RUNTIME, lanes: [...JUDGE_RUNTIME.lanes], node_version: nodeVersion });
+}
+
+/** Fault codes a provider's fault receipt may carry to declare a request unserviceable (whitepaper 8.3.1.3). */
+export const NO_FAULT_CODES = ["ERR_UPSTREAM_POLICY_VIOLATION"] as const;
+
+export type Phase = "intake" | "plan" | "execute" | "verify" | "deliver" | "fail_safe";
+
+/** One audit log line (UAICP 5.4). */
+export type AuditEntry = {
+  request_id: string;
+  trace_id: string;
+  timestamp: string;
+  actor: string;
+  phase: Phase;
+  outcome: "ok" | "fail";
+  detail: string;
+};
+
+/** The run did not reach a terminal state in the order UAICP requires (a bug, never an input problem). */
+export class IllegalTransitionError extends BaseError {
+  override name = "IllegalTransitionError" as const;
+}
+
+const NEXT: Record<Phase, readonly Phase[]> = {
+  intake: ["plan", "fail_safe"],
+  plan: ["execute", "fail_safe"],
+  execute: ["verify", "fail_safe"],
+  verify: ["deliver", "fail_safe"],
+  deliver: [],
+  fail_safe: [],
+};
+
+/** Appends transitions in order, refusing any UAICP does not allow, and forwards each line to `sink`. */
+export class AuditLog {
+  readonly entries: AuditEntry[] = [];
+  readonly requestId: string;
+  readonly traceId: string;
+  #phase: Phase | null = null;
+
+  constructor(
+    readonly actor: string,
+    caseId: Hex,
+    readonly sink: (line: string) => void = () => {},
+    readonly now: () => Date = () => new Date(),
+  ) {
+    this.requestId = randomUUID();
+    // W3C trace ids are 16 bytes of hex: the case id's first 16 bytes tie every arbitrator's log to the case.
+    this.traceId = caseId.slice(2, 34);
+  }
+
+  get phase(): Phase | null {
+    return this.#phase;
+  }
+
+  enter(phase: Phase, outcome: "ok" | "fail", detail: string): void {
+    const allowed = this.#phase === null ? phase === "intake" : NEXT[this.#phase].includes(phase);
+    if (!allowed) throw new IllegalTransitionError(`Cannot move from ${this.#phase ?? "start"} to ${phase}.`);
+    this.#phase = phase;
+    const entry: AuditEntry = {
+      request_id: this.requestId,
+      trace_id: this.traceId,
+      timestamp: this.now().toISOString(),
+      actor: this.actor,
+      phase,
+      outcome,
+      detail,
+    };
+    this.entries.push(entry);
+    this.sink(JSON.stringify(entry));
+  }
+}
+
+export type ArbitrationParameters = {
+  pkg: ChallengePackage;
+  ctx: CaseContext;
+  /** Who runs this arbitration (audit log only; never part of the resolution). */
+  actor: string;
+  audit?: AuditLog;
+  /** Replaces the sandbox in tests. */
+  replay?: ObjectiveChecksParameters["replay"];
+  /** The judge runtime hash this runner claims; defaults to {@link judgeRuntimeHash} of this process. */
+  judgeRuntime?: Hex;
+};
+
+export type ArbitrationRun = {
+  state: "deliver" | "fail_safe";
+  resolution: Resolution;
+  resolutionHash: Hex;
+  message: ResolutionMessage;
+  audit: AuditEntry[];
+};
+
+type Decision = {
+  verdict: FinalVerdict;
+  refund: bigint;
+  slash: bigint;
+  reasonCodes: string[];
+  lane0: Lane0Result;
+  lane1: ObjectiveChecksResult | null;
+};
+
+/** Runs one arbitration of `pkg` against `ctx` to a delivered verdict or a fail-safe undecidable resolution. */
+export async function arbitrate(parameters: ArbitrationParameters): Promise<ArbitrationRun> {
+  const { pkg, ctx } = parameters;
+  const audit = parameters.audit ?? new AuditLog(parameters.actor, ctx.case.caseId);
+  const runtime = parameters.judgeRuntime ?? judgeRuntimeHash();
+
+  // intake: is this a case this runtime may judge, and is the package the one the case committed?
+  const intakeReasons: string[] = [];
+  if (ctx.judgeRuntimeHash !== runtime && BigInt(ctx.judgeRuntimeHash) !== 0n) intakeReasons.push("JUDGE_RUNTIME_MISMATCH");
+  if (packageHash(pkg) !== ctx.case.packageHash) intakeReasons.push("PACKAGE_HASH_MISMATCH");
+  audit.enter("intake", intakeReasons.length ? "fail" : "ok", intakeReasons.join(",") || `case ${ctx.case.caseId} (${ctx.case.kind})`);
+
+  // plan: Lane 0 always; Lane 1 from the rubric of a gig's ICS; semantic items would need Lane 2.
+  const ics = soleIcs(pkg);
+  const plan = ["lane0", ...(ctx.case.kind === "gig" && ics ? ics.rubric.items.map((item) => `lane1:${item.kind}:${item.id}`) : [])];
+  audit.enter("plan", "ok", plan.join(" "));
+
+  // execute
+  const decision = await execute(parameters, ics, runtime);
+  decision.reasonCodes = [...new Set([...intakeReasons, ...decision.reasonCodes])].sort();
+  if (decision.reasonCodes.length) decision.verdict = "undecidable";
+  audit.enter("execute", "ok", `lane0 ${decision.lane0.checks.length} checks; lane1 ${decision.lane1?.checks.length ?? 0} checks`);
+
+  // verify: deliver only if every required invariant holds.
+  const verified = decision.verdict !== "undecidable";
+  audit.enter("verify", verified ? "ok" : "fail", verified ? `verdict ${decision.verdict}` : decision.reasonCodes.join(","));
+
+  const resolution = buildResolution(pkg, ctx, runtime, decision);
+  const hash = resolutionHash(resolution);
+  const state = verified ? "deliver" : "fail_safe";
+  audit.enter(state, verified ? "ok" : "fail", `resolution ${hash}`);
+  return { state, resolution, resolutionHash: hash, message: resolutionMessage(resolution), audit: audit.entries };
+}
+
+function soleIcs(pkg: ChallengePackage): Ics | null {
+  const items = evidenceOfKind(pkg, "ics");
+  return items.length === 1 ? items[0]!.content : null;
+}
+
+async function execute(parameters: ArbitrationParameters, ics: Ics | null, runtime: Hex): Promise<Decision> {
+  const { pkg, ctx } = parameters;
+  const value = ctx.case.value;
+  const lane0 = await runLane0(pkg, ctx);
+  const decision: Decision = { verdict: "undecidable", refund: 0n, slash: 0n, reasonCodes: [...lane0.reasonCodes], lane0, lane1: null };
+  if (lane0.reasonCodes.length) return decision;
+
+  // A Lane 0 violation on verified evidence decides the case at once.
+  if (lane0.violations.length) {
+    const owed = lane0.violations.reduce((sum, v) => sum + v.refund, 0n);
+    return { ...decision, verdict: "provider_fault", refund: owed < value ? owed : value };
+  }
+  if (ctx.case.kind === "session") return { ...decision, verdict: "challenger_fault" };
+
+  // Gig: Lane 0 guaranteed exactly one ICS and one deliverable, both bound on-chain.
+  const deliverable = evidenceOfKind(pkg, "deliverable")[0]!.content;
+  const fault = faultReceipt(deliverable);
+  if (fault === "invalid") return { ...decision, reasonCodes: ["FAULT_RECEIPT_INVALID"] };
+  if (fault) return { ...decision, verdict: "no_fault", refund: unserviceableRefund(ics!, value) };
+
+  const suite = evidenceOfKind(pkg, "test_suite")[0]?.content ?? null;
+  const lane1 = await runObjectiveChecks({
+    ics: ics!,
+    suite,
+    deliverable,
+    ...(parameters.replay ? { replay: parameters.replay } : {}),
+    actor: `ioi-arbitration/lane1@${runtime}`,
+  });
+  decision.lane1 = lane1;
+  if (lane1.reasonCodes.length) return { ...decision, reasonCodes: lane1.reasonCodes };
+  if (lane1.checks.some((check) => !check.status)) {
+    const { refund, slash } = penaltyFor(ics!, lane1.failedTests, value);
+    return { ...decision, verdict: "provider_fault", refund: refund < value ? refund : value, slash };
+  }
+  // Every objective check passed. Items that need semantic judgement go up, never decided here.
+  if (lane1.needsLane2.length) return { ...decision, reasonCodes: lane1.needsLane2.map((id) => `NEEDS_LANE2:${id}`) };
+  return { ...decision, verdict: "challenger_fault" };
+}
+
+/**
+ * The provider's fault receipt in the deliverable, if any: `{"code": <NO_FAULT_CODES>, "detail": string}`.
+ * The deliverable's hash is on-chain, so the provider committed to this declaration when it delivered.
+ */
+function faultReceipt(deliverable: Bundle): { code: string } | null | "invalid" {
+  const text = deliverable.files[FAULT_RECEIPT_FILE];
+  if (text === undefined) return null;
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return "invalid";
+    const { code, detail, ...rest } = parsed as Record<string, unknown>;
+    if (Object.keys(rest).length || typeof detail !== "string") return "invalid";
+    return typeof code === "string" && (NO_FAULT_CODES as readonly string[]).includes(code) ? { code } : "invalid";
+  } catch {
+    return "invalid";
+  }
+}
+
+function buildResolution(pkg: ChallengePackage, ctx: CaseContext, runtime: Hex, d: Decision): Resolution {
+  const undecidable = d.verdict === "undecidable";
+  return {
+    schema: "ioi.resolution/1",
+    caseId: ctx.case.caseId,
+    chainId: ctx.case.chainId,
+    disputeManager: ctx.case.disputeManager,
+    packageHash: packageHash(pkg),
+    graphId: pkg.graphId,
+    stepId: pkg.stepId,
+    policyHash: pkg.policyHash,
+    policyVersion: pkg.policyVersion,
+    rubricVersion: pkg.rubricVersion,
+    modelSnapshotId: pkg.modelSnapshotId,
+    judgeRuntimeHash: runtime,
+    evidence: pkg.evidence.map((item) => ({
+      artifactId: item.artifactId,
+      kind: item.kind,
+      merkleProof: item.kind === "receipt" ? item.content.merkleProof : [],
+    })),
+    lane0: { passed: d.lane0.reasonCodes.length === 0 && d.lane0.violations.length === 0, checks: d.lane0.checks },
+    objectiveChecks: d.lane1?.checks ?? [],
+    replays: d.lane1?.replays ?? [],
+    claims: pkg.claims.map((claim) => ({ ...claim, prosecutor: null, defender: null, resolver: null })),
+    aggregate: {
+      finalVerdict: d.verdict,
+      aggregateConfidence: undecidable ? 0 : 1,
+      unresolved: undecidable,
+      reasonCodes: undecidable ? d.reasonCodes : [],
+    },
+    remedy: {
+      verdict: VERDICT_CODES[d.verdict],
+      refund: undecidable ? 0n : d.refund,
+      slash: d.verdict === "provider_fault" ? d.slash : 0n,
+    },
+  };
+}

@@ -1,0 +1,351 @@
+/**
+ * Arbitration end to end on the Hardhat network: a challenger builds a package and opens a case, three
+ * arbitrators each run Lane 0 + Lane 1 independently on what they read from the chain, reach byte-identical
+ * resolutions, sign the resolution hash, and the quorum's resolution is enforced on-chain.
+ */
+import { loadFixture } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
+import { expect } from "chai";
+import { getAddress, parseEther, zeroAddress, zeroHash, type Address, type Hex, type LocalAccount } from "viem";
+
+import { bundleHash, type Bundle } from "../../arbitration/bundle";
+import { buildGigPackage, buildSessionPackage } from "../../arbitration/build";
+import { currentClosingState, loadCaseContext, openGigCase, openSessionCase, submitResolution, type Deployment } from "../../arbitration/chain";
+import { canon } from "../../channel-client/canonical";
+import { icsFromJson, icsHash, penaltyFor, unserviceableRefund, type Ics, type IcsJson } from "../../arbitration/ics";
+import { packageHash, parsePackage, packageToJson, type ChallengePackage } from "../../arbitration/package";
+import { disputeManagerDomain, resolutionDigest, resolutionToJson, signResolution } from "../../arbitration/resolution";
+import { FAULT_RECEIPT_FILE } from "../../arbitration/lane0";
+import { arbitrate, AuditLog, type ArbitrationRun } from "../../arbitration/runner";
+import { ReceiptAccumulator } from "../../channel-client/accumulator";
+import { gasEscrowDomain } from "../../channel-client/eip712";
+import { closeUnilateral, openChannel } from "../../channel-client/escrow";
+import { receiptLeaf } from "../../channel-client/leaf";
+import { paymentTicketHash, signPaymentTicket } from "../../channel-client/ticket";
+import { sessionReceiptHash, signSessionReceipt, type SessionReceipt } from "../../channel-client/receipt";
+import { sessionIdOf, termsHashOf, type PricingTerms } from "../../channel-client/terms";
+import { hardhatAccount } from "../helpers/fixtures";
+import { arbitratorKeys, balanceOf, KIND, STATUS, SYS, systemFixture, type System } from "../helpers/system";
+import { BAD_DELIVERABLE, GOOD_DELIVERABLE, sampleIcsJson, SUITE } from "./fixtures/samples";
+
+const BURN: Address = "0x000000000000000000000000000000000000dEaD";
+const GIG_AMOUNT = parseEther("1");
+
+function deploymentOf(s: System): Deployment {
+  return {
+    disputeManager: getAddress(s.disputes.address),
+    gasEscrow: getAddress(s.escrow.address),
+    gigEscrow: getAddress(s.gigs.address),
+    registry: getAddress(s.registry.address),
+  };
+}
+
+/** Three arbitrators run the case independently (each reads the chain itself). */
+async function threeRuns(s: System, caseId: Hex, pkg: ChallengePackage, replay?: Parameters<typeof arbitrate>[0]["replay"]) {
+  const runs: ArbitrationRun[] = [];
+  for (const i of [0, 1, 2]) {
+    // Each arbitrator receives the package as bytes and parses it itself.
+    const received = parsePackage(canon(packageToJson(pkg)));
+    const ctx = await loadCaseContext(s.publicClient, deploymentOf(s), caseId, received);
+    runs.push(await arbitrate({ pkg: received, ctx, actor: `arbitrator-${i}`, ...(replay ? { replay } : {}) }));
+  }
+  return runs;
+}
+
+/** The quorum signs the agreed message and the watcher submits it. */
+async function enforce(s: System, run: ArbitrationRun, signers: LocalAccount[] = arbitratorKeys().slice(0, 3)) {
+  const domain = disputeManagerDomain(s.chainId, getAddress(s.disputes.address));
+  expect(await s.disputes.read.hashResolution([run.message])).to.equal(resolutionDigest(domain, run.message));
+  const signatures = await Promise.all(
+    signers.map(async (signer) => ({ signer: signer.address, signature: await signResolution(signer, domain, run.message) })),
+  );
+  return submitResolution({ wallet: s.watcher, publicClient: s.publicClient, deployment: deploymentOf(s), message: run.message, signatures });
+}
+
+/*//////////////////////////////////////////////////////////////
+                                 GIGS
+//////////////////////////////////////////////////////////////*/
+
+type GigCase = System & { gigId: bigint; caseId: Hex; pkg: ChallengePackage; ics: Ics };
+
+async function gigCase(
+  s: System,
+  options: { deliverable?: Bundle; icsJson?: Partial<IcsJson>; suite?: Bundle | null; mutate?: (p: ChallengePackage) => ChallengePackage } = {},
+): Promise<GigCase> {
+  const deliverable = options.deliverable ?? BAD_DELIVERABLE;
+  const ics = icsFromJson(sampleIcsJson({ asset: zeroAddress, ...options.icsJson }));
+  const deadline = Math.floor(Date.now() / 1000) + 30 * 86_400;
+  await s.gigs.write.fund([s.provider.account.address, zeroAddress, GIG_AMOUNT, icsHash(ics), deadline, 3600], {
+    account: s.client.account,
+    value: GIG_AMOUNT,
+  });
+  const gigId = await s.gigs.read.gigCount();
+  await s.gigs.write.accept([gigId], { account: s.provider.account });
+  await s.gigs.write.deliver([gigId, bundleHash(deliverable), zeroHash], { account: s.provider.account });
+  const caseId = await s.disputes.read.nextCaseId([KIND.Gig, `0x${gigId.toString(16).padStart(64, "0")}`]);
+  let pkg = buildGigPackage({
+    caseId,
+    chainId: s.chainId,
+    disputeManager: getAddress(s.disputes.address),
+    challenger: getAddress(s.client.account.address),
+    lane: 1,
+    gigEscrow: getAddress(s.gigs.address),
+    gigId,
+    ics,
+    suite: options.suite === undefined ? SUITE : options.suite,
+    deliverable,
+  });
+  if (options.mutate) pkg = options.mutate(pkg);
+  await openGigCase({
+    wallet: s.client,
+    publicClient: s.publicClient,
+    disputeManager: getAddress(s.disputes.address),
+    gigEscrow: getAddress(s.gigs.address),
+    gigId,
+    lane: 1,
+    packageHash: packageHash(pkg),
+  });
+  return { ...s, gigId, caseId, pkg, ics };
+}
+
+async function parties(s: System) {
+  const who = [s.client.account.address, s.provider.account.address, BURN];
+  return Promise.all(who.map((a) => balanceOf(s, zeroAddress, a)));
+}
+
+describe("arbitration: cases end to end", function () {
+  this.timeout(120_000);
+
+  it("Appendix A.4: code failing 3 of 12 tests → Lane 1 provider fault, partial refund and SLA slash per the ICS schedule", async function () {
+    const s = await loadFixture(systemFixture);
+    const c = await gigCase(s);
+    const runs = await threeRuns(s, c.caseId, c.pkg);
+    // Three independent runs: byte-identical resolutions.
+    expect(new Set(runs.map((r) => canon(resolutionToJson(r.resolution)))).size).to.equal(1);
+    const [run] = runs;
+    expect(run!.state).to.equal("deliver");
+    expect(run!.resolution.lane0.passed).to.equal(true);
+    expect(run!.resolution.aggregate.finalVerdict).to.equal("provider_fault");
+    const tests = run!.resolution.objectiveChecks.find((check) => check.name === "passes_tests")!;
+    expect(tests.status).to.equal(false);
+    expect(tests.detail).to.match(/^3 of 12 tests failed/);
+    const penalty = penaltyFor(c.ics, 3, GIG_AMOUNT);
+    expect(run!.message).to.deep.include({ verdict: 1, refund: penalty.refund, slash: penalty.slash });
+    // Every transition is in the audit log, ending in deliver.
+    expect(run!.audit.map((e) => e.phase)).to.deep.equal(["intake", "plan", "execute", "verify", "deliver"]);
+
+    const bond = (await s.disputes.read.caseOf([c.caseId])).challengerBond;
+    const before = await parties(s);
+    const slashBefore = await s.registry.read.bondOf([0, s.provider.account.address]);
+    const resolved = await enforce(s, run!);
+    expect(resolved.outcome).to.equal("resolved");
+    const after = await parties(s);
+    const burnt = (bond * 2_000n) / 10_000n;
+    expect(after[0]! - before[0]!).to.equal(penalty.refund + bond); // silent respondent: only the client's bond back
+    expect(after[1]! - before[1]!).to.equal(GIG_AMOUNT - penalty.refund);
+    expect(after[2]! - before[2]!).to.equal(0n);
+    expect(burnt > 0n).to.equal(true);
+    const slashAfter = await s.registry.read.bondOf([0, s.provider.account.address]);
+    expect(slashBefore.active - slashAfter.active).to.equal(penalty.slash);
+  });
+
+  it("a deliverable that passes every check → challenger fault: the provider is paid and wins the bond", async function () {
+    const s = await loadFixture(systemFixture);
+    const c = await gigCase(s, { deliverable: GOOD_DELIVERABLE });
+    const [run] = await threeRuns(s, c.caseId, c.pkg);
+    expect(run!.resolution.aggregate.finalVerdict).to.equal("challenger_fault");
+    const before = await parties(s);
+    await enforce(s, run!);
+    const after = await parties(s);
+    const bond = (await s.disputes.read.caseOf([c.caseId])).challengerBond;
+    expect(after[1]! - before[1]!).to.equal(GIG_AMOUNT + bond - (bond * 2_000n) / 10_000n);
+  });
+
+  it("a provider's fault receipt → no fault: refund less compute spent, no slash", async function () {
+    const s = await loadFixture(systemFixture);
+    const fault: Bundle = {
+      files: { [FAULT_RECEIPT_FILE]: JSON.stringify({ code: "ERR_UPSTREAM_POLICY_VIOLATION", detail: "upstream refused the prompt" }) },
+    };
+    const c = await gigCase(s, { deliverable: fault });
+    const [run] = await threeRuns(s, c.caseId, c.pkg);
+    expect(run!.resolution.aggregate.finalVerdict).to.equal("no_fault");
+    expect(run!.message.refund).to.equal(unserviceableRefund(c.ics, GIG_AMOUNT));
+    const bondBefore = await s.registry.read.bondOf([0, s.provider.account.address]);
+    await enforce(s, run!);
+    expect(await s.registry.read.bondOf([0, s.provider.account.address])).to.deep.equal(bondBefore);
+  });
+
+  it("a test suite whose hash does not match the ICS → fail safe, undecidable, escalated to the slow path", async function () {
+    const s = await loadFixture(systemFixture);
+    const tampered: Bundle = { files: { ...SUITE.files, "lib/cases.js": SUITE.files["lib/cases.js"]!.replace("[0, 0], 0]", "[0, 0], 1]") } };
+    const c = await gigCase(s, { suite: tampered });
+    const [run] = await threeRuns(s, c.caseId, c.pkg);
+    expect(run!.state).to.equal("fail_safe");
+    expect(run!.resolution.aggregate).to.deep.include({ finalVerdict: "undecidable", unresolved: true });
+    expect(run!.resolution.aggregate.reasonCodes).to.include("TEST_SUITE_HASH_MISMATCH");
+    expect(run!.audit.map((e) => e.phase).at(-1)).to.equal("fail_safe");
+    const resolved = await enforce(s, run!);
+    expect(resolved.outcome).to.equal("escalated");
+    expect((await s.disputes.read.caseOf([c.caseId])).status).to.equal(STATUS.SlowPath);
+  });
+
+  it("a replay that times out → fail safe with REPLAY_TIMEOUT, never a guess", async function () {
+    const s = await loadFixture(systemFixture);
+    const hang: Bundle = { files: { "math.js": "while (true) {}\n" } };
+    const c = await gigCase(s, {
+      deliverable: hang,
+      icsJson: { test_suite: { hash: bundleHash(SUITE), runner: { command: ["node", "run.js"], timeout_ms: 500, max_output_bytes: 65_536 } } },
+    });
+    const [run] = await threeRuns(s, c.caseId, c.pkg);
+    expect(run!.state).to.equal("fail_safe");
+    expect(run!.resolution.aggregate.reasonCodes).to.include("REPLAY_TIMEOUT");
+    expect(run!.message.verdict).to.equal(4);
+  });
+
+  it("a rubric item that needs semantic judgement → escalation (Lane 2 is not built)", async function () {
+    const s = await loadFixture(systemFixture);
+    const base = sampleIcsJson();
+    const c = await gigCase(s, {
+      deliverable: GOOD_DELIVERABLE,
+      icsJson: { rubric: { version: 1, items: [...base.rubric.items, { id: "readable", kind: "semantic", description: "The code is idiomatic." }] } },
+    });
+    const [run] = await threeRuns(s, c.caseId, c.pkg);
+    expect(run!.state).to.equal("fail_safe");
+    expect(run!.resolution.aggregate.reasonCodes).to.deep.equal(["NEEDS_LANE2:readable"]);
+  });
+
+  it("a package that is not the one the case committed → fail safe", async function () {
+    const s = await loadFixture(systemFixture);
+    const c = await gigCase(s);
+    const other = { ...c.pkg, graphId: zeroHash };
+    const ctx = await loadCaseContext(s.publicClient, deploymentOf(s), c.caseId, other);
+    const run = await arbitrate({ pkg: other, ctx, actor: "arbitrator" });
+    expect(run.state).to.equal("fail_safe");
+    expect(run.resolution.aggregate.reasonCodes).to.include("PACKAGE_HASH_MISMATCH");
+  });
+
+  it("the audit log refuses transitions UAICP does not allow", function () {
+    const log = new AuditLog("arbitrator", zeroHash);
+    expect(() => log.enter("plan", "ok", "")).to.throw(/Cannot move from start to plan/);
+    log.enter("intake", "ok", "");
+    expect(() => log.enter("deliver", "ok", "")).to.throw(/Cannot move from intake to deliver/);
+    expect(log.entries[0]).to.include({ actor: "arbitrator", phase: "intake", trace_id: "0".repeat(32) });
+  });
+
+  /*//////////////////////////////////////////////////////////////
+                               SESSIONS
+  //////////////////////////////////////////////////////////////*/
+
+  const PRICE = parseEther("0.01");
+
+  /** A 4-step session closed by the provider with ticket 4 (root over receipts 1..3); receipt `badSeq` is under another policy. */
+  async function sessionCase(s: System, badSeq: bigint | null) {
+    const pricing: PricingTerms = { version: "1", unit: "invocation", pricePerInvocation: PRICE } as unknown as PricingTerms;
+    const payer = hardhatAccount(SYS.payer);
+    const provider = hardhatAccount(SYS.provider);
+    const policyHash = `0x${"ab".repeat(32)}` as Hex;
+    const terms = {
+      payer: payer.address,
+      provider: provider.address,
+      funder: getAddress(s.client.account.address),
+      asset: zeroAddress,
+      termsHash: termsHashOf(pricing),
+      policyHash,
+      challengeDuration: 3600n,
+      nonce: 7n,
+    };
+    const opened = await openChannel({ wallet: s.client, publicClient: s.publicClient, escrow: getAddress(s.escrow.address), terms, amount: parseEther("1") });
+    const domain = gasEscrowDomain({ chainId: Number(s.chainId), verifyingContract: getAddress(s.escrow.address) });
+    const sessionId = sessionIdOf(domain, opened.ref);
+    const tree = new ReceiptAccumulator();
+    const steps = [];
+    let prev: Hex = zeroHash;
+    for (let seq = 1n; seq <= 4n; seq++) {
+      const ticket = { sessionId, provider: provider.address, termsHash: terms.termsHash, seq, cumulativeAmount: PRICE * seq, receiptRoot: tree.root() };
+      const signedTicket = await signPaymentTicket({ account: payer, domain, ticket });
+      const receipt: SessionReceipt = {
+        sessionId,
+        seq,
+        offloadPacketHash: `0x${seq.toString(16).padStart(64, "0")}`,
+        outputHash: `0x${(seq + 100n).toString(16).padStart(64, "0")}`,
+        policyHash: seq === badSeq ? (`0x${"cd".repeat(32)}` as Hex) : policyHash,
+        modelSnapshotId: "model:demo@1",
+        metering: { units: 1n, amount: PRICE },
+        prevReceiptHash: prev,
+      };
+      const signedReceipt = await signSessionReceipt({ account: provider, receipt });
+      prev = sessionReceiptHash(receipt);
+      const index = tree.append(receiptLeaf(receipt, ticket));
+      steps.push({ ticket: signedTicket, receipt: signedReceipt, index });
+    }
+    const closing = await closeUnilateral({ wallet: s.provider, publicClient: s.publicClient, escrow: getAddress(s.escrow.address), ref: opened.ref, ticket: steps[3]!.ticket });
+    const challengedSeq = badSeq ?? 2n;
+    const size = 3; // ticket 4 carries the root over receipts 1..3
+    const receipts = steps.slice(0, 3).map((step) => ({ receipt: step.receipt, ticket: step.ticket, leafIndex: BigInt(step.index), merkleProof: tree.proof(step.index, size) }));
+    const caseId = await s.disputes.read.nextCaseId([KIND.Session, sessionId]);
+    const pkg = buildSessionPackage({
+      caseId,
+      chainId: s.chainId,
+      disputeManager: getAddress(s.disputes.address),
+      challenger: payer.address,
+      lane: 0,
+      gasEscrow: getAddress(s.escrow.address),
+      sessionId,
+      ref: opened.ref,
+      pricing,
+      closing: closing.state,
+      seq: challengedSeq,
+      receipts,
+    });
+    const challenged = steps[Number(challengedSeq) - 1]!;
+    await openSessionCase({
+      wallet: s.payerWallet,
+      publicClient: s.publicClient,
+      disputeManager: getAddress(s.disputes.address),
+      lane: 0,
+      packageHash: packageHash(pkg),
+      ref: opened.ref,
+      recorded: closing.state,
+      receiptHash: sessionReceiptHash(challenged.receipt.receipt),
+      ticketHash: paymentTicketHash(challenged.ticket.ticket),
+      proof: tree.proof(challenged.index, size),
+    });
+    return { caseId, pkg, sessionId, ref: opened.ref, closing: closing.state };
+  }
+
+  it("session: a receipt under another policy, proven against the committed root → Lane 0 provider fault, its price refunded", async function () {
+    const s = await loadFixture(systemFixture);
+    const c = await sessionCase(s, 2n);
+    const runs = await threeRuns(s, c.caseId, c.pkg);
+    expect(new Set(runs.map((r) => r.resolutionHash)).size).to.equal(1);
+    const [run] = runs;
+    expect(run!.resolution.aggregate.finalVerdict).to.equal("provider_fault");
+    expect(run!.resolution.lane0.checks.find((check) => check.name === "receipt[seq 2].policy_hash")!.status).to.equal("fail");
+    expect(run!.resolution.objectiveChecks).to.deep.equal([]);
+    expect(run!.message).to.deep.include({ verdict: 1, refund: PRICE, slash: 0n });
+    await enforce(s, run!);
+    const now = await currentClosingState(s.publicClient, getAddress(s.escrow.address), c.sessionId);
+    expect(now.amount).to.equal(c.closing.amount - PRICE);
+    expect((await s.disputes.read.caseOf([c.caseId])).status).to.equal(STATUS.Resolved);
+  });
+
+  it("session: receipts that all honour the policy → challenger fault", async function () {
+    const s = await loadFixture(systemFixture);
+    const c = await sessionCase(s, null);
+    const [run] = await threeRuns(s, c.caseId, c.pkg);
+    expect(run!.state).to.equal("deliver");
+    expect(run!.resolution.aggregate.finalVerdict).to.equal("challenger_fault");
+  });
+
+  it("session: a receipt whose provider signature is forged → fail safe, not a fault of either party", async function () {
+    const s = await loadFixture(systemFixture);
+    const c = await sessionCase(s, 2n);
+    // An arbitrator handed a package whose receipt signature was swapped out (e.g. by a relay) cannot verify it.
+    const forged = structuredClone(c.pkg);
+    const item = forged.evidence.find((e) => e.kind === "receipt")!;
+    if (item.kind === "receipt") item.content.receipt.signature = `0x${"11".repeat(64)}1b`;
+    const ctx = await loadCaseContext(s.publicClient, deploymentOf(s), c.caseId, forged);
+    const run = await arbitrate({ pkg: forged, ctx, actor: "arbitrator" });
+    expect(run.state).to.equal("fail_safe");
+    expect(run.resolution.aggregate.reasonCodes).to.include.members(["PACKAGE_HASH_MISMATCH", "RECEIPT_SIGNATURE_INVALID"]);
+  });
+});
