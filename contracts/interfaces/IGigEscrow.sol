@@ -121,10 +121,10 @@ interface IGigEscrow {
     /// @notice A delivery must name a non-zero deliverable hash.
     error ZeroDeliverableHash();
 
-    /// @notice The dispute window is still open (for a release) — or, for a freeze, already closed.
+    /// @notice The dispute window is still open: a release must wait until `windowEndsAt`.
     error DisputeWindowOpen(uint64 gigId, uint40 windowEndsAt);
 
-    /// @notice The dispute window has closed.
+    /// @notice The dispute window has closed (at `windowEndsAt`): too late to freeze the gig.
     error DisputeWindowClosed(uint64 gigId, uint40 windowEndsAt);
 
     /// @notice The refund exceeds the escrowed amount.
