@@ -23,6 +23,7 @@ import {
   keccak256,
   parseEventLogs,
   stringToBytes,
+  zeroAddress,
   type Address,
   type Hex,
   type LocalAccount,
@@ -30,7 +31,7 @@ import {
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 
-import { canon } from "./canonical";
+import { artifactId, canon, parseJson } from "./canonical";
 import { gasEscrowDomain, type GasEscrowDomain } from "./eip712";
 import {
   challengeClose,
@@ -42,6 +43,21 @@ import {
   type Wallet,
 } from "./escrow";
 import { BaseError } from "./errors";
+import {
+  acceptGig,
+  acceptGigDelivery,
+  cancelGig,
+  deliverGig,
+  fundGig,
+  gigViewToJson,
+  MAX_DEADLINE,
+  MAX_DISPUTE_WINDOW,
+  MIN_DISPUTE_WINDOW,
+  readGig,
+  refundGig,
+  releaseGig,
+  type SettledGig,
+} from "./gig";
 import { PayerClient } from "./node/payer-client";
 import { ProviderNode, type McpHandler } from "./node/provider-node";
 import { signedSessionReceiptToJson, sessionReceiptHash } from "./receipt";
@@ -170,19 +186,38 @@ function loadAccount(values: Record<string, unknown>): LocalAccount {
   return privateKeyToAccount(key);
 }
 
-/** The escrow address from --escrow, IOI_ESCROW, or deployments/localhost.json. */
-function escrowAddress(values: Record<string, unknown>): Address {
-  const given = (values.escrow as string | undefined) ?? process.env.IOI_ESCROW;
+/** A contract's address from its option, its environment variable, or deployments/localhost.json. */
+function deployedAddress(
+  values: Record<string, unknown>,
+  option: "escrow" | "gig-escrow",
+  envName: "IOI_ESCROW" | "IOI_GIG_ESCROW",
+  contract: "GasEscrow" | "GigEscrow",
+): Address {
+  const given = (values[option] as string | undefined) ?? process.env[envName];
   if (given) {
-    if (!isAddress(given)) throw new UsageError(`--escrow must be an address; received "${given}".`);
+    if (!isAddress(given)) throw new UsageError(`--${option} must be an address; received "${given}".`);
     return getAddress(given);
   }
   const file = path.join(__dirname, "..", "deployments", "localhost.json");
-  if (!existsSync(file)) throw new UsageError("--escrow is required (or run `npm run devnet`, which writes deployments/localhost.json).");
-  return getAddress((JSON.parse(readFileSync(file, "utf8")) as { contracts: { GasEscrow: { address: string } } }).contracts.GasEscrow.address);
+  if (!existsSync(file)) throw new UsageError(`--${option} is required (or run \`npm run devnet\`, which writes deployments/localhost.json).`);
+  const { contracts } = JSON.parse(readFileSync(file, "utf8")) as { contracts: Record<string, { address: string } | undefined> };
+  const address = contracts[contract]?.address;
+  if (!address) throw new UsageError(`deployments/localhost.json names no ${contract}; redeploy (\`npm run devnet\`) or pass --${option}.`);
+  return getAddress(address);
 }
 
-async function chainClients(values: Record<string, unknown>, account?: LocalAccount) {
+/** The escrow address from --escrow, IOI_ESCROW, or deployments/localhost.json. */
+function escrowAddress(values: Record<string, unknown>): Address {
+  return deployedAddress(values, "escrow", "IOI_ESCROW", "GasEscrow");
+}
+
+/** The gig escrow address from --gig-escrow, IOI_GIG_ESCROW, or deployments/localhost.json. */
+function gigEscrowAddress(values: Record<string, unknown>): Address {
+  return deployedAddress(values, "gig-escrow", "IOI_GIG_ESCROW", "GigEscrow");
+}
+
+/** A public client (and a wallet for `account`) on the node at --rpc, with the chain id it reports. */
+async function rpcClients(values: Record<string, unknown>, account?: LocalAccount) {
   const url = (values.rpc as string | undefined) ?? process.env.IOI_RPC_URL ?? "http://127.0.0.1:8545";
   const probe = createPublicClient({ transport: http(url) });
   let chainId: number;
@@ -194,6 +229,11 @@ async function chainClients(values: Record<string, unknown>, account?: LocalAcco
   const chain = defineChain({ id: chainId, name: `chain-${chainId}`, nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [url] } } });
   const publicClient = createPublicClient({ chain, transport: http(url) }) as PublicClient;
   const wallet = account ? (createWalletClient({ account, chain, transport: http(url) }) as Wallet) : undefined;
+  return { publicClient, wallet, chainId };
+}
+
+async function chainClients(values: Record<string, unknown>, account?: LocalAccount) {
+  const { publicClient, wallet, chainId } = await rpcClients(values, account);
   const escrow = escrowAddress(values);
   const domain: GasEscrowDomain = gasEscrowDomain({ chainId, verifyingContract: escrow });
   return { publicClient, wallet, escrow, domain, chainId };
@@ -520,13 +560,236 @@ async function runExport(values: Record<string, unknown>, out: Out): Promise<voi
 }
 
 /*//////////////////////////////////////////////////////////////
+                                GIGS
+//////////////////////////////////////////////////////////////*/
+
+const GIG_OPTIONS = { "gig-escrow": { type: "string" } } as const satisfies ParseArgsConfig["options"];
+const GIG_ID_OPTION = { gig: { type: "string" } } as const satisfies ParseArgsConfig["options"];
+
+/** `ioi gig <subcommand>`: outcome-based work escrowed in the GigEscrow. */
+const GIG_COMMANDS: Record<string, Command> = {
+  fund: {
+    summary: "escrow a bounty for a gig bound to an Intent Contract Schema; prints the gig id (the acting key is the client)",
+    usage:
+      "ioi gig fund --amount WEI (--ics HASH | --ics-file PATH) [--provider ADDR] [--asset ADDR] [--deadline SECONDS] [--dispute-window SECONDS]",
+    options: {
+      amount: { type: "string" },
+      ics: { type: "string" },
+      "ics-file": { type: "string" },
+      provider: { type: "string" },
+      asset: { type: "string" },
+      deadline: { type: "string" },
+      "dispute-window": { type: "string" },
+    },
+    run: runGigFund,
+  },
+  cancel: {
+    summary: "take back a funded gig no provider accepted yet (the client)",
+    usage: "ioi gig cancel --gig ID",
+    options: GIG_ID_OPTION,
+    run: (values, out) => runGigSettlement(values, out, cancelGig),
+  },
+  accept: {
+    summary: "take a gig as a provider with an active bond in the ProviderRegistry",
+    usage: "ioi gig accept --gig ID",
+    options: GIG_ID_OPTION,
+    run: runGigAccept,
+  },
+  deliver: {
+    summary: "deliver a gig's result (the provider); the client's dispute window starts",
+    usage: "ioi gig deliver --gig ID --deliverable HASH [--receipt-root HASH]",
+    options: { ...GIG_ID_OPTION, deliverable: { type: "string" }, "receipt-root": { type: "string" } },
+    run: runGigDeliver,
+  },
+  "accept-delivery": {
+    summary: "accept the delivery and pay the provider at once (the client)",
+    usage: "ioi gig accept-delivery --gig ID",
+    options: GIG_ID_OPTION,
+    run: (values, out) => runGigSettlement(values, out, acceptGigDelivery),
+  },
+  release: {
+    summary: "pay the provider once the dispute window passed without a dispute (anyone)",
+    usage: "ioi gig release --gig ID",
+    options: GIG_ID_OPTION,
+    run: (values, out) => runGigSettlement(values, out, releaseGig),
+  },
+  refund: {
+    summary: "refund the client once the deadline passed without a delivery (anyone)",
+    usage: "ioi gig refund --gig ID",
+    options: GIG_ID_OPTION,
+    run: (values, out) => runGigSettlement(values, out, refundGig),
+  },
+  show: {
+    summary: "show a gig as stored on-chain (no key needed)",
+    usage: "ioi gig show --gig ID",
+    options: GIG_ID_OPTION,
+    run: runGigShow,
+  },
+};
+
+/** Largest --ics-file read: an Intent Contract Schema is a small JSON document. */
+const MAX_ICS_FILE_BYTES = 1 << 20;
+
+function gigIdOf(values: Record<string, unknown>): bigint {
+  const id = uint(values, "gig", "the gig id, a whole number from 1");
+  if (id === 0n || id >= 1n << 64n) throw new UsageError(`--gig must be a gig id from 1 to 2^64 - 1; received "${values.gig as string}".`);
+  return id;
+}
+
+function hashOption(values: Record<string, unknown>, name: string, what: string): Hex {
+  const value = need(values, name, what);
+  if (!isHex(value) || value.length !== 66) throw new UsageError(`--${name} must be 0x and 64 hex digits (${what}); received "${value}".`);
+  return value.toLowerCase() as Hex;
+}
+
+function addressOption(values: Record<string, unknown>, name: string, what: string): Address {
+  const value = need(values, name, what);
+  if (!isAddress(value)) throw new UsageError(`--${name} must be an address (${what}); received "${value}".`);
+  return getAddress(value);
+}
+
+/** The ICS hash from --ics, or keccak256 of the canonical form of the JSON in --ics-file. */
+function icsHashOf(values: Record<string, unknown>): { icsHash: Hex; icsFile?: string } {
+  const hasHash = values.ics !== undefined;
+  const file = values["ics-file"] as string | undefined;
+  if (hasHash === (file !== undefined)) {
+    throw new UsageError("Give exactly one of --ics HASH and --ics-file PATH: the Intent Contract Schema the gig is bound to.");
+  }
+  if (hasHash) return { icsHash: hashOption(values, "ics", "the hash of the Intent Contract Schema") };
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(file!);
+  } catch (cause) {
+    throw new UsageError(`Cannot read --ics-file ${file}: ${(cause as Error).message.split("\n")[0]}`, { cause });
+  }
+  const icsHash = artifactId(parseJson(bytes, { maxBytes: MAX_ICS_FILE_BYTES, what: `The Intent Contract Schema in ${file}` }));
+  return { icsHash, icsFile: file! };
+}
+
+async function gigClients(values: Record<string, unknown>, account?: LocalAccount) {
+  const gigEscrow = gigEscrowAddress(values);
+  const { publicClient, wallet } = await rpcClients(values, account);
+  return { publicClient, wallet, gigEscrow };
+}
+
+const assetName = (asset: Address): string => (BigInt(asset) === 0n ? "ETH" : asset);
+
+async function runGigFund(values: Record<string, unknown>, out: Out): Promise<void> {
+  const account = loadAccount(values);
+  const amount = uint(values, "amount", "the bounty in wei (or the token's smallest unit)");
+  const { icsHash, icsFile } = icsHashOf(values);
+  const provider = values.provider === undefined ? zeroAddress : addressOption(values, "provider", "the one provider who may accept");
+  const assetText = values.asset as string | undefined;
+  const asset = assetText === undefined || assetText.toLowerCase() === "eth" ? NATIVE_ASSET : addressOption(values, "asset", "the ERC-20 to escrow, or eth");
+  const deadlineIn = uint(values, "deadline", "seconds from now until the gig must be delivered", 7n * 86_400n);
+  if (deadlineIn === 0n || deadlineIn > MAX_DEADLINE) {
+    throw new UsageError(`--deadline must be from 1 to ${MAX_DEADLINE} seconds from now; received ${deadlineIn}.`);
+  }
+  const disputeWindow = uint(values, "dispute-window", "seconds the client may dispute a delivery", 3_600n);
+  if (disputeWindow < MIN_DISPUTE_WINDOW || disputeWindow > MAX_DISPUTE_WINDOW) {
+    throw new UsageError(`--dispute-window must be from ${MIN_DISPUTE_WINDOW} to ${MAX_DISPUTE_WINDOW} seconds; received ${disputeWindow}.`);
+  }
+  const { publicClient, wallet, gigEscrow } = await gigClients(values, account);
+  // "From now" on the chain's clock, which a devnet may have moved ahead of the wall clock.
+  const now = (await publicClient.getBlock()).timestamp;
+  const funded = await fundGig({ wallet: wallet!, publicClient, gigEscrow, provider, asset, amount, icsHash, deadline: now + deadlineIn, disputeWindow });
+  const who = BigInt(provider) === 0n ? "any active provider" : provider;
+  out.lines.push(
+    `Funded gig ${funded.gigId}: ${funded.amount} of ${assetName(asset)} for ${who}, due by ${now + deadlineIn}, dispute window ${disputeWindow} s (gas ${funded.gasUsed}${funded.approval ? `, approval gas ${funded.approval.gasUsed}` : ""}).`,
+  );
+  Object.assign(out.result, {
+    gigId: funded.gigId.toString(),
+    amount: funded.amount.toString(),
+    asset,
+    provider,
+    icsHash,
+    ...(icsFile ? { icsFile } : {}),
+    deadline: (now + deadlineIn).toString(),
+    disputeWindow: disputeWindow.toString(),
+    gasUsed: Number(funded.gasUsed),
+    ...(funded.approval ? { approvalGasUsed: Number(funded.approval.gasUsed) } : {}),
+  });
+}
+
+async function runGigSettlement(
+  values: Record<string, unknown>,
+  out: Out,
+  settle: (parameters: { wallet: Wallet; publicClient: PublicClient; gigEscrow: Address; gigId: bigint }) => Promise<SettledGig>,
+): Promise<void> {
+  const account = loadAccount(values);
+  const gigId = gigIdOf(values);
+  const { publicClient, wallet, gigEscrow } = await gigClients(values, account);
+  const settled = await settle({ wallet: wallet!, publicClient, gigEscrow, gigId });
+  out.lines.push(`Gig ${gigId} ${settled.status}: ${settled.toProvider} to the provider, ${settled.toClient} to the client (gas ${settled.gasUsed}).`);
+  Object.assign(out.result, {
+    gigId: gigId.toString(),
+    status: settled.status,
+    toProvider: settled.toProvider.toString(),
+    toClient: settled.toClient.toString(),
+    gasUsed: Number(settled.gasUsed),
+  });
+}
+
+async function runGigAccept(values: Record<string, unknown>, out: Out): Promise<void> {
+  const account = loadAccount(values);
+  const gigId = gigIdOf(values);
+  const { publicClient, wallet, gigEscrow } = await gigClients(values, account);
+  const accepted = await acceptGig({ wallet: wallet!, publicClient, gigEscrow, gigId });
+  out.lines.push(`Accepted gig ${gigId} as ${accepted.provider} (gas ${accepted.gasUsed}).`);
+  Object.assign(out.result, { gigId: gigId.toString(), provider: accepted.provider, gasUsed: Number(accepted.gasUsed) });
+}
+
+async function runGigDeliver(values: Record<string, unknown>, out: Out): Promise<void> {
+  const account = loadAccount(values);
+  const gigId = gigIdOf(values);
+  const deliverableHash = hashOption(values, "deliverable", "the hash of the deliverable");
+  const receiptRoot = values["receipt-root"] === undefined ? undefined : hashOption(values, "receipt-root", "the root of the work's receipts");
+  const { publicClient, wallet, gigEscrow } = await gigClients(values, account);
+  const delivered = await deliverGig({ wallet: wallet!, publicClient, gigEscrow, gigId, deliverableHash, ...(receiptRoot ? { receiptRoot } : {}) });
+  out.lines.push(`Delivered gig ${gigId}; the client may dispute until ${delivered.windowEndsAt} (gas ${delivered.gasUsed}).`);
+  Object.assign(out.result, { gigId: gigId.toString(), deliverableHash, receiptRoot: receiptRoot ?? `0x${"0".repeat(64)}`, windowEndsAt: delivered.windowEndsAt.toString(), gasUsed: Number(delivered.gasUsed) });
+}
+
+async function runGigShow(values: Record<string, unknown>, out: Out): Promise<void> {
+  const gigId = gigIdOf(values);
+  const { publicClient, gigEscrow } = await gigClients(values);
+  const gig = await readGig({ publicClient, gigEscrow, gigId });
+  if (gig.status === "None") throw new UsageError(`Gig ${gigId} does not exist in the GigEscrow at ${gigEscrow}.`);
+  out.lines.push(`gig ${gigId}: ${gig.status}, ${gig.amount} of ${assetName(gig.asset)}`);
+  out.lines.push(`  client ${gig.client}, provider ${BigInt(gig.provider) === 0n ? "(any active provider)" : gig.provider}`);
+  out.lines.push(`  ICS ${gig.icsHash}, deadline ${gig.deadline}, dispute window ${gig.disputeWindow} s`);
+  if (gig.windowEndsAt !== 0n) out.lines.push(`  delivered ${gig.deliverableHash} (receipts ${gig.receiptRoot}); window ends ${gig.windowEndsAt}`);
+  if (gig.frozenAt !== 0n) out.lines.push(`  frozen by a dispute at ${gig.frozenAt}`);
+  Object.assign(out.result, gigViewToJson(gig));
+}
+
+/*//////////////////////////////////////////////////////////////
                                 MAIN
 //////////////////////////////////////////////////////////////*/
+
+const GLOBAL_HELP = [
+  "  --rpc URL        EVM JSON-RPC (default $IOI_RPC_URL or http://127.0.0.1:8545)",
+  "  --escrow ADDR    GasEscrow (default $IOI_ESCROW or deployments/localhost.json)",
+  "  --db PATH        the SQLite store (default .data/<role>.db)",
+  "  --key-env NAME   environment variable holding the acting key (default IOI_PRIVATE_KEY)",
+  "  --json           print one JSON object on the last line",
+  "  -h, --help       this help",
+];
+
+const GIG_HELP = ["  --gig-escrow ADDR  GigEscrow (default $IOI_GIG_ESCROW or deployments/localhost.json)"];
 
 function help(): string {
   const lines = ["Usage: ioi <command> [options]   (ioi <command> --help for a command's options)", "", "Commands:"];
   for (const [name, c] of Object.entries(COMMANDS)) lines.push(`  ${name.padEnd(11)} ${c.summary}`);
-  lines.push("", "Global options:", "  --rpc URL        EVM JSON-RPC (default $IOI_RPC_URL or http://127.0.0.1:8545)", "  --escrow ADDR    GasEscrow (default $IOI_ESCROW or deployments/localhost.json)", "  --db PATH        the SQLite store (default .data/<role>.db)", "  --key-env NAME   environment variable holding the acting key (default IOI_PRIVATE_KEY)", "  --json           print one JSON object on the last line", "  -h, --help       this help");
+  lines.push(`  ${"gig".padEnd(11)} outcome-based gigs: fund, accept, deliver, settle (ioi gig --help)`);
+  lines.push("", "Global options:", ...GLOBAL_HELP);
+  return lines.join("\n");
+}
+
+function gigHelp(): string {
+  const lines = ["Usage: ioi gig <subcommand> [options]   (ioi gig <subcommand> --help for its options)", "", "Subcommands:"];
+  for (const [name, c] of Object.entries(GIG_COMMANDS)) lines.push(`  ${name.padEnd(16)} ${c.summary}`);
+  lines.push("", "Gig options:", ...GIG_HELP, "", "Global options:", ...GLOBAL_HELP);
   return lines.join("\n");
 }
 
@@ -536,20 +799,47 @@ export async function main(argv: string[]): Promise<number> {
     console.log(help());
     return 0;
   }
+  if (name === "gig") {
+    const [sub, ...args] = rest;
+    if (!sub || sub === "--help" || sub === "-h" || sub === "help") {
+      console.log(gigHelp());
+      return 0;
+    }
+    const command = GIG_COMMANDS[sub];
+    if (!command) {
+      console.error(`Unknown gig subcommand "${sub}".\n\n${gigHelp()}`);
+      return 2;
+    }
+    return runCommand(`gig ${sub}`, command, GIG_OPTIONS, GIG_HELP, args);
+  }
   const command = COMMANDS[name];
   if (!command) {
     console.error(`Unknown command "${name}".\n\n${help()}`);
     return 2;
   }
+  return runCommand(name, command, {}, [], rest);
+}
+
+/** Parses `args` for `command` (with the global and `extra` options), runs it, and prints the outcome. */
+async function runCommand(
+  name: string,
+  command: Command,
+  extra: ParseArgsConfig["options"],
+  extraHelp: string[],
+  args: string[],
+): Promise<number> {
   let values: Record<string, string | boolean | undefined>;
   try {
-    ({ values } = parseArgs({ args: rest, options: { ...GLOBAL_OPTIONS, ...command.options }, strict: true, allowPositionals: false }) as { values: Record<string, string | boolean | undefined> });
+    ({ values } = parseArgs({ args, options: { ...GLOBAL_OPTIONS, ...extra, ...command.options }, strict: true, allowPositionals: false }) as { values: Record<string, string | boolean | undefined> });
   } catch (error) {
     console.error(`${(error as Error).message}\nUsage: ${command.usage}`);
     return 2;
   }
   if (values.help) {
-    console.log(`${command.summary}\n\nUsage: ${command.usage}\n\n${help().split("Global options:")[1] ? `Global options:${help().split("Global options:")[1]}` : ""}`);
+    const sections = [command.summary, `Usage: ${command.usage}`];
+    if (extraHelp.length > 0) sections.push(["Gig options:", ...extraHelp].join("\n"));
+    sections.push(["Global options:", ...GLOBAL_HELP].join("\n"));
+    console.log(sections.join("\n\n"));
     return 0;
   }
   const out: Out = { json: Boolean(values.json), lines: [], result: {} };

@@ -1,5 +1,5 @@
 /**
- * Deploys LaborGas, GasEscrow and ProviderRegistry and records them in `deployments/<network>.json`.
+ * Deploys LaborGas, GasEscrow, ProviderRegistry and GigEscrow and records them in `deployments/<network>.json`.
  *
  *   npx hardhat run scripts/deploy.ts --network localhost             # the devnet from `npm run devnet`
  *   IOI_RPC_URL=https://… IOI_DEPLOYER_KEY=0x… npx hardhat run scripts/deploy.ts --network remote
@@ -8,6 +8,8 @@
  * IOI_GOVERNANCE (default: the deployer), IOI_TREASURY (default: governance) and IOI_ROUTING_FEE_BPS
  * (default 0, at most 1000) set the escrow's governance, fee recipient and routing fee; IOI_MIN_PROVIDER_BOND
  * and IOI_MIN_ARBITRATOR_STAKE (in whole LaborGas, default 100 and 1000) the registry's minimums.
+ * GigEscrow gets the same governance and accepts providers active in that registry; governance grants its
+ * DISPUTE_ROLE to the DisputeManager once that is deployed.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -24,7 +26,12 @@ export type Deployment = {
   treasury: Address;
   routingFeeBps: number;
   deployedAt: string;
-  contracts: { LaborGas: DeployedContract; GasEscrow: DeployedContract; ProviderRegistry: DeployedContract };
+  contracts: {
+    LaborGas: DeployedContract;
+    GasEscrow: DeployedContract;
+    ProviderRegistry: DeployedContract;
+    GigEscrow: DeployedContract;
+  };
 };
 
 /** Deploys every contract with the network's first account and returns the record (not yet written). */
@@ -65,6 +72,7 @@ export async function deployAll(hre: HardhatRuntimeEnvironment): Promise<Deploym
     parseEther(process.env.IOI_MIN_ARBITRATOR_STAKE ?? "1000"),
     14n * 24n * 3600n,
   ]);
+  const gigEscrow = await deploy("GigEscrow", [governance, providerRegistry.address]);
   return {
     network: hre.network.name,
     chainId: await publicClient.getChainId(),
@@ -73,7 +81,7 @@ export async function deployAll(hre: HardhatRuntimeEnvironment): Promise<Deploym
     treasury,
     routingFeeBps,
     deployedAt: new Date().toISOString(),
-    contracts: { LaborGas: laborGas, GasEscrow: gasEscrow, ProviderRegistry: providerRegistry },
+    contracts: { LaborGas: laborGas, GasEscrow: gasEscrow, ProviderRegistry: providerRegistry, GigEscrow: gigEscrow },
   };
 }
 
@@ -91,7 +99,7 @@ async function main(): Promise<void> {
   const deployment = await deployAll(hre);
   const file = writeDeployment(deployment);
   console.log(`Deployed to ${deployment.network} (chain ${deployment.chainId}):`);
-  for (const [name, c] of Object.entries(deployment.contracts)) console.log(`  ${name.padEnd(10)} ${c.address}  block ${c.blockNumber}`);
+  for (const [name, c] of Object.entries(deployment.contracts)) console.log(`  ${name.padEnd(16)} ${c.address}  block ${c.blockNumber}`);
   console.log(`Wrote ${path.relative(process.cwd(), file)}`);
 }
 

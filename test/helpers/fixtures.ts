@@ -3,7 +3,8 @@
  * from the same snapshot), and helpers to build terms and signatures.
  */
 import hre from "hardhat";
-import { getAddress, parseEther, zeroAddress, zeroHash, keccak256, stringToBytes, type Address, type Hex, type LocalAccount } from "viem";
+import type { ContractTypesMap } from "hardhat/types/artifacts";
+import { getAddress, parseEther, zeroAddress, zeroHash, keccak256, stringToBytes, type Account, type Address, type Hex, type LocalAccount } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
 import { gasEscrowDomain, type GasEscrowDomain } from "../../channel-client/eip712";
@@ -115,4 +116,85 @@ export async function signedCooperativeSummary(parameters: {
     summary,
   });
   return { summary, payerSignature, providerSignature };
+}
+
+/*//////////////////////////////////////////////////////////////
+                             GIG ESCROW
+//////////////////////////////////////////////////////////////*/
+
+/** Hardhat account indices of the gig fixture. `disputes` stands in for the DisputeManager. */
+export const GIG_ROLE = { governance: 0, client: 1, provider: 3, stranger: 4, relayer: 5, disputes: 6, otherProvider: 7, idleProvider: 8 } as const;
+
+/** The registry's minimum provider bond in the gig fixture; both active providers bond exactly this. */
+export const GIG_MIN_PROVIDER_BOND = parseEther("100");
+
+/** `IProviderRegistry.Role.Provider`. */
+export const PROVIDER_ROLE_ID = 0;
+
+/** Registers `wallet` as a provider in `registry` with a label-derived identity (no bond yet). */
+export async function registerProvider(
+  registry: ContractTypesMap["ProviderRegistry"],
+  wallet: { account: Account },
+  label: string,
+): Promise<void> {
+  const h = (s: string) => keccak256(stringToBytes(s));
+  await registry.write.registerProvider(
+    [`https://${label}.example:8443/ioi`, h(`capabilities:${label}`), h(`did:ioi:${label}`), h(`ml-dsa-44:${label}`)],
+    { account: wallet.account },
+  );
+}
+
+/**
+ * A GigEscrow on a ProviderRegistry that bonds LaborGas. `provider` and `otherProvider` are registered and
+ * bonded (active); `idleProvider` is registered but unbonded (not active); `stranger` is not registered.
+ * The client holds LaborGas and approved the gig escrow; `disputes` holds DISPUTE_ROLE.
+ */
+export async function gigFixture() {
+  const publicClient = await hre.viem.getPublicClient();
+  const wallets = await hre.viem.getWalletClients();
+  const governance = wallets[GIG_ROLE.governance]!;
+  const token = await hre.viem.deployContract("LaborGas", [governance.account.address]);
+  const registry = await hre.viem.deployContract("ProviderRegistry", [
+    governance.account.address,
+    token.address,
+    GIG_MIN_PROVIDER_BOND,
+    parseEther("250"),
+    7n * 24n * 3600n,
+  ]);
+  const gig = await hre.viem.deployContract("GigEscrow", [governance.account.address, registry.address]);
+  const disputes = wallets[GIG_ROLE.disputes]!;
+  await gig.write.grantRole([await gig.read.DISPUTE_ROLE(), disputes.account.address], { account: governance.account });
+
+  const provider = wallets[GIG_ROLE.provider]!;
+  const otherProvider = wallets[GIG_ROLE.otherProvider]!;
+  const idleProvider = wallets[GIG_ROLE.idleProvider]!;
+  for (const [wallet, label, bonded] of [
+    [provider, "provider", true],
+    [otherProvider, "other-provider", true],
+    [idleProvider, "idle-provider", false],
+  ] as const) {
+    await token.write.mint([wallet.account.address, GIG_MIN_PROVIDER_BOND]);
+    await token.write.approve([registry.address, GIG_MIN_PROVIDER_BOND], { account: wallet.account });
+    await registerProvider(registry, wallet, label);
+    if (bonded) await registry.write.bond([PROVIDER_ROLE_ID, GIG_MIN_PROVIDER_BOND], { account: wallet.account });
+  }
+
+  const client = wallets[GIG_ROLE.client]!;
+  await token.write.mint([client.account.address, TOKEN_SUPPLY]);
+  await token.write.approve([gig.address, TOKEN_SUPPLY], { account: client.account });
+  return {
+    publicClient,
+    wallets,
+    governance,
+    disputes,
+    token,
+    registry,
+    gig,
+    client,
+    provider,
+    otherProvider,
+    idleProvider,
+    stranger: wallets[GIG_ROLE.stranger]!,
+    relayer: wallets[GIG_ROLE.relayer]!,
+  };
 }
