@@ -10,7 +10,7 @@
  * Also here: the small field assertions the ICS, package, UPIP and resolution parsers share beyond those
  * of `channel-client/validate.ts`.
  */
-import { isAlias, isCollection, isMap, isScalar, parseDocument as parseYamlDocument, visit, type Node } from "yaml";
+import { isAlias, isCollection, isMap, isScalar, Lexer, parseDocument as parseYamlDocument, visit, type Node } from "yaml";
 
 import { canon, MAX_JSON_DEPTH, parseJson } from "../channel-client/canonical";
 import { InvalidFieldError, SizeLimitError } from "../channel-client/errors";
@@ -61,10 +61,15 @@ function detectFormat(source: string): "json" | "yaml" {
   return first === "{" || first === "[" ? "json" : "yaml";
 }
 
+/**
+ * `uniqueKeys` is off because the library checks it in quadratic time (100 000 keys take minutes);
+ * {@link assertPlainYaml} refuses duplicate keys with a set instead, which is the same rule for the
+ * string-only keys accepted here.
+ */
 const YAML_OPTIONS = {
   version: "1.2",
   schema: "core",
-  uniqueKeys: true,
+  uniqueKeys: false,
   merge: false,
   strict: true,
   prettyErrors: true,
@@ -73,6 +78,7 @@ const YAML_OPTIONS = {
 } as const;
 
 function parseYaml(source: string, what: string): unknown {
+  assertYamlShallow(source, what);
   let doc: ReturnType<typeof parseYamlDocument>;
   try {
     doc = parseYamlDocument(source, YAML_OPTIONS);
@@ -96,6 +102,66 @@ function parseYaml(source: string, what: string): unknown {
   }
 }
 
+/** Farthest column at which a block collection may start; bounds block nesting at about twice this. */
+const MAX_BLOCK_COLUMN = 256;
+
+/**
+ * Most lexer tokens a YAML document may have. The parser handles a few hundred thousand nodes a second,
+ * so this keeps the worst 4 MiB document to about a second; real packages have a few thousand tokens
+ * (file contents are single scalar tokens however long).
+ */
+export const MAX_YAML_TOKENS = 100_000;
+
+/**
+ * A linear pre-scan over the YAML lexer's tokens, before the parser runs: the `yaml` parser needs time and
+ * memory superlinear in the nesting depth (4 MiB of `[` or of `- ` exhausts the heap and aborts the
+ * process), so depth must be bounded first. Flow nesting (`[`, `{`) is counted exactly and refused beyond
+ * {@link MAX_DOCUMENT_DEPTH}, and so is a document of more than {@link MAX_YAML_TOKENS} tokens. A block collection starts at a line's first token or right after a `- `, `? `
+ * or line-leading `: ` indicator, and every nested block collection starts at a greater column than its
+ * parent (or the same column, for a sequence under a mapping key); refusing such starting points beyond
+ * column {@link MAX_BLOCK_COLUMN} bounds block depth. The exact 64-level limit is applied after parsing.
+ */
+function assertYamlShallow(source: string, what: string): void {
+  let flow = 0;
+  let column = 0;
+  let lineStart = true;
+  let afterIndicator = false;
+  let tokens = 0;
+  for (const token of new Lexer().lex(source)) {
+    if (++tokens > MAX_YAML_TOKENS) {
+      throw new InvalidYamlError(`${what} has more than ${MAX_YAML_TOKENS} YAML tokens; use JSON for documents this fragmented.`);
+    }
+    const first = token.charCodeAt(0);
+    if (token.length === 1 && (first === 0x02 || first === 0x18 || first === 0x1f || first === 0xfeff)) continue; // markers
+    if (/^[\r\n]+$/.test(token)) {
+      column = 0;
+      lineStart = true;
+      afterIndicator = false;
+      continue;
+    }
+    if (/^[ \t]+$/.test(token) || first === 0x23 /* # comment */) {
+      column += token.length;
+      continue;
+    }
+    if (token === "[" || token === "{") {
+      if (++flow > MAX_DOCUMENT_DEPTH) throw new InvalidYamlError(`${what} nests deeper than ${MAX_DOCUMENT_DEPTH} levels.`);
+    } else if (token === "]" || token === "}") {
+      flow = Math.max(0, flow - 1);
+    } else if (flow === 0 && (lineStart || afterIndicator) && column > MAX_BLOCK_COLUMN) {
+      throw new InvalidYamlError(`${what} starts a block node at column ${column}; nesting that deep is refused.`);
+    }
+    afterIndicator = flow === 0 && (token === "-" || token === "?" || (token === ":" && lineStart));
+    lineStart = false;
+    const newline = token.lastIndexOf("\n");
+    if (newline >= 0) {
+      column = token.length - newline - 1;
+      lineStart = column === 0;
+    } else {
+      column += token.length;
+    }
+  }
+}
+
 /** Refuses anchors, aliases, explicit tags, non-string keys and deep nesting, before any conversion. */
 function assertPlainYaml(root: Node, source: string, what: string): void {
   let failure: InvalidYamlError | undefined;
@@ -110,11 +176,17 @@ function assertPlainYaml(root: Node, source: string, what: string): void {
         failure = new InvalidYamlError(`${where()} nests deeper than ${MAX_DOCUMENT_DEPTH} levels.`);
       }
       if (!failure && isMap(node)) {
+        const keys = new Set<string>();
         for (const pair of node.items) {
           if (!isScalar(pair.key) || typeof pair.key.value !== "string") {
             failure = new InvalidYamlError(`${where()} has a mapping key that is not a string; quote it.`);
             break;
           }
+          if (keys.has(pair.key.value)) {
+            failure = new InvalidYamlError(`${where()} repeats the key ${JSON.stringify(pair.key.value)} (DUPLICATE_KEY).`);
+            break;
+          }
+          keys.add(pair.key.value);
         }
       }
       return failure ? visit.BREAK : undefined;
