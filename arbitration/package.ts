@@ -9,6 +9,7 @@
 import type { Address, Hex } from "viem";
 
 import { artifactId } from "../channel-client/canonical";
+import { InvalidFieldError } from "../channel-client/errors";
 import {
   signedSessionReceiptFromJson,
   signedSessionReceiptToJson,
@@ -231,7 +232,8 @@ export function packageFromJson(value: unknown, path = "ChallengePackage"): Chal
 }
 
 function subjectFromJson(value: unknown, path: string): Subject {
-  const kind = expectLiteral(isObject(value) ? value.kind : undefined, `${path}.kind`, ["gig", "session"]);
+  if (!isObject(value)) throw new InvalidFieldError(path, "a subject object", value);
+  const kind = expectLiteral(value.kind, `${path}.kind`, ["gig", "session"]);
   if (kind === "gig") {
     const o = expectObject(value, path, ["kind", "gig_escrow", "gig_id"]);
     return { kind, gigEscrow: expectAddress(o.gig_escrow, `${path}.gig_escrow`), gigId: expectUint(o.gig_id, `${path}.gig_id`, 64) };
@@ -262,7 +264,8 @@ function claimFromJson(value: unknown, path: string): Claim {
 
 /** Validates one evidence item and checks that its `artifact_id` is the artifact id of its content. */
 export function evidenceFromJson(value: unknown, path = "Evidence"): Evidence {
-  const kind = expectLiteral(isObject(value) ? value.kind : undefined, `${path}.kind`, EVIDENCE_KINDS);
+  if (!isObject(value)) throw new InvalidFieldError(path, "an evidence object { kind, artifact_id, content }", value);
+  const kind = expectLiteral(value.kind, `${path}.kind`, EVIDENCE_KINDS);
   const o = expectObject(value, path, ["kind", "artifact_id", "content"]);
   const claimed = expectHash(o.artifact_id, `${path}.artifact_id`);
   const content = `${path}.content`;
