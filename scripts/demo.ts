@@ -8,7 +8,10 @@
  *    root, prove one receipt into it, and settle cooperatively with signatures exchanged over the socket;
  * 4. open a second channel, stream a few invocations, then close it unilaterally with a STALE ticket: the
  *    provider's watchtower answers with the newest ticket inside the window; the clock is advanced past
- *    the window and the channel is finalised.
+ *    the window and the channel is finalised;
+ * 5. disputes (scripts/demo-disputes.ts): the whitepaper's Appendix A.4 gig — code failing 3 of 12 tests,
+ *    decided by Lane 1 and enforced on-chain — and a session receipt signed under the wrong policy, proven
+ *    against the committed root and decided by Lane 0.
  *
  *   npm run demo                     readable summary
  *   npm run demo -- --json           the same, plus one JSON object on the last line
@@ -36,6 +39,7 @@ import { PayerClient } from "../channel-client/node/payer-client";
 import { SqliteStore } from "../channel-client/store/sqlite-store";
 import type { ChannelRecord } from "../channel-client/store/store";
 import { NATIVE_ASSET, termsHashOf, type ChannelTerms, type PricingTerms } from "../channel-client/terms";
+import { runDisputeDemo } from "./demo-disputes";
 import { deployAll } from "./deploy";
 import { serveEmbeddedNetwork } from "./embedded-rpc";
 import { startProviderProcess, stopProcess } from "./provider-process";
@@ -85,7 +89,7 @@ async function main(): Promise<void> {
     const escrow = deployment.contracts.GasEscrow.address;
     const rpc = await serveEmbeddedNetwork(hre);
     cleanup.unshift(() => rpc.close());
-    log(`Deployed GasEscrow at ${escrow} on the embedded devnet (chain ${deployment.chainId}), served at ${rpc.url}.`);
+    log(`Deployed GasEscrow at ${escrow}, GigEscrow, ProviderRegistry and DisputeManager on the embedded devnet (chain ${deployment.chainId}), served at ${rpc.url}.`);
 
     const pricing: PricingTerms = { version: "1", unit: "invocation", pricePerInvocation: parseEther("0.000001") };
     const answered: Record<string, unknown>[] = [];
@@ -181,6 +185,10 @@ async function main(): Promise<void> {
     const finalized = await finalizeClose({ wallet: payerWallet, publicClient, escrow, ref: second.ref, recorded });
     log(`After the window the channel finalised: ${formatEther(finalized.paidToProvider)} ETH to the provider (the newest ticket's amount), ${formatEther(finalized.refundedToFunder)} ETH refunded (gas ${finalized.gasUsed}).`);
 
+    // --- Disputes: a gig decided by Lane 1 and a session receipt decided by Lane 0. ---
+    log("");
+    const cases = await runDisputeDemo({ hre, deployment, publicClient, wallets: wallets as unknown as Wallet[], log });
+
     const gas: Record<string, number> = {
       open: Number(opened.gasUsed),
       deposit: Number(topUp.gasUsed),
@@ -199,6 +207,11 @@ async function main(): Promise<void> {
     log(`  watchtower         stale seq ${closed.state.seq} answered with seq ${challenge.seq} ${inWindow ? "inside" : "OUTSIDE"} the window`);
     log("Gas used per transaction:");
     for (const [op, g] of Object.entries(gas)) log(`  ${op.padEnd(18)} ${g.toLocaleString("en-US")}`);
+    log("Dispute cases:");
+    for (const c of cases) {
+      const changes = Object.entries(c.balanceChanges).map(([who, delta]) => `${who} ${delta}`).join(", ");
+      log(`  ${c.subject.padEnd(8)} lane ${c.lane}  ${c.verdict.padEnd(16)} resolution ${c.resolutionHash.slice(0, 18)}…  ${changes}`);
+    }
     log(`  wall time          ${((Date.now() - started) / 1000).toFixed(1)} s`);
 
     if (options.json) {
@@ -227,6 +240,7 @@ async function main(): Promise<void> {
             paidToProvider: finalized.paidToProvider.toString(),
             refundedToFunder: finalized.refundedToFunder.toString(),
           },
+          cases,
         }),
       );
     }
