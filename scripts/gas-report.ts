@@ -9,7 +9,7 @@
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import hre from "hardhat";
-import { keccak256, parseEther, stringToBytes, zeroHash, type Hash, type Hex, type LocalAccount } from "viem";
+import { keccak256, parseEther, parseEventLogs, stringToBytes, zeroHash, type Hash, type Hex, type LocalAccount } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
 import { toCompactSignature } from "../channel-client/eip712";
@@ -125,6 +125,51 @@ export async function measureGas(): Promise<GasReport> {
   await gasOf("bond (arbitrator stake)", await registry.write.bond([ARBITRATOR, parseEther("1000")], { account: stranger.account }));
   await registry.write.grantRole([await registry.read.SLASHER_ROLE(), governance.account.address], { account: governance.account });
   await gasOf("slash", await registry.write.slash([PROVIDER, providerWallet.account.address, parseEther("50"), funder.account.address, 2_000], { account: governance.account }));
+
+  // GigEscrow on that registry: the funder is the client, the bonded provider accepts and delivers, a stranger
+  // releases and refunds, governance stands in for the DisputeManager. Each kind of gig (ETH, LaborGas) is
+  // funded once unmeasured first, so the figures are the steady state: the gig counter and the escrow's token
+  // balance are already non-zero, as on a live deployment.
+  const gigEscrow = await hre.viem.deployContract("GigEscrow", [governance.account.address, registry.address]);
+  await gigEscrow.write.grantRole([await gigEscrow.read.DISPUTE_ROLE(), governance.account.address], { account: governance.account });
+  await token.write.mint([funder.account.address, parseEther("10000")], { account: governance.account });
+  await token.write.approve([gigEscrow.address, parseEther("10000")], { account: funder.account });
+  const DAY = 86_400;
+  const WINDOW = 3_600;
+  const fundGig = async (label: string | undefined, asset: Hex = NATIVE_ASSET): Promise<bigint> => {
+    const deadline = Number((await publicClient.getBlock()).timestamp) + DAY;
+    const amount = parseEther("1");
+    const hash = await gigEscrow.write.fund([providerWallet.account.address, asset, amount, h("intent contract schema"), deadline, WINDOW], {
+      account: funder.account,
+      value: asset === NATIVE_ASSET ? amount : 0n,
+    });
+    const receipt = label ? await gasOf(label, hash) : await publicClient.waitForTransactionReceipt({ hash });
+    const [funded] = parseEventLogs({ abi: gigEscrow.abi, eventName: "GigFunded", logs: receipt.logs });
+    return funded!.args.gigId;
+  };
+  const acceptAndDeliver = async (gigId: bigint, labels: [string, string] | undefined) => {
+    const accepted = await gigEscrow.write.accept([gigId], { account: providerWallet.account });
+    if (labels) await gasOf(labels[0], accepted);
+    const delivered = await gigEscrow.write.deliver([gigId, h("deliverable"), h("receipt root")], { account: providerWallet.account });
+    if (labels) await gasOf(labels[1], delivered);
+  };
+  await fundGig(undefined);
+  const g1 = await fundGig("gig fund (ETH)");
+  await acceptAndDeliver(g1, ["gig accept", "gig deliver"]);
+  await gasOf("gig acceptDelivery", await gigEscrow.write.acceptDelivery([g1], { account: funder.account }));
+  const g2 = await fundGig(undefined);
+  await acceptAndDeliver(g2, undefined);
+  await hre.network.provider.send("evm_increaseTime", [WINDOW]);
+  await gasOf("gig release", await gigEscrow.write.release([g2], { account: stranger.account }));
+  const g3 = await fundGig(undefined);
+  const g4 = await fundGig(undefined);
+  await acceptAndDeliver(g4, undefined);
+  await gasOf("gig freeze", await gigEscrow.write.freeze([g4], { account: governance.account }));
+  await gasOf("gig resolve (split)", await gigEscrow.write.resolve([g4, parseEther("0.25")], { account: governance.account }));
+  await hre.network.provider.send("evm_increaseTime", [DAY + 1]);
+  await gasOf("gig refund", await gigEscrow.write.refund([g3], { account: stranger.account }));
+  await fundGig(undefined, token.address);
+  await fundGig("gig fund (ERC-20)", token.address);
   return report;
 }
 
