@@ -10,6 +10,7 @@ import { InvalidFieldError } from "../channel-client/errors";
 import { expectObject } from "../channel-client/validate";
 import { BundleHashMismatchError, InvalidBundleError } from "./errors";
 
+/** A validated bundle: relative path → UTF-8 content. Its JSON form is identical. */
 export type Bundle = { files: Record<string, string> };
 
 /** Size limits of one bundle. */

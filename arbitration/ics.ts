@@ -25,6 +25,7 @@ import { expectBundlePath } from "./bundle";
 import { expectArray, expectInt, expectPattern } from "./document";
 import { InvalidIcsError, UnsupportedRunnerError } from "./errors";
 
+/** The only `ics_version` there is. */
 export const ICS_VERSION = 1;
 
 /** Languages a `language` rubric item can demand, and the file extensions that count as each. */
@@ -79,6 +80,7 @@ export type PenaltySchedule = {
   unserviceable: { computeSpentBps: number };
 };
 
+/** A validated ICS (TypeScript form: camelCase, bigint amounts). */
 export type Ics = {
   icsVersion: typeof ICS_VERSION;
   task: string;
@@ -90,6 +92,7 @@ export type Ics = {
   penaltySchedule: PenaltySchedule;
 };
 
+/** The JSON form of an ICS: snake_case keys, amounts and timestamps as decimal strings. */
 export type IcsJson = {
   ics_version: typeof ICS_VERSION;
   task: string;
@@ -271,6 +274,7 @@ export function runnerFromJson(value: unknown, path = "Runner"): Runner {
   };
 }
 
+/** The JSON form of a runner. */
 export function runnerToJson(runner: Runner): RunnerJson {
   return { command: [...runner.command], timeout_ms: runner.timeoutMs, max_output_bytes: runner.maxOutputBytes };
 }
@@ -311,6 +315,7 @@ function assertRubricConsistent(ics: Ics, path: string): void {
   });
 }
 
+/** The JSON form of an ICS (what {@link icsHash} hashes). */
 export function icsToJson(ics: Ics): IcsJson {
   const p = ics.penaltySchedule;
   return {

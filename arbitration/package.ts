@@ -47,6 +47,7 @@ import { expectArray, expectBoolean, expectInt, parseDocument, type DocumentForm
 import { ArtifactIdMismatchError, InvalidPackageError } from "./errors";
 import { icsFromJson, icsToJson, type Ics, type IcsJson } from "./ics";
 
+/** The `schema` tag of every package. */
 export const PACKAGE_SCHEMA = "ioi.challenge_package/1";
 
 /** Limits of the package fields. */
@@ -122,6 +123,7 @@ export type EvidenceJson<K extends EvidenceKind = EvidenceKind> = {
   [k in K]: { kind: k; artifact_id: Hex; content: EvidenceContentJson[k] };
 }[K];
 
+/** A validated ChallengePackage (TypeScript form). */
 export type ChallengePackage = {
   schema: typeof PACKAGE_SCHEMA;
   caseId: Hex;
@@ -140,6 +142,7 @@ export type ChallengePackage = {
   evidence: Evidence[];
 };
 
+/** The JSON form of a ChallengePackage, exactly as submitted and hashed. */
 export type ChallengePackageJson = {
   schema: typeof PACKAGE_SCHEMA;
   case_id: Hex;
@@ -358,10 +361,12 @@ export function makeEvidence<K extends EvidenceKind>(kind: K, content: EvidenceC
   return { ...item, artifactId: artifactId(evidenceContentToJson(item as unknown as Evidence)) };
 }
 
+/** The JSON form of an evidence item. */
 export function evidenceToJson(item: Evidence): EvidenceJson {
   return { kind: item.kind, artifact_id: item.artifactId, content: evidenceContentToJson(item) } as EvidenceJson;
 }
 
+/** The JSON form of a package (what {@link packageHash} hashes). */
 export function packageToJson(p: ChallengePackage): ChallengePackageJson {
   const subject: SubjectJson =
     p.subject.kind === "gig"

@@ -26,8 +26,10 @@ import { InvalidResolutionError } from "./errors";
 import { EVIDENCE_KINDS, PACKAGE_LIMITS, type EvidenceKind } from "./package";
 import { upipFromJson, type UpipRecord } from "./upip";
 
+/** The `schema` tag of every resolution. */
 export const RESOLUTION_SCHEMA = "ioi.resolution/1";
 
+/** The aggregate verdicts, in on-chain code order. */
 export const FINAL_VERDICTS = ["provider_fault", "challenger_fault", "no_fault", "undecidable"] as const;
 export type FinalVerdict = (typeof FINAL_VERDICTS)[number];
 
@@ -62,6 +64,7 @@ export type Aggregate = {
 
 export type Remedy = { verdict: VerdictCode; refund: bigint; slash: bigint };
 
+/** A Resolution document (TypeScript form). */
 export type Resolution = {
   schema: typeof RESOLUTION_SCHEMA;
   caseId: Hex;
@@ -84,6 +87,7 @@ export type Resolution = {
   remedy: Remedy;
 };
 
+/** The JSON form of a Resolution: snake_case, amounts as decimal strings. */
 export type ResolutionJson = {
   schema: typeof RESOLUTION_SCHEMA;
   case_id: Hex;
@@ -127,6 +131,7 @@ const REASON_CODE = /^[A-Z0-9_]{1,64}$/;
 const U32_MAX = 0xffff_ffff;
 const lower = (address: Address): Hex => address.toLowerCase() as Hex;
 
+/** The JSON form of a resolution (what {@link resolutionHash} hashes). */
 export function resolutionToJson(r: Resolution): ResolutionJson {
   return {
     schema: r.schema,
@@ -373,6 +378,7 @@ export function resolutionHash(r: Resolution | ResolutionJson): Hex {
 export const DISPUTE_MANAGER_DOMAIN_NAME = "IOI DisputeManager";
 export const DISPUTE_MANAGER_DOMAIN_VERSION = "1";
 
+/** The EIP-712 types `DisputeManager.RESOLUTION_TYPEHASH` is built from. */
 export const RESOLUTION_TYPES = {
   Resolution: [
     { name: "caseId", type: "bytes32" },
