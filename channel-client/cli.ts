@@ -66,15 +66,16 @@ import type { ChannelRecord, ChannelStore } from "./store/store";
 import { channelRefToJson, NATIVE_ASSET, pricingTermsToJson, termsHashOf, type PricingTerms } from "./terms";
 import { paymentTicketHash, signedPaymentTicketToJson } from "./ticket";
 import { Watchtower } from "./watchtower";
+import { ARBITRATE_COMMAND, DISPUTE_GROUPS, DISPUTE_HELP, DISPUTE_OPTIONS, disputeGroupHelp } from "../arbitration/cli";
 
 /** A command-line mistake: printed as one sentence with the usage, never as a stack trace. */
 export class UsageError extends BaseError {
   override name = "UsageError" as const;
 }
 
-type Out = { json: boolean; lines: string[]; result: Record<string, unknown> };
+export type Out = { json: boolean; lines: string[]; result: Record<string, unknown> };
 
-const GLOBAL_OPTIONS = {
+export const GLOBAL_OPTIONS = {
   rpc: { type: "string" },
   escrow: { type: "string" },
   db: { type: "string" },
@@ -83,9 +84,11 @@ const GLOBAL_OPTIONS = {
   help: { type: "boolean", short: "h" },
 } as const satisfies ParseArgsConfig["options"];
 
-type Command = {
+export type Command = {
   summary: string;
   usage: string;
+  /** Extra lines of `--help` after the usage (what the options mean). */
+  notes?: string[];
   options: ParseArgsConfig["options"];
   run: (values: Record<string, string | boolean | undefined>, out: Out) => Promise<void>;
 };
@@ -158,13 +161,13 @@ const COMMANDS: Record<string, Command> = {
                               PLUMBING
 //////////////////////////////////////////////////////////////*/
 
-function need(values: Record<string, unknown>, name: string, what: string): string {
+export function need(values: Record<string, unknown>, name: string, what: string): string {
   const value = values[name];
   if (typeof value !== "string" || value.length === 0) throw new UsageError(`--${name} is required: ${what}.`);
   return value;
 }
 
-function uint(values: Record<string, unknown>, name: string, what: string, fallback?: bigint): bigint {
+export function uint(values: Record<string, unknown>, name: string, what: string, fallback?: bigint): bigint {
   const value = values[name];
   if (value === undefined && fallback !== undefined) return fallback;
   const text = need(values, name, what);
@@ -172,13 +175,13 @@ function uint(values: Record<string, unknown>, name: string, what: string, fallb
   return BigInt(text);
 }
 
-function sessionOf(values: Record<string, unknown>): Hex {
+export function sessionOf(values: Record<string, unknown>): Hex {
   const session = need(values, "session", "the session id (0x and 64 hex digits)");
   if (!isHex(session) || session.length !== 66) throw new UsageError(`--session must be 0x and 64 hex digits; received "${session}".`);
   return session.toLowerCase() as Hex;
 }
 
-function loadAccount(values: Record<string, unknown>): LocalAccount {
+export function loadAccount(values: Record<string, unknown>): LocalAccount {
   const name = (values["key-env"] as string | undefined) ?? "IOI_PRIVATE_KEY";
   const key = process.env[name];
   if (!key) throw new UsageError(`Set ${name} to the acting party's private key (0x and 64 hex digits).`);
@@ -187,11 +190,11 @@ function loadAccount(values: Record<string, unknown>): LocalAccount {
 }
 
 /** A contract's address from its option, its environment variable, or deployments/localhost.json. */
-function deployedAddress(
+export function deployedAddress(
   values: Record<string, unknown>,
-  option: "escrow" | "gig-escrow",
-  envName: "IOI_ESCROW" | "IOI_GIG_ESCROW",
-  contract: "GasEscrow" | "GigEscrow",
+  option: "escrow" | "gig-escrow" | "dispute-manager" | "registry",
+  envName: "IOI_ESCROW" | "IOI_GIG_ESCROW" | "IOI_DISPUTE_MANAGER" | "IOI_REGISTRY",
+  contract: "GasEscrow" | "GigEscrow" | "DisputeManager" | "ProviderRegistry",
 ): Address {
   const given = (values[option] as string | undefined) ?? process.env[envName];
   if (given) {
@@ -217,7 +220,7 @@ function gigEscrowAddress(values: Record<string, unknown>): Address {
 }
 
 /** A public client (and a wallet for `account`) on the node at --rpc, with the chain id it reports. */
-async function rpcClients(values: Record<string, unknown>, account?: LocalAccount) {
+export async function rpcClients(values: Record<string, unknown>, account?: LocalAccount) {
   const url = (values.rpc as string | undefined) ?? process.env.IOI_RPC_URL ?? "http://127.0.0.1:8545";
   const probe = createPublicClient({ transport: http(url) });
   let chainId: number;
@@ -239,13 +242,13 @@ async function chainClients(values: Record<string, unknown>, account?: LocalAcco
   return { publicClient, wallet, escrow, domain, chainId };
 }
 
-function openStore(values: Record<string, unknown>, role: string): ChannelStore {
+export function openStore(values: Record<string, unknown>, role: string): ChannelStore {
   const file = (values.db as string | undefined) ?? path.join(".data", `${role}.db`);
   mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   return SqliteStore.open(file);
 }
 
-function channelOf(store: ChannelStore, sessionId: Hex): ChannelRecord {
+export function channelOf(store: ChannelStore, sessionId: Hex): ChannelRecord {
   const channel = store.getChannel(sessionId);
   if (!channel) throw new UsageError(`The store holds no channel ${sessionId}; check --db and --session.`);
   return channel;
@@ -630,19 +633,19 @@ const GIG_COMMANDS: Record<string, Command> = {
 /** Largest --ics-file read: an Intent Contract Schema is a small JSON document. */
 const MAX_ICS_FILE_BYTES = 1 << 20;
 
-function gigIdOf(values: Record<string, unknown>): bigint {
+export function gigIdOf(values: Record<string, unknown>): bigint {
   const id = uint(values, "gig", "the gig id, a whole number from 1");
   if (id === 0n || id >= 1n << 64n) throw new UsageError(`--gig must be a gig id from 1 to 2^64 - 1; received "${values.gig as string}".`);
   return id;
 }
 
-function hashOption(values: Record<string, unknown>, name: string, what: string): Hex {
+export function hashOption(values: Record<string, unknown>, name: string, what: string): Hex {
   const value = need(values, name, what);
   if (!isHex(value) || value.length !== 66) throw new UsageError(`--${name} must be 0x and 64 hex digits (${what}); received "${value}".`);
   return value.toLowerCase() as Hex;
 }
 
-function addressOption(values: Record<string, unknown>, name: string, what: string): Address {
+export function addressOption(values: Record<string, unknown>, name: string, what: string): Address {
   const value = need(values, name, what);
   if (!isAddress(value)) throw new UsageError(`--${name} must be an address (${what}); received "${value}".`);
   return getAddress(value);
@@ -767,7 +770,7 @@ async function runGigShow(values: Record<string, unknown>, out: Out): Promise<vo
                                 MAIN
 //////////////////////////////////////////////////////////////*/
 
-const GLOBAL_HELP = [
+export const GLOBAL_HELP = [
   "  --rpc URL        EVM JSON-RPC (default $IOI_RPC_URL or http://127.0.0.1:8545)",
   "  --escrow ADDR    GasEscrow (default $IOI_ESCROW or deployments/localhost.json)",
   "  --db PATH        the SQLite store (default .data/<role>.db)",
@@ -782,6 +785,8 @@ function help(): string {
   const lines = ["Usage: ioi <command> [options]   (ioi <command> --help for a command's options)", "", "Commands:"];
   for (const [name, c] of Object.entries(COMMANDS)) lines.push(`  ${name.padEnd(11)} ${c.summary}`);
   lines.push(`  ${"gig".padEnd(11)} outcome-based gigs: fund, accept, deliver, settle (ioi gig --help)`);
+  for (const [name, group] of Object.entries(DISPUTE_GROUPS)) lines.push(`  ${name.padEnd(11)} ${group.summary}`);
+  lines.push(`  ${"arbitrate".padEnd(11)} ${ARBITRATE_COMMAND.summary}`);
   lines.push("", "Global options:", ...GLOBAL_HELP);
   return lines.join("\n");
 }
@@ -812,6 +817,21 @@ export async function main(argv: string[]): Promise<number> {
     }
     return runCommand(`gig ${sub}`, command, GIG_OPTIONS, GIG_HELP, args);
   }
+  const group = Object.hasOwn(DISPUTE_GROUPS, name) ? DISPUTE_GROUPS[name as keyof typeof DISPUTE_GROUPS] : undefined;
+  if (group) {
+    const [sub, ...args] = rest;
+    if (!sub || sub === "--help" || sub === "-h" || sub === "help") {
+      console.log(disputeGroupHelp(name as keyof typeof DISPUTE_GROUPS));
+      return 0;
+    }
+    const command = Object.hasOwn(group.commands, sub) ? group.commands[sub] : undefined;
+    if (!command) {
+      console.error(`Unknown ${name} subcommand "${sub}".\n\n${disputeGroupHelp(name as keyof typeof DISPUTE_GROUPS)}`);
+      return 2;
+    }
+    return runCommand(`${name} ${sub}`, command, DISPUTE_OPTIONS, DISPUTE_HELP, args, "Dispute options:");
+  }
+  if (name === "arbitrate") return runCommand(name, ARBITRATE_COMMAND, DISPUTE_OPTIONS, DISPUTE_HELP, rest, "Dispute options:");
   const command = COMMANDS[name];
   if (!command) {
     console.error(`Unknown command "${name}".\n\n${help()}`);
@@ -821,12 +841,13 @@ export async function main(argv: string[]): Promise<number> {
 }
 
 /** Parses `args` for `command` (with the global and `extra` options), runs it, and prints the outcome. */
-async function runCommand(
+export async function runCommand(
   name: string,
   command: Command,
   extra: ParseArgsConfig["options"],
   extraHelp: string[],
   args: string[],
+  extraTitle = "Gig options:",
 ): Promise<number> {
   let values: Record<string, string | boolean | undefined>;
   try {
@@ -837,7 +858,8 @@ async function runCommand(
   }
   if (values.help) {
     const sections = [command.summary, `Usage: ${command.usage}`];
-    if (extraHelp.length > 0) sections.push(["Gig options:", ...extraHelp].join("\n"));
+    if (command.notes) sections.push(command.notes.join("\n"));
+    if (extraHelp.length > 0) sections.push([extraTitle, ...extraHelp].join("\n"));
     sections.push(["Global options:", ...GLOBAL_HELP].join("\n"));
     console.log(sections.join("\n\n"));
     return 0;
