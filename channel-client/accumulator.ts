@@ -11,10 +11,10 @@
  * the root: fold them from the lowest level upward. That is why the root needs O(log n) hashes
  * without rebuilding anything, and why a party that only needs the root can keep just the peaks.
  */
-import { keccak_256 } from "@noble/hashes/sha3.js";
 import { bytesToHex, hexToBytes } from "viem";
 import type { Hex } from "viem";
 import { InvalidFieldError, InvalidHexError, LeafIndexOutOfRangeError } from "./errors";
+import { keccak256Bytes } from "./keccak";
 
 const NODE_BYTES = 32;
 const NODE_HEX = /^0x[0-9a-fA-F]{64}$/;
@@ -45,7 +45,7 @@ function hashNodes(a: Uint8Array, aOffset: number, b: Uint8Array, bOffset: numbe
     scratch[aAt + i] = a[aOffset + i];
     scratch[bAt + i] = b[bOffset + i];
   }
-  return keccak_256(scratch);
+  return keccak256Bytes(scratch);
 }
 
 /** Validates a 32-byte node given as hex or bytes; `what` names it in the error. */

@@ -6,9 +6,10 @@
  * received from a peer can be required to already be canonical.
  */
 import canonicalize from "canonicalize";
-import { keccak256, stringToBytes, type Hex } from "viem";
+import { stringToBytes, type Hex } from "viem";
 
 import { InvalidJsonError, NonCanonicalJsonError, NonFiniteNumberError, SizeLimitError } from "./errors";
+import { keccak256Hex } from "./keccak";
 
 /** Deepest nesting a parsed document may have; real artifacts use fewer than ten levels. */
 export const MAX_JSON_DEPTH = 64;
@@ -35,7 +36,7 @@ export function canonBytes(value: unknown): Uint8Array {
 
 /** `keccak256(canon(value))`: the id of an artifact (whitepaper 6.3.2). */
 export function artifactId(value: unknown): Hex {
-  return keccak256(canonBytes(value));
+  return keccak256Hex(canonBytes(value));
 }
 
 export type ParseCanonicalParameters = {

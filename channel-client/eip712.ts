@@ -147,7 +147,9 @@ function verifiesFor(publicKey: ReturnType<typeof secp256k1.Point.fromHex>, dige
   if (rn === 0n || rn >= SECP256K1_N || sn === 0n || sn > SECP256K1_HALF_N) return false;
   const w = invert(sn, SECP256K1_N);
   const z = BigInt(digest) % SECP256K1_N;
-  const point = secp256k1.Point.BASE.mulAddUnsafe((z * w) % SECP256K1_N, publicKey, (rn * w) % SECP256K1_N);
+  // Two separate multiplications, each through its point's precomputed window table (the generator's and
+  // the learned key's): about twice as fast as one joint multiplication without the key's table.
+  const point = secp256k1.Point.BASE.multiplyUnsafe((z * w) % SECP256K1_N).add(publicKey.multiplyUnsafe((rn * w) % SECP256K1_N));
   if (point.is0()) return false;
   const { x, y } = point.toAffine();
   return x === rn && Number(y & 1n) === yParity;

@@ -1,0 +1,33 @@
+/**
+ * keccak256 for the hot paths (Merkle nodes, receipt leaves, artifact ids): hash-wasm's WebAssembly
+ * keccak, about five times faster than the pure-JS one on 32- to 96-byte inputs. The WebAssembly module
+ * compiles asynchronously when this module loads; until it is ready (and if it ever fails to load) the
+ * same digest comes from @noble/hashes, so results never depend on which one ran.
+ */
+import { keccak_256 } from "@noble/hashes/sha3.js";
+import { createKeccak, type IHasher } from "hash-wasm";
+import { bytesToHex, type Hex } from "viem";
+
+let wasm: IHasher | undefined;
+
+/** Settles once the WebAssembly hasher is ready (or failed to load, in which case the JS one stays). */
+export const fastKeccakReady: Promise<void> = createKeccak(256).then(
+  (hasher) => {
+    wasm = hasher;
+  },
+  () => undefined,
+);
+
+/** keccak256 of `data` as 32 fresh bytes. */
+export function keccak256Bytes(data: Uint8Array): Uint8Array {
+  const hasher = wasm;
+  if (hasher === undefined) return keccak_256(data);
+  hasher.init();
+  hasher.update(data);
+  return hasher.digest("binary");
+}
+
+/** keccak256 of `data` as 0x-prefixed lowercase hex. */
+export function keccak256Hex(data: Uint8Array): Hex {
+  return bytesToHex(keccak256Bytes(data));
+}
