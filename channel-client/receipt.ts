@@ -5,6 +5,7 @@
 import { concat, keccak256, stringToBytes, zeroHash, type Address, type Hex, type LocalAccount } from "viem";
 
 import { artifactId } from "./canonical";
+import { keccak256Hex } from "./keccak";
 import { assertDigestSigner, signDigest } from "./eip712";
 import {
   expectHash,
@@ -107,7 +108,41 @@ export function signedSessionReceiptFromJson(value: unknown, path = "SignedSessi
 
 /** `keccak256(canon(receipt))`: the receipt's id, its half of the leaf, and the next receipt's `prevReceiptHash`. */
 export function sessionReceiptHash(receipt: SessionReceipt): Hex {
-  return artifactId(sessionReceiptToJson(receipt));
+  const text = canonicalReceiptText(receipt);
+  return text === undefined ? artifactId(sessionReceiptToJson(receipt)) : keccak256Hex(utf8.encode(text));
+}
+
+const utf8 = new TextEncoder();
+const LOWER_HASH = /^0x[0-9a-f]{64}$/;
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * RFC 8785 canonical JSON of a receipt written out directly: keys in code-unit order, amounts as decimal
+ * strings, `modelSnapshotId` escaped as JSON.stringify escapes (which JCS adopts for strings). It is the
+ * receipt hot path of a provider (and of batched receipts); anything unusual (non-lowercase hashes,
+ * negative amounts, lone surrogates) returns undefined so the generic `canon` path decides — and refuses
+ * what it must. `receipt.test` proves both paths give the same bytes.
+ */
+export function canonicalReceiptText(r: SessionReceipt): string | undefined {
+  if (
+    !LOWER_HASH.test(r.sessionId) ||
+    !LOWER_HASH.test(r.offloadPacketHash) ||
+    !LOWER_HASH.test(r.outputHash) ||
+    !LOWER_HASH.test(r.policyHash) ||
+    !LOWER_HASH.test(r.prevReceiptHash) ||
+    r.seq < 0n ||
+    r.metering.units < 0n ||
+    r.metering.amount < 0n ||
+    LONE_SURROGATE.test(r.modelSnapshotId)
+  ) {
+    return undefined;
+  }
+  return (
+    `{"metering":{"amount":"${r.metering.amount}","units":"${r.metering.units}"},` +
+    `"modelSnapshotId":${JSON.stringify(r.modelSnapshotId)},"offloadPacketHash":"${r.offloadPacketHash}",` +
+    `"outputHash":"${r.outputHash}","policyHash":"${r.policyHash}","prevReceiptHash":"${r.prevReceiptHash}",` +
+    `"seq":"${r.seq}","sessionId":"${r.sessionId}"}`
+  );
 }
 
 /** What the provider signs: `keccak256(keccak256(RECEIPT_SIGNATURE_DOMAIN) ‖ receiptHash)`. */

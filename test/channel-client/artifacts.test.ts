@@ -7,6 +7,7 @@ import { receiptLeaf, receiptLeafFromHashes, LEAF_DOMAIN_HASH } from "../../chan
 import {
   sessionReceiptFromJson,
   sessionReceiptHash,
+  canonicalReceiptText,
   sessionReceiptToJson,
   signSessionReceipt,
   verifySessionReceipt,
@@ -29,6 +30,7 @@ import {
 } from "../../channel-client/ticket";
 import { hardhatAccount, ROLE } from "../helpers/fixtures";
 import { h, sampleReceipt, sampleTicket, SESSION_ID } from "../helpers/samples";
+import { mulberry32 } from "../helpers/prng";
 import { rejection, thrown } from "../helpers/assert";
 
 
@@ -140,6 +142,31 @@ describe("session artifacts", () => {
         `"outputHash":"${h("output")}","policyHash":"${h("policy")}","prevReceiptHash":"${zeroHash}","seq":"1","sessionId":"${SESSION_ID}"}`;
       expect(canon(sessionReceiptToJson(receipt))).to.equal(expected);
       expect(sessionReceiptHash(receipt)).to.equal(keccak256(stringToBytes(expected)));
+    });
+
+    it("hashes through the hand-written canonical text exactly as through canon(), for any receipt", () => {
+      const prng = mulberry32(0x5eed);
+      const random = () => prng.next();
+      const hash = () => `0x${Array.from({ length: 64 }, () => "0123456789abcdef"[Math.floor(random() * 16)]).join("")}` as Hex;
+      const strings = ["model:demo@1", "", "quote\"back\\slash", "tab\tnew\nline\u0001", "émoji 😀", "\u2028\u2029", "</script>"];
+      for (let i = 0; i < 500; i++) {
+        const receipt = sampleReceipt({
+          sessionId: hash(),
+          seq: BigInt(Math.floor(random() * 2 ** 53)),
+          offloadPacketHash: hash(),
+          outputHash: hash(),
+          policyHash: hash(),
+          prevReceiptHash: hash(),
+          modelSnapshotId: strings[i % strings.length]!,
+          metering: { units: BigInt(Math.floor(random() * 1e9)), amount: (2n ** 128n - 1n) >> BigInt(i % 128) },
+        });
+        expect(canonicalReceiptText(receipt)).to.equal(canon(sessionReceiptToJson(receipt)));
+        expect(sessionReceiptHash(receipt)).to.equal(keccak256(stringToBytes(canon(sessionReceiptToJson(receipt)))));
+      }
+      // What the fast path does not handle goes to canon(), which refuses it as before.
+      expect(canonicalReceiptText(sampleReceipt({ modelSnapshotId: "lone \ud800" }))).to.equal(undefined);
+      expect(thrown(() => sessionReceiptHash(sampleReceipt({ modelSnapshotId: "lone \ud800" }))).name).to.equal("InvalidJsonError");
+      expect(canonicalReceiptText(sampleReceipt({ outputHash: h("x").toUpperCase().replace("0X", "0x") as Hex }))).to.equal(undefined);
     });
 
     it("round-trips and validates", () => {
