@@ -86,7 +86,7 @@ import { InvalidBundleError } from "./errors";
 import { icsFromJson, icsHash, type Ics } from "./ics";
 import { packageHash, packageToJson, parsePackage, soleEvidence, evidenceOfKind, type ChallengePackage, type ReceiptEvidence } from "./package";
 import { disputeManagerDomain, FINAL_VERDICTS, resolutionToJson, signResolution, VERDICT_CODES, type ResolutionMessage } from "./resolution";
-import { arbitrate, AuditLog, type ArbitrationRun } from "./runner";
+import { arbitrate, type ArbitrationRun } from "./runner";
 
 /*//////////////////////////////////////////////////////////////
                                 ERRORS
@@ -723,6 +723,12 @@ async function runRespond(values: Values, out: Out): Promise<void> {
   const account = loadAccount(values);
   const { publicClient, wallet, deployment } = await disputeClients(values, account);
   const c = await readStoredCase(publicClient, deployment.disputeManager, caseId);
+  // Checked here as the contract checks them, so that no token approval is spent on a call bound to revert.
+  if (c.statusName !== "open" && c.statusName !== "slow_path") throw new DisputeTransactionError(`Case ${caseId} is ${c.statusName}; it can no longer be contested.`);
+  if (!isAddressEqual(account.address, c.respondent)) {
+    throw new DisputeTransactionError(`Only case ${caseId}'s respondent ${c.respondent} can contest it; the acting key is ${account.address}.`);
+  }
+  if (c.respondentBond !== 0n) throw new DisputeTransactionError(`Case ${caseId} is already contested (respondent bond ${c.respondentBond}).`);
   const bond = c.challengerBond;
   const value = await bondValue(wallet!, publicClient, c.asset, deployment.disputeManager, bond);
   const hash = await transact("DisputeManager.respond", () =>
@@ -872,11 +878,12 @@ async function runArbitrate(values: Values, out: Out): Promise<void> {
 
   // Each arbitrator parses the package bytes and reads the chain itself, as independent arbitrators would.
   const runs: ArbitrationRun[] = [];
+  let kind: "gig" | "session" = "gig";
   for (const arbitrator of arbitrators) {
     const pkg = parsePackage(bytes);
     const ctx = await loadCaseContext(publicClient, deployment, caseId, pkg);
-    const actor = `arbitrator:${arbitrator.address}`;
-    const run = await arbitrate({ pkg, ctx, actor, audit: new AuditLog(actor, caseId) });
+    kind = ctx.case.kind;
+    const run = await arbitrate({ pkg, ctx, actor: `arbitrator:${arbitrator.address}` });
     runs.push(run);
     if (auditFile) writeOutput("audit", auditFile, run.audit.map((entry) => `${JSON.stringify(entry)}\n`).join(""), true);
   }
@@ -903,7 +910,7 @@ async function runArbitrate(values: Values, out: Out): Promise<void> {
   if (auditFile) out.lines.push(`  appended ${runs.length} audit log${runs.length === 1 ? "" : "s"} to ${auditFile}`);
   Object.assign(out.result, {
     caseId,
-    kind: resolution.evidence.some((e) => e.kind === "channel") ? "session" : "gig",
+    kind,
     state: run.state,
     verdict,
     reasonCodes: reasons,

@@ -75,7 +75,7 @@ export class UsageError extends BaseError {
 
 export type Out = { json: boolean; lines: string[]; result: Record<string, unknown> };
 
-export const GLOBAL_OPTIONS = {
+const GLOBAL_OPTIONS = {
   rpc: { type: "string" },
   escrow: { type: "string" },
   db: { type: "string" },
@@ -645,7 +645,7 @@ export function hashOption(values: Record<string, unknown>, name: string, what: 
   return value.toLowerCase() as Hex;
 }
 
-export function addressOption(values: Record<string, unknown>, name: string, what: string): Address {
+function addressOption(values: Record<string, unknown>, name: string, what: string): Address {
   const value = need(values, name, what);
   if (!isAddress(value)) throw new UsageError(`--${name} must be an address (${what}); received "${value}".`);
   return getAddress(value);
@@ -841,7 +841,7 @@ export async function main(argv: string[]): Promise<number> {
 }
 
 /** Parses `args` for `command` (with the global and `extra` options), runs it, and prints the outcome. */
-export async function runCommand(
+async function runCommand(
   name: string,
   command: Command,
   extra: ParseArgsConfig["options"],

@@ -389,7 +389,8 @@ describe("ioi dispute, arbitrate and case CLI", function () {
       const responded = await cli(f, ROLE.provider, ["dispute", "respond", "--case", expectedCaseId]);
       expect(jsonOf(responded)).to.deep.include({ ok: true, caseId: expectedCaseId, respondent: addressOf(ROLE.provider), bond: bond.toString() });
       const again = await cli(f, ROLE.provider, ["dispute", "respond", "--case", expectedCaseId]);
-      expectTypedFailure(again, 1, "DisputeTransactionError", `DisputeManager.respond reverted with AlreadyContested(${expectedCaseId})`);
+      expectTypedFailure(again, 1, "DisputeTransactionError", `Case ${expectedCaseId} is already contested`);
+      expectTypedFailure(await cli(f, ROLE.stranger, ["dispute", "respond", "--case", expectedCaseId]), 1, "DisputeTransactionError", "Only case");
 
       const shown = await cli(f, ROLE.stranger, ["case", "show", "--case", expectedCaseId], { IOI_PRIVATE_KEY: undefined });
       expect(jsonOf(shown)).to.deep.include({
@@ -480,7 +481,7 @@ describe("ioi dispute, arbitrate and case CLI", function () {
       expect(jsonOf(escalated)).to.deep.include({ ok: true, by: "challenger", lane: 1, status: "open", topUp: (lane1 - lane0).toString(), bond: lane1.toString() });
       expect(jsonOf(await cli(f, ROLE.stranger, ["case", "show", "--case", caseId]))).to.deep.include({ lane: 1, challengerBond: lane1.toString(), respondentBond: "0" });
 
-      expectTypedFailure(await cli(f, ROLE.stranger, ["dispute", "expire", "--case", caseId]), 1, "DisputeTransactionError", "DeadlineNotPassed");
+      expectTypedFailure(await cli(f, ROLE.stranger, ["dispute", "expire", "--case", caseId]), 1, "DisputeTransactionError", "DisputeManager.expire reverted with DeadlineNotPassed(");
       const params = await f.publicClient.readContract({ address: f.deployment.contracts.DisputeManager.address, abi: disputeManagerAbi, functionName: "params" });
       await time.increase(params.decisionWindow + 1);
       expect(jsonOf(await cli(f, ROLE.stranger, ["dispute", "expire", "--case", caseId]))).to.deep.include({ ok: true, outcome: "slow_path", lane: 2 });
@@ -575,6 +576,18 @@ describe("ioi dispute, arbitrate and case CLI", function () {
       expect(result).to.deep.include({ kind: "session", state: "deliver", verdict: "provider_fault" });
       expect(result.submitted).to.deep.include({ outcome: "resolved", refunded: pricing.pricePerInvocation.toString(), slashed: "0" });
       expect(jsonOf(await cli(f, ROLE.stranger, ["case", "show", "--case", caseId]))).to.deep.include({ status: "resolved" });
+    });
+
+    it("names the escrow's error when the DisputeManager's call into it reverts (a dispute after the window)", async () => {
+      const f = await loadFixture(disputeFixture);
+      const files = gigFiles(f.ics, "gig-late");
+      const built = await cli(f, ROLE.client, [
+        "dispute", "build-gig", "--gig", "1", "--ics-file", files.icsFile, "--suite-dir", files.suiteDir, "--deliverable-dir", files.deliverableDir, "--out", files.out,
+      ]);
+      expect(built.code, built.err).to.equal(0);
+      await time.increase(3_601);
+      const late = await cli(f, ROLE.client, ["dispute", "open", "--package", files.out]);
+      expectTypedFailure(late, 1, "DisputeTransactionError", "DisputeManager.openGigCase reverted with DisputeWindowClosed(1, ");
     });
 
     it("reads the DisputeManager from the environment and refuses escrow addresses it is not wired to", async () => {
