@@ -11,7 +11,10 @@ import type { Hex } from "viem";
 export async function startProviderProcess(parameters: { rpc: string; escrow: string; db: string; price: bigint; key: Hex; fromBlock: bigint; onLine: (event: Record<string, unknown>) => void }) {
   const child = spawn(
     process.execPath,
-    [path.join(__dirname, "..", "bin", "ioi.js"), "provider", "--rpc", parameters.rpc, "--escrow", parameters.escrow, "--db", parameters.db, "--price", parameters.price.toString(), "--port", "0", "--from-block", parameters.fromBlock.toString()],
+    [
+      // IOI_CPU_PROF_DIR=<dir> writes a V8 CPU profile of the provider process there (for performance work).
+      ...(process.env.IOI_CPU_PROF_DIR ? ["--cpu-prof", "--cpu-prof-dir", process.env.IOI_CPU_PROF_DIR] : []),
+      path.join(__dirname, "..", "bin", "ioi.js"), "provider", "--rpc", parameters.rpc, "--escrow", parameters.escrow, "--db", parameters.db, "--price", parameters.price.toString(), "--port", "0", "--from-block", parameters.fromBlock.toString()],
     { env: { ...process.env, IOI_PRIVATE_KEY: parameters.key }, stdio: ["ignore", "pipe", "pipe"] },
   );
   child.stderr.on("data", (chunk: Buffer) => {

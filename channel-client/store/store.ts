@@ -8,8 +8,8 @@
  * for the SQLite store, a power loss), and a rejected write left nothing behind. Callers therefore await
  * the write BEFORE they act on it — send the ticket, answer with the receipt, submit the close.
  *
- * Reads are synchronous and return only durable data: a write becomes visible when its promise resolves,
- * not before (see README.md, "Reads see committed data only").
+ * Reads are synchronous and return committed data: safe from a process crash at once, and from a power
+ * loss once the write's promise resolved (docs/decisions/0008). Act on a write only after awaiting it.
  */
 import type { Address, Hex } from "viem";
 

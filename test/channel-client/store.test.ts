@@ -159,11 +159,11 @@ describe("SqliteStore", function () {
   });
 
   describe("opening", () => {
-    it("uses WAL, synchronous = FULL, foreign keys and a busy timeout, at the current schema version", async () => {
+    it("uses WAL, synchronous = NORMAL (the store fsyncs the WAL itself), foreign keys and a busy timeout, at the current schema version", async () => {
       const store = openStore({ busyTimeoutMs: 1234 });
       expect(store.settings()).to.deep.equal({
         journalMode: "wal",
-        synchronous: "full",
+        synchronous: "normal",
         foreignKeys: true,
         busyTimeoutMs: 1234,
         schemaVersion: SCHEMA_VERSION,
@@ -322,6 +322,31 @@ describe("SqliteStore", function () {
       const unknown = await rejection(store.putTicket(foreign.ticket.sessionId, foreign));
       expect(unknown.name).to.equal("UnknownChannelError");
       expect(store.stats.commits).to.equal(1);
+    });
+  });
+
+  describe("durability", () => {
+    it("acknowledges a batch only after an fsync of the WAL that started after its commit", async () => {
+      const store = openStore();
+      const c = channel(1n);
+      const before = store.stats.syncs;
+      let acknowledged = false;
+      const write = store.putChannel(c).then(() => {
+        acknowledged = true;
+      });
+      // The commit happens on the next macrotask; the acknowledgement only after the fsync that follows it.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(store.stats.commits).to.be.greaterThan(0);
+      if (!acknowledged) expect(store.stats.syncs).to.equal(before);
+      await write;
+      expect(store.stats.syncs).to.be.greaterThan(before);
+      // flush() with nothing pending but a sync in flight waits for a sync too.
+      const more = store.updateChannel(c.sessionId, { deposit: 5n });
+      await new Promise((resolve) => setImmediate(resolve));
+      const syncs = store.stats.syncs;
+      await store.flush();
+      expect(store.stats.syncs).to.be.greaterThan(syncs);
+      await more;
     });
   });
 
