@@ -17,6 +17,7 @@ import { signSettlementSummary, type SettlementSummary } from "../channel-client
 import { NATIVE_ASSET, sessionIdOf, type ChannelRef, type ChannelTerms } from "../channel-client/terms";
 import { signPaymentTicket } from "../channel-client/ticket";
 import { gasEscrowDomain } from "../channel-client/eip712";
+import { measureDisputeGas } from "./gas-disputes";
 
 const MNEMONIC = "test test test test test test test test test test test junk";
 const account = (i: number): LocalAccount => mnemonicToAccount(MNEMONIC, { addressIndex: i });
@@ -170,6 +171,7 @@ export async function measureGas(): Promise<GasReport> {
   await gasOf("gig refund", await gigEscrow.write.refund([g3], { account: stranger.account }));
   await fundGig(undefined, token.address);
   await fundGig("gig fund (ERC-20)", token.address);
+  Object.assign(report, await measureDisputeGas(hre));
   return report;
 }
 
