@@ -156,7 +156,9 @@ export class Watchtower {
     const newest = store.latestTicket(sessionId);
     if (!channel || !closing || !newest || !defend.includes(channel.role)) return;
     const { state, finalizesAt } = closing;
-    if (newest.ticket.seq <= state.seq || newest.ticket.cumulativeAmount < state.amount) return;
+    // The escrow ranks tickets by cumulative amount, seq breaking ties (see GasEscrow.challenge).
+    const owesMore = newest.ticket.cumulativeAmount > state.amount || (newest.ticket.cumulativeAmount === state.amount && newest.ticket.seq > state.seq);
+    if (!owesMore) return;
     const now = (await publicClient.getBlock()).timestamp;
     if (now >= finalizesAt) return; // too late; nothing can be done on-chain
     // The store may be behind the chain: this batch is a re-delivery, or another tower sharing the store

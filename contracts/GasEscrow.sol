@@ -249,9 +249,14 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
         bytes32 sessionId = _sessionId(terms, openedAt);
         (uint256 cases, uint40 finalizesAt) = _requireClosingState(sessionId, recorded);
         if (block.timestamp >= finalizesAt) revert ChallengeWindowClosed(sessionId, finalizesAt);
-        if (ticket.seq <= recorded.seq) revert TicketNotNewer(sessionId, ticket.seq, recorded.seq);
+        // The provider is owed the most the payer ever promised: a higher cumulative amount wins whatever its
+        // seq (the payer signs seq, so ranking by seq alone would let a payer close with a fresh ticket of
+        // seq 2^64 - 1 and amount 0 that no genuine ticket could beat); seq only breaks ties.
         if (ticket.cumulativeAmount < recorded.amount) {
             revert TicketAmountDecreased(sessionId, ticket.cumulativeAmount, recorded.amount);
+        }
+        if (ticket.seq == 0 || (ticket.cumulativeAmount == recorded.amount && ticket.seq <= recorded.seq)) {
+            revert TicketNotNewer(sessionId, ticket.seq, recorded.seq);
         }
         _requireTicketSigner(sessionId, terms, ticket);
 

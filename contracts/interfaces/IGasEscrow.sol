@@ -194,10 +194,10 @@ interface IGasEscrow {
     /// @notice A "no ticket" close (seq 0) must carry a zero amount and a zero root.
     error EmptyTicketNotZero(uint128 amount, bytes32 receiptRoot);
 
-    /// @notice A challenge must carry a ticket with a higher seq than the recorded one.
+    /// @notice A challenge with the recorded amount must carry a higher seq (and never seq 0).
     error TicketNotNewer(bytes32 sessionId, uint64 seq, uint64 recordedSeq);
 
-    /// @notice A newer ticket may not lower the cumulative amount.
+    /// @notice A challenge may not lower the cumulative amount: the highest amount the payer signed wins.
     error TicketAmountDecreased(bytes32 sessionId, uint128 amount, uint128 recordedAmount);
 
     /// @notice The challenge window ended at `finalizesAt`; challenges are over.
@@ -283,8 +283,9 @@ interface IGasEscrow {
     /// by the payer or by a live session key of the payer for this session.
     function closeUnilateral(ChannelTerms calldata terms, uint64 openedAt, Ticket calldata ticket) external;
 
-    /// @notice Replaces the recorded ticket with a strictly newer one (higher seq, amount not lower) while
-    /// the window is open. Does not extend the window. Anyone may submit: the ticket is the payer's.
+    /// @notice Replaces the recorded ticket with one that owes the provider more (a higher cumulative
+    /// amount, or the same amount with a higher seq) while the window is open. Does not extend the window.
+    /// Anyone may submit: the ticket is the payer's.
     function challenge(
         ChannelTerms calldata terms,
         uint64 openedAt,

@@ -301,7 +301,7 @@ describe("adversarial: attacks that must fail", function () {
       await mined(s, challenge(session, staleState, newest, s.provider));
       const current = stateOf(session, newest);
       // The payer cannot push an older ticket back in, nor finalize the stale state after the window.
-      await expectRevert(challenge(session, current, tickets[7]!, s.payerWallet), "TicketNotNewer", [session.sessionId, 8n, 9n]);
+      await expectRevert(challenge(session, current, tickets[7]!, s.payerWallet), "TicketAmountDecreased", [session.sessionId, tenths(8n), tenths(9n)]);
       await expectRevert(challenge(session, staleState, tickets[7]!, s.payerWallet), "ClosingStateMismatch", [session.sessionId]);
       await time.increaseTo(finalizesAt);
       await expectRevert(finalize(session, staleState, s.payerWallet), "ClosingStateMismatch", [session.sessionId]);
@@ -315,15 +315,10 @@ describe("adversarial: attacks that must fail", function () {
     }
   });
 
-  // BUG: the contract orders tickets by `seq` alone, and the payer can sign any seq it likes. A payer who
-  // has already handed the provider ticket (9, 0.9) signs a fresh ticket (seq 2^64−1, amount 0) — a valid
-  // payer signature — and closes with it. Every genuine ticket the provider holds now has a lower seq, so
-  // `challenge` reverts `TicketNotNewer(sessionId, 9, 18446744073709551615)`, the provider cannot open a
-  // case (only the payer or funder may), and `finalize` pays the provider 0 and refunds the whole deposit
-  // to the funder. The same works with any amount below the newest, and through `challenge` on a stale close.
-  // Fix: let a ticket with a higher cumulative amount supersede regardless of seq (seq only breaks ties),
-  // or otherwise make the provider's highest-amount payer signature win.
-  it.skip("attack: stale close disguised as the newest (the payer signs a fresh ticket with seq 2^64-1 and amount 0)", async function () {
+  // Found by this suite: the escrow once ranked tickets by `seq` alone, which the payer signs, so a payer
+  // holding back nothing could close with a fresh ticket (seq 2^64−1, amount 0) that no genuine ticket could
+  // beat. The escrow now ranks by cumulative amount, seq breaking ties (decision 0005, amended).
+  it("attack: stale close disguised as the newest (the payer signs a fresh ticket with seq 2^64-1 and amount 0)", async function () {
     for (const kind of KINDS) {
       const s = await loadFixture(system);
       const asset = assetOf(s, kind);

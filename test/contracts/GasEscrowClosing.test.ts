@@ -714,18 +714,24 @@ describe("GasEscrow closing", () => {
         const newer = (c: Closing) => signTicket(c, { seq: 9n });
         const challengeCases: ChallengeCase[] = [
           {
-            name: "the ticket has the recorded seq (even with a higher amount)",
-            ticket: (c) => signTicket(c, { seq: CLOSE_SEQ, amount: amountOf(CLOSE_SEQ) + 1n }),
+            name: "the ticket repeats the recorded seq and amount",
+            ticket: (c) => signTicket(c, { seq: CLOSE_SEQ }),
             error: "TicketNotNewer",
             args: (c) => [c.sessionId, CLOSE_SEQ, CLOSE_SEQ],
           },
           {
-            name: "the ticket is older",
-            ticket: (c) => signTicket(c, { seq: CLOSE_SEQ - 1n }),
+            name: "the ticket is older with the same amount",
+            ticket: (c) => signTicket(c, { seq: CLOSE_SEQ - 1n, amount: amountOf(CLOSE_SEQ) }),
             error: "TicketNotNewer",
             args: (c) => [c.sessionId, CLOSE_SEQ - 1n, CLOSE_SEQ],
           },
-          { name: "the ticket is empty (seq 0)", ticket: async () => NO_TICKET, error: "TicketNotNewer", args: (c) => [c.sessionId, 0n, CLOSE_SEQ] },
+          {
+            name: "the ticket is older (and owes less)",
+            ticket: (c) => signTicket(c, { seq: CLOSE_SEQ - 1n }),
+            error: "TicketAmountDecreased",
+            args: (c) => [c.sessionId, amountOf(CLOSE_SEQ - 1n), amountOf(CLOSE_SEQ)],
+          },
+          { name: "the ticket is empty (seq 0)", ticket: async () => NO_TICKET, error: "TicketAmountDecreased", args: (c) => [c.sessionId, 0n, amountOf(CLOSE_SEQ)] },
           {
             name: "the newer ticket lowers the amount by one",
             ticket: (c) => signTicket(c, { seq: 9n, amount: amountOf(CLOSE_SEQ) - 1n }),
