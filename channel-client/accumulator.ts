@@ -66,7 +66,7 @@ function toNode(value: Hex | Uint8Array, what: string): Uint8Array {
     );
   }
   if (!NODE_HEX.test(value)) throw new InvalidHexError(`${what} contains characters that are not hex digits.`);
-  return hexToBytes(value);
+  return Buffer.from(value.slice(2), "hex");
 }
 
 /** Nodes that exist at `level` of a perfect-subtree decomposition of `size` leaves; safe past 2^32. */

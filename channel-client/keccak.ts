@@ -6,7 +6,7 @@
  */
 import { keccak_256 } from "@noble/hashes/sha3.js";
 import { createKeccak, type IHasher } from "hash-wasm";
-import { bytesToHex, type Hex } from "viem";
+import type { Hex } from "viem";
 
 let wasm: IHasher | undefined;
 
@@ -29,5 +29,11 @@ export function keccak256Bytes(data: Uint8Array): Uint8Array {
 
 /** keccak256 of `data` as 0x-prefixed lowercase hex. */
 export function keccak256Hex(data: Uint8Array): Hex {
-  return bytesToHex(keccak256Bytes(data));
+  const digest = keccak256Bytes(data);
+  return `0x${Buffer.from(digest.buffer, digest.byteOffset, digest.byteLength).toString("hex")}`;
+}
+
+/** 32 bytes from 0x-prefixed hex that the caller already validated (Node's native hex decoder). */
+export function hashBytes(hex: Hex): Uint8Array {
+  return Buffer.from(hex.slice(2), "hex");
 }

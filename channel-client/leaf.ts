@@ -6,6 +6,7 @@
  */
 import { hexToBytes, keccak256, stringToBytes, type Hex } from "viem";
 
+import { InvalidHexError } from "./errors";
 import { keccak256Hex } from "./keccak";
 
 import { sessionReceiptHash, type SessionReceipt } from "./receipt";
@@ -14,13 +15,17 @@ import { paymentTicketHash, type PaymentTicket } from "./ticket";
 export const LEAF_DOMAIN = "IOI_SESSION_LEAF_V1";
 export const LEAF_DOMAIN_HASH: Hex = keccak256(stringToBytes(LEAF_DOMAIN));
 const LEAF_DOMAIN_BYTES = hexToBytes(LEAF_DOMAIN_HASH);
+const HASH = /^0x[0-9a-fA-F]{64}$/;
 
 /** The leaf from the two artifact hashes, for callers that already hold them. */
 export function receiptLeafFromHashes(receiptHash: Hex, ticketHash: Hex): Hex {
-  const preimage = new Uint8Array(96);
+  if (!HASH.test(receiptHash) || !HASH.test(ticketHash)) {
+    throw new InvalidHexError("A receipt leaf is made of two 32-byte hashes (0x and 64 hex digits).");
+  }
+  const preimage = Buffer.allocUnsafe(96);
   preimage.set(LEAF_DOMAIN_BYTES, 0);
-  preimage.set(hexToBytes(receiptHash, { size: 32 }), 32);
-  preimage.set(hexToBytes(ticketHash, { size: 32 }), 64);
+  preimage.write(receiptHash.slice(2), 32, "hex");
+  preimage.write(ticketHash.slice(2), 64, "hex");
   return keccak256Hex(preimage);
 }
 

@@ -22,9 +22,12 @@ import { startProviderProcess, stopProcess } from "./provider-process";
 
 const MNEMONIC = "test test test test test test test test test test test junk";
 
-type Run = { inflight: number; tickets: number; perSecond: number; p50Ms: number; p99Ms: number };
+export type SocketRun = { inflight: number; tickets: number; perSecond: number; p50Ms: number; p99Ms: number };
 
-async function main(): Promise<void> {
+/** Streams `plan`'s tickets over the sealed socket to a provider process and measures each run. */
+export async function runSocketBench(
+  plan: { inflight: number; tickets: number }[] = [{ inflight: 1, tickets: 300 }, { inflight: 64, tickets: 2_000 }],
+): Promise<SocketRun[]> {
   const workdir = mkdtempSync(path.join(os.tmpdir(), "ioi-bench-"));
   const publicClient = (await hre.viem.getPublicClient()) as unknown as PublicClient;
   const [, funder] = (await hre.viem.getWalletClients()) as unknown as Wallet[];
@@ -37,9 +40,9 @@ async function main(): Promise<void> {
   const node = await startProviderProcess({ rpc: rpc.url, escrow, db: path.join(workdir, "provider.db"), price: pricing.pricePerInvocation, key: bytesToHex(provider.getHdKey().privateKey!), fromBlock: 0n, onLine: () => undefined });
   const store = SqliteStore.open(path.join(workdir, "payer.db"));
   const domain = await escrowDomain(publicClient, escrow);
-  const runs: Run[] = [];
+  const runs: SocketRun[] = [];
   try {
-    for (const [i, { inflight, tickets }] of [{ inflight: 1, tickets: 300 }, { inflight: 64, tickets: 2_000 }].entries()) {
+    for (const [i, { inflight, tickets }] of plan.entries()) {
       const opened = await openChannel({
         wallet: funder!,
         publicClient,
@@ -65,6 +68,11 @@ async function main(): Promise<void> {
     await rpc.close();
     rmSync(workdir, { recursive: true, force: true });
   }
+  return runs;
+}
+
+async function main(): Promise<void> {
+  const runs = await runSocketBench();
   const result = { machine: { cpus: os.cpus().length, node: process.version }, measuredAt: new Date().toISOString(), tickets: Object.fromEntries(runs.map((r) => [`inflight${r.inflight}`, r])) };
   mkdirSync(path.join(__dirname, "..", "bench"), { recursive: true });
   writeFileSync(path.join(__dirname, "..", "bench", "socket.json"), `${JSON.stringify(result, null, 2)}\n`);
@@ -73,10 +81,12 @@ async function main(): Promise<void> {
   console.log("Wrote bench/socket.json");
 }
 
-main().then(
-  () => process.exit(0),
-  (error: unknown) => {
-    console.error(error);
-    process.exit(1);
-  },
-);
+if (require.main === module) {
+  main().then(
+    () => process.exit(0),
+    (error: unknown) => {
+      console.error(error);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,107 @@
+/**
+ * `npm run bench`: every performance figure in one run, written to `bench/results.json` and printed as a
+ * table, with the targets of issue 6 next to them.
+ *
+ *   - tickets over the sealed socket (payer and provider as separate processes, every ticket verified and
+ *     stored durably on both sides) with 1 and 64 invocations in flight;
+ *   - the ceiling in the same run: raw `secp256k1.verify` per second on one core, and the ratio to it;
+ *   - batched receipts (one ticket and one signed root commit per batch of 1, 100, 1,000);
+ *   - the accumulator: appends per second to 1,000,000 leaves, a proof at 1,000,000, memory per channel;
+ *   - gas of every contract operation (`scripts/gas-report.ts`, dispute operations included);
+ *   - arbitration: Lane 0 + Lane 1 on a case from a 1,000-receipt session, excluding the suite's run time.
+ *
+ *   npm run bench               the full run (a few minutes on 2 cores)
+ *   npm run bench -- --quick    smaller sizes, for a smoke test
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import hre from "hardhat";
+
+import { benchArbitration } from "./bench-arbitration";
+import { benchAccumulator, benchBatchedReceipts, benchCrypto } from "./bench-micro";
+import { runSocketBench } from "./bench-socket";
+import { measureGas } from "./gas-report";
+
+/** The channel issue's gas targets (strictly under, except challenge: at most). */
+const GAS_TARGETS: Record<string, { limit: number; inclusive: boolean }> = {
+  open: { limit: 46_496, inclusive: false },
+  closeCooperative: { limit: 63_482, inclusive: false },
+  closeUnilateral: { limit: 52_725, inclusive: false },
+  challenge: { limit: 50_000, inclusive: true },
+  finalize: { limit: 51_888, inclusive: false },
+};
+
+async function main(): Promise<void> {
+  const quick = process.argv.includes("--quick");
+  const log = (line: string) => console.log(line);
+  const cpus = os.cpus();
+  const machine = { cpus: cpus.length, model: cpus[0]?.model ?? "unknown", memoryGiB: Math.round(os.totalmem() / 2 ** 30), node: process.version, platform: `${os.platform()} ${os.arch()}` };
+  log(`Machine: ${machine.cpus} × ${machine.model}, ${machine.memoryGiB} GiB, Node ${machine.node}`);
+
+  log("Measuring the crypto ceiling …");
+  const crypto = await benchCrypto(quick ? 200 : 800);
+  log("Measuring the accumulator …");
+  const accumulator = await benchAccumulator(quick ? 100_000 : 1_000_000);
+  log("Measuring batched receipts …");
+  const batched: Record<string, number> = {};
+  for (const batch of [1, 100, 1_000]) batched[String(batch)] = await benchBatchedReceipts(batch, quick ? Math.max(batch, 2_000) : batch === 1 ? 1_000 : 50_000);
+  log("Measuring tickets over the socket …");
+  const socket = await runSocketBench(quick ? [{ inflight: 1, tickets: 100 }, { inflight: 64, tickets: 500 }] : undefined);
+  log("Measuring gas …");
+  const gas = await measureGas();
+  log("Measuring arbitration …");
+  const arbitration = await benchArbitration(hre);
+
+  const tickets = Object.fromEntries(socket.map((r) => [`inflight${r.inflight}`, { perSecond: r.perSecond, p50Ms: r.p50Ms, p99Ms: r.p99Ms, tickets: r.tickets }]));
+  const best = Math.max(...socket.map((r) => r.perSecond));
+  const ratio = Number((best / crypto.verifyPerSecond).toFixed(3));
+  const results = {
+    machine,
+    measuredAt: new Date().toISOString(),
+    quick,
+    tickets,
+    verifyCeilingPerSecond: crypto.verifyPerSecond,
+    ticketsToCeilingRatio: ratio,
+    crypto,
+    batchedReceiptsPerSecond: batched,
+    accumulator: { appendsPerSecond: accumulator.appendsPerSecond, proofMsAt1M: accumulator.proofMsAt1M, bytesPerChannel: accumulator.bytesPerChannel, receiptsPerChannel: accumulator.receiptsPerChannel, bytesPerLeaf: accumulator.bytesPerLeaf, leaves: accumulator.leaves },
+    gas,
+    arbitrationMs: arbitration.gigCaseMs,
+    arbitration,
+  };
+  const dir = path.join(__dirname, "..", "bench");
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(path.join(dir, "results.json"), `${JSON.stringify(results, null, 2)}\n`);
+
+  const row = (name: string, value: string, target: string, met: boolean | null) =>
+    log(`  ${name.padEnd(44)} ${value.padStart(14)}   ${target.padEnd(18)} ${met === null ? "" : met ? "met" : "MISSED"}`);
+  log("");
+  log(`Results (${quick ? "quick run" : "full run"}) — ${machine.cpus} × ${machine.model}, Node ${machine.node}`);
+  for (const r of socket) row(`tickets/s, ${r.inflight} in flight (p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms)`, String(r.perSecond), "", null);
+  row("raw secp256k1 verify/s, one core (ceiling)", String(crypto.verifyPerSecond), "", null);
+  row("known-key verify/s, one core (node's path)", String(crypto.knownKeyVerifyPerSecond), "", null);
+  row("sign/s, one core", String(crypto.signPerSecond), "", null);
+  row("tickets/s ÷ verify ceiling", ratio.toFixed(2), "≥ 0.80", ratio >= 0.8);
+  for (const [batch, perSecond] of Object.entries(batched)) row(`batched receipts/s, batch ${batch}`, String(perSecond), batch === "1000" ? "≥ 100,000" : "", batch === "1000" ? perSecond >= 100_000 : null);
+  row(`accumulator appends/s (to ${accumulator.leaves.toLocaleString("en-US")})`, String(accumulator.appendsPerSecond), "≥ 200,000", accumulator.appendsPerSecond >= 200_000);
+  row(`proof at ${accumulator.leaves.toLocaleString("en-US")} leaves (ms)`, String(accumulator.proofMsAt1M), "< 5", accumulator.proofMsAt1M < 5);
+  row(`provider memory per channel (${accumulator.receiptsPerChannel} receipts, bytes)`, String(accumulator.bytesPerChannel), "", null);
+  row("arbitration, Lane 0 + 1, gig case (ms)", String(arbitration.gigCaseMs), "", null);
+  row("  (test suite replays excluded, ms)", String(arbitration.replayMs), "", null);
+  row("arbitration, Lane 0, session case (ms)", String(arbitration.sessionCaseMs), "", null);
+  for (const [op, gasUsed] of Object.entries(gas)) {
+    const target = GAS_TARGETS[op];
+    const met = target ? (target.inclusive ? gasUsed <= target.limit : gasUsed < target.limit) : null;
+    row(`gas: ${op}`, gasUsed.toLocaleString("en-US"), target ? `${target.inclusive ? "≤" : "<"} ${target.limit.toLocaleString("en-US")}` : "", met);
+  }
+  log(`Wrote ${path.relative(process.cwd(), path.join(dir, "results.json"))}`);
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);
