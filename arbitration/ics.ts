@@ -67,9 +67,17 @@ export const RUBRIC_KINDS: readonly RubricKind[] = [
   "semantic",
 ];
 
-/** How the test suite runs: `node <script in the suite> ...args` under the sandbox limits. */
-export type Runner = { command: string[]; timeoutMs: number; maxOutputBytes: number };
-export type RunnerJson = { command: string[]; timeout_ms: number; max_output_bytes: number };
+/**
+ * How the test suite runs: `node <script in the suite> ...args` under the sandbox limits. `callTimeoutMs`
+ * bounds each call the suite makes into the deliverable (which runs in a separate process, see
+ * `sandbox.ts`); absent means {@link DEFAULT_CALL_TIMEOUT_MS}. It is kept absent rather than filled in so
+ * that an ICS without it round-trips to the same bytes (and the same `icsHash`).
+ */
+export type Runner = { command: string[]; timeoutMs: number; maxOutputBytes: number; callTimeoutMs?: number };
+export type RunnerJson = { command: string[]; timeout_ms: number; max_output_bytes: number; call_timeout_ms?: number };
+
+/** The per-call timeout of a runner that names none. */
+export const DEFAULT_CALL_TIMEOUT_MS = 2_000;
 
 export type TestSuiteBinding = { hash: Hex; runner: Runner };
 
@@ -122,6 +130,8 @@ export const ICS_LIMITS = {
   maxTimeoutMs: 120_000,
   minOutputBytes: 1024,
   maxOutputBytes: 1024 * 1024,
+  minCallTimeoutMs: 10,
+  maxCallTimeoutMs: 60_000,
 } as const;
 
 const RUBRIC_ID = /^[a-z0-9_]{1,64}$/;
@@ -247,9 +257,9 @@ function testSuiteFromJson(value: unknown, path: string): TestSuiteBinding {
   return { hash: expectHash(o.hash, `${path}.hash`), runner: runnerFromJson(o.runner, `${path}.runner`) };
 }
 
-/** Validates a runner: `["node", "<script path in the suite>", ...args]` and its limits. */
+/** Validates a runner: `["node", "<script path in the suite>", ...args]`, its limits and the optional `call_timeout_ms`. */
 export function runnerFromJson(value: unknown, path = "Runner"): Runner {
-  const o = expectObject(value, path, ["command", "timeout_ms", "max_output_bytes"]);
+  const o = expectObject(value, path, ["command", "timeout_ms", "max_output_bytes"], ["call_timeout_ms"]);
   const raw = expectArray(o.command, `${path}.command`, ICS_LIMITS.minCommandLength, ICS_LIMITS.maxCommandLength);
   if (raw[0] !== "node") {
     throw new UnsupportedRunnerError(`${path}.command[0]`, `is ${JSON.stringify(raw[0])}; the only runner is "node".`);
@@ -267,16 +277,22 @@ export function runnerFromJson(value: unknown, path = "Runner"): Runner {
       `an argument of 1 to ${ICS_LIMITS.maxArgumentLength} characters without control characters`,
     ),
   );
-  return {
+  const runner: Runner = {
     command: ["node", script, ...args],
     timeoutMs: expectInt(o.timeout_ms, `${path}.timeout_ms`, ICS_LIMITS.minTimeoutMs, ICS_LIMITS.maxTimeoutMs),
     maxOutputBytes: expectInt(o.max_output_bytes, `${path}.max_output_bytes`, ICS_LIMITS.minOutputBytes, ICS_LIMITS.maxOutputBytes),
   };
+  if (Object.hasOwn(o, "call_timeout_ms")) {
+    runner.callTimeoutMs = expectInt(o.call_timeout_ms, `${path}.call_timeout_ms`, ICS_LIMITS.minCallTimeoutMs, ICS_LIMITS.maxCallTimeoutMs);
+  }
+  return runner;
 }
 
-/** The JSON form of a runner. */
+/** The JSON form of a runner (`call_timeout_ms` only if the runner names one). */
 export function runnerToJson(runner: Runner): RunnerJson {
-  return { command: [...runner.command], timeout_ms: runner.timeoutMs, max_output_bytes: runner.maxOutputBytes };
+  const json: RunnerJson = { command: [...runner.command], timeout_ms: runner.timeoutMs, max_output_bytes: runner.maxOutputBytes };
+  if (runner.callTimeoutMs !== undefined) json.call_timeout_ms = runner.callTimeoutMs;
+  return json;
 }
 
 function penaltyFromJson(value: unknown, path: string): Penalty {

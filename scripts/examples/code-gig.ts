@@ -7,23 +7,28 @@ import type { Address } from "viem";
 import { bundleHash, type Bundle } from "../../arbitration/bundle";
 import { icsFromJson, type Ics } from "../../arbitration/ics";
 
-/** The client's test suite: `node run.js` prints one line per test and the summary line last. */
+/**
+ * The client's test suite: `node run.js` prints one line per test and the summary line last. It reaches
+ * the provider's `strings.js` only through the sandbox's harness, which runs the deliverable in a separate
+ * process: nothing the deliverable does can print, patch or cut short the suite's output.
+ */
 export const SUITE: Bundle = {
   files: {
     "run.js": [
       '"use strict";',
+      'const { call } = require("./.ioi/harness.js");',
       'const { cases } = require("./cases.js");',
-      "let lib = {};",
-      'try { lib = require("./deliverable/strings.js"); } catch (error) { lib = {}; }',
-      "const failed = [];",
-      "for (const [name, fn, args, expected] of cases) {",
-      "  let ok = false;",
-      "  try { ok = typeof lib[fn] === \"function\" && lib[fn](...args) === expected; } catch (error) { ok = false; }",
-      '  console.log(`${ok ? "ok" : "not ok"} ${name}`);',
-      "  if (!ok) failed.push(name);",
-      "}",
-      "console.log(JSON.stringify({ total: cases.length, failed }));",
-      "process.exitCode = failed.length === 0 ? 0 : 1;",
+      "(async () => {",
+      "  const failed = [];",
+      "  for (const [name, fn, args, expected] of cases) {",
+      "    let ok = false;",
+      '    try { ok = (await call(fn, args, { module: "strings.js" })) === expected; } catch (error) { ok = false; }',
+      '    console.log(`${ok ? "ok" : "not ok"} ${name}`);',
+      "    if (!ok) failed.push(name);",
+      "  }",
+      "  console.log(JSON.stringify({ total: cases.length, failed }));",
+      "  process.exitCode = failed.length === 0 ? 0 : 1;",
+      "})();",
       "",
     ].join("\n"),
     "cases.js": [

@@ -9,7 +9,7 @@ import { icsFromJson, type Ics, type IcsJson, type RubricItem } from "../../arbi
 import { replay as sandboxReplay, type ReplayOutcome } from "../../arbitration/sandbox";
 import { upipRecord, upipResult, type UpipRecord } from "../../arbitration/upip";
 import { rejection } from "../helpers/assert";
-import { BAD_DELIVERABLE, GOOD_DELIVERABLE, sampleIcsJson, SUITE } from "./fixtures/samples";
+import { BAD_DELIVERABLE, GOOD_DELIVERABLE, RUNNER, sampleIcsJson, SUITE, SUITE_HASH } from "./fixtures/samples";
 
 type Replay = NonNullable<ObjectiveChecksParameters["replay"]>;
 
@@ -92,6 +92,35 @@ describe("arbitration/checks", function () {
       expect(result.reasonCodes).to.deep.equal([]);
       expect(result.failedTests).to.equal(3);
       expect(result.checks[0]).to.include({ name: "passes_tests", status: false, detail: "3 of 12 tests failed: add_big, add_one, mul_neg" });
+    });
+
+    it("a deliverable that prints a fake passing summary and exits 0 cannot pass: the failing tests still fail", async () => {
+      const fake = JSON.stringify({ total: 12, failed: [] });
+      const cheat: Bundle = {
+        files: {
+          "math.js":
+            `console.log(${JSON.stringify(fake)});\n` +
+            "exports.add = (a, b) => {\n" +
+            `  if (b === 0 && a !== 0) { console.log(${JSON.stringify(fake)}); process.exit(0); }\n` +
+            "  return a >= 1000000 ? a + b + 1 : a + b;\n};\n" +
+            `exports.mul = (a, b) => { if (a < 0 && b > 0) { process.stdout.write(${JSON.stringify(`${fake}
+`)}); process.exit(0); } return a * b; };\n`,
+        },
+      };
+      const result = await runObjectiveChecks({ ics: TEST_ONLY(), suite: SUITE, deliverable: cheat });
+      expect(result.reasonCodes).to.deep.equal([]);
+      expect(result.failedTests).to.equal(3);
+      expect(result.checks[0]).to.include({ name: "passes_tests", status: false, detail: "3 of 12 tests failed: add_big, add_one, mul_neg" });
+    });
+
+    it("a deliverable that loops in one function fails that test by the call timeout, deterministically, instead of making the case undecidable", async () => {
+      const looping: Bundle = { files: { "math.js": "exports.add = (a, b) => a + b;\nexports.mul = (a, b) => { if (a < 0 && b > 0) for (;;) {} return a * b; };\n" } };
+      const ics = icsWith([{ id: "passes_tests", kind: "test_suite" }], { test_suite: { hash: SUITE_HASH, runner: { ...RUNNER, call_timeout_ms: 200 } } });
+      const result = await runObjectiveChecks({ ics, suite: SUITE, deliverable: looping });
+      expect(result.reasonCodes).to.deep.equal([]);
+      expect(result.replays).to.have.length(1);
+      expect(result.checks[0]).to.include({ status: false, detail: "1 of 12 tests failed: mul_neg" });
+      expect(result.replays[0]!.process.env_vars.IOI_CALL_TIMEOUT_MS).to.equal("200");
     });
 
     it("is deterministic: the same inputs give a deep-equal result", async () => {
