@@ -31,7 +31,7 @@ import {
 } from "./resolution";
 
 /** The judge runtime this runner is: what arbitrators pin in the registry (whitepaper 8.3.1.4). */
-export const JUDGE_RUNTIME = { runner: "ioi-arbitration", version: "1", lanes: [0, 1], runtime: "node" } as const;
+export const JUDGE_RUNTIME = { runner: "ioi-arbitration", version: "2", lanes: [0, 1], runtime: "node" } as const;
 
 /** The hash arbitrators register: the runner's identity and the exact Node version replays run on. */
 export function judgeRuntimeHash(nodeVersion: string = process.versions.node): Hex {
