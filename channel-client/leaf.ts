@@ -7,7 +7,7 @@
 import { hexToBytes, keccak256, stringToBytes, type Hex } from "viem";
 
 import { InvalidHexError } from "./errors";
-import { keccak256Hex } from "./keccak";
+import { keccak256Bytes, keccak256Hex } from "./keccak";
 
 import { sessionReceiptHash, type SessionReceipt } from "./receipt";
 import { paymentTicketHash, type PaymentTicket } from "./ticket";
@@ -27,6 +27,27 @@ export function receiptLeafFromHashes(receiptHash: Hex, ticketHash: Hex): Hex {
   preimage.write(receiptHash.slice(2), 32, "hex");
   preimage.write(ticketHash.slice(2), 64, "hex");
   return keccak256Hex(preimage);
+}
+
+/**
+ * Leaves of many receipts paid by one ticket (batched receipts), on bytes: the domain tag and the ticket's
+ * hash are written into the 96-byte preimage once, and each leaf costs one keccak of it.
+ */
+export class LeafBuilder {
+  readonly #preimage = new Uint8Array(96);
+
+  constructor(ticketHash: Hex) {
+    if (!HASH.test(ticketHash)) throw new InvalidHexError("A ticket hash is 32 bytes (0x and 64 hex digits).");
+    this.#preimage.set(LEAF_DOMAIN_BYTES, 0);
+    this.#preimage.set(Buffer.from(ticketHash.slice(2), "hex"), 64);
+  }
+
+  /** The leaf of the receipt whose hash is `receiptHash` (32 bytes) under this builder's ticket. */
+  leaf(receiptHash: Uint8Array): Uint8Array {
+    if (receiptHash.length !== 32) throw new InvalidHexError(`A receipt hash is 32 bytes, not ${receiptHash.length}.`);
+    this.#preimage.set(receiptHash, 32);
+    return keccak256Bytes(this.#preimage);
+  }
 }
 
 /** The leaf of one step: the provider's receipt and the ticket that paid for it. */

@@ -2,10 +2,10 @@
  * SessionReceipt: the provider's signed statement of what it executed for one paid step. Receipts chain
  * through `prevReceiptHash` and are folded, with the ticket that paid for them, into the receipt leaf.
  */
-import { concat, keccak256, stringToBytes, zeroHash, type Address, type Hex, type LocalAccount } from "viem";
+import { concat, hexToBytes, keccak256, stringToBytes, zeroHash, type Address, type Hex, type LocalAccount } from "viem";
 
 import { artifactId } from "./canonical";
-import { keccak256Hex } from "./keccak";
+import { keccak256Bytes, keccak256Hex } from "./keccak";
 import { assertDigestSigner, signDigest } from "./eip712";
 import {
   expectHash,
@@ -110,6 +110,12 @@ export function signedSessionReceiptFromJson(value: unknown, path = "SignedSessi
 export function sessionReceiptHash(receipt: SessionReceipt): Hex {
   const text = canonicalReceiptText(receipt);
   return text === undefined ? artifactId(sessionReceiptToJson(receipt)) : keccak256Hex(utf8.encode(text));
+}
+
+/** `sessionReceiptHash` as 32 bytes, for hot loops that feed a {@link LeafBuilder}. */
+export function sessionReceiptHashBytes(receipt: SessionReceipt): Uint8Array {
+  const text = canonicalReceiptText(receipt);
+  return text === undefined ? hexToBytes(artifactId(sessionReceiptToJson(receipt))) : keccak256Bytes(utf8.encode(text));
 }
 
 const utf8 = new TextEncoder();

@@ -12,9 +12,9 @@ import { mnemonicToAccount } from "viem/accounts";
 import { ReceiptAccumulator } from "../channel-client/accumulator";
 import { assertDigestSigner, gasEscrowDomain, signDigest } from "../channel-client/eip712";
 import { fastKeccakReady } from "../channel-client/keccak";
-import { receiptLeafFromHashes } from "../channel-client/leaf";
+import { LeafBuilder } from "../channel-client/leaf";
 import { ProviderSession } from "../channel-client/provider-session";
-import { sessionReceiptHash, type SessionReceipt } from "../channel-client/receipt";
+import { sessionReceiptHashBytes, type SessionReceipt } from "../channel-client/receipt";
 import { signReceiptCommit, verifyReceiptCommit } from "../channel-client/receipt-commit";
 import { paymentTicketHash, signPaymentTicket, verifyPaymentTicket } from "../channel-client/ticket";
 import type { StepRecord } from "../channel-client/store/store";
@@ -70,11 +70,13 @@ export async function benchBatchedReceipts(batch: number, totalReceipts: number)
       const signedTicket = await signPaymentTicket({ account: payer, domain, ticket });
       await verifyPaymentTicket({ domain, signed: signedTicket, signer: payer.address });
       const ticketHash = paymentTicketHash(ticket);
+      const leaves = new LeafBuilder(ticketHash);
       for (let i = 0; i < batch; i++) {
         seq++;
         const receipt: SessionReceipt = { sessionId: SESSION, seq, offloadPacketHash: ticketHash, outputHash: prev, policyHash: zeroHash, modelSnapshotId: "model:bench@1", metering: { units: 1n, amount: 1000n }, prevReceiptHash: prev };
-        prev = sessionReceiptHash(receipt);
-        accumulator.append(receiptLeafFromHashes(prev, ticketHash));
+        const hash = sessionReceiptHashBytes(receipt);
+        prev = `0x${Buffer.from(hash.buffer, hash.byteOffset, 32).toString("hex")}`;
+        accumulator.append(leaves.leaf(hash));
       }
       const commit = await signReceiptCommit(provider, { sessionId: SESSION, leafCount: BigInt(accumulator.size), root: accumulator.root() });
       await verifyReceiptCommit(commit, provider.address);
