@@ -1,13 +1,14 @@
 import { expect } from "chai";
-import { concat, keccak256, stringToBytes, zeroHash, type Hex } from "viem";
+import { bytesToHex, concat, keccak256, stringToBytes, zeroHash, type Hex } from "viem";
 
 import { canon, parseCanonical } from "../../channel-client/canonical";
 import { gasEscrowDomain, toHighS } from "../../channel-client/eip712";
-import { receiptLeaf, receiptLeafFromHashes, LEAF_DOMAIN_HASH } from "../../channel-client/leaf";
+import { LeafBuilder, receiptLeaf, receiptLeafFromHashes, LEAF_DOMAIN_HASH } from "../../channel-client/leaf";
 import {
   sessionReceiptFromJson,
   sessionReceiptHash,
   canonicalReceiptText,
+  sessionReceiptHashBytes,
   sessionReceiptToJson,
   signSessionReceipt,
   verifySessionReceipt,
@@ -234,6 +235,13 @@ describe("session artifacts", () => {
       );
       expect(receiptLeaf(receipt, ticket)).to.equal(expected);
       expect(receiptLeafFromHashes(sessionReceiptHash(receipt), paymentTicketHash(ticket))).to.equal(expected);
+      // The batched path on bytes gives the same leaf, for every receipt of the batch.
+      const builder = new LeafBuilder(paymentTicketHash(ticket));
+      for (const seq of [1n, 2n, 3n]) {
+        const r = sampleReceipt({ seq });
+        expect(bytesToHex(builder.leaf(sessionReceiptHashBytes(r)))).to.equal(receiptLeaf(r, ticket));
+      }
+      expect(thrown(() => builder.leaf(new Uint8Array(31))).name).to.equal("InvalidHexError");
     });
 
     it("changes when either half changes", () => {
