@@ -132,6 +132,10 @@ export const ICS_LIMITS = {
   maxOutputBytes: 1024 * 1024,
   minCallTimeoutMs: 10,
   maxCallTimeoutMs: 60_000,
+  /** Canonical size of one json_schema item's schema: compiling costs ~1-2 ms per property, so it is bounded. */
+  maxSchemaBytes: 8 * 1024,
+  /** json_schema items per ICS (with maxSchemaBytes, caps the compile time an ICS can cost an arbitrator). */
+  maxSchemaItems: 4,
 } as const;
 
 const RUBRIC_ID = /^[a-z0-9_]{1,64}$/;
@@ -152,7 +156,12 @@ export function icsFromJson(value: unknown, path = "ICS"): Ics {
   ]);
   if (o.ics_version !== ICS_VERSION) throw new InvalidFieldError(`${path}.ics_version`, `the integer ${ICS_VERSION}`, o.ics_version);
   const rubric = expectObject(o.rubric, `${path}.rubric`, ["version", "items"]);
-  const items = expectArray(rubric.items, `${path}.rubric.items`, 1, ICS_LIMITS.maxRubricItems).map((item, i) =>
+  const rawItems = expectArray(rubric.items, `${path}.rubric.items`, 1, ICS_LIMITS.maxRubricItems);
+  const schemaItems = rawItems.filter((item) => typeof item === "object" && item !== null && (item as { kind?: unknown }).kind === "json_schema").length;
+  if (schemaItems > ICS_LIMITS.maxSchemaItems) {
+    throw new InvalidIcsError(`${path}.rubric.items`, `hold ${schemaItems} json_schema items; an ICS may have at most ${ICS_LIMITS.maxSchemaItems}.`);
+  }
+  const items = rawItems.map((item, i) =>
     rubricItemFromJson(item, `${path}.rubric.items[${i}]`),
   );
   const testSuite = o.test_suite === null ? null : testSuiteFromJson(o.test_suite, `${path}.test_suite`);
@@ -197,6 +206,10 @@ function rubricItemFromJson(value: unknown, path: string): RubricItem {
       return { id, kind, limit: expectInt(o.limit, `${path}.limit`, 0, Number.MAX_SAFE_INTEGER) };
     case "json_schema": {
       const schema = expectJsonSchema(o.schema, `${path}.schema`);
+      const size = canon(schema).length;
+      if (size > ICS_LIMITS.maxSchemaBytes) {
+        throw new InvalidIcsError(`${path}.schema`, `is ${size} bytes of canonical JSON; a rubric schema may have at most ${ICS_LIMITS.maxSchemaBytes}.`);
+      }
       compileJsonSchema(schema, `${path}.schema`);
       return { id, kind, file: expectBundlePath(o.file, `${path}.file`), schema };
     }

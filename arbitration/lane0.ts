@@ -11,6 +11,7 @@
 import { getAddress, isAddressEqual, zeroHash, type Hex } from "viem";
 
 import { gasEscrowDomain } from "../channel-client/eip712";
+import { verifyIdentityAnchor } from "../channel-client/identity";
 import { receiptLeaf } from "../channel-client/leaf";
 import { verifyProof } from "../channel-client/accumulator";
 import { GENESIS_RECEIPT_HASH, sessionReceiptHash, verifySessionReceipt } from "../channel-client/receipt";
@@ -83,9 +84,27 @@ export async function runLane0(pkg: ChallengePackage, ctx: CaseContext): Promise
   c.evidence("challenger_binding", "CHALLENGER_MISMATCH", isAddressEqual(pkg.challenger, onChain.challenger), "the package names another challenger");
   c.evidence("case_open", "CASE_NOT_OPEN", onChain.status === "open", `the case is ${onChain.status}`);
 
+  await identityChecks(c, pkg, ctx);
   if (onChain.kind === "gig") await gigChecks(c, pkg, ctx);
   else await sessionChecks(c, pkg, ctx);
   return c.result();
+}
+
+/**
+ * The respondent's identity anchor, when the package carries one: both signatures (secp256k1 by the
+ * respondent's account, ML-DSA-44 by the key whose hash the registry holds) over the DID the registry holds.
+ */
+async function identityChecks(c: Checks, pkg: ChallengePackage, ctx: CaseContext): Promise<void> {
+  for (const [i, item] of evidenceOfKind(pkg, "identity").entries()) {
+    const registered = ctx.respondentIdentity;
+    if (!registered) {
+      c.evidence(`identity[${i}]`, "IDENTITY_NOT_REGISTERED", "missing", "the respondent has no identity anchor in the registry");
+      continue;
+    }
+    await signatureCheck(c, `identity[${i}]`, "IDENTITY_ANCHOR_INVALID", () =>
+      verifyIdentityAnchor(item.content, { account: ctx.case.respondent, ...registered }),
+    );
+  }
 }
 
 /*//////////////////////////////////////////////////////////////

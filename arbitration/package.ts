@@ -11,6 +11,12 @@ import type { Address, Hex } from "viem";
 import { artifactId } from "../channel-client/canonical";
 import { InvalidFieldError } from "../channel-client/errors";
 import {
+  signedIdentityAnchorFromJson,
+  signedIdentityAnchorToJson,
+  type SignedIdentityAnchor,
+  type SignedIdentityAnchorJson,
+} from "../channel-client/identity";
+import {
   signedSessionReceiptFromJson,
   signedSessionReceiptToJson,
   type SignedSessionReceipt,
@@ -104,6 +110,8 @@ export type EvidenceContent = {
   deliverable: Bundle;
   receipt: ReceiptEvidence;
   channel: ChannelEvidence;
+  /** The respondent's identity anchor: its DID bound to its secp256k1 and ML-DSA-44 keys, signed by both. */
+  identity: SignedIdentityAnchor;
 };
 export type EvidenceContentJson = {
   ics: IcsJson;
@@ -111,10 +119,11 @@ export type EvidenceContentJson = {
   deliverable: Bundle;
   receipt: ReceiptEvidenceJson;
   channel: ChannelEvidenceJson;
+  identity: SignedIdentityAnchorJson;
 };
 
 export type EvidenceKind = keyof EvidenceContent;
-export const EVIDENCE_KINDS: readonly EvidenceKind[] = ["ics", "test_suite", "deliverable", "receipt", "channel"];
+export const EVIDENCE_KINDS: readonly EvidenceKind[] = ["ics", "test_suite", "deliverable", "receipt", "channel", "identity"];
 
 export type Evidence<K extends EvidenceKind = EvidenceKind> = {
   [k in K]: { kind: k; artifactId: Hex; content: EvidenceContent[k] };
@@ -189,9 +198,13 @@ const lower = (address: Address): Hex => address.toLowerCase() as Hex;
  */
 export function packageFromJson(value: unknown, path = "ChallengePackage"): ChallengePackage {
   const o = expectObject(value, path, FIELDS);
-  const evidence = expectArray(o.evidence, `${path}.evidence`, 1, PACKAGE_LIMITS.maxEvidence).map((item, i) =>
-    evidenceFromJson(item, `${path}.evidence[${i}]`),
-  );
+  const rawEvidence = expectArray(o.evidence, `${path}.evidence`, 1, PACKAGE_LIMITS.maxEvidence);
+  // One ICS at most, counted before any is parsed: parsing an ICS compiles its JSON Schemas, which costs time.
+  const icsCount = rawEvidence.filter((item) => isObject(item) && item.kind === "ics").length;
+  if (icsCount > 1) {
+    throw new InvalidPackageError(`${path}.evidence`, `holds ${icsCount} ICS documents; a case is judged against one.`);
+  }
+  const evidence = rawEvidence.map((item, i) => evidenceFromJson(item, `${path}.evidence[${i}]`));
   const ids = new Set<Hex>();
   evidence.forEach((item, i) => {
     if (ids.has(item.artifactId)) {
@@ -287,6 +300,9 @@ export function evidenceFromJson(value: unknown, path = "Evidence"): Evidence {
     case "channel":
       item = { kind, artifactId: claimed, content: channelEvidenceFromJson(o.content, content) };
       break;
+    case "identity":
+      item = { kind, artifactId: claimed, content: signedIdentityAnchorFromJson(o.content, content) };
+      break;
   }
   const actual = artifactId(evidenceContentToJson(item));
   if (actual !== claimed) throw new ArtifactIdMismatchError(path, claimed, actual);
@@ -352,6 +368,8 @@ export function evidenceContentToJson(item: Evidence): EvidenceContentJson[Evide
         },
       };
     }
+    case "identity":
+      return signedIdentityAnchorToJson(item.content);
   }
 }
 

@@ -54,7 +54,9 @@ export type ParseCanonicalParameters = {
 export function parseCanonical(input: string | Uint8Array, parameters: ParseCanonicalParameters = {}): unknown {
   const { maxBytes = 1 << 20, what = "The document" } = parameters;
   const value = parseJson(input, { maxBytes, what });
-  const text = typeof input === "string" ? input : new TextDecoder().decode(input);
+  // ignoreBOM keeps a leading byte-order mark in the text, so the comparison below refuses it: canonical
+  // JSON never starts with one, and one document must have exactly one accepted spelling.
+  const text = typeof input === "string" ? input : new TextDecoder("utf-8", { ignoreBOM: true }).decode(input);
   if (canon(value) !== text) {
     throw new NonCanonicalJsonError(`${what} is not in RFC 8785 canonical form.`, {
       details: "Serialise it with canon() (sorted keys, no whitespace, shortest number and string forms).",
@@ -73,16 +75,21 @@ export function parseJson(input: string | Uint8Array, parameters: Required<Parse
   if (size > maxBytes) throw new SizeLimitError(what, size, maxBytes);
   let text: string;
   try {
-    text = typeof input === "string" ? input : new TextDecoder("utf-8", { fatal: true }).decode(input);
+    text = typeof input === "string" ? input : new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(input);
   } catch (cause) {
     throw new InvalidJsonError(`${what} is not valid UTF-8.`, { cause });
   }
   assertNestingWithin(text, MAX_JSON_DEPTH, what);
+  let value: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    value = JSON.parse(text) as unknown;
   } catch (cause) {
     throw new InvalidJsonError(`${what} is not valid JSON.`, { cause, details: (cause as Error).message });
   }
+  // Refuse at the boundary what canonical JSON cannot hold (a number that overflows to Infinity such as
+  // 1e400, a lone surrogate written as an escape), so nothing accepted here can fail later when hashed.
+  assertJsonValue(value);
+  return value;
 }
 
 /** Rejects deep nesting before JSON.parse recurses into it; skips brackets inside strings. */

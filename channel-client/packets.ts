@@ -181,6 +181,10 @@ function expectMcp(value: unknown): JsonObject {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw new InvalidFieldError("packet.payload.mcp", "a JSON-RPC object", value);
   }
+  // The request is hashed (its canonical bytes are the receipt's offloadPacketHash), so it must be
+  // something canonical JSON can hold: no NaN/±Infinity (e.g. 1e400) and no lone surrogates. canon()
+  // throws the typed error naming the value.
+  canon(value);
   return value as JsonObject;
 }
 

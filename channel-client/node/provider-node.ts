@@ -111,25 +111,28 @@ export class ProviderNode {
           void connection.close();
           return;
         }
-        void this.#bind(connection, message).then(
-          (b) => {
-            bound = b;
-            return send({ type: "session.ready", lastSeq: b.session.latestTicket?.ticket.seq ?? 0n, leafCount: BigInt(b.session.accumulator.size), deposit: b.record.deposit });
-          },
-          (error: unknown) => {
-            this.#log(`refused session ${connection.sessionId}: ${(error as Error).message.split("\n")[0]}`);
-            void connection.close();
-          },
-        );
+        void this.#bind(connection, message)
+          .then(
+            (b) => {
+              bound = b;
+              return send({ type: "session.ready", lastSeq: b.session.latestTicket?.ticket.seq ?? 0n, leafCount: BigInt(b.session.accumulator.size), deposit: b.record.deposit });
+            },
+            (error: unknown) => {
+              this.#log(`refused session ${connection.sessionId}: ${(error as Error).message.split("\n")[0]}`);
+              void connection.close();
+            },
+          )
+          // The payer may be gone before it hears session.ready; that is its loss, never the node's.
+          .catch((error: unknown) => this.#log(`could not confirm session ${connection.sessionId.slice(0, 10)}: ${(error as Error).message.split("\n")[0]}`));
         return;
       }
       const b = bound;
       if (isPacket(message) && message.packet_type === "PKT_ACTION_INVOKE") {
-        b.work = b.work.then(() => this.#invoke(b, message, send));
+        b.work = this.#after(b.work, () => this.#invoke(b, message, send));
       } else if (isPacket(message) && message.packet_type === "PKT_RECEIPT_COMMIT") {
-        b.work = b.work.then(() => this.#commit(b, message, send));
+        b.work = this.#after(b.work, () => this.#commit(b, message, send));
       } else if (!isPacket(message) && message.type === "close.propose") {
-        b.work = b.work.then(async () => {
+        b.work = this.#after(b.work, async () => {
           try {
             const signature = await b.session.countersign(message.summary, message.signature);
             await b.answers;
@@ -204,7 +207,7 @@ export class ProviderNode {
     });
     const reject = (error: unknown) => {
       const e = error as BaseError;
-      b.answers = b.answers.then(() => send({ type: "reject", seq, error: e.name ?? "Error", message: e.shortMessage ?? e.message }));
+      b.answers = this.#after(b.answers, () => send({ type: "reject", seq, error: e.name ?? "Error", message: e.shortMessage ?? e.message }));
     };
 
     // Already answered (the payer re-sends after a reconnect): answer again from the store.
@@ -213,12 +216,17 @@ export class ProviderNode {
       const [step] = store.steps(b.record.sessionId, { fromSeq: seq, limit: 1 });
       if (step && step.seq === seq && step.receipt && step.ticket.signature === signed.signature) {
         const replay = reply({ error: { code: REPLAYED_RESULT_CODE, message: "output not retained; receipt replayed from the store" } }, step.receipt);
-        b.answers = b.answers.then(() => send(replay));
+        b.answers = this.#after(b.answers, () => send(replay));
         return;
       }
     }
 
-    const input = canonBytes(packet.payload.mcp);
+    let input: Uint8Array;
+    try {
+      input = canonBytes(packet.payload.mcp);
+    } catch (error) {
+      return reject(error); // an mcp canonical JSON cannot hold (NaN, ±Infinity, a lone surrogate): typed refusal
+    }
     const leafCount = packet.payload.leaf_count === undefined ? undefined : Number(packet.payload.leaf_count);
     let result;
     try {
@@ -233,9 +241,21 @@ export class ProviderNode {
     }
     const durable = store.putStep(b.record.sessionId, result.step);
     const answer = reply({ result: JSON.parse(new TextDecoder().decode(result.output)) as JsonObject }, result.step.receipt);
-    b.answers = b.answers.then(async () => {
+    b.answers = this.#after(b.answers, async () => {
       await durable; // never acknowledge what a crash could lose
       await send(answer);
+    });
+  }
+
+  /**
+   * Runs `step` after `chain`. A step that fails (an answer to a connection that closed meanwhile, a
+   * handler that threw) is logged and never breaks the chain, so later messages of the session — on this
+   * connection or the payer's next one — are still served.
+   */
+  #after(chain: Promise<void>, step: () => Promise<void> | void): Promise<void> {
+    return chain.then(step).catch((error: unknown) => {
+      const e = error as BaseError;
+      this.#log(`session step failed: ${e.name ?? "Error"}: ${(e.shortMessage ?? e.message ?? String(error)).split("\n")[0]}`);
     });
   }
 
@@ -267,10 +287,10 @@ export class ProviderNode {
         this.parameters.store.putCommit(b.record.sessionId, "provider", mine),
       ]);
       const answer: ReceiptCommitPacket = { pkt_version: "1", packet_type: "PKT_RECEIPT_COMMIT", issued_at: new Date().toISOString(), session_id: packet.session_id, payload: { commit: mine } };
-      b.answers = b.answers.then(() => send(answer));
+      b.answers = this.#after(b.answers, () => send(answer));
     } catch (error) {
       const e = error as BaseError;
-      b.answers = b.answers.then(() => send({ type: "reject", seq, error: e.name, message: e.shortMessage ?? e.message }));
+      b.answers = this.#after(b.answers, () => send({ type: "reject", seq, error: e.name, message: e.shortMessage ?? e.message }));
     }
   }
 }

@@ -551,12 +551,12 @@ describe(`adversarial fuzz: hostile input to the nodes and the parsers (seed ${S
     expect(ledger.violations.filter(violationsOf(category)), ledger.summary(violationsOf(category))).to.deep.equal([]);
   });
 
-  // BUG (found by this fuzz, minor): parseCanonical decodes byte input with TextDecoder, which silently drops a
+  // FIXED (found by this fuzz, minor): parseCanonical decodes byte input with TextDecoder, which silently drops a
   // leading UTF-8 BOM (EF BB BF), and then compares the re-serialisation with the decoded text. So the bytes
   // BOM ‖ canonical-JSON pass as canonical though they are not (the string form is refused). decodeInit and
   // decodeTry (handshake) use it, so a ChannelOpenInit/Try has two accepted wire spellings. Correct
   // behaviour: NonCanonicalJsonError (or InvalidJsonError) for the BOM-prefixed bytes.
-  it("BUG: parseCanonical refuses canonical JSON bytes preceded by a UTF-8 BOM", () => {
+  it("found by fuzzing, fixed: parseCanonical refuses canonical JSON bytes preceded by a UTF-8 BOM", () => {
     const text = canon({ a: 1, b: "x" });
     expect(thrown(() => parseCanonical(`\ufeff${text}`)).name, "string input").to.be.oneOf(["InvalidJsonError", "NonCanonicalJsonError"]);
     const bytes = new Uint8Array([0xef, 0xbb, 0xbf, ...utf8(text)]);
@@ -624,13 +624,13 @@ describe(`adversarial fuzz: hostile input to the nodes and the parsers (seed ${S
     expect(ledger.violations.filter(violationsOf(category)), ledger.summary(violationsOf(category))).to.deep.equal([]);
   });
 
-  // BUG (found by this fuzz): icsFromJson compiles every json_schema rubric item with Ajv while parsing, and
+  // FIXED (found by this fuzz): icsFromJson compiles every json_schema rubric item with Ajv while parsing, and
   // Ajv needs ~1-2 ms per property (measured on this machine: 500 properties 1.2 s, 1 000 2.3 s, 2 000 3.5-5.9 s;
   // around 4 000 it overflows the stack, which is caught as a typed InvalidIcsError). An ICS may carry 32
   // such items and a ChallengePackage of 4 MiB several ICS evidence items, so one hostile package costs an
   // arbitrator minutes of CPU before any check runs. Correct behaviour: parse or refuse (typed) within
   // CALL_BOUND_MS, e.g. by bounding the size of a schema before compiling it.
-  it(`BUG: an ICS whose JSON Schema has 2 000 properties (100 kB) is parsed or refused within ${CALL_BOUND_MS} ms`, () => {
+  it(`found by fuzzing, fixed: an ICS whose JSON Schema has 2 000 properties (100 kB) is parsed or refused within ${CALL_BOUND_MS} ms`, () => {
     current = "bug slow schema";
     const schema = { type: "object", properties: Object.fromEntries(Array.from({ length: 2_000 }, (_, i) => [`f${SEED}_${i}`, { type: "string", pattern: `^a{${i % 50}}$` }])) };
     const ics = structuredClone(samples.icsSchemaJson) as { rubric: { items: Array<Record<string, unknown>> } };
@@ -1521,7 +1521,7 @@ describe(`adversarial fuzz: hostile input to the nodes and the parsers (seed ${S
     };
   }
 
-  // BUG (found by this fuzz): decodePacket accepts an `mcp` object holding a value canonical JSON refuses — a
+  // FIXED (found by this fuzz): decodePacket accepted an `mcp` object holding a value canonical JSON refuses — a
   // lone UTF-16 surrogate ("\ud800") or a number that overflows to Infinity (1e400) — because parseJson does
   // not check them and expectMcp only checks for an object. ProviderNode#invoke then calls
   // canonBytes(packet.payload.mcp) outside its try/catch: canon() throws InvalidJsonError / NonFiniteNumberError,
@@ -1531,7 +1531,7 @@ describe(`adversarial fuzz: hostile input to the nodes and the parsers (seed ${S
   // --unhandled-rejections=throw). Correct behaviour: a typed rejection or a closed connection, and the
   // session keeps serving.
   for (const params of REFUSED_MCP) {
-    it(`BUG: an invocation whose mcp params are ${params} is answered with a typed rejection (or a close) and the session keeps serving`, async function () {
+    it(`found by fuzzing, fixed: an invocation whose mcp params are ${params} is answered with a typed rejection (or a close) and the session keeps serving`, async function () {
       this.timeout(60_000);
       current = `bug mcp ${params}`;
       const isolated = await isolatedNode(`bug-mcp-${REFUSED_MCP.indexOf(params)}.db`);
@@ -1544,7 +1544,17 @@ describe(`adversarial fuzz: hostile input to the nodes and the parsers (seed ${S
           ticket: { sessionId: fx.opened.sessionId, provider: fx.provider.address, termsHash: fx.opened.ref.terms.termsHash, seq: 1n, cumulativeAmount: PRICE, receiptRoot: zeroHash },
         });
         const text = wire(invokeJson(signed, { jsonrpc: "2.0", id: 1, method: "tools/echo", params: { v: "__MCP__" } })).replace('{"v":"__MCP__"}', params);
-        expect(() => decodeMessage(utf8(text)), "decodeMessage accepts it (so the node must handle it)").not.to.throw();
+        // Fixed at the boundary: parseJson now refuses what canonical JSON cannot hold, so decodeMessage throws
+        // a typed error and the node drops the peer; the session must still serve the payer's next connection.
+        const decoded = (() => {
+          try {
+            decodeMessage(utf8(text));
+            return "accepted";
+          } catch (error) {
+            return (error as Error).name;
+          }
+        })();
+        expect(decoded === "accepted" || TYPED.has(decoded), `decodeMessage threw an untyped ${decoded}`).to.equal(true);
         await peer.connection.send(utf8(text));
         const first = await peer.next(BUG_BOUND_MS);
         const leaked = unhandled.slice(before).map((u) => describeError(u.reason));
@@ -1567,14 +1577,14 @@ describe(`adversarial fuzz: hostile input to the nodes and the parsers (seed ${S
     });
   }
 
-  // BUG (found by this fuzz): when an answer cannot be sent because the connection is already closing (the
+  // FIXED (found by this fuzz): when an answer cannot be sent because the connection is already closing (the
   // payer closed it, or sent garbage that made the node close it, while an invocation was being processed),
   // `b.answers = b.answers.then(() => send(...))` in ProviderNode#invoke rejects with ConnectionClosedError and
   // nothing ever catches it. `answers` is per session and shared by every later connection of that session,
   // so every later answer is skipped: a payer that reconnects and re-sends its ticket (what PayerClient.connect
   // does) waits forever, and the rejection is unhandled (fatal for bin/ioi.js). Correct behaviour: the lost
   // answer is dropped, and the re-sent ticket is answered from the store on the new connection.
-  it("BUG: a payer that disconnects while its invocation is being processed can reconnect and get the answer", async function () {
+  it("found by fuzzing, fixed: a payer that disconnects while its invocation is being processed can reconnect and get the answer", async function () {
     this.timeout(60_000);
     current = "bug answers chain";
     const isolated = await isolatedNode("bug-answers.db");
@@ -1605,14 +1615,14 @@ describe(`adversarial fuzz: hostile input to the nodes and the parsers (seed ${S
     }
   });
 
-  // BUG (found by this fuzz, transport category "sealed garbage after the handshake"): ProviderNode#serve binds
+  // FIXED (found by this fuzz, transport category "sealed garbage after the handshake"): ProviderNode#serve binds
   // a session with `void this.#bind(...).then((b) => { ...; return send({ type: "session.ready", ... }) }, ...)`.
   // If the connection is closed or closing by the time the session is bound (the payer went away right after
   // session.open, or its next frame was refused), send() rejects with ConnectionClosedError and nothing
   // handles the promise `.then` returned: an unhandled rejection, which terminates a provider process run by
   // bin/ioi.js (Node's default --unhandled-rejections=throw) and with it every other channel it serves.
   // Correct behaviour: the failed send is ignored (the connection is gone) and the node keeps serving.
-  it("BUG: a payer that goes away right after session.open leaves no unhandled rejection in the node", async function () {
+  it("found by fuzzing, fixed: a payer that goes away right after session.open leaves no unhandled rejection in the node", async function () {
     this.timeout(60_000);
     current = "bug session.ready";
     const isolated = await isolatedNode("bug-ready.db");
@@ -1638,7 +1648,7 @@ describe(`adversarial fuzz: hostile input to the nodes and the parsers (seed ${S
   // The same two bugs against the real provider process: each unhandled rejection above terminates
   // `bin/ioi.js provider` (exit code 1), and with it every channel the provider serves. Found by this fuzz;
   // checked here so that the severity is on record. Correct behaviour: the process keeps running and serving.
-  it("BUG: the provider process (bin/ioi.js) survives one hostile message and keeps serving", async function () {
+  it("found by fuzzing, fixed: the provider process (bin/ioi.js) survives one hostile message and keeps serving", async function () {
     this.timeout(180_000);
     current = "bug process";
     const rpc = await serveEmbeddedNetwork(hre);

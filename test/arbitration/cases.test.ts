@@ -5,14 +5,15 @@
  */
 import { loadFixture } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
 import { expect } from "chai";
-import { getAddress, parseEther, zeroAddress, zeroHash, type Address, type Hex, type LocalAccount } from "viem";
+import { getAddress, keccak256, parseEther, stringToBytes, zeroAddress, zeroHash, type Address, type Hex, type LocalAccount } from "viem";
 
 import { bundleHash, type Bundle } from "../../arbitration/bundle";
 import { buildGigPackage, buildSessionPackage } from "../../arbitration/build";
 import { currentClosingState, loadCaseContext, openGigCase, openSessionCase, submitResolution, type Deployment } from "../../arbitration/chain";
 import { canon } from "../../channel-client/canonical";
 import { icsFromJson, icsHash, penaltyFor, unserviceableRefund, type Ics, type IcsJson } from "../../arbitration/ics";
-import { packageHash, parsePackage, packageToJson, type ChallengePackage } from "../../arbitration/package";
+import { makeEvidence, packageHash, parsePackage, packageToJson, type ChallengePackage } from "../../arbitration/package";
+import { didHashOf, mldsaKeyPair, signIdentityAnchor } from "../../channel-client/identity";
 import { disputeManagerDomain, resolutionDigest, resolutionToJson, signResolution } from "../../arbitration/resolution";
 import { FAULT_RECEIPT_FILE } from "../../arbitration/lane0";
 import { arbitrate, AuditLog, type ArbitrationRun } from "../../arbitration/runner";
@@ -221,6 +222,28 @@ describe("arbitration: cases end to end", function () {
     const run = await arbitrate({ pkg: other, ctx, actor: "arbitrator" });
     expect(run.state).to.equal("fail_safe");
     expect(run.resolution.aggregate.reasonCodes).to.include("PACKAGE_HASH_MISMATCH");
+  });
+
+  it("Lane 0 checks the respondent's hybrid identity anchor (secp256k1 + ML-DSA-44) against the registry when present", async function () {
+    const s = await loadFixture(systemFixture);
+    const mldsa = mldsaKeyPair(new Uint8Array(32).fill(9));
+    const did = "did:provider";
+    // The provider registers the DID and the hash of its real ML-DSA-44 key.
+    await s.registry.write.updateProvider(["https://provider.example/ioi", keccak256(stringToBytes("caps")), didHashOf(did), keccak256(mldsa.publicKey)], {
+      account: s.provider.account,
+    });
+    const anchor = await signIdentityAnchor({ did, account: hardhatAccount(SYS.provider), mldsa });
+    const good = await gigCase(s, { mutate: (p) => ({ ...p, evidence: [...p.evidence, makeEvidence("identity", anchor)] }) });
+    const [run] = await threeRuns(s, good.caseId, good.pkg);
+    expect(run!.resolution.lane0.checks.find((check) => check.name === "identity[0]")!.status).to.equal("pass");
+    expect(run!.resolution.aggregate.finalVerdict).to.equal("provider_fault");
+
+    // A forged ML-DSA-44 signature (the secp256k1 half still valid) does not verify: fail safe.
+    const forgedSig = `0x${"00".repeat(2420)}` as Hex;
+    const forged = await gigCase(s, { mutate: (p) => ({ ...p, evidence: [...p.evidence, makeEvidence("identity", { ...anchor, mldsaSignature: forgedSig })] }) });
+    const [bad] = await threeRuns(s, forged.caseId, forged.pkg);
+    expect(bad!.state).to.equal("fail_safe");
+    expect(bad!.resolution.aggregate.reasonCodes).to.include("IDENTITY_ANCHOR_INVALID");
   });
 
   it("the audit log refuses transitions UAICP does not allow", function () {
