@@ -17,7 +17,7 @@
  */
 import { loadFixture } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
 import { expect } from "chai";
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -33,9 +33,9 @@ import type { ChannelRecord, StepRecord } from "../../channel-client/store/store
 import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../../channel-client/terms";
 import { serveEmbeddedNetwork, type EmbeddedRpc } from "../../scripts/embedded-rpc";
 import { escrowFixture, makeTerms } from "../helpers/fixtures";
+import { startProviderChild, type ProviderProcess } from "../helpers/provider-child";
 import { mulberry32 } from "../helpers/prng";
 
-const ROOT = path.resolve(__dirname, "../..");
 /** Hardhat's well-known key for account #3 (ROLE.provider). */
 const PROVIDER_KEY: Hex = "0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6";
 const PRICE = parseEther("0.0001");
@@ -59,13 +59,6 @@ async function crashLoadFixture() {
   const opened = await openChannel({ wallet: fx.funder, publicClient, escrow: fx.escrow.address, terms, amount: DEPOSIT });
   return { ...fx, publicClient, opened };
 }
-
-type ProviderProcess = {
-  child: ChildProcess;
-  port: number;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  stderr: () => string;
-};
 
 /** Rejects with a message naming `what` if `promise` does not settle within `ms`. */
 async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
@@ -101,44 +94,8 @@ describe("crash and restart under load: 64 invocations in flight at every SIGKIL
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  async function startProvider(escrow: Hex, db: string): Promise<ProviderProcess> {
-    const child = spawn(
-      process.execPath,
-      [path.join(ROOT, "bin/ioi.js"), "provider", "--rpc", rpc!.url, "--escrow", escrow, "--db", db, "--price", PRICE.toString(), "--port", "0"],
-      { cwd: ROOT, env: { ...process.env, IOI_PRIVATE_KEY: PROVIDER_KEY }, stdio: ["ignore", "pipe", "pipe"] },
-    );
-    children.add(child);
-    let stderr = "";
-    child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-      child.once("exit", (code, signal) => {
-        children.delete(child);
-        resolve({ code, signal });
-      }),
-    );
-    const deadline = setTimeout(() => child.kill("SIGKILL"), START_DEADLINE_MS);
-    try {
-      const port = await new Promise<number>((resolve, reject) => {
-        let partial = "";
-        child.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
-          const lines = (partial + chunk).split("\n");
-          partial = lines.pop()!;
-          for (const line of lines) {
-            let event: { event?: string; port?: number };
-            try {
-              event = JSON.parse(line) as typeof event;
-            } catch {
-              continue; // a human-readable line
-            }
-            if (event?.event === "provider.ready" && typeof event.port === "number") resolve(event.port);
-          }
-        });
-        void exited.then(({ code, signal }) => reject(new Error(`the provider process exited (${code ?? signal}) before it was ready:\n${stderr}`)));
-      });
-      return { child, port, exited, stderr: () => stderr };
-    } finally {
-      clearTimeout(deadline);
-    }
+  function startProvider(escrow: Hex, db: string): Promise<ProviderProcess> {
+    return startProviderChild({ rpcUrl: rpc!.url, escrow, db, price: PRICE, key: PROVIDER_KEY, children, startDeadlineMs: START_DEADLINE_MS });
   }
 
   it(`loses nothing acknowledged across ${ROUNDS} SIGKILLs with exactly ${IN_FLIGHT} invocations in flight and settles exactly (seed ${SEED}, IOI_CRASH_SEED reproduces)`, async () => {

@@ -1,0 +1,67 @@
+/**
+ * Starts `bin/ioi.js provider` as a child process for the kill-and-resume tests and resolves with its port
+ * once it prints its `provider.ready` line; a process that is not ready within `startDeadlineMs` is killed
+ * and reported with its stderr.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import path from "node:path";
+import type { Hex } from "viem";
+
+export type ProviderProcess = {
+  child: ChildProcess;
+  port: number;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  stderr: () => string;
+};
+
+const ROOT = path.resolve(__dirname, "../..");
+
+export async function startProviderChild(parameters: {
+  rpcUrl: string;
+  escrow: Hex;
+  db: string;
+  price: bigint;
+  key: Hex;
+  /** Every live child is kept here until it exits, so the suite can kill what is left. */
+  children: Set<ChildProcess>;
+  startDeadlineMs: number;
+}): Promise<ProviderProcess> {
+  const { children } = parameters;
+  const child = spawn(
+    process.execPath,
+    [path.join(ROOT, "bin/ioi.js"), "provider", "--rpc", parameters.rpcUrl, "--escrow", parameters.escrow, "--db", parameters.db, "--price", parameters.price.toString(), "--port", "0"],
+    { cwd: ROOT, env: { ...process.env, IOI_PRIVATE_KEY: parameters.key }, stdio: ["ignore", "pipe", "pipe"] },
+  );
+  children.add(child);
+  let stderr = "";
+  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once("exit", (code, signal) => {
+      children.delete(child);
+      resolve({ code, signal });
+    }),
+  );
+  const deadline = setTimeout(() => child.kill("SIGKILL"), parameters.startDeadlineMs);
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      let partial = "";
+      child.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
+        const lines = (partial + chunk).split("\n");
+        partial = lines.pop()!;
+        for (const line of lines) {
+          let event: { event?: string; port?: number };
+          try {
+            event = JSON.parse(line) as typeof event;
+          } catch {
+            continue; // a human-readable line
+          }
+          if (event?.event === "provider.ready" && typeof event.port === "number") resolve(event.port);
+        }
+      });
+      void exited.then(({ code, signal }) => reject(new Error(`the provider process exited (${code ?? signal}) before it was ready:\n${stderr}`)));
+    });
+    return { child, port, exited, stderr: () => stderr };
+  } finally {
+    clearTimeout(deadline);
+  }
+}
