@@ -108,6 +108,7 @@ export async function signDigest(account: LocalAccount, digest: Hex): Promise<He
  * one accepted signature per digest, as on-chain.
  */
 export async function recoverDigestSigner(digest: Hex, signature: Hex): Promise<Address> {
+  assertCanonicalV(signature);
   let parsed: ReturnType<typeof parseSignature>;
   try {
     parsed = parseSignature(signature);
@@ -126,6 +127,18 @@ export async function recoverDigestSigner(digest: Hex, signature: Hex): Promise<
     return await recoverAddress({ hash: digest, signature });
   } catch (cause) {
     throw new InvalidSignatureError("The signature does not recover to any address.", { cause });
+  }
+}
+
+/**
+ * A 65-byte signature ends in v = 27 or 28 (0x1b, 0x1c). The same signature with v = 0 or 1 recovers the
+ * same key, so accepting both would give one signer two spellings of one signature; ecrecover on-chain
+ * takes only 27/28.
+ */
+function assertCanonicalV(signature: Hex): void {
+  const v = typeof signature === "string" && signature.length === 132 ? signature.slice(130).toLowerCase() : undefined;
+  if (v !== undefined && v !== "1b" && v !== "1c") {
+    throw new InvalidSignatureError(`The signature's v is 0x${v}; only 27 or 28 (0x1b, 0x1c) is accepted.`);
   }
 }
 
@@ -166,6 +179,7 @@ export async function assertDigestSigner(
   expected: Address,
   role: string,
 ): Promise<void> {
+  assertCanonicalV(signature);
   const key = knownKeys.get(expected.toLowerCase());
   if (key) {
     let valid = false;

@@ -97,6 +97,8 @@ describe("session artifacts", () => {
         ["for another contract", verifyPaymentTicket({ domain: { ...domain, verifyingContract: stranger.address }, signed, signer: payer.address })],
         ["in high-s form", verifyPaymentTicket({ domain, signed: { ...signed, signature: toHighS(signed.signature) }, signer: payer.address })],
         ["truncated", verifyPaymentTicket({ domain, signed: { ...signed, signature: signed.signature.slice(0, 100) as Hex }, signer: payer.address })],
+        // The same signature spelt with v = 0/1 instead of 27/28: one signer, one accepted spelling.
+        ["with v = 0 or 1", verifyPaymentTicket({ domain, signed: { ...signed, signature: `${signed.signature.slice(0, 130)}${signed.signature.endsWith("1b") ? "00" : "01"}` as Hex }, signer: payer.address })],
       ];
       for (const [name, promise] of cases) {
         const error = await rejection(promise);
