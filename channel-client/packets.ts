@@ -92,7 +92,11 @@ function packetToJson(packet: Packet): JsonObject {
  * Signatures are not checked here: that needs the channel's keys (see the node's ticket checks).
  */
 export function decodePacket(input: string | Uint8Array, maxBytes = MAX_PACKET_BYTES): Packet {
-  const raw = parseJson(input, { maxBytes, what: "The packet" });
+  return packetFromJson(parseJson(input, { maxBytes, what: "The packet" }));
+}
+
+/** Validates a packet already parsed by `parseJson` (which refused what canonical JSON cannot hold). */
+export function packetFromJson(raw: unknown): Packet {
   const head = expectObject(raw, "packet", ["pkt_version", "packet_type", "issued_at", "session_id", "payload"], [
     "lease_id",
     "action_result_id",
@@ -181,10 +185,7 @@ function expectMcp(value: unknown): JsonObject {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw new InvalidFieldError("packet.payload.mcp", "a JSON-RPC object", value);
   }
-  // The request is hashed (its canonical bytes are the receipt's offloadPacketHash), so it must be
-  // something canonical JSON can hold: no NaN/±Infinity (e.g. 1e400) and no lone surrogates. canon()
-  // throws the typed error naming the value.
-  canon(value);
+  // Canonical JSON can hold it (no 1e400, no lone surrogate): parseJson refused anything else at the boundary.
   return value as JsonObject;
 }
 

@@ -7,7 +7,7 @@
 import type { Hex } from "viem";
 
 import { canon, parseJson } from "../canonical";
-import { decodePacket, encodePacket, MAX_PACKET_BYTES, type Packet } from "../packets";
+import { encodePacket, MAX_PACKET_BYTES, packetFromJson, type Packet } from "../packets";
 import { settlementSummaryFromJson, settlementSummaryToJson, type SettlementSummary } from "../summary";
 import {
   channelRefFromJson,
@@ -77,7 +77,7 @@ function controlToJson(message: ControlMessage): Record<string, unknown> {
 /** Decodes one message from a peer; throws a typed error naming what was wrong. */
 export function decodeMessage(bytes: Uint8Array): NodeMessage {
   const raw = parseJson(bytes, { maxBytes: MAX_PACKET_BYTES, what: "The message" });
-  if (typeof raw === "object" && raw !== null && !Array.isArray(raw) && "packet_type" in raw) return decodePacket(bytes);
+  if (typeof raw === "object" && raw !== null && !Array.isArray(raw) && "packet_type" in raw) return packetFromJson(raw);
   const head = expectObject(raw, "message", ["type"], ["ref", "pricing", "lastSeq", "leafCount", "deposit", "seq", "error", "message", "summary", "signature"]);
   const type = expectLiteral(head.type, "message.type", CONTROL_TYPES);
   switch (type) {

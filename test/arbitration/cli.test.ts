@@ -18,7 +18,6 @@ import { packageHash, packageToJson, parsePackage } from "../../arbitration/pack
 import { disputeManagerDomain, resolutionFromJson, resolutionHash, verifyResolutionSignature } from "../../arbitration/resolution";
 import { judgeRuntimeHash } from "../../arbitration/runner";
 import { canon } from "../../channel-client/canonical";
-import { main } from "../../channel-client/cli";
 import { gasEscrowDomain } from "../../channel-client/eip712";
 import { closeUnilateral, openChannel, type Wallet } from "../../channel-client/escrow";
 import { receiptLeaf } from "../../channel-client/leaf";
@@ -31,26 +30,10 @@ import { deployAll } from "../../scripts/deploy";
 import { serveEmbeddedNetwork, type EmbeddedRpc } from "../../scripts/embedded-rpc";
 import { codeGigIcs, FAILING_DELIVERABLE, SUITE } from "../../scripts/examples/code-gig";
 import { hardhatAccount } from "../helpers/fixtures";
+import { runCli } from "../helpers/cli";
 
 /** Runs the CLI in-process and captures what it prints. */
-async function run(argv: string[], env: Record<string, string | undefined> = {}) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const saved = { log: console.log, error: console.error };
-  const savedEnv = { ...process.env };
-  Object.assign(process.env, env);
-  for (const [k, v] of Object.entries(env)) if (v === undefined) delete process.env[k];
-  console.log = (...args: unknown[]) => out.push(args.join(" "));
-  console.error = (...args: unknown[]) => err.push(args.join(" "));
-  try {
-    const code = await main(argv);
-    return { code, out: out.join("\n"), err: err.join("\n") };
-  } finally {
-    console.log = saved.log;
-    console.error = saved.error;
-    process.env = savedEnv;
-  }
-}
+const run = runCli;
 
 type Result = Awaited<ReturnType<typeof run>>;
 

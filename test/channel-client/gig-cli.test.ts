@@ -8,31 +8,14 @@ import { getAddress, keccak256, parseEther, stringToBytes, toHex, zeroAddress, t
 import { mnemonicToAccount } from "viem/accounts";
 
 import { artifactId } from "../../channel-client/canonical";
-import { main } from "../../channel-client/cli";
 import { cancelGig, deliverGig, fundGig } from "../../channel-client/gig";
 import { serveEmbeddedNetwork, type EmbeddedRpc } from "../../scripts/embedded-rpc";
 import { rejection } from "../helpers/assert";
 import { GIG_ROLE, HARDHAT_MNEMONIC, gigFixture } from "../helpers/fixtures";
+import { runCli } from "../helpers/cli";
 
 /** Runs the CLI in-process and captures what it prints. */
-async function run(argv: string[], env: Record<string, string | undefined> = {}) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const saved = { log: console.log, error: console.error };
-  const savedEnv = { ...process.env };
-  Object.assign(process.env, env);
-  for (const [k, v] of Object.entries(env)) if (v === undefined) delete process.env[k];
-  console.log = (...args: unknown[]) => out.push(args.join(" "));
-  console.error = (...args: unknown[]) => err.push(args.join(" "));
-  try {
-    const code = await main(argv);
-    return { code, out: out.join("\n"), err: err.join("\n") };
-  } finally {
-    console.log = saved.log;
-    console.error = saved.error;
-    process.env = savedEnv;
-  }
-}
+const run = runCli;
 
 /** The JSON object a `--json` run printed on its last line. */
 function jsonOf(result: { out: string }): Record<string, unknown> {
