@@ -29,14 +29,18 @@ const deployerKey = process.env.IOI_DEPLOYER_KEY;
 
 const config: HardhatUserConfig = {
   solidity: {
-    version: SOLC_VERSION,
-    settings: {
-      evmVersion: "cancun",
-      optimizer: { enabled: true, runs: 10_000 },
-    },
+    compilers: [{ version: SOLC_VERSION, settings: { evmVersion: "cancun", optimizer: { enabled: true, runs: 10_000 } } }],
+    // The DisputeManager runs rarely and is large: optimised for size so it stays under the 24 KiB code limit.
+    overrides: Object.fromEntries(
+      ["contracts/DisputeManager.sol", "contracts/libraries/DisputeRules.sol", "contracts/libraries/Panels.sol"].map((file) => [
+        file,
+        { version: SOLC_VERSION, settings: { evmVersion: "cancun", viaIR: true, optimizer: { enabled: true, runs: 1 } } },
+      ]),
+    ),
   },
   networks: {
-    hardhat: {},
+    // 40 funded accounts: the dispute tests and the devnet draw panels from up to 16 admitted arbitrators.
+    hardhat: { accounts: { count: 40 } },
     localhost: { url: `http://127.0.0.1:${process.env.IOI_DEVNET_PORT ?? 8545}` },
     ...(rpcUrl
       ? { remote: { url: rpcUrl, accounts: deployerKey ? [deployerKey] : [] } }

@@ -1,30 +1,35 @@
 // SPDX-License-Identifier: MIT
 pragma solidity 0.8.28;
 
-import {AccessControl} from "@openzeppelin/contracts/access/AccessControl.sol";
-import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
-import {ECDSA} from "@openzeppelin/contracts/utils/cryptography/ECDSA.sol";
+import {Math} from "@openzeppelin/contracts/utils/math/Math.sol";
 import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
 import {SafeTransferLib} from "solady/src/utils/SafeTransferLib.sol";
-import {ReentrancyGuardTransient} from "solady/src/utils/ReentrancyGuardTransient.sol";
 import {IDisputeManager} from "./interfaces/IDisputeManager.sol";
 import {IGasEscrow} from "./interfaces/IGasEscrow.sol";
 import {IGigEscrow} from "./interfaces/IGigEscrow.sol";
 import {IProviderRegistry} from "./interfaces/IProviderRegistry.sol";
-import {ReceiptLeaf} from "./libraries/ReceiptLeaf.sol";
+import {IRandomness} from "./interfaces/IRandomness.sol";
+import {DisputeRules} from "./libraries/DisputeRules.sol";
+import {Panels} from "./libraries/Panels.sol";
 
 /// @title DisputeManager
-/// @notice Takes challenges against a gig's delivery or a closing session's receipts, holds both parties'
-/// bonds, and enforces what deterministic arbitration decided: a refund through the escrow, a slash of the
-/// respondent's SLA bond through the registry, and the bonds to the winner less a burnt share.
-/// @dev Holds `DISPUTE_ROLE` on GasEscrow and GigEscrow and `SLASHER_ROLE` on the ProviderRegistry.
+/// @notice Takes challenges against a gig's delivery or a closing session's receipts, holds the parties' bonds,
+/// draws a panel of arbitrators per case, and enforces the verdict that stands after the appeal window: a refund
+/// through the escrow, a slash of the respondent's SLA bond, the bonds to the winner less a burnt share and the
+/// arbitration fee, and slashes of arbitrators whose verdict was overturned or who never signed.
+/// @dev Holds `DISPUTE_ROLE` on GasEscrow and GigEscrow and `SLASHER_ROLE` and `LOCKER_ROLE` on the registry.
 ///
-/// Liveness: every case ends. A fast-path case that gets no quorum resolution by its deadline can be moved to
-/// the slow path by anyone; a slow-path case governance does not decide by its deadline can be expired by
-/// anyone, which releases the subject without a refund and returns both bonds. Parameter bounds keep the
-/// longest case (decision window × (escalations + 1) + slow-path timeout) inside the escrows' own 180-day
-/// freeze backstop.
-contract DisputeManager is IDisputeManager, AccessControl, EIP712, ReentrancyGuardTransient {
+/// Who judges (decision 0013): a panel is drawn for each round after the case opens and after the respondent
+/// could contest, from randomness requested at that moment (`IRandomness`), weighted by stake, from the admitted
+/// arbitrators pinned to the judge runtime; no address bound to the subject and no earlier panel member can be
+/// drawn. A verdict needs two thirds of the panel and more stake at risk than the case moves.
+///
+/// Liveness: every case ends. A round not drawn or not decided by its deadline goes to the slow path; a slow-path
+/// case governance does not decide by its deadline is expired by anyone, enforcing the verdict that stood before
+/// the appeal, or, when none ever stood, splitting the disputed value. The longest case (respond window + two
+/// rounds of draw, decision and appeal + slow path, at most 137 days under the bounds below) stays inside the
+/// escrows' 180-day freeze backstop.
+contract DisputeManager is IDisputeManager {
     using SafeCast for uint256;
 
     /*//////////////////////////////////////////////////////////////
@@ -35,8 +40,13 @@ contract DisputeManager is IDisputeManager, AccessControl, EIP712, ReentrancyGua
     bytes32 public constant RESOLUTION_TYPEHASH =
         keccak256("Resolution(bytes32 caseId,uint8 verdict,uint128 refund,uint128 slash,bytes32 resolutionHash)");
 
-    /// @notice Sets the parameters and decides slow-path cases.
-    bytes32 public constant GOVERNANCE_ROLE = keccak256("GOVERNANCE_ROLE");
+
+    /// @notice EIP-712 domain: name "IOI DisputeManager", version "1", this chain and this contract. Written out
+    /// rather than inherited from OpenZeppelin's EIP712 to keep the contract under the code-size limit.
+    bytes32 private constant _DOMAIN_TYPEHASH =
+        keccak256("EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)");
+    bytes32 private constant _NAME_HASH = keccak256("IOI DisputeManager");
+    bytes32 private constant _VERSION_HASH = keccak256("1");
 
     /// @notice Where burnt bond shares go (nobody holds its key), as in the ProviderRegistry.
     address public constant BURN_ADDRESS = 0x000000000000000000000000000000000000dEaD;
@@ -44,22 +54,17 @@ contract DisputeManager is IDisputeManager, AccessControl, EIP712, ReentrancyGua
     /// @notice Basis points in a whole.
     uint16 public constant BPS = 10_000;
 
+    /// @notice Stake rates are bond-token units per this many units of an asset.
+    uint256 public constant STAKE_RATE_UNIT = 1e18;
+
     /// @notice Cases any one subject can ever have, so repeated challenges cannot grief it for long.
     uint8 public constant MAX_CASES_PER_SUBJECT = 3;
 
-    /// @notice Highest lane a case can reach (lane 3: human review on the slow path).
-    uint8 public constant MAX_LANE = 3;
+    /// @notice Highest lane a case opens at (lane 0: signatures and bindings; lane 1: objective checks).
+    uint8 public constant MAX_OPEN_LANE = 1;
 
-    /// @notice The first lane of the slow path.
-    uint8 public constant SLOW_PATH_LANE = 2;
-
-    /// @notice Parameter bounds (see `Params`).
-    uint8 public constant MAX_LANE_MULTIPLIER = 10;
-    uint8 public constant MAX_QUORUM = 16;
-    uint8 public constant MAX_ESCALATIONS = 2;
-    uint40 public constant MIN_WINDOW = 1 minutes;
-    uint40 public constant MAX_DECISION_WINDOW = 30 days;
-    uint40 public constant MAX_SLOW_PATH_TIMEOUT = 90 days;
+    /// @notice Rounds 0 and 1 are judged by drawn panels; round 2 is the slow path.
+    uint8 public constant SLOW_PATH_ROUND = 2;
 
     /*//////////////////////////////////////////////////////////////
                                  STATE
@@ -68,37 +73,70 @@ contract DisputeManager is IDisputeManager, AccessControl, EIP712, ReentrancyGua
     IGasEscrow public immutable gasEscrow;
     IGigEscrow public immutable gigEscrow;
     IProviderRegistry public immutable registry;
+    IRandomness public immutable randomness;
+
+    /// @notice Sets the parameters and asset terms and decides slow-path cases: the TimelockController on every
+    /// deployment (`scripts/deploy.ts`), so every such power acts only after a public delay. Fixed for good: a
+    /// new governance means a new DisputeManager, which the escrows' roles (behind the same timelock) must admit.
+    address public immutable governance;
+
+    /// @dev The domain separator at deployment, rebuilt only if the chain id changes (a fork).
+    uint256 private immutable _cachedChainId;
+    bytes32 private immutable _cachedDomainSeparator;
 
     Params private _params;
 
+    mapping(address asset => AssetTerms) private _assetTerms;
+
     mapping(bytes32 caseId => Case) private _cases;
 
-    /// @dev Per subject (keyed by `_subjectKey`): its open case, how many cases it had, how many escalations.
+    mapping(bytes32 caseId => mapping(uint256 round => Round)) private _rounds;
+
+    mapping(bytes32 caseId => mapping(uint256 round => address[])) private _panels;
+
+    mapping(address asset => mapping(address account => uint256)) private _claimable;
+
+    /// @dev Per subject (keyed by `_subjectKey`): its open case and how many cases it had.
     struct SubjectState {
         bytes32 openCase;
         uint8 cases;
-        uint8 escalations;
     }
 
     mapping(bytes32 subjectKey => SubjectState) private _subjects;
 
+    /// @dev An outcome being enforced.
+    struct Outcome {
+        Verdict verdict;
+        uint128 refund;
+        uint128 slash;
+        bytes32 resolutionHash;
+    }
+
     constructor(
-        address governance,
+        address governance_,
         IGasEscrow gasEscrow_,
         IGigEscrow gigEscrow_,
         IProviderRegistry registry_,
+        IRandomness randomness_,
         Params memory p
-    ) EIP712("IOI DisputeManager", "1") {
+    ) {
+        _cachedChainId = block.chainid;
+        _cachedDomainSeparator = _buildDomainSeparator();
         if (
-            governance == address(0) || address(gasEscrow_) == address(0) || address(gigEscrow_) == address(0)
-                || address(registry_) == address(0)
+            governance_ == address(0) || address(gasEscrow_) == address(0) || address(gigEscrow_) == address(0)
+                || address(registry_) == address(0) || address(randomness_) == address(0)
         ) revert ZeroAddress();
         gasEscrow = gasEscrow_;
         gigEscrow = gigEscrow_;
         registry = registry_;
-        _grantRole(DEFAULT_ADMIN_ROLE, governance);
-        _grantRole(GOVERNANCE_ROLE, governance);
+        randomness = randomness_;
+        governance = governance_;
         _setParams(p);
+    }
+
+    modifier onlyGovernance() {
+        if (msg.sender != governance) revert NotGovernance(msg.sender);
+        _;
     }
 
     /*//////////////////////////////////////////////////////////////
@@ -115,9 +153,11 @@ contract DisputeManager is IDisputeManager, AccessControl, EIP712, ReentrancyGua
         IGigEscrow.Gig memory gig = gigEscrow.gigOf(gigId);
         bytes32 subjectId = bytes32(uint256(gigId));
         if (msg.sender != gig.client) revert NotTheChallengerSide(subjectId, msg.sender);
-        Case memory draft = _draft(SubjectKind.Gig, subjectId, gig.provider, gig.asset, gig.amount, lane, packageHash);
+        Case memory draft =
+            _draft(SubjectKind.Gig, subjectId, gig.provider, address(0), gig.asset, gig.amount, lane, packageHash);
         caseId = _openCase(draft, 0);
-        // Reverts unless the gig is delivered and its dispute window is still open.
+        // Reverts unless the gig is delivered and its dispute window is still open. The gig's own lock on the
+        // provider's bond lasts until the case settles it.
         gigEscrow.freeze(gigId);
     }
 
@@ -132,29 +172,15 @@ contract DisputeManager is IDisputeManager, AccessControl, EIP712, ReentrancyGua
         uint8 lane,
         bytes32 packageHash
     ) external payable nonReentrant returns (bytes32 caseId) {
-        bytes32 sessionId = gasEscrow.sessionIdOf(terms, openedAt);
-        if (msg.sender != terms.payer && msg.sender != terms.funder) revert NotTheChallengerSide(sessionId, msg.sender);
-        Case memory draft =
-            _draft(SubjectKind.Session, sessionId, terms.provider, terms.asset, _valueOf(recorded), lane, packageHash);
-        caseId = _openCase(draft, _provenLeaf(sessionId, recorded, receiptHash, ticketHash, proof));
+        (bytes32 sessionId, address related, bytes32 leaf) =
+            DisputeRules.sessionSubject(gasEscrow, terms, openedAt, recorded, receiptHash, ticketHash, proof);
+        Case memory draft = _draft(
+            SubjectKind.Session, sessionId, terms.provider, related, terms.asset, _valueOf(recorded), lane, packageHash
+        );
+        caseId = _openCase(draft, leaf);
         // Reverts unless the session's challenge window is still open.
         gasEscrow.freeze(sessionId, recorded);
-    }
-
-    /// @dev The challenged leaf, after checking `recorded` is the session's state and the leaf is in its root.
-    function _provenLeaf(
-        bytes32 sessionId,
-        IGasEscrow.ClosingState calldata recorded,
-        bytes32 receiptHash,
-        bytes32 ticketHash,
-        bytes32[] calldata proof
-    ) private view returns (bytes32) {
-        (bool matches,,) = gasEscrow.closingInfo(sessionId, recorded);
-        if (!matches) revert ClosingStateMismatch(sessionId);
-        if (!ReceiptLeaf.verify(proof, recorded.receiptRoot, receiptHash, ticketHash)) {
-            revert InvalidMerkleProof(sessionId, recorded.receiptRoot);
-        }
-        return ReceiptLeaf.leaf(receiptHash, ticketHash);
+        registry.lockBond(IProviderRegistry.Role.Provider, terms.provider);
     }
 
     /// @dev What a closing session disputes: its recorded amount, capped at the deposit.
@@ -167,6 +193,7 @@ contract DisputeManager is IDisputeManager, AccessControl, EIP712, ReentrancyGua
         SubjectKind kind,
         bytes32 subjectId,
         address respondent,
+        address related,
         address asset,
         uint128 value,
         uint8 lane,
@@ -175,6 +202,7 @@ contract DisputeManager is IDisputeManager, AccessControl, EIP712, ReentrancyGua
         c.kind = kind;
         c.subjectId = subjectId;
         c.respondent = respondent;
+        c.related = related;
         c.asset = asset;
         c.value = value;
         c.lane = lane;
@@ -183,7 +211,7 @@ contract DisputeManager is IDisputeManager, AccessControl, EIP712, ReentrancyGua
 
     /// @dev Checks and stores a new case for the caller, then takes the challenger's bond.
     function _openCase(Case memory c, bytes32 leaf) private returns (bytes32 caseId) {
-        if (c.lane >= SLOW_PATH_LANE) revert InvalidLane(c.lane);
+        if (c.lane > MAX_OPEN_LANE) revert InvalidLane(c.lane);
         if (c.packageHash == 0) revert ZeroPackageHash();
         SubjectState storage subject = _subjects[_subjectKey(c.kind, c.subjectId)];
         if (subject.openCase != 0) revert CaseAlreadyOpen(c.subjectId, subject.openCase);
@@ -194,10 +222,12 @@ contract DisputeManager is IDisputeManager, AccessControl, EIP712, ReentrancyGua
         }
         subject.openCase = caseId;
 
+        Params memory p = _params;
         c.challenger = msg.sender;
         c.status = CaseStatus.Open;
-        c.deadline = uint40(block.timestamp) + _params.decisionWindow;
-        c.challengerBond = _bondFor(c.value, c.lane);
+        c.respondBy = uint40(block.timestamp) + p.respondWindow;
+        c.deadline = c.respondBy + p.decisionWindow;
+        c.challengerBond = _bondFor(c.asset, c.value, c.lane);
         _cases[caseId] = c;
         emit CaseOpened(
             caseId,
@@ -210,165 +240,272 @@ contract DisputeManager is IDisputeManager, AccessControl, EIP712, ReentrancyGua
             c.challengerBond,
             c.packageHash,
             leaf,
-            c.deadline
+            c.respondBy
         );
         _receiveBond(c.asset, c.challengerBond);
     }
 
     /*//////////////////////////////////////////////////////////////
-                          CONTESTING AND ESCALATING
+                           CONTESTING AND DRAWING
     //////////////////////////////////////////////////////////////*/
 
     /// @inheritdoc IDisputeManager
     function respond(bytes32 caseId) external payable nonReentrant {
         Case storage c = _case(caseId);
-        if (c.status != CaseStatus.Open && c.status != CaseStatus.SlowPath) revert WrongCaseStatus(caseId, c.status);
+        _requireStatus(caseId, c, CaseStatus.Open);
         if (msg.sender != c.respondent) revert NotTheRespondent(caseId, msg.sender);
-        if (c.respondentBond != 0) revert AlreadyContested(caseId);
+        Round storage r = _rounds[caseId][0];
+        // Only before the first panel's randomness is requested: the respondent never acts knowing its panel.
+        if (c.round != 0 || r.drawTicket != 0 || block.timestamp > c.respondBy) revert ContestClosed(caseId, c.respondBy);
         uint128 bond = c.challengerBond;
         c.respondentBond = bond;
         emit CaseContested(caseId, msg.sender, bond);
+        _requestDraw(caseId, 0, r);
         _receiveBond(c.asset, bond);
     }
 
     /// @inheritdoc IDisputeManager
-    function escalate(bytes32 caseId) external payable nonReentrant {
+    function drawPanel(bytes32 caseId) external nonReentrant {
         Case storage c = _case(caseId);
-        if (c.status != CaseStatus.Open) revert WrongCaseStatus(caseId, c.status);
-        bool byChallenger = msg.sender == c.challenger;
-        if (!byChallenger && msg.sender != c.respondent) revert NotAParty(caseId, msg.sender);
-        SubjectState storage subject = _subjects[_subjectKey(c.kind, c.subjectId)];
-        uint8 cap = _params.maxEscalations;
-        if (subject.escalations >= cap) revert EscalationCapReached(c.subjectId, cap);
-        unchecked {
-            ++subject.escalations; // < cap <= MAX_ESCALATIONS
+        _requireStatus(caseId, c, CaseStatus.Open);
+        if (block.timestamp > c.deadline) revert DeadlinePassed(caseId, c.deadline);
+        uint8 round = c.round;
+        Round storage r = _rounds[caseId][round];
+        uint256 ticket = r.drawTicket;
+        if (ticket == 0) {
+            if (c.respondentBond == 0 && block.timestamp <= c.respondBy) revert RespondWindowOpen(caseId, c.respondBy);
+            _requestDraw(caseId, round, r);
+            return;
         }
+        (bytes32 value, bool expired) = randomness.valueOf(ticket);
+        if (expired) {
+            _requestDraw(caseId, round, r);
+            return;
+        }
+        if (value == 0) revert RandomnessNotReady(caseId, ticket);
 
-        uint8 lane = c.lane + 1; // c.lane < SLOW_PATH_LANE while Open
-        uint128 due = _bondFor(c.value, lane);
-        uint128 held = byChallenger ? c.challengerBond : c.respondentBond;
-        uint128 topUp = due > held ? due - held : 0;
-        if (topUp != 0) {
-            if (byChallenger) c.challengerBond = due;
-            else c.respondentBond = due;
+        address[] memory panel = _draw(caseId, c, keccak256(abi.encode(value, caseId, round)));
+        if (panel.length == 0) {
+            _toSlowPath(caseId, c);
+            return;
         }
-        _moveToLane(caseId, c, lane, msg.sender);
-        _receiveBond(c.asset, topUp);
+        _panels[caseId][round] = panel;
+        uint40 deadline = uint40(block.timestamp) + _params.decisionWindow;
+        c.status = CaseStatus.Deliberating;
+        c.deadline = deadline;
+        emit PanelDrawn(caseId, round, panel, deadline);
+        for (uint256 i; i < panel.length; ++i) {
+            registry.lockBond(IProviderRegistry.Role.Arbitrator, panel[i]);
+        }
     }
 
-    /// @dev Sets the lane; lanes from SLOW_PATH_LANE up belong to governance and get the longer timeout.
-    function _moveToLane(bytes32 caseId, Case storage c, uint8 lane, address by) private {
-        c.lane = lane;
-        CaseStatus status;
-        uint40 deadline;
-        if (lane >= SLOW_PATH_LANE) {
-            status = CaseStatus.SlowPath;
-            deadline = uint40(block.timestamp) + _params.slowPathTimeout;
-        } else {
-            status = CaseStatus.Open;
-            deadline = uint40(block.timestamp) + _params.decisionWindow;
+    function _requestDraw(bytes32 caseId, uint8 round, Round storage r) private {
+        uint256 ticket = randomness.request();
+        r.drawTicket = ticket;
+        emit PanelRequested(caseId, round, ticket);
+    }
+
+    /// @dev Draws the panel of the case's current round from everyone eligible but the addresses bound to the
+    /// subject and the first round's panel.
+    function _draw(bytes32 caseId, Case storage c, bytes32 seed) private view returns (address[] memory) {
+        address[] memory earlier = c.round == 0 ? new address[](0) : _panels[caseId][0];
+        address[] memory excluded = new address[](earlier.length + 3);
+        excluded[0] = c.challenger;
+        excluded[1] = c.respondent;
+        excluded[2] = c.related;
+        for (uint256 i; i < earlier.length; ++i) {
+            excluded[i + 3] = earlier[i];
         }
-        c.status = status;
-        c.deadline = deadline;
-        emit CaseEscalated(caseId, by, lane, status, deadline);
+        return Panels.draw(registry, _params.judgeRuntimeHash, excluded, _panelSize(c.round), seed);
     }
 
     /*//////////////////////////////////////////////////////////////
-                                RESOLVING
+                           VERDICTS AND APPEALS
     //////////////////////////////////////////////////////////////*/
 
     /// @inheritdoc IDisputeManager
-    function resolve(
-        Resolution calldata resolution,
-        IGasEscrow.ClosingState calldata recorded,
-        Signature[] calldata signatures
-    ) external nonReentrant {
+    function submitVerdict(Resolution calldata resolution, Signature[] calldata signatures) external nonReentrant {
         bytes32 caseId = resolution.caseId;
         Case storage c = _case(caseId);
-        if (c.status != CaseStatus.Open) revert WrongCaseStatus(caseId, c.status);
-        if (resolution.verdict == Verdict.None) revert InvalidVerdict(resolution.verdict);
-        _checkQuorum(_hashResolution(resolution), signatures, c);
-        if (resolution.verdict == Verdict.Undecidable) {
-            // The fast path failed safe: a human decides, never a guess.
-            uint8 lane = c.lane < SLOW_PATH_LANE ? SLOW_PATH_LANE : c.lane;
-            _moveToLane(caseId, c, lane, address(0));
+        _requireStatus(caseId, c, CaseStatus.Deliberating);
+        if (block.timestamp > c.deadline) revert DeadlinePassed(caseId, c.deadline);
+        Outcome memory o = Outcome(resolution.verdict, resolution.refund, resolution.slash, resolution.resolutionHash);
+        _checkRemedy(caseId, c, o, true);
+        Round storage r = _rounds[caseId][c.round];
+        // A supermajority of the panel, losing more if overturned than the case moves (its value plus the slash).
+        uint16 mask = Panels.signers(
+            registry,
+            caseId,
+            _hashResolution(resolution),
+            signatures,
+            _panels[caseId][c.round],
+            true,
+            _params.overturnSlashBps,
+            _valueInStake(c.asset, c.value) + o.slash
+        );
+
+        r.verdict = o.verdict;
+        r.refund = o.refund;
+        r.slash = o.slash;
+        r.resolutionHash = o.resolutionHash;
+        r.signedMask = mask;
+        if (o.verdict == Verdict.Undecidable) {
+            // The fast path failed safe: governance decides, never a guess.
+            emit VerdictSubmitted(caseId, c.round, o.verdict, 0, 0, o.resolutionHash, mask, 0);
+            _toSlowPath(caseId, c);
             return;
         }
-        _enforce(caseId, c, resolution, recorded);
+        uint40 appealEndsAt = uint40(block.timestamp) + _params.appealWindow;
+        c.status = CaseStatus.Decided;
+        c.deadline = appealEndsAt;
+        emit VerdictSubmitted(caseId, c.round, o.verdict, o.refund, o.slash, o.resolutionHash, mask, appealEndsAt);
+    }
+
+
+    /// @inheritdoc IDisputeManager
+    function appeal(bytes32 caseId) external payable nonReentrant {
+        Case storage c = _case(caseId);
+        _requireStatus(caseId, c, CaseStatus.Decided);
+        if (block.timestamp > c.deadline) revert DeadlinePassed(caseId, c.deadline);
+        if (msg.sender != c.challenger && msg.sender != c.respondent) revert NotAParty(caseId, msg.sender);
+        Params memory p = _params;
+        if (c.round >= p.maxAppeals) revert AppealCapReached(caseId, p.maxAppeals);
+
+        uint8 round = c.round + 1; // <= MAX_APPEALS = SLOW_PATH_ROUND
+        uint128 bond = _bondFor(c.asset, c.value, c.lane + round);
+        Round storage r = _rounds[caseId][round];
+        r.appellant = msg.sender;
+        r.appealBond = bond;
+        c.round = round;
+        uint40 deadline;
+        if (round < SLOW_PATH_ROUND) {
+            deadline = uint40(block.timestamp) + p.decisionWindow;
+            c.status = CaseStatus.Open;
+            c.deadline = deadline;
+            emit CaseAppealed(caseId, msg.sender, round, bond, CaseStatus.Open, deadline);
+            _requestDraw(caseId, round, r);
+        } else {
+            deadline = uint40(block.timestamp) + p.slowPathTimeout;
+            c.status = CaseStatus.SlowPath;
+            c.deadline = deadline;
+            emit CaseAppealed(caseId, msg.sender, round, bond, CaseStatus.SlowPath, deadline);
+        }
+        _receiveBond(c.asset, bond);
+    }
+
+    /*//////////////////////////////////////////////////////////////
+                                 ENDINGS
+    //////////////////////////////////////////////////////////////*/
+
+    /// @inheritdoc IDisputeManager
+    function finalize(bytes32 caseId, IGasEscrow.ClosingState calldata recorded) external nonReentrant {
+        Case storage c = _case(caseId);
+        _requireStatus(caseId, c, CaseStatus.Decided);
+        if (block.timestamp <= c.deadline) revert DeadlineNotPassed(caseId, c.deadline);
+        Round storage r = _rounds[caseId][c.round];
+        _settle(caseId, c, Outcome(r.verdict, r.refund, r.slash, r.resolutionHash), recorded, CaseStatus.Resolved);
     }
 
     /// @inheritdoc IDisputeManager
     function resolveSlowPath(Resolution calldata resolution, IGasEscrow.ClosingState calldata recorded)
         external
-        onlyRole(GOVERNANCE_ROLE)
+        onlyGovernance
         nonReentrant
     {
         bytes32 caseId = resolution.caseId;
         Case storage c = _case(caseId);
-        if (c.status != CaseStatus.SlowPath) revert WrongCaseStatus(caseId, c.status);
-        if (resolution.verdict == Verdict.None || resolution.verdict == Verdict.Undecidable) {
-            revert InvalidVerdict(resolution.verdict);
-        }
-        _enforce(caseId, c, resolution, recorded);
+        _requireStatus(caseId, c, CaseStatus.SlowPath);
+        Outcome memory o = Outcome(resolution.verdict, resolution.refund, resolution.slash, resolution.resolutionHash);
+        _checkRemedy(caseId, c, o, false);
+        Round storage r = _rounds[caseId][SLOW_PATH_ROUND];
+        r.verdict = o.verdict;
+        r.refund = o.refund;
+        r.slash = o.slash;
+        r.resolutionHash = o.resolutionHash;
+        _settle(caseId, c, o, recorded, CaseStatus.Resolved);
     }
 
     /// @inheritdoc IDisputeManager
     function expire(bytes32 caseId, IGasEscrow.ClosingState calldata recorded) external nonReentrant {
         Case storage c = _case(caseId);
         CaseStatus status = c.status;
-        if (status != CaseStatus.Open && status != CaseStatus.SlowPath) revert WrongCaseStatus(caseId, status);
+        if (status != CaseStatus.Open && status != CaseStatus.Deliberating && status != CaseStatus.SlowPath) {
+            revert WrongCaseStatus(caseId, status);
+        }
         if (block.timestamp <= c.deadline) revert DeadlineNotPassed(caseId, c.deadline);
-        if (status == CaseStatus.Open) {
-            _moveToLane(caseId, c, SLOW_PATH_LANE, address(0));
+        if (status != CaseStatus.SlowPath) {
+            _toSlowPath(caseId, c);
             return;
         }
-        c.status = CaseStatus.Expired;
-        delete _subjects[_subjectKey(c.kind, c.subjectId)].openCase;
-        emit CaseExpired(caseId);
-        _releaseSubject(c, 0, recorded);
-        _pay(c.asset, c.challenger, c.challengerBond);
-        _pay(c.asset, c.respondent, c.respondentBond);
+        // Governance did not decide. The verdict that stood before an appeal stands: an appeal nobody heard
+        // never pays the appellant. Without any verdict neither side caused the outcome, so each bears half.
+        (bool stood, Outcome memory o) = _latestVerdict(caseId, SLOW_PATH_ROUND);
+        if (!stood) o = Outcome(Verdict.NoFault, c.value / 2, 0, bytes32(0));
+        emit CaseExpired(caseId, stood);
+        _settle(caseId, c, o, recorded, CaseStatus.Expired);
     }
 
-    /// @dev Applies a decided verdict: the subject's refund, the SLA-bond slash, then the bonds. State is
-    /// final before any external call.
-    function _enforce(bytes32 caseId, Case storage c, Resolution calldata r, IGasEscrow.ClosingState calldata recorded)
-        private
-    {
-        Verdict verdict = r.verdict;
-        if (r.refund > c.value) revert RefundExceedsValue(caseId, r.refund, c.value);
-        if (verdict == Verdict.RespondentWins && (r.refund != 0 || r.slash != 0)) {
-            revert RemedyNotAllowed(verdict, r.refund, r.slash);
-        }
-        if (verdict == Verdict.NoFault && r.slash != 0) revert RemedyNotAllowed(verdict, r.refund, r.slash);
+    function _toSlowPath(bytes32 caseId, Case storage c) private {
+        uint40 deadline = uint40(block.timestamp) + _params.slowPathTimeout;
+        c.round = SLOW_PATH_ROUND;
+        c.status = CaseStatus.SlowPath;
+        c.deadline = deadline;
+        emit CaseToSlowPath(caseId, SLOW_PATH_ROUND, deadline);
+    }
 
-        c.status = CaseStatus.Resolved;
+    /// @dev Enforces `o` for good: every state change first, then the registry (refund, SLA slash, arbitrator
+    /// penalties and unlocks, all through contracts fixed at construction), then the asset transfers.
+    function _settle(
+        bytes32 caseId,
+        Case storage c,
+        Outcome memory o,
+        IGasEscrow.ClosingState calldata recorded,
+        CaseStatus finalStatus
+    ) private {
+        c.status = finalStatus;
         delete _subjects[_subjectKey(c.kind, c.subjectId)].openCase;
 
-        // Both bonds were paid in, so their sum fits the token's supply: add in 256 bits.
-        uint256 challengerBond = c.challengerBond;
-        uint256 respondentBond = c.respondentBond;
-        uint256 toChallenger;
-        uint256 toRespondent;
-        uint256 burned;
-        if (verdict == Verdict.ChallengerWins) {
-            burned = _burnShare(respondentBond);
-            toChallenger = challengerBond + respondentBond - burned;
-        } else if (verdict == Verdict.RespondentWins) {
-            burned = _burnShare(challengerBond);
-            toRespondent = respondentBond + challengerBond - burned;
-        } else {
-            // No fault: nobody loses a bond.
-            toChallenger = challengerBond;
-            toRespondent = respondentBond;
-        }
+        bytes32 finalKey = DisputeRules.outcomeKey(o.verdict, o.refund, o.slash);
+        DisputeRules.BondSplit memory split = _splitBonds(c, o.verdict);
+        mapping(uint256 => Round) storage rounds = _rounds[caseId];
+        split = DisputeRules.settleAppealBonds(rounds, c.challenger, finalKey, _params.burnBps, split);
+        uint256 fees;
+        (split, fees) = DisputeRules.payFees(rounds, _panels[caseId], _claimable[c.asset], caseId, c.asset, finalKey, split);
 
-        uint128 refunded = _releaseSubject(c, r.refund, recorded);
-        uint128 slashed = verdict == Verdict.ChallengerWins ? _slash(c, r.slash) : 0;
-        emit CaseResolved(caseId, verdict, refunded, slashed, r.resolutionHash, toChallenger, toRespondent, burned);
-        _pay(c.asset, c.challenger, toChallenger);
-        _pay(c.asset, c.respondent, toRespondent);
-        _pay(c.asset, BURN_ADDRESS, burned);
+        uint128 refunded = _releaseSubject(c, o.refund, recorded);
+        uint128 slashed = o.verdict == Verdict.ChallengerWins ? _slash(c, o.slash) : 0;
+        emit CaseResolved(
+            caseId, o.verdict, refunded, slashed, o.resolutionHash, split.toChallenger, split.toRespondent, split.burned, fees
+        );
+        _penalizeAndUnlock(caseId, finalKey);
+        if (c.kind == SubjectKind.Session) registry.unlockBond(IProviderRegistry.Role.Provider, c.respondent);
+
+        address asset = c.asset;
+        _pay(asset, c.challenger, split.toChallenger);
+        _pay(asset, c.respondent, split.toRespondent);
+        _pay(asset, BURN_ADDRESS, split.burned);
+    }
+
+    /// @dev The opening bonds' split (`DisputeRules.splitBonds`).
+    function _splitBonds(Case storage c, Verdict verdict) private view returns (DisputeRules.BondSplit memory) {
+        Params memory p = _params;
+        return DisputeRules.splitBonds(c.challengerBond, c.respondentBond, verdict, p.burnBps, p.feeBps);
+    }
+
+    /// @dev Settles every panel member (slashes for overturned and absent members, then unlocks: `Panels`).
+    function _penalizeAndUnlock(bytes32 caseId, bytes32 finalKey) private {
+        Params memory p = _params;
+        for (uint256 round; round < SLOW_PATH_ROUND; ++round) {
+            Round storage r = _rounds[caseId][round];
+            address[] storage panel = _panels[caseId][round];
+            if (panel.length == 0) continue;
+            Verdict verdict = r.verdict;
+            bool overturned =
+                verdict != Verdict.None && verdict != Verdict.Undecidable && DisputeRules.roundKey(r) != finalKey;
+            Panels.settleRound(
+                registry, caseId, panel, r.signedMask, verdict, overturned, _rounds[caseId][round + 1].appellant, p
+            );
+        }
     }
 
     /// @dev Unfreezes the subject with `refund` and returns what was actually refunded (zero if the escrow's
@@ -397,27 +534,18 @@ contract DisputeManager is IDisputeManager, AccessControl, EIP712, ReentrancyGua
         return uint128(take); // <= amount
     }
 
-    /// @dev Requires at least `quorum` signatures by distinct active arbitrators with the pinned runtime,
-    /// none of them a party, in ascending address order.
-    function _checkQuorum(bytes32 digest, Signature[] calldata signatures, Case storage c) private view {
-        Params memory p = _params;
-        uint256 n = signatures.length;
-        if (n < p.quorum) revert QuorumNotMet(n, p.quorum);
-        address previous;
-        address challenger = c.challenger;
-        address respondent = c.respondent;
-        for (uint256 i; i < n; ++i) {
-            (address signer, ECDSA.RecoverError err,) = ECDSA.tryRecover(digest, signatures[i].r, signatures[i].vs);
-            if (err != ECDSA.RecoverError.NoError) revert InvalidSignature(i);
-            if (signer <= previous) revert SignersNotAscending(i, signer);
-            previous = signer;
-            if (signer == challenger || signer == respondent) revert ConflictedArbitrator(signer);
-            if (!registry.isActiveArbitrator(signer)) revert NotAnActiveArbitrator(signer);
-            if (p.judgeRuntimeHash != 0) {
-                bytes32 pinned = registry.judgeRuntimeHashOf(signer);
-                if (pinned != p.judgeRuntimeHash) revert WrongJudgeRuntime(signer, pinned, p.judgeRuntimeHash);
-            }
-        }
+    /*//////////////////////////////////////////////////////////////
+                                 CLAIMS
+    //////////////////////////////////////////////////////////////*/
+
+    /// @inheritdoc IDisputeManager
+    function claim(address asset) external nonReentrant returns (uint256 amount) {
+        amount = _claimable[asset][msg.sender];
+        if (amount == 0) revert NothingToClaim(asset, msg.sender);
+        delete _claimable[asset][msg.sender];
+        emit Claimed(asset, msg.sender, amount);
+        if (asset == address(0)) SafeTransferLib.safeTransferETH(msg.sender, amount);
+        else SafeTransferLib.safeTransfer(asset, msg.sender, amount);
     }
 
     /*//////////////////////////////////////////////////////////////
@@ -425,23 +553,19 @@ contract DisputeManager is IDisputeManager, AccessControl, EIP712, ReentrancyGua
     //////////////////////////////////////////////////////////////*/
 
     /// @inheritdoc IDisputeManager
-    function setParams(Params calldata p) external onlyRole(GOVERNANCE_ROLE) {
+    function setParams(Params calldata p) external onlyGovernance {
         _setParams(p);
     }
 
+    /// @inheritdoc IDisputeManager
+    function setAssetTerms(address asset, AssetTerms calldata terms) external onlyGovernance {
+        if (terms.stakeRate != 0 && terms.bondFloor == 0) revert InvalidParams("bondFloor");
+        _assetTerms[asset] = terms;
+        emit AssetTermsSet(asset, terms.bondFloor, terms.stakeRate);
+    }
+
     function _setParams(Params memory p) private {
-        if (p.riskBps > BPS) revert InvalidParams("riskBps > 10000");
-        if (p.burnBps > BPS) revert InvalidParams("burnBps > 10000");
-        if (p.laneMultiplier == 0 || p.laneMultiplier > MAX_LANE_MULTIPLIER) revert InvalidParams("laneMultiplier");
-        if (p.quorum == 0 || p.quorum > MAX_QUORUM) revert InvalidParams("quorum");
-        if (p.maxEscalations > MAX_ESCALATIONS) revert InvalidParams("maxEscalations");
-        if (p.decisionWindow < MIN_WINDOW || p.decisionWindow > MAX_DECISION_WINDOW) {
-            revert InvalidParams("decisionWindow");
-        }
-        if (p.slowPathTimeout < p.decisionWindow || p.slowPathTimeout > MAX_SLOW_PATH_TIMEOUT) {
-            revert InvalidParams("slowPathTimeout");
-        }
-        if (p.bondFloor == 0) revert InvalidParams("bondFloor");
+        DisputeRules.validate(p);
         _params = p;
         emit ParamsSet(p);
     }
@@ -451,13 +575,23 @@ contract DisputeManager is IDisputeManager, AccessControl, EIP712, ReentrancyGua
     //////////////////////////////////////////////////////////////*/
 
     /// @inheritdoc IDisputeManager
-    function bondFor(uint256 value, uint8 lane) external view returns (uint256) {
-        return _bondFor(value, lane);
+    function bondFor(address asset, uint256 value, uint8 level) external view returns (uint256) {
+        return _bondFor(asset, value, level);
     }
 
     /// @inheritdoc IDisputeManager
     function caseOf(bytes32 caseId) external view returns (Case memory) {
         return _cases[caseId];
+    }
+
+    /// @inheritdoc IDisputeManager
+    function roundOf(bytes32 caseId, uint8 round) external view returns (Round memory) {
+        return _rounds[caseId][round];
+    }
+
+    /// @inheritdoc IDisputeManager
+    function panelOf(bytes32 caseId, uint8 round) external view returns (address[] memory) {
+        return _panels[caseId][round];
     }
 
     /// @inheritdoc IDisputeManager
@@ -468,6 +602,16 @@ contract DisputeManager is IDisputeManager, AccessControl, EIP712, ReentrancyGua
     /// @inheritdoc IDisputeManager
     function params() external view returns (Params memory) {
         return _params;
+    }
+
+    /// @inheritdoc IDisputeManager
+    function assetTerms(address asset) external view returns (AssetTerms memory) {
+        return _assetTerms[asset];
+    }
+
+    /// @inheritdoc IDisputeManager
+    function claimable(address asset, address account) external view returns (uint256) {
+        return _claimable[asset][account];
     }
 
     /// @inheritdoc IDisputeManager
@@ -484,6 +628,29 @@ contract DisputeManager is IDisputeManager, AccessControl, EIP712, ReentrancyGua
         if (c.status == CaseStatus.None) revert UnknownCase(caseId);
     }
 
+    function _requireStatus(bytes32 caseId, Case storage c, CaseStatus required) private view {
+        CaseStatus status = c.status;
+        if (status != required) revert WrongCaseStatus(caseId, status);
+    }
+
+    /// @dev Checks a remedy against its verdict, the disputed value and the slash cap (`DisputeRules.checkRemedy`).
+    function _checkRemedy(bytes32 caseId, Case storage c, Outcome memory o, bool panel) private view {
+        uint256 cap = Math.mulDiv(_valueInStake(c.asset, c.value), _params.slashCapBps, BPS);
+        DisputeRules.checkRemedy(caseId, c.value, cap, o.verdict, o.refund, o.slash, panel);
+    }
+
+    /// @dev The latest verdict decided in a round before `beforeRound`, if any.
+    function _latestVerdict(bytes32 caseId, uint256 beforeRound) private view returns (bool, Outcome memory o) {
+        for (uint256 round = beforeRound; round > 0; --round) {
+            Round storage r = _rounds[caseId][round - 1];
+            Verdict v = r.verdict;
+            if (v != Verdict.None && v != Verdict.Undecidable) {
+                return (true, Outcome(v, r.refund, r.slash, r.resolutionHash));
+            }
+        }
+        return (false, o);
+    }
+
     function _subjectKey(SubjectKind kind, bytes32 subjectId) private pure returns (bytes32) {
         return keccak256(abi.encode(kind, subjectId));
     }
@@ -492,23 +659,39 @@ contract DisputeManager is IDisputeManager, AccessControl, EIP712, ReentrancyGua
         return keccak256(abi.encode(kind, subjectId, index));
     }
 
-    function _hashResolution(Resolution calldata r) private view returns (bytes32) {
-        return _hashTypedDataV4(
-            keccak256(abi.encode(RESOLUTION_TYPEHASH, r.caseId, uint8(r.verdict), r.refund, r.slash, r.resolutionHash))
-        );
+    function _hashResolution(Resolution memory r) private view returns (bytes32) {
+        bytes32 structHash =
+            keccak256(abi.encode(RESOLUTION_TYPEHASH, r.caseId, uint8(r.verdict), r.refund, r.slash, r.resolutionHash));
+        bytes32 domain = block.chainid == _cachedChainId ? _cachedDomainSeparator : _buildDomainSeparator();
+        return keccak256(abi.encodePacked(hex"1901", domain, structHash));
     }
 
-    /// @dev max(value × riskBps / BPS, floor) × multiplier^lane, reverting if it does not fit a uint128.
-    function _bondFor(uint256 value, uint8 lane) private view returns (uint128) {
-        if (lane > MAX_LANE) revert InvalidLane(lane);
+    function _buildDomainSeparator() private view returns (bytes32) {
+        return keccak256(abi.encode(_DOMAIN_TYPEHASH, _NAME_HASH, _VERSION_HASH, block.chainid, address(this)));
+    }
+
+    function _panelSize(uint8 round) private view returns (uint256) {
+        uint256 base = _params.panelSize;
+        return round == 0 ? base : 2 * base - 1;
+    }
+
+    function _valueInStake(address asset, uint256 amount) private view returns (uint256) {
+        return Math.mulDiv(amount, _assetTerms[asset].stakeRate, STAKE_RATE_UNIT);
+    }
+
+    /// @dev max(value × riskBps / BPS, the asset's floor) × multiplier^level, reverting for an asset without
+    /// terms or a bond that does not fit a uint128.
+    function _bondFor(address asset, uint256 value, uint8 level) private view returns (uint128) {
+        AssetTerms memory terms = _assetTerms[asset];
+        if (terms.stakeRate == 0) revert AssetNotSupported(asset);
         Params memory p = _params;
         uint256 base = value * p.riskBps / BPS;
-        if (base < p.bondFloor) base = p.bondFloor;
-        return (base * uint256(p.laneMultiplier) ** lane).toUint128();
+        if (base < terms.bondFloor) base = terms.bondFloor;
+        return (base * uint256(p.laneMultiplier) ** level).toUint128();
     }
 
-    function _burnShare(uint256 bond) private view returns (uint256) {
-        return bond * _params.burnBps / BPS; // <= bond
+    function _indexOf(address[] memory list, address a) private pure returns (uint256) {
+        return Panels.indexOf(list, a);
     }
 
     /// @dev Takes a bond of exactly `due` from the caller: ETH as `msg.value`, or the case's token.
@@ -525,15 +708,64 @@ contract DisputeManager is IDisputeManager, AccessControl, EIP712, ReentrancyGua
         if (received < due) revert BondShortfall(received, due);
     }
 
-    /// @dev ETH is force-sent so a hostile party cannot block the other's payout.
+    /// @dev ETH is force-sent so a hostile party cannot block the other's payout; a token transfer that fails
+    /// (a blocklisted recipient) is credited to the recipient's claimable balance instead of reverting the case.
     function _pay(address asset, address to, uint256 amount) private {
         if (amount == 0) return;
-        if (asset == address(0)) SafeTransferLib.forceSafeTransferETH(to, amount);
-        else SafeTransferLib.safeTransfer(asset, to, amount);
+        if (asset == address(0)) {
+            SafeTransferLib.forceSafeTransferETH(to, amount);
+        } else if (!_tryTransfer(asset, to, amount)) {
+            _claimable[asset][to] += amount;
+            emit PayoutDeferred(asset, to, amount);
+        }
     }
 
-    /// @dev Transient storage exists on every chain this contract targets (Cancun and later).
-    function _useTransientReentrancyGuardOnlyOnMainnet() internal pure override returns (bool) {
-        return false;
+    /// @dev `transfer` that reports failure instead of reverting: success means the call succeeded and returned
+    /// nothing (from a contract) or true. At most 32 bytes of return data are copied, so a hostile token cannot
+    /// make the copy expensive.
+    function _tryTransfer(address token, address to, uint256 amount) private returns (bool ok) {
+        assembly ("memory-safe") {
+            let m := mload(0x40)
+            mstore(0x00, 0xa9059cbb000000000000000000000000) // transfer(address,uint256)
+            mstore(0x14, to)
+            mstore(0x34, amount)
+            ok := call(gas(), token, 0, 0x10, 0x44, 0x00, 0x20)
+            if ok {
+                switch returndatasize()
+                case 0 { ok := gt(extcodesize(token), 0) }
+                default { ok := and(gt(returndatasize(), 31), eq(mload(0x00), 1)) }
+            }
+            mstore(0x34, 0) // restore the part of the free memory pointer slot overwritten above
+            mstore(0x40, m)
+        }
     }
+
+    /// @dev A transient reentrancy guard whose modifier calls shared functions, so guarding a dozen entry
+    /// points costs little code (solady's guard inlines its assembly into every one). Transient storage exists
+    /// on every chain this contract targets (Cancun and later).
+    uint256 private constant _REENTRANCY_SLOT = uint256(keccak256("ioi.DisputeManager.reentrancy"));
+
+    modifier nonReentrant() {
+        _enter();
+        _;
+        _exit();
+    }
+
+    function _enter() private {
+        uint256 slot = _REENTRANCY_SLOT;
+        bool entered;
+        assembly ("memory-safe") {
+            entered := tload(slot)
+            tstore(slot, 1)
+        }
+        if (entered) revert Reentrancy();
+    }
+
+    function _exit() private {
+        uint256 slot = _REENTRANCY_SLOT;
+        assembly ("memory-safe") {
+            tstore(slot, 0)
+        }
+    }
+
 }

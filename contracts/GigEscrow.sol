@@ -145,12 +145,14 @@ contract GigEscrow is IGigEscrow, AccessControl, ReentrancyGuardTransient {
         if (block.timestamp > deadline) revert DeadlinePassed(gigId, deadline);
         address named = g.provider;
         if (named != address(0) && named != msg.sender) revert NotTheProvider(gigId, msg.sender);
-        // A view call into the registry fixed at construction: it cannot re-enter.
+        // Calls into the registry fixed at construction: it cannot re-enter.
         if (!registry.isActiveProvider(msg.sender)) revert NotAnActiveProvider(msg.sender);
 
         g.status = Status.Accepted;
         if (named == address(0)) g.provider = msg.sender;
         emit GigAccepted(gigId, msg.sender);
+        // The provider's bond stays in place until the gig settles (so until no case can be opened on it).
+        registry.lockBond(IProviderRegistry.Role.Provider, msg.sender);
     }
 
     /// @inheritdoc IGigEscrow
@@ -294,8 +296,11 @@ contract GigEscrow is IGigEscrow, AccessControl, ReentrancyGuardTransient {
     function _settle(uint64 gigId, GigRecord storage g, Status finalStatus, uint128 toProvider, uint128 toClient)
         private
     {
+        // A gig that was accepted holds a lock on its provider's bond; a cancelled or unaccepted one does not.
+        bool locked = g.status != Status.Funded;
         g.status = finalStatus;
         emit GigSettled(gigId, finalStatus, toProvider, toClient);
+        if (locked) registry.unlockBond(IProviderRegistry.Role.Provider, g.provider);
         address asset = g.asset;
         _pay(asset, g.provider, toProvider);
         _pay(asset, g.client, toClient);

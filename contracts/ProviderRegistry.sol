@@ -17,8 +17,13 @@ import {IProviderRegistry} from "./interfaces/IProviderRegistry.sol";
 /// which later grants `SLASHER_ROLE` to the DisputeManager (every role is administered by
 /// `DEFAULT_ADMIN_ROLE`, OpenZeppelin's default).
 ///
-/// WARNING: the unbonding delay is the only thing that keeps a bond within reach of a dispute. Governance
-/// must keep it longer than a dispute takes to be raised and resolved (challenge window plus arbitration).
+/// Arbitrators are drawn only from a pool that governance admits them to (behind the timelock), weighted by
+/// active stake; registration and stake alone never make an arbitrator.
+///
+/// Liabilities lock bonds: an accepted, delivered or disputed gig locks its provider's bond (GigEscrow), an open
+/// case locks its respondent's bond and every panel seat locks its arbitrator's stake (DisputeManager) until the
+/// case and its appeal window are over. A locked bond can neither start unbonding nor be withdrawn. The unbonding
+/// delay covers only the windows in which a case can still be opened without a lock (decision 0013).
 contract ProviderRegistry is IProviderRegistry, AccessControl, ReentrancyGuardTransient {
     /*//////////////////////////////////////////////////////////////
                                CONSTANTS
@@ -30,6 +35,13 @@ contract ProviderRegistry is IProviderRegistry, AccessControl, ReentrancyGuardTr
     /// @notice May slash bonds; meant for the DisputeManager alone.
     bytes32 public constant SLASHER_ROLE = keccak256("SLASHER_ROLE");
 
+    /// @notice May lock and unlock bonds against liabilities; meant for the DisputeManager and the GigEscrow.
+    bytes32 public constant LOCKER_ROLE = keccak256("LOCKER_ROLE");
+
+    /// @notice Most arbitrators the pool holds: a draw reads the whole pool (one word per member plus its runtime),
+    /// which bounds the draw's gas. A sortition sum tree (Kleros) is the way past this bound.
+    uint256 public constant MAX_POOL = 64;
+
     /// @notice Where the burnt share of a slash goes. The bond token need not support burning (OpenZeppelin's
     /// ERC-20 refuses transfers to `address(0)`), and nobody holds a key for this address, so tokens sent
     /// here are out of circulation for good, although `totalSupply` still counts them.
@@ -38,8 +50,11 @@ contract ProviderRegistry is IProviderRegistry, AccessControl, ReentrancyGuardTr
     /// @notice Largest total (active + pending) one bond can hold: what its uint104 fields can represent.
     uint256 public constant MAX_BOND = type(uint104).max;
 
-    /// @notice Shortest unbonding delay governance may set (long enough for a watcher to react on a devnet).
-    uint64 public constant MIN_UNBONDING_DELAY = 1 hours;
+    /// @notice Shortest unbonding delay governance may set: the longest window in which a case can still be
+    /// opened against a provider that holds no lock (a session's challenge window, at most 30 days in GasEscrow;
+    /// a gig's dispute window is at most 30 days too). From the moment a gig is accepted or a case is opened, a
+    /// lock — not the delay — keeps the bond in place for as long as the gig or the case lasts (decision 0013).
+    uint64 public constant MIN_UNBONDING_DELAY = 30 days;
 
     /// @notice Longest unbonding delay: bounds how long an honest registrant's funds can be held back.
     uint64 public constant MAX_UNBONDING_DELAY = 90 days;
@@ -75,11 +90,18 @@ contract ProviderRegistry is IProviderRegistry, AccessControl, ReentrancyGuardTr
 
     mapping(address account => ArbitratorRecord) private _arbitrators;
 
+    /// @dev Liabilities holding each bond (see `lockBond`).
+    mapping(Role role => mapping(address account => uint256)) private _locks;
+
+    /// @dev The arbitrator pool and each member's position in it plus one (zero: not admitted).
+    address[] private _pool;
+    mapping(address account => uint256) private _poolSlot;
+
     /// @param governance Receives `DEFAULT_ADMIN_ROLE` and `GOVERNANCE_ROLE`.
     /// @param bondToken_ The ERC-20 bonds are posted in (a contract; the settlement token, e.g. LaborGas).
     /// @param minProviderBond_ Minimum active bond of an active provider, in [1, MAX_BOND].
     /// @param minArbitratorStake_ Minimum active stake of an active arbitrator, in [1, MAX_BOND].
-    /// @param unbondingDelay_ Seconds from an unbond request to its withdrawal, in [1 hour, 90 days].
+    /// @param unbondingDelay_ Seconds from an unbond request to its withdrawal, in [30 days, 90 days].
     constructor(
         address governance,
         address bondToken_,
@@ -163,6 +185,7 @@ contract ProviderRegistry is IProviderRegistry, AccessControl, ReentrancyGuardTr
 
     /// @inheritdoc IProviderRegistry
     function requestUnbond(Role role, uint256 amount) external nonReentrant returns (uint64 unlockAt) {
+        _requireUnlocked(role, msg.sender);
         Bond memory b = _bonds[role][msg.sender];
         if (amount == 0) revert ZeroAmount();
         if (amount > b.active) revert InsufficientActiveBond(role, msg.sender, amount, b.active);
@@ -198,6 +221,7 @@ contract ProviderRegistry is IProviderRegistry, AccessControl, ReentrancyGuardTr
 
     /// @inheritdoc IProviderRegistry
     function withdraw(Role role) external nonReentrant returns (uint256 amount) {
+        _requireUnlocked(role, msg.sender);
         Bond memory b = _bonds[role][msg.sender];
         _requireWithdrawable(role, msg.sender, b);
 
@@ -254,6 +278,58 @@ contract ProviderRegistry is IProviderRegistry, AccessControl, ReentrancyGuardTr
     /// @inheritdoc IProviderRegistry
     function setUnbondingDelay(uint64 unbondingDelay_) external onlyRole(GOVERNANCE_ROLE) {
         _setUnbondingDelay(unbondingDelay_);
+    }
+
+    /// @inheritdoc IProviderRegistry
+    function admitArbitrator(address account) external onlyRole(GOVERNANCE_ROLE) {
+        _requireRegistered(Role.Arbitrator, account);
+        if (_poolSlot[account] != 0) revert AlreadyAdmitted(account);
+        uint256 size = _pool.length;
+        if (size >= MAX_POOL) revert PoolFull(MAX_POOL);
+        _pool.push(account);
+        // Cannot overflow: size < MAX_POOL.
+        unchecked {
+            _poolSlot[account] = size + 1;
+            emit ArbitratorAdmitted(account, size + 1);
+        }
+    }
+
+    /// @inheritdoc IProviderRegistry
+    function removeArbitrator(address account) external onlyRole(GOVERNANCE_ROLE) {
+        uint256 slot = _poolSlot[account];
+        if (slot == 0) revert NotAdmitted(account);
+        uint256 last = _pool.length - 1; // >= slot - 1 >= 0: the account is in the pool
+        if (slot - 1 != last) {
+            address moved = _pool[last];
+            _pool[slot - 1] = moved;
+            _poolSlot[moved] = slot;
+        }
+        _pool.pop();
+        delete _poolSlot[account];
+        emit ArbitratorRemoved(account, last);
+    }
+
+    /*//////////////////////////////////////////////////////////////
+                                LIABILITIES
+    //////////////////////////////////////////////////////////////*/
+
+    /// @inheritdoc IProviderRegistry
+    function lockBond(Role role, address account) external onlyRole(LOCKER_ROLE) {
+        uint256 locks = _locks[role][account] + 1;
+        _locks[role][account] = locks;
+        emit BondLocked(role, account, locks);
+    }
+
+    /// @inheritdoc IProviderRegistry
+    function unlockBond(Role role, address account) external onlyRole(LOCKER_ROLE) {
+        uint256 locks = _locks[role][account];
+        if (locks == 0) revert BondNotLocked(role, account);
+        // Cannot underflow: locks != 0.
+        unchecked {
+            --locks;
+        }
+        _locks[role][account] = locks;
+        emit BondUnlocked(role, account, locks);
     }
 
     /*//////////////////////////////////////////////////////////////
@@ -330,7 +406,52 @@ contract ProviderRegistry is IProviderRegistry, AccessControl, ReentrancyGuardTr
 
     /// @inheritdoc IProviderRegistry
     function isActiveArbitrator(address account) external view returns (bool) {
-        return _isActive(Role.Arbitrator, account);
+        return _poolSlot[account] != 0 && _isActive(Role.Arbitrator, account);
+    }
+
+    /// @inheritdoc IProviderRegistry
+    function locksOf(Role role, address account) external view returns (uint256) {
+        return _locks[role][account];
+    }
+
+    /// @inheritdoc IProviderRegistry
+    function isAdmitted(address account) external view returns (bool) {
+        return _poolSlot[account] != 0;
+    }
+
+    /// @inheritdoc IProviderRegistry
+    function admittedArbitrators() external view returns (address[] memory) {
+        return _pool;
+    }
+
+    /// @inheritdoc IProviderRegistry
+    function drawPool(bytes32 judgeRuntimeHash)
+        external
+        view
+        returns (address[] memory accounts, uint256[] memory weights)
+    {
+        uint256 size = _pool.length;
+        accounts = new address[](size);
+        weights = new uint256[](size);
+        uint256 minimum = _minArbitratorStake;
+        uint256 n;
+        for (uint256 i; i < size; ++i) {
+            address account = _pool[i];
+            if (judgeRuntimeHash != 0 && _arbitrators[account].judgeRuntimeHash != judgeRuntimeHash) continue;
+            uint256 active = _bonds[Role.Arbitrator][account].active;
+            if (active < minimum) continue;
+            accounts[n] = account;
+            weights[n] = active;
+            // Cannot overflow: n < size <= MAX_POOL.
+            unchecked {
+                ++n;
+            }
+        }
+        // Trim both arrays to the eligible members (n <= size, so the lengths only shrink).
+        assembly ("memory-safe") {
+            mstore(accounts, n)
+            mstore(weights, n)
+        }
     }
 
     /*//////////////////////////////////////////////////////////////
@@ -371,6 +492,11 @@ contract ProviderRegistry is IProviderRegistry, AccessControl, ReentrancyGuardTr
 
     function _requireRegistered(Role role, address account) private view {
         if (!_isRegistered(role, account)) revert NotRegistered(role, account);
+    }
+
+    function _requireUnlocked(Role role, address account) private view {
+        uint256 locks = _locks[role][account];
+        if (locks != 0) revert BondIsLocked(role, account, locks);
     }
 
     function _requireNotRegistered(Role role, address account) private view {

@@ -138,6 +138,19 @@ interface IProviderRegistry {
     /// the `unlockAt` they were given.
     event UnbondingDelaySet(uint64 unbondingDelay);
 
+    /// @notice Governance admitted `arbitrator` to the pool panels are drawn from.
+    event ArbitratorAdmitted(address indexed arbitrator, uint256 poolSize);
+
+    /// @notice Governance removed `arbitrator` from the pool (its stake stays bonded, locked and slashable).
+    event ArbitratorRemoved(address indexed arbitrator, uint256 poolSize);
+
+    /// @notice A liability now holds `account`'s bond in `role` (a panel seat, an accepted gig, an open case).
+    event BondLocked(Role indexed role, address indexed account, uint256 locks);
+
+    /// @notice One liability on `account`'s bond in `role` ended; `locks` remain.
+    event BondUnlocked(Role indexed role, address indexed account, uint256 locks);
+
+
     /*//////////////////////////////////////////////////////////////
                                  ERRORS
     //////////////////////////////////////////////////////////////*/
@@ -199,6 +212,23 @@ interface IProviderRegistry {
 
     /// @notice Slashed funds need somewhere to go: the beneficiary cannot be the zero address.
     error ZeroBeneficiary();
+
+    /// @notice The bond cannot start unbonding or be withdrawn while a liability holds it (`locks` of them):
+    /// an accepted or disputable gig, an open case against the provider, or a panel seat whose case is not final.
+    error BondIsLocked(Role role, address account, uint256 locks);
+
+    /// @notice Unlocking a bond that no liability holds.
+    error BondNotLocked(Role role, address account);
+
+    /// @notice `account` is already in the arbitrator pool.
+    error AlreadyAdmitted(address account);
+
+    /// @notice `account` is not in the arbitrator pool.
+    error NotAdmitted(address account);
+
+    /// @notice The arbitrator pool holds `max` arbitrators at most (draws read the whole pool).
+    error PoolFull(uint256 max);
+
 
     /*//////////////////////////////////////////////////////////////
                                REGISTRATION
@@ -279,6 +309,28 @@ interface IProviderRegistry {
     /// Requirements: the caller holds `GOVERNANCE_ROLE`; the delay lies in [1 hour, 90 days].
     function setUnbondingDelay(uint64 unbondingDelay) external;
 
+    /// @notice Admits a registered arbitrator to the pool panels are drawn from. Only GOVERNANCE_ROLE (behind the
+    /// timelock on every deployment).
+    ///
+    /// Requirements: `account` is a registered arbitrator, not yet admitted, and the pool has room.
+    function admitArbitrator(address account) external;
+
+    /// @notice Removes an arbitrator from the pool: it is never drawn again; panels it already sits on keep it,
+    /// and its stake stays locked and slashable until they end. Only GOVERNANCE_ROLE.
+    function removeArbitrator(address account) external;
+
+    /*//////////////////////////////////////////////////////////////
+                                LIABILITIES
+    //////////////////////////////////////////////////////////////*/
+
+    /// @notice Adds one liability on `account`'s bond in `role`; while any remain, the bond can neither start
+    /// unbonding nor be withdrawn. Only LOCKER_ROLE (the DisputeManager and the GigEscrow).
+    function lockBond(Role role, address account) external;
+
+    /// @notice Ends one liability added by `lockBond`. Only LOCKER_ROLE.
+    function unlockBond(Role role, address account) external;
+
+
     /*//////////////////////////////////////////////////////////////
                                   VIEWS
     //////////////////////////////////////////////////////////////*/
@@ -316,8 +368,27 @@ interface IProviderRegistry {
     /// @notice Whether `account` is a registered provider with an active bond of at least `minProviderBond`.
     function isActiveProvider(address account) external view returns (bool);
 
-    /// @notice Whether `account` is a registered arbitrator with an active stake of at least `minArbitratorStake`.
+    /// @notice Whether `account` is an admitted, registered arbitrator with an active stake of at least
+    /// `minArbitratorStake`: registration and stake alone never make an arbitrator.
     function isActiveArbitrator(address account) external view returns (bool);
+
+    /// @notice How many liabilities hold `account`'s bond in `role`.
+    function locksOf(Role role, address account) external view returns (uint256);
+
+    /// @notice Whether `account` is in the arbitrator pool.
+    function isAdmitted(address account) external view returns (bool);
+
+    /// @notice The arbitrator pool, in admission order (removals move the last entry into the gap).
+    function admittedArbitrators() external view returns (address[] memory);
+
+    /// @notice The arbitrators a panel can be drawn from and their draw weights: every admitted arbitrator
+    /// whose active stake meets the minimum and whose pinned judge runtime is `judgeRuntimeHash` (any runtime
+    /// when zero), weighted by its active stake.
+    function drawPool(bytes32 judgeRuntimeHash)
+        external
+        view
+        returns (address[] memory accounts, uint256[] memory weights);
+
 
     /// @notice How a slash of `amount` splits: `fromActive` + `fromPending` taken (active first), of which
     /// `burned` = floor(taken × burnBps / 10,000) is burnt and `toBeneficiary` is the rest.

@@ -1,7 +1,10 @@
 /**
- * The whole settlement system wired as `scripts/deploy.ts` wires it: LaborGas, GasEscrow, ProviderRegistry,
- * GigEscrow and a DisputeManager holding DISPUTE_ROLE on both escrows and SLASHER_ROLE on the registry.
- * A bonded provider and five bonded arbitrators (one pinned to another judge runtime) are registered.
+ * The whole settlement system wired as `scripts/deploy.ts` wires it (but governed by an account rather than the
+ * timelock, so tests can act as governance directly): LaborGas, GasEscrow, ProviderRegistry, GigEscrow, a
+ * BlockhashRandomness and a DisputeManager (linked to its Panels and DisputeRules libraries) holding
+ * DISPUTE_ROLE on both escrows and SLASHER_ROLE and LOCKER_ROLE on the registry; the GigEscrow holds
+ * LOCKER_ROLE too. A bonded provider and eleven bonded arbitrators are registered: ten admitted and pinned to
+ * this runtime, one admitted but pinned to another runtime; ETH and LaborGas have dispute terms.
  */
 import hre from "hardhat";
 import { getAddress, keccak256, parseEther, stringToBytes, zeroAddress, type Address, type Hex, type LocalAccount } from "viem";
@@ -19,8 +22,9 @@ export const SYS = {
   stranger: 4,
   treasury: 5,
   watcher: 8,
-  /** Registered, bonded arbitrators pinned to JUDGE_RUNTIME_HASH, in ascending address order after sorting. */
-  arbitrators: [10, 11, 12, 13] as const,
+  /** Admitted, bonded arbitrators pinned to JUDGE_RUNTIME_HASH (enough for a 3-member panel and a 5-member
+   * appeal panel that excludes the first). */
+  arbitrators: [10, 11, 12, 13, 20, 21, 22, 23, 24, 25] as const,
   /** A bonded arbitrator pinned to another runtime. */
   otherRuntimeArbitrator: 14,
   /** A key that never registered. */
@@ -31,19 +35,30 @@ export const SYS = {
 export const JUDGE_RUNTIME_HASH: Hex = judgeRuntimeHash();
 export const MIN_PROVIDER_BOND = parseEther("100");
 export const MIN_ARBITRATOR_STAKE = parseEther("50");
-export const UNBONDING_DELAY = 14n * 24n * 3600n;
+/** What each test arbitrator stakes: enough that two signers of a 3-member panel put more at risk (half their
+ * stake) than a 2 ETH case moves at ETH_STAKE_RATE plus the largest slash. */
+export const ARBITRATOR_STAKE = parseEther("5000");
+export const UNBONDING_DELAY = 30n * 24n * 3600n;
+/** Bond-token units per 10^18 units of ETH (1 ETH counts as 1,000 LaborGas) and of LaborGas (1:1). */
+export const ETH_STAKE_RATE = parseEther("1000");
+export const TOKEN_STAKE_RATE = parseEther("1");
 export const TOKEN_SUPPLY = parseEther("1000000");
 
 /** `IDisputeManager.Params`. */
 export type DisputeParams = {
   riskBps: number;
   burnBps: number;
+  feeBps: number;
   laneMultiplier: number;
-  quorum: number;
-  maxEscalations: number;
+  panelSize: number;
+  maxAppeals: number;
+  overturnSlashBps: number;
+  absentSlashBps: number;
+  slashCapBps: number;
+  respondWindow: number;
   decisionWindow: number;
+  appealWindow: number;
   slowPathTimeout: number;
-  bondFloor: bigint;
   judgeRuntimeHash: Hex;
 };
 
@@ -51,18 +66,27 @@ export type DisputeParams = {
 export const DISPUTE_PARAMS: Readonly<DisputeParams> = {
   riskBps: 1_000,
   burnBps: 2_000,
+  feeBps: 1_000,
   laneMultiplier: 3,
-  quorum: 3,
-  maxEscalations: 2,
+  panelSize: 3,
+  maxAppeals: 2,
+  overturnSlashBps: 5_000,
+  absentSlashBps: 100,
+  slashCapBps: 20_000,
+  respondWindow: 3600,
   decisionWindow: 24 * 3600,
+  appealWindow: 24 * 3600,
   slowPathTimeout: 7 * 24 * 3600,
-  bondFloor: parseEther("0.01"),
   judgeRuntimeHash: JUDGE_RUNTIME_HASH,
 };
 
+/** Dispute terms of each asset in the tests: a floor in the asset's own units and its stake rate. */
+export const ETH_TERMS = { bondFloor: parseEther("0.01"), stakeRate: ETH_STAKE_RATE } as const;
+export const TOKEN_TERMS = { bondFloor: parseEther("0.01"), stakeRate: TOKEN_STAKE_RATE } as const;
+
 /** `IDisputeManager` enums as viem decodes them. */
 export const KIND = { None: 0, Gig: 1, Session: 2 } as const;
-export const STATUS = { None: 0, Open: 1, SlowPath: 2, Resolved: 3, Expired: 4 } as const;
+export const STATUS = { None: 0, Open: 1, Deliberating: 2, Decided: 3, SlowPath: 4, Resolved: 5, Expired: 6 } as const;
 export const VERDICT = { None: 0, ChallengerWins: 1, RespondentWins: 2, NoFault: 3, Undecidable: 4 } as const;
 export const GIG_STATUS = { None: 0, Funded: 1, Accepted: 2, Delivered: 3, Disputed: 4, Released: 5, Refunded: 6 } as const;
 export const PROVIDER_ROLE = 0;
@@ -105,16 +129,15 @@ export async function systemFixture() {
     UNBONDING_DELAY,
   ]);
   const gigs = await hre.viem.deployContract("GigEscrow", [gov, registry.address]);
-  const disputes = await hre.viem.deployContract("DisputeManager", [
-    gov,
-    escrow.address,
-    gigs.address,
-    registry.address,
-    DISPUTE_PARAMS,
-  ]);
+  const randomness = await hre.viem.deployContract("BlockhashRandomness", [1n]);
+  const disputes = await deployDisputeManager([gov, escrow.address, gigs.address, registry.address, randomness.address, DISPUTE_PARAMS]);
   await escrow.write.grantRole([await escrow.read.DISPUTE_ROLE(), disputes.address]);
   await gigs.write.grantRole([await gigs.read.DISPUTE_ROLE(), disputes.address]);
   await registry.write.grantRole([await registry.read.SLASHER_ROLE(), disputes.address]);
+  await registry.write.grantRole([await registry.read.LOCKER_ROLE(), disputes.address]);
+  await registry.write.grantRole([await registry.read.LOCKER_ROLE(), gigs.address]);
+  await disputes.write.setAssetTerms([zeroAddress, ETH_TERMS]);
+  await disputes.write.setAssetTerms([token.address, TOKEN_TERMS]);
 
   // Everyone who bonds or pays in LaborGas holds some and approved every contract that pulls it.
   const holders = [SYS.client, SYS.payer, SYS.provider, SYS.stranger, ...SYS.arbitrators, SYS.otherRuntimeArbitrator];
@@ -137,7 +160,8 @@ export async function systemFixture() {
     await registry.write.registerArbitrator([runtime, label(`did:arb:${index}`), label(`mldsa:arb:${index}`)], {
       account: wallet.account,
     });
-    await registry.write.bond([ARBITRATOR_ROLE, MIN_ARBITRATOR_STAKE], { account: wallet.account });
+    await registry.write.bond([ARBITRATOR_ROLE, ARBITRATOR_STAKE], { account: wallet.account });
+    await registry.write.admitArbitrator([wallet.account.address]);
   }
   const chainId = BigInt(await publicClient.getChainId());
   return {
@@ -148,6 +172,7 @@ export async function systemFixture() {
     escrow,
     registry,
     gigs,
+    randomness,
     disputes,
     chainId,
     domain: { name: "IOI DisputeManager", version: "1", chainId, verifyingContract: getAddress(disputes.address) } as Domain,
@@ -160,6 +185,46 @@ export async function systemFixture() {
 }
 
 export type System = Awaited<ReturnType<typeof systemFixture>>;
+
+/** Deploys the DisputeManager with its two external libraries linked, as `scripts/deploy.ts` does. */
+export async function deployDisputeManager(args: readonly [Address, Address, Address, Address, Address, DisputeParams]) {
+  const panels = await hre.viem.deployContract("Panels");
+  const rules = await hre.viem.deployContract("DisputeRules");
+  return hre.viem.deployContract("DisputeManager", [...args], {
+    libraries: { Panels: panels.address, DisputeRules: rules.address },
+  });
+}
+
+/** Hardhat account indices by address, for finding a drawn panel's signing keys. */
+const KEY_BY_ADDRESS = new Map<string, LocalAccount>(
+  Array.from({ length: 40 }, (_, i) => hardhatAccount(i)).map((a) => [getAddress(a.address), a]),
+);
+
+/** The signing key of a Hardhat account by its address. */
+export function keyOf(address: Address): LocalAccount {
+  const key = KEY_BY_ADDRESS.get(getAddress(address));
+  if (!key) throw new Error(`${address} is not one of the 40 Hardhat accounts.`);
+  return key;
+}
+
+/**
+ * Draws the panel of the case's current round: requests randomness if the case has none pending (which needs the
+ * respond window over or the case contested), mines past the target block and draws. Returns the panel's keys in
+ * ascending address order (as `submitVerdict` wants its signatures).
+ */
+export async function drawPanel(s: Pick<System, "disputes" | "publicClient">, caseId: Hex): Promise<LocalAccount[]> {
+  const c = await s.disputes.read.caseOf([caseId]);
+  const round = await s.disputes.read.roundOf([caseId, c.round]);
+  if (round.drawTicket === 0n) await s.disputes.write.drawPanel([caseId]);
+  await hre.network.provider.send("hardhat_mine", ["0x2"]);
+  await s.disputes.write.drawPanel([caseId]);
+  const panel = await s.disputes.read.panelOf([caseId, c.round]);
+  if (panel.length === 0) throw new Error(`No panel was drawn for case ${caseId}.`);
+  return panel.map((a) => keyOf(a)).sort((a, b) => (BigInt(a.address) < BigInt(b.address) ? -1 : 1));
+}
+
+/** A supermajority (two thirds, rounded up) of a panel of `size`, as the contract counts it. */
+export const supermajority = (size: number): number => Math.floor((2 * size + 2) / 3);
 
 /** The pinned arbitrators' signing keys, sorted by address as `resolve` requires. */
 export function arbitratorKeys(indices: readonly number[] = SYS.arbitrators): LocalAccount[] {

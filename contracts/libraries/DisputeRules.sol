@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: MIT
+pragma solidity 0.8.28;
+
+import {IDisputeManager} from "../interfaces/IDisputeManager.sol";
+import {IGasEscrow} from "../interfaces/IGasEscrow.sol";
+import {ReceiptLeaf} from "./ReceiptLeaf.sol";
+
+/// @title DisputeRules
+/// @notice The bounds of every DisputeManager parameter, and the check that a parameter set respects them. An
+/// external library, so the check costs the DisputeManager no code size. Under these bounds the longest case —
+/// respond window, then two rounds of (draw, decision, appeal), then the slow path — lasts at most
+/// 7 + 2 × (14 + 14 + 7) + 60 = 137 days, inside the escrows' 180-day freeze backstop.
+library DisputeRules {
+    /// @notice Basis points in a whole.
+    uint16 internal constant BPS = 10_000;
+
+    /// @notice Rounds 0 and 1 are judged by drawn panels; round 2 is the slow path (as in the DisputeManager).
+    uint8 internal constant SLOW_PATH_ROUND = 2;
+
+    /// @notice Parameter bounds (see `Params`).
+    uint8 internal constant MAX_LANE_MULTIPLIER = 10;
+    /// @notice Round 1 draws `2 × panelSize − 1` members; the signer mask has 16 bits.
+    uint8 internal constant MAX_PANEL_SIZE = 8;
+    uint8 internal constant MAX_APPEALS = 2;
+    uint16 internal constant MAX_FEE_BPS = 3_000;
+    uint16 internal constant MAX_ABSENT_SLASH_BPS = 1_000;
+    uint32 internal constant MAX_SLASH_CAP_BPS = 50_000;
+    uint40 internal constant MIN_WINDOW = 1 minutes;
+    uint40 internal constant MAX_RESPOND_WINDOW = 7 days;
+    uint40 internal constant MAX_DECISION_WINDOW = 14 days;
+    uint40 internal constant MAX_APPEAL_WINDOW = 7 days;
+    uint40 internal constant MAX_SLOW_PATH_TIMEOUT = 60 days;
+
+    /// @notice Reverts with `InvalidParams` naming the first parameter out of its bounds.
+    function validate(IDisputeManager.Params memory p) external pure {
+        if (uint256(p.burnBps) + p.feeBps > BPS) revert IDisputeManager.InvalidParams("burnBps + feeBps > 10000");
+        if (p.riskBps > BPS) revert IDisputeManager.InvalidParams("riskBps > 10000");
+        if (p.feeBps > MAX_FEE_BPS) revert IDisputeManager.InvalidParams("feeBps");
+        if (p.laneMultiplier == 0 || p.laneMultiplier > MAX_LANE_MULTIPLIER) revert IDisputeManager.InvalidParams("laneMultiplier");
+        if (p.panelSize == 0 || p.panelSize > MAX_PANEL_SIZE) revert IDisputeManager.InvalidParams("panelSize");
+        if (p.maxAppeals > MAX_APPEALS) revert IDisputeManager.InvalidParams("maxAppeals");
+        if (p.overturnSlashBps == 0 || p.overturnSlashBps > BPS) revert IDisputeManager.InvalidParams("overturnSlashBps");
+        if (p.absentSlashBps > MAX_ABSENT_SLASH_BPS) revert IDisputeManager.InvalidParams("absentSlashBps");
+        if (p.slashCapBps > MAX_SLASH_CAP_BPS) revert IDisputeManager.InvalidParams("slashCapBps");
+        if (p.respondWindow < MIN_WINDOW || p.respondWindow > MAX_RESPOND_WINDOW) revert IDisputeManager.InvalidParams("respondWindow");
+        if (p.decisionWindow < MIN_WINDOW || p.decisionWindow > MAX_DECISION_WINDOW) {
+            revert IDisputeManager.InvalidParams("decisionWindow");
+        }
+        if (p.appealWindow < MIN_WINDOW || p.appealWindow > MAX_APPEAL_WINDOW) revert IDisputeManager.InvalidParams("appealWindow");
+        if (p.slowPathTimeout < p.decisionWindow || p.slowPathTimeout > MAX_SLOW_PATH_TIMEOUT) {
+            revert IDisputeManager.InvalidParams("slowPathTimeout");
+        }
+    }
+
+    /// @notice Where the opening bonds of a case go when it ends (in the case's asset).
+    struct BondSplit {
+        uint256 toChallenger;
+        uint256 toRespondent;
+        uint256 burned;
+        uint256 fee;
+        bool respondentWon;
+    }
+
+    /// @notice The opening bonds under `verdict`: the loser's goes to the winner less the burnt share and the
+    /// arbitration fee; with no fault both come back, the fee coming out of the challenger's. An uncontested loss
+    /// pays the fee out of the winner's bond, so a panel that decides is paid.
+    function splitBonds(uint256 cb, uint256 rb, IDisputeManager.Verdict verdict, uint16 burnBps, uint16 feeBps)
+        external
+        pure
+        returns (BondSplit memory s)
+    {
+        // No overflow or underflow below: burnBps + feeBps <= BPS (validated), so burned + fee <= the bond they
+        // are taken from, and the bonds were paid in, so their sum fits the token's supply.
+        if (verdict == IDisputeManager.Verdict.ChallengerWins) {
+            s.burned = rb * burnBps / BPS;
+            s.fee = (rb != 0 ? rb : cb) * feeBps / BPS;
+            s.toChallenger = cb + rb - s.burned - s.fee;
+        } else if (verdict == IDisputeManager.Verdict.RespondentWins) {
+            s.respondentWon = true;
+            s.burned = cb * burnBps / BPS;
+            s.fee = cb * feeBps / BPS;
+            s.toRespondent = rb + cb - s.burned - s.fee;
+        } else {
+            s.fee = cb * feeBps / BPS;
+            s.toChallenger = cb - s.fee;
+            s.toRespondent = rb;
+        }
+    }
+
+    /// @notice Reverts unless the remedy fits the verdict, the disputed `value` and the slash `cap`. Panels may
+    /// find a case undecidable (with no remedy); governance (`panel` false) may not.
+    function checkRemedy(
+        bytes32 caseId,
+        uint128 value,
+        uint256 cap,
+        IDisputeManager.Verdict verdict,
+        uint128 refund,
+        uint128 slash,
+        bool panel
+    ) external pure {
+        if (verdict == IDisputeManager.Verdict.None || (verdict == IDisputeManager.Verdict.Undecidable && !panel)) {
+            revert IDisputeManager.InvalidVerdict(verdict);
+        }
+        if (refund > value) revert IDisputeManager.RefundExceedsValue(caseId, refund, value);
+        if (verdict != IDisputeManager.Verdict.ChallengerWins && slash != 0) {
+            revert IDisputeManager.RemedyNotAllowed(verdict, refund, slash);
+        }
+        bool noRefund =
+            verdict == IDisputeManager.Verdict.RespondentWins || verdict == IDisputeManager.Verdict.Undecidable;
+        if (noRefund && refund != 0) revert IDisputeManager.RemedyNotAllowed(verdict, refund, slash);
+        if (slash > cap) revert IDisputeManager.SlashAboveCap(caseId, slash, cap);
+    }
+
+    /// @notice Settles the appeal bonds into `s`: each comes back only if its appeal changed the outcome
+    /// (`finalKey`); otherwise it is forfeited to the other party, less the burnt share.
+    function settleAppealBonds(
+        mapping(uint256 => IDisputeManager.Round) storage rounds,
+        address challenger,
+        bytes32 finalKey,
+        uint16 burnBps,
+        BondSplit memory s
+    ) external view returns (BondSplit memory) {
+        for (uint256 round = 1; round <= SLOW_PATH_ROUND; ++round) {
+            IDisputeManager.Round storage r = rounds[round];
+            uint256 bond = r.appealBond;
+            if (bond == 0) continue;
+            bool byChallenger = r.appellant == challenger;
+            if (latestKey(rounds, round) != finalKey) {
+                if (byChallenger) s.toChallenger += bond;
+                else s.toRespondent += bond;
+                continue;
+            }
+            uint256 burned = bond * burnBps / BPS; // <= bond
+            s.burned += burned;
+            if (byChallenger) s.toRespondent += bond - burned;
+            else s.toChallenger += bond - burned;
+        }
+        return s;
+    }
+
+    /// @notice Shares `s.fee` equally among the signers of every round whose verdict stands (credited to
+    /// `claimableOf`, never pushed); the rounding dust is burnt. With no such signer (an expired or
+    /// governance-decided case nobody signed) the fee goes back to the side it was taken from.
+    function payFees(
+        mapping(uint256 => IDisputeManager.Round) storage rounds,
+        mapping(uint256 => address[]) storage panels,
+        mapping(address => uint256) storage claimableOf,
+        bytes32 caseId,
+        address asset,
+        bytes32 finalKey,
+        BondSplit memory s
+    ) external returns (BondSplit memory, uint256 paid) {
+        uint256 fee = s.fee;
+        s.fee = 0;
+        if (fee == 0) return (s, 0);
+        uint256 coherent;
+        for (uint256 round; round < SLOW_PATH_ROUND; ++round) {
+            IDisputeManager.Round storage r = rounds[round];
+            if (r.signedMask != 0 && roundKey(r) == finalKey) coherent += popCount(r.signedMask);
+        }
+        if (coherent == 0) {
+            if (s.respondentWon) s.toRespondent += fee;
+            else s.toChallenger += fee;
+            return (s, 0);
+        }
+        uint256 share = fee / coherent;
+        for (uint256 round; round < SLOW_PATH_ROUND; ++round) {
+            IDisputeManager.Round storage r = rounds[round];
+            if (r.signedMask == 0 || roundKey(r) != finalKey) continue;
+            _credit(panels[round], r.signedMask, claimableOf, caseId, asset, share);
+        }
+        paid = share * coherent; // <= fee
+        s.burned += fee - paid;
+        return (s, paid);
+    }
+
+    function _credit(
+        address[] storage panel,
+        uint16 mask,
+        mapping(address => uint256) storage claimableOf,
+        bytes32 caseId,
+        address asset,
+        uint256 share
+    ) private {
+        for (uint256 i; i < panel.length; ++i) {
+            if (mask & (1 << i) == 0) continue;
+            address arbitrator = panel[i];
+            claimableOf[arbitrator] += share;
+            emit IDisputeManager.ArbitrationFeeEarned(caseId, arbitrator, asset, share);
+        }
+    }
+
+    /// @notice What makes two outcomes the same for appeals, fees and slashes: verdict and remedy (the documents
+    /// behind them may be worded differently by different panels).
+    function outcomeKey(IDisputeManager.Verdict verdict, uint128 refund, uint128 slash) internal pure returns (bytes32) {
+        return keccak256(abi.encode(verdict, refund, slash));
+    }
+
+    /// @notice The outcome key of a round's verdict.
+    function roundKey(IDisputeManager.Round storage r) internal view returns (bytes32) {
+        return outcomeKey(r.verdict, r.refund, r.slash);
+    }
+
+    /// @notice The key of the latest verdict decided in a round before `beforeRound` (zero if none).
+    function latestKey(mapping(uint256 => IDisputeManager.Round) storage rounds, uint256 beforeRound)
+        internal
+        view
+        returns (bytes32)
+    {
+        for (uint256 round = beforeRound; round > 0; --round) {
+            IDisputeManager.Round storage r = rounds[round - 1];
+            IDisputeManager.Verdict v = r.verdict;
+            if (v != IDisputeManager.Verdict.None && v != IDisputeManager.Verdict.Undecidable) return roundKey(r);
+        }
+        return bytes32(0);
+    }
+
+    function popCount(uint16 mask) internal pure returns (uint256 n) {
+        for (; mask != 0; mask &= mask - 1) ++n;
+    }
+
+    /// @notice Who may dispute a closing session and what: the caller (`msg.sender`, preserved by DELEGATECALL)
+    /// must be its payer or funder, `recorded` must be its recorded closing state, and the leaf of
+    /// (`receiptHash`, `ticketHash`) must be proven against the recorded root.
+    /// @return sessionId The session.
+    /// @return related The other of payer and funder, bound to the subject too (never drawn to judge it).
+    /// @return leaf The challenged receipt leaf.
+    function sessionSubject(
+        IGasEscrow gasEscrow,
+        IGasEscrow.ChannelTerms calldata terms,
+        uint64 openedAt,
+        IGasEscrow.ClosingState calldata recorded,
+        bytes32 receiptHash,
+        bytes32 ticketHash,
+        bytes32[] calldata proof
+    ) external view returns (bytes32 sessionId, address related, bytes32 leaf) {
+        sessionId = gasEscrow.sessionIdOf(terms, openedAt);
+        if (msg.sender != terms.payer && msg.sender != terms.funder) {
+            revert IDisputeManager.NotTheChallengerSide(sessionId, msg.sender);
+        }
+        related = msg.sender == terms.payer ? terms.funder : terms.payer;
+        (bool matches,,) = gasEscrow.closingInfo(sessionId, recorded);
+        if (!matches) revert IDisputeManager.ClosingStateMismatch(sessionId);
+        if (!ReceiptLeaf.verify(proof, recorded.receiptRoot, receiptHash, ticketHash)) {
+            revert IDisputeManager.InvalidMerkleProof(sessionId, recorded.receiptRoot);
+        }
+        leaf = ReceiptLeaf.leaf(receiptHash, ticketHash);
+    }
+}
