@@ -54,6 +54,20 @@ export type CaseContext = {
   judgeRuntimeHash: Hex;
   /** The respondent's identity anchor in the registry, if registered: checked against identity evidence. */
   respondentIdentity: { didHash: Hex; mldsaPublicKeyHash: Hex } | null;
+  /**
+   * The largest SLA slash the DisputeManager accepts for this case ({@link slashCapOf}), in the registry's bond
+   * token; null when unknown (then the ICS schedule alone bounds it and the contract refuses an excess).
+   */
+  slashCap?: bigint | null;
 };
+
+/**
+ * The DisputeManager's slash cap for a case over `value` of an asset: the value in the bond token at the asset's
+ * stake rate (bond-token units per 10^18 asset units), times `slashCapBps` — both roundings down, exactly as the
+ * contract computes it.
+ */
+export function slashCapOf(value: bigint, stakeRate: bigint, slashCapBps: number): bigint {
+  return (((value * stakeRate) / 10n ** 18n) * BigInt(slashCapBps)) / 10_000n;
+}
 
 export type { ClosingState };

@@ -208,7 +208,14 @@ async function execute(parameters: ArbitrationParameters, ics: Ics | null, runti
   if (lane1.reasonCodes.length) return { ...decision, reasonCodes: lane1.reasonCodes };
   if (lane1.checks.some((check) => !check.status)) {
     const { refund, slash } = penaltyFor(ics!, lane1.failedTests, value);
-    return { ...decision, verdict: "provider_fault", refund: refund < value ? refund : value, slash };
+    // The ICS may ask for more than the governance cap allows; the contract would refuse it, so cap it here.
+    const cap = ctx.slashCap ?? null;
+    return {
+      ...decision,
+      verdict: "provider_fault",
+      refund: refund < value ? refund : value,
+      slash: cap !== null && slash > cap ? cap : slash,
+    };
   }
   // Every objective check passed. Items that need semantic judgement go up, never decided here.
   if (lane1.needsLane2.length) return { ...decision, reasonCodes: lane1.needsLane2.map((id) => `NEEDS_LANE2:${id}`) };

@@ -19,7 +19,7 @@ import {Panels} from "./libraries/Panels.sol";
 /// arbitration fee, and slashes of arbitrators whose verdict was overturned or who never signed.
 /// @dev Holds `DISPUTE_ROLE` on GasEscrow and GigEscrow and `SLASHER_ROLE` and `LOCKER_ROLE` on the registry.
 ///
-/// Who judges (decision 0013): a panel is drawn for each round after the case opens and after the respondent
+/// Who judges (decision 0014): a panel is drawn for each round after the case opens and after the respondent
 /// could contest, from randomness requested at that moment (`IRandomness`), weighted by stake, from the admitted
 /// arbitrators pinned to the judge runtime; no address bound to the subject and no earlier panel member can be
 /// drawn. A verdict needs two thirds of the panel and more stake at risk than the case moves.

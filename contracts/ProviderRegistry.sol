@@ -23,7 +23,7 @@ import {IProviderRegistry} from "./interfaces/IProviderRegistry.sol";
 /// Liabilities lock bonds: an accepted, delivered or disputed gig locks its provider's bond (GigEscrow), an open
 /// case locks its respondent's bond and every panel seat locks its arbitrator's stake (DisputeManager) until the
 /// case and its appeal window are over. A locked bond can neither start unbonding nor be withdrawn. The unbonding
-/// delay covers only the windows in which a case can still be opened without a lock (decision 0013).
+/// delay covers only the windows in which a case can still be opened without a lock (decision 0014).
 contract ProviderRegistry is IProviderRegistry, AccessControl, ReentrancyGuardTransient {
     /*//////////////////////////////////////////////////////////////
                                CONSTANTS
@@ -53,7 +53,7 @@ contract ProviderRegistry is IProviderRegistry, AccessControl, ReentrancyGuardTr
     /// @notice Shortest unbonding delay governance may set: the longest window in which a case can still be
     /// opened against a provider that holds no lock (a session's challenge window, at most 30 days in GasEscrow;
     /// a gig's dispute window is at most 30 days too). From the moment a gig is accepted or a case is opened, a
-    /// lock — not the delay — keeps the bond in place for as long as the gig or the case lasts (decision 0013).
+    /// lock — not the delay — keeps the bond in place for as long as the gig or the case lasts (decision 0014).
     uint64 public constant MIN_UNBONDING_DELAY = 30 days;
 
     /// @notice Longest unbonding delay: bounds how long an honest registrant's funds can be held back.

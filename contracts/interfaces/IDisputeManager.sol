@@ -8,7 +8,7 @@ import {IGasEscrow} from "./IGasEscrow.sol";
 /// admitted arbitrators weighted by stake; a verdict needs a supermajority of the panel with more stake at risk
 /// than the case moves; it becomes final only after an appeal window, in which either party may appeal to a
 /// larger fresh panel and, after that, to the slow path. Every error, event and struct of the dispute manager
-/// lives here: they are public API. Decision 0013 gives the trust model and a table of every outcome.
+/// lives here: they are public API. Decisions 0014 (trust model) and 0015 (exits, with a table of every outcome) explain it.
 interface IDisputeManager {
     /*//////////////////////////////////////////////////////////////
                                  STRUCTS

@@ -11,7 +11,7 @@ import {IRandomness} from "../interfaces/IRandomness.sol";
 /// hash, or withhold the block and forfeit its reward to re-roll it. A party that wants a particular panel must
 /// therefore bribe the one block producer of that height, and gains only if the re-rolled draw gives it a
 /// supermajority of a panel weighted by stake it does not control. On a public chain with real value at stake
-/// use a VRF behind `IRandomness` instead (decision 0013). After 256 blocks the hash is gone: `valueOf` reports
+/// use a VRF behind `IRandomness` instead (decision 0014). After 256 blocks the hash is gone: `valueOf` reports
 /// `expired` and the DisputeManager requests a new ticket, so anyone (either party, a watcher) should draw soon
 /// after the target block.
 contract BlockhashRandomness is IRandomness {
