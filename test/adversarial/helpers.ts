@@ -28,7 +28,7 @@ import { signSettlementSummary } from "../../channel-client/summary";
 import { sessionIdOf, type ChannelRef, type ChannelTerms } from "../../channel-client/terms";
 import { paymentTicketDigest, signPaymentTicket, type PaymentTicket } from "../../channel-client/ticket";
 import { hardhatAccount, makeTerms } from "../helpers/fixtures";
-import { DISPUTE_PARAMS, SYS, type System } from "../helpers/system";
+import { DISPUTE_PARAMS, ETH_TERMS, SYS, type System } from "../helpers/system";
 
 /*//////////////////////////////////////////////////////////////
                               CONSTANTS
@@ -60,10 +60,11 @@ export const NO_STATE: ClosingState = { deposit: 0n, seq: 0n, amount: 0n, receip
 export const rootOf = (seq: bigint): Hex => keccak256(stringToBytes(`adversarial receipt root ${seq}`));
 export const label = (s: string): Hex => keccak256(stringToBytes(s));
 
-/** max(value × riskBps, floor) × multiplier^lane, as the DisputeManager computes it. */
+/** max(value × riskBps, the asset's floor) × multiplier^level (level = lane + round), as the DisputeManager
+ * computes it under the test terms (ETH and LaborGas share the floor). */
 export function bondFor(value: bigint, lane: number): bigint {
   const base = (value * BigInt(DISPUTE_PARAMS.riskBps)) / BPS;
-  const floored = base < DISPUTE_PARAMS.bondFloor ? DISPUTE_PARAMS.bondFloor : base;
+  const floored = base < ETH_TERMS.bondFloor ? ETH_TERMS.bondFloor : base;
   return floored * BigInt(DISPUTE_PARAMS.laneMultiplier) ** BigInt(lane);
 }
 export const burnOf = (bond: bigint): bigint => (bond * BigInt(DISPUTE_PARAMS.burnBps)) / BPS;
