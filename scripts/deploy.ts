@@ -1,57 +1,90 @@
 /**
- * Deploys LaborGas, GasEscrow, ProviderRegistry, GigEscrow and DisputeManager, grants the DisputeManager its
- * roles, and records everything in `deployments/<network>.json`.
+ * Deploys LaborGas, GasEscrow, ProviderRegistry, GigEscrow, a BlockhashRandomness, the Panels and DisputeRules
+ * libraries, the linked DisputeManager and a Timelock (OpenZeppelin's TimelockController); wires the roles;
+ * hands governance to the timelock; and records everything in `deployments/<network>.json`.
  *
  *   npx hardhat run scripts/deploy.ts --network localhost             # the devnet from `npm run devnet`
  *   IOI_RPC_URL=https://… IOI_DEPLOYER_KEY=0x… npx hardhat run scripts/deploy.ts --network remote
  *
  * The second form deploys to any EVM chain and writes `deployments/chain-<chainId>.json`.
- * IOI_GOVERNANCE (default: the deployer), IOI_TREASURY (default: governance) and IOI_ROUTING_FEE_BPS
- * (default 0, at most 1000) set the escrow's governance, fee recipient and routing fee; IOI_MIN_PROVIDER_BOND
- * and IOI_MIN_ARBITRATOR_STAKE (in whole LaborGas, default 100 and 1000) the registry's minimums.
- * GigEscrow gets the same governance and accepts providers active in that registry. IOI_DISPUTE_RISK_BPS,
- * _BURN_BPS, _LANE_MULTIPLIER, _QUORUM, _MAX_ESCALATIONS, _BOND_FLOOR and IOI_JUDGE_RUNTIME_HASH set the
- * DisputeManager's parameters; when the deployer is not governance, governance must grant its roles.
+ *
+ * Governance. The Timelock waits IOI_TIMELOCK_DELAY seconds (default 2 days; 60 s on chain 31337) between
+ * scheduling a call and executing it; IOI_GOVERNANCE (default: the deployer) is its only proposer and executor
+ * and nobody administers it but itself. The deployer grants the wiring roles — DISPUTE_ROLE on both escrows to
+ * the DisputeManager, SLASHER_ROLE and LOCKER_ROLE on the registry to the DisputeManager, LOCKER_ROLE to the
+ * GigEscrow — sets the DisputeManager's asset terms, hands DEFAULT_ADMIN_ROLE of both escrows and the registry
+ * and GOVERNANCE_ROLE of the GasEscrow and the registry (the GigEscrow has none) to the timelock and renounces its own. The DisputeManager's immutable governance is
+ * the timelock. Every later governance call (admitting an arbitrator, new parameters) goes through
+ * `scripts/timelock.ts`: schedule, wait out the delay, execute.
+ *
+ * Other settings: IOI_TREASURY (default: governance) and IOI_ROUTING_FEE_BPS (default 0, at most 1000) of the
+ * escrow; IOI_MIN_PROVIDER_BOND and IOI_MIN_ARBITRATOR_STAKE (whole LaborGas, default 100 and 1000);
+ * IOI_RANDOMNESS_DELAY_BLOCKS (default 1 on chain 31337, 3 elsewhere); IOI_DISPUTE_RISK_BPS, _BURN_BPS,
+ * _FEE_BPS, _LANE_MULTIPLIER, _PANEL_SIZE, _MAX_APPEALS, _OVERTURN_SLASH_BPS, _ABSENT_SLASH_BPS,
+ * _SLASH_CAP_BPS, _RESPOND_WINDOW, _DECISION_WINDOW, _APPEAL_WINDOW, _SLOW_PATH_TIMEOUT (seconds) and
+ * IOI_JUDGE_RUNTIME_HASH the DisputeManager's parameters; IOI_ETH_BOND_FLOOR (ETH, default 0.001),
+ * IOI_ETH_STAKE_RATE (LaborGas per ETH, default 1000), IOI_LGAS_BOND_FLOOR (LaborGas, default 1) and
+ * IOI_LGAS_STAKE_RATE (LaborGas per LaborGas, default 1) its asset terms.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { HardhatRuntimeEnvironment } from "hardhat/types";
-import { getAddress, parseEther, type Abi, type Address, type Hash, type Hex } from "viem";
+import { encodeFunctionData, getAddress, isAddress, isHex, parseEther, zeroAddress, type Abi, type Address, type Hash, type Hex } from "viem";
 
 import { judgeRuntimeHash } from "../arbitration/runner";
 
 export type DeployedContract = { address: Address; transactionHash: Hash; blockNumber: string; gasUsed: string };
 
+/** Names of the deployed contracts, as the deployment record keys them. */
+export type ContractName =
+  | "LaborGas"
+  | "GasEscrow"
+  | "ProviderRegistry"
+  | "GigEscrow"
+  | "BlockhashRandomness"
+  | "Panels"
+  | "DisputeRules"
+  | "DisputeManager"
+  | "Timelock";
+
 export type Deployment = {
   network: string;
   chainId: number;
   deployer: Address;
+  /** The timelock's proposer and executor: who acts as governance, through the timelock. */
   governance: Address;
+  /** The address holding every governance role: the Timelock. */
+  timelock: Address;
+  /** Seconds between scheduling and executing a governance call. */
+  timelockDelay: number;
+  /** Blocks between requesting a panel draw and the block whose hash seeds it. */
+  randomnessDelayBlocks: number;
   treasury: Address;
   routingFeeBps: number;
   deployedAt: string;
-  contracts: {
-    LaborGas: DeployedContract;
-    GasEscrow: DeployedContract;
-    ProviderRegistry: DeployedContract;
-    GigEscrow: DeployedContract;
-    DisputeManager: DeployedContract;
-  };
-  /** The DisputeManager's parameters (bond amounts as decimal strings). */
+  contracts: Record<ContractName, DeployedContract>;
+  /** The DisputeManager's parameters (windows in seconds). */
   disputeParams: Record<string, string | number>;
-  /** Whether the DisputeManager holds its roles on both escrows and the registry (only if governance deployed). */
-  disputeRolesGranted: boolean;
+  /** The DisputeManager's asset terms: bond floor in the asset's base units, stake rate in LaborGas base units per 10^18 asset units. */
+  assetTerms: Record<string, { asset: Address; bondFloor: string; stakeRate: string }>;
 };
+
+const DAY = 24 * 3600;
+const DEVNET_CHAIN_ID = 31337;
 
 /** Deploys every contract with the network's first account and returns the record (not yet written). */
 export async function deployAll(hre: HardhatRuntimeEnvironment): Promise<Deployment> {
   const publicClient = await hre.viem.getPublicClient();
   const [deployer] = await hre.viem.getWalletClients();
   if (!deployer) throw new Error(`No deployer account on network "${hre.network.name}"; set IOI_DEPLOYER_KEY.`);
+  const chainId = await publicClient.getChainId();
+  const devnet = chainId === DEVNET_CHAIN_ID;
+  const me = getAddress(deployer.account.address);
 
-  async function deploy(name: keyof Deployment["contracts"], args: unknown[]): Promise<DeployedContract> {
+  async function deploy(name: ContractName, args: unknown[], libraries: Partial<Record<ContractName, DeployedContract>> = {}): Promise<DeployedContract> {
     const artifact = await hre.artifacts.readArtifact(name);
-    const hash = await deployer!.deployContract({ abi: artifact.abi as Abi, bytecode: artifact.bytecode as Hex, args });
+    const bytecode = linkBytecode(name, artifact.bytecode as Hex, artifact.linkReferences, libraries);
+    const hash = await deployer!.deployContract({ abi: artifact.abi as Abi, bytecode, args });
     const receipt = await publicClient.waitForTransactionReceipt({ hash });
     if (receipt.status !== "success" || !receipt.contractAddress) {
       throw new Error(`Deploying ${name} failed in transaction ${hash}.`);
@@ -63,71 +96,105 @@ export async function deployAll(hre: HardhatRuntimeEnvironment): Promise<Deploym
       gasUsed: receipt.gasUsed.toString(),
     };
   }
-
-  const governance = getAddress(process.env.IOI_GOVERNANCE ?? deployer.account.address);
-  const treasury = getAddress(process.env.IOI_TREASURY ?? governance);
-  const routingFeeBps = Number(process.env.IOI_ROUTING_FEE_BPS ?? 0);
-  if (!Number.isInteger(routingFeeBps) || routingFeeBps < 0 || routingFeeBps > 1_000) {
-    throw new Error(`IOI_ROUTING_FEE_BPS must be a whole number from 0 to 1000; received ${process.env.IOI_ROUTING_FEE_BPS}.`);
+  async function call(name: ContractName, address: Address, functionName: string, args: unknown[]): Promise<void> {
+    const artifact = await hre.artifacts.readArtifact(name);
+    const hash = await deployer!.writeContract({ address, abi: artifact.abi as Abi, functionName, args, chain: deployer!.chain, account: deployer!.account });
+    const receipt = await publicClient.waitForTransactionReceipt({ hash });
+    if (receipt.status !== "success") throw new Error(`${name}.${functionName} failed in transaction ${hash}.`);
   }
-  const laborGas = await deploy("LaborGas", [deployer.account.address]);
-  const gasEscrow = await deploy("GasEscrow", [governance, treasury, routingFeeBps]);
-  // Bonds in LaborGas. The unbonding delay (14 days) outlasts a default challenge window plus arbitration,
-  // so a provider cannot withdraw its bond out from under a dispute.
+  async function role(name: ContractName, address: Address, roleName: string): Promise<Hex> {
+    const artifact = await hre.artifacts.readArtifact(name);
+    return (await publicClient.readContract({ address, abi: artifact.abi as Abi, functionName: roleName })) as Hex;
+  }
+
+  const governance = envAddress("IOI_GOVERNANCE", me);
+  const treasury = envAddress("IOI_TREASURY", governance);
+  const routingFeeBps = envInt("IOI_ROUTING_FEE_BPS", 0, 0, 1_000);
+  const timelockDelay = envInt("IOI_TIMELOCK_DELAY", devnet ? 60 : 2 * DAY, 0, 30 * DAY);
+  const randomnessDelayBlocks = envInt("IOI_RANDOMNESS_DELAY_BLOCKS", devnet ? 1 : 3, 1, 128);
+
+  const timelock = await deploy("Timelock", [BigInt(timelockDelay), [governance], [governance], zeroAddress]);
+  const laborGas = await deploy("LaborGas", [me]);
+  // The deployer governs the three role-based contracts only until it has wired them; then the timelock does.
+  const gasEscrow = await deploy("GasEscrow", [me, treasury, routingFeeBps]);
+  // Bonds in LaborGas. The unbonding delay (30 days) outlasts a gig's life, a respond window, two appeals and
+  // the slow path, so nobody can withdraw a bond out from under a dispute.
   const providerRegistry = await deploy("ProviderRegistry", [
-    governance,
+    me,
     laborGas.address,
     parseEther(process.env.IOI_MIN_PROVIDER_BOND ?? "100"),
     parseEther(process.env.IOI_MIN_ARBITRATOR_STAKE ?? "1000"),
-    14n * 24n * 3600n,
+    BigInt(30 * DAY),
   ]);
-  const gigEscrow = await deploy("GigEscrow", [governance, providerRegistry.address]);
+  const gigEscrow = await deploy("GigEscrow", [me, providerRegistry.address]);
+  const randomness = await deploy("BlockhashRandomness", [BigInt(randomnessDelayBlocks)]);
+  const panels = await deploy("Panels", []);
+  const rules = await deploy("DisputeRules", []);
   const disputeParams = {
     riskBps: envInt("IOI_DISPUTE_RISK_BPS", 500, 0, 10_000),
     burnBps: envInt("IOI_DISPUTE_BURN_BPS", 2_000, 0, 10_000),
+    feeBps: envInt("IOI_DISPUTE_FEE_BPS", 1_000, 0, 3_000),
     laneMultiplier: envInt("IOI_DISPUTE_LANE_MULTIPLIER", 3, 1, 10),
-    quorum: envInt("IOI_DISPUTE_QUORUM", 3, 1, 16),
-    maxEscalations: envInt("IOI_DISPUTE_MAX_ESCALATIONS", 2, 0, 2),
-    decisionWindow: 24 * 3600,
-    slowPathTimeout: 7 * 24 * 3600,
-    bondFloor: parseEther(process.env.IOI_DISPUTE_BOND_FLOOR ?? "0.001"),
+    panelSize: envInt("IOI_DISPUTE_PANEL_SIZE", 5, 1, 8),
+    maxAppeals: envInt("IOI_DISPUTE_MAX_APPEALS", 2, 0, 2),
+    overturnSlashBps: envInt("IOI_DISPUTE_OVERTURN_SLASH_BPS", 5_000, 0, 10_000),
+    absentSlashBps: envInt("IOI_DISPUTE_ABSENT_SLASH_BPS", 100, 0, 1_000),
+    slashCapBps: envInt("IOI_DISPUTE_SLASH_CAP_BPS", 20_000, 0, 50_000),
+    respondWindow: envInt("IOI_DISPUTE_RESPOND_WINDOW", DAY, 0, 7 * DAY),
+    decisionWindow: envInt("IOI_DISPUTE_DECISION_WINDOW", 2 * DAY, 1, 14 * DAY),
+    appealWindow: envInt("IOI_DISPUTE_APPEAL_WINDOW", 2 * DAY, 1, 7 * DAY),
+    slowPathTimeout: envInt("IOI_DISPUTE_SLOW_PATH_TIMEOUT", 14 * DAY, 1, 60 * DAY),
     // Arbitrators must run this judge runtime: the runner of this checkout on this Node version.
-    judgeRuntimeHash: (process.env.IOI_JUDGE_RUNTIME_HASH as Hex | undefined) ?? judgeRuntimeHash(),
+    judgeRuntimeHash: envHash("IOI_JUDGE_RUNTIME_HASH", judgeRuntimeHash()),
   };
-  const disputeManager = await deploy("DisputeManager", [
-    governance,
-    gasEscrow.address,
-    gigEscrow.address,
-    providerRegistry.address,
-    disputeParams,
-  ]);
-  // The DisputeManager freezes and releases both escrows and is the registry's only slasher. Only governance
-  // can grant that; when another address governs, it must grant these three roles itself.
-  const disputeRolesGranted = getAddress(deployer.account.address) === governance;
-  if (disputeRolesGranted) {
-    const grant = async (name: "GasEscrow" | "GigEscrow" | "ProviderRegistry", address: Address, role: string) => {
-      const artifact = await hre.artifacts.readArtifact(name);
-      const roleId = (await publicClient.readContract({ address, abi: artifact.abi as Abi, functionName: role })) as Hex;
-      const hash = await deployer!.writeContract({
-        address,
-        abi: artifact.abi as Abi,
-        functionName: "grantRole",
-        args: [roleId, disputeManager.address],
-        chain: deployer!.chain,
-        account: deployer!.account,
-      });
-      const receipt = await publicClient.waitForTransactionReceipt({ hash });
-      if (receipt.status !== "success") throw new Error(`Granting ${role} on ${name} failed in transaction ${hash}.`);
-    };
-    await grant("GasEscrow", gasEscrow.address, "DISPUTE_ROLE");
-    await grant("GigEscrow", gigEscrow.address, "DISPUTE_ROLE");
-    await grant("ProviderRegistry", providerRegistry.address, "SLASHER_ROLE");
+  const disputeManager = await deploy(
+    "DisputeManager",
+    [timelock.address, gasEscrow.address, gigEscrow.address, providerRegistry.address, randomness.address, disputeParams],
+    { Panels: panels, DisputeRules: rules },
+  );
+
+  // Wiring: the DisputeManager freezes and releases both escrows, slashes and locks bonds; the GigEscrow locks
+  // the provider's bond while a gig is live.
+  await call("GasEscrow", gasEscrow.address, "grantRole", [await role("GasEscrow", gasEscrow.address, "DISPUTE_ROLE"), disputeManager.address]);
+  await call("GigEscrow", gigEscrow.address, "grantRole", [await role("GigEscrow", gigEscrow.address, "DISPUTE_ROLE"), disputeManager.address]);
+  const slasher = await role("ProviderRegistry", providerRegistry.address, "SLASHER_ROLE");
+  const locker = await role("ProviderRegistry", providerRegistry.address, "LOCKER_ROLE");
+  await call("ProviderRegistry", providerRegistry.address, "grantRole", [slasher, disputeManager.address]);
+  await call("ProviderRegistry", providerRegistry.address, "grantRole", [locker, disputeManager.address]);
+  await call("ProviderRegistry", providerRegistry.address, "grantRole", [locker, gigEscrow.address]);
+
+  // Asset terms are governance's, which is already the timelock: the deployer schedules them through it when
+  // it is also the timelock's proposer (the devnet and a self-governed deployment); otherwise governance must.
+  const assetTerms = {
+    ETH: { asset: zeroAddress as Address, bondFloor: parseEther(process.env.IOI_ETH_BOND_FLOOR ?? "0.001"), stakeRate: parseEther(process.env.IOI_ETH_STAKE_RATE ?? "1000") },
+    LaborGas: { asset: laborGas.address, bondFloor: parseEther(process.env.IOI_LGAS_BOND_FLOOR ?? "1"), stakeRate: parseEther(process.env.IOI_LGAS_STAKE_RATE ?? "1") },
+  };
+
+  // Hand the role-based contracts to the timelock and renounce the deployer's roles.
+  // (The GigEscrow has no GOVERNANCE_ROLE: its admin only grants DISPUTE_ROLE.)
+  for (const [name, address, governed] of [
+    ["GasEscrow", gasEscrow.address, true],
+    ["GigEscrow", gigEscrow.address, false],
+    ["ProviderRegistry", providerRegistry.address, true],
+  ] as const) {
+    const admin = await role(name, address, "DEFAULT_ADMIN_ROLE");
+    await call(name, address, "grantRole", [admin, timelock.address]);
+    if (governed) {
+      const gov = await role(name, address, "GOVERNANCE_ROLE");
+      await call(name, address, "grantRole", [gov, timelock.address]);
+      await call(name, address, "renounceRole", [gov, me]);
+    }
+    await call(name, address, "renounceRole", [admin, me]);
   }
-  return {
+
+  const deployment: Deployment = {
     network: hre.network.name,
-    chainId: await publicClient.getChainId(),
-    deployer: getAddress(deployer.account.address),
+    chainId,
+    deployer: me,
     governance,
+    timelock: timelock.address,
+    timelockDelay,
+    randomnessDelayBlocks,
     treasury,
     routingFeeBps,
     deployedAt: new Date().toISOString(),
@@ -136,20 +203,77 @@ export async function deployAll(hre: HardhatRuntimeEnvironment): Promise<Deploym
       GasEscrow: gasEscrow,
       ProviderRegistry: providerRegistry,
       GigEscrow: gigEscrow,
+      BlockhashRandomness: randomness,
+      Panels: panels,
+      DisputeRules: rules,
       DisputeManager: disputeManager,
+      Timelock: timelock,
     },
-    disputeParams: { ...disputeParams, bondFloor: disputeParams.bondFloor.toString() },
-    disputeRolesGranted,
+    disputeParams,
+    assetTerms: Object.fromEntries(
+      Object.entries(assetTerms).map(([k, t]) => [k, { asset: t.asset, bondFloor: t.bondFloor.toString(), stakeRate: t.stakeRate.toString() }]),
+    ),
   };
+  if (governance === me) {
+    const dmAbi = (await hre.artifacts.readArtifact("DisputeManager")).abi as Abi;
+    const { governThroughTimelock, hardhatTimeTravel } = await import("./timelock");
+    const calls = Object.values(assetTerms).map((t) => ({
+      target: disputeManager.address,
+      data: encodeFunctionData({ abi: dmAbi, functionName: "setAssetTerms", args: [t.asset, { bondFloor: t.bondFloor, stakeRate: t.stakeRate }] }),
+    }));
+    // Off the devnet the deployer can only schedule: executing waits out the delay (`scripts/timelock.ts`).
+    await governThroughTimelock({
+      publicClient: publicClient as never,
+      wallet: deployer as never,
+      timelock: timelock.address,
+      calls,
+      salt: "deploy: asset terms",
+      wait: devnet ? hardhatTimeTravel(publicClient as never) : undefined,
+    });
+  }
+  return deployment;
+}
+
+/** The bytecode with each linked library's address written over its placeholder. */
+function linkBytecode(
+  name: string,
+  bytecode: Hex,
+  references: Record<string, Record<string, { start: number; length: number }[]>>,
+  libraries: Partial<Record<string, DeployedContract>>,
+): Hex {
+  let code = bytecode.slice(2);
+  for (const [, byName] of Object.entries(references)) {
+    for (const [library, offsets] of Object.entries(byName)) {
+      const deployed = libraries[library];
+      if (!deployed) throw new Error(`${name} links library ${library}, which was not deployed first.`);
+      const address = deployed.address.slice(2).toLowerCase();
+      for (const { start, length } of offsets) code = code.slice(0, start * 2) + address + code.slice((start + length) * 2);
+    }
+  }
+  return `0x${code}`;
 }
 
 function envInt(name: string, fallback: number, min: number, max: number): number {
   const raw = process.env[name];
-  const value = raw === undefined ? fallback : Number(raw);
+  const value = raw === undefined || raw === "" ? fallback : Number(raw);
   if (!Number.isInteger(value) || value < min || value > max) {
     throw new Error(`${name} must be a whole number from ${min} to ${max}; received ${raw}.`);
   }
   return value;
+}
+
+function envAddress(name: string, fallback: Address): Address {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") return fallback;
+  if (!isAddress(raw)) throw new Error(`${name} must be an address; received "${raw}".`);
+  return getAddress(raw);
+}
+
+function envHash(name: string, fallback: Hex): Hex {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") return fallback;
+  if (!isHex(raw) || raw.length !== 66) throw new Error(`${name} must be a 32-byte hex hash; received "${raw}".`);
+  return raw;
 }
 
 /** Writes the record to `deployments/` and returns the file's path. */
@@ -166,9 +290,12 @@ async function main(): Promise<void> {
   const deployment = await deployAll(hre);
   const file = writeDeployment(deployment);
   console.log(`Deployed to ${deployment.network} (chain ${deployment.chainId}):`);
-  for (const [name, c] of Object.entries(deployment.contracts)) console.log(`  ${name.padEnd(16)} ${c.address}  block ${c.blockNumber}`);
-  if (!deployment.disputeRolesGranted) {
-    console.log(`Governance ${deployment.governance} must grant the DisputeManager DISPUTE_ROLE on both escrows and SLASHER_ROLE on the registry.`);
+  for (const [name, c] of Object.entries(deployment.contracts)) console.log(`  ${name.padEnd(20)} ${c.address}  block ${c.blockNumber}`);
+  console.log(`Governance is the Timelock ${deployment.timelock} (delay ${deployment.timelockDelay} s; proposer and executor ${deployment.governance}); the deployer holds no role.`);
+  if (deployment.governance !== deployment.deployer) {
+    console.log(`Governance ${deployment.governance} must set the DisputeManager's asset terms through the timelock (scripts/timelock.ts) before cases can open.`);
+  } else if (deployment.chainId !== DEVNET_CHAIN_ID) {
+    console.log(`The asset terms are scheduled on the timelock; execute them after ${deployment.timelockDelay} s with scripts/timelock.ts.`);
   }
   console.log(`Wrote ${path.relative(process.cwd(), file)}`);
 }
