@@ -1,0 +1,753 @@
+/**
+ * DisputeManager model test (issue 10): seeded, reproducible random sequences of open (gig and session cases, in
+ * ETH and in LaborGas), respond, drawPanel, submitVerdict (real EIP-712 signatures of the drawn panel's keys,
+ * and now and then too few, non-panel, party or unsorted signers, or a slash above the cap, which must revert),
+ * appeal, finalize, expire, resolveSlowPath, claim, arbitrators trying to unbond, escrow settlements, time jumps
+ * and block mining, through the real contracts. After every step:
+ *   1. per asset, the DisputeManager holds exactly the bonds of its non-final cases (challenger, respondent and
+ *      appeal bonds) plus every claimable balance;
+ *   2. both escrows hold exactly what they owe (GasEscrow: the deposits of unsettled channels, no routing fee;
+ *      GigEscrow: the amounts of gigs not yet paid out), so they are solvent;
+ *   3. every arbitrator's lock count equals the number of non-final cases with it on a drawn panel (so every
+ *      member of an open panel is locked and cannot unbond; tried now and then), and the provider's equals its
+ *      live accepted gigs plus its open session cases;
+ *   4. no address bound to a subject is ever drawn, panels never repeat a member across rounds.
+ * At the end every case is driven to Resolved or Expired, every fee is claimed and the DisputeManager is empty.
+ *
+ * IOI_MODEL_SEED sets the seed (printed on failure); IOI_MODEL_STEPS the number of steps (default 2,000).
+ */
+import { loadFixture, time } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
+import { expect } from "chai";
+import hre from "hardhat";
+import { getAddress, parseEventLogs, zeroAddress, type Address, type Hex, type LocalAccount, type TransactionReceipt } from "viem";
+
+import { ReceiptAccumulator } from "../../channel-client/accumulator";
+import { receiptLeafFromHashes } from "../../channel-client/leaf";
+import { hardhatAccount } from "../helpers/fixtures";
+import { expectRevert } from "../helpers/revert";
+import {
+  ARBITRATOR_ROLE,
+  ARBITRATOR_STAKE,
+  DISPUTE_PARAMS,
+  ETH_TERMS,
+  KIND,
+  MIN_ARBITRATOR_STAKE,
+  MIN_PROVIDER_BOND,
+  PROVIDER_ROLE,
+  quorumSignatures,
+  STATUS,
+  SYS,
+  systemFixture,
+  TOKEN_TERMS,
+  VERDICT,
+  keyOf,
+  supermajority,
+  type ResolutionMessage,
+  type System,
+} from "../helpers/system";
+import { BPS, DELIVERABLE, ICS_HASH, label, openSession, PACKAGE_HASH, signTicket, stateOf, subjectOf, type ClosingState, type Session } from "./helpers";
+
+const P = DISPUTE_PARAMS;
+const STEPS = Number(process.env.IOI_MODEL_STEPS ?? 2000);
+const SEED = process.env.IOI_MODEL_SEED ?? String(Date.now() % 1_000_000_007);
+const ARBS = SYS.arbitrators.map((i) => getAddress(hardhatAccount(i).address));
+const GIG_WINDOW = 3600n;
+const CHANNEL_WINDOW = 3600n;
+
+/** A small seeded generator (mulberry32 over a hash of the seed string). */
+class Rng {
+  private state: number;
+  constructor(seed: string) {
+    let h = 2166136261;
+    for (const ch of seed) h = Math.imul(h ^ ch.charCodeAt(0), 16777619);
+    this.state = h >>> 0;
+  }
+  next(): number {
+    this.state = (this.state + 0x6d2b79f5) >>> 0;
+    let t = this.state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  }
+  int(n: number): number {
+    return Math.floor(this.next() * n);
+  }
+  chance(p: number): boolean {
+    return this.next() < p;
+  }
+  pick<T>(xs: readonly T[]): T {
+    return xs[this.int(xs.length)]!;
+  }
+  big(max: bigint): bigint {
+    // Uniform enough over [0, max] for a test.
+    if (max <= 0n) return 0n;
+    const r = BigInt(Math.floor(this.next() * 2 ** 48));
+    return (r * (max + 1n)) >> 48n;
+  }
+  weighted<K extends string>(w: Record<K, number>): K {
+    const entries = Object.entries(w) as [K, number][];
+    const total = entries.reduce((a, [, x]) => a + x, 0);
+    let r = this.next() * total;
+    for (const [k, x] of entries) {
+      if ((r -= x) < 0) return k;
+    }
+    return entries[entries.length - 1]![0];
+  }
+}
+
+type AssetName = "ETH" | "LGAS";
+type Gig = { kind: "gig"; asset: AssetName; gigId: bigint; subjectId: Hex; amount: bigint; windowEndsAt: bigint; live: boolean; cases: number; open?: Hex };
+type Chan = {
+  kind: "session";
+  asset: AssetName;
+  session: Session;
+  subjectId: Hex;
+  leaves: { receiptHash: Hex; ticketHash: Hex }[];
+  tree: ReceiptAccumulator;
+  recorded: ClosingState;
+  finalizesAt: bigint;
+  live: boolean;
+  cases: number;
+  open?: Hex;
+};
+type Subject = Gig | Chan;
+type CaseM = {
+  id: Hex;
+  subject: Subject;
+  asset: AssetName;
+  challenger: Address;
+  final: boolean;
+  /** Bonds the DisputeManager holds for it while it is not final (read back from the contract). */
+  held: bigint;
+  panels: Address[][];
+};
+
+describe("adversarial: DisputeManager model (random sequences through the real contracts)", function () {
+  this.timeout(15 * 60_000);
+
+  it(`keeps every balance, lock and case consistent over ${STEPS} random steps (seed ${SEED})`, async function () {
+    const s = await loadFixture(systemFixture);
+    const m = new Model(s, new Rng(SEED));
+    const started = Date.now();
+    try {
+      await m.init();
+      for (let i = 0; i < STEPS; i++) {
+        m.step = i;
+        await m.randomStep();
+        await m.checkInvariants();
+      }
+      await m.drain();
+    } catch (error) {
+      console.error(`\n  dispute model failed at step ${m.step} with IOI_MODEL_SEED=${SEED}\n  last actions:\n    ${m.log.slice(-12).join("\n    ")}`);
+      throw error;
+    }
+    console.log(`      seed ${SEED}: ${STEPS} steps, ${m.cases.length} cases, ${((Date.now() - started) / 1000).toFixed(1)} s; ${JSON.stringify(m.counts)}`);
+    expect(m.cases.length).to.be.greaterThan(20);
+    expect(m.counts["verdict"] ?? 0).to.be.greaterThan(5);
+    expect(m.counts["finalize"] ?? 0).to.be.greaterThan(0);
+  });
+});
+
+class Model {
+  step = 0;
+  now = 0n;
+  log: string[] = [];
+  counts: Record<string, number> = {};
+  subjects: Subject[] = [];
+  cases: CaseM[] = [];
+  claimable: Record<AssetName, Map<Address, bigint>> = { ETH: new Map(), LGAS: new Map() };
+  nonce = 1n;
+
+  constructor(
+    readonly s: System,
+    readonly rng: Rng,
+  ) {}
+
+  private asset(a: AssetName): Address {
+    return a === "ETH" ? zeroAddress : this.s.token.address;
+  }
+  private count(what: string) {
+    this.counts[what] = (this.counts[what] ?? 0) + 1;
+  }
+  private note(what: string) {
+    this.log.push(`#${this.step} ${what}`);
+    if (this.log.length > 50) this.log.shift();
+  }
+
+  async init() {
+    this.now = BigInt(await time.latest());
+  }
+
+  /** Sends a transaction mined at exactly now + 1 and expects success (or the named custom error). */
+  private async tx(send: () => Promise<Hex>, expected: string | null = null, extraAbi?: readonly unknown[]): Promise<TransactionReceipt | undefined> {
+    this.now += 1n;
+    await time.setNextBlockTimestamp(this.now);
+    if (expected !== null) {
+      await expectRevert(send(), expected, undefined, extraAbi as never);
+      // A reverted call mines nothing on Hardhat's automine when it fails at estimation: keep time in step.
+      this.now = BigInt(await time.latest());
+      return undefined;
+    }
+    const receipt = await this.s.publicClient.waitForTransactionReceipt({ hash: await send() });
+    expect(receipt.status).to.equal("success");
+    return receipt;
+  }
+
+  private async jump(seconds: bigint) {
+    this.now += seconds;
+    await time.increaseTo(this.now);
+  }
+
+  private async mine(blocks: number) {
+    await hre.network.provider.send("hardhat_mine", [`0x${blocks.toString(16)}`, "0x1"]);
+    this.now = BigInt(await time.latest());
+  }
+
+  /*////////////////////////////// subjects //////////////////////////////*/
+
+  private async newGig() {
+    const s = this.s;
+    const asset = this.rng.pick(["ETH", "LGAS"] as const);
+    const amount = (this.rng.pick([1n, 3n, 5n, 10n]) * 10n ** 18n) / (asset === "ETH" ? 10n : 1n);
+    const a = this.asset(asset);
+    await this.tx(() =>
+      s.gigs.write.fund([s.provider.account.address, a, amount, ICS_HASH, Number(this.now + 86_400n), Number(GIG_WINDOW)], {
+        account: s.client.account,
+        value: asset === "ETH" ? amount : 0n,
+      }),
+    );
+    const gigId = await s.gigs.read.gigCount();
+    // SLA slashes wear the provider's bond down: it tops it up before taking work.
+    const pb = await s.registry.read.bondOf([PROVIDER_ROLE, s.provider.account.address]);
+    if (pb.active < MIN_PROVIDER_BOND * 5n) {
+      await this.tx(() => s.registry.write.bond([PROVIDER_ROLE, MIN_PROVIDER_BOND * 5n - pb.active], { account: s.provider.account }));
+      this.count("provider re-bond");
+    }
+    await this.tx(() => s.gigs.write.accept([gigId], { account: s.provider.account }));
+    await this.tx(() => s.gigs.write.deliver([gigId, DELIVERABLE, `0x${"00".repeat(32)}`], { account: s.provider.account }));
+    const windowEndsAt = BigInt((await s.gigs.read.gigOf([gigId])).windowEndsAt);
+    this.subjects.push({ kind: "gig", asset, gigId, subjectId: subjectOf(gigId), amount, windowEndsAt, live: true, cases: 0 });
+    this.note(`gig ${gigId} ${asset} ${amount}`);
+    this.count("gig");
+  }
+
+  private async newSession() {
+    const s = this.s;
+    const asset = this.rng.pick(["ETH", "LGAS"] as const);
+    const nonce = this.nonce++;
+    this.now += 1n;
+    await time.setNextBlockTimestamp(this.now);
+    const session = await openSession(s, this.asset(asset), { terms: { nonce }, deposit: 10n ** 18n });
+    const leaves = Array.from({ length: 4 }, (_, i) => ({ receiptHash: label(`m r ${nonce} ${i}`), ticketHash: label(`m t ${nonce} ${i}`) }));
+    const tree = ReceiptAccumulator.fromLeaves(leaves.map((l) => receiptLeafFromHashes(l.receiptHash, l.ticketHash)));
+    const amount = this.rng.pick([3n, 5n, 8n, 10n, 12n]) * 10n ** 17n; // may exceed the deposit: value is capped
+    const ticket = await signTicket(session, 4n, amount > 10n ** 18n ? 10n ** 18n : amount, { root: tree.root() });
+    const receipt = await this.tx(() =>
+      s.escrow.write.closeUnilateral([session.ref.terms, session.ref.openedAt, ticket], { account: s.provider.account }),
+    );
+    const at = (await s.publicClient.getBlock({ blockNumber: receipt!.blockNumber })).timestamp;
+    this.subjects.push({
+      kind: "session",
+      asset,
+      session,
+      subjectId: session.sessionId,
+      leaves,
+      tree,
+      recorded: stateOf(session, ticket),
+      finalizesAt: at + CHANNEL_WINDOW,
+      live: true,
+      cases: 0,
+    });
+    this.note(`session ${nonce} ${asset}`);
+    this.count("session");
+  }
+
+  /** Pays out subjects nobody can dispute any more (release a gig, finalize a channel). */
+  private async settleSubject(sub: Subject) {
+    const s = this.s;
+    if (sub.kind === "gig") {
+      await this.tx(() => s.gigs.write.release([sub.gigId], { account: s.watcher.account }));
+    } else {
+      await this.tx(() => s.escrow.write.finalize([sub.session.ref.terms, sub.session.ref.openedAt, sub.recorded], { account: s.watcher.account }));
+    }
+    sub.live = false;
+    this.note(`settle ${sub.kind} ${sub.subjectId.slice(0, 10)}`);
+    this.count(`settle ${sub.kind}`);
+  }
+
+  /*////////////////////////////// cases //////////////////////////////*/
+
+  private bondFor(asset: AssetName, value: bigint, level: number): bigint {
+    const floor = asset === "ETH" ? ETH_TERMS.bondFloor : TOKEN_TERMS.bondFloor;
+    let base = (value * BigInt(P.riskBps)) / BPS;
+    if (base < floor) base = floor;
+    return base * BigInt(P.laneMultiplier) ** BigInt(level);
+  }
+
+  private valueOf(sub: Subject): bigint {
+    if (sub.kind === "gig") return sub.amount;
+    return sub.recorded.amount < sub.recorded.deposit ? sub.recorded.amount : sub.recorded.deposit;
+  }
+
+  private async openCase(sub: Subject) {
+    const s = this.s;
+    const lane = this.rng.int(2);
+    const value = this.valueOf(sub);
+    const bond = this.bondFor(sub.asset, value, lane);
+    const eth = sub.asset === "ETH" ? bond : 0n;
+    const id = await s.disputes.read.nextCaseId([sub.kind === "gig" ? KIND.Gig : KIND.Session, sub.subjectId]);
+    let challenger: Address;
+    if (sub.kind === "gig") {
+      challenger = getAddress(s.client.account.address);
+      await this.tx(() => s.disputes.write.openGigCase([sub.gigId, lane, PACKAGE_HASH], { account: s.client.account, value: eth }));
+    } else {
+      const from = this.rng.chance(0.5) ? s.payerWallet : s.client;
+      challenger = getAddress(from.account.address);
+      const i = this.rng.int(sub.leaves.length);
+      const leaf = sub.leaves[i]!;
+      await this.tx(() =>
+        s.disputes.write.openSessionCase(
+          [sub.session.ref.terms, sub.session.ref.openedAt, sub.recorded, leaf.receiptHash, leaf.ticketHash, sub.tree.proof(i), lane, PACKAGE_HASH],
+          { account: from.account, value: eth },
+        ),
+      );
+    }
+    const c = await s.disputes.read.caseOf([id]);
+    expect(c.status).to.equal(STATUS.Open);
+    expect(c.challengerBond, "opening bond").to.equal(bond);
+    expect(c.value).to.equal(value);
+    sub.cases += 1;
+    sub.open = id;
+    this.cases.push({ id, subject: sub, asset: sub.asset, challenger, final: false, held: bond, panels: [] });
+    this.note(`open ${id.slice(0, 10)} ${sub.kind} ${sub.asset} lane ${lane} value ${value}`);
+    this.count("open");
+  }
+
+  private async refreshHeld(c: CaseM) {
+    const k = await this.s.disputes.read.caseOf([c.id]);
+    if (k.status === STATUS.Resolved || k.status === STATUS.Expired) {
+      c.held = 0n;
+      return;
+    }
+    const r1 = await this.s.disputes.read.roundOf([c.id, 1]);
+    const r2 = await this.s.disputes.read.roundOf([c.id, 2]);
+    c.held = k.challengerBond + k.respondentBond + r1.appealBond + r2.appealBond;
+  }
+
+  private async respond(c: CaseM) {
+    const s = this.s;
+    const k = await s.disputes.read.caseOf([c.id]);
+    const r0 = await s.disputes.read.roundOf([c.id, 0]);
+    const at = this.now + 1n;
+    const expected =
+      k.status !== STATUS.Open ? "WrongCaseStatus" : k.round !== 0 || r0.drawTicket !== 0n || at > BigInt(k.respondBy) ? "ContestClosed" : null;
+    const bond = k.challengerBond;
+    await this.tx(() => s.disputes.write.respond([c.id], { account: s.provider.account, value: c.asset === "ETH" ? bond : 0n }), expected);
+    this.note(`respond ${c.id.slice(0, 10)} ${expected ?? "ok"}`);
+    this.count(expected ? `respond: ${expected}` : "respond");
+    if (!expected) await this.refreshHeld(c);
+  }
+
+  private async eligible(excluded: Address[]): Promise<number> {
+    let n = 0;
+    for (const a of ARBS) {
+      if (excluded.includes(a)) continue;
+      if ((await this.s.registry.read.bondOf([ARBITRATOR_ROLE, a])).active >= MIN_ARBITRATOR_STAKE) n++;
+    }
+    return n;
+  }
+
+  private async draw(c: CaseM) {
+    const s = this.s;
+    const k = await s.disputes.read.caseOf([c.id]);
+    const at = this.now + 1n;
+    let expected: string | null = null;
+    if (k.status !== STATUS.Open) expected = "WrongCaseStatus";
+    else if (at > BigInt(k.deadline)) expected = "DeadlinePassed";
+    else {
+      const r = await s.disputes.read.roundOf([c.id, k.round]);
+      const block = (await s.publicClient.getBlockNumber()) + 1n;
+      if (r.drawTicket === 0n) {
+        if (k.respondentBond === 0n && at <= BigInt(k.respondBy)) expected = "RespondWindowOpen";
+      } else if (block <= r.drawTicket) expected = "RandomnessNotReady";
+    }
+    const round = k.round;
+    const before = await s.disputes.read.roundOf([c.id, round]);
+    await this.tx(() => s.disputes.write.drawPanel([c.id], { account: s.stranger.account }), expected);
+    this.note(`draw ${c.id.slice(0, 10)} round ${round} ${expected ?? "ok"}`);
+    this.count(expected ? `draw: ${expected}` : "draw");
+    if (expected) return;
+    const after = await s.disputes.read.caseOf([c.id]);
+    if (after.status === STATUS.Open) {
+      expect((await s.disputes.read.roundOf([c.id, round])).drawTicket).to.not.equal(0n);
+      this.count(before.drawTicket === 0n ? "draw: requested" : "draw: re-requested (expired randomness)");
+      return;
+    }
+    const sub = c.subject;
+    const bound = [getAddress(s.client.account.address), getAddress(s.provider.account.address)];
+    if (sub.kind === "session") bound.push(getAddress(sub.session.ref.terms.payer), getAddress(sub.session.ref.terms.funder));
+    const earlier = round === 1 ? c.panels[0] ?? [] : [];
+    if (after.status === STATUS.SlowPath) {
+      const size = round === 0 ? P.panelSize : 2 * P.panelSize - 1;
+      expect(await this.eligible([...bound, ...earlier])).to.be.lessThan(size);
+      this.count("draw: pool too small, slow path");
+      return;
+    }
+    expect(after.status).to.equal(STATUS.Deliberating);
+    const panel = (await s.disputes.read.panelOf([c.id, round])).map((a) => getAddress(a));
+    expect(panel.length).to.equal(round === 0 ? P.panelSize : 2 * P.panelSize - 1);
+    expect(new Set(panel).size).to.equal(panel.length);
+    for (const a of panel) {
+      expect(ARBS, "only pinned, admitted arbitrators are drawn").to.include(a);
+      expect(bound, "no address bound to the subject is drawn").to.not.include(a);
+      expect(earlier, "an appeal panel excludes the first").to.not.include(a);
+    }
+    c.panels[round] = panel;
+  }
+
+  private randomRemedy(c: CaseM, value: bigint, cap: bigint): { verdict: number; refund: bigint; slash: bigint } {
+    const v = this.rng.weighted({ cw: 5, rw: 4, nf: 2, un: 1 });
+    if (v === "cw") {
+      const slash = this.rng.chance(0.5) ? 0n : this.rng.chance(0.1) ? cap + 1n + this.rng.big(cap) : this.rng.big(cap);
+      return { verdict: VERDICT.ChallengerWins, refund: this.rng.big(value), slash };
+    }
+    if (v === "rw") return { verdict: VERDICT.RespondentWins, refund: 0n, slash: 0n };
+    if (v === "nf") return { verdict: VERDICT.NoFault, refund: this.rng.big(value), slash: 0n };
+    return { verdict: VERDICT.Undecidable, refund: 0n, slash: 0n };
+  }
+
+  private capOf(c: CaseM, value: bigint): bigint {
+    const rate = c.asset === "ETH" ? ETH_TERMS.stakeRate : TOKEN_TERMS.stakeRate;
+    return (((value * rate) / 10n ** 18n) * BigInt(P.slashCapBps)) / BPS;
+  }
+
+  private async verdict(c: CaseM) {
+    const s = this.s;
+    const k = await s.disputes.read.caseOf([c.id]);
+    const at = this.now + 1n;
+    const cap = this.capOf(c, k.value);
+    const remedy = this.randomRemedy(c, k.value, cap);
+    const message: ResolutionMessage = { caseId: c.id, ...remedy, resolutionHash: label(`model resolution ${this.step}`) };
+    const panel = k.status === STATUS.Deliberating ? c.panels[k.round] ?? [] : [];
+    const keys = panel.map((a) => keyOf(a)).sort((a, b) => (BigInt(a.address) < BigInt(b.address) ? -1 : 1));
+    const needed = supermajority(panel.length);
+    // Usually a supermajority subset; sometimes a broken set of signers.
+    const mode = this.rng.weighted({ good: 12, few: 1, outsider: 1, party: 1, unsorted: 1 });
+    let signers: LocalAccount[] = this.pickSubset(keys, needed + this.rng.int(keys.length - needed + 1));
+    let sigError: string | null = null;
+    if (keys.length > 0 && mode === "few") {
+      signers = this.pickSubset(keys, needed - 1);
+      sigError = "SupermajorityNotMet";
+    } else if (keys.length > 0 && mode === "outsider") {
+      const outsiders = ARBS.filter((a) => !panel.includes(a));
+      signers = sortKeys([...signers.slice(1), keyOf(this.rng.pick(outsiders))]);
+      sigError = "NotOnPanel";
+    } else if (keys.length > 0 && mode === "party") {
+      const party = c.subject.kind === "session" ? this.rng.pick([c.subject.session.ref.terms.payer, c.subject.session.ref.terms.funder]) : this.s.client.account.address;
+      signers = sortKeys([...signers, keyOf(party)]);
+      sigError = "NotOnPanel";
+    } else if (keys.length > 1 && mode === "unsorted") {
+      signers = [...signers].reverse();
+      sigError = signers.length > 1 ? "SignersNotAscending" : null;
+    }
+    let expected: string | null = null;
+    if (k.status !== STATUS.Deliberating) expected = "WrongCaseStatus";
+    else if (at > BigInt(k.deadline)) expected = "DeadlinePassed";
+    else if (remedy.slash > cap) expected = "SlashAboveCap";
+    else if (sigError) expected = sigError;
+    else {
+      let stake = 0n;
+      for (const key of signers) {
+        const b = await s.registry.read.bondOf([ARBITRATOR_ROLE, key.address]);
+        stake += b.active + b.pending;
+      }
+      const rate = c.asset === "ETH" ? ETH_TERMS.stakeRate : TOKEN_TERMS.stakeRate;
+      const moved = (k.value * rate) / 10n ** 18n + remedy.slash;
+      if ((stake * BigInt(P.overturnSlashBps)) / BPS <= moved) expected = "StakeAtRiskTooLow";
+    }
+    const signatures = await quorumSignatures(s, message, signers);
+    await this.tx(() => s.disputes.write.submitVerdict([message, signatures], { account: s.watcher.account }), expected);
+    this.note(`verdict ${c.id.slice(0, 10)} v${remedy.verdict} r${remedy.refund} s${remedy.slash} ${signers.length}/${panel.length} ${expected ?? "ok"}`);
+    this.count(expected ? `verdict: ${expected}` : "verdict");
+    if (expected) return;
+    const after = await s.disputes.read.caseOf([c.id]);
+    expect(after.status).to.equal(remedy.verdict === VERDICT.Undecidable ? STATUS.SlowPath : STATUS.Decided);
+  }
+
+  private pickSubset(keys: LocalAccount[], n: number): LocalAccount[] {
+    const pool = [...keys];
+    const out: LocalAccount[] = [];
+    while (out.length < n && pool.length) out.push(pool.splice(this.rng.int(pool.length), 1)[0]!);
+    return sortKeys(out);
+  }
+
+  private async appeal(c: CaseM) {
+    const s = this.s;
+    const k = await s.disputes.read.caseOf([c.id]);
+    const at = this.now + 1n;
+    const who = this.rng.weighted({ challenger: 4, respondent: 4, stranger: 1 });
+    const wallet = who === "respondent" ? s.provider : who === "stranger" ? s.stranger : s.wallets.find((w) => getAddress(w.account.address) === c.challenger)!;
+    const bond = this.bondFor(c.asset, k.value, k.lane + k.round + 1);
+    let expected: string | null = null;
+    if (k.status !== STATUS.Decided) expected = "WrongCaseStatus";
+    else if (at > BigInt(k.deadline)) expected = "DeadlinePassed";
+    else if (who === "stranger") expected = "NotAParty";
+    else if (k.round >= P.maxAppeals) expected = "AppealCapReached";
+    await this.tx(() => s.disputes.write.appeal([c.id], { account: wallet.account, value: c.asset === "ETH" ? bond : 0n }), expected);
+    this.note(`appeal ${c.id.slice(0, 10)} by ${who} ${expected ?? "ok"}`);
+    this.count(expected ? `appeal: ${expected}` : "appeal");
+    if (expected) return;
+    expect((await s.disputes.read.roundOf([c.id, k.round + 1])).appealBond).to.equal(bond);
+    await this.refreshHeld(c);
+  }
+
+  private async end(c: CaseM, how: "finalize" | "expire" | "slow") {
+    const s = this.s;
+    const k = await s.disputes.read.caseOf([c.id]);
+    const at = this.now + 1n;
+    const recorded = c.subject.kind === "session" ? c.subject.recorded : { deposit: 0n, seq: 0n, amount: 0n, receiptRoot: `0x${"00".repeat(32)}` as Hex, feeBps: 0 };
+    let expected: string | null = null;
+    let send: () => Promise<Hex>;
+    if (how === "finalize") {
+      if (k.status !== STATUS.Decided) expected = "WrongCaseStatus";
+      else if (at <= BigInt(k.deadline)) expected = "DeadlineNotPassed";
+      send = () => s.disputes.write.finalize([c.id, recorded], { account: s.watcher.account });
+    } else if (how === "expire") {
+      if (k.status !== STATUS.Open && k.status !== STATUS.Deliberating && k.status !== STATUS.SlowPath) expected = "WrongCaseStatus";
+      else if (at <= BigInt(k.deadline)) expected = "DeadlineNotPassed";
+      send = () => s.disputes.write.expire([c.id, recorded], { account: s.watcher.account });
+    } else {
+      const cap = this.capOf(c, k.value);
+      let remedy = this.randomRemedy(c, k.value, cap);
+      if (remedy.verdict === VERDICT.Undecidable) remedy = { verdict: VERDICT.RespondentWins, refund: 0n, slash: 0n };
+      if (k.status !== STATUS.SlowPath) expected = "WrongCaseStatus";
+      else if (remedy.slash > cap) expected = "SlashAboveCap";
+      const message: ResolutionMessage = { caseId: c.id, ...remedy, resolutionHash: label(`governance ${this.step}`) };
+      send = () => s.disputes.write.resolveSlowPath([message, recorded], { account: s.governance.account });
+    }
+    const receipt = await this.tx(send, expected);
+    this.note(`${how} ${c.id.slice(0, 10)} ${expected ?? "ok"}`);
+    this.count(expected ? `${how}: ${expected}` : how);
+    if (expected) return;
+    const after = await s.disputes.read.caseOf([c.id]);
+    if (after.status === STATUS.SlowPath) {
+      expect(how).to.equal("expire");
+      this.count("expire: to slow path");
+      return;
+    }
+    expect([STATUS.Resolved, STATUS.Expired]).to.include(after.status);
+    await this.settled(c, receipt!);
+  }
+
+  /** A case just ended: its subject is paid out or adjusted, its bonds and locks released. */
+  private async settled(c: CaseM, receipt: TransactionReceipt) {
+    const s = this.s;
+    c.final = true;
+    c.held = 0n;
+    const sub = c.subject;
+    sub.open = undefined;
+    if (sub.kind === "gig") {
+      sub.live = false; // resolve pays both sides
+      const g = await s.gigs.read.gigOf([sub.gigId]);
+      expect([5, 6]).to.include(g.status);
+    } else {
+      const released = parseEventLogs({ abi: s.escrow.abi, logs: receipt.logs, eventName: "ChannelReleased" });
+      expect(released.length).to.equal(1);
+      const ev = released[0]!.args;
+      if (ev.refund > 0n) {
+        sub.recorded = { ...sub.recorded, amount: ev.amount };
+        const at = (await s.publicClient.getBlock({ blockNumber: receipt.blockNumber })).timestamp;
+        if (sub.finalizesAt > at) sub.finalizesAt = at;
+      }
+    }
+    for (const a of new Set([...(c.panels[0] ?? []), ...(c.panels[1] ?? [])])) {
+      this.claimable[c.asset].set(a, await s.disputes.read.claimable([this.asset(c.asset), a]));
+    }
+    for (const who of [s.client, s.payerWallet, s.provider]) {
+      const a = getAddress(who.account.address);
+      this.claimable[c.asset].set(a, await s.disputes.read.claimable([this.asset(c.asset), a]));
+    }
+  }
+
+  private async claim() {
+    const s = this.s;
+    const asset = this.rng.pick(["ETH", "LGAS"] as const);
+    const who = this.rng.pick(ARBS);
+    const owed = this.claimable[asset].get(who) ?? 0n;
+    const wallet = s.wallets.find((w) => getAddress(w.account.address) === who)!;
+    await this.tx(() => s.disputes.write.claim([this.asset(asset)], { account: wallet.account }), owed === 0n ? "NothingToClaim" : null);
+    this.note(`claim ${who.slice(0, 8)} ${asset} ${owed}`);
+    this.count(owed === 0n ? "claim: NothingToClaim" : "claim");
+    this.claimable[asset].set(who, await s.disputes.read.claimable([this.asset(asset), who]));
+    expect(this.claimable[asset].get(who)).to.equal(0n);
+  }
+
+  private async unbondAttempt() {
+    const s = this.s;
+    const who = this.rng.pick(ARBS);
+    const wallet = s.wallets.find((w) => getAddress(w.account.address) === who)!;
+    const seats = this.seatsOf(who);
+    if (seats > 0) {
+      await this.tx(() => s.registry.write.requestUnbond([ARBITRATOR_ROLE, 1n], { account: wallet.account }), "BondIsLocked");
+      await this.tx(() => s.registry.write.withdraw([ARBITRATOR_ROLE], { account: wallet.account }), "BondIsLocked");
+      this.count("unbond on a panel: BondIsLocked");
+    } else {
+      const b = await s.registry.read.bondOf([ARBITRATOR_ROLE, who]);
+      if (b.active === 0n) return;
+      await this.tx(() => s.registry.write.requestUnbond([ARBITRATOR_ROLE, 1n], { account: wallet.account }));
+      await this.tx(() => s.registry.write.cancelUnbond([ARBITRATOR_ROLE], { account: wallet.account }));
+      this.count("unbond off panels: allowed");
+    }
+    // Stakes worn down by slashes are topped up, so panels keep enough at risk.
+    const b = await s.registry.read.bondOf([ARBITRATOR_ROLE, who]);
+    if (b.active < ARBITRATOR_STAKE) {
+      await this.tx(() => s.registry.write.bond([ARBITRATOR_ROLE, ARBITRATOR_STAKE - b.active], { account: wallet.account }));
+      this.count("re-bond");
+    }
+  }
+
+  private seatsOf(a: Address): number {
+    return this.cases.filter((c) => !c.final && c.panels.some((p) => p?.includes(a))).length;
+  }
+
+  /*////////////////////////////// the step //////////////////////////////*/
+
+  async randomStep() {
+    const rng = this.rng;
+    const open = this.cases.filter((c) => !c.final);
+    const live = this.subjects.filter((x) => x.live);
+    const disputable = live.filter(
+      (x) => !x.open && x.cases < 3 && this.now + 1n < (x.kind === "gig" ? x.windowEndsAt : x.finalizesAt),
+    );
+    const settleable = live.filter((x) => !x.open && this.now + 1n >= (x.kind === "gig" ? x.windowEndsAt : x.finalizesAt));
+    const act = rng.weighted({
+      gig: live.length < 6 ? 3 : 0,
+      session: live.length < 6 ? 3 : 0,
+      open: disputable.length && open.length < 5 ? 10 : 0,
+      settle: settleable.length ? 2 : 0,
+      onCase: open.length ? 30 : 0,
+      claim: 2,
+      unbond: 2,
+      time: 5,
+      mine: 2,
+    });
+    switch (act) {
+      case "gig":
+        return this.newGig();
+      case "session":
+        return this.newSession();
+      case "open":
+        return this.openCase(rng.pick(disputable));
+      case "settle":
+        return this.settleSubject(rng.pick(settleable));
+      case "onCase": {
+        // Mostly what the case's status allows, sometimes anything (which must revert as the rules say).
+        const c = rng.pick(open);
+        const k = await this.s.disputes.read.caseOf([c.id]);
+        const fits: Record<number, Record<string, number>> = {
+          [STATUS.Open]: { respond: k.round === 0 ? 3 : 0, draw: 8, expire: this.now >= BigInt(k.deadline) ? 12 : 1 },
+          [STATUS.Deliberating]: { verdict: 10, expire: this.now >= BigInt(k.deadline) ? 12 : 1 },
+          [STATUS.Decided]: { appeal: 3, finalize: 4 },
+          [STATUS.SlowPath]: { slow: 3, expire: 2 },
+        };
+        const any = { respond: 1, draw: 1, verdict: 1, appeal: 1, finalize: 1, expire: 1, slow: 1 };
+        const what = rng.chance(0.1) ? rng.weighted(any) : rng.weighted(fits[k.status] ?? any);
+        if (what === "respond") return this.respond(c);
+        if (what === "draw") return this.draw(c);
+        if (what === "verdict") return this.verdict(c);
+        if (what === "appeal") return this.appeal(c);
+        if (what === "finalize") return this.end(c, "finalize");
+        if (what === "expire") return this.end(c, "expire");
+        return this.end(c, "slow");
+      }
+      case "claim":
+        return this.claim();
+      case "unbond":
+        return this.unbondAttempt();
+      case "time": {
+        const dt = rng.pick([1n, 30n, 600n, 1800n, 3600n, 3601n, 86_400n, 86_401n, 8n * 86_400n]);
+        this.note(`time +${dt}`);
+        this.count("time");
+        return this.jump(dt);
+      }
+      case "mine": {
+        const n = rng.chance(0.1) ? 260 : 1 + rng.int(3);
+        this.note(`mine ${n}`);
+        this.count(n > 256 ? "mine past the randomness history" : "mine");
+        return this.mine(n);
+      }
+    }
+  }
+
+  /*////////////////////////////// invariants //////////////////////////////*/
+
+  async checkInvariants() {
+    const s = this.s;
+    for (const asset of ["ETH", "LGAS"] as const) {
+      const a = this.asset(asset);
+      const bal = (who: Address) => (asset === "ETH" ? s.publicClient.getBalance({ address: who }) : s.token.read.balanceOf([who]));
+      // 1. The DisputeManager holds exactly its non-final bonds plus the claimable balances.
+      let held = 0n;
+      for (const c of this.cases) if (!c.final && c.asset === asset) held += c.held;
+      let claimable = 0n;
+      for (const v of this.claimable[asset].values()) claimable += v;
+      expect(await bal(s.disputes.address), `DisputeManager ${asset} = bonds of open cases + claimables`).to.equal(held + claimable);
+      // 2. The escrows hold exactly what they owe.
+      let deposits = 0n;
+      let gigs = 0n;
+      for (const x of this.subjects) {
+        if (!x.live || x.asset !== asset) continue;
+        if (x.kind === "session") deposits += x.recorded.deposit;
+        else gigs += x.amount;
+      }
+      expect(await bal(s.escrow.address), `GasEscrow ${asset} solvent`).to.equal(deposits + (await s.escrow.read.accruedFees([a])));
+      expect(await bal(s.gigs.address), `GigEscrow ${asset} solvent`).to.equal(gigs);
+    }
+    // 3. Locks: one per seat on a non-final case's panel; the provider's, one per live accepted gig and open session case.
+    for (const a of ARBS) {
+      const locks = await s.registry.read.locksOf([ARBITRATOR_ROLE, a]);
+      expect(locks, `locksOf(${a})`).to.equal(BigInt(this.seatsOf(a)));
+    }
+    const providerLocks =
+      this.subjects.filter((x) => x.kind === "gig" && x.live).length +
+      this.cases.filter((c) => !c.final && c.subject.kind === "session").length;
+    expect(await s.registry.read.locksOf([PROVIDER_ROLE, s.provider.account.address]), "provider locks").to.equal(BigInt(providerLocks));
+  }
+
+  /** Drives every case to a final state, pays every subject out, claims every fee. */
+  async drain() {
+    const s = this.s;
+    for (let pass = 0; pass < 12 && this.cases.some((c) => !c.final); pass++) {
+      await this.jump(61n * 86_400n);
+      for (const c of this.cases.filter((x) => !x.final)) {
+        const k = await s.disputes.read.caseOf([c.id]);
+        if (k.status === STATUS.Decided) await this.end(c, "finalize");
+        else await this.end(c, "expire");
+        await this.checkInvariants();
+      }
+    }
+    for (const c of this.cases) {
+      const k = await s.disputes.read.caseOf([c.id]);
+      expect([STATUS.Resolved, STATUS.Expired], `case ${c.id} stuck in ${k.status}`).to.include(k.status);
+      expect(c.final).to.equal(true);
+    }
+    for (const x of this.subjects.filter((y) => y.live)) await this.settleSubject(x);
+    for (const asset of ["ETH", "LGAS"] as const) {
+      for (const [who, owed] of this.claimable[asset]) {
+        if (owed === 0n) continue;
+        const wallet = s.wallets.find((w) => getAddress(w.account.address) === who)!;
+        await this.tx(() => s.disputes.write.claim([this.asset(asset)], { account: wallet.account }));
+        this.claimable[asset].set(who, 0n);
+      }
+    }
+    await this.checkInvariants();
+    expect(await s.publicClient.getBalance({ address: s.disputes.address })).to.equal(0n);
+    expect(await s.token.read.balanceOf([s.disputes.address])).to.equal(0n);
+    for (const a of ARBS) expect(await s.registry.read.locksOf([ARBITRATOR_ROLE, a])).to.equal(0n);
+    expect(await s.registry.read.locksOf([PROVIDER_ROLE, s.provider.account.address])).to.equal(0n);
+  }
+}
+
+function sortKeys(keys: LocalAccount[]): LocalAccount[] {
+  return [...keys].sort((a, b) => (BigInt(a.address) < BigInt(b.address) ? -1 : 1));
+}
