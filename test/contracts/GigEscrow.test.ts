@@ -1693,3 +1693,138 @@ class GigRun {
     this.settle(g, receipt!, "Released", g.amount, 0n);
   }
 }
+
+/*//////////////////////////////////////////////////////////////
+                        PROVIDER BOND LOCKS
+//////////////////////////////////////////////////////////////*/
+
+describe("GigEscrow: the provider's bond is locked while an accepted gig is live", () => {
+  const locksOf = (g: Gig, who: Wallet = g.provider) => g.registry.read.locksOf([PROVIDER_ROLE_ID, who.account.address]);
+
+  /** The registry's lock events in `receipt`, as [name, account, locks]. */
+  function lockEvents(g: Gig, receipt: TransactionReceipt) {
+    const logs = receipt.logs.filter((l) => getAddress(l.address) === getAddress(g.registry.address));
+    return parseEventLogs({ abi: g.registry.abi, logs })
+      .filter((e) => e.eventName === "BondLocked" || e.eventName === "BondUnlocked")
+      .map((e) => [e.eventName, (e.args as { account: Address }).account, (e.args as { locks: bigint }).locks]);
+  }
+
+  for (const kind of KINDS) {
+    describe(kind, () => {
+      it("accept locks the provider's bond (BondLocked), one lock per live gig", async () => {
+        const g = await loadFixture(FUNDED[kind]);
+        expect(await locksOf(g)).to.equal(0n);
+        const receipt = await mined(g, await g.gig.write.accept([g.gigId], { account: g.provider.account }));
+        expect(lockEvents(g, receipt)).to.deep.equal([["BondLocked", addressOf(g.provider), 1n]]);
+        expect(await locksOf(g)).to.equal(1n);
+        const second = gigIdFrom(g, await mined(g, await sendFund(g, await argsFor(g, g.spec))));
+        await mined(g, await g.gig.write.accept([second], { account: g.provider.account }));
+        expect(await locksOf(g)).to.equal(2n);
+        expect(await locksOf(g, g.otherProvider)).to.equal(0n);
+      });
+
+      it("an open gig locks the bond of the provider that takes it", async () => {
+        const g = await loadFixture(OPEN[kind]);
+        await mined(g, await g.gig.write.accept([g.gigId], { account: g.otherProvider.account }));
+        expect(await locksOf(g, g.otherProvider)).to.equal(1n);
+        expect(await locksOf(g)).to.equal(0n);
+      });
+
+      type Ending = { name: string; from: Record<Kind, () => Promise<Gig>>; settle: (g: Gig) => Promise<Hash> };
+      const endings: Ending[] = [
+        {
+          name: "acceptDelivery",
+          from: DELIVERED,
+          settle: (g) => g.gig.write.acceptDelivery([g.gigId], { account: g.client.account }),
+        },
+        {
+          name: "release after the dispute window",
+          from: DELIVERED,
+          settle: async (g) => {
+            await time.increase(WINDOW);
+            return g.gig.write.release([g.gigId], { account: g.stranger.account });
+          },
+        },
+        {
+          name: "refund of an accepted gig after its deadline",
+          from: ACCEPTED,
+          settle: async (g) => {
+            await time.increaseTo(g.deadline + 1);
+            return g.gig.write.refund([g.gigId], { account: g.stranger.account });
+          },
+        },
+        {
+          name: "resolve of a disputed gig",
+          from: DISPUTED,
+          settle: (g) => g.gig.write.resolve([g.gigId, 1n], { account: g.disputes.account }),
+        },
+        {
+          name: "the freeze backstop's release",
+          from: DISPUTED,
+          settle: async (g) => {
+            await time.increase(MAX_FREEZE);
+            return g.gig.write.release([g.gigId], { account: g.stranger.account });
+          },
+        },
+      ];
+      for (const e of endings) {
+        it(`${e.name} releases the lock (BondUnlocked)`, async () => {
+          const g = await loadFixture(e.from[kind]);
+          expect(await locksOf(g)).to.equal(1n);
+          const receipt = await mined(g, await e.settle(g));
+          expect(lockEvents(g, receipt)).to.deep.equal([["BondUnlocked", addressOf(g.provider), 0n]]);
+          expect(await locksOf(g)).to.equal(0n);
+        });
+      }
+
+      for (const [name, settle] of [
+        ["cancel", (g: Gig) => g.gig.write.cancel([g.gigId], { account: g.client.account })],
+        [
+          "refund after the deadline",
+          async (g: Gig) => {
+            await time.increaseTo(g.deadline + 1);
+            return g.gig.write.refund([g.gigId], { account: g.stranger.account });
+          },
+        ],
+      ] as const) {
+        it(`${name} of an unaccepted gig touches no lock`, async () => {
+          const g = await loadFixture(FUNDED[kind]);
+          // Another gig holds a lock, which must survive.
+          const other = gigIdFrom(g, await mined(g, await sendFund(g, await argsFor(g, g.spec))));
+          await mined(g, await g.gig.write.accept([other], { account: g.provider.account }));
+          const receipt = await mined(g, await settle(g));
+          expect(await statusOf(g)).to.equal(STATUS.Refunded);
+          expect(lockEvents(g, receipt)).to.deep.equal([]);
+          expect(await locksOf(g)).to.equal(1n);
+        });
+      }
+
+      it("a provider cannot start unbonding nor withdraw while a gig it accepted is live; it can once the gig settles", async () => {
+        const g = await loadFixture(FUNDED[kind]);
+        const extra = parseEther("10");
+        const who = addressOf(g.provider);
+        await g.token.write.mint([who, extra]);
+        await g.token.write.approve([g.registry.address, extra], { account: g.provider.account });
+        await g.registry.write.bond([PROVIDER_ROLE_ID, extra], { account: g.provider.account });
+        await g.registry.write.requestUnbond([PROVIDER_ROLE_ID, extra], { account: g.provider.account });
+        await mined(g, await g.gig.write.accept([g.gigId], { account: g.provider.account }));
+        await mined(g, await g.gig.write.deliver([g.gigId, DELIVERABLE, ROOT], { account: g.provider.account }));
+        await time.increase(30 * 86_400);
+        await expectRevert(g.registry.write.withdraw([PROVIDER_ROLE_ID], { account: g.provider.account }), "BondIsLocked", [
+          PROVIDER_ROLE_ID,
+          who,
+          1n,
+        ]);
+        await expectRevert(
+          g.registry.write.requestUnbond([PROVIDER_ROLE_ID, 1n], { account: g.provider.account }),
+          "BondIsLocked",
+          [PROVIDER_ROLE_ID, who, 1n],
+        );
+        await mined(g, await g.gig.write.acceptDelivery([g.gigId], { account: g.client.account }));
+        const before = await g.token.read.balanceOf([who]);
+        await mined(g, await g.registry.write.withdraw([PROVIDER_ROLE_ID], { account: g.provider.account }));
+        expect((await g.token.read.balanceOf([who])) - before).to.equal(extra);
+      });
+    });
+  }
+});

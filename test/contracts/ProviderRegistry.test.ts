@@ -39,8 +39,8 @@ const expectRevert = (promise: Promise<unknown>, errorName: string, args: readon
 const MIN_PROVIDER_BOND = parseEther("100");
 // Different from the provider minimum, so that a mix-up of the two shows.
 const MIN_ARBITRATOR_STAKE = parseEther("250");
-const DELAY = 7n * 24n * 3600n;
-const MIN_DELAY = 3600n;
+const DELAY = 45n * 24n * 3600n;
+const MIN_DELAY = 30n * 24n * 3600n;
 const MAX_DELAY = 90n * 24n * 3600n;
 const MAX_BOND = 2n ** 104n - 1n;
 const BPS = 10_000;
@@ -239,10 +239,13 @@ const ROLES: readonly RoleSpec[] = [
 
 const MEMBER_ID = identity("member");
 
-/** `member` registered as `spec`'s role, with no bond. */
+/** `member` registered as `spec`'s role, with no bond (an arbitrator also admitted to the pool by governance). */
 async function registered(spec: RoleSpec) {
   const c = await registryFixture();
   await spec.register(c, c.member, MEMBER_ID);
+  if (spec.id === ARBITRATOR) {
+    await c.registry.write.admitArbitrator([c.member.account.address], { account: c.governance.account });
+  }
   return c;
 }
 
@@ -1294,6 +1297,263 @@ describe("ProviderRegistry", () => {
             governanceRole,
           ]);
         }
+      });
+    }
+  });
+
+  /*//////////////////////////////////////////////////////////////
+                       ARBITRATOR ADMISSION
+  //////////////////////////////////////////////////////////////*/
+
+  describe("arbitrator admission", () => {
+    /** `member` registered as an arbitrator and bonded above the minimum, but not admitted. */
+    async function unadmittedArbitrator() {
+      const c = await registryFixture();
+      await ROLES[1]!.register(c, c.member, MEMBER_ID);
+      await c.registry.write.bond([ARBITRATOR, BOND], { account: c.member.account });
+      return c;
+    }
+
+    it("an arbitrator is not active until governance admits it, and no longer once removed: events and pool exact", async () => {
+      const c = await loadFixture(unadmittedArbitrator);
+      const who = getAddress(c.member.account.address);
+      expect(await c.registry.read.isActiveArbitrator([who])).to.equal(false);
+      expect(await c.registry.read.isAdmitted([who])).to.equal(false);
+      expect(await c.registry.read.admittedArbitrators()).to.deep.equal([]);
+      const admitted = await eventsOf(c, await c.registry.write.admitArbitrator([who], { account: c.governance.account }));
+      expect(admitted.events.map((e) => [e.eventName, e.args])).to.deep.equal([
+        ["ArbitratorAdmitted", { arbitrator: who, poolSize: 1n }],
+      ]);
+      expect(await c.registry.read.isActiveArbitrator([who])).to.equal(true);
+      expect(await c.registry.read.isAdmitted([who])).to.equal(true);
+      expect(await c.registry.read.admittedArbitrators()).to.deep.equal([who]);
+      const removed = await eventsOf(c, await c.registry.write.removeArbitrator([who], { account: c.governance.account }));
+      expect(removed.events.map((e) => [e.eventName, e.args])).to.deep.equal([
+        ["ArbitratorRemoved", { arbitrator: who, poolSize: 0n }],
+      ]);
+      expect(await c.registry.read.isActiveArbitrator([who])).to.equal(false);
+      expect(await c.registry.read.admittedArbitrators()).to.deep.equal([]);
+      // Removal keeps the registration and the stake.
+      expect(await c.registry.read.isRegistered([ARBITRATOR, who])).to.equal(true);
+      expect((await bondOf(c, ARBITRATOR, who)).active).to.equal(BOND);
+    });
+
+    it("admission does not make an arbitrator bonded below the minimum active", async () => {
+      const c = await loadFixture(registryFixture);
+      await ROLES[1]!.register(c, c.member, MEMBER_ID);
+      await c.registry.write.bond([ARBITRATOR, MIN_ARBITRATOR_STAKE - 1n], { account: c.member.account });
+      await c.registry.write.admitArbitrator([c.member.account.address], { account: c.governance.account });
+      expect(await c.registry.read.isActiveArbitrator([c.member.account.address])).to.equal(false);
+      await c.registry.write.bond([ARBITRATOR, 1n], { account: c.member.account });
+      expect(await c.registry.read.isActiveArbitrator([c.member.account.address])).to.equal(true);
+    });
+
+    it("removes by swapping the last member into the gap", async () => {
+      const c = await loadFixture(registryFixture);
+      const ws = [c.member, c.other, c.stranger];
+      for (const [i, w] of ws.entries()) {
+        await ROLES[1]!.register(c, w, identity(`pool-${i}`));
+        await c.registry.write.admitArbitrator([w.account.address], { account: c.governance.account });
+      }
+      await c.registry.write.removeArbitrator([c.member.account.address], { account: c.governance.account });
+      expect(await c.registry.read.admittedArbitrators()).to.deep.equal([
+        getAddress(c.stranger.account.address),
+        getAddress(c.other.account.address),
+      ]);
+      await c.registry.write.removeArbitrator([c.other.account.address], { account: c.governance.account });
+      expect(await c.registry.read.admittedArbitrators()).to.deep.equal([getAddress(c.stranger.account.address)]);
+      // The moved member is removable at its new slot, and the removed one can be admitted again.
+      await c.registry.write.removeArbitrator([c.stranger.account.address], { account: c.governance.account });
+      await c.registry.write.admitArbitrator([c.member.account.address], { account: c.governance.account });
+      expect(await c.registry.read.admittedArbitrators()).to.deep.equal([getAddress(c.member.account.address)]);
+    });
+
+    type AdmissionCase = { name: string; call: (c: Ctx) => Promise<Hash>; error: string; args: (c: Ctx) => readonly unknown[] };
+    const admissionCases: AdmissionCase[] = [
+      {
+        name: "admitting an account not registered as an arbitrator",
+        call: (c) => c.registry.write.admitArbitrator([c.stranger.account.address], { account: c.governance.account }),
+        error: "NotRegistered",
+        args: (c) => [ARBITRATOR, getAddress(c.stranger.account.address)],
+      },
+      {
+        name: "admitting an admitted arbitrator again",
+        call: (c) => c.registry.write.admitArbitrator([c.member.account.address], { account: c.governance.account }),
+        error: "AlreadyAdmitted",
+        args: (c) => [getAddress(c.member.account.address)],
+      },
+      {
+        name: "removing an account that was never admitted",
+        call: (c) => c.registry.write.removeArbitrator([c.stranger.account.address], { account: c.governance.account }),
+        error: "NotAdmitted",
+        args: (c) => [getAddress(c.stranger.account.address)],
+      },
+    ];
+    for (const t of admissionCases) {
+      it(`refuses ${t.name} with ${t.error}`, async () => {
+        const c = await loadFixture(FIXTURES.Arbitrator.bonded);
+        await expectRevert(t.call(c), t.error, t.args(c));
+        expect(await c.registry.read.admittedArbitrators()).to.deep.equal([getAddress(c.member.account.address)]);
+      });
+    }
+
+    for (const name of ["admitArbitrator", "removeArbitrator"] as const) {
+      it(`refuses ${name} from an account without GOVERNANCE_ROLE (the slasher included)`, async () => {
+        const c = await loadFixture(FIXTURES.Arbitrator.bonded);
+        const governanceRole = await c.registry.read.GOVERNANCE_ROLE();
+        for (const caller of [c.stranger, c.slasher, c.member]) {
+          await expectRevert(
+            c.registry.write[name]([c.member.account.address], { account: caller.account }),
+            "AccessControlUnauthorizedAccount",
+            [getAddress(caller.account.address), governanceRole],
+          );
+        }
+        expect(await c.registry.read.isAdmitted([c.member.account.address])).to.equal(true);
+      });
+    }
+
+    it(`holds at most MAX_POOL (64) arbitrators: the 65th is refused with PoolFull until one leaves`, async function () {
+      const c = await loadFixture(registryFixture);
+      expect(await c.registry.read.MAX_POOL()).to.equal(64n);
+      const addresses: Address[] = Array.from({ length: 65 }, (_, i) => getAddress(`0x${(0x10000 + i).toString(16).padStart(40, "0")}`));
+      for (const [i, a] of addresses.entries()) {
+        await hre.network.provider.send("hardhat_impersonateAccount", [a]);
+        await hre.network.provider.send("hardhat_setBalance", [a, "0x56bc75e2d63100000"]);
+        await c.registry.write.registerArbitrator(
+          [keccak256(stringToBytes("pool runtime")), keccak256(stringToBytes(`did:${i}`)), keccak256(stringToBytes(`pk:${i}`))],
+          { account: a },
+        );
+      }
+      for (const a of addresses.slice(0, 64)) {
+        await c.registry.write.admitArbitrator([a], { account: c.governance.account });
+      }
+      expect((await c.registry.read.admittedArbitrators()).length).to.equal(64);
+      await expectRevert(
+        c.registry.write.admitArbitrator([addresses[64]!], { account: c.governance.account }),
+        "PoolFull",
+        [64n],
+      );
+      await c.registry.write.removeArbitrator([addresses[0]!], { account: c.governance.account });
+      await c.registry.write.admitArbitrator([addresses[64]!], { account: c.governance.account });
+      const pool = await c.registry.read.admittedArbitrators();
+      expect(pool.length).to.equal(64);
+      expect(pool[0]).to.equal(addresses[63]);
+      expect(pool[63]).to.equal(addresses[64]);
+    });
+
+    it("drawPool returns the admitted members pinned to the runtime with at least the minimum stake, weighted by active stake", async () => {
+      const c = await loadFixture(registryFixture);
+      const runtime = MEMBER_ID.judgeRuntimeHash;
+      await c.token.write.mint([c.beneficiary.account.address, SUPPLY]);
+      await c.token.write.approve([c.registry.address, SUPPLY], { account: c.beneficiary.account });
+      const setups: [Wallet, Partial<Identity>, bigint, boolean][] = [
+        [c.member, { judgeRuntimeHash: runtime }, BOND, true], // eligible
+        [c.other, { judgeRuntimeHash: runtime }, MIN_ARBITRATOR_STAKE - 1n, true], // below the minimum
+        [c.stranger, { judgeRuntimeHash: keccak256(stringToBytes("another runtime")) }, BOND * 2n, true], // other runtime
+        [c.beneficiary, { judgeRuntimeHash: runtime }, BOND * 3n, false], // not admitted
+      ];
+      for (const [w, fields, amount, admit] of setups) {
+        await ROLES[1]!.register(c, w, identity(`draw-${w.account.address}`, fields));
+        await c.registry.write.bond([ARBITRATOR, amount], { account: w.account });
+        if (admit) await c.registry.write.admitArbitrator([w.account.address], { account: c.governance.account });
+      }
+      // Pending stake does not weigh: member moves part of its stake to unbonding.
+      await c.registry.write.requestUnbond([ARBITRATOR, BOND - MIN_ARBITRATOR_STAKE], { account: c.member.account });
+      expect(await c.registry.read.drawPool([runtime])).to.deep.equal([
+        [getAddress(c.member.account.address)],
+        [MIN_ARBITRATOR_STAKE],
+      ]);
+      // A zero runtime hash accepts any runtime (still admitted and above the minimum only).
+      expect(await c.registry.read.drawPool([zeroHash])).to.deep.equal([
+        [getAddress(c.member.account.address), getAddress(c.stranger.account.address)],
+        [MIN_ARBITRATOR_STAKE, BOND * 2n],
+      ]);
+      expect(await c.registry.read.drawPool([keccak256(stringToBytes("nobody's runtime"))])).to.deep.equal([[], []]);
+    });
+  });
+
+  /*//////////////////////////////////////////////////////////////
+                              BOND LOCKS
+  //////////////////////////////////////////////////////////////*/
+
+  describe("bond locks", () => {
+    /** Both roles bonded by `member`; `other` holds LOCKER_ROLE. */
+    async function lockerFixture() {
+      const c = await registryFixture();
+      for (const spec of ROLES) {
+        await spec.register(c, c.member, MEMBER_ID);
+        await c.registry.write.bond([spec.id, BOND], { account: c.member.account });
+      }
+      await c.registry.write.grantRole([await c.registry.read.LOCKER_ROLE(), c.other.account.address], {
+        account: c.governance.account,
+      });
+      return { ...c, locker: c.other };
+    }
+
+    it("refuses lockBond and unlockBond from an account without LOCKER_ROLE (governance and the slasher included)", async () => {
+      const c = await loadFixture(lockerFixture);
+      const lockerRole = await c.registry.read.LOCKER_ROLE();
+      for (const caller of [c.governance, c.slasher, c.member, c.stranger]) {
+        for (const call of [c.registry.write.lockBond, c.registry.write.unlockBond]) {
+          await expectRevert(call([PROVIDER, c.member.account.address], { account: caller.account }), "AccessControlUnauthorizedAccount", [
+            getAddress(caller.account.address),
+            lockerRole,
+          ]);
+        }
+      }
+      expect(await c.registry.read.locksOf([PROVIDER, c.member.account.address])).to.equal(0n);
+    });
+
+    for (const spec of ROLES) {
+      describe(spec.name, () => {
+        it("counts locks up and down with events; one more unlock than locks is refused with BondNotLocked", async () => {
+          const c = await loadFixture(lockerFixture);
+          const who = getAddress(c.member.account.address);
+          const other = spec.id === PROVIDER ? ARBITRATOR : PROVIDER;
+          const steps: ["lockBond" | "unlockBond", string, bigint][] = [
+            ["lockBond", "BondLocked", 1n],
+            ["lockBond", "BondLocked", 2n],
+            ["unlockBond", "BondUnlocked", 1n],
+            ["unlockBond", "BondUnlocked", 0n],
+          ];
+          for (const [fn, eventName, locks] of steps) {
+            const { events } = await eventsOf(c, await c.registry.write[fn]([spec.id, who], { account: c.locker.account }));
+            expect(events.map((e) => [e.eventName, e.args])).to.deep.equal([[eventName, { role: spec.id, account: who, locks }]]);
+            expect(await c.registry.read.locksOf([spec.id, who])).to.equal(locks);
+            // The other role's bond is a separate liability.
+            expect(await c.registry.read.locksOf([other, who])).to.equal(0n);
+          }
+          await expectRevert(c.registry.write.unlockBond([spec.id, who], { account: c.locker.account }), "BondNotLocked", [spec.id, who]);
+        });
+
+        it("a locked bond cannot start unbonding nor be withdrawn (BondIsLocked), stays slashable, and is free once unlocked", async () => {
+          const c = await loadFixture(lockerFixture);
+          const who = getAddress(c.member.account.address);
+          await c.registry.write.requestUnbond([spec.id, 1n], { account: c.member.account });
+          await c.registry.write.lockBond([spec.id, who], { account: c.locker.account });
+          await c.registry.write.lockBond([spec.id, who], { account: c.locker.account });
+          await time.increase(DELAY);
+          expect(await c.registry.read.unbondPhaseOf([spec.id, who])).to.equal(PHASE.Withdrawable);
+          await expectRevert(c.registry.write.withdraw([spec.id], { account: c.member.account }), "BondIsLocked", [spec.id, who, 2n]);
+          await expectRevert(c.registry.write.requestUnbond([spec.id, 1n], { account: c.member.account }), "BondIsLocked", [
+            spec.id,
+            who,
+            2n,
+          ]);
+          // The other role is not locked.
+          const other = spec.id === PROVIDER ? ARBITRATOR : PROVIDER;
+          await c.registry.write.requestUnbond([other, 1n], { account: c.member.account });
+          // A locked bond stays slashable.
+          await c.registry.write.slash([spec.id, who, 2n, c.beneficiary.account.address, 0], { account: c.slasher.account });
+          expect(await bondOf(c, spec.id, who)).to.deep.include({ active: BOND - 3n, pending: 1n });
+          await c.registry.write.unlockBond([spec.id, who], { account: c.locker.account });
+          await expectRevert(c.registry.write.withdraw([spec.id], { account: c.member.account }), "BondIsLocked", [spec.id, who, 1n]);
+          await c.registry.write.unlockBond([spec.id, who], { account: c.locker.account });
+          const before = await c.token.read.balanceOf([who]);
+          await mined(c, await c.registry.write.withdraw([spec.id], { account: c.member.account }));
+          expect((await c.token.read.balanceOf([who])) - before).to.equal(1n);
+          await mined(c, await c.registry.write.requestUnbond([spec.id, 1n], { account: c.member.account }));
+        });
       });
     }
   });

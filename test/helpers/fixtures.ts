@@ -131,6 +131,9 @@ export const GIG_MIN_PROVIDER_BOND = parseEther("100");
 /** `IProviderRegistry.Role.Provider`. */
 export const PROVIDER_ROLE_ID = 0;
 
+/** The registry's unbonding delay in the gig fixture: its shortest allowed value (`MIN_UNBONDING_DELAY`, 30 days). */
+export const GIG_UNBONDING_DELAY = 30n * 24n * 3600n;
+
 /** Registers `wallet` as a provider in `registry` with a label-derived identity (no bond yet). */
 export async function registerProvider(
   registry: ContractTypesMap["ProviderRegistry"],
@@ -159,11 +162,13 @@ export async function gigFixture() {
     token.address,
     GIG_MIN_PROVIDER_BOND,
     parseEther("250"),
-    7n * 24n * 3600n,
+    GIG_UNBONDING_DELAY,
   ]);
   const gig = await hre.viem.deployContract("GigEscrow", [governance.account.address, registry.address]);
   const disputes = wallets[GIG_ROLE.disputes]!;
   await gig.write.grantRole([await gig.read.DISPUTE_ROLE(), disputes.account.address], { account: governance.account });
+  // The escrow locks its provider's bond from accept until the gig settles (as deployed: scripts/deploy.ts).
+  await registry.write.grantRole([await registry.read.LOCKER_ROLE(), gig.address], { account: governance.account });
 
   const provider = wallets[GIG_ROLE.provider]!;
   const otherProvider = wallets[GIG_ROLE.otherProvider]!;
