@@ -34,7 +34,10 @@ import { expectRevert } from "../helpers/revert";
 import {
   arbitratorKeys,
   ARBITRATOR_ROLE,
+  ARBITRATOR_STAKE,
   DISPUTE_PARAMS,
+  drawPanel,
+  keyOf,
   GIG_STATUS,
   KIND,
   MIN_ARBITRATOR_STAKE,
@@ -222,6 +225,47 @@ async function resolve(
 ) {
   const signatures = await quorumSignatures(s, message, signers);
   return s.disputes.write.resolve([message, recorded, signatures], { account: from.account });
+}
+
+/**
+ * The drawn panel of the case's current round (drawn now if need be, after the respond window when nobody
+ * contested), its keys in ascending address order.
+ */
+async function panelKeys(s: System, caseId: Hex): Promise<LocalAccount[]> {
+  const c = await s.disputes.read.caseOf([caseId]);
+  if (c.status === STATUS.Deliberating) return sorted((await s.disputes.read.panelOf([caseId, c.round])).map((a) => keyOf(a)));
+  const r = await s.disputes.read.roundOf([caseId, c.round]);
+  if (r.drawTicket === 0n && c.respondentBond === 0n) await time.increaseTo(Number(c.respondBy) + 1);
+  return drawPanel(s, caseId);
+}
+
+/** Submits a verdict signed by `signers` (default: the whole drawn panel) from `from`. */
+async function submitVerdict(s: System, message: ResolutionMessage, signers?: LocalAccount[], from: Wallet = s.watcher) {
+  const keys = signers ?? (await panelKeys(s, message.caseId));
+  return s.disputes.write.submitVerdict([message, await quorumSignatures(s, message, keys)], { account: from.account });
+}
+
+/**
+ * What the old one-shot `resolve` became: the whole drawn panel signs, the verdict stands through the appeal
+ * window, anyone finalises it, and the three signers claim the arbitration fee (feeBps of the losing side's
+ * bond, or of the challenger's when uncontested). Returns the fee and the rounding dust that was burnt.
+ */
+async function decide(s: System, message: ResolutionMessage, recorded: ClosingState = NO_STATE, feeBase?: bigint) {
+  const panel = await panelKeys(s, message.caseId);
+  await mined(s, submitVerdict(s, message, panel));
+  await time.increase(DISPUTE_PARAMS.appealWindow + 1);
+  await mined(s, s.disputes.write.finalize([message.caseId, recorded], { account: s.watcher.account }));
+  const c = await s.disputes.read.caseOf([message.caseId]);
+  const base = feeBase ?? (message.verdict === VERDICT.ChallengerWins && c.respondentBond !== 0n ? c.respondentBond : c.challengerBond);
+  const fee = (base * BigInt(DISPUTE_PARAMS.feeBps)) / 10_000n;
+  const share = fee / BigInt(panel.length);
+  const asset = c.asset;
+  for (const k of panel) {
+    expect(await s.disputes.read.claimable([asset, k.address])).to.equal(share);
+    const w = s.wallets.find((x) => getAddress(x.account.address) === getAddress(k.address))!;
+    await mined(s, s.disputes.write.claim([asset], { account: w.account }));
+  }
+  return { fee, dust: fee - share * BigInt(panel.length) };
 }
 
 const sorted = (accounts: LocalAccount[]): LocalAccount[] =>
@@ -439,7 +483,8 @@ describe("adversarial: attacks that must fail", function () {
     const gigId = await deliveredGig(s, zeroAddress, ether("1"));
     const { caseId, bond } = await openGigCase(s, gigId, zeroAddress, ether("1"));
     const message = resolution(caseId, VERDICT.ChallengerWins, ether("0.4"));
-    const signatures = await quorumSignatures(s, message);
+    const panel = await panelKeys(s, caseId);
+    const signatures = await quorumSignatures(s, message, panel);
     const resolutionDigest = await s.disputes.read.hashResolution([message]);
     const snap = await snapshot(s);
 
@@ -467,20 +512,22 @@ describe("adversarial: attacks that must fail", function () {
       const outcome = await recoverCompact(resolutionDigest, sig);
       const bad = [sig, ...signatures.slice(1)];
       const expected: [string, unknown[]] =
-        outcome.kind === "signer" ? ["NotAnActiveArbitrator", [outcome.signer]] : ["InvalidSignature", [0n]];
-      await expectRevert(s.disputes.write.resolve([message, NO_STATE, bad], { account: s.provider.account }), ...expected);
+        outcome.kind === "signer" ? ["NotOnPanel", [caseId, outcome.signer]] : ["InvalidSignature", [0n]];
+      await expectRevert(s.disputes.write.submitVerdict([message, bad], { account: s.provider.account }), ...expected);
     }
-    await mined(s, s.disputes.write.resolve([message, NO_STATE, signatures], { account: s.watcher.account }));
+    await mined(s, s.disputes.write.submitVerdict([message, signatures], { account: s.watcher.account }));
+    await time.increase(DISPUTE_PARAMS.appealWindow + 1);
+    await mined(s, s.disputes.write.finalize([caseId, NO_STATE], { account: s.watcher.account }));
+    const fee = (bond * BigInt(DISPUTE_PARAMS.feeBps)) / 10_000n; // uncontested: out of the winner's bond
 
-    await time.increaseTo((await blockTime(s, closed)) + WINDOW); // the challenge did not extend the window
-    await mined(s, finalize(session, stateOf(session, second), s.watcher));
+    await mined(s, finalize(session, stateOf(session, second), s.watcher)); // the window ended long ago
     await expectDeltas(s, snap, {
       ETH: {
         provider: tenths(6n) + ether("0.6"),
-        client: session.deposit - tenths(6n) + ether("0.4") + bond,
+        client: session.deposit - tenths(6n) + ether("0.4") + bond - fee,
         escrow: -session.deposit,
         gigs: -ether("1"),
-        disputes: -bond,
+        disputes: -bond + fee, // the fee waits in the DisputeManager until the signers claim it
       },
       LGAS: { provider: tenths(3n), client: coop.deposit - tenths(3n), escrow: -coop.deposit },
     });
@@ -674,11 +721,10 @@ describe("adversarial: attacks that must fail", function () {
 
     // Control: the genuine leaf and proof do open a case, which a quorum dismisses.
     const { caseId, bond } = await openSessionCase(c, c, 2);
-    await mined(c, resolve(c, resolution(caseId, VERDICT.RespondentWins), c.recorded));
-    await time.increaseTo(c.finalizesAt);
+    const { fee, dust } = await decide(c, resolution(caseId, VERDICT.RespondentWins), c.recorded);
     await mined(c, finalize(c.session, c.recorded, c.watcher));
     await expectDeltas(c, snap, {
-      ETH: { provider: ether("1") + bond - burnOf(bond), client: ether("1"), payer: -bond, burn: burnOf(bond), escrow: -ether("2") },
+      ETH: { provider: ether("1") + bond - burnOf(bond) - fee, client: ether("1"), payer: -bond, burn: burnOf(bond) + dust, escrow: -ether("2") },
     });
   });
 
@@ -1343,7 +1389,7 @@ describe("adversarial: attacks that must fail", function () {
     }
     // Nothing moved and nothing froze: the provider's bond is whole, the session and the gig settle.
     expect((await s.registry.read.bondOf([PROVIDER_ROLE, providerAddress])).active).to.equal(MIN_PROVIDER_BOND * 5n);
-    expect((await s.registry.read.bondOf([ARBITRATOR_ROLE, arbitrator.account.address])).active).to.equal(MIN_ARBITRATOR_STAKE);
+    expect((await s.registry.read.bondOf([ARBITRATOR_ROLE, arbitrator.account.address])).active).to.equal(ARBITRATOR_STAKE);
     expect(await s.escrow.read.closingInfo([t.session.sessionId, t.recorded])).to.deep.equal([true, Number(t.finalizesAt), 0]);
     expect((await s.gigs.read.gigOf([gigId])).status).to.equal(GIG_STATUS.Delivered);
     await time.increaseTo(t.finalizesAt);
