@@ -820,12 +820,12 @@ describe("adversarial: attacks that must fail", function () {
     const gigId = await deliveredGig(s, s.token.address, ether("1"));
     const { caseId, bond } = await openGigCase(s, gigId, s.token.address, ether("1"));
     const snap = await snapshot(s);
-    const [a, b, c, d] = arbitratorKeys();
+    const [a, b, c] = await panelKeys(s, caseId);
     // A corrupt arbitrator wants a full refund plus a slash, and has only one colleague.
-    const message = resolution(caseId, VERDICT.ChallengerWins, ether("1"), ether("100"));
-    await expectRevert(resolve(s, message, NO_STATE, [a!, b!, b!], s.client), "SignersNotAscending", [2n, getAddress(b!.address)]);
-    await expectRevert(resolve(s, message, NO_STATE, [a!, a!, b!], s.client), "SignersNotAscending", [1n, getAddress(a!.address)]);
-    await expectRevert(resolve(s, message, NO_STATE, [b!, b!, b!], s.client), "SignersNotAscending", [1n, getAddress(b!.address)]);
+    const message = resolution(caseId, VERDICT.ChallengerWins, ether("1"), ether("2")); // the cap: 2 × a 1-LGAS gig
+    await expectRevert(submitVerdict(s, message, [a!, b!, b!], s.client), "SignersNotAscending", [2n, getAddress(b!.address)]);
+    await expectRevert(submitVerdict(s, message, [a!, a!, b!], s.client), "SignersNotAscending", [1n, getAddress(a!.address)]);
+    await expectRevert(submitVerdict(s, message, [b!, b!, b!], s.client), "SignersNotAscending", [1n, getAddress(b!.address)]);
     // The same signature by b twice, with a malleated copy in between, does not count twice either.
     const sigs = await quorumSignatures(s, message, [a!, b!]);
     const twin = highSTwins(sigs[1]!)[0]!;
@@ -833,13 +833,13 @@ describe("adversarial: attacks that must fail", function () {
     expect(twinSigner.kind).to.equal("signer");
     const twinAddress = (twinSigner as { signer: Address }).signer;
     const twinError: [string, unknown[]] =
-      BigInt(twinAddress) > BigInt(b!.address) ? ["NotAnActiveArbitrator", [twinAddress]] : ["SignersNotAscending", [2n, twinAddress]];
-    await expectRevert(s.disputes.write.resolve([message, NO_STATE, [sigs[0]!, sigs[1]!, twin]], { account: s.client.account }), ...twinError);
-    expect((await s.disputes.read.caseOf([caseId])).status).to.equal(STATUS.Open);
+      BigInt(twinAddress) > BigInt(b!.address) ? ["NotOnPanel", [caseId, twinAddress]] : ["SignersNotAscending", [2n, twinAddress]];
+    await expectRevert(s.disputes.write.submitVerdict([message, [sigs[0]!, sigs[1]!, twin]], { account: s.client.account }), ...twinError);
+    expect((await s.disputes.read.caseOf([caseId])).status).to.equal(STATUS.Deliberating);
 
     // The honest quorum decides otherwise.
-    await mined(s, resolve(s, resolution(caseId, VERDICT.RespondentWins), NO_STATE, [b!, c!, d!]));
-    await expectDeltas(s, snap, { LGAS: { provider: ether("1") + bond - burnOf(bond), burn: burnOf(bond), gigs: -ether("1"), disputes: -bond } });
+    const { fee, dust } = await decide(s, resolution(caseId, VERDICT.RespondentWins));
+    await expectDeltas(s, snap, { LGAS: { provider: ether("1") + bond - burnOf(bond) - fee, burn: burnOf(bond) + dust, gigs: -ether("1"), disputes: -bond } });
   });
 
   it("attack: a resolution signed by an unregistered signer (and by a registered, unbonded one)", async function () {
