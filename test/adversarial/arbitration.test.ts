@@ -645,11 +645,12 @@ describe("adversarial: arbitration attacks that must fail (issue 10)", function 
 
   /*////////////////////////////// per-asset floors //////////////////////////////*/
 
-  it("attack: a 6-decimal, USDT-like token (no return values) dispute must be openable with a sensible bond", async function () {
+  it("attack: a 6-decimal-token dispute must be openable with a sensible bond", async function () {
     const s = await loadFixture(system);
-    // contracts/test has no 6-decimal ERC-20: NoReturnToken (USDT's transfer shape, no decimals()) stands in,
-    // with every amount in 6-decimal units. The DisputeManager never reads decimals(): only the terms matter.
-    const usdt = await hre.viem.deployContract("NoReturnToken");
+    // A USDC-like token: amounts in 6-decimal units. The DisputeManager never reads decimals(): the asset's
+    // governance-set terms (floor in the token's own units, stake rate) are what make its bonds sensible.
+    const usdt = await hre.viem.deployContract("SixDecimalToken");
+    expect(await usdt.read.decimals()).to.equal(6);
     const unit = (x: string) => parseUnits(x, 6);
     for (const w of [s.client, s.provider]) {
       await mined(s, usdt.write.mint([w.account.address, unit("10000")]));
