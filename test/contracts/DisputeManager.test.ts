@@ -1,14 +1,20 @@
 /**
- * DisputeManager: cases against gigs and closing sessions, bonds, quorum resolutions, every remedy,
- * escalation and the slow path, and the liveness backstops. Balances are checked exactly for every party,
- * including the burn address, and the manager ends every case holding nothing for it.
+ * DisputeManager: cases against gigs and closing sessions, bonds per asset, drawn panels, supermajority verdicts
+ * with stake at risk, appeals, the slow path and the liveness backstops, fees and arbitrator slashes. Balances
+ * are checked exactly for every party (the burn address and the registry included), and the manager ends every
+ * case holding exactly the claimables it owes.
  */
 import { loadFixture, time } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
 import { expect } from "chai";
+import hre from "hardhat";
 import {
+  decodeErrorResult,
+  encodeFunctionData,
   getAddress,
+  hashTypedData,
   keccak256,
   parseEther,
+  parseEventLogs,
   stringToBytes,
   zeroAddress,
   zeroHash,
@@ -27,11 +33,16 @@ import { signPaymentTicket } from "../../channel-client/ticket";
 import { hardhatAccount, makeTerms } from "../helpers/fixtures";
 import { expectRevert } from "../helpers/revert";
 import {
-  arbitratorKeys,
+  ARBITRATOR_ROLE,
+  ARBITRATOR_STAKE,
   balanceOf,
   DISPUTE_PARAMS,
+  drawPanel,
+  ETH_TERMS,
   GIG_STATUS,
+  JUDGE_RUNTIME_HASH,
   KIND,
+  PROVIDER_ROLE,
   quorumSignatures,
   STATUS,
   SYS,
@@ -49,43 +60,65 @@ const DEPOSIT = parseEther("2");
 const DISPUTE_WINDOW = 3600;
 const PACKAGE_HASH: Hex = keccak256(stringToBytes("challenge package"));
 const RESOLUTION_HASH: Hex = keccak256(stringToBytes("resolution document"));
+const OTHER_RESOLUTION_HASH: Hex = keccak256(stringToBytes("another panel's resolution document"));
 const ICS_HASH: Hex = keccak256(stringToBytes("intent contract schema"));
 const DELIVERABLE: Hex = keccak256(stringToBytes("deliverable bundle"));
 const NO_STATE = { deposit: 0n, seq: 0n, amount: 0n, receiptRoot: zeroHash, feeBps: 0 };
-const MAX_FREEZE_DURATION = 180 * 24 * 3600;
+const PROVIDER_BOND = parseEther("500");
+const P = DISPUTE_PARAMS;
+
+/* The numbers every gig case below works with: a 1-unit gig opened at lane 1 (ETH and LaborGas alike). */
+/** Lane-1 bond: max(1 × 10 %, 0.01) × 3. */
+const BOND = parseEther("0.3");
+/** 20 % of a bond is burnt, 10 % is the arbitration fee. */
+const BOND_BURN = parseEther("0.06");
+const BOND_FEE = parseEther("0.03");
+/** Appeal bonds: level 2 (lane 1 + round 1) and level 3. */
+const APPEAL_BOND_1 = parseEther("0.9");
+const APPEAL_BOND_2 = parseEther("2.7");
+/** A refund and an SLA slash (in LaborGas) inside every cap. */
+const REFUND = parseEther("0.75");
+const SLASH = parseEther("2");
+const SLASH_BURN = parseEther("0.4");
+/** What an overturned signer loses (half its 5,000 LaborGas), to the appellant less the 20 % burn. */
+const OVERTURN_SLASH = parseEther("2500");
+const OVERTURN_BURN = parseEther("500");
+/** What a member of a silent panel loses (1 % of 5,000 LaborGas), all burnt. */
+const ABSENT_SLASH = parseEther("50");
 
 type Kind = "ETH" | "ERC20";
+const KINDS = ["ETH", "ERC20"] as const;
 type ClosingState = { deposit: bigint; seq: bigint; amount: bigint; receiptRoot: Hex; feeBps: number };
 
-const assetOf = (s: System, kind: Kind): Address => (kind === "ETH" ? zeroAddress : s.token.address);
+const assetOf = (s: System, kind: Kind): Address => (kind === "ETH" ? zeroAddress : getAddress(s.token.address));
 const ethValue = (kind: Kind, amount: bigint): bigint => (kind === "ETH" ? amount : 0n);
+const gigSubject = (gigId: bigint): Hex => `0x${gigId.toString(16).padStart(64, "0")}`;
+const sortKeys = (keys: LocalAccount[]): LocalAccount[] =>
+  [...keys].sort((a, b) => (BigInt(a.address) < BigInt(b.address) ? -1 : 1));
 
-/** max(value × riskBps, floor) × multiplier^lane, as the contract computes it. */
-function expectedBond(value: bigint, lane: number): bigint {
-  const base = (value * BigInt(DISPUTE_PARAMS.riskBps)) / BPS;
-  const floored = base < DISPUTE_PARAMS.bondFloor ? DISPUTE_PARAMS.bondFloor : base;
-  return floored * BigInt(DISPUTE_PARAMS.laneMultiplier) ** BigInt(lane);
-}
-const burnOf = (bond: bigint): bigint => (bond * BigInt(DISPUTE_PARAMS.burnBps)) / BPS;
-
-async function mined(s: System, hash: Hash): Promise<TransactionReceipt> {
+async function mined(s: Pick<System, "publicClient">, hash: Hash): Promise<TransactionReceipt> {
   const receipt = await s.publicClient.waitForTransactionReceipt({ hash });
   expect(receipt.status).to.equal("success");
   return receipt;
+}
+
+function eventsOf(s: System, receipt: TransactionReceipt) {
+  const logs = receipt.logs.filter((l) => getAddress(l.address) === getAddress(s.disputes.address));
+  return parseEventLogs({ abi: s.disputes.abi, logs });
 }
 
 /*//////////////////////////////////////////////////////////////
                                 GIGS
 //////////////////////////////////////////////////////////////*/
 
-/** A gig of GIG_AMOUNT funded by the client for the provider, accepted and delivered. */
-async function deliveredGig(s: System, kind: Kind): Promise<bigint> {
+/** A gig of `amount` funded by the client for the provider, accepted and delivered. */
+async function deliveredGig(s: System, kind: Kind, amount = GIG_AMOUNT, asset = assetOf(s, kind)): Promise<bigint> {
   const deadline = BigInt(await time.latest()) + 86_400n;
   await mined(
     s,
-    await s.gigs.write.fund([s.provider.account.address, assetOf(s, kind), GIG_AMOUNT, ICS_HASH, Number(deadline), DISPUTE_WINDOW], {
+    await s.gigs.write.fund([s.provider.account.address, asset, amount, ICS_HASH, Number(deadline), DISPUTE_WINDOW], {
       account: s.client.account,
-      value: ethValue(kind, GIG_AMOUNT),
+      value: asset === zeroAddress ? amount : 0n,
     }),
   );
   const gigId = await s.gigs.read.gigCount();
@@ -94,133 +127,306 @@ async function deliveredGig(s: System, kind: Kind): Promise<bigint> {
   return gigId;
 }
 
-type GigCase = System & { kind: Kind; asset: Address; gigId: bigint; caseId: Hex; bond: bigint };
+type GigCase = System & { kind: Kind; asset: Address; gigId: bigint; caseId: Hex; bond: bigint; openReceipt: TransactionReceipt };
 
 async function openGigCase(s: System, kind: Kind, lane = 1): Promise<GigCase> {
   const gigId = await deliveredGig(s, kind);
-  const caseId = await s.disputes.read.nextCaseId([KIND.Gig, `0x${gigId.toString(16).padStart(64, "0")}`]);
-  const bond = expectedBond(GIG_AMOUNT, lane);
-  await mined(
+  const caseId = await s.disputes.read.nextCaseId([KIND.Gig, gigSubject(gigId)]);
+  const bond = (await s.disputes.read.bondFor([assetOf(s, kind), GIG_AMOUNT, lane])) as bigint;
+  const openReceipt = await mined(
     s,
     await s.disputes.write.openGigCase([gigId, lane, PACKAGE_HASH], { account: s.client.account, value: ethValue(kind, bond) }),
   );
-  return { ...s, kind, asset: assetOf(s, kind), gigId, caseId, bond };
+  return { ...s, kind, asset: assetOf(s, kind), gigId, caseId, bond, openReceipt };
 }
 
-/** The gig case, contested: the provider posted the matching bond. */
 async function contestedGigCase(s: System, kind: Kind): Promise<GigCase> {
   const c = await openGigCase(s, kind);
   await s.disputes.write.respond([c.caseId], { account: s.provider.account, value: ethValue(kind, c.bond) });
   return c;
 }
 
-const FIXTURES = {
-  ETH: {
-    system: async function systemEth() {
-      return systemFixture();
-    },
-    open: async function openEthGigCase() {
-      return openGigCase(await systemFixture(), "ETH");
-    },
-    contested: async function contestedEthGigCase() {
-      return contestedGigCase(await systemFixture(), "ETH");
-    },
-  },
-  ERC20: {
-    system: async function systemErc20() {
-      return systemFixture();
-    },
-    open: async function openErc20GigCase() {
-      return openGigCase(await systemFixture(), "ERC20");
-    },
-    contested: async function contestedErc20GigCase() {
-      return contestedGigCase(await systemFixture(), "ERC20");
-    },
-  },
-} as const;
+type Drawn = GigCase & { panel: LocalAccount[] };
 
-/** Resolves `c` with a quorum of the pinned arbitrators, submitted by the watcher (who is no party). */
-async function resolveWith(
+async function drawnGigCase(s: System, kind: Kind): Promise<Drawn> {
+  const c = await contestedGigCase(s, kind);
+  return { ...c, panel: await drawPanel(c, c.caseId) };
+}
+
+/** Uncontested: the respond window passed and the panel was drawn. */
+async function uncontestedDrawnGigCase(s: System, kind: Kind): Promise<Drawn> {
+  const c = await openGigCase(s, kind);
+  await time.increase(P.respondWindow + 1);
+  return { ...c, panel: await drawPanel(c, c.caseId) };
+}
+
+/** Round 0 decided ChallengerWins (REFUND, SLASH) by the first two of its panel. */
+async function decidedGigCase(s: System, kind: Kind): Promise<Drawn> {
+  const c = await drawnGigCase(s, kind);
+  await submit(c, { verdict: VERDICT.ChallengerWins, refund: REFUND, slash: SLASH }, c.panel.slice(0, 2));
+  return c;
+}
+
+/** Named fixtures per asset (loadFixture snapshots by function identity and name). */
+function perKind<T>(name: string, make: (s: System, kind: Kind) => Promise<T>): Record<Kind, () => Promise<T>> {
+  const out = {} as Record<Kind, () => Promise<T>>;
+  for (const kind of KINDS) {
+    const fixture = async () => make(await systemFixture(), kind);
+    Object.defineProperty(fixture, "name", { value: `${name}${kind}` });
+    out[kind] = fixture;
+  }
+  return out;
+}
+
+const SYSTEM = async function disputeSystem() {
+  return systemFixture();
+};
+const OPEN = perKind("openGigCase", (s, k) => openGigCase(s, k));
+const CONTESTED = perKind("contestedGigCase", contestedGigCase);
+const DRAWN = perKind("drawnGigCase", drawnGigCase);
+const UNCONTESTED_DRAWN = perKind("uncontestedDrawnGigCase", uncontestedDrawnGigCase);
+const DECIDED = perKind("decidedGigCase", decidedGigCase);
+
+/** Signs `message` for the case by `signers` (ascending) and submits it from the watcher (no party). */
+async function submit(
   c: System & { caseId: Hex },
   message: Omit<ResolutionMessage, "caseId" | "resolutionHash"> & Partial<ResolutionMessage>,
-  recorded: ClosingState = NO_STATE,
-  signers?: LocalAccount[],
+  signers: readonly LocalAccount[],
 ): Promise<TransactionReceipt> {
   const full: ResolutionMessage = { caseId: c.caseId, resolutionHash: RESOLUTION_HASH, ...message };
   const signatures = await quorumSignatures(c, full, signers);
-  return mined(c, await c.disputes.write.resolve([full, recorded, signatures], { account: c.watcher.account }));
+  return mined(c, await c.disputes.write.submitVerdict([full, signatures], { account: c.watcher.account }));
 }
 
-/** Balances of everyone a case can pay, and the manager's own. */
-async function snapshot(c: System & { asset: Address }) {
-  const who = {
+async function finalize(c: System & { caseId: Hex }, recorded: ClosingState = NO_STATE): Promise<TransactionReceipt> {
+  const { deadline } = await c.disputes.read.caseOf([c.caseId]);
+  await time.increaseTo(deadline + 1);
+  return mined(c, await c.disputes.write.finalize([c.caseId, recorded], { account: c.watcher.account }));
+}
+
+/** Who is paid in a case: the parties, the burn address, the manager, the gig escrow and the registry. */
+const PARTIES = ["client", "payer", "provider", "burn", "manager", "gigs", "registry"] as const;
+type Party = (typeof PARTIES)[number];
+type Moves = Partial<Record<Party, bigint>>;
+
+function addressesOf(c: System): Record<Party, Address> {
+  return {
     client: c.client.account.address,
+    payer: c.payerWallet.account.address,
     provider: c.provider.account.address,
     burn: BURN,
     manager: c.disputes.address,
     gigs: c.gigs.address,
+    registry: c.registry.address,
   };
-  const entries = await Promise.all(Object.entries(who).map(async ([k, a]) => [k, await balanceOf(c, c.asset, a)] as const));
-  const tokens = await Promise.all(
-    [c.client.account.address, c.provider.account.address, BURN].map((a) => c.token.read.balanceOf([a])),
-  );
-  return { ...(Object.fromEntries(entries) as Record<keyof typeof who, bigint>), lgas: tokens };
 }
 
-async function deltas(c: System & { asset: Address }, before: Awaited<ReturnType<typeof snapshot>>) {
-  const after = await snapshot(c);
-  return {
-    client: after.client - before.client,
-    provider: after.provider - before.provider,
-    burn: after.burn - before.burn,
-    manager: after.manager - before.manager,
-    gigs: after.gigs - before.gigs,
-    lgas: after.lgas.map((v, i) => v - before.lgas[i]!),
-  };
+/** Balances of every party in the case's asset and in LaborGas (the registry's bond token). */
+async function snapshot(c: System & { asset: Address }) {
+  const who = addressesOf(c);
+  const asset = await Promise.all(PARTIES.map((p) => balanceOf(c, c.asset, who[p])));
+  const lgas = await Promise.all(PARTIES.map((p) => c.token.read.balanceOf([who[p]])));
+  return { asset, lgas };
 }
+
+/**
+ * Asserts each party's exact balance change since `before`: `asset` in the case's asset, `lgas` in LaborGas
+ * (SLA and arbitrator slashes). For a LaborGas case both land in the same token, so they add up.
+ */
+async function expectMoves(c: System & { asset: Address }, before: Awaited<ReturnType<typeof snapshot>>, asset: Moves, lgas: Moves = {}) {
+  const after = await snapshot(c);
+  const same = getAddress(c.asset) === getAddress(c.token.address);
+  const actual: Record<string, bigint> = {};
+  const expected: Record<string, bigint> = {};
+  PARTIES.forEach((p, i) => {
+    if (same) {
+      actual[p] = after.asset[i]! - before.asset[i]!;
+      expected[p] = (asset[p] ?? 0n) + (lgas[p] ?? 0n);
+    } else {
+      actual[p] = after.asset[i]! - before.asset[i]!;
+      expected[p] = asset[p] ?? 0n;
+      actual[`${p} (LGAS)`] = after.lgas[i]! - before.lgas[i]!;
+      expected[`${p} (LGAS)`] = lgas[p] ?? 0n;
+    }
+  });
+  expect(actual).to.deep.equal(expected);
+}
+
+/** The manager holds exactly what it owes: the claimables of `owed` (and nothing for anyone else). */
+async function expectHoldsClaimables(c: System & { asset: Address }, owed: Map<Address, bigint>): Promise<void> {
+  let total = 0n;
+  for (const i of [...SYS.arbitrators, SYS.otherRuntimeArbitrator, SYS.client, SYS.provider, SYS.payer]) {
+    const a = getAddress(hardhatAccount(i).address);
+    const amount = owed.get(a) ?? 0n;
+    expect(await c.disputes.read.claimable([c.asset, a]), `claimable of ${a}`).to.equal(amount);
+    total += amount;
+  }
+  expect(await balanceOf(c, c.asset, c.disputes.address), "manager balance").to.equal(total);
+}
+
+const owedTo = (signers: readonly LocalAccount[], share: bigint) =>
+  new Map(signers.map((k) => [getAddress(k.address), share] as const));
+
+async function expectNoLocks(c: System & { caseId: Hex }): Promise<void> {
+  for (const i of [...SYS.arbitrators, SYS.otherRuntimeArbitrator]) {
+    expect(await c.registry.read.locksOf([ARBITRATOR_ROLE, hardhatAccount(i).address]), `locks of arbitrator ${i}`).to.equal(0n);
+  }
+  expect(await c.registry.read.locksOf([PROVIDER_ROLE, c.provider.account.address])).to.equal(0n);
+}
+
+/** The Hardhat wallet client of `address`. */
+function walletOf(c: System, address: Address) {
+  const wallet = c.wallets.find((w) => getAddress(w.account.address) === getAddress(address));
+  if (!wallet) throw new Error(`no wallet for ${address}`);
+  return wallet;
+}
+
+/** `keys` in the order of their seats on the round's panel (the order the contract settles them in). */
+async function seatOrder(c: System & { caseId: Hex }, round: number, keys: readonly LocalAccount[]): Promise<Address[]> {
+  const wanted = new Set(keys.map((k) => getAddress(k.address)));
+  return (await c.disputes.read.panelOf([c.caseId, round])).filter((a) => wanted.has(getAddress(a)));
+}
+
+const stakeOf = async (c: System, k: LocalAccount): Promise<bigint> => {
+  const b = await c.registry.read.bondOf([ARBITRATOR_ROLE, k.address]);
+  return b.active + b.pending;
+};
+
+/*//////////////////////////////////////////////////////////////
+                              THE SUITE
+//////////////////////////////////////////////////////////////*/
 
 describe("DisputeManager", function () {
-  describe("parameters and bonds", function () {
-    it("computes max(value × riskBps, floor) × multiplier^lane", async function () {
-      const s = await loadFixture(FIXTURES.ETH.system);
-      for (const value of [0n, parseEther("0.05"), parseEther("1"), parseEther("123.456")]) {
-        for (const lane of [0, 1, 2, 3]) {
-          expect(await s.disputes.read.bondFor([value, lane])).to.equal(expectedBond(value, lane));
-        }
+  /*//////////////////////////////////////////////////////////////
+                       PARAMETERS AND ASSET TERMS
+  //////////////////////////////////////////////////////////////*/
+
+  describe("parameters, asset terms and bonds", function () {
+    it("computes max(value × riskBps, the asset's floor) × multiplier^level per asset", async function () {
+      const s = await loadFixture(SYSTEM);
+      const table: [asset: Address, value: bigint, level: number, bond: bigint][] = [
+        [zeroAddress, 0n, 0, parseEther("0.01")],
+        [zeroAddress, parseEther("0.05"), 1, parseEther("0.03")],
+        [zeroAddress, parseEther("1"), 0, parseEther("0.1")],
+        [zeroAddress, parseEther("1"), 3, parseEther("2.7")],
+        [zeroAddress, parseEther("123.456"), 2, parseEther("111.1104")],
+        [s.token.address, parseEther("0.1"), 1, parseEther("0.03")],
+        [s.token.address, parseEther("2"), 2, parseEther("1.8")],
+      ];
+      for (const [asset, value, level, bond] of table) {
+        expect(await s.disputes.read.bondFor([asset, value, level]), `${asset} ${value} @${level}`).to.equal(bond);
       }
-      await expectRevert(s.disputes.read.bondFor([1n, 4]), "InvalidLane", [4]);
     });
 
-    it("refuses parameters out of range, and lets only governance set them", async function () {
-      const s = await loadFixture(FIXTURES.ETH.system);
+    it("a 6-decimal token has its own floor in its own units; an asset without terms is refused", async function () {
+      const s = await loadFixture(SYSTEM);
+      const six = await hre.viem.deployContract("SixDecimalToken");
+      await expectRevert(s.disputes.read.bondFor([six.address, 1_000_000n, 0]), "AssetNotSupported", [getAddress(six.address)]);
+      // Floor 0.5 SIX (500,000 base units); 1 SIX counts as 1 LaborGas (10^12 stake units per base unit).
+      const terms = { bondFloor: 500_000n, stakeRate: 10n ** 30n };
+      const receipt = await mined(s, await s.disputes.write.setAssetTerms([six.address, terms]));
+      expect(eventsOf(s, receipt).map((e) => [e.eventName, e.args])).to.deep.equal([
+        ["AssetTermsSet", { asset: getAddress(six.address), bondFloor: 500_000n, stakeRate: 10n ** 30n }],
+      ]);
+      expect(await s.disputes.read.assetTerms([six.address])).to.deep.equal(terms);
+      expect(await s.disputes.read.bondFor([six.address, 1_000_000n, 0])).to.equal(500_000n); // the floor
+      expect(await s.disputes.read.bondFor([six.address, 1_000_000n, 1])).to.equal(1_500_000n);
+      expect(await s.disputes.read.bondFor([six.address, 20_000_000n, 1])).to.equal(6_000_000n); // 10 % × 3
+      // The 18-decimal floor of ETH would be absurd for it, and the reverse: each asset keeps its own.
+      expect(await s.disputes.read.bondFor([zeroAddress, 1_000_000n, 0])).to.equal(ETH_TERMS.bondFloor);
+    });
+
+    it("opens a case in a 6-decimal token at its floor, and refuses a gig in an asset without terms", async function () {
+      const s = await loadFixture(SYSTEM);
+      const six = await hre.viem.deployContract("SixDecimalToken");
+      await six.write.mint([s.client.account.address, 10_000_000n]);
+      await six.write.approve([s.gigs.address, 10_000_000n], { account: s.client.account });
+      await six.write.approve([s.disputes.address, 10_000_000n], { account: s.client.account });
+      const gigId = await deliveredGig(s, "ERC20", 2_000_000n, six.address);
+      await expectRevert(
+        s.disputes.write.openGigCase([gigId, 1, PACKAGE_HASH], { account: s.client.account }),
+        "AssetNotSupported",
+        [getAddress(six.address)],
+      );
+      await s.disputes.write.setAssetTerms([six.address, { bondFloor: 500_000n, stakeRate: 10n ** 30n }]);
+      await s.disputes.write.openGigCase([gigId, 1, PACKAGE_HASH], { account: s.client.account });
+      expect(await six.read.balanceOf([s.disputes.address])).to.equal(1_500_000n);
+      expect(await six.read.balanceOf([s.client.account.address])).to.equal(10_000_000n - 2_000_000n - 1_500_000n);
+    });
+
+    it("setAssetTerms: a zero floor with a rate is refused; a zero rate stops new cases in the asset; only governance", async function () {
+      const s = await loadFixture(SYSTEM);
+      await expectRevert(s.disputes.write.setAssetTerms([zeroAddress, { bondFloor: 0n, stakeRate: 1n }]), "InvalidParams", ["bondFloor"]);
+      // Hardhat does not name this revert (it reports "an unrecognized custom error"), so it is decoded here.
+      const data = encodeFunctionData({ abi: s.disputes.abi, functionName: "setAssetTerms", args: [zeroAddress, ETH_TERMS] });
+      const raw = await hre.network.provider
+        .send("eth_call", [{ from: s.stranger.account.address, to: s.disputes.address, data }, "latest"])
+        .then(
+          () => expect.fail("setAssetTerms from a stranger succeeded"),
+          (e: { data?: { data?: Hex } | Hex }) => (typeof e.data === "string" ? e.data : e.data?.data),
+        );
+      const decoded = decodeErrorResult({ abi: s.disputes.abi, data: raw! });
+      expect([decoded.errorName, decoded.args]).to.deep.equal(["NotGovernance", [getAddress(s.stranger.account.address)]]);
+      await s.disputes.write.setAssetTerms([zeroAddress, { bondFloor: 0n, stakeRate: 0n }]);
+      const gigId = await deliveredGig(s, "ETH");
+      await expectRevert(
+        s.disputes.write.openGigCase([gigId, 1, PACKAGE_HASH], { account: s.client.account, value: BOND }),
+        "AssetNotSupported",
+        [zeroAddress],
+      );
+    });
+
+    it("setParams refuses every parameter out of its bounds (InvalidParams names it) and accepts the bounds themselves", async function () {
+      const s = await loadFixture(SYSTEM);
+      const DAY = 24 * 3600;
       const bad: [Partial<DisputeParams>, string][] = [
+        [{ burnBps: 9_001 }, "burnBps + feeBps > 10000"],
+        [{ burnBps: 10_001, feeBps: 0 }, "burnBps + feeBps > 10000"],
         [{ riskBps: 10_001 }, "riskBps > 10000"],
-        [{ burnBps: 10_001 }, "burnBps > 10000"],
+        [{ feeBps: 3_001 }, "feeBps"],
         [{ laneMultiplier: 0 }, "laneMultiplier"],
         [{ laneMultiplier: 11 }, "laneMultiplier"],
-        [{ quorum: 0 }, "quorum"],
-        [{ quorum: 17 }, "quorum"],
-        [{ maxEscalations: 3 }, "maxEscalations"],
+        [{ panelSize: 0 }, "panelSize"],
+        [{ panelSize: 9 }, "panelSize"],
+        [{ maxAppeals: 3 }, "maxAppeals"],
+        [{ overturnSlashBps: 0 }, "overturnSlashBps"],
+        [{ overturnSlashBps: 10_001 }, "overturnSlashBps"],
+        [{ absentSlashBps: 1_001 }, "absentSlashBps"],
+        [{ slashCapBps: 50_001 }, "slashCapBps"],
+        [{ respondWindow: 59 }, "respondWindow"],
+        [{ respondWindow: 7 * DAY + 1 }, "respondWindow"],
         [{ decisionWindow: 59 }, "decisionWindow"],
-        [{ slowPathTimeout: 3600 }, "slowPathTimeout"],
-        [{ slowPathTimeout: 91 * 24 * 3600 }, "slowPathTimeout"],
-        [{ bondFloor: 0n }, "bondFloor"],
+        [{ decisionWindow: 14 * DAY + 1 }, "decisionWindow"],
+        [{ appealWindow: 59 }, "appealWindow"],
+        [{ appealWindow: 7 * DAY + 1 }, "appealWindow"],
+        [{ slowPathTimeout: P.decisionWindow - 1 }, "slowPathTimeout"],
+        [{ slowPathTimeout: 60 * DAY + 1 }, "slowPathTimeout"],
       ];
       for (const [override, reason] of bad) {
-        await expectRevert(s.disputes.write.setParams([{ ...DISPUTE_PARAMS, ...override }]), "InvalidParams", [reason]);
+        await expectRevert(s.disputes.write.setParams([{ ...P, ...override }]), "InvalidParams", [reason]);
       }
-      await expectRevert(
-        s.disputes.write.setParams([DISPUTE_PARAMS], { account: s.stranger.account }),
-        "AccessControlUnauthorizedAccount",
-      );
-      await s.disputes.write.setParams([{ ...DISPUTE_PARAMS, quorum: 4 }]);
-      expect((await s.disputes.read.params()).quorum).to.equal(4);
+      await expectRevert(s.disputes.write.setParams([P], { account: s.stranger.account }), "NotGovernance", [
+        getAddress(s.stranger.account.address),
+      ]);
+      expect(await s.disputes.read.params()).to.deep.equal(P);
+      const edges: Partial<DisputeParams>[] = [
+        { burnBps: 7_000, feeBps: 3_000, riskBps: 10_000, laneMultiplier: 10, panelSize: 8, maxAppeals: 2 },
+        { riskBps: 0, burnBps: 0, feeBps: 0, laneMultiplier: 1, panelSize: 1, maxAppeals: 0, overturnSlashBps: 10_000 },
+        { overturnSlashBps: 1, absentSlashBps: 1_000, slashCapBps: 50_000 },
+        { respondWindow: 60, decisionWindow: 60, appealWindow: 60, slowPathTimeout: 60 },
+        { respondWindow: 7 * DAY, decisionWindow: 14 * DAY, appealWindow: 7 * DAY, slowPathTimeout: 60 * DAY },
+      ];
+      for (const edge of edges) {
+        const next = { ...P, ...edge };
+        const receipt = await mined(s, await s.disputes.write.setParams([next]));
+        expect(eventsOf(s, receipt).map((e) => e.eventName)).to.deep.equal(["ParamsSet"]);
+        expect(await s.disputes.read.params()).to.deep.equal(next);
+      }
     });
 
-    it("signs resolutions under its own EIP-712 domain", async function () {
-      const s = await loadFixture(FIXTURES.ETH.system);
+    it("hashes resolutions under its own EIP-712 domain", async function () {
+      const s = await loadFixture(SYSTEM);
       const message = { caseId: PACKAGE_HASH, verdict: 1, refund: 5n, slash: 7n, resolutionHash: RESOLUTION_HASH };
-      const { hashTypedData } = await import("viem");
       const expected = hashTypedData({
         domain: s.domain,
         types: {
@@ -236,432 +442,874 @@ describe("DisputeManager", function () {
         message,
       });
       expect(await s.disputes.read.hashResolution([message])).to.equal(expected);
+      expect(await s.disputes.read.governance()).to.equal(getAddress(s.governance.account.address));
     });
   });
 
-  for (const kind of ["ETH", "ERC20"] as const) {
-    describe(`gig cases (${kind})`, function () {
-      it("opens a case: takes the bond, freezes the gig, records the case", async function () {
-        const c = await loadFixture(FIXTURES[kind].open);
+  /*//////////////////////////////////////////////////////////////
+                       OPENING, CONTESTING, DRAWING
+  //////////////////////////////////////////////////////////////*/
+
+  for (const kind of KINDS) {
+    describe(`opening and contesting a gig case (${kind})`, function () {
+      it("opens: takes the bond, freezes the gig, records the case with its respond window and deadline", async function () {
+        const c = await loadFixture(OPEN[kind]);
+        const openedAt = BigInt((await c.publicClient.getBlock({ blockNumber: c.openReceipt.blockNumber })).timestamp);
+        const respondBy = Number(openedAt) + P.respondWindow;
+        expect(c.bond).to.equal(BOND);
         const stored = await c.disputes.read.caseOf([c.caseId]);
-        expect(stored.challenger).to.equal(getAddress(c.client.account.address));
-        expect(stored.respondent).to.equal(getAddress(c.provider.account.address));
-        expect(stored.status).to.equal(STATUS.Open);
-        expect(stored.kind).to.equal(KIND.Gig);
-        expect(stored.lane).to.equal(1);
-        expect(stored.value).to.equal(GIG_AMOUNT);
-        expect(stored.challengerBond).to.equal(c.bond);
-        expect(stored.packageHash).to.equal(PACKAGE_HASH);
-        expect(await balanceOf(c, c.asset, c.disputes.address)).to.equal(c.bond);
+        expect(stored).to.deep.include({
+          challenger: getAddress(c.client.account.address),
+          respondent: getAddress(c.provider.account.address),
+          related: zeroAddress,
+          asset: c.asset,
+          kind: KIND.Gig,
+          status: STATUS.Open,
+          lane: 1,
+          round: 0,
+          value: GIG_AMOUNT,
+          challengerBond: BOND,
+          respondentBond: 0n,
+          packageHash: PACKAGE_HASH,
+          respondBy,
+          deadline: respondBy + P.decisionWindow,
+        });
+        expect(eventsOf(c, c.openReceipt).map((e) => [e.eventName, e.args])).to.deep.equal([
+          [
+            "CaseOpened",
+            {
+              caseId: c.caseId,
+              kind: KIND.Gig,
+              subjectId: gigSubject(c.gigId),
+              challenger: getAddress(c.client.account.address),
+              respondent: getAddress(c.provider.account.address),
+              lane: 1,
+              value: GIG_AMOUNT,
+              bond: BOND,
+              packageHash: PACKAGE_HASH,
+              leaf: zeroHash,
+              respondBy,
+            },
+          ],
+        ]);
+        expect(await balanceOf(c, c.asset, c.disputes.address)).to.equal(BOND);
         expect((await c.gigs.read.gigOf([c.gigId])).status).to.equal(GIG_STATUS.Disputed);
+        // The gig's own lock on the provider's bond stays; the gig case adds none.
+        expect(await c.registry.read.locksOf([PROVIDER_ROLE, c.provider.account.address])).to.equal(1n);
       });
 
-      it("refuses a case from anyone but the client, at lane 2, without a package, or with the wrong bond", async function () {
-        const s = await loadFixture(FIXTURES[kind].system);
+      it("refuses a case from anyone but the client, at lane 2, without a package, with the wrong bond, or twice", async function () {
+        const s = await loadFixture(SYSTEM);
         const gigId = await deliveredGig(s, kind);
-        const bond = expectedBond(GIG_AMOUNT, 1);
-        const subject = `0x${gigId.toString(16).padStart(64, "0")}` as Hex;
-        await expectRevert(
-          s.disputes.write.openGigCase([gigId, 1, PACKAGE_HASH], { account: s.stranger.account, value: ethValue(kind, bond) }),
-          "NotTheChallengerSide",
-          [subject, getAddress(s.stranger.account.address)],
-        );
-        await expectRevert(
-          s.disputes.write.openGigCase([gigId, 2, PACKAGE_HASH], { account: s.client.account, value: ethValue(kind, bond) }),
-          "InvalidLane",
-          [2],
-        );
-        await expectRevert(
-          s.disputes.write.openGigCase([gigId, 1, zeroHash], { account: s.client.account, value: ethValue(kind, bond) }),
-          "ZeroPackageHash",
-        );
-        if (kind === "ETH") {
-          await expectRevert(
-            s.disputes.write.openGigCase([gigId, 1, PACKAGE_HASH], { account: s.client.account, value: bond - 1n }),
-            "BondValueMismatch",
-            [bond - 1n, bond],
-          );
-        } else {
-          await expectRevert(
-            s.disputes.write.openGigCase([gigId, 1, PACKAGE_HASH], { account: s.client.account, value: 1n }),
-            "BondValueMismatch",
-            [1n, 0n],
-          );
-        }
+        const open = (from: typeof s.client, lane: number, pkg: Hex, value: bigint) =>
+          s.disputes.write.openGigCase([gigId, lane, pkg], { account: from.account, value });
+        const v = ethValue(kind, BOND);
+        await expectRevert(open(s.stranger, 1, PACKAGE_HASH, v), "NotTheChallengerSide", [
+          gigSubject(gigId),
+          getAddress(s.stranger.account.address),
+        ]);
+        await expectRevert(open(s.client, 2, PACKAGE_HASH, v), "InvalidLane", [2]);
+        await expectRevert(open(s.client, 1, zeroHash, v), "ZeroPackageHash", []);
+        if (kind === "ETH") await expectRevert(open(s.client, 1, PACKAGE_HASH, BOND - 1n), "BondValueMismatch", [BOND - 1n, BOND]);
+        else await expectRevert(open(s.client, 1, PACKAGE_HASH, 1n), "BondValueMismatch", [1n, 0n]);
+        const caseId = await s.disputes.read.nextCaseId([KIND.Gig, gigSubject(gigId)]);
+        await open(s.client, 1, PACKAGE_HASH, v);
+        await expectRevert(open(s.client, 1, PACKAGE_HASH, v), "CaseAlreadyOpen", [gigSubject(gigId), caseId]);
       });
 
-      it("refuses a case once the dispute window closed (the gig then releases)", async function () {
-        const s = await loadFixture(FIXTURES[kind].system);
+      it("refuses a case once the dispute window closed", async function () {
+        const s = await loadFixture(SYSTEM);
         const gigId = await deliveredGig(s, kind);
         await time.increase(DISPUTE_WINDOW);
-        const bond = expectedBond(GIG_AMOUNT, 1);
         await expectRevert(
-          s.disputes.write.openGigCase([gigId, 1, PACKAGE_HASH], { account: s.client.account, value: ethValue(kind, bond) }),
+          s.disputes.write.openGigCase([gigId, 1, PACKAGE_HASH], { account: s.client.account, value: ethValue(kind, BOND) }),
           "DisputeWindowClosed",
           undefined,
           s.gigs.abi,
         );
       });
 
-      it("refuses a second case while one is open", async function () {
-        const c = await loadFixture(FIXTURES[kind].open);
+      it("only the respondent contests, with the matching bond, which requests the panel's randomness", async function () {
+        const c = await loadFixture(OPEN[kind]);
         await expectRevert(
-          c.disputes.write.openGigCase([c.gigId, 1, PACKAGE_HASH], { account: c.client.account, value: ethValue(kind, c.bond) }),
-          "CaseAlreadyOpen",
-        );
-      });
-
-      it("provider fault: partial refund, SLA bond slashed (burn share burnt), challenger wins the bonds", async function () {
-        const c = await loadFixture(FIXTURES[kind].contested);
-        const refund = parseEther("0.75");
-        const slash = parseEther("20");
-        const before = await snapshot(c);
-        const receipt = await resolveWith(c, { verdict: VERDICT.ChallengerWins, refund, slash });
-        const d = await deltas(c, before);
-        const burnt = burnOf(c.bond);
-        // The slash is paid in the registry's bond token (LaborGas), to the challenger less the burn share.
-        const slashBurn = burnOf(slash);
-        const sameToken = kind === "ERC20";
-        expect(d.client).to.equal(refund + 2n * c.bond - burnt + (sameToken ? slash - slashBurn : 0n));
-        expect(d.provider).to.equal(GIG_AMOUNT - refund);
-        expect(d.burn).to.equal(burnt + (sameToken ? slashBurn : 0n));
-        expect(d.manager).to.equal(-2n * c.bond);
-        expect(d.gigs).to.equal(-GIG_AMOUNT);
-        if (!sameToken) expect(d.lgas).to.deep.equal([slash - slashBurn, 0n, slashBurn]);
-        const bondAfter = await c.registry.read.bondOf([0, c.provider.account.address]);
-        expect(bondAfter.active).to.equal(5n * parseEther("100") - slash);
-        const stored = await c.disputes.read.caseOf([c.caseId]);
-        expect(stored.status).to.equal(STATUS.Resolved);
-        expect((await c.gigs.read.gigOf([c.gigId])).status).to.equal(GIG_STATUS.Released);
-        expect(receipt.logs.length).to.be.greaterThan(0);
-      });
-
-      it("provider fault with a full refund: the gig ends Refunded", async function () {
-        const c = await loadFixture(FIXTURES[kind].contested);
-        const before = await snapshot(c);
-        await resolveWith(c, { verdict: VERDICT.ChallengerWins, refund: GIG_AMOUNT, slash: 0n });
-        const d = await deltas(c, before);
-        expect(d.client).to.equal(GIG_AMOUNT + 2n * c.bond - burnOf(c.bond));
-        expect(d.provider).to.equal(0n);
-        expect((await c.gigs.read.gigOf([c.gigId])).status).to.equal(GIG_STATUS.Refunded);
-      });
-
-      it("slashes only what the provider's bond still holds", async function () {
-        const c = await loadFixture(FIXTURES[kind].contested);
-        const held = 5n * parseEther("100");
-        await resolveWith(c, { verdict: VERDICT.ChallengerWins, refund: 0n, slash: held * 10n });
-        const bond = await c.registry.read.bondOf([0, c.provider.account.address]);
-        expect(bond.active + bond.pending).to.equal(0n);
-      });
-
-      it("challenger fault: no refund, the gig pays the provider, who wins the bonds less the burn", async function () {
-        const c = await loadFixture(FIXTURES[kind].contested);
-        const before = await snapshot(c);
-        await resolveWith(c, { verdict: VERDICT.RespondentWins, refund: 0n, slash: 0n });
-        const d = await deltas(c, before);
-        expect(d.client).to.equal(0n);
-        expect(d.provider).to.equal(GIG_AMOUNT + 2n * c.bond - burnOf(c.bond));
-        expect(d.burn).to.equal(burnOf(c.bond));
-        expect(d.manager).to.equal(-2n * c.bond);
-      });
-
-      it("a silent respondent is still judged: the challenger's bond alone is at stake", async function () {
-        const c = await loadFixture(FIXTURES[kind].open);
-        const before = await snapshot(c);
-        await resolveWith(c, { verdict: VERDICT.RespondentWins, refund: 0n, slash: 0n });
-        const d = await deltas(c, before);
-        expect(d.provider).to.equal(GIG_AMOUNT + c.bond - burnOf(c.bond));
-        expect(d.burn).to.equal(burnOf(c.bond));
-        expect(d.manager).to.equal(-c.bond);
-      });
-
-      it("no fault (unserviceable): refund less compute spent, no slash, both bonds returned", async function () {
-        const c = await loadFixture(FIXTURES[kind].contested);
-        const refund = parseEther("0.9");
-        const before = await snapshot(c);
-        await resolveWith(c, { verdict: VERDICT.NoFault, refund, slash: 0n });
-        const d = await deltas(c, before);
-        expect(d.client).to.equal(refund + c.bond);
-        expect(d.provider).to.equal(GIG_AMOUNT - refund + c.bond);
-        expect(d.burn).to.equal(0n);
-        expect(d.lgas).to.deep.equal(kind === "ERC20" ? [d.client, d.provider, 0n] : [0n, 0n, 0n]);
-        await expectRevert(
-          resolveWith(await loadFixture(FIXTURES[kind].contested), { verdict: VERDICT.NoFault, refund, slash: 1n }),
-          "RemedyNotAllowed",
-          [VERDICT.NoFault, refund, 1n],
-        );
-      });
-
-      it("refuses a refund above the value and a remedy on a challenger-fault verdict", async function () {
-        const c = await loadFixture(FIXTURES[kind].contested);
-        await expectRevert(
-          resolveWith(c, { verdict: VERDICT.ChallengerWins, refund: GIG_AMOUNT + 1n, slash: 0n }),
-          "RefundExceedsValue",
-          [c.caseId, GIG_AMOUNT + 1n, GIG_AMOUNT],
-        );
-        await expectRevert(
-          resolveWith(c, { verdict: VERDICT.RespondentWins, refund: 1n, slash: 0n }),
-          "RemedyNotAllowed",
-          [VERDICT.RespondentWins, 1n, 0n],
-        );
-        await expectRevert(resolveWith(c, { verdict: VERDICT.None, refund: 0n, slash: 0n }), "InvalidVerdict", [0]);
-      });
-
-      it("refuses a second resolution of the same case", async function () {
-        const c = await loadFixture(FIXTURES[kind].contested);
-        await resolveWith(c, { verdict: VERDICT.RespondentWins, refund: 0n, slash: 0n });
-        await expectRevert(
-          resolveWith(c, { verdict: VERDICT.ChallengerWins, refund: GIG_AMOUNT, slash: 0n }),
-          "WrongCaseStatus",
-          [c.caseId, STATUS.Resolved],
-        );
-      });
-
-      it("lets only the respondent contest, once, with the matching bond", async function () {
-        const c = await loadFixture(FIXTURES[kind].open);
-        await expectRevert(
-          c.disputes.write.respond([c.caseId], { account: c.stranger.account, value: ethValue(kind, c.bond) }),
+          c.disputes.write.respond([c.caseId], { account: c.stranger.account, value: ethValue(kind, BOND) }),
           "NotTheRespondent",
+          [c.caseId, getAddress(c.stranger.account.address)],
         );
         if (kind === "ETH") {
-          await expectRevert(
-            c.disputes.write.respond([c.caseId], { account: c.provider.account, value: c.bond + 1n }),
-            "BondValueMismatch",
-            [c.bond + 1n, c.bond],
-          );
+          await expectRevert(c.disputes.write.respond([c.caseId], { account: c.provider.account, value: BOND + 1n }), "BondValueMismatch", [
+            BOND + 1n,
+            BOND,
+          ]);
         }
-        await c.disputes.write.respond([c.caseId], { account: c.provider.account, value: ethValue(kind, c.bond) });
+        const receipt = await mined(
+          c,
+          await c.disputes.write.respond([c.caseId], { account: c.provider.account, value: ethValue(kind, BOND) }),
+        );
+        expect(eventsOf(c, receipt).map((e) => [e.eventName, e.args])).to.deep.equal([
+          ["CaseContested", { caseId: c.caseId, respondent: getAddress(c.provider.account.address), bond: BOND }],
+          ["PanelRequested", { caseId: c.caseId, round: 0, ticket: receipt.blockNumber + 1n }],
+        ]);
+        expect((await c.disputes.read.caseOf([c.caseId])).respondentBond).to.equal(BOND);
+        expect((await c.disputes.read.roundOf([c.caseId, 0])).drawTicket).to.equal(receipt.blockNumber + 1n);
+        expect(await balanceOf(c, c.asset, c.disputes.address)).to.equal(2n * BOND);
+        const { respondBy } = await c.disputes.read.caseOf([c.caseId]);
         await expectRevert(
-          c.disputes.write.respond([c.caseId], { account: c.provider.account, value: ethValue(kind, c.bond) }),
-          "AlreadyContested",
-          [c.caseId],
+          c.disputes.write.respond([c.caseId], { account: c.provider.account, value: ethValue(kind, BOND) }),
+          "ContestClosed",
+          [c.caseId, respondBy],
         );
       });
     });
   }
 
-  describe("the arbitrator quorum", function () {
-    const message = { verdict: VERDICT.RespondentWins, refund: 0n, slash: 0n };
-
-    it("refuses fewer signatures than the quorum", async function () {
-      const c = await loadFixture(FIXTURES.ETH.contested);
-      await expectRevert(resolveWith(c, message, NO_STATE, arbitratorKeys().slice(0, 2)), "QuorumNotMet", [2n, 3]);
-    });
-
-    it("refuses a duplicated signer (the same signature twice)", async function () {
-      const c = await loadFixture(FIXTURES.ETH.contested);
-      const [a, b] = arbitratorKeys();
-      await expectRevert(resolveWith(c, message, NO_STATE, [a!, b!, b!]), "SignersNotAscending", [2n, getAddress(b!.address)]);
-    });
-
-    it("refuses signers out of ascending order", async function () {
-      const c = await loadFixture(FIXTURES.ETH.contested);
-      const [a, b, d] = arbitratorKeys();
-      await expectRevert(resolveWith(c, message, NO_STATE, [b!, a!, d!]), "SignersNotAscending");
-    });
-
-    it("refuses an unregistered signer", async function () {
-      const c = await loadFixture(FIXTURES.ETH.contested);
-      const signers = [...arbitratorKeys().slice(0, 2), hardhatAccount(SYS.unregistered)].sort((x, y) =>
-        BigInt(x.address) < BigInt(y.address) ? -1 : 1,
-      );
-      await expectRevert(resolveWith(c, message, NO_STATE, signers), "NotAnActiveArbitrator", [
-        getAddress(hardhatAccount(SYS.unregistered).address),
+  describe("contest window and draw (ETH)", function () {
+    it("refuses a contest after the respond window, and after anyone requested the draw", async function () {
+      const c = await loadFixture(OPEN.ETH);
+      const { respondBy } = await c.disputes.read.caseOf([c.caseId]);
+      await time.increaseTo(respondBy + 1);
+      await expectRevert(c.disputes.write.respond([c.caseId], { account: c.provider.account, value: BOND }), "ContestClosed", [
+        c.caseId,
+        respondBy,
+      ]);
+      const c2 = await loadFixture(OPEN.ETH);
+      await time.increaseTo(respondBy + 1);
+      await c2.disputes.write.drawPanel([c2.caseId], { account: c2.watcher.account });
+      await expectRevert(c2.disputes.write.respond([c2.caseId], { account: c2.provider.account, value: BOND }), "ContestClosed", [
+        c2.caseId,
+        respondBy,
       ]);
     });
 
-    it("refuses an arbitrator pinned to another judge runtime", async function () {
-      const c = await loadFixture(FIXTURES.ETH.contested);
-      const other = hardhatAccount(SYS.otherRuntimeArbitrator);
-      const signers = [...arbitratorKeys().slice(0, 2), other].sort((x, y) => (BigInt(x.address) < BigInt(y.address) ? -1 : 1));
-      await expectRevert(resolveWith(c, message, NO_STATE, signers), "WrongJudgeRuntime");
-    });
-
-    it("refuses a party signing as arbitrator", async function () {
-      const c = await loadFixture(FIXTURES.ETH.contested);
-      // Register the provider as an arbitrator too: it still may not judge its own case.
-      await c.registry.write.registerArbitrator([DISPUTE_PARAMS.judgeRuntimeHash, PACKAGE_HASH, PACKAGE_HASH], {
-        account: c.provider.account,
-      });
-      await c.registry.write.bond([1, parseEther("50")], { account: c.provider.account });
-      const signers = [...arbitratorKeys().slice(0, 2), hardhatAccount(SYS.provider)].sort((x, y) =>
-        BigInt(x.address) < BigInt(y.address) ? -1 : 1,
-      );
-      await expectRevert(resolveWith(c, message, NO_STATE, signers), "ConflictedArbitrator", [
-        getAddress(c.provider.account.address),
+    it("refuses to draw an uncontested case while its respond window is open (RespondWindowOpen)", async function () {
+      const c = await loadFixture(OPEN.ETH);
+      const { respondBy } = await c.disputes.read.caseOf([c.caseId]);
+      await expectRevert(c.disputes.write.drawPanel([c.caseId], { account: c.watcher.account }), "RespondWindowOpen", [c.caseId, respondBy]);
+      await time.increaseTo(respondBy - 10);
+      await expectRevert(c.disputes.write.drawPanel([c.caseId], { account: c.watcher.account }), "RespondWindowOpen", [c.caseId, respondBy]);
+      await time.increaseTo(respondBy + 1);
+      const receipt = await mined(c, await c.disputes.write.drawPanel([c.caseId], { account: c.watcher.account }));
+      expect(eventsOf(c, receipt).map((e) => [e.eventName, e.args])).to.deep.equal([
+        ["PanelRequested", { caseId: c.caseId, round: 0, ticket: receipt.blockNumber + 1n }],
       ]);
+      expect((await c.disputes.read.caseOf([c.caseId])).status).to.equal(STATUS.Open);
     });
 
-    it("refuses an arbitrator slashed below the minimum stake", async function () {
-      const c = await loadFixture(FIXTURES.ETH.contested);
-      const [victim] = arbitratorKeys();
-      // Only the dispute manager may slash; grant a test slasher to knock this arbitrator out.
-      await c.registry.write.grantRole([await c.registry.read.SLASHER_ROLE(), c.governance.account.address]);
-      await c.registry.write.slash([1, victim!.address, 1n, c.governance.account.address, 0]);
-      await expectRevert(resolveWith(c, message), "NotAnActiveArbitrator", [getAddress(victim!.address)]);
-    });
-
-    it("refuses a resolution signed for another case", async function () {
-      const c = await loadFixture(FIXTURES.ETH.contested);
-      const signed: ResolutionMessage = { caseId: PACKAGE_HASH, resolutionHash: RESOLUTION_HASH, ...message };
-      const signatures = await quorumSignatures(c, signed);
-      // Submitted for this case, the signatures recover to addresses no arbitrator holds.
+    it("draws only once the target block is mined (RandomnessNotReady), then seats three arbitrators and locks their stakes", async function () {
+      const c = await loadFixture(CONTESTED.ETH);
+      const { drawTicket } = await c.disputes.read.roundOf([c.caseId, 0]);
+      await expectRevert(c.disputes.write.drawPanel([c.caseId], { account: c.watcher.account }), "RandomnessNotReady", [c.caseId, drawTicket]);
+      await hre.network.provider.send("hardhat_mine", ["0x1"]);
+      const receipt = await mined(c, await c.disputes.write.drawPanel([c.caseId], { account: c.watcher.account }));
+      const now = Number((await c.publicClient.getBlock({ blockNumber: receipt.blockNumber })).timestamp);
+      const panel = await c.disputes.read.panelOf([c.caseId, 0]);
+      expect(panel).to.have.length(3);
+      expect(new Set(panel).size).to.equal(3);
+      const eligible = SYS.arbitrators.map((i) => getAddress(hardhatAccount(i).address));
+      for (const a of panel) expect(eligible).to.include(a);
+      const events = eventsOf(c, receipt);
+      expect(events.map((e) => [e.eventName, e.args])).to.deep.equal([
+        ["PanelDrawn", { caseId: c.caseId, round: 0, panel, deadline: now + P.decisionWindow }],
+      ]);
+      expect(await c.disputes.read.caseOf([c.caseId])).to.deep.include({ status: STATUS.Deliberating, deadline: now + P.decisionWindow });
+      for (const a of eligible) {
+        expect(await c.registry.read.locksOf([ARBITRATOR_ROLE, a])).to.equal(panel.includes(a) ? 1n : 0n);
+      }
+      // A seated arbitrator cannot walk away with its stake.
       await expectRevert(
-        c.disputes.write.resolve([{ ...signed, caseId: c.caseId }, NO_STATE, signatures], { account: c.watcher.account }),
-        "NotAnActiveArbitrator",
+        c.registry.write.requestUnbond([ARBITRATOR_ROLE, 1n], { account: walletOf(c, panel[0]!).account }),
+        "BondIsLocked",
+        [ARBITRATOR_ROLE, panel[0], 1n],
+        c.registry.abi,
       );
-      await expectRevert(
-        c.disputes.write.resolve([signed, NO_STATE, signatures], { account: c.watcher.account }),
-        "UnknownCase",
-        [PACKAGE_HASH],
-      );
+      await expectRevert(c.disputes.write.drawPanel([c.caseId]), "WrongCaseStatus", [c.caseId, STATUS.Deliberating]);
     });
 
-    it("refuses a malformed signature, and a malleated twin recovers to no arbitrator", async function () {
-      const c = await loadFixture(FIXTURES.ETH.contested);
-      const full: ResolutionMessage = { caseId: c.caseId, resolutionHash: RESOLUTION_HASH, ...message };
-      const signatures = await quorumSignatures(c, full);
-      const bad = [...signatures];
-      bad[0] = { r: zeroHash, vs: signatures[0]!.vs };
-      await expectRevert(c.disputes.write.resolve([full, NO_STATE, bad], { account: c.watcher.account }), "InvalidSignature", [0n]);
-      // The high-s twin (n - s) has its top bit set, which ERC-2098 reads as the parity bit: the compact
-      // form cannot carry it, and whatever it decodes to recovers some other address.
-      const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
-      const vs = BigInt(signatures[0]!.vs);
-      const sLow = vs & ((1n << 255n) - 1n);
-      const twin = (N - sLow) | (vs >> 255n === 0n ? 1n << 255n : 0n);
-      bad[0] = { r: signatures[0]!.r, vs: `0x${(twin & ((1n << 256n) - 1n)).toString(16).padStart(64, "0")}` };
-      await expectRevert(c.disputes.write.resolve([full, NO_STATE, bad], { account: c.watcher.account }), "NotAnActiveArbitrator");
+    it("requests new randomness when the old one expired (more than 256 blocks)", async function () {
+      const c = await loadFixture(CONTESTED.ETH);
+      const { drawTicket } = await c.disputes.read.roundOf([c.caseId, 0]);
+      await hre.network.provider.send("hardhat_mine", ["0x120"]); // 288 blocks
+      const receipt = await mined(c, await c.disputes.write.drawPanel([c.caseId], { account: c.watcher.account }));
+      expect(eventsOf(c, receipt).map((e) => [e.eventName, e.args])).to.deep.equal([
+        ["PanelRequested", { caseId: c.caseId, round: 0, ticket: receipt.blockNumber + 1n }],
+      ]);
+      expect((await c.disputes.read.roundOf([c.caseId, 0])).drawTicket).to.not.equal(drawTicket);
+      expect(await c.disputes.read.panelOf([c.caseId, 0])).to.deep.equal([]);
+      await drawPanel(c, c.caseId);
+      expect(await c.disputes.read.panelOf([c.caseId, 0])).to.have.length(3);
     });
 
-    it("accepts more signatures than the quorum", async function () {
-      const c = await loadFixture(FIXTURES.ETH.contested);
-      await resolveWith(c, message, NO_STATE, arbitratorKeys());
-      expect((await c.disputes.read.caseOf([c.caseId])).status).to.equal(STATUS.Resolved);
+    it("a round not drawn by its deadline is refused a draw and goes to the slow path on expire", async function () {
+      const c = await loadFixture(CONTESTED.ETH);
+      const { deadline } = await c.disputes.read.caseOf([c.caseId]);
+      await expectRevert(c.disputes.write.expire([c.caseId, NO_STATE]), "DeadlineNotPassed", [c.caseId, deadline]);
+      await time.increaseTo(deadline + 1);
+      await expectRevert(c.disputes.write.drawPanel([c.caseId]), "DeadlinePassed", [c.caseId, deadline]);
+      const receipt = await mined(c, await c.disputes.write.expire([c.caseId, NO_STATE], { account: c.watcher.account }));
+      const now = Number((await c.publicClient.getBlock({ blockNumber: receipt.blockNumber })).timestamp);
+      expect(eventsOf(c, receipt).map((e) => [e.eventName, e.args])).to.deep.equal([
+        ["CaseToSlowPath", { caseId: c.caseId, round: 2, deadline: now + P.slowPathTimeout }],
+      ]);
+      expect(await c.disputes.read.caseOf([c.caseId])).to.deep.include({ status: STATUS.SlowPath, round: 2 });
+    });
+
+    it("a pool too small for the panel sends the case to the slow path", async function () {
+      const c = await loadFixture(CONTESTED.ETH);
+      for (const i of SYS.arbitrators.slice(2)) await c.registry.write.removeArbitrator([hardhatAccount(i).address]);
+      await hre.network.provider.send("hardhat_mine", ["0x2"]);
+      const receipt = await mined(c, await c.disputes.write.drawPanel([c.caseId], { account: c.watcher.account }));
+      expect(eventsOf(c, receipt).map((e) => e.eventName)).to.deep.equal(["CaseToSlowPath"]);
+      expect(await c.disputes.read.caseOf([c.caseId])).to.deep.include({ status: STATUS.SlowPath, round: 2 });
+      expect(await c.disputes.read.panelOf([c.caseId, 0])).to.deep.equal([]);
     });
   });
 
-  describe("escalation and the slow path", function () {
-    it("a party escalates by topping its bond up to the next lane; lane 2 is the slow path", async function () {
-      const c = await loadFixture(FIXTURES.ERC20.contested);
-      const lane2 = expectedBond(GIG_AMOUNT, 2);
-      const before = await c.token.read.balanceOf([c.provider.account.address]);
-      await c.disputes.write.escalate([c.caseId], { account: c.provider.account });
-      expect(await c.token.read.balanceOf([c.provider.account.address])).to.equal(before - (lane2 - c.bond));
-      const stored = await c.disputes.read.caseOf([c.caseId]);
-      expect(stored.lane).to.equal(2);
-      expect(stored.status).to.equal(STATUS.SlowPath);
-      expect(stored.respondentBond).to.equal(lane2);
-      // The fast path is closed: a quorum resolution is refused.
-      await expectRevert(resolveWith(c, { verdict: VERDICT.RespondentWins, refund: 0n, slash: 0n }), "WrongCaseStatus", [
-        c.caseId,
-        STATUS.SlowPath,
-      ]);
-      // Governance decides: the provider loses; its whole (escalated) bond is the loser's bond.
-      const snap = await snapshot(c);
-      await c.disputes.write.resolveSlowPath([
-        { caseId: c.caseId, verdict: VERDICT.ChallengerWins, refund: GIG_AMOUNT, slash: 0n, resolutionHash: RESOLUTION_HASH },
-        NO_STATE,
-      ]);
-      const d = await deltas(c, snap);
-      expect(d.client).to.equal(GIG_AMOUNT + c.bond + lane2 - burnOf(lane2));
-      expect(d.burn).to.equal(burnOf(lane2));
-      expect(d.manager).to.equal(-(c.bond + lane2));
-    });
+  /*//////////////////////////////////////////////////////////////
+                          SUBMITTING A VERDICT
+  //////////////////////////////////////////////////////////////*/
 
-    it("escalating from lane 0 stays on the fast path with a new deadline", async function () {
-      const s = await loadFixture(FIXTURES.ETH.system);
-      const c = await openGigCase(s, "ETH", 0);
-      expect(c.bond).to.equal(expectedBond(GIG_AMOUNT, 0));
-      await s.disputes.write.escalate([c.caseId], { account: s.client.account, value: expectedBond(GIG_AMOUNT, 1) - c.bond });
-      const stored = await s.disputes.read.caseOf([c.caseId]);
-      expect([stored.lane, stored.status, stored.challengerBond]).to.deep.equal([1, STATUS.Open, expectedBond(GIG_AMOUNT, 1)]);
-    });
-
-    it("caps escalations per subject and refuses strangers", async function () {
-      const s = await loadFixture(FIXTURES.ETH.system);
-      await s.disputes.write.setParams([{ ...DISPUTE_PARAMS, maxEscalations: 1 }]);
-      const c = await openGigCase(s, "ETH", 0);
-      await expectRevert(s.disputes.write.escalate([c.caseId], { account: s.stranger.account }), "NotAParty");
-      await s.disputes.write.escalate([c.caseId], { account: s.client.account, value: expectedBond(GIG_AMOUNT, 1) - c.bond });
-      await expectRevert(
-        s.disputes.write.escalate([c.caseId], { account: s.client.account, value: expectedBond(GIG_AMOUNT, 2) - expectedBond(GIG_AMOUNT, 1) }),
-        "EscalationCapReached",
-        [`0x${c.gigId.toString(16).padStart(64, "0")}`, 1],
-      );
-    });
-
-    it("an undecidable quorum verdict moves the case to the slow path, never to a default outcome", async function () {
-      const c = await loadFixture(FIXTURES.ETH.contested);
-      await resolveWith(c, { verdict: VERDICT.Undecidable, refund: 0n, slash: 0n });
-      const stored = await c.disputes.read.caseOf([c.caseId]);
-      expect([stored.status, stored.lane]).to.deep.equal([STATUS.SlowPath, 2]);
-      expect((await c.gigs.read.gigOf([c.gigId])).status).to.equal(GIG_STATUS.Disputed);
-      await expectRevert(
-        c.disputes.write.resolveSlowPath(
-          [{ caseId: c.caseId, verdict: VERDICT.Undecidable, refund: 0n, slash: 0n, resolutionHash: RESOLUTION_HASH }, NO_STATE],
-        ),
-        "InvalidVerdict",
-        [VERDICT.Undecidable],
-      );
-      await expectRevert(
-        c.disputes.write.resolveSlowPath(
-          [{ caseId: c.caseId, verdict: VERDICT.RespondentWins, refund: 0n, slash: 0n, resolutionHash: RESOLUTION_HASH }, NO_STATE],
-          { account: c.stranger.account },
-        ),
-        "AccessControlUnauthorizedAccount",
-      );
-    });
-
-    it("no path locks funds: an undecided case goes to the slow path, then expires with bonds returned", async function () {
-      const c = await loadFixture(FIXTURES.ETH.contested);
-      await expectRevert(c.disputes.write.expire([c.caseId, NO_STATE]), "DeadlineNotPassed");
-      await time.increase(DISPUTE_PARAMS.decisionWindow + 1);
-      await c.disputes.write.expire([c.caseId, NO_STATE], { account: c.watcher.account });
-      expect((await c.disputes.read.caseOf([c.caseId])).status).to.equal(STATUS.SlowPath);
-      await expectRevert(c.disputes.write.expire([c.caseId, NO_STATE]), "DeadlineNotPassed");
-      await time.increase(DISPUTE_PARAMS.slowPathTimeout + 1);
-      const before = await snapshot(c);
-      await c.disputes.write.expire([c.caseId, NO_STATE], { account: c.watcher.account });
-      const d = await deltas(c, before);
-      expect(d.client).to.equal(c.bond);
-      expect(d.provider).to.equal(GIG_AMOUNT + c.bond);
-      expect(d.manager).to.equal(-2n * c.bond);
-      expect(d.burn).to.equal(0n);
-      expect((await c.disputes.read.caseOf([c.caseId])).status).to.equal(STATUS.Expired);
-      await expectRevert(c.disputes.write.expire([c.caseId, NO_STATE]), "WrongCaseStatus", [c.caseId, STATUS.Expired]);
-    });
-
-    it("if the gig escrow's own backstop released the gig, a late resolution still settles the bonds", async function () {
-      const c = await loadFixture(FIXTURES.ETH.contested);
-      await time.increase(MAX_FREEZE_DURATION);
-      await c.gigs.write.release([c.gigId], { account: c.watcher.account });
-      const before = await snapshot(c);
-      await resolveWith(c, { verdict: VERDICT.ChallengerWins, refund: GIG_AMOUNT, slash: 0n });
-      const d = await deltas(c, before);
-      expect(d.client).to.equal(2n * c.bond - burnOf(c.bond)); // no refund left to give
-      expect(d.gigs).to.equal(0n);
-    });
-
-    it("caps cases per subject", async function () {
-      const s = await loadFixture(FIXTURES.ETH.system);
-      // A session stays disputable across cases (a refund-free release keeps its window open).
-      const session = await closingSession(s, "ETH");
-      for (let i = 0; i < 3; i++) {
-        const caseId = await openSessionCase(s, session, 1);
-        const signatures = await quorumSignatures(s, {
-          caseId,
+  describe("submitVerdict refusals (ETH)", function () {
+    const CAP = parseEther("2000"); // 1 ETH = 1,000 LaborGas; slashCapBps 200 %
+    type Row = {
+      name: string;
+      message?: Partial<ResolutionMessage>;
+      /** Signers by position in the sorted panel; "out" is an arbitrator not on it. */
+      signers?: (string | number)[];
+      tamper?: (sigs: { r: Hex; vs: Hex }[]) => void;
+      prepare?: (c: Drawn) => Promise<void>;
+      error: string;
+      args: (c: Drawn, out: LocalAccount) => readonly unknown[];
+    };
+    const rows: Row[] = [
+      { name: "a signer not on the panel", signers: [0, "out"], error: "NotOnPanel", args: (c, out) => [c.caseId, getAddress(out.address)] },
+      { name: "signers in descending order", signers: [1, 0], error: "SignersNotAscending", args: (c) => [1n, getAddress(c.panel[0]!.address)] },
+      { name: "one signer twice", signers: [0, 0], error: "SignersNotAscending", args: (c) => [1n, getAddress(c.panel[0]!.address)] },
+      {
+        name: "a malformed signature",
+        signers: [0, 1],
+        tamper: (sigs) => {
+          sigs[1] = { r: zeroHash, vs: sigs[1]!.vs };
+        },
+        error: "InvalidSignature",
+        args: () => [1n],
+      },
+      { name: "one signature of three", signers: [0], error: "SupermajorityNotMet", args: () => [1n, 2n] },
+      { name: "no signature", signers: [], error: "SupermajorityNotMet", args: () => [0n, 2n] },
+      {
+        name: "a refund above the value",
+        message: { verdict: VERDICT.ChallengerWins, refund: GIG_AMOUNT + 1n },
+        error: "RefundExceedsValue",
+        args: (c) => [c.caseId, GIG_AMOUNT + 1n, GIG_AMOUNT],
+      },
+      {
+        name: "a refund with RespondentWins",
+        message: { verdict: VERDICT.RespondentWins, refund: 1n },
+        error: "RemedyNotAllowed",
+        args: () => [VERDICT.RespondentWins, 1n, 0n],
+      },
+      {
+        name: "a slash with NoFault",
+        message: { verdict: VERDICT.NoFault, refund: 1n, slash: 1n },
+        error: "RemedyNotAllowed",
+        args: () => [VERDICT.NoFault, 1n, 1n],
+      },
+      {
+        name: "a refund with Undecidable",
+        message: { verdict: VERDICT.Undecidable, refund: 1n },
+        error: "RemedyNotAllowed",
+        args: () => [VERDICT.Undecidable, 1n, 0n],
+      },
+      { name: "verdict None", message: { verdict: VERDICT.None }, error: "InvalidVerdict", args: () => [VERDICT.None] },
+      {
+        name: "a slash above the cap",
+        message: { verdict: VERDICT.ChallengerWins, slash: CAP + 1n },
+        error: "SlashAboveCap",
+        args: (c) => [c.caseId, CAP + 1n, CAP],
+      },
+      {
+        name: "stake at risk not above the value (the asset's stake rate raised to 5,000 LaborGas per ETH)",
+        message: { verdict: VERDICT.RespondentWins },
+        prepare: async (c) => {
+          await c.disputes.write.setAssetTerms([zeroAddress, { bondFloor: ETH_TERMS.bondFloor, stakeRate: parseEther("5000") }]);
+        },
+        error: "StakeAtRiskTooLow",
+        args: () => [parseEther("5000"), parseEther("5000")],
+      },
+      {
+        name: "stake at risk not above value plus slash (a signer's stake slashed to 1,000)",
+        message: { verdict: VERDICT.ChallengerWins, slash: CAP },
+        prepare: async (c) => {
+          await c.registry.write.grantRole([await c.registry.read.SLASHER_ROLE(), c.governance.account.address]);
+          await c.registry.write.slash([ARBITRATOR_ROLE, c.panel[0]!.address, parseEther("4000"), c.governance.account.address, 0]);
+        },
+        error: "StakeAtRiskTooLow",
+        args: () => [parseEther("3000"), parseEther("3000")],
+      },
+      {
+        name: "a verdict after the decision deadline",
+        prepare: async (c) => {
+          const { deadline } = await c.disputes.read.caseOf([c.caseId]);
+          await time.increaseTo(deadline + 1);
+        },
+        error: "DeadlinePassed",
+        args: () => [],
+      },
+    ];
+    for (const row of rows) {
+      it(`refuses ${row.name} with ${row.error}`, async function () {
+        const c = await loadFixture(DRAWN.ETH);
+        const out = hardhatAccount(SYS.arbitrators.find((i) => !c.panel.some((k) => k.address === hardhatAccount(i).address))!);
+        await row.prepare?.(c);
+        const positions = row.signers ?? [0, 1];
+        const signers = positions.map((p) => (p === "out" ? out : c.panel[p as number]!));
+        const ordered = row.signers?.includes("out") ? sortKeys(signers) : signers;
+        const full: ResolutionMessage = {
+          caseId: c.caseId,
           verdict: VERDICT.RespondentWins,
           refund: 0n,
           slash: 0n,
           resolutionHash: RESOLUTION_HASH,
-        });
-        await s.disputes.write.resolve(
-          [{ caseId, verdict: VERDICT.RespondentWins, refund: 0n, slash: 0n, resolutionHash: RESOLUTION_HASH }, session.recorded, signatures],
-          { account: s.watcher.account },
+          ...row.message,
+        };
+        const sigs = await quorumSignatures(c, full, ordered);
+        row.tamper?.(sigs);
+        const { deadline } = await c.disputes.read.caseOf([c.caseId]);
+        const args = row.error === "DeadlinePassed" ? [c.caseId, deadline] : row.args(c, out);
+        await expectRevert(c.disputes.write.submitVerdict([full, sigs], { account: c.watcher.account }), row.error, args);
+        expect((await c.disputes.read.caseOf([c.caseId])).status).to.equal(STATUS.Deliberating);
+      });
+    }
+
+    it("refuses a verdict before the panel is drawn, and on an unknown case", async function () {
+      const c = await loadFixture(CONTESTED.ETH);
+      const full: ResolutionMessage = { caseId: c.caseId, verdict: VERDICT.RespondentWins, refund: 0n, slash: 0n, resolutionHash: RESOLUTION_HASH };
+      await expectRevert(c.disputes.write.submitVerdict([full, []]), "WrongCaseStatus", [c.caseId, STATUS.Open]);
+      await expectRevert(c.disputes.write.submitVerdict([{ ...full, caseId: PACKAGE_HASH }, []]), "UnknownCase", [PACKAGE_HASH]);
+    });
+
+    it("accepts the whole panel; records the signers' mask and opens the appeal window", async function () {
+      const c = await loadFixture(DRAWN.ETH);
+      const receipt = await submit(c, { verdict: VERDICT.RespondentWins, refund: 0n, slash: 0n }, c.panel);
+      const now = Number((await c.publicClient.getBlock({ blockNumber: receipt.blockNumber })).timestamp);
+      const seats = await c.disputes.read.panelOf([c.caseId, 0]);
+      expect(seats.length).to.equal(3);
+      expect(eventsOf(c, receipt).map((e) => [e.eventName, e.args])).to.deep.equal([
+        [
+          "VerdictSubmitted",
+          {
+            caseId: c.caseId,
+            round: 0,
+            verdict: VERDICT.RespondentWins,
+            refund: 0n,
+            slash: 0n,
+            resolutionHash: RESOLUTION_HASH,
+            signedMask: 0b111,
+            appealEndsAt: now + P.appealWindow,
+          },
+        ],
+      ]);
+      expect(await c.disputes.read.caseOf([c.caseId])).to.deep.include({ status: STATUS.Decided, deadline: now + P.appealWindow });
+      await expectRevert(c.disputes.write.finalize([c.caseId, NO_STATE]), "DeadlineNotPassed", [c.caseId, now + P.appealWindow]);
+      await expectRevert(
+        submit(c, { verdict: VERDICT.ChallengerWins, refund: 0n, slash: 0n }, c.panel),
+        "WrongCaseStatus",
+        [c.caseId, STATUS.Decided],
+      );
+    });
+  });
+
+  /*//////////////////////////////////////////////////////////////
+                   SETTLEMENT OF EVERY VERDICT, BOTH ASSETS
+  //////////////////////////////////////////////////////////////*/
+
+  for (const kind of KINDS) {
+    describe(`settlement after the appeal window (${kind})`, function () {
+      it("ChallengerWins: refund, SLA slash (burn share burnt), the challenger wins the bonds less burn and fee; the fee is the signers'", async function () {
+        const c = await loadFixture(DECIDED[kind]);
+        const before = await snapshot(c);
+        const receipt = await finalize(c);
+        await expectMoves(
+          c,
+          before,
+          {
+            client: REFUND + 2n * BOND - BOND_BURN - BOND_FEE,
+            provider: GIG_AMOUNT - REFUND,
+            burn: BOND_BURN,
+            manager: -2n * BOND + BOND_FEE,
+            gigs: -GIG_AMOUNT,
+          },
+          { client: SLASH - SLASH_BURN, burn: SLASH_BURN, registry: -SLASH },
         );
-      }
-      await expectRevert(openSessionCase(s, session, 1), "TooManyCases", [session.sessionId]);
+        const share = BOND_FEE / 2n;
+        await expectHoldsClaimables(c, owedTo(c.panel.slice(0, 2), share));
+        const resolved = eventsOf(c, receipt).find((e) => e.eventName === "CaseResolved")!;
+        expect(resolved.args).to.deep.equal({
+          caseId: c.caseId,
+          verdict: VERDICT.ChallengerWins,
+          refunded: REFUND,
+          slashed: SLASH,
+          resolutionHash: RESOLUTION_HASH,
+          toChallenger: 2n * BOND - BOND_BURN - BOND_FEE,
+          toRespondent: 0n,
+          burned: BOND_BURN,
+          arbitrationFees: BOND_FEE,
+        });
+        expect(
+          eventsOf(c, receipt)
+            .filter((e) => e.eventName === "ArbitrationFeeEarned")
+            .map((e) => e.args),
+        ).to.deep.equal(
+          (await seatOrder(c, 0, c.panel.slice(0, 2))).map((arbitrator) => ({ caseId: c.caseId, arbitrator, asset: c.asset, amount: share })),
+        );
+        expect((await c.registry.read.bondOf([PROVIDER_ROLE, c.provider.account.address])).active).to.equal(PROVIDER_BOND - SLASH);
+        expect((await c.disputes.read.caseOf([c.caseId])).status).to.equal(STATUS.Resolved);
+        expect((await c.gigs.read.gigOf([c.gigId])).status).to.equal(GIG_STATUS.Released);
+        // Nobody's stake moved: the third member did not sign and loses nothing.
+        for (const k of c.panel) expect(await stakeOf(c, k)).to.equal(ARBITRATOR_STAKE);
+        await expectNoLocks(c);
+      });
+
+      it("the signers claim their fees exactly once (NothingToClaim after), and the manager ends empty", async function () {
+        const c = await loadFixture(DECIDED[kind]);
+        await finalize(c);
+        const share = BOND_FEE / 2n;
+        const [a, b] = c.panel;
+        const third = c.panel[2]!;
+        await expectRevert(c.disputes.write.claim([c.asset], { account: walletOf(c, third.address).account }), "NothingToClaim", [
+          c.asset,
+          getAddress(third.address),
+        ]);
+        for (const k of [a!, b!]) {
+          const before = await balanceOf(c, c.asset, k.address);
+          const receipt = await mined(c, await c.disputes.write.claim([c.asset], { account: walletOf(c, k.address).account }));
+          const gas = kind === "ETH" ? receipt.gasUsed * receipt.effectiveGasPrice : 0n;
+          expect((await balanceOf(c, c.asset, k.address)) - before + gas).to.equal(share);
+          expect(eventsOf(c, receipt).map((e) => [e.eventName, e.args])).to.deep.equal([
+            ["Claimed", { asset: c.asset, account: getAddress(k.address), amount: share }],
+          ]);
+          await expectRevert(c.disputes.write.claim([c.asset], { account: walletOf(c, k.address).account }), "NothingToClaim", [
+            c.asset,
+            getAddress(k.address),
+          ]);
+        }
+        await expectHoldsClaimables(c, new Map());
+      });
+
+      it("ChallengerWins with the whole value refunded: the gig ends Refunded", async function () {
+        const c = await loadFixture(DRAWN[kind]);
+        await submit(c, { verdict: VERDICT.ChallengerWins, refund: GIG_AMOUNT, slash: 0n }, c.panel);
+        const before = await snapshot(c);
+        await finalize(c);
+        await expectMoves(c, before, {
+          client: GIG_AMOUNT + 2n * BOND - BOND_BURN - BOND_FEE,
+          burn: BOND_BURN,
+          manager: -2n * BOND + BOND_FEE,
+          gigs: -GIG_AMOUNT,
+        });
+        await expectHoldsClaimables(c, owedTo(c.panel, BOND_FEE / 3n));
+        expect((await c.gigs.read.gigOf([c.gigId])).status).to.equal(GIG_STATUS.Refunded);
+      });
+
+      it("ChallengerWins slashes only what the provider's bond still holds", async function () {
+        const c = await loadFixture(DRAWN[kind]);
+        // A cap high enough for the whole bond: ETH's is 2,000 LaborGas; LaborGas's is raised for the purpose.
+        if (kind === "ERC20") await c.disputes.write.setParams([{ ...P, slashCapBps: 50_000 }]);
+        const slash = kind === "ETH" ? parseEther("2000") : parseEther("5");
+        if (kind === "ERC20") {
+          // 5 LaborGas of a 1-LaborGas gig is the most the cap allows; take the bond down to 3 first.
+          await c.registry.write.grantRole([await c.registry.read.SLASHER_ROLE(), c.governance.account.address]);
+          await c.registry.write.slash([PROVIDER_ROLE, c.provider.account.address, PROVIDER_BOND - parseEther("3"), BURN, 10_000]);
+        }
+        const held = kind === "ETH" ? PROVIDER_BOND : parseEther("3");
+        await submit(c, { verdict: VERDICT.ChallengerWins, refund: 0n, slash }, c.panel.slice(0, 2));
+        const before = await snapshot(c);
+        const receipt = await finalize(c);
+        const heldBurn = (held * BigInt(P.burnBps)) / BPS;
+        await expectMoves(
+          c,
+          before,
+          { client: 2n * BOND - BOND_BURN - BOND_FEE, provider: GIG_AMOUNT, burn: BOND_BURN, manager: -2n * BOND + BOND_FEE, gigs: -GIG_AMOUNT },
+          { client: held - heldBurn, burn: heldBurn, registry: -held },
+        );
+        const resolved = eventsOf(c, receipt).find((e) => e.eventName === "CaseResolved")!;
+        expect((resolved.args as { slashed: bigint }).slashed).to.equal(held);
+        const bond = await c.registry.read.bondOf([PROVIDER_ROLE, c.provider.account.address]);
+        expect(bond.active + bond.pending).to.equal(0n);
+      });
+
+      it("RespondentWins: no refund; the provider wins the bonds less burn and fee", async function () {
+        const c = await loadFixture(DRAWN[kind]);
+        await submit(c, { verdict: VERDICT.RespondentWins, refund: 0n, slash: 0n }, c.panel.slice(1));
+        const before = await snapshot(c);
+        await finalize(c);
+        await expectMoves(c, before, {
+          provider: GIG_AMOUNT + 2n * BOND - BOND_BURN - BOND_FEE,
+          burn: BOND_BURN,
+          manager: -2n * BOND + BOND_FEE,
+          gigs: -GIG_AMOUNT,
+        });
+        await expectHoldsClaimables(c, owedTo(c.panel.slice(1), BOND_FEE / 2n));
+        expect((await c.gigs.read.gigOf([c.gigId])).status).to.equal(GIG_STATUS.Released);
+        await expectNoLocks(c);
+      });
+
+      it("NoFault: a refund less compute spent, no slash, both bonds back, the fee out of the challenger's", async function () {
+        const c = await loadFixture(DRAWN[kind]);
+        const refund = parseEther("0.9");
+        await submit(c, { verdict: VERDICT.NoFault, refund, slash: 0n }, c.panel);
+        const before = await snapshot(c);
+        await finalize(c);
+        await expectMoves(c, before, {
+          client: refund + BOND - BOND_FEE,
+          provider: GIG_AMOUNT - refund + BOND,
+          manager: -2n * BOND + BOND_FEE,
+          gigs: -GIG_AMOUNT,
+        });
+        await expectHoldsClaimables(c, owedTo(c.panel, BOND_FEE / 3n));
+      });
+
+      it("uncontested, ChallengerWins: the fee comes out of the challenger's own bond", async function () {
+        const c = await loadFixture(UNCONTESTED_DRAWN[kind]);
+        await submit(c, { verdict: VERDICT.ChallengerWins, refund: REFUND, slash: 0n }, c.panel.slice(0, 2));
+        const before = await snapshot(c);
+        await finalize(c);
+        await expectMoves(c, before, {
+          client: REFUND + BOND - BOND_FEE,
+          provider: GIG_AMOUNT - REFUND,
+          manager: -BOND + BOND_FEE,
+          gigs: -GIG_AMOUNT,
+        });
+        await expectHoldsClaimables(c, owedTo(c.panel.slice(0, 2), BOND_FEE / 2n));
+      });
+
+      it("uncontested, RespondentWins: the challenger's bond alone is at stake", async function () {
+        const c = await loadFixture(UNCONTESTED_DRAWN[kind]);
+        await submit(c, { verdict: VERDICT.RespondentWins, refund: 0n, slash: 0n }, c.panel.slice(0, 2));
+        const before = await snapshot(c);
+        await finalize(c);
+        await expectMoves(c, before, {
+          provider: GIG_AMOUNT + BOND - BOND_BURN - BOND_FEE,
+          burn: BOND_BURN,
+          manager: -BOND + BOND_FEE,
+          gigs: -GIG_AMOUNT,
+        });
+        await expectHoldsClaimables(c, owedTo(c.panel.slice(0, 2), BOND_FEE / 2n));
+      });
+
+      /*////////////////////////////// appeals //////////////////////////////*/
+
+      it("an appeal posts the next level's bond and draws a fresh panel of five that excludes round 0", async function () {
+        const c = await loadFixture(DECIDED[kind]);
+        await expectRevert(
+          c.disputes.write.appeal([c.caseId], { account: c.stranger.account, value: ethValue(kind, APPEAL_BOND_1) }),
+          "NotAParty",
+          [c.caseId, getAddress(c.stranger.account.address)],
+        );
+        if (kind === "ETH") {
+          await expectRevert(c.disputes.write.appeal([c.caseId], { account: c.provider.account, value: BOND }), "BondValueMismatch", [
+            BOND,
+            APPEAL_BOND_1,
+          ]);
+        }
+        const receipt = await mined(
+          c,
+          await c.disputes.write.appeal([c.caseId], { account: c.provider.account, value: ethValue(kind, APPEAL_BOND_1) }),
+        );
+        const now = Number((await c.publicClient.getBlock({ blockNumber: receipt.blockNumber })).timestamp);
+        expect(eventsOf(c, receipt).map((e) => [e.eventName, e.args])).to.deep.equal([
+          [
+            "CaseAppealed",
+            {
+              caseId: c.caseId,
+              appellant: getAddress(c.provider.account.address),
+              round: 1,
+              bond: APPEAL_BOND_1,
+              status: STATUS.Open,
+              deadline: now + P.decisionWindow,
+            },
+          ],
+          ["PanelRequested", { caseId: c.caseId, round: 1, ticket: receipt.blockNumber + 1n }],
+        ]);
+        expect(await c.disputes.read.roundOf([c.caseId, 1])).to.deep.include({
+          appellant: getAddress(c.provider.account.address),
+          appealBond: APPEAL_BOND_1,
+        });
+        expect(await balanceOf(c, c.asset, c.disputes.address)).to.equal(2n * BOND + APPEAL_BOND_1);
+        const panel1 = await drawPanel(c, c.caseId);
+        expect(panel1).to.have.length(5);
+        const round0 = await c.disputes.read.panelOf([c.caseId, 0]);
+        for (const k of panel1) expect(round0).to.not.include(getAddress(k.address));
+        expect(await c.disputes.read.caseOf([c.caseId])).to.deep.include({ status: STATUS.Deliberating, round: 1 });
+        // Round 0's members stay locked until the case ends.
+        for (const a of round0) expect(await c.registry.read.locksOf([ARBITRATOR_ROLE, a])).to.equal(1n);
+        await expectRevert(
+          submit(c, { verdict: VERDICT.RespondentWins, refund: 0n, slash: 0n }, panel1.slice(0, 3)),
+          "SupermajorityNotMet",
+          [3n, 4n],
+        );
+        await expectRevert(
+          submit(c, { verdict: VERDICT.RespondentWins, refund: 0n, slash: 0n }, sortKeys([...panel1.slice(0, 3), c.panel[0]!])),
+          "NotOnPanel",
+          [c.caseId, getAddress(c.panel[0]!.address)],
+        );
+      });
+
+      it("overturned on appeal: round-0 signers lose half their stake to the appellant (less burn), whose bond comes back", async function () {
+        const c = await loadFixture(DECIDED[kind]);
+        await c.disputes.write.appeal([c.caseId], { account: c.provider.account, value: ethValue(kind, APPEAL_BOND_1) });
+        const panel1 = await drawPanel(c, c.caseId);
+        await submit(c, { verdict: VERDICT.RespondentWins, refund: 0n, slash: 0n, resolutionHash: OTHER_RESOLUTION_HASH }, panel1.slice(0, 4));
+        const before = await snapshot(c);
+        const receipt = await finalize(c);
+        await expectMoves(
+          c,
+          before,
+          {
+            provider: GIG_AMOUNT + 2n * BOND - BOND_BURN - BOND_FEE + APPEAL_BOND_1,
+            burn: BOND_BURN,
+            manager: -(2n * BOND + APPEAL_BOND_1) + BOND_FEE,
+            gigs: -GIG_AMOUNT,
+          },
+          {
+            provider: 2n * (OVERTURN_SLASH - OVERTURN_BURN),
+            burn: 2n * OVERTURN_BURN,
+            registry: -2n * OVERTURN_SLASH,
+          },
+        );
+        await expectHoldsClaimables(c, owedTo(panel1.slice(0, 4), BOND_FEE / 4n));
+        expect(
+          eventsOf(c, receipt)
+            .filter((e) => e.eventName === "ArbitratorPenalized")
+            .map((e) => e.args),
+        ).to.deep.equal(
+          (await seatOrder(c, 0, c.panel.slice(0, 2))).map((arbitrator) => ({
+            caseId: c.caseId,
+            arbitrator,
+            amount: OVERTURN_SLASH,
+            overturned: true,
+          })),
+        );
+        expect(await stakeOf(c, c.panel[0]!)).to.equal(ARBITRATOR_STAKE - OVERTURN_SLASH);
+        expect(await stakeOf(c, c.panel[1]!)).to.equal(ARBITRATOR_STAKE - OVERTURN_SLASH);
+        expect(await stakeOf(c, c.panel[2]!)).to.equal(ARBITRATOR_STAKE); // did not sign the overturned verdict
+        for (const k of panel1) expect(await stakeOf(c, k)).to.equal(ARBITRATOR_STAKE);
+        await expectNoLocks(c);
+      });
+
+      it("upheld on appeal: the appeal bond is forfeited to the other party less burn; both panels' signers share the fee", async function () {
+        const c = await loadFixture(DECIDED[kind]);
+        await c.disputes.write.appeal([c.caseId], { account: c.provider.account, value: ethValue(kind, APPEAL_BOND_1) });
+        const panel1 = await drawPanel(c, c.caseId);
+        // Same verdict and remedy, in another panel's words: the same outcome.
+        await submit(c, { verdict: VERDICT.ChallengerWins, refund: REFUND, slash: SLASH, resolutionHash: OTHER_RESOLUTION_HASH }, panel1.slice(1));
+        const before = await snapshot(c);
+        await finalize(c);
+        const appealBurn = (APPEAL_BOND_1 * BigInt(P.burnBps)) / BPS;
+        await expectMoves(
+          c,
+          before,
+          {
+            client: REFUND + 2n * BOND - BOND_BURN - BOND_FEE + APPEAL_BOND_1 - appealBurn,
+            provider: GIG_AMOUNT - REFUND,
+            burn: BOND_BURN + appealBurn,
+            manager: -(2n * BOND + APPEAL_BOND_1) + BOND_FEE,
+            gigs: -GIG_AMOUNT,
+          },
+          { client: SLASH - SLASH_BURN, burn: SLASH_BURN, registry: -SLASH },
+        );
+        await expectHoldsClaimables(c, owedTo([...c.panel.slice(0, 2), ...panel1.slice(1)], BOND_FEE / 6n));
+        for (const k of [...c.panel, ...panel1]) expect(await stakeOf(c, k)).to.equal(ARBITRATOR_STAKE);
+        await expectNoLocks(c);
+      });
+    });
+  }
+
+  describe("appeal limits and the slow path (ETH)", function () {
+    it("refuses an appeal past the cap (AppealCapReached) and after the appeal window (DeadlinePassed)", async function () {
+      const c = await loadFixture(DECIDED.ETH);
+      const { deadline } = await c.disputes.read.caseOf([c.caseId]);
+      await c.disputes.write.setParams([{ ...P, maxAppeals: 0 }]);
+      await expectRevert(
+        c.disputes.write.appeal([c.caseId], { account: c.client.account, value: APPEAL_BOND_1 }),
+        "AppealCapReached",
+        [c.caseId, 0],
+      );
+      await c.disputes.write.setParams([P]);
+      await time.increaseTo(deadline + 1);
+      await expectRevert(c.disputes.write.appeal([c.caseId], { account: c.client.account, value: APPEAL_BOND_1 }), "DeadlinePassed", [
+        c.caseId,
+        deadline,
+      ]);
+    });
+
+    it("the second appeal goes to the slow path with the level-3 bond; governance decides for good", async function () {
+      const c = await loadFixture(DECIDED.ETH);
+      await c.disputes.write.appeal([c.caseId], { account: c.provider.account, value: APPEAL_BOND_1 });
+      const panel1 = await drawPanel(c, c.caseId);
+      await submit(c, { verdict: VERDICT.RespondentWins, refund: 0n, slash: 0n }, panel1.slice(0, 4));
+      const receipt = await mined(c, await c.disputes.write.appeal([c.caseId], { account: c.client.account, value: APPEAL_BOND_2 }));
+      const now = Number((await c.publicClient.getBlock({ blockNumber: receipt.blockNumber })).timestamp);
+      expect(eventsOf(c, receipt).map((e) => [e.eventName, e.args])).to.deep.equal([
+        [
+          "CaseAppealed",
+          {
+            caseId: c.caseId,
+            appellant: getAddress(c.client.account.address),
+            round: 2,
+            bond: APPEAL_BOND_2,
+            status: STATUS.SlowPath,
+            deadline: now + P.slowPathTimeout,
+          },
+        ],
+      ]);
+      await expectRevert(c.disputes.write.appeal([c.caseId], { account: c.client.account, value: APPEAL_BOND_2 }), "WrongCaseStatus", [
+        c.caseId,
+        STATUS.SlowPath,
+      ]);
+      const resolution = { caseId: c.caseId, verdict: VERDICT.ChallengerWins, refund: REFUND, slash: SLASH, resolutionHash: RESOLUTION_HASH };
+      await expectRevert(c.disputes.write.resolveSlowPath([resolution, NO_STATE], { account: c.stranger.account }), "NotGovernance", [
+        getAddress(c.stranger.account.address),
+      ]);
+      const before = await snapshot(c);
+      await mined(c, await c.disputes.write.resolveSlowPath([resolution, NO_STATE]));
+      // Governance restored round 0's outcome: round 1's signers are overturned (to the client, round 2's
+      // appellant), round 0's earn the fee, the provider's appeal bond is forfeited to the client and the
+      // client's is returned.
+      const appealBurn = (APPEAL_BOND_1 * BigInt(P.burnBps)) / BPS;
+      await expectMoves(
+        c,
+        before,
+        {
+          client: REFUND + 2n * BOND - BOND_BURN - BOND_FEE + APPEAL_BOND_1 - appealBurn + APPEAL_BOND_2,
+          provider: GIG_AMOUNT - REFUND,
+          burn: BOND_BURN + appealBurn,
+          manager: -(2n * BOND + APPEAL_BOND_1 + APPEAL_BOND_2) + BOND_FEE,
+          gigs: -GIG_AMOUNT,
+        },
+        {
+          client: SLASH - SLASH_BURN + 4n * (OVERTURN_SLASH - OVERTURN_BURN),
+          burn: SLASH_BURN + 4n * OVERTURN_BURN,
+          registry: -SLASH - 4n * OVERTURN_SLASH,
+        },
+      );
+      await expectHoldsClaimables(c, owedTo(c.panel.slice(0, 2), BOND_FEE / 2n));
+      expect((await c.disputes.read.caseOf([c.caseId])).status).to.equal(STATUS.Resolved);
+      await expectNoLocks(c);
+    });
+
+    it("an undecidable verdict goes to the slow path; governance may not find it undecidable, and its fee goes to the winner", async function () {
+      const c = await loadFixture(DRAWN.ETH);
+      const receipt = await submit(c, { verdict: VERDICT.Undecidable, refund: 0n, slash: 0n }, c.panel.slice(0, 2));
+      expect(eventsOf(c, receipt).map((e) => e.eventName)).to.deep.equal(["VerdictSubmitted", "CaseToSlowPath"]);
+      expect(await c.disputes.read.caseOf([c.caseId])).to.deep.include({ status: STATUS.SlowPath, round: 2 });
+      expect((await c.gigs.read.gigOf([c.gigId])).status).to.equal(GIG_STATUS.Disputed);
+      const resolution = { caseId: c.caseId, verdict: VERDICT.Undecidable, refund: 0n, slash: 0n, resolutionHash: RESOLUTION_HASH };
+      await expectRevert(c.disputes.write.resolveSlowPath([resolution, NO_STATE]), "InvalidVerdict", [VERDICT.Undecidable]);
+      await expectRevert(c.disputes.write.resolveSlowPath([{ ...resolution, verdict: VERDICT.RespondentWins }, NO_STATE], { account: c.client.account }), "NotGovernance", [
+        getAddress(c.client.account.address),
+      ]);
+      const before = await snapshot(c);
+      await c.disputes.write.resolveSlowPath([{ ...resolution, verdict: VERDICT.RespondentWins }, NO_STATE]);
+      await expectMoves(c, before, {
+        provider: GIG_AMOUNT + 2n * BOND - BOND_BURN,
+        burn: BOND_BURN,
+        manager: -2n * BOND,
+        gigs: -GIG_AMOUNT,
+      });
+      await expectHoldsClaimables(c, new Map());
+      // An undecidable panel answered: nobody is slashed.
+      for (const k of c.panel) expect(await stakeOf(c, k)).to.equal(ARBITRATOR_STAKE);
+      await expectNoLocks(c);
+    });
+
+    it("expire without any verdict: the value is split (refund = value / 2), both bonds return, nothing burnt", async function () {
+      const c = await loadFixture(CONTESTED.ETH);
+      const { deadline } = await c.disputes.read.caseOf([c.caseId]);
+      await time.increaseTo(deadline + 1);
+      await c.disputes.write.expire([c.caseId, NO_STATE], { account: c.watcher.account });
+      const slow = await c.disputes.read.caseOf([c.caseId]);
+      await expectRevert(c.disputes.write.expire([c.caseId, NO_STATE]), "DeadlineNotPassed", [c.caseId, slow.deadline]);
+      await time.increaseTo(slow.deadline + 1);
+      const before = await snapshot(c);
+      const receipt = await mined(c, await c.disputes.write.expire([c.caseId, NO_STATE], { account: c.watcher.account }));
+      await expectMoves(c, before, {
+        client: GIG_AMOUNT / 2n + BOND,
+        provider: GIG_AMOUNT / 2n + BOND,
+        manager: -2n * BOND,
+        gigs: -GIG_AMOUNT,
+      });
+      expect(eventsOf(c, receipt).map((e) => e.eventName)).to.deep.equal(["CaseExpired", "CaseResolved"]);
+      expect(eventsOf(c, receipt)[0]!.args).to.deep.equal({ caseId: c.caseId, verdictStood: false });
+      expect((await c.disputes.read.caseOf([c.caseId])).status).to.equal(STATUS.Expired);
+      await expectHoldsClaimables(c, new Map());
+      await expectRevert(c.disputes.write.expire([c.caseId, NO_STATE]), "WrongCaseStatus", [c.caseId, STATUS.Expired]);
+    });
+
+    it("a silent panel: the case goes to the slow path, and at its end every member loses absentSlashBps (burnt)", async function () {
+      const c = await loadFixture(DRAWN.ETH);
+      const { deadline } = await c.disputes.read.caseOf([c.caseId]);
+      await time.increaseTo(deadline + 1);
+      await c.disputes.write.expire([c.caseId, NO_STATE], { account: c.watcher.account });
+      expect((await c.disputes.read.caseOf([c.caseId])).status).to.equal(STATUS.SlowPath);
+      await time.increase(P.slowPathTimeout + 1);
+      const before = await snapshot(c);
+      const receipt = await mined(c, await c.disputes.write.expire([c.caseId, NO_STATE], { account: c.watcher.account }));
+      await expectMoves(
+        c,
+        before,
+        { client: GIG_AMOUNT / 2n + BOND, provider: GIG_AMOUNT / 2n + BOND, manager: -2n * BOND, gigs: -GIG_AMOUNT },
+        { burn: 3n * ABSENT_SLASH, registry: -3n * ABSENT_SLASH },
+      );
+      expect(
+        eventsOf(c, receipt)
+          .filter((e) => e.eventName === "ArbitratorPenalized")
+          .map((e) => e.args),
+      ).to.deep.equal(
+        (await c.disputes.read.panelOf([c.caseId, 0])).map((a) => ({ caseId: c.caseId, arbitrator: a, amount: ABSENT_SLASH, overturned: false })),
+      );
+      for (const k of c.panel) expect(await stakeOf(c, k)).to.equal(ARBITRATOR_STAKE - ABSENT_SLASH);
+      await expectHoldsClaimables(c, new Map());
+      await expectNoLocks(c);
+    });
+
+    it("expire with a verdict standing before an unheard appeal enforces that verdict; the appeal bond is forfeited", async function () {
+      const c = await loadFixture(DECIDED.ETH);
+      await c.disputes.write.appeal([c.caseId], { account: c.provider.account, value: APPEAL_BOND_1 });
+      const { deadline } = await c.disputes.read.caseOf([c.caseId]);
+      await time.increaseTo(deadline + 1);
+      await c.disputes.write.expire([c.caseId, NO_STATE], { account: c.watcher.account });
+      await time.increase(P.slowPathTimeout + 1);
+      const before = await snapshot(c);
+      const receipt = await mined(c, await c.disputes.write.expire([c.caseId, NO_STATE], { account: c.watcher.account }));
+      const appealBurn = (APPEAL_BOND_1 * BigInt(P.burnBps)) / BPS;
+      await expectMoves(
+        c,
+        before,
+        {
+          client: REFUND + 2n * BOND - BOND_BURN - BOND_FEE + APPEAL_BOND_1 - appealBurn,
+          provider: GIG_AMOUNT - REFUND,
+          burn: BOND_BURN + appealBurn,
+          manager: -(2n * BOND + APPEAL_BOND_1) + BOND_FEE,
+          gigs: -GIG_AMOUNT,
+        },
+        { client: SLASH - SLASH_BURN, burn: SLASH_BURN, registry: -SLASH },
+      );
+      expect(eventsOf(c, receipt)[0]!.args).to.deep.equal({ caseId: c.caseId, verdictStood: true });
+      expect((await c.disputes.read.caseOf([c.caseId])).status).to.equal(STATUS.Expired);
+      await expectHoldsClaimables(c, owedTo(c.panel.slice(0, 2), BOND_FEE / 2n));
+      await expectNoLocks(c);
+    });
+
+    it("an appeal panel the pool cannot fill sends the case to the slow path", async function () {
+      const c = await loadFixture(DECIDED.ETH);
+      const round0 = await c.disputes.read.panelOf([c.caseId, 0]);
+      const others = SYS.arbitrators.map((i) => getAddress(hardhatAccount(i).address)).filter((a) => !round0.includes(a));
+      for (const a of others.slice(0, 3)) await c.registry.write.removeArbitrator([a]);
+      await c.disputes.write.appeal([c.caseId], { account: c.provider.account, value: APPEAL_BOND_1 });
+      await hre.network.provider.send("hardhat_mine", ["0x2"]);
+      const receipt = await mined(c, await c.disputes.write.drawPanel([c.caseId], { account: c.watcher.account }));
+      expect(eventsOf(c, receipt).map((e) => e.eventName)).to.deep.equal(["CaseToSlowPath"]);
+      expect(await c.disputes.read.caseOf([c.caseId])).to.deep.include({ status: STATUS.SlowPath, round: 2 });
     });
   });
 
@@ -678,9 +1326,9 @@ describe("DisputeManager", function () {
     tree: ReceiptAccumulator;
   };
 
-  /** A session of DEPOSIT whose provider closed with a ticket for 1 ETH over a root of 8 receipt leaves. */
-  async function closingSession(s: System, kind: Kind): Promise<Session> {
-    const terms = makeTerms(assetOf(s, kind));
+  /** A session of DEPOSIT whose provider closed with a ticket for 1 unit over a root of 8 receipt leaves. */
+  async function closingSession(s: System, kind: Kind, challengeDuration = 3600n): Promise<Session> {
+    const terms = makeTerms(assetOf(s, kind), { challengeDuration });
     const hash = await s.escrow.write.open([terms, DEPOSIT], { account: s.client.account, value: ethValue(kind, DEPOSIT) });
     const ref: ChannelRef = { terms, openedAt: (await mined(s, hash)).blockNumber };
     const domain = gasEscrowDomain({ chainId: Number(s.chainId), verifyingContract: getAddress(s.escrow.address) });
@@ -703,66 +1351,71 @@ describe("DisputeManager", function () {
   async function openSessionCase(s: System, session: Session, index: number, from = s.payerWallet): Promise<Hex> {
     const caseId = await s.disputes.read.nextCaseId([KIND.Session, session.sessionId]);
     const leaf = session.leaves[index]!;
-    const bond = expectedBond(session.recorded.amount, 1);
     await mined(
       s,
       await s.disputes.write.openSessionCase(
         [session.ref.terms, session.ref.openedAt, session.recorded, leaf.receiptHash, leaf.ticketHash, session.tree.proof(index), 1, PACKAGE_HASH],
-        { account: from.account, value: ethValue(session.kind, bond) },
+        { account: from.account, value: ethValue(session.kind, BOND) },
       ),
     );
     return caseId;
   }
 
-  for (const kind of ["ETH", "ERC20"] as const) {
-    describe(`session cases (${kind})`, function () {
-      const fixture = {
-        ETH: async function closingEthSession() {
-          const s = await systemFixture();
-          return { ...s, session: await closingSession(s, "ETH") };
-        },
-        ERC20: async function closingErc20Session() {
-          const s = await systemFixture();
-          return { ...s, session: await closingSession(s, "ERC20") };
-        },
-      }[kind];
+  const SESSION = perKind("closingSession", async (s, kind) => ({ ...s, session: await closingSession(s, kind) }));
 
-      it("proves the challenged leaf against the committed root on-chain and freezes finalisation", async function () {
-        const s = await loadFixture(fixture);
+  for (const kind of KINDS) {
+    describe(`session cases (${kind})`, function () {
+      it("proves the challenged leaf on-chain, freezes finalisation and locks the provider's bond until the case ends", async function () {
+        const s = await loadFixture(SESSION[kind]);
         const caseId = await openSessionCase(s, s.session, 5);
         const stored = await s.disputes.read.caseOf([caseId]);
-        expect([stored.kind, stored.status, stored.subjectId, stored.value]).to.deep.equal([
-          KIND.Session,
-          STATUS.Open,
-          s.session.sessionId,
-          s.session.recorded.amount,
-        ]);
+        expect(stored).to.deep.include({
+          kind: KIND.Session,
+          status: STATUS.Open,
+          subjectId: s.session.sessionId,
+          value: s.session.recorded.amount,
+          challenger: getAddress(s.payerWallet.account.address),
+          related: getAddress(s.client.account.address),
+          challengerBond: BOND,
+        });
         const [matches, , openCases] = await s.escrow.read.closingInfo([s.session.sessionId, s.session.recorded]);
         expect([matches, openCases]).to.deep.equal([true, 1]);
-        // Finalisation waits for the case even after the window.
+        expect(await s.registry.read.locksOf([PROVIDER_ROLE, s.provider.account.address])).to.equal(1n);
         await time.increase(3600);
         await expectRevert(
           s.escrow.write.finalize([s.session.ref.terms, s.session.ref.openedAt, s.session.recorded]),
           "FrozenByDispute",
           [s.session.sessionId, 1],
         );
+        // The case ends (uncontested, drawn, decided): the lock goes.
+        await time.increase(P.respondWindow);
+        const panel = await drawPanel(s, caseId);
+        await submit({ ...s, caseId }, { verdict: VERDICT.RespondentWins, refund: 0n, slash: 0n }, panel.slice(0, 2));
+        await finalize({ ...s, caseId }, s.session.recorded);
+        expect(await s.registry.read.locksOf([PROVIDER_ROLE, s.provider.account.address])).to.equal(0n);
       });
 
       it("lets the funder challenge too, but nobody else", async function () {
-        const s = await loadFixture(fixture);
-        await expectRevert(openSessionCase(s, s.session, 0, s.provider), "NotTheChallengerSide");
-        await expectRevert(openSessionCase(s, s.session, 0, s.stranger), "NotTheChallengerSide");
-        await openSessionCase(s, s.session, 0, s.client);
+        const s = await loadFixture(SESSION[kind]);
+        await expectRevert(openSessionCase(s, s.session, 0, s.provider), "NotTheChallengerSide", [
+          s.session.sessionId,
+          getAddress(s.provider.account.address),
+        ]);
+        await expectRevert(openSessionCase(s, s.session, 0, s.stranger), "NotTheChallengerSide", [
+          s.session.sessionId,
+          getAddress(s.stranger.account.address),
+        ]);
+        const caseId = await openSessionCase(s, s.session, 0, s.client);
+        expect((await s.disputes.read.caseOf([caseId])).related).to.equal(getAddress(s.payerWallet.account.address));
       });
 
       it("refuses a forged proof, a truncated proof, a leaf from another tree, and an inner node passed off as a leaf", async function () {
-        const s = await loadFixture(fixture);
+        const s = await loadFixture(SESSION[kind]);
         const { session } = s;
-        const bond = expectedBond(session.recorded.amount, 1);
         const attempt = (receiptHash: Hex, ticketHash: Hex, proof: Hex[]) =>
           s.disputes.write.openSessionCase(
             [session.ref.terms, session.ref.openedAt, session.recorded, receiptHash, ticketHash, proof, 1, PACKAGE_HASH],
-            { account: s.payerWallet.account, value: ethValue(kind, bond) },
+            { account: s.payerWallet.account, value: ethValue(kind, BOND) },
           );
         const leaf = session.leaves[3]!;
         const proof = session.tree.proof(3);
@@ -772,8 +1425,6 @@ describe("DisputeManager", function () {
         await expectRevert(attempt(leaf.receiptHash, leaf.ticketHash, forged), "InvalidMerkleProof", args);
         await expectRevert(attempt(leaf.receiptHash, leaf.ticketHash, proof.slice(0, -1)), "InvalidMerkleProof", args);
         await expectRevert(attempt(leaf.receiptHash, keccak256(stringToBytes("other ticket")), proof), "InvalidMerkleProof", args);
-        // The parent of leaves 2 and 3 is a node of the tree; presented as (receiptHash, ticketHash) it is
-        // hashed into a leaf first and so never matches.
         const node2 = session.tree.leaf(2);
         const node3 = session.tree.leaf(3);
         const [lo, hi] = BigInt(node2) < BigInt(node3) ? [node2, node3] : [node3, node2];
@@ -781,14 +1432,13 @@ describe("DisputeManager", function () {
       });
 
       it("refuses a stale closing state and a case after the challenge window", async function () {
-        const s = await loadFixture(fixture);
+        const s = await loadFixture(SESSION[kind]);
         const { session } = s;
-        const bond = expectedBond(session.recorded.amount, 1);
         const leaf = session.leaves[0]!;
         await expectRevert(
           s.disputes.write.openSessionCase(
             [session.ref.terms, session.ref.openedAt, { ...session.recorded, amount: 1n }, leaf.receiptHash, leaf.ticketHash, session.tree.proof(0), 1, PACKAGE_HASH],
-            { account: s.payerWallet.account, value: ethValue(kind, bond) },
+            { account: s.payerWallet.account, value: ethValue(kind, BOND) },
           ),
           "ClosingStateMismatch",
           [session.sessionId],
@@ -797,52 +1447,105 @@ describe("DisputeManager", function () {
         await expectRevert(openSessionCase(s, session, 0), "ChallengeWindowClosed", undefined, s.escrow.abi);
       });
 
-      it("provider fault: the refund comes off the provider's payout at finalisation; the window ends", async function () {
-        const s = await loadFixture(fixture);
+      it("provider fault: the refund comes off the provider's payout at the escrow's finalisation", async function () {
+        const s = await loadFixture(SESSION[kind]);
         const caseId = await openSessionCase(s, s.session, 2);
+        await s.disputes.write.respond([caseId], { account: s.provider.account, value: ethValue(kind, BOND) });
+        const panel = await drawPanel(s, caseId);
         const refund = parseEther("0.125");
-        await resolveWith({ ...s, caseId }, { verdict: VERDICT.ChallengerWins, refund, slash: parseEther("1") }, s.session.recorded);
+        await submit({ ...s, caseId }, { verdict: VERDICT.ChallengerWins, refund, slash: parseEther("1") }, panel.slice(0, 2));
+        const c = { ...s, caseId, asset: assetOf(s, kind) };
+        const before = await snapshot(c);
+        await finalize(c, s.session.recorded);
+        // The payer (challenger) wins the bonds and the SLA slash (in LaborGas); the refund waits for finalisation.
+        await expectMoves(
+          c,
+          before,
+          { payer: 2n * BOND - BOND_BURN - BOND_FEE, burn: BOND_BURN, manager: -2n * BOND + BOND_FEE },
+          { payer: parseEther("0.8"), burn: parseEther("0.2"), registry: -parseEther("1") },
+        );
+        await expectHoldsClaimables(c, owedTo(panel.slice(0, 2), BOND_FEE / 2n));
+        expect(await s.registry.read.locksOf([PROVIDER_ROLE, s.provider.account.address])).to.equal(0n);
         const after = { ...s.session.recorded, amount: s.session.recorded.amount - refund };
         const [matches, , openCases] = await s.escrow.read.closingInfo([s.session.sessionId, after]);
         expect([matches, openCases]).to.deep.equal([true, 0]);
-        const asset = assetOf(s, kind);
-        const before = await Promise.all([s.client.account.address, s.provider.account.address].map((a) => balanceOf(s, asset, a)));
+        const parties = [s.client.account.address, s.provider.account.address];
+        const pre = await Promise.all(parties.map((a) => balanceOf(s, c.asset, a)));
         await s.escrow.write.finalize([s.session.ref.terms, s.session.ref.openedAt, after], { account: s.watcher.account });
-        const now = await Promise.all([s.client.account.address, s.provider.account.address].map((a) => balanceOf(s, asset, a)));
-        expect(now[0]! - before[0]!).to.equal(DEPOSIT - after.amount); // the funder gets the refund and the rest
-        expect(now[1]! - before[1]!).to.equal(after.amount);
-        expect(await balanceOf(s, asset, s.disputes.address)).to.equal(0n);
-      });
-
-      it("a challenge during an open dispute still supersedes, and the resolution applies to the newer state", async function () {
-        const s = await loadFixture(fixture);
-        const caseId = await openSessionCase(s, s.session, 1);
-        // The payer answers with a newer ticket while the case is open (the freeze does not stop challenges).
-        const { session } = s;
-        const domain = gasEscrowDomain({ chainId: Number(s.chainId), verifyingContract: getAddress(s.escrow.address) });
-        const amount = parseEther("1.5");
-        const ticket = { sessionId: session.sessionId, provider: session.ref.terms.provider, termsHash: session.ref.terms.termsHash, seq: 9n, cumulativeAmount: amount, receiptRoot: session.tree.root() };
-        const { signature } = await signPaymentTicket({ account: hardhatAccount(SYS.payer), domain, ticket });
-        const newer = { seq: 9n, cumulativeAmount: amount, receiptRoot: session.tree.root(), sig: toCompactSignature(signature) };
-        await s.escrow.write.challenge([session.ref.terms, session.ref.openedAt, session.recorded, newer], { account: s.provider.account });
-        const current = { ...session.recorded, seq: 9n, amount };
-        // The stale state no longer matches, so a resolution must carry the current one.
-        await expectRevert(
-          resolveWith({ ...s, caseId }, { verdict: VERDICT.ChallengerWins, refund: 1n, slash: 0n }, session.recorded),
-          "ClosingStateMismatch",
-          undefined,
-          s.escrow.abi,
-        );
-        await resolveWith({ ...s, caseId }, { verdict: VERDICT.ChallengerWins, refund: parseEther("0.5"), slash: 0n }, current);
-        const [matches] = await s.escrow.read.closingInfo([session.sessionId, { ...current, amount: parseEther("1") }]);
-        expect(matches).to.equal(true);
+        const post = await Promise.all(parties.map((a) => balanceOf(s, c.asset, a)));
+        expect(post[0]! - pre[0]!).to.equal(DEPOSIT - after.amount); // the funder gets the refund and the rest
+        expect(post[1]! - pre[1]!).to.equal(after.amount);
       });
     });
   }
 
-  describe("who may slash", function () {
-    it("refuses a slash from anyone but the dispute manager", async function () {
-      const s = await loadFixture(FIXTURES.ETH.system);
+  describe("who sits on a panel", function () {
+    /**
+     * A session case where the challenger (payer), the respondent (provider) and the related funder (client)
+     * are admitted arbitrators with large stakes, and only three other pinned arbitrators remain admitted.
+     */
+    async function partiesInThePool() {
+      const s = await systemFixture();
+      const session = await closingSession(s, "ETH");
+      for (const w of [s.client, s.payerWallet, s.provider]) {
+        await s.registry.write.registerArbitrator(
+          [JUDGE_RUNTIME_HASH, keccak256(stringToBytes(`did:${w.account.address}`)), keccak256(stringToBytes(`pk:${w.account.address}`))],
+          { account: w.account },
+        );
+        await s.registry.write.bond([ARBITRATOR_ROLE, parseEther("50000")], { account: w.account });
+        await s.registry.write.admitArbitrator([w.account.address]);
+      }
+      for (const i of SYS.arbitrators.slice(3)) await s.registry.write.removeArbitrator([hardhatAccount(i).address]);
+      const caseId = await openSessionCase(s, session, 1);
+      await s.disputes.write.respond([caseId], { account: s.provider.account, value: BOND });
+      return { ...s, session, caseId };
+    }
+
+    it("never draws the challenger, the respondent, the related party or another runtime's arbitrator", async function () {
+      const c = await loadFixture(partiesInThePool);
+      const pool = (await c.registry.read.drawPool([JUDGE_RUNTIME_HASH]))[0];
+      expect(pool).to.have.length(6);
+      const panel = await drawPanel(c, c.caseId);
+      expect(panel.map((k) => getAddress(k.address))).to.deep.equal(
+        sortKeys(SYS.arbitrators.slice(0, 3).map(hardhatAccount)).map((k) => getAddress(k.address)),
+      );
+      for (const w of [c.client, c.payerWallet, c.provider]) {
+        expect(await c.registry.read.locksOf([ARBITRATOR_ROLE, w.account.address])).to.equal(0n);
+      }
+    });
+
+    it("goes to the slow path rather than seat a party when the others are too few", async function () {
+      const c = await loadFixture(partiesInThePool);
+      await c.registry.write.removeArbitrator([hardhatAccount(SYS.arbitrators[0]).address]);
+      await hre.network.provider.send("hardhat_mine", ["0x2"]);
+      const receipt = await mined(c, await c.disputes.write.drawPanel([c.caseId], { account: c.watcher.account }));
+      expect(eventsOf(c, receipt).map((e) => e.eventName)).to.deep.equal(["CaseToSlowPath"]);
+      expect(await c.disputes.read.panelOf([c.caseId, 0])).to.deep.equal([]);
+    });
+  });
+
+  describe("cases per subject and who may slash", function () {
+    async function longWindowSession() {
+      const s = await systemFixture();
+      return { ...s, session: await closingSession(s, "ETH", 7n * 24n * 3600n) };
+    }
+
+    it("caps cases per subject (TooManyCases)", async function () {
+      // A session with a week-long challenge window stays disputable across three refund-free cases.
+      const s = await loadFixture(longWindowSession);
+      for (let i = 0; i < 3; i++) {
+        const caseId = await openSessionCase(s, s.session, 1);
+        await expectRevert(openSessionCase(s, s.session, 2), "CaseAlreadyOpen", [s.session.sessionId, caseId]);
+        await time.increase(P.respondWindow + 1);
+        const panel = await drawPanel(s, caseId);
+        await submit({ ...s, caseId }, { verdict: VERDICT.RespondentWins, refund: 0n, slash: 0n }, panel.slice(0, 2));
+        await finalize({ ...s, caseId }, s.session.recorded);
+      }
+      await expectRevert(openSessionCase(s, s.session, 1), "TooManyCases", [s.session.sessionId]);
+    });
+
+    it("refuses a registry slash or lock from anyone but the dispute manager and the gig escrow", async function () {
+      const s = await loadFixture(SYSTEM);
       for (const wallet of [s.governance, s.client, s.provider, s.stranger]) {
         await expectRevert(
           s.registry.write.slash([0, s.provider.account.address, 1n, wallet.account.address, 0], { account: wallet.account }),
@@ -850,6 +1553,9 @@ describe("DisputeManager", function () {
         );
       }
       expect(await s.registry.read.hasRole([await s.registry.read.SLASHER_ROLE(), s.disputes.address])).to.equal(true);
+      const locker = await s.registry.read.LOCKER_ROLE();
+      expect(await s.registry.read.hasRole([locker, s.disputes.address])).to.equal(true);
+      expect(await s.registry.read.hasRole([locker, s.gigs.address])).to.equal(true);
     });
   });
 });
