@@ -1,7 +1,8 @@
 /**
  * The arbitration package's view of the chain: reads a case and its subject into a {@link CaseContext},
- * reconstructs a closing session's current recorded state from the escrow's events, opens cases, and
- * submits quorum resolutions — all through viem, each write confirmed and decoded.
+ * reconstructs a closing session's current recorded state from the escrow's events, opens cases, draws panels,
+ * submits a panel's verdict, appeals, finalises and claims fees — all through viem, each write confirmed and
+ * decoded.
  */
 import {
   erc20Abi,
@@ -25,7 +26,7 @@ import { toCompactSignature } from "../channel-client/eip712";
 import { BaseError } from "../channel-client/errors";
 import { gasEscrowAbi, type ClosingState, type TxResult, type Wallet } from "../channel-client/escrow";
 import type { ChannelRef } from "../channel-client/terms";
-import type { CaseContext, CaseOnChain } from "./context";
+import { CASE_STATUSES, type CaseContext, type CaseOnChain } from "./context";
 import type { ChallengePackage } from "./package";
 import type { ResolutionMessage } from "./resolution";
 
@@ -39,7 +40,6 @@ export class DisputeTransactionError extends BaseError {
 }
 
 const KINDS = ["none", "gig", "session"] as const;
-const STATUSES = ["none", "open", "slow_path", "resolved", "expired"] as const;
 
 export type Deployment = { disputeManager: Address; gasEscrow: Address; gigEscrow: Address; registry: Address };
 
@@ -67,7 +67,7 @@ export async function readCase(publicClient: PublicClient, disputeManager: Addre
     disputeManager: getAddress(disputeManager),
     caseId,
     kind: KINDS[stored.kind] as "gig" | "session",
-    status: STATUSES[stored.status] as CaseOnChain["status"],
+    status: CASE_STATUSES[stored.status] as CaseOnChain["status"],
     subjectId: stored.subjectId,
     challenger: stored.challenger,
     respondent: stored.respondent,
@@ -182,7 +182,7 @@ function openedCase(receipt: Awaited<ReturnType<typeof confirm>>, hash: Hash): O
 export async function openGigCase(parameters: OpenCommon & { gigEscrow: Address; gigId: bigint }): Promise<OpenedCase> {
   const { wallet, publicClient, disputeManager, gigEscrow, gigId, lane, packageHash } = parameters;
   const gig = await publicClient.readContract({ address: gigEscrow, abi: gigEscrowAbi, functionName: "gigOf", args: [gigId] });
-  const bond = await publicClient.readContract({ address: disputeManager, abi: disputeManagerAbi, functionName: "bondFor", args: [gig.amount, lane] });
+  const bond = await publicClient.readContract({ address: disputeManager, abi: disputeManagerAbi, functionName: "bondFor", args: [gig.asset, gig.amount, lane] });
   const value = await payBond({ ...parameters, asset: gig.asset, bond });
   const hash = await wallet.writeContract({
     address: disputeManager,
@@ -206,7 +206,7 @@ export async function openSessionCase(
 ): Promise<OpenedCase> {
   const { wallet, publicClient, disputeManager, ref, recorded, receiptHash, ticketHash, proof, lane, packageHash } = parameters;
   const value = recorded.amount < recorded.deposit ? recorded.amount : recorded.deposit;
-  const bond = await publicClient.readContract({ address: disputeManager, abi: disputeManagerAbi, functionName: "bondFor", args: [value, lane] });
+  const bond = await publicClient.readContract({ address: disputeManager, abi: disputeManagerAbi, functionName: "bondFor", args: [ref.terms.asset, value, lane] });
   const ethValue = await payBond({ ...parameters, asset: ref.terms.asset, bond });
   const hash = await wallet.writeContract({
     address: disputeManager,
@@ -218,43 +218,172 @@ export async function openSessionCase(
   return openedCase(await confirm(publicClient, hash), hash);
 }
 
-export type ResolvedCase = TxResult & {
-  outcome: "resolved" | "escalated";
-  refunded: bigint;
-  slashed: bigint;
-  toChallenger: bigint;
-  toRespondent: bigint;
-  burned: bigint;
+/** The state `finalize`, `expire` and `resolveSlowPath` must be given: a session's recorded close, zeros for a gig. */
+export async function recordedStateOf(publicClient: PublicClient, deployment: Deployment, caseId: Hex): Promise<ClosingState> {
+  const onChain = await readCase(publicClient, deployment.disputeManager, caseId);
+  return onChain.kind === "session"
+    ? currentClosingState(publicClient, deployment.gasEscrow, onChain.subjectId)
+    : { deposit: 0n, seq: 0n, amount: 0n, receiptRoot: zeroHash, feeBps: 0 };
+}
+
+/** The panel of a case's current round, in ascending address order (empty before the draw). */
+export async function currentPanel(publicClient: PublicClient, disputeManager: Address, caseId: Hex): Promise<{ round: number; panel: Address[] }> {
+  const c = await publicClient.readContract({ address: disputeManager, abi: disputeManagerAbi, functionName: "caseOf", args: [caseId] });
+  const panel = await publicClient.readContract({ address: disputeManager, abi: disputeManagerAbi, functionName: "panelOf", args: [caseId, c.round] });
+  return { round: c.round, panel: [...panel].map((a) => getAddress(a)).sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : 1)) };
+}
+
+/** Blocks still to be mined before a draw ticket's randomness can be used (a draw sent now lands in the next block). */
+export async function blocksUntilReady(publicClient: PublicClient, ticket: bigint): Promise<bigint> {
+  const head = await publicClient.getBlockNumber();
+  return ticket > head ? ticket - head : 0n;
+}
+
+export type DrawResult = TxResult &
+  (
+    | { outcome: "requested"; round: number; ticket: bigint }
+    | { outcome: "drawn"; round: number; panel: Address[]; deadline: bigint }
+    | { outcome: "slow_path"; round: number; deadline: bigint }
+  );
+
+/**
+ * One `drawPanel` call: the first after the respond window (uncontested) only requests randomness; once the
+ * ticket's block is mined the next one draws the panel (or sends the case to the slow path when too few
+ * arbitrators are eligible, or requests again when the randomness expired).
+ */
+export async function drawPanel(parameters: { wallet: Wallet; publicClient: PublicClient; disputeManager: Address; caseId: Hex }): Promise<DrawResult> {
+  const { wallet, publicClient, disputeManager, caseId } = parameters;
+  const hash = await wallet.writeContract({ address: disputeManager, abi: disputeManagerAbi, functionName: "drawPanel", args: [caseId] });
+  const receipt = await confirm(publicClient, hash);
+  const base = { hash, gasUsed: receipt.gasUsed, blockNumber: receipt.blockNumber };
+  const logs = parseEventLogs({ abi: disputeManagerAbi, logs: receipt.logs });
+  for (const log of logs) {
+    if (log.eventName === "PanelDrawn") {
+      const panel = [...log.args.panel].map((a) => getAddress(a)).sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : 1));
+      return { ...base, outcome: "drawn", round: log.args.round, panel, deadline: BigInt(log.args.deadline) };
+    }
+    if (log.eventName === "CaseToSlowPath") return { ...base, outcome: "slow_path", round: log.args.round, deadline: BigInt(log.args.deadline) };
+  }
+  const requested = logs.find((log) => log.eventName === "PanelRequested");
+  if (requested && requested.eventName === "PanelRequested") return { ...base, outcome: "requested", round: requested.args.round, ticket: requested.args.ticket };
+  throw new DisputeTransactionError(`Transaction ${hash} neither requested nor drew a panel for case ${caseId}.`);
+}
+
+export type SubmittedVerdict = TxResult & {
+  outcome: "decided" | "slow_path";
+  round: number;
+  verdict: number;
+  refund: bigint;
+  slash: bigint;
+  signedMask: number;
+  /** Unix seconds when the appeal window closes (decided), or the slow path's deadline. */
+  deadline: bigint;
 };
 
 /**
- * Submits a resolution with the arbitrators' 65-byte signatures (sorted here by signer address, as the
- * contract requires). For a session case the current closing state is read from the chain.
+ * Submits a panel's verdict with its members' 65-byte signatures (sorted here by signer address, as the
+ * contract requires). Anyone may send it; an undecidable verdict sends the case to the slow path.
  */
-export async function submitResolution(parameters: {
+export async function submitVerdict(parameters: {
   wallet: Wallet;
   publicClient: PublicClient;
   deployment: Deployment;
   message: ResolutionMessage;
   signatures: { signer: Address; signature: Hex }[];
-}): Promise<ResolvedCase> {
+}): Promise<SubmittedVerdict> {
   const { wallet, publicClient, deployment, message } = parameters;
-  const onChain = await readCase(publicClient, deployment.disputeManager, message.caseId);
-  const recorded: ClosingState =
-    onChain.kind === "session"
-      ? await currentClosingState(publicClient, deployment.gasEscrow, onChain.subjectId)
-      : { deposit: 0n, seq: 0n, amount: 0n, receiptRoot: zeroHash, feeBps: 0 };
   const sorted = [...parameters.signatures].sort((a, b) => (BigInt(a.signer) < BigInt(b.signer) ? -1 : 1));
-  const hash = await wallet.writeContract({
-    address: deployment.disputeManager,
-    abi: disputeManagerAbi,
-    functionName: "resolve",
-    args: [message, recorded, sorted.map((s) => toCompactSignature(s.signature))],
-  });
+  const args = [message, sorted.map((s) => toCompactSignature(s.signature))] as const;
+  // Simulated first, so a refusal names the contract's error before any gas is spent.
+  await publicClient.simulateContract({ address: deployment.disputeManager, abi: disputeManagerAbi, functionName: "submitVerdict", args, account: wallet.account });
+  const hash = await wallet.writeContract({ address: deployment.disputeManager, abi: disputeManagerAbi, functionName: "submitVerdict", args });
+  const receipt = await confirm(publicClient, hash);
+  const base = { hash, gasUsed: receipt.gasUsed, blockNumber: receipt.blockNumber };
+  const logs = parseEventLogs({ abi: disputeManagerAbi, logs: receipt.logs });
+  const decided = logs.find((log) => log.eventName === "VerdictSubmitted");
+  if (decided && decided.eventName === "VerdictSubmitted") {
+    const a = decided.args;
+    return { ...base, outcome: "decided", round: a.round, verdict: a.verdict, refund: a.refund, slash: a.slash, signedMask: a.signedMask, deadline: BigInt(a.appealEndsAt) };
+  }
+  const slow = logs.find((log) => log.eventName === "CaseToSlowPath");
+  if (slow && slow.eventName === "CaseToSlowPath") {
+    return { ...base, outcome: "slow_path", round: slow.args.round, verdict: message.verdict, refund: 0n, slash: 0n, signedMask: 0, deadline: BigInt(slow.args.deadline) };
+  }
+  throw new DisputeTransactionError(`Transaction ${hash} recorded no verdict for case ${message.caseId}.`);
+}
+
+export type AppealResult = TxResult & { round: number; bond: bigint; status: CaseOnChain["status"]; deadline: bigint };
+
+/** A party appeals the standing verdict, posting `bondFor(asset, value, lane + round + 1)` (approved first for a token). */
+export async function appealCase(parameters: { wallet: Wallet; publicClient: PublicClient; disputeManager: Address; caseId: Hex }): Promise<AppealResult> {
+  const { wallet, publicClient, disputeManager, caseId } = parameters;
+  const c = await publicClient.readContract({ address: disputeManager, abi: disputeManagerAbi, functionName: "caseOf", args: [caseId] });
+  const bond = await publicClient.readContract({ address: disputeManager, abi: disputeManagerAbi, functionName: "bondFor", args: [c.asset, c.value, c.lane + c.round + 1] });
+  const value = await payBond({ wallet, publicClient, disputeManager, asset: c.asset, bond, lane: 0, packageHash: zeroHash });
+  await publicClient.simulateContract({ address: disputeManager, abi: disputeManagerAbi, functionName: "appeal", args: [caseId], value, account: wallet.account });
+  const hash = await wallet.writeContract({ address: disputeManager, abi: disputeManagerAbi, functionName: "appeal", args: [caseId], value });
+  const receipt = await confirm(publicClient, hash);
+  const [appealed] = parseEventLogs({ abi: disputeManagerAbi, eventName: "CaseAppealed", logs: receipt.logs });
+  if (!appealed) throw new DisputeTransactionError(`Transaction ${hash} appealed no case.`);
+  return {
+    hash,
+    gasUsed: receipt.gasUsed,
+    blockNumber: receipt.blockNumber,
+    round: appealed.args.round,
+    bond: appealed.args.bond,
+    status: CASE_STATUSES[appealed.args.status] as CaseOnChain["status"],
+    deadline: BigInt(appealed.args.deadline),
+  };
+}
+
+export type FinalizedCase = TxResult & {
+  verdict: number;
+  refunded: bigint;
+  slashed: bigint;
+  toChallenger: bigint;
+  toRespondent: bigint;
+  burned: bigint;
+  arbitrationFees: bigint;
+  /** Fee credited to each coherent signer, in the case's asset. */
+  fees: { arbitrator: Address; amount: bigint }[];
+};
+
+/** Enforces the standing verdict once the appeal window has passed (anyone). */
+export async function finalizeCase(parameters: { wallet: Wallet; publicClient: PublicClient; deployment: Deployment; caseId: Hex }): Promise<FinalizedCase> {
+  const { wallet, publicClient, deployment, caseId } = parameters;
+  const recorded = await recordedStateOf(publicClient, deployment, caseId);
+  await publicClient.simulateContract({ address: deployment.disputeManager, abi: disputeManagerAbi, functionName: "finalize", args: [caseId, recorded], account: wallet.account });
+  const hash = await wallet.writeContract({ address: deployment.disputeManager, abi: disputeManagerAbi, functionName: "finalize", args: [caseId, recorded] });
   const receipt = await confirm(publicClient, hash);
   const [resolved] = parseEventLogs({ abi: disputeManagerAbi, eventName: "CaseResolved", logs: receipt.logs });
-  const base = { hash, gasUsed: receipt.gasUsed, blockNumber: receipt.blockNumber };
-  if (!resolved) return { ...base, outcome: "escalated", refunded: 0n, slashed: 0n, toChallenger: 0n, toRespondent: 0n, burned: 0n };
-  const { refunded, slashed, toChallenger, toRespondent, burned } = resolved.args;
-  return { ...base, outcome: "resolved", refunded, slashed, toChallenger, toRespondent, burned };
+  if (!resolved) throw new DisputeTransactionError(`Transaction ${hash} finalised no case.`);
+  const fees = parseEventLogs({ abi: disputeManagerAbi, eventName: "ArbitrationFeeEarned", logs: receipt.logs }).map((e) => ({
+    arbitrator: getAddress(e.args.arbitrator),
+    amount: e.args.amount,
+  }));
+  const a = resolved.args;
+  return {
+    hash,
+    gasUsed: receipt.gasUsed,
+    blockNumber: receipt.blockNumber,
+    verdict: a.verdict,
+    refunded: a.refunded,
+    slashed: a.slashed,
+    toChallenger: a.toChallenger,
+    toRespondent: a.toRespondent,
+    burned: a.burned,
+    arbitrationFees: a.arbitrationFees,
+    fees,
+  };
+}
+
+/** Claims what the DisputeManager credited to the wallet in `asset` (arbitration fees, deferred payouts). */
+export async function claimFees(parameters: { wallet: Wallet; publicClient: PublicClient; disputeManager: Address; asset: Address }): Promise<TxResult & { amount: bigint }> {
+  const { wallet, publicClient, disputeManager, asset } = parameters;
+  await publicClient.simulateContract({ address: disputeManager, abi: disputeManagerAbi, functionName: "claim", args: [asset], account: wallet.account });
+  const hash = await wallet.writeContract({ address: disputeManager, abi: disputeManagerAbi, functionName: "claim", args: [asset] });
+  const receipt = await confirm(publicClient, hash);
+  const [claimed] = parseEventLogs({ abi: disputeManagerAbi, eventName: "Claimed", logs: receipt.logs });
+  if (!claimed) throw new DisputeTransactionError(`Transaction ${hash} claimed nothing.`);
+  return { hash, gasUsed: receipt.gasUsed, blockNumber: receipt.blockNumber, amount: claimed.args.amount };
 }

@@ -7,13 +7,17 @@ import type { Address, Hex } from "viem";
 
 import type { ClosingState } from "../channel-client/escrow";
 
+/** `IDisputeManager.CaseStatus` by name, in the enum's order (index = the on-chain value). */
+export const CASE_STATUSES = ["none", "open", "deliberating", "decided", "slow_path", "resolved", "expired"] as const;
+export type CaseStatusName = Exclude<(typeof CASE_STATUSES)[number], "none">;
+
 /** The case as the DisputeManager stores it. */
 export type CaseOnChain = {
   chainId: bigint;
   disputeManager: Address;
   caseId: Hex;
   kind: "gig" | "session";
-  status: "open" | "slow_path" | "resolved" | "expired";
+  status: CaseStatusName;
   subjectId: Hex;
   challenger: Address;
   respondent: Address;

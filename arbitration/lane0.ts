@@ -82,7 +82,8 @@ export async function runLane0(pkg: ChallengePackage, ctx: CaseContext): Promise
     "the package names another case, chain or dispute manager",
   );
   c.evidence("challenger_binding", "CHALLENGER_MISMATCH", isAddressEqual(pkg.challenger, onChain.challenger), "the package names another challenger");
-  c.evidence("case_open", "CASE_NOT_OPEN", onChain.status === "open", `the case is ${onChain.status}`);
+  // Judged while undecided: before the draw (an arbitrator may run early) or while its panel deliberates.
+  c.evidence("case_open", "CASE_NOT_OPEN", onChain.status === "open" || onChain.status === "deliberating", `the case is ${onChain.status}`);
 
   await identityChecks(c, pkg, ctx);
   if (onChain.kind === "gig") await gigChecks(c, pkg, ctx);
