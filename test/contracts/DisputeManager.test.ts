@@ -1524,6 +1524,55 @@ describe("DisputeManager", function () {
     });
   });
 
+  describe("hostile tokens", function () {
+    it("a fee-on-transfer token cannot post a bond (BondShortfall)", async function () {
+      const s = await loadFixture(SYSTEM);
+      const fee = await hre.viem.deployContract("FeeOnTransferToken", [100n]);
+      await s.disputes.write.setAssetTerms([fee.address, { bondFloor: parseEther("0.01"), stakeRate: parseEther("1") }]);
+      await fee.write.mint([s.client.account.address, parseEther("10")]);
+      await fee.write.approve([s.gigs.address, parseEther("10")], { account: s.client.account });
+      await fee.write.approve([s.disputes.address, parseEther("10")], { account: s.client.account });
+      const gigId = await deliveredGig(s, "ERC20", GIG_AMOUNT, fee.address);
+      const { amount } = await s.gigs.read.gigOf([gigId]);
+      expect(amount).to.equal(parseEther("0.99")); // the gig escrowed what arrived
+      const due = parseEther("0.297"); // max(0.99 × 10 %, 0.01) × 3
+      expect(await s.disputes.read.bondFor([fee.address, amount, 1])).to.equal(due);
+      await expectRevert(
+        s.disputes.write.openGigCase([gigId, 1, PACKAGE_HASH], { account: s.client.account }),
+        "BondShortfall",
+        [due - due / 100n, due],
+      );
+    });
+
+    it("a token re-entering finalize from a payout is refused (Reentrancy) and the case settles once, exactly", async function () {
+      const s = await loadFixture(SYSTEM);
+      const ree = await hre.viem.deployContract("ReentrantToken");
+      await s.disputes.write.setAssetTerms([ree.address, { bondFloor: parseEther("0.01"), stakeRate: parseEther("1") }]);
+      for (const w of [s.client, s.provider]) {
+        await ree.write.mint([w.account.address, parseEther("10")]);
+        await ree.write.approve([s.gigs.address, parseEther("10")], { account: w.account });
+        await ree.write.approve([s.disputes.address, parseEther("10")], { account: w.account });
+      }
+      const gigId = await deliveredGig(s, "ERC20", GIG_AMOUNT, ree.address);
+      const caseId = await s.disputes.read.nextCaseId([KIND.Gig, gigSubject(gigId)]);
+      await s.disputes.write.openGigCase([gigId, 1, PACKAGE_HASH], { account: s.client.account });
+      await s.disputes.write.respond([caseId], { account: s.provider.account });
+      const c = { ...s, caseId };
+      const panel = await drawPanel(c, caseId);
+      await submit(c, { verdict: VERDICT.RespondentWins, refund: 0n, slash: 0n }, panel.slice(0, 2));
+      const { deadline } = await s.disputes.read.caseOf([caseId]);
+      await time.increaseTo(deadline + 1);
+      await ree.write.arm([s.disputes.address, encodeFunctionData({ abi: s.disputes.abi, functionName: "finalize", args: [caseId, NO_STATE] })]);
+      const before = await ree.read.balanceOf([s.provider.account.address]);
+      await mined(s, await s.disputes.write.finalize([caseId, NO_STATE], { account: s.watcher.account }));
+      expect(await ree.read.lastCallSucceeded()).to.equal(false);
+      expect(await ree.read.lastReturnData()).to.equal("0xab143c06"); // Reentrancy()
+      expect((await ree.read.balanceOf([s.provider.account.address])) - before).to.equal(GIG_AMOUNT + 2n * BOND - BOND_BURN - BOND_FEE);
+      expect(await ree.read.balanceOf([s.disputes.address])).to.equal(BOND_FEE);
+      expect((await s.disputes.read.caseOf([caseId])).status).to.equal(STATUS.Resolved);
+    });
+  });
+
   describe("cases per subject and who may slash", function () {
     async function longWindowSession() {
       const s = await systemFixture();
