@@ -20,6 +20,9 @@ export function rawRevertData(error: unknown): Hex | undefined {
     if (e instanceof ContractFunctionRevertedError && e.raw) return e.raw;
     const { data } = e as { data?: unknown };
     if (typeof data === "string" && isHex(data)) return data;
+    // Some Hardhat errors nest the data one level deeper ({ data: { data: "0x…" } }).
+    const nested = (data as { data?: unknown } | undefined)?.data;
+    if (typeof nested === "string" && isHex(nested)) return nested;
   }
   return undefined;
 }
