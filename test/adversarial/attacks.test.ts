@@ -47,6 +47,8 @@ import {
   STATUS,
   SYS,
   systemFixture,
+  TOKEN_TERMS,
+  ETH_STAKE_RATE,
   VERDICT,
   type ResolutionMessage,
   type System,
@@ -131,6 +133,7 @@ async function hostileTokens() {
   const reentrant = await hre.viem.deployContract("ReentrantToken");
   const feeToken = await hre.viem.deployContract("FeeOnTransferToken", [100n]); // 1 %
   const noReturn = await hre.viem.deployContract("NoReturnToken");
+  for (const token of [reentrant, feeToken, noReturn]) await mined(s, s.disputes.write.setAssetTerms([token.address, TOKEN_TERMS]));
   const supply = ether("1000");
   const spenders = [s.escrow.address, s.gigs.address, s.disputes.address];
   for (const wallet of [s.client, s.payerWallet, s.provider]) {
@@ -215,18 +218,6 @@ function resolution(caseId: Hex, verdict: number, refund = 0n, slash = 0n): Reso
   return { caseId, verdict, refund, slash, resolutionHash: RESOLUTION_HASH };
 }
 
-/** Submits a resolution signed by `signers` (default: the first three pinned arbitrators) from `from`. */
-async function resolve(
-  s: System,
-  message: ResolutionMessage,
-  recorded: ClosingState = NO_STATE,
-  signers?: LocalAccount[],
-  from: Wallet = s.watcher,
-) {
-  const signatures = await quorumSignatures(s, message, signers);
-  return s.disputes.write.resolve([message, recorded, signatures], { account: from.account });
-}
-
 /**
  * The drawn panel of the case's current round (drawn now if need be, after the respond window when nobody
  * contested), its keys in ascending address order.
@@ -257,15 +248,32 @@ async function decide(s: System, message: ResolutionMessage, recorded: ClosingSt
   await mined(s, s.disputes.write.finalize([message.caseId, recorded], { account: s.watcher.account }));
   const c = await s.disputes.read.caseOf([message.caseId]);
   const base = feeBase ?? (message.verdict === VERDICT.ChallengerWins && c.respondentBond !== 0n ? c.respondentBond : c.challengerBond);
-  const fee = (base * BigInt(DISPUTE_PARAMS.feeBps)) / 10_000n;
-  const share = fee / BigInt(panel.length);
-  const asset = c.asset;
-  for (const k of panel) {
-    expect(await s.disputes.read.claimable([asset, k.address])).to.equal(share);
-    const w = s.wallets.find((x) => getAddress(x.account.address) === getAddress(k.address))!;
-    await mined(s, s.disputes.write.claim([asset], { account: w.account }));
+  const fee = feeOfBond(base);
+  return { fee, dust: await claimFees(s, c.asset, panel, fee) };
+}
+
+/** The arbitration fee a bond pays (feeBps of it). */
+const feeOfBond = (bond: bigint): bigint => (bond * BigInt(DISPUTE_PARAMS.feeBps)) / 10_000n;
+
+/** The wallet of a Hardhat account by address. */
+function walletOf(s: System, address: Address): Wallet {
+  const wallet = s.wallets.find((w) => getAddress(w.account.address) === getAddress(address));
+  if (!wallet) throw new Error(`no wallet for ${address}`);
+  return wallet;
+}
+
+/**
+ * Every coherent signer claims its equal share of `fee` in `asset` (each share checked first, and gone after);
+ * returns the rounding dust, which the DisputeManager burnt.
+ */
+async function claimFees(s: System, asset: Address, signers: readonly LocalAccount[], fee: bigint): Promise<bigint> {
+  const share = fee / BigInt(signers.length);
+  for (const k of signers) {
+    expect(await s.disputes.read.claimable([asset, k.address]), `claimable of ${k.address}`).to.equal(share);
+    await mined(s, s.disputes.write.claim([asset], { account: walletOf(s, k.address).account }));
+    expect(await s.disputes.read.claimable([asset, k.address])).to.equal(0n);
   }
-  return { fee, dust: fee - share * BigInt(panel.length) };
+  return fee - share * BigInt(signers.length);
 }
 
 const sorted = (accounts: LocalAccount[]): LocalAccount[] =>
@@ -492,7 +500,7 @@ describe("adversarial: attacks that must fail", function () {
       const bad = { ...first, sig };
       await expectRevert(closeUnilateral(session, bad, s.provider), ...(await ticketError(session, bad)));
     }
-    const closed = await mined(s, closeUnilateral(session, first, s.provider));
+    await mined(s, closeUnilateral(session, first, s.provider));
     for (const sig of mutations(second.sig)) {
       const bad = { ...second, sig };
       await expectRevert(challenge(session, stateOf(session, first), bad, s.provider), ...(await ticketError(session, bad)));
@@ -772,44 +780,66 @@ describe("adversarial: attacks that must fail", function () {
     }
   });
 
-  it("attack: double resolution (the same resolution resubmitted; a second, different resolution)", async function () {
-    // A gig case in ETH, a session case in LaborGas.
+  it("attack: double resolution (the same verdict resubmitted; a second, different verdict; finalize, appeal and expire replayed)", async function () {
+    // A contested gig case in ETH, then an uncontested session case in LaborGas.
     const s = await loadFixture(system);
     const gigId = await deliveredGig(s, zeroAddress, ether("1"));
     const gigCase = await openGigCase(s, gigId, zeroAddress, ether("1"));
     await mined(s, s.disputes.write.respond([gigCase.caseId], { account: s.provider.account, value: gigCase.bond }));
-    const t = await treeSession(s, "LGAS");
-    const sessionCase = await openSessionCase(s, t, 4);
     const snap = await snapshot(s);
 
+    const panel = await panelKeys(s, gigCase.caseId);
     const first = resolution(gigCase.caseId, VERDICT.RespondentWins);
-    await mined(s, resolve(s, first));
+    await mined(s, submitVerdict(s, first, panel));
+    // While it stands in its appeal window, neither the same verdict nor another can be put over it, and it
+    // cannot be enforced early.
+    const decided = ["WrongCaseStatus", [gigCase.caseId, STATUS.Decided]] as const;
+    await expectRevert(submitVerdict(s, first, panel, s.provider), ...decided);
+    await expectRevert(submitVerdict(s, resolution(gigCase.caseId, VERDICT.ChallengerWins, ether("1"), ether("50")), panel, s.client), ...decided);
+    await expectRevert(submitVerdict(s, resolution(gigCase.caseId, VERDICT.Undecidable), panel, s.client), ...decided);
+    const { deadline } = await s.disputes.read.caseOf([gigCase.caseId]);
+    await expectRevert(s.disputes.write.finalize([gigCase.caseId, NO_STATE], { account: s.provider.account }), "DeadlineNotPassed", [gigCase.caseId, deadline]);
+    await time.increase(DISPUTE_PARAMS.appealWindow + 1);
+    await mined(s, s.disputes.write.finalize([gigCase.caseId, NO_STATE], { account: s.watcher.account }));
+
     const resolved = ["WrongCaseStatus", [gigCase.caseId, STATUS.Resolved]] as const;
-    await expectRevert(resolve(s, first, NO_STATE, undefined, s.provider), ...resolved);
-    await expectRevert(resolve(s, resolution(gigCase.caseId, VERDICT.ChallengerWins, ether("1"), ether("50")), NO_STATE, undefined, s.client), ...resolved);
-    await expectRevert(resolve(s, resolution(gigCase.caseId, VERDICT.Undecidable), NO_STATE, undefined, s.client), ...resolved);
+    await expectRevert(submitVerdict(s, first, panel, s.provider), ...resolved);
+    await expectRevert(submitVerdict(s, resolution(gigCase.caseId, VERDICT.ChallengerWins, ether("1"), ether("50")), panel, s.client), ...resolved);
+    await expectRevert(s.disputes.write.finalize([gigCase.caseId, NO_STATE], { account: s.provider.account }), ...resolved);
+    await expectRevert(s.disputes.write.appeal([gigCase.caseId], { account: s.client.account, value: bondFor(ether("1"), 2) }), ...resolved);
     await expectRevert(s.disputes.write.resolveSlowPath([resolution(gigCase.caseId, VERDICT.ChallengerWins, ether("1")), NO_STATE]), ...resolved);
     await expectRevert(s.disputes.write.expire([gigCase.caseId, NO_STATE], { account: s.client.account }), ...resolved);
+    const gigFee = feeOfBond(gigCase.bond); // the loser (challenger) pays the fee
+    const gigDust = await claimFees(s, zeroAddress, panel, gigFee);
 
-    // The session refund comes off the provider's payout once, however often the resolution is replayed.
+    // The session refund comes off the provider's payout once, however often the verdict is replayed.
+    const t = await treeSession(s, "LGAS");
+    const sessionCase = await openSessionCase(s, t, 4);
+    const sessionPanel = await panelKeys(s, sessionCase.caseId);
     const refund = ether("0.25");
     const sessionResolution = resolution(sessionCase.caseId, VERDICT.ChallengerWins, refund);
-    await mined(s, resolve(s, sessionResolution, t.recorded));
+    await mined(s, submitVerdict(s, sessionResolution, sessionPanel));
+    await time.increase(DISPUTE_PARAMS.appealWindow + 1);
+    await mined(s, s.disputes.write.finalize([sessionCase.caseId, t.recorded], { account: s.watcher.account }));
     const after = { ...t.recorded, amount: t.recorded.amount - refund };
     const again = ["WrongCaseStatus", [sessionCase.caseId, STATUS.Resolved]] as const;
-    await expectRevert(resolve(s, sessionResolution, after, undefined, s.payerWallet), ...again);
-    await expectRevert(resolve(s, sessionResolution, t.recorded, undefined, s.payerWallet), ...again);
-    await expectRevert(resolve(s, resolution(sessionCase.caseId, VERDICT.ChallengerWins, ether("1")), after, undefined, s.payerWallet), ...again);
+    await expectRevert(submitVerdict(s, sessionResolution, sessionPanel, s.payerWallet), ...again);
+    await expectRevert(submitVerdict(s, resolution(sessionCase.caseId, VERDICT.ChallengerWins, ether("1")), sessionPanel, s.payerWallet), ...again);
+    await expectRevert(s.disputes.write.finalize([sessionCase.caseId, after], { account: s.payerWallet.account }), ...again);
+    await expectRevert(s.disputes.write.finalize([sessionCase.caseId, t.recorded], { account: s.payerWallet.account }), ...again);
+    await expectRevert(s.disputes.write.expire([sessionCase.caseId, after], { account: s.payerWallet.account }), ...again);
+    const sessionFee = feeOfBond(sessionCase.bond); // uncontested: out of the winner's bond
+    const sessionDust = await claimFees(s, s.token.address, sessionPanel, sessionFee);
     await mined(s, finalize(t.session, after, s.watcher)); // the refund ended the window
+    await expectRevert(finalize(t.session, after, s.provider), "ChannelNotClosing", [t.session.sessionId]);
     await expectDeltas(s, snap, {
-      ETH: { provider: ether("1") + 2n * gigCase.bond - burnOf(gigCase.bond), burn: burnOf(gigCase.bond), gigs: -ether("1"), disputes: -2n * gigCase.bond },
-      LGAS: {
-        provider: after.amount,
-        client: t.session.deposit - after.amount,
-        payer: sessionCase.bond,
-        escrow: -t.session.deposit,
-        disputes: -sessionCase.bond,
+      ETH: {
+        provider: ether("1") + 2n * gigCase.bond - burnOf(gigCase.bond) - gigFee,
+        burn: burnOf(gigCase.bond) + gigDust,
+        gigs: -ether("1"),
+        disputes: -2n * gigCase.bond,
       },
+      LGAS: { provider: after.amount, client: -after.amount, payer: -sessionFee, burn: sessionDust },
     });
   });
 
@@ -820,7 +850,7 @@ describe("adversarial: attacks that must fail", function () {
     const gigId = await deliveredGig(s, s.token.address, ether("1"));
     const { caseId, bond } = await openGigCase(s, gigId, s.token.address, ether("1"));
     const snap = await snapshot(s);
-    const [a, b, c] = await panelKeys(s, caseId);
+    const [a, b] = await panelKeys(s, caseId);
     // A corrupt arbitrator wants a full refund plus a slash, and has only one colleague.
     const message = resolution(caseId, VERDICT.ChallengerWins, ether("1"), ether("2")); // the cap: 2 × a 1-LGAS gig
     await expectRevert(submitVerdict(s, message, [a!, b!, b!], s.client), "SignersNotAscending", [2n, getAddress(b!.address)]);
@@ -842,7 +872,7 @@ describe("adversarial: attacks that must fail", function () {
     await expectDeltas(s, snap, { LGAS: { provider: ether("1") + bond - burnOf(bond) - fee, burn: burnOf(bond) + dust, gigs: -ether("1"), disputes: -bond } });
   });
 
-  it("attack: a resolution signed by an unregistered signer (and by a registered, unbonded one)", async function () {
+  it("attack: a resolution signed by an unregistered signer, a registered unbonded one, and admitted arbitrators not drawn", async function () {
     const s = await loadFixture(system);
     const gigId = await deliveredGig(s, zeroAddress, ether("1"));
     const { caseId, bond } = await openGigCase(s, gigId, zeroAddress, ether("1"));
@@ -850,63 +880,86 @@ describe("adversarial: attacks that must fail", function () {
     const unbonded = s.wallets[18]!;
     await mined(s, s.registry.write.registerArbitrator([DISPUTE_PARAMS.judgeRuntimeHash, label("did:unbonded"), label("mldsa:unbonded")], { account: unbonded.account }));
     const snap = await snapshot(s);
-    const [a, b, c] = arbitratorKeys();
+    const panel = await panelKeys(s, caseId);
+    const [a, b] = panel;
     const message = resolution(caseId, VERDICT.ChallengerWins, ether("1"), ether("100"));
     for (const outsider of [hardhatAccount(SYS.unregistered), hardhatAccount(18)]) {
-      await expectRevert(resolve(s, message, NO_STATE, sorted([a!, b!, outsider]), s.client), "NotAnActiveArbitrator", [getAddress(outsider.address)]);
-      await expectRevert(resolve(s, message, NO_STATE, sorted([a!, b!, c!, outsider]), s.client), "NotAnActiveArbitrator", [getAddress(outsider.address)]);
+      const notOnPanel = ["NotOnPanel", [caseId, getAddress(outsider.address)]] as const;
+      await expectRevert(submitVerdict(s, message, sorted([a!, b!, outsider]), s.client), ...notOnPanel);
+      await expectRevert(submitVerdict(s, message, sorted([...panel, outsider]), s.client), ...notOnPanel);
     }
-    await mined(s, resolve(s, resolution(caseId, VERDICT.NoFault, ether("0.5"))));
-    await expectDeltas(s, snap, { ETH: { client: ether("0.5") + bond, provider: ether("0.5"), gigs: -ether("1"), disputes: -bond } });
+    // Admitted, bonded arbitrators pinned to the runtime, but not drawn for this case: a bought quorum of
+    // them, and one of them completing two panel members.
+    const drawn = new Set(panel.map((k) => getAddress(k.address)));
+    const undrawn = arbitratorKeys().filter((k) => !drawn.has(getAddress(k.address)));
+    expect(undrawn.length).to.equal(SYS.arbitrators.length - panel.length);
+    await expectRevert(submitVerdict(s, message, undrawn.slice(0, 3), s.client), "NotOnPanel", [caseId, getAddress(undrawn[0]!.address)]);
+    await expectRevert(submitVerdict(s, message, undrawn, s.client), "NotOnPanel", [caseId, getAddress(undrawn[0]!.address)]);
+    await expectRevert(submitVerdict(s, message, sorted([a!, b!, undrawn[0]!]), s.client), "NotOnPanel", [caseId, getAddress(undrawn[0]!.address)]);
+    expect((await s.disputes.read.caseOf([caseId])).status).to.equal(STATUS.Deliberating);
+
+    const { fee, dust } = await decide(s, resolution(caseId, VERDICT.NoFault, ether("0.5")));
+    expect(fee).to.equal(feeOfBond(bond));
+    await expectDeltas(s, snap, { ETH: { client: ether("0.5") + bond - fee, provider: ether("0.5"), gigs: -ether("1"), disputes: -bond, burn: dust } });
   });
 
-  it("attack: a resolution signed by a slashed arbitrator", async function () {
+  it("attack: a resolution signed by a slashed arbitrator (slashed before the draw: never drawn; slashed on the panel: its lost stake backs nothing)", async function () {
     const s = await loadFixture(system);
-    const [victim, b, c, d] = arbitratorKeys();
-    const victimWallet = s.wallets.find((w) => getAddress(w.account.address) === getAddress(victim!.address))!;
-
-    // An earlier case cannot take an arbitrator's stake through the DisputeManager: it slashes only the
-    // respondent's *provider* bond. The victim also works as a provider, loses a case, and is slashed as
-    // a provider to zero — its arbitrator stake is untouched and it stays active.
-    await mined(s, s.registry.write.registerProvider(["https://victim.example/ioi", label("caps:victim"), label("did:victim"), label("mldsa:victim")], { account: victimWallet.account }));
-    await mined(s, s.registry.write.bond([PROVIDER_ROLE, MIN_PROVIDER_BOND], { account: victimWallet.account }));
-    const now = (await s.publicClient.getBlock()).timestamp;
-    await mined(s, s.gigs.write.fund([victim!.address, zeroAddress, ether("1"), label("ics victim"), Number(now + 86_400n), 3600], { account: s.client.account, value: ether("1") }));
-    const earlierGig = await s.gigs.read.gigCount();
-    await mined(s, s.gigs.write.accept([earlierGig], { account: victimWallet.account }));
-    await mined(s, s.gigs.write.deliver([earlierGig, label("deliverable"), zeroHash], { account: victimWallet.account }));
-    const earlier = await openGigCase(s, earlierGig, zeroAddress, ether("1"));
-    await mined(s, resolve(s, resolution(earlier.caseId, VERDICT.ChallengerWins, ether("1"), MIN_PROVIDER_BOND * 10n), NO_STATE, [b!, c!, d!]));
-    expect((await s.registry.read.bondOf([PROVIDER_ROLE, victim!.address])).active).to.equal(0n);
-    expect((await s.registry.read.bondOf([ARBITRATOR_ROLE, victim!.address])).active).to.equal(MIN_ARBITRATOR_STAKE);
-    expect(await s.registry.read.isActiveArbitrator([victim!.address])).to.equal(true);
-
-    // So governance grants a test slasher (itself) and takes one wei: the victim drops below the minimum.
-    await mined(s, s.registry.write.grantRole([await s.registry.read.SLASHER_ROLE(), s.governance.account.address]));
+    const gov = s.governance.account.address;
+    // Governance grants a test slasher (itself).
+    await mined(s, s.registry.write.grantRole([await s.registry.read.SLASHER_ROLE(), gov]));
     const gigId = await deliveredGig(s, zeroAddress, ether("1"));
     const { caseId, bond } = await openGigCase(s, gigId, zeroAddress, ether("1"));
-    const snap = await snapshot(s, systemBook(s, { victim: victim!.address }));
-    await mined(s, s.registry.write.slash([ARBITRATOR_ROLE, victim!.address, 1n, s.governance.account.address, 10_000]));
-    expect(await s.registry.read.isActiveArbitrator([victim!.address])).to.equal(false);
+    const victim = arbitratorKeys()[0]!;
+    const victimWallet = walletOf(s, victim.address);
+    const snap = await snapshot(s);
 
-    // The slashed arbitrator still signs (it is a party's friend) and submits from its own wallet.
-    const message = resolution(caseId, VERDICT.RespondentWins);
-    await expectRevert(resolve(s, message, NO_STATE, [victim!, b!, c!], victimWallet), "NotAnActiveArbitrator", [getAddress(victim!.address)]);
-    await expectRevert(resolve(s, message, NO_STATE, [victim!, b!, c!, d!], victimWallet), "NotAnActiveArbitrator", [getAddress(victim!.address)]);
-    await mined(s, resolve(s, resolution(caseId, VERDICT.ChallengerWins, ether("0.3")), NO_STATE, [b!, c!, d!]));
+    // Slashed to one wei below the minimum stake before the draw: inactive, out of the draw pool.
+    const below = ARBITRATOR_STAKE - MIN_ARBITRATOR_STAKE + 1n;
+    await mined(s, s.registry.write.slash([ARBITRATOR_ROLE, victim.address, below, gov, 10_000]));
+    expect(await s.registry.read.isActiveArbitrator([victim.address])).to.equal(false);
+    const [pool] = await s.registry.read.drawPool([DISPUTE_PARAMS.judgeRuntimeHash]);
+    expect(pool.map((x) => getAddress(x))).to.not.include(getAddress(victim.address));
+    expect(pool.length).to.equal(SYS.arbitrators.length - 1);
+    const panel = await panelKeys(s, caseId);
+    expect(panel.map((k) => getAddress(k.address))).to.not.include(getAddress(victim.address));
+
+    // The slashed arbitrator still signs (it is a party's friend) with two drawn members, from its own wallet.
+    const slash = ether("1600"); // under the cap of 2 × 1,000 LGAS
+    const bought = resolution(caseId, VERDICT.ChallengerWins, ether("1"), slash);
+    await expectRevert(submitVerdict(s, bought, sorted([victim, panel[0]!, panel[1]!]), victimWallet), "NotOnPanel", [caseId, getAddress(victim.address)]);
+
+    // A drawn member slashed after the draw keeps its seat, but the stake it lost backs no verdict: with one
+    // colleague it is a supermajority, yet what the two put at risk no longer exceeds what the case moves.
+    const [member, colleague] = panel;
+    expect((await s.registry.read.bondOf([ARBITRATOR_ROLE, member!.address])).active).to.equal(ARBITRATOR_STAKE);
+    const cut = ARBITRATOR_STAKE - ether("1");
+    await mined(s, s.registry.write.slash([ARBITRATOR_ROLE, member!.address, cut, gov, 10_000]));
+    const overturn = BigInt(DISPUTE_PARAMS.overturnSlashBps);
+    const moved = ETH_STAKE_RATE + slash; // 1 ETH in LGAS plus the slash
+    const atRisk = ((ether("1") + ARBITRATOR_STAKE) * overturn) / 10_000n;
+    expect((2n * ARBITRATOR_STAKE * overturn) / 10_000n > moved, "whole, the two would have carried it").to.equal(true);
+    await expectRevert(submitVerdict(s, bought, [member!, colleague!], walletOf(s, member!.address)), "StakeAtRiskTooLow", [atRisk, moved]);
+    expect((await s.disputes.read.caseOf([caseId])).status).to.equal(STATUS.Deliberating);
+
+    // The whole panel decides honestly.
+    const { fee, dust } = await decide(s, resolution(caseId, VERDICT.ChallengerWins, ether("0.3")));
+    expect(fee).to.equal(feeOfBond(bond));
     await expectDeltas(s, snap, {
-      ETH: { client: ether("0.3") + bond, provider: ether("0.7"), gigs: -ether("1"), disputes: -bond },
-      LGAS: { registry: -1n, burn: 1n },
+      ETH: { client: ether("0.3") + bond - fee, provider: ether("0.7"), gigs: -ether("1"), disputes: -bond, burn: dust },
+      LGAS: { registry: -(below + cut), burn: below + cut },
     });
   });
 
   /*////////////////////////////// disputes and challenges //////////////////////////////*/
 
-  it("attack: a challenge during an open dispute (the payer closes stale and freezes with a case; the newest ticket still supersedes and the resolution applies to it)", async function () {
+  it("attack: a challenge during an open dispute (the payer closes stale and freezes with a case; the newest ticket still supersedes and the verdict applies to it)", async function () {
     for (const kind of KINDS) {
       const s = await loadFixture(system);
       const asset = assetOf(s, kind);
-      const session = await openSession(s, asset);
+      // A week-long challenge window, so the whole case (respond, draw, appeal window) fits inside it.
+      const duration = 7n * 24n * 3600n;
+      const session = await openSession(s, asset, { terms: { challengeDuration: duration } });
       const leaves = Array.from({ length: 9 }, (_, i) => ({ receiptHash: label(`r${i}`), ticketHash: label(`t${i}`) }));
       const tree = ReceiptAccumulator.fromLeaves(leaves.map((l) => receiptLeafFromHashes(l.receiptHash, l.ticketHash)));
       // Ticket n carries the root over receipts 1..n-1 (docs/decisions/0003).
@@ -916,7 +969,7 @@ describe("adversarial: attacks that must fail", function () {
 
       // The payer closes with ticket 5 and at once disputes receipt 2 to freeze the channel.
       const closed = await mined(s, closeUnilateral(session, stale, s.payerWallet));
-      const finalizesAt = (await blockTime(s, closed)) + WINDOW;
+      const finalizesAt = (await blockTime(s, closed)) + duration;
       const staleState = stateOf(session, stale);
       const value = tenths(5n);
       const bond = bondFor(value, 1);
@@ -933,24 +986,28 @@ describe("adversarial: attacks that must fail", function () {
       // The freeze does not stop the provider's newest ticket.
       await mined(s, challenge(session, staleState, newest, s.provider));
       const current = stateOf(session, newest);
-      // A resolution carrying the stale state no longer fits; the same resolution on the current state does.
       const refund = ether("0.2");
       const message = resolution(caseId, VERDICT.ChallengerWins, refund);
-      await expectRevert(resolve(s, message, staleState, undefined, s.payerWallet), "ClosingStateMismatch", [session.sessionId], s.escrow.abi);
-      await mined(s, resolve(s, message, current));
+      const panel = await panelKeys(s, caseId);
+      await mined(s, submitVerdict(s, message, panel));
+      await time.increase(DISPUTE_PARAMS.appealWindow + 1);
+      // Enforcing the verdict against the stale state no longer fits; against the current state it does.
+      await expectRevert(s.disputes.write.finalize([caseId, staleState], { account: s.payerWallet.account }), "ClosingStateMismatch", [session.sessionId], s.escrow.abi);
+      await mined(s, s.disputes.write.finalize([caseId, current], { account: s.watcher.account }));
+      const fee = feeOfBond(bond); // the losing respondent's bond pays it
+      const dust = await claimFees(s, asset, panel, fee);
       const settled = { ...current, amount: current.amount - refund };
-      // The resolution ended the window: no later ticket can undo it.
+      // The verdict ended the window early: no later ticket can undo it.
       const later = await signTicket(session, 10n, tenths(10n));
-      const now = BigInt(await time.latest());
-      expect(now < finalizesAt).to.equal(true);
+      expect(BigInt(await time.latest()) < finalizesAt).to.equal(true);
       await expectRevert(challenge(session, settled, later, s.provider), "ChallengeWindowClosed");
       await mined(s, finalize(session, settled, s.watcher));
       await expectDeltas(s, snap, {
         [kind]: {
           provider: settled.amount - bond,
           client: session.deposit - settled.amount,
-          payer: bond - burnOf(bond),
-          burn: burnOf(bond),
+          payer: bond - burnOf(bond) - fee,
+          burn: burnOf(bond) + dust,
           escrow: -session.deposit,
         },
       });
@@ -1026,53 +1083,71 @@ describe("adversarial: attacks that must fail", function () {
     await mined(s, s.gigs.write.refund([expired], { account: s.watcher.account }));
     await expectDeltas(s, snap, { REE: { provider: ether("2"), client: ether("1") - ether("1"), gigs: -ether("2") } });
 
-    // DisputeManager: a valid quorum resolution re-entered while the bond is pulled (open, respond) and
-    // while the escrow pays out inside resolve.
+    // DisputeManager: re-entered while it pulls the challenger's bond (open → submitVerdict), the
+    // respondent's (respond → appeal) and an appeal bond (appeal → finalize), while the verdict is enforced
+    // (finalize → claim) and while a fee is claimed (claim → claim).
     const gigId = await deliveredGig(s, ree.address, ether("1"));
     const caseId = await s.disputes.read.nextCaseId([KIND.Gig, subjectOf(gigId)]);
     const message = resolution(caseId, VERDICT.ChallengerWins, ether("0.25"));
-    const signatures = await quorumSignatures(s, message);
-    const resolveData = encodeFunctionData({ abi: s.disputes.abi, functionName: "resolve", args: [message, NO_STATE, signatures] });
     const bond = bondFor(ether("1"), 1);
+    const appealBond = bondFor(ether("1"), 2);
+    const dmData = (functionName: "appeal" | "finalize" | "claim" | "submitVerdict", args: readonly unknown[]) =>
+      encodeFunctionData({ abi: s.disputes.abi, functionName, args } as Parameters<typeof encodeFunctionData>[0]);
     snap = await snapshot(s, systemBook(s), tokens);
-    await arm(s.disputes.address, resolveData);
+    await arm(s.disputes.address, dmData("submitVerdict", [message, await quorumSignatures(s, message)]));
     await mined(s, s.disputes.write.openGigCase([gigId, 1, PACKAGE_HASH], { account: s.client.account }));
     await expectBlocked();
     expect((await s.disputes.read.caseOf([caseId])).status).to.equal(STATUS.Open);
-    await arm(s.disputes.address, resolveData);
+    await arm(s.disputes.address, dmData("appeal", [caseId]));
     await mined(s, s.disputes.write.respond([caseId], { account: s.provider.account }));
     await expectBlocked();
-    expect((await s.disputes.read.caseOf([caseId])).status).to.equal(STATUS.Open);
-    await arm(s.disputes.address, resolveData);
-    await mined(s, s.disputes.write.resolve([message, NO_STATE, signatures], { account: s.watcher.account }));
+    expect((await s.disputes.read.caseOf([caseId])).respondentBond).to.equal(bond);
+    const panel0 = await panelKeys(s, caseId);
+    await mined(s, submitVerdict(s, message, panel0));
+    // The provider appeals; while its bond is pulled the token tries to enforce the verdict at once.
+    await arm(s.disputes.address, dmData("finalize", [caseId, NO_STATE]));
+    await mined(s, s.disputes.write.appeal([caseId], { account: s.provider.account }));
     await expectBlocked();
-    expect((await s.disputes.read.caseOf([caseId])).status).to.equal(STATUS.Resolved);
+    let c = await s.disputes.read.caseOf([caseId]);
+    expect([c.status, c.round]).to.deep.equal([STATUS.Open, 1]);
+    expect((await s.disputes.read.roundOf([caseId, 1])).appealBond).to.equal(appealBond);
+    const panel1 = await panelKeys(s, caseId);
+    expect(panel1.length).to.equal(2 * DISPUTE_PARAMS.panelSize - 1);
+    await mined(s, submitVerdict(s, message, panel1)); // the appeal panel upholds
+    await time.increase(DISPUTE_PARAMS.appealWindow + 1);
+    await arm(s.disputes.address, dmData("claim", [ree.address]));
+    await mined(s, s.disputes.write.finalize([caseId, NO_STATE], { account: s.watcher.account }));
+    await expectBlocked();
+    c = await s.disputes.read.caseOf([caseId]);
+    expect(c.status).to.equal(STATUS.Resolved);
+    const fee = feeOfBond(bond);
+    await arm(s.disputes.address, dmData("claim", [ree.address]));
+    const dust = await claimFees(s, ree.address, [...panel0, ...panel1], fee);
+    await expectBlocked();
     await expectDeltas(s, snap, {
-      REE: { client: ether("0.25") + bond - burnOf(bond), provider: ether("0.75") - bond, burn: burnOf(bond), gigs: -ether("1") },
+      REE: {
+        client: ether("0.25") + bond - burnOf(bond) - fee + appealBond - burnOf(appealBond),
+        provider: ether("0.75") - bond - appealBond,
+        burn: burnOf(bond) + burnOf(appealBond) + dust,
+        gigs: -ether("1"),
+      },
     });
 
-    // …and while escalate pulls the top-up, and while expire pays out (re-entering expire itself).
+    // …and while expire pays out (re-entering expire itself): nobody ever decided, so each side bears half.
     const gig2 = await deliveredGig(s, ree.address, ether("1"));
     const case2 = await s.disputes.read.nextCaseId([KIND.Gig, subjectOf(gig2)]);
-    const message2 = resolution(case2, VERDICT.ChallengerWins, ether("1"));
-    const resolve2 = encodeFunctionData({ abi: s.disputes.abi, functionName: "resolve", args: [message2, NO_STATE, await quorumSignatures(s, message2)] });
-    const [lane0, lane1] = [bondFor(ether("1"), 0), bondFor(ether("1"), 1)];
     snap = await snapshot(s, systemBook(s), tokens);
     await mined(s, s.disputes.write.openGigCase([gig2, 0, PACKAGE_HASH], { account: s.client.account }));
-    await arm(s.disputes.address, resolve2);
-    await mined(s, s.disputes.write.escalate([case2], { account: s.client.account }));
-    await expectBlocked();
-    expect((await s.disputes.read.caseOf([case2])).challengerBond).to.equal(lane1);
-    await time.increase(DISPUTE_PARAMS.decisionWindow + 1);
+    await time.increaseTo((await s.disputes.read.caseOf([case2])).deadline + 1);
     await mined(s, s.disputes.write.expire([case2, NO_STATE], { account: s.watcher.account })); // to the slow path
+    expect((await s.disputes.read.caseOf([case2])).status).to.equal(STATUS.SlowPath);
     await time.increase(DISPUTE_PARAMS.slowPathTimeout + 1);
     await arm(s.disputes.address, encodeFunctionData({ abi: s.disputes.abi, functionName: "expire", args: [case2, NO_STATE] }));
     await mined(s, s.disputes.write.expire([case2, NO_STATE], { account: s.watcher.account }));
     await expectBlocked();
     expect((await s.disputes.read.caseOf([case2])).status).to.equal(STATUS.Expired);
-    // The client paid lane0 and then topped up lane1 − lane0, and got lane1 back whole: net zero.
-    expect(lane1 - lane0).to.equal(2n * lane0);
-    await expectDeltas(s, snap, { REE: { provider: ether("1"), gigs: -ether("1") } });
+    // The client's lane-0 bond came back whole (no panel signed, so no fee), the value split in two.
+    await expectDeltas(s, snap, { REE: { client: ether("0.5"), provider: ether("0.5"), gigs: -ether("1") } });
   });
 
   it("attack: re-entrancy through a hostile ETH receiver (a contract payee that re-enters on receive)", async function () {
@@ -1150,7 +1225,7 @@ describe("adversarial: attacks that must fail", function () {
     await expectReentered(REENTRANCY);
     await expectDeltas(s, snap, { ETH: { hostile: ether("2"), gigs: -ether("2") } });
 
-    // DisputeManager: the hostile client wins a case; its refund (paid inside resolve) re-enters resolve.
+    // DisputeManager: the hostile client wins a case; its refund (paid inside finalize) re-enters finalize.
     const when = (await s.publicClient.getBlock()).timestamp;
     await exec(s.gigs.address, fundData(when + 86_400n), ether("1"));
     const gigId = await s.gigs.read.gigCount();
@@ -1161,13 +1236,24 @@ describe("adversarial: attacks that must fail", function () {
     await exec(s.disputes.address, encodeFunctionData({ abi: s.disputes.abi, functionName: "openGigCase", args: [gigId, 1, PACKAGE_HASH] }), bond);
     await mined(s, s.disputes.write.respond([caseId], { account: s.provider.account, value: bond }));
     const message = resolution(caseId, VERDICT.ChallengerWins, ether("0.25"));
-    const signatures = await quorumSignatures(s, message);
+    const panel = await panelKeys(s, caseId);
+    await mined(s, submitVerdict(s, message, panel));
+    await time.increase(DISPUTE_PARAMS.appealWindow + 1);
     snap = await snapshot(s, book);
-    await arm(s.disputes.address, encodeFunctionData({ abi: s.disputes.abi, functionName: "resolve", args: [message, NO_STATE, signatures] }));
-    await mined(s, s.disputes.write.resolve([message, NO_STATE, signatures], { account: s.watcher.account }));
+    await arm(s.disputes.address, encodeFunctionData({ abi: s.disputes.abi, functionName: "finalize", args: [caseId, NO_STATE] }));
+    await mined(s, s.disputes.write.finalize([caseId, NO_STATE], { account: s.watcher.account }));
     await expectReentered(REENTRANCY);
+    expect((await s.disputes.read.caseOf([caseId])).status).to.equal(STATUS.Resolved);
+    const fee = feeOfBond(bond);
+    const dust = await claimFees(s, zeroAddress, panel, fee);
     await expectDeltas(s, snap, {
-      ETH: { hostile: ether("0.25") + 2n * bond - burnOf(bond), provider: ether("0.75"), burn: burnOf(bond), gigs: -ether("1"), disputes: -2n * bond },
+      ETH: {
+        hostile: ether("0.25") + 2n * bond - burnOf(bond) - fee,
+        provider: ether("0.75"),
+        burn: burnOf(bond) + dust,
+        gigs: -ether("1"),
+        disputes: -2n * bond,
+      },
     });
   });
 
@@ -1221,27 +1307,28 @@ describe("adversarial: attacks that must fail", function () {
     const nGig = await deliveredGig(s, nrt.address, ether("1"));
     const { caseId, bond } = await openGigCase(s, nGig, nrt.address, ether("1"));
     await mined(s, s.disputes.write.respond([caseId], { account: s.provider.account }));
-    await mined(s, resolve(s, resolution(caseId, VERDICT.ChallengerWins, ether("0.4"))));
+    const { fee: arbitrationFee, dust } = await decide(s, resolution(caseId, VERDICT.ChallengerWins, ether("0.4")));
+    expect(arbitrationFee).to.equal(feeOfBond(bond)); // the losing respondent's bond pays it
     const fee = feeOf(tenths(7n), FEE_BPS);
     await expectDeltas(s, snap, {
       NRT: {
         provider: tenths(7n) - fee + ether("0.6") - bond,
         treasury: fee,
-        client: -tenths(7n) - ether("1") + ether("0.4") + bond - burnOf(bond),
-        burn: burnOf(bond),
+        client: -tenths(7n) - ether("1") + ether("0.4") + bond - burnOf(bond) - arbitrationFee,
+        burn: burnOf(bond) + dust,
       },
     });
   });
 
   /*////////////////////////////// griefing //////////////////////////////*/
 
-  it("attack: griefing by repeated escalation (escalation and case caps, multiplied bonds, every case ends)", async function () {
+  it("attack: griefing by repeated appeal (appeals capped per case, each bond forfeited when the outcome stands, the freeze bounded)", async function () {
     const s = await loadFixture(system);
     const t = await treeSession(s, "ETH"); // provider closed for 1 ETH of a 2 ETH deposit
     const subject = t.session.sessionId;
-    const snap = await snapshot(s);
     const value = ether("1");
     const b = [0, 1, 2].map((lane) => bondFor(value, lane)); // 0.1, 0.3, 0.9
+    const snap = await snapshot(s);
     /** The payer's ETH change (gas added back) across `step`. */
     const payerCost = async (step: () => Promise<unknown>) => {
       const before = await snapshot(s);
@@ -1250,52 +1337,68 @@ describe("adversarial: attacks that must fail", function () {
       return after.balances.ETH!.payer! - before.balances.ETH!.payer! + (await gasOfPayer(s, before.block, after.block));
     };
 
-    // Case 1: the payer opens at lane 0 and escalates twice, each time topping up to the next lane's bond.
-    const case1 = await s.disputes.read.nextCaseId([KIND.Session, subject]);
+    // The payer opens at lane 0 and the provider contests; the drawn panel dismisses the case.
+    const caseId = await s.disputes.read.nextCaseId([KIND.Session, subject]);
     expect(await payerCost(() => openSessionCase(s, t, 3, 0))).to.equal(-b[0]!);
-    expect(await payerCost(() => mined(s, s.disputes.write.escalate([case1], { account: s.payerWallet.account, value: b[1]! - b[0]! })))).to.equal(-(b[1]! - b[0]!));
-    expect(await payerCost(() => mined(s, s.disputes.write.escalate([case1], { account: s.payerWallet.account, value: b[2]! - b[1]! })))).to.equal(-(b[2]! - b[1]!));
-    expect((await s.disputes.read.caseOf([case1])).status).to.equal(STATUS.SlowPath);
-    await expectRevert(s.disputes.write.escalate([case1], { account: s.payerWallet.account }), "WrongCaseStatus", [case1, STATUS.SlowPath]);
-    await mined(s, s.disputes.write.resolveSlowPath([resolution(case1, VERDICT.RespondentWins), t.recorded]));
-
-    // Case 2: the subject's escalations are spent, for both sides.
-    const { caseId: case2 } = await openSessionCase(s, t, 4, 0);
-    await expectRevert(s.disputes.write.escalate([case2], { account: s.payerWallet.account, value: b[1]! - b[0]! }), "EscalationCapReached", [subject, 2]);
-    await expectRevert(s.disputes.write.escalate([case2], { account: s.provider.account, value: b[1]! }), "EscalationCapReached", [subject, 2]);
-    await mined(s, resolve(s, resolution(case2, VERDICT.RespondentWins), t.recorded));
-
-    // Case 3: nobody decides. It freezes finalisation past the window, then times out to the slow path
-    // and expires; the bond comes back.
-    const { caseId: case3, bond: bond3 } = await openSessionCase(s, t, 5, 1);
-    await time.increaseTo(t.finalizesAt);
-    await expectRevert(finalize(t.session, t.recorded, s.watcher), "FrozenByDispute", [subject, 1]);
-    await time.increase(DISPUTE_PARAMS.decisionWindow + 1);
-    await mined(s, s.disputes.write.expire([case3, t.recorded], { account: s.watcher.account }));
-    expect((await s.disputes.read.caseOf([case3])).status).to.equal(STATUS.SlowPath);
-    await time.increase(DISPUTE_PARAMS.slowPathTimeout + 1);
-    await mined(s, s.disputes.write.expire([case3, t.recorded], { account: s.watcher.account }));
-    expect((await s.disputes.read.caseOf([case3])).status).to.equal(STATUS.Expired);
-
-    // Case 4: the subject has had its three cases.
-    const leaf = t.leaves[6]!;
+    const openedAt = BigInt(await time.latest());
+    await mined(s, s.disputes.write.respond([caseId], { account: s.provider.account, value: b[0]! }));
+    // One case at a time: the griefer cannot stack a second one on the subject.
+    const leaf = t.leaves[4]!;
     await expectRevert(
       s.disputes.write.openSessionCase(
-        [t.session.ref.terms, t.session.ref.openedAt, t.recorded, leaf.receiptHash, leaf.ticketHash, t.tree.proof(6), 0, PACKAGE_HASH],
+        [t.session.ref.terms, t.session.ref.openedAt, t.recorded, leaf.receiptHash, leaf.ticketHash, t.tree.proof(4), 0, PACKAGE_HASH],
         { account: s.payerWallet.account, value: b[0]! },
       ),
-      "TooManyCases",
-      [subject],
+      "CaseAlreadyOpen",
+      [subject, caseId],
     );
+    const dismiss = resolution(caseId, VERDICT.RespondentWins);
+    const panel0 = await panelKeys(s, caseId);
+    await mined(s, submitVerdict(s, dismiss, panel0));
+
+    // At the last second of each appeal window the payer appeals, each time with the next level's bond: a
+    // larger panel that excludes the first, then the slow path.
+    let c = await s.disputes.read.caseOf([caseId]);
+    await time.setNextBlockTimestamp(c.deadline);
+    expect(await payerCost(() => mined(s, s.disputes.write.appeal([caseId], { account: s.payerWallet.account, value: b[1]! })))).to.equal(-b[1]!);
+    const panel1 = await panelKeys(s, caseId);
+    expect(panel1.length).to.equal(2 * DISPUTE_PARAMS.panelSize - 1);
+    const first = new Set(panel0.map((k) => getAddress(k.address)));
+    expect(panel1.filter((k) => first.has(getAddress(k.address)))).to.deep.equal([]);
+    await mined(s, submitVerdict(s, dismiss, panel1));
+    c = await s.disputes.read.caseOf([caseId]);
+    await time.setNextBlockTimestamp(c.deadline);
+    expect(await payerCost(() => mined(s, s.disputes.write.appeal([caseId], { account: s.payerWallet.account, value: b[2]! })))).to.equal(-b[2]!);
+    c = await s.disputes.read.caseOf([caseId]);
+    expect([c.status, c.round]).to.deep.equal([STATUS.SlowPath, 2]);
+
+    // The appeals are spent, for both sides.
+    const slow = ["WrongCaseStatus", [caseId, STATUS.SlowPath]] as const;
+    await expectRevert(s.disputes.write.appeal([caseId], { account: s.payerWallet.account, value: b[2]! * 3n }), ...slow);
+    await expectRevert(s.disputes.write.appeal([caseId], { account: s.provider.account, value: b[2]! * 3n }), ...slow);
+    // The subject stays frozen, but never past the longest case the parameters allow.
+    const p = DISPUTE_PARAMS;
+    const longest = BigInt(p.respondWindow + 2 * (2 * p.decisionWindow + p.appealWindow) + p.slowPathTimeout);
+    expect(BigInt(c.deadline) - openedAt <= longest).to.equal(true);
+    await expectRevert(finalize(t.session, t.recorded, s.watcher), "FrozenByDispute", [subject, 1]);
+    await expectRevert(s.disputes.write.expire([caseId, t.recorded], { account: s.watcher.account }), "DeadlineNotPassed", [caseId, c.deadline]);
+    // Governance stays silent; anyone expires the case, and the dismissal that stood before the appeal stands.
+    await time.increaseTo(c.deadline + 1);
+    const expired = await mined(s, s.disputes.write.expire([caseId, t.recorded], { account: s.watcher.account }));
+    const ends = parseEventLogs({ abi: s.disputes.abi, eventName: "CaseExpired", logs: expired.logs });
+    expect(ends.map((e) => e.args.verdictStood)).to.deep.equal([true]);
+    expect((await s.disputes.read.caseOf([caseId])).status).to.equal(STATUS.Expired);
     // The provider's funds were never stuck: the channel finalises for the recorded amount.
     await mined(s, finalize(t.session, t.recorded, s.watcher));
-    const lost = b[2]! + b[0]!; // case 1 (escalated) and case 2 bonds went to the provider less the burn
-    expect(bond3).to.equal(b[1]!);
+    // Both panels signed the outcome that stood: they share the fee from the losing challenger's bond.
+    const fee = feeOfBond(b[0]!);
+    const dust = await claimFees(s, zeroAddress, [...panel0, ...panel1], fee);
+    const burnt = burnOf(b[0]!) + burnOf(b[1]!) + burnOf(b[2]!);
     await expectDeltas(s, snap, {
       ETH: {
-        payer: -lost,
-        provider: ether("1") + lost - burnOf(b[2]!) - burnOf(b[0]!),
-        burn: burnOf(b[2]!) + burnOf(b[0]!),
+        payer: -(b[0]! + b[1]! + b[2]!),
+        provider: ether("1") + b[0]! + b[1]! + b[2]! - burnt - fee,
+        burn: burnt + dust,
         client: ether("1"),
         escrow: -ether("2"),
       },
