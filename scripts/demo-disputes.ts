@@ -2,10 +2,13 @@
  * The dispute half of the demo, on the same embedded devnet:
  *
  * 1. the whitepaper's Appendix A.4 example — a client funds a gig for code that must pass a hash-anchored
- *    test suite; the provider delivers code failing 3 of 12 tests; the client disputes; three arbitrators
- *    each run Lane 0 + Lane 1 (the suite replayed in a sandboxed child process), reach byte-identical
- *    resolutions and sign them; the resolution is enforced: partial refund per the ICS penalty schedule,
- *    the client's bond back, the provider's SLA bond slashed (burn share burnt);
+ *    test suite; the provider delivers code failing 3 of 12 tests; the client disputes; the respond window
+ *    passes and a panel of five is drawn by stake from the 16 arbitrators governance admitted through the
+ *    timelock; each panel member runs Lane 0 + Lane 1 (the suite replayed in a sandboxed child process)
+ *    independently, their resolutions must be byte-identical before anyone signs, and a supermajority's
+ *    signatures are submitted as one verdict; after the appeal window the verdict is finalised: partial
+ *    refund per the ICS penalty schedule, the provider's SLA bond slashed (burn share burnt), and the coherent
+ *    signers claim their fees;
  * 2. a session dispute — a provider signed a receipt under a policy other than the session's; the payer
  *    proves that receipt against the root the provider committed on-chain, Lane 0 finds the violation, and
  *    the receipt's price comes off the provider's payout.
@@ -14,6 +17,7 @@ import type { HardhatRuntimeEnvironment } from "hardhat/types";
 import {
   erc20Abi,
   formatEther,
+  formatUnits,
   getAddress,
   keccak256,
   parseEther,
@@ -29,7 +33,20 @@ import { mnemonicToAccount } from "viem/accounts";
 
 import { bundleHash } from "../arbitration/bundle";
 import { buildGigPackage, buildSessionPackage } from "../arbitration/build";
-import { loadCaseContext, openGigCase, openSessionCase, submitResolution, gigEscrowAbi, disputeManagerAbi, providerRegistryAbi, type Deployment as DisputeDeployment } from "../arbitration/chain";
+import {
+  blocksUntilReady,
+  claimFees,
+  disputeManagerAbi,
+  drawPanel,
+  finalizeCase,
+  gigEscrowAbi,
+  loadCaseContext,
+  openGigCase,
+  openSessionCase,
+  providerRegistryAbi,
+  submitVerdict,
+  type Deployment as DisputeDeployment,
+} from "../arbitration/chain";
 import { icsHash } from "../arbitration/ics";
 import { packageHash, packageToJson, parsePackage, type ChallengePackage } from "../arbitration/package";
 import { disputeManagerDomain, signResolution } from "../arbitration/resolution";
@@ -42,13 +59,14 @@ import { receiptLeaf } from "../channel-client/leaf";
 import { sessionReceiptHash, signSessionReceipt, type SessionReceipt, type SignedSessionReceipt } from "../channel-client/receipt";
 import { sessionIdOf, termsHashOf, type PricingTerms } from "../channel-client/terms";
 import { paymentTicketHash, signPaymentTicket, type SignedPaymentTicket } from "../channel-client/ticket";
+import { admitDevnetArbitrators, DEVNET_ARBITRATOR_STAKE } from "./arbitrators";
 import type { Deployment } from "./deploy";
 import { codeGigIcs, FAILING_DELIVERABLE, SUITE } from "./examples/code-gig";
 
 const HARDHAT_MNEMONIC = "test test test test test test test test test test test junk";
 const BURN: Address = "0x000000000000000000000000000000000000dEaD";
-/** Hardhat accounts 10..12 act as the arbitrator quorum. */
-const ARBITRATOR_INDICES = [10, 11, 12];
+/** At least this many panel members run each case independently and must reach byte-identical resolutions. */
+const INDEPENDENT_RUNS = 3;
 
 /** One case as the demo's JSON line reports it. Balance changes are in base units, signed decimal strings. */
 export type CaseReport = {
@@ -58,11 +76,19 @@ export type CaseReport = {
   verdict: string;
   resolutionHash: Hex;
   identicalRuns: number;
+  /** The drawn panel, ascending by address. */
+  panel: Address[];
+  /** The panel members whose signatures decided the case. */
+  signers: Address[];
+  /** When the appeal window closed (ISO time); the demo advances the devnet's clock past it. */
+  appealWindowEnds: string;
   bondPosted: string;
   refund: string;
   slash: string;
   balanceChanges: Record<string, string>;
-  gas: { open: number; resolve: number };
+  /** Fee each coherent signer claimed, in the case's asset's base units. */
+  arbitratorFees: Record<string, string>;
+  gas: { open: number; drawRequest: number; draw: number; submitVerdict: number; finalize: number; claim: number };
 };
 
 type DemoParameters = {
@@ -87,9 +113,6 @@ export async function runDisputeDemo(p: DemoParameters): Promise<CaseReport[]> {
   const payerWallet = wallets[2]!;
   const providerWallet = wallets[3]!;
   const watcher = wallets[8]!;
-  const arbitrators = ARBITRATOR_INDICES.map((i) => mnemonicToAccount(HARDHAT_MNEMONIC, { addressIndex: i })).sort((a, b) =>
-    BigInt(a.address) < BigInt(b.address) ? -1 : 1,
-  );
   const chainId = BigInt(deployment.chainId);
   const write = async (wallet: Wallet, request: Parameters<Wallet["writeContract"]>[0]) => {
     const hash = await wallet.writeContract(request);
@@ -115,19 +138,19 @@ export async function runDisputeDemo(p: DemoParameters): Promise<CaseReport[]> {
   } as never);
   await write(providerWallet, { address: registry, abi: providerRegistryAbi, functionName: "bond", args: [0, providerBond] } as never);
   const runtime = judgeRuntimeHash();
-  for (const index of ARBITRATOR_INDICES) {
-    const wallet = wallets[index]!;
-    await write(governance, { address: token, abi: mintAbi, functionName: "mint", args: [wallet.account.address, minStake] } as never);
-    await write(wallet, { address: token, abi: erc20Abi, functionName: "approve", args: [registry, minStake] } as never);
-    await write(wallet, {
-      address: registry,
-      abi: providerRegistryAbi,
-      functionName: "registerArbitrator",
-      args: [runtime, label(`did:ioi:arbitrator-${index}`), label(`mldsa: arbitrator-${index}`)],
-    } as never);
-    await write(wallet, { address: registry, abi: providerRegistryAbi, functionName: "bond", args: [1, minStake] } as never);
-  }
-  log(`Registered the provider (SLA bond ${formatEther(providerBond)} LGAS) and ${ARBITRATOR_INDICES.length} arbitrators pinned to judge runtime ${runtime.slice(0, 18)}….`);
+  const admitted = await admitDevnetArbitrators({ publicClient, wallets, deployment });
+  log(
+    `Registered the provider (SLA bond ${formatEther(providerBond)} LGAS); ${admitted.length} arbitrators pinned to judge runtime ${runtime.slice(0, 18)}… staked ${formatEther(DEVNET_ARBITRATOR_STAKE)} LGAS each (minimum ${formatEther(minStake)}) and were admitted by governance through the timelock (scheduled, ${deployment.timelockDelay} s waited on the devnet clock, executed).`,
+  );
+  const keyByAddress = new Map<string, LocalAccount>(
+    Array.from({ length: 40 }, (_, i) => mnemonicToAccount(HARDHAT_MNEMONIC, { addressIndex: i })).map((a) => [getAddress(a.address), a]),
+  );
+  const rpc = (method: string, params: unknown[]) => p.hre.network.provider.send(method, params);
+  const advancePast = async (deadline: bigint) => {
+    const now = (await publicClient.getBlock()).timestamp;
+    if (deadline >= now) await rpc("evm_increaseTime", [Number(deadline - now + 1n)]);
+    await rpc("evm_mine", []);
+  };
 
   const ethOf = (who: Address) => publicClient.getBalance({ address: who });
   const slaBondOf = async (who: Address) => {
@@ -136,23 +159,74 @@ export async function runDisputeDemo(p: DemoParameters): Promise<CaseReport[]> {
   };
   const lgasOf = (who: Address) => publicClient.readContract({ address: token, abi: erc20Abi, functionName: "balanceOf", args: [who] });
 
-  /** Three arbitrators run the case independently; all must agree byte for byte; the quorum signs. */
+  /**
+   * After the respond window: draws the panel (request, a mined block, draw); every panel member runs the case
+   * independently from the package bytes and the chain — at least three, and all must agree byte for byte
+   * before anyone signs; a supermajority's signatures go in as one verdict; the appeal window passes (the
+   * devnet's clock advanced); anyone finalises; the coherent signers claim their fees.
+   */
   async function arbitrateAndEnforce(caseId: Hex, pkg: ChallengePackage) {
+    const opened = await publicClient.readContract({ address: addresses.disputeManager, abi: disputeManagerAbi, functionName: "caseOf", args: [caseId] });
+    await advancePast(BigInt(opened.respondBy));
+    const requested = await drawPanel({ wallet: watcher, publicClient, disputeManager: addresses.disputeManager, caseId });
+    if (requested.outcome !== "requested") throw new Error(`Case ${caseId}: the first draw call did not request randomness.`);
+    const wait = await blocksUntilReady(publicClient, requested.ticket);
+    if (wait > 0n) await rpc("hardhat_mine", [`0x${wait.toString(16)}`]);
+    const drawn = await drawPanel({ wallet: watcher, publicClient, disputeManager: addresses.disputeManager, caseId });
+    if (drawn.outcome !== "drawn") throw new Error(`Case ${caseId}: no panel was drawn (${drawn.outcome}).`);
+    const panel = drawn.panel;
+    const members = panel.map((a) => {
+      const key = keyByAddress.get(a);
+      if (!key) throw new Error(`Panel member ${a} is not a devnet account.`);
+      return key;
+    });
+    log(`Drew a panel of ${panel.length} from block ${requested.ticket}'s hash, weighted by stake: ${panel.map((a) => a.slice(0, 10)).join(", ")}.`);
     const runs: ArbitrationRun[] = [];
-    for (const [i, arbitrator] of arbitrators.entries()) {
+    for (const [i, member] of members.entries()) {
       const received = parsePackage(canon(packageToJson(pkg)));
       const ctx = await loadCaseContext(publicClient, addresses, caseId, received);
-      runs.push(await arbitrate({ pkg: received, ctx, actor: `arbitrator-${i + 1}:${arbitrator.address}` }));
+      runs.push(await arbitrate({ pkg: received, ctx, actor: `panel-${i + 1}:${member.address}` }));
     }
     const hashes = new Set(runs.map((r) => r.resolutionHash));
-    if (hashes.size !== 1) throw new Error(`The arbitrators disagree: ${[...hashes].join(", ")}.`);
+    if (runs.length < INDEPENDENT_RUNS || hashes.size !== 1) throw new Error(`The panel disagrees: ${[...hashes].join(", ")}.`);
     const run = runs[0]!;
     const domain = disputeManagerDomain(chainId, addresses.disputeManager);
-    const signatures = await Promise.all(
-      arbitrators.map(async (a: LocalAccount) => ({ signer: a.address, signature: await signResolution(a, domain, run.message) })),
+    const needed = Math.floor((2 * panel.length + 2) / 3);
+    const signing = members.slice(0, needed);
+    const signatures = await Promise.all(signing.map(async (a) => ({ signer: getAddress(a.address), signature: await signResolution(a, domain, run.message) })));
+    const decided = await submitVerdict({ wallet: watcher, publicClient, deployment: addresses, message: run.message, signatures });
+    if (decided.outcome !== "decided") throw new Error(`Case ${caseId} went to the slow path instead of being decided.`);
+    await advancePast(decided.deadline);
+    const finalized = await finalizeCase({ wallet: watcher, publicClient, deployment: addresses, caseId });
+    const fees: Record<string, string> = {};
+    let claimGas = 0n;
+    for (const fee of finalized.fees) {
+      const wallet = wallets.find((w) => getAddress(w.account.address) === fee.arbitrator)!;
+      const claimed = await claimFees({ wallet, publicClient, disputeManager: addresses.disputeManager, asset: opened.asset });
+      fees[fee.arbitrator] = claimed.amount.toString();
+      claimGas = claimed.gasUsed;
+    }
+    return {
+      run,
+      panel,
+      signers: signatures.map((s) => s.signer),
+      decided,
+      finalized,
+      fees,
+      identicalRuns: runs.length,
+      gas: { drawRequest: Number(requested.gasUsed), draw: Number(drawn.gasUsed), submitVerdict: Number(decided.gasUsed), finalize: Number(finalized.gasUsed), claim: Number(claimGas) },
+    };
+  }
+
+  /** The panel's run, the verdict, the appeal window and the fees, as log lines. */
+  function logOutcome(r: Awaited<ReturnType<typeof arbitrateAndEnforce>>, unit: string) {
+    const feeTotal = Object.values(r.fees).reduce((sum, fee) => sum + BigInt(fee), 0n);
+    log(
+      `All ${r.identicalRuns} panel members reached the same resolution ${r.run.resolutionHash.slice(0, 18)}…; ${r.signers.length} of ${r.panel.length} (the supermajority) signed it and one submitVerdict recorded ${r.run.resolution.aggregate.finalVerdict} (gas ${r.decided.gasUsed}).`,
     );
-    const resolved = await submitResolution({ wallet: watcher, publicClient, deployment: addresses, message: run.message, signatures });
-    return { run, resolved, identicalRuns: runs.length };
+    log(
+      `The appeal window closed at ${new Date(Number(r.decided.deadline) * 1000).toISOString()} without an appeal (devnet clock advanced); finalised: refund ${formatEther(r.finalized.refunded)} ${unit}, slash ${formatEther(r.finalized.slashed)} LGAS (gas ${r.finalized.gasUsed}); ${Object.keys(r.fees).length} coherent signers claimed ${formatUnits(feeTotal, 18)} ${unit} in fees.`,
+    );
   }
 
   const reports: CaseReport[] = [];
@@ -227,7 +301,7 @@ export async function runDisputeDemo(p: DemoParameters): Promise<CaseReport[]> {
   };
   const tests = gigResult.run.resolution.objectiveChecks.find((check) => check.name === "passes_tests");
   log(`Lane 0 ${gigResult.run.resolution.lane0.passed ? "passed" : "failed"}; Lane 1 replayed the suite: ${tests?.detail ?? "no replay"}.`);
-  log(`${gigResult.identicalRuns} arbitrators reached the same resolution ${gigResult.run.resolutionHash.slice(0, 18)}… and signed it: ${gigResult.run.resolution.aggregate.finalVerdict}, refund ${formatEther(gigResult.run.message.refund)} ETH, slash ${formatEther(gigResult.run.message.slash)} LGAS (gas ${gigResult.resolved.gasUsed}).`);
+  logOutcome(gigResult, "ETH");
   reports.push({
     subject: "gig",
     caseId: gigCaseId,
@@ -235,9 +309,12 @@ export async function runDisputeDemo(p: DemoParameters): Promise<CaseReport[]> {
     verdict: gigResult.run.resolution.aggregate.finalVerdict,
     resolutionHash: gigResult.run.resolutionHash,
     identicalRuns: gigResult.identicalRuns,
+    panel: gigResult.panel,
+    signers: gigResult.signers,
+    appealWindowEnds: new Date(Number(gigResult.decided.deadline) * 1000).toISOString(),
     bondPosted: gigOpened.bond.toString(),
-    refund: gigResult.resolved.refunded.toString(),
-    slash: gigResult.resolved.slashed.toString(),
+    refund: gigResult.finalized.refunded.toString(),
+    slash: gigResult.finalized.slashed.toString(),
     balanceChanges: {
       clientEth: (after1.client - before1.client).toString(),
       providerEth: (after1.provider - before1.provider).toString(),
@@ -246,7 +323,8 @@ export async function runDisputeDemo(p: DemoParameters): Promise<CaseReport[]> {
       burnEth: (after1.burnEth - before1.burnEth).toString(),
       burnLgas: (after1.burnLgas - before1.burnLgas).toString(),
     },
-    gas: { open: Number(gigOpened.gasUsed), resolve: Number(gigResult.resolved.gasUsed) },
+    arbitratorFees: gigResult.fees,
+    gas: { open: Number(gigOpened.gasUsed), ...gigResult.gas },
   });
 
   // --- Case 2: a session receipt signed under the wrong policy, proven against the committed root. ---
@@ -334,7 +412,8 @@ export async function runDisputeDemo(p: DemoParameters): Promise<CaseReport[]> {
   const sessionResult = await arbitrateAndEnforce(sessionCaseId, sessionPackage);
   log(`Lane 0: ${sessionResult.run.resolution.lane0.checks.filter((check) => check.status !== "pass").map((check) => check.name).join(", ") || "no violation"} → ${sessionResult.run.resolution.aggregate.finalVerdict}, refund ${formatEther(sessionResult.run.message.refund)} ETH.`);
   // The resolution ended the window; finalise now with the reduced amount.
-  const recorded = { ...closed.state, amount: closed.state.amount - sessionResult.resolved.refunded };
+  logOutcome(sessionResult, "ETH");
+  const recorded = { ...closed.state, amount: closed.state.amount - sessionResult.finalized.refunded };
   const finalized = await finalizeClose({ wallet: watcher, publicClient, escrow: addresses.gasEscrow, ref: opened.ref, recorded });
   const after2 = { payer: await ethOf(payer.address), funder: await ethOf(client.account.address), provider: await ethOf(provider.address) };
   log(`Finalised at once: ${formatEther(finalized.paidToProvider)} ETH to the provider, ${formatEther(finalized.refundedToFunder)} ETH to the funder (receipt 2's price included).`);
@@ -345,15 +424,19 @@ export async function runDisputeDemo(p: DemoParameters): Promise<CaseReport[]> {
     verdict: sessionResult.run.resolution.aggregate.finalVerdict,
     resolutionHash: sessionResult.run.resolutionHash,
     identicalRuns: sessionResult.identicalRuns,
+    panel: sessionResult.panel,
+    signers: sessionResult.signers,
+    appealWindowEnds: new Date(Number(sessionResult.decided.deadline) * 1000).toISOString(),
     bondPosted: sessionOpened.bond.toString(),
-    refund: sessionResult.resolved.refunded.toString(),
-    slash: sessionResult.resolved.slashed.toString(),
+    refund: sessionResult.finalized.refunded.toString(),
+    slash: sessionResult.finalized.slashed.toString(),
     balanceChanges: {
       payerEth: (after2.payer - before2.payer).toString(),
       funderEth: (after2.funder - before2.funder).toString(),
       providerEth: (after2.provider - before2.provider).toString(),
     },
-    gas: { open: Number(sessionOpened.gasUsed), resolve: Number(sessionResult.resolved.gasUsed) },
+    arbitratorFees: sessionResult.fees,
+    gas: { open: Number(sessionOpened.gasUsed), ...sessionResult.gas },
   });
   return reports;
 }

@@ -9,9 +9,11 @@
  * 4. open a second channel, stream a few invocations, then close it unilaterally with a STALE ticket: the
  *    provider's watchtower answers with the newest ticket inside the window; the clock is advanced past
  *    the window and the channel is finalised;
- * 5. disputes (scripts/demo-disputes.ts): the whitepaper's Appendix A.4 gig — code failing 3 of 12 tests,
- *    decided by Lane 1 and enforced on-chain — and a session receipt signed under the wrong policy, proven
- *    against the committed root and decided by Lane 0.
+ * 5. disputes (scripts/demo-disputes.ts): 16 arbitrators admitted by governance through the timelock; the
+ *    whitepaper's Appendix A.4 gig — code failing 3 of 12 tests, decided by Lane 1 — and a session receipt
+ *    signed under the wrong policy, proven against the committed root and decided by Lane 0; each by a drawn
+ *    panel whose members reach byte-identical resolutions, a supermajority's verdict, the appeal window,
+ *    finalisation and fee claims.
  *
  *   npm run demo                     readable summary
  *   npm run demo -- --json           the same, plus one JSON object on the last line
@@ -89,7 +91,7 @@ async function main(): Promise<void> {
     const escrow = deployment.contracts.GasEscrow.address;
     const rpc = await serveEmbeddedNetwork(hre);
     cleanup.unshift(() => rpc.close());
-    log(`Deployed GasEscrow at ${escrow}, GigEscrow, ProviderRegistry and DisputeManager on the embedded devnet (chain ${deployment.chainId}), served at ${rpc.url}.`);
+    log(`Deployed GasEscrow at ${escrow}, GigEscrow, ProviderRegistry, DisputeManager and the governing Timelock ${deployment.timelock} (delay ${deployment.timelockDelay} s) on the embedded devnet (chain ${deployment.chainId}), served at ${rpc.url}.`);
 
     const pricing: PricingTerms = { version: "1", unit: "invocation", pricePerInvocation: parseEther("0.000001") };
     const answered: Record<string, unknown>[] = [];
@@ -211,6 +213,7 @@ async function main(): Promise<void> {
     for (const c of cases) {
       const changes = Object.entries(c.balanceChanges).map(([who, delta]) => `${who} ${delta}`).join(", ");
       log(`  ${c.subject.padEnd(8)} lane ${c.lane}  ${c.verdict.padEnd(16)} resolution ${c.resolutionHash.slice(0, 18)}…  ${changes}`);
+      log(`  ${"".padEnd(8)} panel of ${c.panel.length}, ${c.signers.length} signed, appeal window ended ${c.appealWindowEnds}, fees claimed by ${Object.keys(c.arbitratorFees).length} arbitrators (${Object.values(c.arbitratorFees)[0] ?? "0"} wei each)`);
     }
     log(`  wall time          ${((Date.now() - started) / 1000).toFixed(1)} s`);
 

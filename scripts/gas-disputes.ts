@@ -1,34 +1,38 @@
 /**
  * Gas of the dispute operations, for `npm run gas` and `npm run bench`: cases against a gig and against a
- * session receipt proven at Merkle depth 10 and 20, contesting, escalating, quorum resolutions with 3 and
- * 5 arbitrator signatures, and the slow path. Runs on the in-process Hardhat network with the contracts
- * wired as `deployAll` wires them.
+ * session receipt proven at Merkle depth 10 and 20; contesting (which requests the panel) and an uncontested
+ * case's panel request; drawing a 5-member panel and, after an appeal, a 9-member one; `submitVerdict` from
+ * 3-, 5- and 9-member panels (with their supermajorities of 2, 4 and 6 signatures); appeals (to a fresh panel
+ * and to the slow path); finalisation with and without an overturn; fee claims; governance's slow-path
+ * decision; and expiry. Runs on the in-process Hardhat network with the contracts wired as `deployAll` wires
+ * them and 16 arbitrators admitted through the timelock as the devnet admits them.
  */
 import type { HardhatRuntimeEnvironment } from "hardhat/types";
-import { erc20Abi, getAddress, keccak256, parseEther, stringToBytes, zeroAddress, zeroHash, type Hash, type Hex, type LocalAccount } from "viem";
+import { encodeFunctionData, erc20Abi, getAddress, keccak256, parseEther, stringToBytes, zeroAddress, zeroHash, type Hash, type Hex, type LocalAccount, type PublicClient } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
 import { disputeManagerAbi, gigEscrowAbi, providerRegistryAbi } from "../arbitration/chain";
 import { disputeManagerDomain, signResolution, type ResolutionMessage } from "../arbitration/resolution";
-import { judgeRuntimeHash } from "../arbitration/runner";
 import { ReceiptAccumulator } from "../channel-client/accumulator";
 import { gasEscrowDomain, toCompactSignature } from "../channel-client/eip712";
 import { gasEscrowAbi, type Wallet } from "../channel-client/escrow";
 import { receiptLeafFromHashes } from "../channel-client/leaf";
 import { NATIVE_ASSET, sessionIdOf, type ChannelTerms } from "../channel-client/terms";
 import { signPaymentTicket } from "../channel-client/ticket";
+import { admitDevnetArbitrators } from "./arbitrators";
 import { deployAll } from "./deploy";
+import { governThroughTimelock, hardhatTimeTravel } from "./timelock";
 
 const MNEMONIC = "test test test test test test test test test test test junk";
 const account = (i: number): LocalAccount => mnemonicToAccount(MNEMONIC, { addressIndex: i });
-const ARBITRATORS = [10, 11, 12, 13, 14];
 const NO_STATE = { deposit: 0n, seq: 0n, amount: 0n, receiptRoot: zeroHash, feeBps: 0 };
 const mintAbi = [
   { type: "function", name: "mint", stateMutability: "nonpayable", inputs: [{ name: "to", type: "address" }, { name: "amount", type: "uint256" }], outputs: [] },
 ] as const;
+const KEYS = new Map<string, LocalAccount>(Array.from({ length: 40 }, (_, i) => account(i)).map((a) => [getAddress(a.address), a]));
 
 export async function measureDisputeGas(hre: HardhatRuntimeEnvironment): Promise<Record<string, number>> {
-  const publicClient = await hre.viem.getPublicClient();
+  const publicClient = (await hre.viem.getPublicClient()) as unknown as PublicClient;
   const wallets = (await hre.viem.getWalletClients()) as unknown as Wallet[];
   const [governance, client, , providerWallet, stranger] = wallets as [Wallet, Wallet, Wallet, Wallet, Wallet];
   const deployment = await deployAll(hre);
@@ -42,27 +46,52 @@ export async function measureDisputeGas(hre: HardhatRuntimeEnvironment): Promise
     if (label) report[label] = Number(receipt.gasUsed);
     return receipt;
   };
+  const rpc = (method: string, params: unknown[]) => hre.network.provider.send(method, params);
+  const advance = async (seconds: number) => {
+    await rpc("evm_increaseTime", [seconds]);
+    await rpc("evm_mine", []);
+  };
 
-  // Registry: a bonded provider and five arbitrators pinned to this runtime.
+  // Registry: a bonded provider and the devnet's 16 arbitrators, admitted through the timelock.
   const registry = c.ProviderRegistry.address;
   const token = c.LaborGas.address;
-  const stake = parseEther("1000");
-  for (const [index, role] of [[3, 0], ...ARBITRATORS.map((i) => [i, 1])] as [number, number][]) {
-    const wallet = wallets[index]!;
-    await send(governance, { address: token, abi: mintAbi, functionName: "mint", args: [wallet.account.address, stake] });
-    await send(wallet, { address: token, abi: erc20Abi, functionName: "approve", args: [registry, stake] });
-    const id = keccak256(stringToBytes(`identity ${index}`));
-    if (role === 0) await send(wallet, { address: registry, abi: providerRegistryAbi, functionName: "registerProvider", args: ["tcp://127.0.0.1", id, id, id] });
-    else await send(wallet, { address: registry, abi: providerRegistryAbi, functionName: "registerArbitrator", args: [judgeRuntimeHash(), id, id] });
-    await send(wallet, { address: registry, abi: providerRegistryAbi, functionName: "bond", args: [role, stake] });
-  }
-  const arbitrators = ARBITRATORS.map(account).sort((a, b) => (BigInt(a.address) < BigInt(b.address) ? -1 : 1));
+  const providerBond = parseEther("5000");
+  await send(governance, { address: token, abi: mintAbi, functionName: "mint", args: [providerWallet.account.address, providerBond] });
+  await send(providerWallet, { address: token, abi: erc20Abi, functionName: "approve", args: [registry, providerBond] });
+  const id = keccak256(stringToBytes("provider identity"));
+  await send(providerWallet, { address: registry, abi: providerRegistryAbi, functionName: "registerProvider", args: ["tcp://127.0.0.1", id, id, id] });
+  await send(providerWallet, { address: registry, abi: providerRegistryAbi, functionName: "bond", args: [0, providerBond] });
+  await admitDevnetArbitrators({ publicClient, wallets, deployment });
+
   const chainId = BigInt(deployment.chainId);
   const domain = disputeManagerDomain(chainId, getAddress(dm));
-  const signatures = async (message: ResolutionMessage, n: number) =>
-    Promise.all(arbitrators.slice(0, n).map(async (a) => toCompactSignature(await signResolution(a, domain, message))));
-  const bondFor = (value: bigint, lane: number) =>
-    publicClient.readContract({ address: dm, abi: disputeManagerAbi, functionName: "bondFor", args: [value, lane] });
+  const params = await publicClient.readContract({ address: dm, abi: disputeManagerAbi, functionName: "params" });
+  const bondFor = (value: bigint, level: number) => publicClient.readContract({ address: dm, abi: disputeManagerAbi, functionName: "bondFor", args: [zeroAddress, value, level] });
+  const caseOf = (caseId: Hex) => publicClient.readContract({ address: dm, abi: disputeManagerAbi, functionName: "caseOf", args: [caseId] });
+  /** Signatures of the first `n` members (ascending) of the case's current panel. */
+  const panelSignatures = async (message: ResolutionMessage, n?: number) => {
+    const { round } = await caseOf(message.caseId);
+    const panel = [...(await publicClient.readContract({ address: dm, abi: disputeManagerAbi, functionName: "panelOf", args: [message.caseId, round] }))]
+      .map((a) => getAddress(a))
+      .sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : 1));
+    const count = n ?? Math.floor((2 * panel.length + 2) / 3);
+    return Promise.all(panel.slice(0, count).map(async (a) => toCompactSignature(await signResolution(KEYS.get(a)!, domain, message))));
+  };
+  const draw = async (caseId: Hex, label?: string) => {
+    await rpc("hardhat_mine", ["0x2"]);
+    await send(stranger, { address: dm, abi: disputeManagerAbi, functionName: "drawPanel", args: [caseId] }, label);
+  };
+  const verdict = (caseId: Hex, v: 1 | 2 | 3): ResolutionMessage =>
+    v === 1
+      ? { caseId, verdict: 1, refund: parseEther("0.5"), slash: parseEther("10"), resolutionHash: keccak256(stringToBytes("provider at fault")) }
+      : { caseId, verdict: v, refund: 0n, slash: 0n, resolutionHash: keccak256(stringToBytes(`verdict ${v}`)) };
+  const submit = async (message: ResolutionMessage, label?: string) =>
+    send(stranger, { address: dm, abi: disputeManagerAbi, functionName: "submitVerdict", args: [message, await panelSignatures(message)] }, label);
+  const appeal = async (wallet: Wallet, caseId: Hex, label?: string) => {
+    const cs = await caseOf(caseId);
+    const bond = await bondFor(cs.value, cs.lane + cs.round + 1);
+    await send(wallet, { address: dm, abi: disputeManagerAbi, functionName: "appeal", args: [caseId], value: bond }, label);
+  };
 
   // Gig cases.
   const gig = async () => {
@@ -71,56 +100,106 @@ export async function measureDisputeGas(hre: HardhatRuntimeEnvironment): Promise
       address: c.GigEscrow.address,
       abi: gigEscrowAbi,
       functionName: "fund",
-      args: [providerWallet.account.address, zeroAddress, parseEther("1"), keccak256(stringToBytes("ics")), Number(now + 86_400n), 3600],
+      args: [providerWallet.account.address, zeroAddress, parseEther("1"), keccak256(stringToBytes("ics")), Number(now + 30n * 86_400n), 3600],
       value: parseEther("1"),
     });
     const gigId = await publicClient.readContract({ address: c.GigEscrow.address, abi: gigEscrowAbi, functionName: "gigCount" });
     await send(providerWallet, { address: c.GigEscrow.address, abi: gigEscrowAbi, functionName: "accept", args: [gigId] });
     await send(providerWallet, { address: c.GigEscrow.address, abi: gigEscrowAbi, functionName: "deliver", args: [gigId, keccak256(stringToBytes("deliverable")), zeroHash] });
-    const caseId = await publicClient.readContract({
-      address: dm,
-      abi: disputeManagerAbi,
-      functionName: "nextCaseId",
-      args: [1, `0x${gigId.toString(16).padStart(64, "0")}`],
-    });
-    return { gigId, caseId };
+    const caseId = await publicClient.readContract({ address: dm, abi: disputeManagerAbi, functionName: "nextCaseId", args: [1, `0x${gigId.toString(16).padStart(64, "0")}`] });
+    const bond = await bondFor(parseEther("1"), 1);
+    return { gigId, caseId, bond };
   };
   const packageHash = keccak256(stringToBytes("package"));
-  const resolutionHash = keccak256(stringToBytes("resolution"));
-  // The first resolution pays for accounts and slots that are new (the burn address's balances, the
-  // treasury of slashes): measure each signer count in the steady state after one unmeasured round.
-  for (const [n, labelled] of [[3, false], [3, true], [5, true]] as const) {
+  const open = async (label?: string) => {
     const g = await gig();
-    const bond = await bondFor(parseEther("1"), 1);
-    const measured = labelled && n === 3;
-    await send(client, { address: dm, abi: disputeManagerAbi, functionName: "openGigCase", args: [g.gigId, 1, packageHash], value: bond }, measured ? "dispute openGigCase" : undefined);
-    await send(providerWallet, { address: dm, abi: disputeManagerAbi, functionName: "respond", args: [g.caseId], value: bond }, measured ? "dispute respond" : undefined);
-    const message: ResolutionMessage = { caseId: g.caseId, verdict: 1, refund: parseEther("0.5"), slash: parseEther("10"), resolutionHash };
-    const label = labelled ? `dispute resolve (gig, ${n} signatures, refund + slash)` : undefined;
-    await send(stranger, { address: dm, abi: disputeManagerAbi, functionName: "resolve", args: [message, NO_STATE, await signatures(message, n)] }, label);
+    await send(client, { address: dm, abi: disputeManagerAbi, functionName: "openGigCase", args: [g.gigId, 1, packageHash], value: g.bond }, label);
+    return g;
+  };
+
+  // A contested case, decided and finalised without an appeal. The first of its kind pays for slots and
+  // accounts that are new (fee credits, the burn address): one unmeasured run, then the measured one.
+  for (const measured of [false, true]) {
+    const g = await open(measured ? "dispute openGigCase" : undefined);
+    await send(providerWallet, { address: dm, abi: disputeManagerAbi, functionName: "respond", args: [g.caseId], value: g.bond }, measured ? "dispute respond (contests, requests the panel)" : undefined);
+    await draw(g.caseId, measured ? "dispute drawPanel (draw, 5 members)" : undefined);
+    await submit(verdict(g.caseId, 1), measured ? "dispute submitVerdict (5-member panel, 4 signatures)" : undefined);
+    await advance(Number(params.appealWindow) + 1);
+    await send(stranger, { address: dm, abi: disputeManagerAbi, functionName: "finalize", args: [g.caseId, NO_STATE] }, measured ? "dispute finalize (no appeal, 4 coherent signers paid)" : undefined);
   }
-  // Escalation to the slow path and a governance decision; expiry of a second slow-path case.
+  // A coherent signer claims its credited fee.
+  for (const w of wallets.slice(20, 36)) {
+    const due = await publicClient.readContract({ address: dm, abi: disputeManagerAbi, functionName: "claimable", args: [zeroAddress, w.account.address] });
+    if (due > 0n) {
+      await send(w, { address: dm, abi: disputeManagerAbi, functionName: "claim", args: [zeroAddress] }, "dispute claim (ETH fees)");
+      break;
+    }
+  }
+
+  // An uncontested case: the panel is requested after the respond window, drawn, decided, appealed to a
+  // 9-member panel that overturns it, and finalised (the overturned signers slashed).
   {
-    const g = await gig();
-    const bond = await bondFor(parseEther("1"), 1);
-    await send(client, { address: dm, abi: disputeManagerAbi, functionName: "openGigCase", args: [g.gigId, 1, packageHash], value: bond });
-    const topUp = (await bondFor(parseEther("1"), 2)) - bond;
-    await send(client, { address: dm, abi: disputeManagerAbi, functionName: "escalate", args: [g.caseId], value: topUp }, "dispute escalate (to the slow path)");
-    await send(governance, {
+    const g = await open();
+    await advance(Number(params.respondWindow) + 1);
+    await send(stranger, { address: dm, abi: disputeManagerAbi, functionName: "drawPanel", args: [g.caseId] }, "dispute drawPanel (request randomness, uncontested)");
+    await draw(g.caseId);
+    await submit(verdict(g.caseId, 1));
+    await appeal(providerWallet, g.caseId, "dispute appeal (round 1: a fresh 9-member panel)");
+    await draw(g.caseId, "dispute drawPanel (draw, 9 members, appeal round)");
+    await submit(verdict(g.caseId, 2), "dispute submitVerdict (9-member panel, 6 signatures)");
+    await advance(Number(params.appealWindow) + 1);
+    await send(stranger, { address: dm, abi: disputeManagerAbi, functionName: "finalize", args: [g.caseId, NO_STATE] }, "dispute finalize (after an appeal: 4 overturned signers slashed, 6 paid)");
+  }
+
+  // A second appeal sends the case to the slow path; governance (the timelock) decides it.
+  {
+    const g = await open();
+    await advance(Number(params.respondWindow) + 1);
+    await send(stranger, { address: dm, abi: disputeManagerAbi, functionName: "drawPanel", args: [g.caseId] });
+    await draw(g.caseId);
+    await submit(verdict(g.caseId, 1));
+    await appeal(providerWallet, g.caseId);
+    await draw(g.caseId);
+    await submit(verdict(g.caseId, 2));
+    await appeal(client, g.caseId, "dispute appeal (round 2: to the slow path)");
+    // Measured as the timelock's own call (impersonated): what the DisputeManager spends inside `executeBatch`.
+    await rpc("hardhat_impersonateAccount", [deployment.timelock]);
+    await rpc("hardhat_setBalance", [deployment.timelock, "0xde0b6b3a7640000"]);
+    const timelockWallet = (await hre.viem.getWalletClient(deployment.timelock)) as unknown as Wallet;
+    await send(timelockWallet, {
       address: dm,
       abi: disputeManagerAbi,
       functionName: "resolveSlowPath",
-      args: [{ caseId: g.caseId, verdict: 3, refund: parseEther("0.9"), slash: 0n, resolutionHash }, NO_STATE],
-    }, "dispute resolveSlowPath (no fault)");
+      args: [{ caseId: g.caseId, verdict: 3, refund: parseEther("0.9"), slash: 0n, resolutionHash: keccak256(stringToBytes("slow path")) }, NO_STATE],
+    }, "dispute resolveSlowPath (no fault, by the timelock)");
+    await rpc("hardhat_stopImpersonatingAccount", [deployment.timelock]);
   }
+
+  // Expiry: an undrawn case past its deadline goes to the slow path; past the slow path's deadline it ends.
   {
-    const g = await gig();
-    const bond = await bondFor(parseEther("1"), 1);
-    await send(client, { address: dm, abi: disputeManagerAbi, functionName: "openGigCase", args: [g.gigId, 1, packageHash], value: bond });
-    await hre.network.provider.send("evm_increaseTime", [24 * 3600 + 1]);
-    await send(stranger, { address: dm, abi: disputeManagerAbi, functionName: "expire", args: [g.caseId, NO_STATE] }, "dispute expire (fast path → slow path)");
-    await hre.network.provider.send("evm_increaseTime", [7 * 24 * 3600 + 1]);
-    await send(stranger, { address: dm, abi: disputeManagerAbi, functionName: "expire", args: [g.caseId, NO_STATE] }, "dispute expire (slow path → expired)");
+    const g = await open();
+    const cs = await caseOf(g.caseId);
+    const now = (await publicClient.getBlock()).timestamp;
+    await advance(Number(BigInt(cs.deadline) - now) + 1);
+    await send(stranger, { address: dm, abi: disputeManagerAbi, functionName: "expire", args: [g.caseId, NO_STATE] }, "dispute expire (open → slow path)");
+    await advance(Number(params.slowPathTimeout) + 1);
+    await send(stranger, { address: dm, abi: disputeManagerAbi, functionName: "expire", args: [g.caseId, NO_STATE] }, "dispute expire (slow path → expired, no verdict)");
+  }
+
+  // A 3-member panel (governance sets panelSize 3 through the timelock): two signatures decide.
+  {
+    await governThroughTimelock({
+      publicClient,
+      wallet: governance,
+      timelock: deployment.timelock,
+      calls: [{ target: dm, data: encodeFunctionData({ abi: disputeManagerAbi, functionName: "setParams", args: [{ ...params, panelSize: 3 }] }) }],
+      salt: "gas: panel of 3",
+      wait: hardhatTimeTravel(publicClient),
+    });
+    const g = await open();
+    await send(providerWallet, { address: dm, abi: disputeManagerAbi, functionName: "respond", args: [g.caseId], value: g.bond });
+    await draw(g.caseId, "dispute drawPanel (draw, 3 members)");
+    await submit(verdict(g.caseId, 1), "dispute submitVerdict (3-member panel, 2 signatures)");
   }
 
   // Session cases: a receipt proven at depth 10 and 20 against the recorded root.
@@ -161,7 +240,6 @@ export async function measureDisputeGas(hre: HardhatRuntimeEnvironment): Promise
     const recorded = { deposit: parseEther("1"), seq: BigInt(leaves + 1), amount, receiptRoot: tree.root(), feeBps: 0 };
     const proof = tree.proof(7);
     if (proof.length !== depth) throw new Error(`expected a proof of depth ${depth}, got ${proof.length}`);
-    const caseId = await publicClient.readContract({ address: dm, abi: disputeManagerAbi, functionName: "nextCaseId", args: [2, sessionId] });
     const bond = await bondFor(amount, 0);
     await send(wallets[2]!, {
       address: dm,
@@ -170,10 +248,6 @@ export async function measureDisputeGas(hre: HardhatRuntimeEnvironment): Promise
       args: [terms, ref.openedAt, recorded, target.receiptHash, target.ticketHash, proof, 0, packageHash],
       value: bond,
     }, `dispute openSessionCase (proof depth ${depth})`);
-    if (depth === 10) {
-      const message: ResolutionMessage = { caseId, verdict: 1, refund: parseEther("0.01"), slash: 0n, resolutionHash };
-      await send(stranger, { address: dm, abi: disputeManagerAbi, functionName: "resolve", args: [message, recorded, await signatures(message, 3)] }, "dispute resolve (session, 3 signatures, refund)");
-    }
   }
   return report;
 }

@@ -13,7 +13,7 @@
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { encodeFunctionData, getAddress, isAddress, isHex, keccak256, parseEventLogs, stringToBytes, zeroHash, type Address, type Hash, type Hex, type PublicClient } from "viem";
+import { encodeFunctionData, type Abi, getAddress, isAddress, isHex, keccak256, parseEventLogs, stringToBytes, zeroHash, type Address, type Hash, type Hex, type PublicClient } from "viem";
 
 import TimelockArtifact from "../artifacts/contracts/governance/Timelock.sol/Timelock.json";
 import type { Timelock$Type } from "../artifacts/contracts/governance/Timelock.sol/Timelock";
@@ -112,11 +112,8 @@ export function hardhatTimeTravel(publicClient: PublicClient): (seconds: bigint)
 }
 
 /** `ProviderRegistry.admitArbitrator(account)` for each account, as timelock calls. */
-export function admitArbitratorCalls(registry: Address, accounts: readonly Address[], registryAbi: readonly unknown[]): GovernanceCall[] {
-  return accounts.map((account) => ({
-    target: registry,
-    data: encodeFunctionData({ abi: registryAbi as never, functionName: "admitArbitrator" as never, args: [account] as never }),
-  }));
+export function admitArbitratorCalls(registry: Address, accounts: readonly Address[], registryAbi: Abi): GovernanceCall[] {
+  return accounts.map((account) => ({ target: registry, data: encodeFunctionData({ abi: registryAbi, functionName: "admitArbitrator", args: [account] }) }));
 }
 
 function callsFromEnv(): GovernanceCall[] {
