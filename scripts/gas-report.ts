@@ -2,7 +2,8 @@
  * `npm run gas`: measures the gas of every contract operation in one canonical scenario on the embedded
  * Hardhat network and writes `gas-report.json` (function name → gasUsed, the 21,000 base included).
  *
- * Conditions, the same as the peers' figures quoted in the issues: Hardhat's default hardfork, native ETH,
+ * Conditions, the same as the peers' figures quoted in the issues: Hardhat's default hardfork (Osaka rules
+ * execute the transactions; the contracts are compiled for the Cancun EVM target), native ETH,
  * payouts to accounts that already exist, tickets signed by the payer itself, routing fee 0 (variants
  * with a fee or a session key are reported under their own keys).
  */
@@ -106,11 +107,14 @@ export async function measureGas(): Promise<GasReport> {
   await gasOf("finalize (routing fee 1%, first accrual)", await escrow.write.finalize([e.ref.terms, e.ref.openedAt, { deposit: parseEther("1"), seq: 3n, amount: eTicket.cumulativeAmount, receiptRoot: eTicket.receiptRoot, feeBps: 100 }], { account: stranger.account }));
   await gasOf("withdrawFees", await escrow.write.withdrawFees([NATIVE_ASSET], { account: stranger.account }));
 
-  // ProviderRegistry: bonds in LaborGas; the provider account registers, bonds, unbonds, is slashed.
+  // ProviderRegistry: bonds in LaborGas; the provider account registers, bonds, unbonds (30 days, the
+  // minimum), is slashed; an arbitrator registers, stakes and is admitted (by governance, here an account).
+  const UNBONDING_DELAY = 30n * 24n * 3600n;
   const token = await hre.viem.deployContract("LaborGas", [governance.account.address]);
-  const registry = await hre.viem.deployContract("ProviderRegistry", [governance.account.address, token.address, parseEther("100"), parseEther("1000"), 3600n]);
+  const registry = await hre.viem.deployContract("ProviderRegistry", [governance.account.address, token.address, parseEther("100"), parseEther("1000"), UNBONDING_DELAY]);
   const PROVIDER = 0;
   const ARBITRATOR = 1;
+  const UNBONDING_DAYS = 30;
   const h = (label: string) => keccak256(stringToBytes(label));
   for (const member of [providerWallet, stranger]) {
     await token.write.mint([member.account.address, parseEther("10000")], { account: governance.account });
@@ -120,10 +124,11 @@ export async function measureGas(): Promise<GasReport> {
   await gasOf("bond", await registry.write.bond([PROVIDER, parseEther("500")], { account: providerWallet.account }));
   await gasOf("bond (top-up)", await registry.write.bond([PROVIDER, parseEther("100")], { account: providerWallet.account }));
   await gasOf("requestUnbond", await registry.write.requestUnbond([PROVIDER, parseEther("100")], { account: providerWallet.account }));
-  await hre.network.provider.send("evm_increaseTime", [3601]);
+  await hre.network.provider.send("evm_increaseTime", [UNBONDING_DAYS * 86_400 + 1]);
   await gasOf("withdraw", await registry.write.withdraw([PROVIDER], { account: providerWallet.account }));
   await gasOf("registerArbitrator", await registry.write.registerArbitrator([h("judge runtime"), h("did:example:arbitrator"), h("arbitrator ml-dsa key")], { account: stranger.account }));
   await gasOf("bond (arbitrator stake)", await registry.write.bond([ARBITRATOR, parseEther("1000")], { account: stranger.account }));
+  await gasOf("admitArbitrator", await registry.write.admitArbitrator([stranger.account.address], { account: governance.account }));
   await registry.write.grantRole([await registry.read.SLASHER_ROLE(), governance.account.address], { account: governance.account });
   await gasOf("slash", await registry.write.slash([PROVIDER, providerWallet.account.address, parseEther("50"), funder.account.address, 2_000], { account: governance.account }));
 
@@ -133,6 +138,8 @@ export async function measureGas(): Promise<GasReport> {
   // balance are already non-zero, as on a live deployment.
   const gigEscrow = await hre.viem.deployContract("GigEscrow", [governance.account.address, registry.address]);
   await gigEscrow.write.grantRole([await gigEscrow.read.DISPUTE_ROLE(), governance.account.address], { account: governance.account });
+  // The GigEscrow locks the provider's bond while a gig is live.
+  await registry.write.grantRole([await registry.read.LOCKER_ROLE(), gigEscrow.address], { account: governance.account });
   await token.write.mint([funder.account.address, parseEther("10000")], { account: governance.account });
   await token.write.approve([gigEscrow.address, parseEther("10000")], { account: funder.account });
   const DAY = 86_400;
@@ -179,8 +186,8 @@ async function main(): Promise<void> {
   const report = await measureGas();
   const hardfork = hre.config.networks.hardhat.hardfork;
   const file = path.join(__dirname, "..", "gas-report.json");
-  writeFileSync(file, `${JSON.stringify({ conditions: { hardfork, asset: "native ETH", payees: "existing accounts", routingFeeBps: 0 }, gas: report }, null, 2)}\n`);
-  console.log(`Gas used per transaction (hardfork ${hardfork}; 21,000 base included):`);
+  writeFileSync(file, `${JSON.stringify({ conditions: { hardfork, evmTarget: hre.config.solidity.compilers[0]!.settings.evmVersion, asset: "native ETH", payees: "existing accounts", routingFeeBps: 0 }, gas: report }, null, 2)}\n`);
+  console.log(`Gas used per transaction (hardfork ${hardfork} rules, contracts compiled for ${hre.config.solidity.compilers[0]!.settings.evmVersion}; 21,000 base included):`);
   for (const [op, gas] of Object.entries(report)) console.log(`  ${op.padEnd(42)} ${gas.toLocaleString("en-US")}`);
   console.log(`Wrote ${path.relative(process.cwd(), file)}`);
 }
