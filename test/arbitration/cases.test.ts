@@ -1,15 +1,15 @@
 /**
  * Arbitration end to end on the Hardhat network: a challenger builds a package and opens a case, three
  * arbitrators each run Lane 0 + Lane 1 independently on what they read from the chain, reach byte-identical
- * resolutions, sign the resolution hash, and the quorum's resolution is enforced on-chain.
+ * resolutions, a drawn panel's supermajority signs the resolution hash, and the verdict is finalised on-chain.
  */
-import { loadFixture } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
+import { loadFixture, time } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
 import { expect } from "chai";
-import { getAddress, keccak256, parseEther, stringToBytes, zeroAddress, zeroHash, type Address, type Hex, type LocalAccount } from "viem";
+import { getAddress, keccak256, parseEther, stringToBytes, zeroAddress, zeroHash, type Address, type Hex } from "viem";
 
 import { bundleHash, type Bundle } from "../../arbitration/bundle";
 import { buildGigPackage, buildSessionPackage } from "../../arbitration/build";
-import { currentClosingState, loadCaseContext, openGigCase, openSessionCase, submitResolution, type Deployment } from "../../arbitration/chain";
+import { currentClosingState, finalizeCase, loadCaseContext, openGigCase, openSessionCase, submitVerdict, type Deployment } from "../../arbitration/chain";
 import { canon } from "../../channel-client/canonical";
 import { icsFromJson, icsHash, penaltyFor, unserviceableRefund, type Ics, type IcsJson } from "../../arbitration/ics";
 import { makeEvidence, packageHash, parsePackage, packageToJson, type ChallengePackage } from "../../arbitration/package";
@@ -25,7 +25,7 @@ import { paymentTicketHash, signPaymentTicket } from "../../channel-client/ticke
 import { sessionReceiptHash, signSessionReceipt, type SessionReceipt } from "../../channel-client/receipt";
 import { sessionIdOf, termsHashOf, type PricingTerms } from "../../channel-client/terms";
 import { hardhatAccount } from "../helpers/fixtures";
-import { arbitratorKeys, balanceOf, KIND, STATUS, SYS, systemFixture, type System } from "../helpers/system";
+import { balanceOf, drawPanel, KIND, STATUS, supermajority, SYS, systemFixture, type System } from "../helpers/system";
 import { BAD_DELIVERABLE, GOOD_DELIVERABLE, sampleIcsJson, SUITE } from "./fixtures/samples";
 
 const BURN: Address = "0x000000000000000000000000000000000000dEaD";
@@ -52,14 +52,25 @@ async function threeRuns(s: System, caseId: Hex, pkg: ChallengePackage, replay?:
   return runs;
 }
 
-/** The quorum signs the agreed message and the watcher submits it. */
-async function enforce(s: System, run: ArbitrationRun, signers: LocalAccount[] = arbitratorKeys().slice(0, 3)) {
+/**
+ * The case's panel is drawn (after the respond window if nobody contested), a supermajority of it signs the
+ * agreed message and the watcher submits it; a decided verdict is finalised once the appeal window has passed.
+ */
+async function enforce(s: System, run: ArbitrationRun) {
   const domain = disputeManagerDomain(s.chainId, getAddress(s.disputes.address));
   expect(await s.disputes.read.hashResolution([run.message])).to.equal(resolutionDigest(domain, run.message));
+  const caseId = run.message.caseId;
+  const c = await s.disputes.read.caseOf([caseId]);
+  if (c.respondentBond === 0n && BigInt(await time.latest()) <= BigInt(c.respondBy)) await time.increaseTo(BigInt(c.respondBy) + 1n);
+  const panel = await drawPanel(s, caseId);
   const signatures = await Promise.all(
-    signers.map(async (signer) => ({ signer: signer.address, signature: await signResolution(signer, domain, run.message) })),
+    panel.slice(0, supermajority(panel.length)).map(async (signer) => ({ signer: signer.address, signature: await signResolution(signer, domain, run.message) })),
   );
-  return submitResolution({ wallet: s.watcher, publicClient: s.publicClient, deployment: deploymentOf(s), message: run.message, signatures });
+  const deployment = deploymentOf(s);
+  const decided = await submitVerdict({ wallet: s.watcher, publicClient: s.publicClient, deployment, message: run.message, signatures });
+  if (decided.outcome === "slow_path") return { outcome: "escalated" as const };
+  await time.increaseTo(decided.deadline + 1n);
+  return { outcome: "resolved" as const, ...(await finalizeCase({ wallet: s.watcher, publicClient: s.publicClient, deployment, caseId })) };
 }
 
 /*//////////////////////////////////////////////////////////////
@@ -141,7 +152,8 @@ describe("arbitration: cases end to end", function () {
     expect(resolved.outcome).to.equal("resolved");
     const after = await parties(s);
     const burnt = (bond * 2_000n) / 10_000n;
-    expect(after[0]! - before[0]!).to.equal(penalty.refund + bond); // silent respondent: only the client's bond back
+    // Silent respondent: the client's bond back less the panel's fee (10%), which comes from it.
+    expect(after[0]! - before[0]!).to.equal(penalty.refund + bond - (bond * 1_000n) / 10_000n);
     expect(after[1]! - before[1]!).to.equal(GIG_AMOUNT - penalty.refund);
     expect(after[2]! - before[2]!).to.equal(0n);
     expect(burnt > 0n).to.equal(true);
@@ -158,7 +170,7 @@ describe("arbitration: cases end to end", function () {
     await enforce(s, run!);
     const after = await parties(s);
     const bond = (await s.disputes.read.caseOf([c.caseId])).challengerBond;
-    expect(after[1]! - before[1]!).to.equal(GIG_AMOUNT + bond - (bond * 2_000n) / 10_000n);
+    expect(after[1]! - before[1]!).to.equal(GIG_AMOUNT + bond - (bond * 2_000n) / 10_000n - (bond * 1_000n) / 10_000n); // burn and fee
   });
 
   it("a provider's fault receipt → no fault: refund less compute spent, no slash", async function () {

@@ -26,6 +26,7 @@ import { SqliteStore } from "../../channel-client/store/sqlite-store";
 import { sessionIdOf, termsHashOf, type PricingTerms } from "../../channel-client/terms";
 import { signPaymentTicket } from "../../channel-client/ticket";
 import { ReceiptAccumulator } from "../../channel-client/accumulator";
+import { admitDevnetArbitrators } from "../../scripts/arbitrators";
 import { deployAll } from "../../scripts/deploy";
 import { serveEmbeddedNetwork, type EmbeddedRpc } from "../../scripts/embedded-rpc";
 import { codeGigIcs, FAILING_DELIVERABLE, SUITE } from "../../scripts/examples/code-gig";
@@ -59,7 +60,8 @@ function expectTypedFailure(result: Result, code: number, name: string, message?
 
 /** Hardhat account indices: as in scripts/demo-disputes.ts. */
 const ROLE = { governance: 0, client: 1, payer: 2, provider: 3, stranger: 4, watcher: 8 } as const;
-const ARBITRATORS = [10, 11, 12] as const;
+/** Hardhat account that is no arbitrator yet, for the `ioi arbitrator` lifecycle. */
+const NEWCOMER = 36;
 const HASH: Hex = keccak256(stringToBytes("a hash"));
 const BOUNTY = parseEther("1");
 /** Nothing listens here: usage errors must be found before the CLI reaches for a node. */
@@ -80,12 +82,18 @@ function writeBundle(directory: string, bundle: Bundle): string {
 }
 
 /**
- * Everything deployed as `scripts/deploy.ts` deploys it; a provider with an SLA bond and three arbitrators
- * (accounts 10..12) pinned to this judge runtime, registered as `scripts/demo-disputes.ts` does; and the code
- * gig funded by the client, accepted and delivered (with the failing deliverable) by the provider.
+ * Everything deployed as `scripts/deploy.ts` deploys it (panels of 3, so two signatures decide and an appeal
+ * draws 5); a provider with an SLA bond; the devnet's 16 arbitrators (accounts 20..35) registered, staked and
+ * admitted through the timelock as `npm run devnet` admits them; and the code gig funded by the client,
+ * accepted and delivered (with the failing deliverable) by the provider.
  */
 async function disputeFixture() {
-  const deployment = await deployAll(hre);
+  const previous = process.env.IOI_DISPUTE_PANEL_SIZE;
+  process.env.IOI_DISPUTE_PANEL_SIZE = "3";
+  const deployment = await deployAll(hre).finally(() => {
+    if (previous === undefined) delete process.env.IOI_DISPUTE_PANEL_SIZE;
+    else process.env.IOI_DISPUTE_PANEL_SIZE = previous;
+  });
   const publicClient = await hre.viem.getPublicClient();
   const wallets = (await hre.viem.getWalletClients()) as unknown as Wallet[];
   const c = deployment.contracts;
@@ -100,7 +108,6 @@ async function disputeFixture() {
   const governance = wallets[ROLE.governance]!;
   const provider = wallets[ROLE.provider]!;
   const minProvider = await publicClient.readContract({ address: registry, abi: providerRegistryAbi, functionName: "minProviderBond" });
-  const minStake = await publicClient.readContract({ address: registry, abi: providerRegistryAbi, functionName: "minArbitratorStake" });
   const providerBond = minProvider * 3n;
   await write(governance, { address: token, abi: mintAbi, functionName: "mint", args: [provider.account.address, providerBond] });
   await write(provider, { address: token, abi: erc20Abi, functionName: "approve", args: [registry, providerBond] });
@@ -111,18 +118,7 @@ async function disputeFixture() {
     args: ["tcp://127.0.0.1", label("caps: js-runner"), label("did:ioi:provider-cli"), label("mldsa: provider-cli")],
   });
   await write(provider, { address: registry, abi: providerRegistryAbi, functionName: "bond", args: [0, providerBond] });
-  for (const index of ARBITRATORS) {
-    const wallet = wallets[index]!;
-    await write(governance, { address: token, abi: mintAbi, functionName: "mint", args: [wallet.account.address, minStake] });
-    await write(wallet, { address: token, abi: erc20Abi, functionName: "approve", args: [registry, minStake] });
-    await write(wallet, {
-      address: registry,
-      abi: providerRegistryAbi,
-      functionName: "registerArbitrator",
-      args: [judgeRuntimeHash(), label(`did:ioi:arbitrator-${index}`), label(`mldsa: arbitrator-${index}`)],
-    });
-    await write(wallet, { address: registry, abi: providerRegistryAbi, functionName: "bond", args: [1, minStake] });
-  }
+  await admitDevnetArbitrators({ publicClient: publicClient as never, wallets, deployment });
 
   const deadline = (await publicClient.getBlock()).timestamp + 86_400n;
   const ics = codeGigIcs({ asset: zeroAddress, maxPrice: BOUNTY, deadline });
@@ -170,16 +166,27 @@ describe("ioi dispute, arbitrate and case CLI", function () {
       ["dispute", "build-session"],
       ["dispute", "open"],
       ["dispute", "respond"],
-      ["dispute", "escalate"],
       ["dispute", "expire"],
       ["case", "show"],
+      ["case", "draw"],
+      ["case", "submit"],
+      ["case", "appeal"],
+      ["case", "finalize"],
+      ["arbitrator", "register"],
+      ["arbitrator", "stake"],
+      ["arbitrator", "unstake"],
+      ["arbitrator", "withdraw"],
+      ["arbitrator", "repin"],
+      ["arbitrator", "show"],
+      ["arbitrator", "cases"],
+      ["arbitrator", "claim"],
     ];
 
     it("lists the dispute, case and arbitrate commands in the top-level help and each group's subcommands in its own", async () => {
       const top = await run(["--help"]);
       expect(top.code).to.equal(0);
-      for (const name of ["dispute", "case", "arbitrate", "gig", "open"]) expect(top.out).to.contain(`  ${name} `);
-      for (const group of ["dispute", "case"]) {
+      for (const name of ["dispute", "case", "arbitrator", "arbitrate", "gig", "open"]) expect(top.out).to.contain(`  ${name} `);
+      for (const group of ["dispute", "case", "arbitrator"]) {
         const help = await run([group, "--help"]);
         expect(help.code).to.equal(0);
         expect(help.out).to.contain(`Usage: ioi ${group} <subcommand>`);
@@ -204,7 +211,7 @@ describe("ioi dispute, arbitrate and case CLI", function () {
       const { code, out } = await run(["arbitrate", "--help"]);
       expect(code).to.equal(0);
       expect(out).to.contain("Usage: ioi arbitrate --case ID --package FILE");
-      for (const option of ["--key-env NAME", "--devnet-quorum N", "--submit", "--out FILE", "--audit FILE", "--dispute-manager", "--json"]) {
+      for (const option of ["--key-env NAME", "--sign-only", "--devnet-quorum N", "--submit", "--out FILE", "--audit FILE", "--dispute-manager", "--json"]) {
         expect(out).to.contain(option);
       }
       const build = (await run(["dispute", "build-gig", "--help"])).out;
@@ -215,6 +222,11 @@ describe("ioi dispute, arbitrate and case CLI", function () {
     });
 
     it("answers an unknown subcommand and an unknown option with the usage, exit code 2", async () => {
+      // Escalation is gone: the group's help says an appeal replaces it.
+      const escalate = await run(["dispute", "escalate", "--case", HASH]);
+      expect(escalate.code).to.equal(2);
+      expect(escalate.err).to.contain('Unknown dispute subcommand "escalate"');
+      expect((await run(["dispute", "expire", "--help"])).out).to.contain("`ioi case appeal` replaces it");
       const unknown = await run(["dispute", "settle"]);
       expect(unknown.code).to.equal(2);
       expect(unknown.err).to.contain('Unknown dispute subcommand "settle"');
@@ -227,14 +239,26 @@ describe("ioi dispute, arbitrate and case CLI", function () {
 
     const usageCases: [name: string, argv: string[], message: string][] = [
       ["respond without --case", ["dispute", "respond"], "--case is required"],
-      ["escalate without --case", ["dispute", "escalate"], "--case is required"],
+      ["case draw without --case", ["case", "draw"], "--case is required"],
+      ["case appeal without --case", ["case", "appeal"], "--case is required"],
+      ["case finalize with a malformed case id", ["case", "finalize", "--case", "12"], "--case must be 0x and 64 hex digits"],
+      ["case submit without a signature", ["case", "submit"], "--signature is required"],
+      ["case submit with a signature file that does not exist", ["case", "submit", "--signature", "/nonexistent/a.json"], "Cannot read --signature /nonexistent/a.json"],
+      ["arbitrate --sign-only without --out", ["arbitrate", "--case", HASH, "--package", "p.json", "--sign-only"], "--out is required"],
+      ["arbitrate --sign-only with --submit", ["arbitrate", "--case", HASH, "--package", "p.json", "--sign-only", "--submit", "--out", "s.json"], "--sign-only and --submit exclude each other"],
+      ["arbitrator stake without an amount", ["arbitrator", "stake"], "--amount is required"],
+      ["arbitrator stake with an amount in wei notation", ["arbitrator", "stake", "--amount", "1e21"], "--amount must be a decimal number of bond tokens"],
+      ["arbitrator unstake of nothing", ["arbitrator", "unstake", "--amount", "0"], "--amount must be more than zero"],
+      ["arbitrator register without --did-hash", ["arbitrator", "register", "--mldsa-hash", HASH], "--did-hash is required"],
+      ["arbitrator claim of an asset that is no address", ["arbitrator", "claim", "--asset", "lgas"], "--asset must be an ERC-20 address or eth"],
+      ["arbitrator cases from a negative block", ["arbitrator", "cases", "--address", HASH.slice(0, 42), "--from-block", "1.5"], "--from-block must be a whole number"],
       ["expire with a malformed case id", ["dispute", "expire", "--case", "0x12"], '--case must be 0x and 64 hex digits (the case id); received "0x12"'],
       ["case show without --case", ["case", "show"], "--case is required"],
       ["case show with a case id that is not hex", ["case", "show", "--case", `0x${"zz".repeat(32)}`], "--case must be 0x and 64 hex digits"],
       ["arbitrate without --case", ["arbitrate", "--package", "p.json"], "--case is required"],
       ["arbitrate without --package", ["arbitrate", "--case", HASH], "--package is required"],
-      ["arbitrate with a quorum of 0", ["arbitrate", "--case", HASH, "--package", "p.json", "--devnet-quorum", "0"], "--devnet-quorum must be from 1 to 10"],
-      ["arbitrate with a quorum beyond account 19", ["arbitrate", "--case", HASH, "--package", "p.json", "--devnet-quorum", "11"], "--devnet-quorum must be from 1 to 10"],
+      ["arbitrate with a quorum of 0", ["arbitrate", "--case", HASH, "--package", "p.json", "--devnet-quorum", "0"], "--devnet-quorum must be from 1 to 15"],
+      ["arbitrate with a quorum beyond the largest panel", ["arbitrate", "--case", HASH, "--package", "p.json", "--devnet-quorum", "16"], "--devnet-quorum must be from 1 to 15"],
       ["arbitrate with a package that does not exist", ["arbitrate", "--case", HASH, "--package", "/nonexistent/p.json"], "Cannot read --package /nonexistent/p.json"],
       ["arbitrate writing into a missing directory", ["arbitrate", "--case", HASH, "--package", "p.json", "--out", "/nonexistent/r.json"], "--out /nonexistent/r.json: the directory"],
       ["open without --package", ["dispute", "open"], "--package is required"],
@@ -329,16 +353,35 @@ describe("ioi dispute, arbitrate and case CLI", function () {
 
     const ethOf = (f: Fixture, who: Address) => f.publicClient.getBalance({ address: who });
     const addressOf = (index: number) => getAddress(hardhatAccount(index).address);
-    const bondFor = (f: Fixture, value: bigint, lane: number) =>
-      f.publicClient.readContract({ address: f.deployment.contracts.DisputeManager.address, abi: disputeManagerAbi, functionName: "bondFor", args: [value, lane] });
+    /** The Hardhat account index of a devnet address (panel members are among 0..39). */
+    const indexOf = (who: Address) => {
+      const index = Array.from({ length: 40 }, (_, i) => i).find((i) => addressOf(i) === getAddress(who));
+      if (index === undefined) throw new Error(`${who} is not a Hardhat account.`);
+      return index;
+    };
+    const bondFor = (f: Fixture, value: bigint, level: number) =>
+      f.publicClient.readContract({ address: f.deployment.contracts.DisputeManager.address, abi: disputeManagerAbi, functionName: "bondFor", args: [zeroAddress, value, level] });
+    const paramsOf = (f: Fixture) => f.publicClient.readContract({ address: f.deployment.contracts.DisputeManager.address, abi: disputeManagerAbi, functionName: "params" });
 
-    it("disputes the code gig end to end: build-gig, open, respond, a devnet quorum arbitrates and submits, the client is refunded", async () => {
+    /** Builds the code gig's package as the client and opens the case at `lane`; returns its id and package file. */
+    async function openGigCase(f: Fixture, name: string, lane: "0" | "1" = "1") {
+      const files = gigFiles(f.ics, name);
+      const built = await cli(f, ROLE.client, [
+        "dispute", "build-gig", "--gig", "1", "--ics-file", files.icsFile, "--suite-dir", files.suiteDir, "--deliverable-dir", files.deliverableDir, "--lane", lane, "--out", files.out,
+      ]);
+      expect(built.code, built.err).to.equal(0);
+      const opened = await cli(f, ROLE.client, ["dispute", "open", "--package", files.out]);
+      expect(opened.code, opened.err).to.equal(0);
+      return { caseId: jsonOf(opened).caseId as Hex, files, built: jsonOf(built), opened: jsonOf(opened) };
+    }
+
+    it("disputes the code gig end to end: open, respond, draw, two members sign without submitting, anyone submits, finalise, claim", async () => {
       const f = await loadFixture(disputeFixture);
       const dm = f.deployment.contracts.DisputeManager.address;
-      const files = gigFiles(f.ics, "gig-e2e");
       const notYet = await cli(f, ROLE.stranger, ["case", "show", "--case", HASH]);
       expectTypedFailure(notYet, 2, "UsageError", `Case ${HASH} does not exist`);
 
+      const files = gigFiles(f.ics, "gig-e2e");
       const built = await cli(f, ROLE.client, [
         "dispute", "build-gig", "--gig", "1", "--ics-file", files.icsFile, "--suite-dir", files.suiteDir, "--deliverable-dir", files.deliverableDir, "--out", files.out,
       ]);
@@ -348,9 +391,7 @@ describe("ioi dispute, arbitrate and case CLI", function () {
       const pkg = parsePackage(text);
       expect(text).to.equal(canon(packageToJson(pkg)));
       expect(jsonOf(built)).to.deep.include({ ok: true, caseId: expectedCaseId, packageHash: packageHash(pkg), kind: "gig", lane: 1, gigId: "1" });
-      expect(pkg).to.deep.include({ caseId: expectedCaseId, challenger: addressOf(ROLE.client), lane: 1 });
       expect(pkg.evidence.map((e) => e.kind)).to.deep.equal(["ics", "test_suite", "deliverable"]);
-      expect(built.out).to.contain(`case ${expectedCaseId}`);
 
       // Only the client can dispute, and only with the delivered files.
       const stranger = await cli(f, ROLE.stranger, [
@@ -361,124 +402,214 @@ describe("ioi dispute, arbitrate and case CLI", function () {
       const opened = await cli(f, ROLE.client, ["dispute", "open", "--package", files.out]);
       expect(opened.code, opened.err).to.equal(0);
       const bond = await bondFor(f, BOUNTY, 1);
-      expect(jsonOf(opened)).to.deep.include({ ok: true, caseId: expectedCaseId, kind: "gig", lane: 1, bond: bond.toString(), asset: zeroAddress, packageHash: packageHash(pkg) });
+      expect(jsonOf(opened)).to.deep.include({ ok: true, caseId: expectedCaseId, kind: "gig", lane: 1, bond: bond.toString(), asset: zeroAddress });
 
       // The same package again names a case id the DisputeManager will not assign: refused before sending.
       const nonce = await f.publicClient.getTransactionCount({ address: addressOf(ROLE.client) });
-      const stale = await cli(f, ROLE.client, ["dispute", "open", "--package", files.out]);
-      expectTypedFailure(stale, 1, "StaleCaseIdError", `The package names case ${expectedCaseId}`);
+      expectTypedFailure(await cli(f, ROLE.client, ["dispute", "open", "--package", files.out]), 1, "StaleCaseIdError", `The package names case ${expectedCaseId}`);
       expect(await f.publicClient.getTransactionCount({ address: addressOf(ROLE.client) })).to.equal(nonce);
+
+      // Nobody arbitrates before the panel is drawn.
+      expectTypedFailure(await cli(f, 20, ["arbitrate", "--case", expectedCaseId, "--package", files.out]), 1, "CaseStateError", "draw its panel first");
 
       const responded = await cli(f, ROLE.provider, ["dispute", "respond", "--case", expectedCaseId]);
       expect(jsonOf(responded)).to.deep.include({ ok: true, caseId: expectedCaseId, respondent: addressOf(ROLE.provider), bond: bond.toString() });
-      const again = await cli(f, ROLE.provider, ["dispute", "respond", "--case", expectedCaseId]);
-      expectTypedFailure(again, 1, "DisputeTransactionError", `Case ${expectedCaseId} is already contested`);
+      expectTypedFailure(await cli(f, ROLE.provider, ["dispute", "respond", "--case", expectedCaseId]), 1, "DisputeTransactionError", `Case ${expectedCaseId} is already contested`);
       expectTypedFailure(await cli(f, ROLE.stranger, ["dispute", "respond", "--case", expectedCaseId]), 1, "DisputeTransactionError", "Only case");
 
-      const shown = await cli(f, ROLE.stranger, ["case", "show", "--case", expectedCaseId], { IOI_PRIVATE_KEY: undefined });
-      expect(jsonOf(shown)).to.deep.include({
-        ok: true,
-        caseId: expectedCaseId,
-        kind: "gig",
-        gigId: "1",
-        status: "open",
-        lane: 1,
-        challenger: addressOf(ROLE.client),
-        respondent: addressOf(ROLE.provider),
-        value: BOUNTY.toString(),
-        challengerBond: bond.toString(),
-        respondentBond: bond.toString(),
-        packageHash: packageHash(pkg),
-      });
-      expect(shown.out).to.contain("gig dispute of gig 1, open at lane 1");
+      // Contesting requested the randomness; `case draw` mines to it and draws a panel of three.
+      const drawn = await cli(f, ROLE.watcher, ["case", "draw", "--case", expectedCaseId]);
+      expect(drawn.code, drawn.err).to.equal(0);
+      const draw = jsonOf(drawn);
+      expect(draw).to.deep.include({ ok: true, caseId: expectedCaseId, outcome: "drawn", round: 0 });
+      const panel = draw.panel as Address[];
+      expect(panel).to.have.length(3);
+      expect(panel).to.deep.equal(await f.publicClient.readContract({ address: dm, abi: disputeManagerAbi, functionName: "panelOf", args: [expectedCaseId, 0] }));
+      expect(panel.map(indexOf).every((i) => i >= 20 && i <= 35)).to.equal(true);
+      expectTypedFailure(await cli(f, ROLE.watcher, ["case", "draw", "--case", expectedCaseId]), 1, "CaseStateError", "is deliberating; only an open case");
 
-      const clientBefore = await ethOf(f, addressOf(ROLE.client));
-      const resolutionFile = path.join(dir, "resolution.json");
-      const auditFile = path.join(dir, "audit.jsonl");
-      const arbitrated = await cli(f, ROLE.watcher, [
-        "arbitrate", "--case", expectedCaseId, "--package", files.out, "--devnet-quorum", "3", "--submit", "--out", resolutionFile, "--audit", auditFile,
+      const cases = jsonOf(await cli(f, ROLE.stranger, ["arbitrator", "cases", "--address", panel[0]!], { IOI_PRIVATE_KEY: undefined }));
+      expect(cases.cases).to.deep.equal([
+        { caseId: expectedCaseId, round: 0, drawnInBlock: cases.cases[0].drawnInBlock, status: "deliberating", currentRound: 0, deadline: cases.cases[0].deadline },
       ]);
-      expect(arbitrated.code, arbitrated.err).to.equal(0);
-      const result = jsonOf(arbitrated);
+
+      // A package for another case and a key that is not on the panel are refused.
+      const otherCase = await cli(f, indexOf(panel[0]!), ["arbitrate", "--case", HASH, "--package", files.out]);
+      expectTypedFailure(otherCase, 1, "PackageMismatchError", `is for case ${expectedCaseId}, not case ${HASH}`);
+      const outsider = [...Array(16).keys()].map((i) => 20 + i).find((i) => !panel.includes(addressOf(i)))!;
+      const notOnPanel = await cli(f, outsider, ["arbitrate", "--case", expectedCaseId, "--package", files.out, "--sign-only", "--out", path.join(dir, "x.json")]);
+      expectTypedFailure(notOnPanel, 1, "NotOnPanelError", `${addressOf(outsider)} is not on case ${expectedCaseId}'s round 0 panel`);
+
+      // Two members each sign on their own machine, without submitting.
+      const sigFiles = [path.join(dir, "sig-a.json"), path.join(dir, "sig-b.json")];
+      const resolutionFile = path.join(dir, "resolution-e2e.json");
+      const signedRuns = [];
+      for (const [i, member] of panel.slice(0, 2).entries()) {
+        const signed = await cli(f, indexOf(member), ["arbitrate", "--case", expectedCaseId, "--package", files.out, "--sign-only", "--out", sigFiles[i]!]);
+        expect(signed.code, signed.err).to.equal(0);
+        signedRuns.push(jsonOf(signed));
+        expect(jsonOf(signed)).to.not.have.property("submitted");
+      }
       const { refund, slash } = penaltyFor(f.ics, 3, BOUNTY); // 3 of the 12 tests fail
-      expect(result).to.deep.include({ ok: true, caseId: expectedCaseId, kind: "gig", state: "deliver", verdict: "provider_fault", reasonCodes: [], arbitrators: 3 });
-      expect(result.remedy).to.deep.equal({ verdict: 1, refund: refund.toString(), slash: slash.toString() });
-      expect(result.signatures.map((s: { signer: string }) => s.signer)).to.deep.equal(ARBITRATORS.map(addressOf));
+      expect(signedRuns[0]).to.deep.include({ ok: true, caseId: expectedCaseId, round: 0, state: "deliver", verdict: "provider_fault", arbitrators: 1 });
+      expect(signedRuns[0].resolution).to.deep.equal(signedRuns[1].resolution);
+      const sigA = JSON.parse(readFileSync(sigFiles[0]!, "utf8"));
+      expect(sigA).to.deep.equal({
+        caseId: expectedCaseId,
+        signer: panel[0],
+        resolution: { caseId: expectedCaseId, verdict: 1, refund: refund.toString(), slash: slash.toString(), resolutionHash: signedRuns[0].resolutionHash },
+        signature: signedRuns[0].signatures[0].signature,
+      });
+      const domain = disputeManagerDomain(31337n, getAddress(dm));
+      await verifyResolutionSignature(domain, { ...sigA.resolution, refund, slash }, sigA.signature, sigA.signer);
+
+      // One signature is not a supermajority of three; a tampered file does not recover to its signer.
+      expectTypedFailure(await cli(f, ROLE.watcher, ["case", "submit", "--signature", sigFiles[0]!]), 1, "SignatureFileError", "needs a supermajority of 2");
+      const forged = path.join(dir, "sig-forged.json");
+      writeFileSync(forged, JSON.stringify({ ...sigA, signer: panel[2] }));
+      expectTypedFailure(await cli(f, ROLE.watcher, ["case", "submit", "--signature", sigFiles[0]!, "--signature", forged]), 1, "SignatureFileError", `does not recover to ${panel[2]}`);
+
+      // Anyone combines them.
+      const clientBefore = await ethOf(f, addressOf(ROLE.client));
+      await cli(f, indexOf(panel[0]!), ["arbitrate", "--case", expectedCaseId, "--package", files.out, "--out", resolutionFile]);
+      expect(resolutionHash(resolutionFromJson(JSON.parse(readFileSync(resolutionFile, "utf8"))))).to.equal(signedRuns[0].resolutionHash);
+      const submitted = await cli(f, ROLE.watcher, ["case", "submit", "--signature", sigFiles[1]!, "--signature", sigFiles[0]!, "--resolution", resolutionFile]);
+      expect(submitted.code, submitted.err).to.equal(0);
+      expect(jsonOf(submitted).submitted).to.deep.include({ outcome: "decided", round: 0, verdict: 1, refund: refund.toString(), slash: slash.toString(), signedMask: 3 });
+      expect(submitted.out).to.contain("the appeal window ends");
+
+      const params = await paramsOf(f);
+      const shown = await cli(f, ROLE.stranger, ["case", "show", "--case", expectedCaseId], { IOI_PRIVATE_KEY: undefined });
+      const show = jsonOf(shown);
+      expect(show).to.deep.include({ ok: true, caseId: expectedCaseId, kind: "gig", gigId: "1", status: "decided", lane: 1, round: 0, panel, signers: panel.slice(0, 2) });
+      expect(Date.parse(show.appealWindowEnds) / 1000 - Number((await f.publicClient.getBlock()).timestamp)).to.equal(Number(params.appealWindow));
+      expect(shown.out).to.contain("appeal window ends");
+
+      // Finalising waits for the appeal window.
+      expectTypedFailure(await cli(f, ROLE.watcher, ["case", "finalize", "--case", expectedCaseId]), 1, "CaseStateError", "appeal window runs until");
+      await time.increase(params.appealWindow + 1);
+      expectTypedFailure(await cli(f, ROLE.provider, ["case", "appeal", "--case", expectedCaseId]), 1, "CaseStateError", "appeal window closed");
+      const finalized = await cli(f, ROLE.watcher, ["case", "finalize", "--case", expectedCaseId]);
+      expect(finalized.code, finalized.err).to.equal(0);
       const burned = (bond * 2_000n) / 10_000n;
-      expect(result.submitted).to.deep.include({
-        outcome: "resolved",
+      const fee = (bond * 1_000n) / 10_000n;
+      expect(jsonOf(finalized)).to.deep.include({
+        verdict: 1,
         refunded: refund.toString(),
         slashed: slash.toString(),
-        toChallenger: (2n * bond - burned).toString(),
+        toChallenger: (2n * bond - burned - fee).toString(),
         toRespondent: "0",
-        burned: burned.toString(),
+        arbitrationFees: fee.toString(),
+        fees: { [panel[0]!]: (fee / 2n).toString(), [panel[1]!]: (fee / 2n).toString() },
       });
-      expect(arbitrated.out).to.contain("verdict provider_fault");
-      expect(arbitrated.out).to.contain("Submitted: case resolved");
-
-      // The client paid nothing here (the watcher submitted): its balance grew by the refund and the bonds won.
-      expect(await ethOf(f, addressOf(ROLE.client))).to.equal(clientBefore + refund + 2n * bond - burned);
+      expect(await ethOf(f, addressOf(ROLE.client))).to.equal(clientBefore + refund + 2n * bond - burned - fee);
       const gig = await f.publicClient.readContract({ address: f.deployment.contracts.GigEscrow.address, abi: gigEscrowAbi, functionName: "gigOf", args: [1n] });
       expect(gig.status).to.equal(5); // Released: the rest of the bounty went to the provider
+      expect(jsonOf(await cli(f, ROLE.stranger, ["case", "show", "--case", expectedCaseId])).claimableFees).to.deep.equal({
+        [panel[0]!]: (fee / 2n).toString(),
+        [panel[1]!]: (fee / 2n).toString(),
+      });
 
-      const written = readFileSync(resolutionFile, "utf8");
-      const resolution = resolutionFromJson(JSON.parse(written));
-      expect(canon(JSON.parse(written))).to.equal(written);
-      expect(resolutionHash(resolution)).to.equal(result.resolutionHash);
-      const audit = readFileSync(auditFile, "utf8").trim().split("\n").map((line) => JSON.parse(line) as { phase: string; actor: string });
-      expect(audit).to.have.length(15); // 3 arbitrators × intake, plan, execute, verify, deliver
-      expect(audit.filter((entry) => entry.phase === "deliver").map((entry) => entry.actor)).to.deep.equal(ARBITRATORS.map((i) => `arbitrator:${addressOf(i)}`));
-
+      // A coherent signer claims its fee; the silent member has none.
+      const claimed = await cli(f, indexOf(panel[0]!), ["arbitrator", "claim", "--asset", "eth"]);
+      expect(jsonOf(claimed)).to.deep.include({ ok: true, arbitrator: panel[0], asset: zeroAddress, amount: (fee / 2n).toString() });
+      expectTypedFailure(await cli(f, indexOf(panel[2]!), ["arbitrator", "claim", "--asset", "eth"]), 2, "UsageError", "has nothing to claim in ETH");
+      const member = jsonOf(await cli(f, indexOf(panel[1]!), ["arbitrator", "show"]));
+      expect(member).to.deep.include({ registered: true, admitted: true, active: true, runtimeMatches: true, locks: "0", unbondPhase: "none" });
+      expect(member.claimable[zeroAddress]).to.equal((fee / 2n).toString());
       expect(jsonOf(await cli(f, ROLE.stranger, ["case", "show", "--case", expectedCaseId]))).to.deep.include({ status: "resolved" });
-      const resubmit = await cli(f, ROLE.watcher, ["arbitrate", "--case", expectedCaseId, "--package", files.out, "--devnet-quorum", "3", "--submit"]);
-      expectTypedFailure(resubmit, 1, "DisputeTransactionError", "WrongCaseStatus");
     });
 
-    it("signs as the acting arbitrator, escalates with a top-up, and expires the case to the slow path and out", async () => {
+    it("appeals through the CLI: a devnet quorum decides, the respondent appeals, a fresh panel of five decides, finalise", async () => {
       const f = await loadFixture(disputeFixture);
-      const files = gigFiles(f.ics, "gig-lanes");
-      const built = jsonOf(await cli(f, ROLE.client, [
-        "dispute", "build-gig", "--gig", "1", "--ics-file", files.icsFile, "--suite-dir", files.suiteDir, "--deliverable-dir", files.deliverableDir, "--lane", "0", "--out", files.out,
-      ]));
-      const caseId = built.caseId as Hex;
-      expect(built).to.deep.include({ ok: true, lane: 0 });
-      const lane0 = await bondFor(f, BOUNTY, 0);
-      expect(jsonOf(await cli(f, ROLE.client, ["dispute", "open", "--package", files.out]))).to.deep.include({ ok: true, caseId, lane: 0, bond: lane0.toString() });
+      const { caseId, files } = await openGigCase(f, "gig-appeal", "0");
+      const params = await paramsOf(f);
+      // Uncontested: the draw waits for the respond window.
+      expectTypedFailure(await cli(f, ROLE.watcher, ["case", "draw", "--case", caseId]), 1, "CaseStateError", "its respond window runs until");
+      await time.increase(params.respondWindow + 1);
+      expectTypedFailure(await cli(f, ROLE.provider, ["dispute", "respond", "--case", caseId]), 1, "DisputeTransactionError", "respond window closed");
+      const first = jsonOf(await cli(f, ROLE.watcher, ["case", "draw", "--case", caseId]));
+      expect(first).to.deep.include({ ok: true, outcome: "drawn", round: 0 });
+      expectTypedFailure(await cli(f, ROLE.watcher, ["arbitrate", "--case", caseId, "--package", files.out, "--devnet-quorum", "1", "--submit"]), 2, "UsageError", "below the supermajority of 2");
+      const quorum = await cli(f, ROLE.watcher, ["arbitrate", "--case", caseId, "--package", files.out, "--devnet-quorum", "2", "--submit"]);
+      expect(quorum.code, quorum.err).to.equal(0);
+      expect(jsonOf(quorum)).to.deep.include({ arbitrators: 2, verdict: "provider_fault" });
+      expect(jsonOf(quorum).signatures.map((s: { signer: Address }) => s.signer)).to.deep.equal(first.panel.slice(0, 2));
+      expect(jsonOf(quorum).submitted).to.deep.include({ outcome: "decided", round: 0 });
 
-      // One arbitrator alone: signs the resolution with the acting key and prints the signature.
-      const solo = await cli(f, ARBITRATORS[0], ["arbitrate", "--case", caseId, "--package", files.out]);
-      expect(solo.code, solo.err).to.equal(0);
-      const soloJson = jsonOf(solo);
-      expect(soloJson).to.deep.include({ state: "deliver", verdict: "provider_fault", arbitrators: 1 });
-      expect(soloJson).to.not.have.property("submitted");
-      const [signed] = soloJson.signatures as { signer: Address; signature: Hex }[];
-      expect(signed!.signer).to.equal(addressOf(ARBITRATORS[0]));
-      const message = { caseId, verdict: 1 as const, refund: BigInt(soloJson.remedy.refund), slash: BigInt(soloJson.remedy.slash), resolutionHash: soloJson.resolutionHash as Hex };
-      const domain = disputeManagerDomain(31337n, getAddress(f.deployment.contracts.DisputeManager.address));
-      await verifyResolutionSignature(domain, message, signed!.signature, signed!.signer);
-      expect(solo.out).to.contain(`signed by ${signed!.signer}: ${signed!.signature}`);
+      expectTypedFailure(await cli(f, ROLE.stranger, ["case", "appeal", "--case", caseId]), 1, "DisputeTransactionError", "neither the challenger nor the respondent");
+      const bond = await bondFor(f, BOUNTY, 1); // lane 0 + round 0 + 1
+      const providerBefore = await ethOf(f, addressOf(ROLE.provider));
+      const appealed = await cli(f, ROLE.provider, ["case", "appeal", "--case", caseId]);
+      expect(appealed.code, appealed.err).to.equal(0);
+      expect(jsonOf(appealed)).to.deep.include({ ok: true, by: "respondent", round: 1, bond: bond.toString(), status: "open" });
+      // The provider paid the bond (and gas) in ETH.
+      expect(providerBefore - (await ethOf(f, addressOf(ROLE.provider))) > bond).to.equal(true);
 
-      expectTypedFailure(await cli(f, ROLE.stranger, ["dispute", "escalate", "--case", caseId]), 1, "DisputeTransactionError", "neither the challenger nor the respondent");
-      const lane1 = await bondFor(f, BOUNTY, 1);
-      const escalated = await cli(f, ROLE.client, ["dispute", "escalate", "--case", caseId]);
-      expect(jsonOf(escalated)).to.deep.include({ ok: true, by: "challenger", lane: 1, status: "open", topUp: (lane1 - lane0).toString(), bond: lane1.toString() });
-      expect(jsonOf(await cli(f, ROLE.stranger, ["case", "show", "--case", caseId]))).to.deep.include({ lane: 1, challengerBond: lane1.toString(), respondentBond: "0" });
-
-      expectTypedFailure(await cli(f, ROLE.stranger, ["dispute", "expire", "--case", caseId]), 1, "DisputeTransactionError", "DisputeManager.expire reverted with DeadlineNotPassed(");
-      const params = await f.publicClient.readContract({ address: f.deployment.contracts.DisputeManager.address, abi: disputeManagerAbi, functionName: "params" });
-      await time.increase(params.decisionWindow + 1);
-      expect(jsonOf(await cli(f, ROLE.stranger, ["dispute", "expire", "--case", caseId]))).to.deep.include({ ok: true, outcome: "slow_path", lane: 2 });
-      expectTypedFailure(await cli(f, ROLE.client, ["dispute", "escalate", "--case", caseId]), 1, "DisputeTransactionError", "is slow_path");
-      await time.increase(params.slowPathTimeout + 1);
-      const clientBefore = await ethOf(f, addressOf(ROLE.client));
-      const expired = await cli(f, ROLE.stranger, ["dispute", "expire", "--case", caseId]);
-      expect(jsonOf(expired)).to.deep.include({ ok: true, outcome: "expired", toChallenger: lane1.toString(), toRespondent: "0" });
-      expect(await ethOf(f, addressOf(ROLE.client))).to.equal(clientBefore + lane1);
+      const second = jsonOf(await cli(f, ROLE.watcher, ["case", "draw", "--case", caseId]));
+      expect(second).to.deep.include({ outcome: "drawn", round: 1 });
+      expect(second.panel).to.have.length(5);
+      expect(second.panel.filter((a: Address) => first.panel.includes(a))).to.deep.equal([]);
+      // The first panel can no longer sign: the case's current panel is the fresh one.
+      expectTypedFailure(await cli(f, indexOf(first.panel[0]), ["arbitrate", "--case", caseId, "--package", files.out]), 1, "NotOnPanelError", "round 1 panel");
+      const again = await cli(f, ROLE.watcher, ["arbitrate", "--case", caseId, "--package", files.out, "--devnet-quorum", "4", "--submit"]);
+      expect(again.code, again.err).to.equal(0);
+      expect(jsonOf(again).submitted).to.deep.include({ outcome: "decided", round: 1 });
       const shown = jsonOf(await cli(f, ROLE.stranger, ["case", "show", "--case", caseId]));
-      expect(shown).to.deep.include({ status: "expired", lane: 2 });
+      expect(shown).to.deep.include({ status: "decided", round: 1, panel: second.panel, signers: second.panel.slice(0, 4) });
+      expect(shown.rounds.map((r: { signers: Address[] }) => r.signers.length)).to.deep.equal([2, 4]);
+
+      await time.increase(params.appealWindow + 1);
+      const finalized = await cli(f, ROLE.stranger, ["case", "finalize", "--case", caseId]);
+      expect(finalized.code, finalized.err).to.equal(0);
+      // Both rounds reached the same outcome: all six signers are coherent and share the fee.
+      expect(Object.keys(jsonOf(finalized).fees).sort()).to.deep.equal([...first.panel.slice(0, 2), ...second.panel.slice(0, 4)].sort());
+      expect(jsonOf(await cli(f, ROLE.stranger, ["case", "show", "--case", caseId]))).to.deep.include({ status: "resolved", round: 1 });
     });
 
-    it("disputes a session receipt from the payer's store: build-session, open, a devnet quorum resolves it", async () => {
+    it("expires an undecided case to the slow path and out: no verdict ever, so half the value is refunded", async () => {
+      const f = await loadFixture(disputeFixture);
+      const { caseId } = await openGigCase(f, "gig-expire", "0");
+      const params = await paramsOf(f);
+      expectTypedFailure(await cli(f, ROLE.stranger, ["dispute", "expire", "--case", caseId]), 1, "CaseStateError", "it cannot expire before");
+      await time.increase(params.respondWindow + params.decisionWindow + 1);
+      expect(jsonOf(await cli(f, ROLE.stranger, ["dispute", "expire", "--case", caseId]))).to.deep.include({ ok: true, outcome: "slow_path" });
+      expectTypedFailure(await cli(f, ROLE.stranger, ["dispute", "expire", "--case", caseId]), 1, "CaseStateError", "(slow_path) has until");
+      await time.increase(params.slowPathTimeout + 1);
+      const expired = await cli(f, ROLE.stranger, ["dispute", "expire", "--case", caseId]);
+      expect(expired.code, expired.err).to.equal(0);
+      expect(jsonOf(expired)).to.deep.include({ ok: true, outcome: "expired", verdictStood: false, refunded: (BOUNTY / 2n).toString(), slashed: "0" });
+      expect(expired.out).to.contain("no verdict ever reached");
+      expect(jsonOf(await cli(f, ROLE.stranger, ["case", "show", "--case", caseId]))).to.deep.include({ status: "expired" });
+    });
+
+    it("runs an arbitrator's lifecycle: register, stake, show, re-pin, unstake, withdraw after the unbonding delay", async () => {
+      const f = await loadFixture(disputeFixture);
+      const token = f.deployment.contracts.LaborGas.address;
+      const registry = f.deployment.contracts.ProviderRegistry.address;
+      const me = addressOf(NEWCOMER);
+      const registered = await cli(f, NEWCOMER, ["arbitrator", "register", "--did-hash", label("did:newcomer"), "--mldsa-hash", label("mldsa:newcomer")]);
+      expect(jsonOf(registered)).to.deep.include({ ok: true, arbitrator: me, judgeRuntimeHash: judgeRuntimeHash() });
+      expectTypedFailure(await cli(f, NEWCOMER, ["arbitrator", "stake", "--amount", "2000"]), 2, "UsageError", "holds 0 LGAS, less than the 2000 LGAS to stake");
+      await f.wallets[0]!.writeContract({ address: token, abi: mintAbi, functionName: "mint", args: [me, parseEther("2000")] });
+      const staked = await cli(f, NEWCOMER, ["arbitrator", "stake", "--amount", "2000"]);
+      expect(jsonOf(staked)).to.deep.include({ ok: true, staked: parseEther("2000").toString(), active: parseEther("2000").toString(), token });
+      expect(staked.out).to.contain("Staked 2000 LGAS");
+      const shown = await cli(f, NEWCOMER, ["arbitrator", "show"]);
+      expect(jsonOf(shown)).to.deep.include({ registered: true, admitted: false, active: false, runtimeMatches: true, stake: parseEther("2000").toString() });
+      expect(shown.out).to.contain("not admitted");
+      expect(jsonOf(await cli(f, NEWCOMER, ["arbitrator", "repin"]))).to.deep.include({ ok: true, previousJudgeRuntimeHash: judgeRuntimeHash(), judgeRuntimeHash: judgeRuntimeHash() });
+      const unstaked = await cli(f, NEWCOMER, ["arbitrator", "unstake", "--amount", "500.5"]);
+      expect(jsonOf(unstaked)).to.deep.include({ ok: true, unbonding: parseEther("500.5").toString(), pending: parseEther("500.5").toString() });
+      expectTypedFailure(await cli(f, NEWCOMER, ["arbitrator", "withdraw"]), 2, "UsageError", "500.5 LGAS unbonds at");
+      await time.increase(Number(await f.publicClient.readContract({ address: registry, abi: providerRegistryAbi, functionName: "unbondingDelay" })) + 1);
+      const withdrawn = await cli(f, NEWCOMER, ["arbitrator", "withdraw"]);
+      expect(jsonOf(withdrawn)).to.deep.include({ ok: true, withdrawn: parseEther("500.5").toString() });
+      expect(await f.publicClient.readContract({ address: token, abi: erc20Abi, functionName: "balanceOf", args: [me] })).to.equal(parseEther("500.5"));
+      expect(jsonOf(await cli(f, NEWCOMER, ["arbitrator", "cases"]))).to.deep.include({ ok: true, cases: [] });
+    });
+
+    it("disputes a session receipt from the payer's store: build-session, open, a devnet quorum of the drawn panel decides it", async () => {
       const f = await loadFixture(disputeFixture);
       const c = f.deployment.contracts;
       const payer = hardhatAccount(ROLE.payer);
@@ -544,7 +675,6 @@ describe("ioi dispute, arbitrate and case CLI", function () {
       expect(jsonOf(built)).to.deep.include({ ok: true, kind: "session", lane: 0, sessionId, seq: "2", closingSeq: "4", committedReceipts: 3, packageHash: packageHash(pkg) });
       const receipts = pkg.evidence.flatMap((e) => (e.kind === "receipt" ? [e.content] : []));
       expect(receipts.map((r) => r.receipt.receipt.seq)).to.deep.equal([1n, 2n]);
-      expect(receipts.map((r) => r.leafIndex)).to.deep.equal([0n, 1n]);
       expect(receipts[1]!.merkleProof).to.deep.equal(tree.proof(1, 3));
 
       const openedCase = await cli(f, ROLE.payer, ["dispute", "open", "--package", out]);
@@ -553,11 +683,17 @@ describe("ioi dispute, arbitrate and case CLI", function () {
       expect(caseId).to.equal(pkg.caseId);
       expect(jsonOf(await cli(f, ROLE.stranger, ["case", "show", "--case", caseId]))).to.deep.include({ kind: "session", sessionId, status: "open", lane: 0 });
 
+      await time.increase(Number((await paramsOf(f)).respondWindow) + 1);
+      expect(jsonOf(await cli(f, ROLE.watcher, ["case", "draw", "--case", caseId]))).to.deep.include({ outcome: "drawn" });
       const arbitrated = await cli(f, ROLE.watcher, ["arbitrate", "--case", caseId, "--package", out, "--devnet-quorum", "3", "--submit"]);
       expect(arbitrated.code, arbitrated.err).to.equal(0);
       const result = jsonOf(arbitrated);
-      expect(result).to.deep.include({ kind: "session", state: "deliver", verdict: "provider_fault" });
-      expect(result.submitted).to.deep.include({ outcome: "resolved", refunded: pricing.pricePerInvocation.toString(), slashed: "0" });
+      expect(result).to.deep.include({ kind: "session", state: "deliver", verdict: "provider_fault", arbitrators: 3 });
+      expect(result.submitted).to.deep.include({ outcome: "decided", refund: pricing.pricePerInvocation.toString(), slash: "0", signedMask: 7 });
+      await time.increase(Number((await paramsOf(f)).appealWindow) + 1);
+      const finalized = await cli(f, ROLE.stranger, ["case", "finalize", "--case", caseId]);
+      expect(finalized.code, finalized.err).to.equal(0);
+      expect(jsonOf(finalized)).to.deep.include({ refunded: pricing.pricePerInvocation.toString(), slashed: "0" });
       expect(jsonOf(await cli(f, ROLE.stranger, ["case", "show", "--case", caseId]))).to.deep.include({ status: "resolved" });
     });
 
@@ -587,3 +723,5 @@ describe("ioi dispute, arbitrate and case CLI", function () {
     });
   });
 });
+
+const label = (s: string): Hex => keccak256(stringToBytes(s));
