@@ -13,7 +13,14 @@
  *      ticket submitted, or the cooperative summary), the funder deposit − (provider + fee); and when the
  *      newest ticket the payer signed before the window ended was submitted, the payout is computed from
  *      that newest ticket: min(newest, deposit) − Σ dispute refunds (floored at 0), less the fee;
- *   4. phaseOf (and depositOf / closingInfo) match the model.
+ *   4. phaseOf (and depositOf / closingInfo) match the model;
+ *   5. the DisputeManager holds exactly, per asset, the bonds of its unfinished cases plus the arbitration fees
+ *      credited and not yet claimed, and the provider's bond carries one lock per open case.
+ *
+ * The escrow's dispute hooks are driven only by the real DisputeManager (no plain account holds DISPUTE_ROLE):
+ * the payer or the funder opens a session case on a receipt leaf of the recorded root with a real Merkle
+ * proof, the provider contests, a panel is drawn and signs (EIP-712), parties appeal, and the case is
+ * finalised, expired or decided by governance; the model predicts every bond, fee, burn and refund.
  *
  * Block timestamps are pinned (every transaction is mined at exactly `model.now + 1`), so window edges are
  * hit exactly. Reproduce a failure with `PROPERTY_SEEDS=<seed> [PROPERTY_STEPS=<n>] npx hardhat test
@@ -22,15 +29,35 @@
  */
 import { loadFixture, time } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
 import { expect } from "chai";
-import { keccak256, maxUint256, parseEventLogs, toHex, zeroAddress, zeroHash, type Address, type Hash, type Hex, type TransactionReceipt } from "viem";
+import hre from "hardhat";
+import { getAddress, keccak256, maxUint256, parseEventLogs, toHex, zeroAddress, zeroHash, type Address, type Abi, type Hash, type Hex, type TransactionReceipt } from "viem";
+
+import { ReceiptAccumulator } from "../../channel-client/accumulator";
+import { gasEscrowDomain } from "../../channel-client/eip712";
+import { receiptLeafFromHashes } from "../../channel-client/leaf";
 
 import { toCompactSignature } from "../../channel-client/eip712";
 import { signSettlementSummary, type SettlementSummary } from "../../channel-client/summary";
 import { sessionIdOf, type ChannelRef } from "../../channel-client/terms";
 import { signPaymentTicket } from "../../channel-client/ticket";
-import { escrowFixture, hardhatAccount, makeTerms, ROLE, TOKEN_SUPPLY } from "../helpers/fixtures";
+import { hardhatAccount, makeTerms, ROLE, TOKEN_SUPPLY } from "../helpers/fixtures";
 import { mulberry32, type Prng } from "../helpers/prng";
 import { expectRevert } from "../helpers/revert";
+import {
+  ARBITRATOR_ROLE,
+  ARBITRATOR_STAKE,
+  DISPUTE_PARAMS as DP,
+  ETH_TERMS,
+  KIND,
+  keyOf,
+  PROVIDER_ROLE,
+  quorumSignatures,
+  STATUS,
+  SYS,
+  systemFixture,
+  TOKEN_TERMS,
+  VERDICT,
+} from "../helpers/system";
 
 /*//////////////////////////////////////////////////////////////
                              CONFIGURATION
@@ -53,21 +80,36 @@ const MIN_CHALLENGE = 60n;
 const MAX_CHALLENGE = 30n * 86_400n;
 const MAX_FREEZE = 180n * 86_400n;
 const MAX_FEE_BPS = 1_000;
-const MAX_CASES = 15;
 const ETHER = 10n ** 18n;
+const BPS = 10_000n;
+/** The DisputeManager's cap on cases per subject. */
+const MAX_CASES_PER_SUBJECT = 3;
+const PACKAGE_HASH: Hex = keccak256(toHex("escrow property challenge package"));
+const ARBS: Address[] = SYS.arbitrators.map((i) => getAddress(hardhatAccount(i).address));
 
 /*//////////////////////////////////////////////////////////////
                                FIXTURE
 //////////////////////////////////////////////////////////////*/
 
-/** The escrow fixture plus an operator (submits everything anyone may submit) and a watchtower. */
+/**
+ * The whole system (GasEscrow, registry, GigEscrow, randomness, the DisputeManager holding DISPUTE_ROLE; ten
+ * drawable arbitrators) with the escrow-test roles (funder 1, payer 2, provider 3, treasury 5), plus an operator
+ * (submits everything anyone may submit) and a watchtower. No plain account holds DISPUTE_ROLE.
+ */
 async function propertyFixture() {
-  const f = await escrowFixture();
-  const operator = f.wallets[8]!;
-  const watchtower = f.wallets[9]!;
-  await f.token.write.mint([operator.account.address, TOKEN_SUPPLY]);
-  await f.token.write.approve([f.escrow.address, maxUint256], { account: operator.account });
-  return { ...f, operator, watchtower };
+  const s = await systemFixture();
+  expect([s.client.account.address, s.payerWallet.account.address, s.provider.account.address].map((a) => getAddress(a))).to.deep.equal(
+    [ROLE.funder, ROLE.payer, ROLE.provider].map((i) => getAddress(hardhatAccount(i).address)),
+  );
+  const operator = s.wallets[8]!;
+  const watchtower = s.wallets[9]!;
+  await s.token.write.mint([operator.account.address, TOKEN_SUPPLY]);
+  await s.token.write.approve([s.escrow.address, maxUint256], { account: operator.account });
+  const domain = gasEscrowDomain({ chainId: Number(s.chainId), verifyingContract: getAddress(s.escrow.address) });
+  const role = await s.escrow.read.DISPUTE_ROLE();
+  expect(await s.escrow.read.hasRole([role, s.disputes.address]), "the DisputeManager holds DISPUTE_ROLE").to.equal(true);
+  for (const w of s.wallets) expect(await s.escrow.read.hasRole([role, w.account.address]), `no plain account holds DISPUTE_ROLE`).to.equal(false);
+  return { ...s, domain, dmDomain: s.domain, funder: s.client, treasury: s.wallets[ROLE.treasury]!, operator, watchtower };
 }
 
 type World = Awaited<ReturnType<typeof propertyFixture>>;
@@ -112,13 +154,45 @@ type Channel = {
   /** Earlier recorded states, used to submit stale ClosingStates. */
   history: ClosingState[];
   finalizesAt: bigint;
+  /** Cases the escrow counts as freezing the channel. */
   cases: number;
+  /** Cases the DisputeManager opened on this channel (at most MAX_CASES_PER_SUBJECT), and the open one. */
+  dmCases: number;
+  openCase: CaseM | undefined;
   /** Σ refunds requested in successful releases. */
   refunds: bigint;
   /** Seqs that were successfully recorded (by the close or a challenge). */
   submitted: bigint[];
   payout: (Payout & { mode: "Cooperative" | "Unilateral"; finalSeq: bigint }) | undefined;
 };
+
+/** The model of one DisputeManager case. */
+type CaseM = {
+  id: Hex;
+  ch: Channel;
+  challenger: "payer" | "funder";
+  lane: number;
+  value: bigint;
+  cb: bigint;
+  rb: bigint;
+  /** Bonds the DisputeManager holds for the case. */
+  held: bigint;
+  status: number;
+  round: number;
+  respondBy: bigint;
+  deadline: bigint;
+  /** The randomness ticket of each panel round (0: not requested). */
+  ticket: bigint[];
+  panels: Address[][];
+  rounds: { verdict: number; refund: bigint; signers: Address[] }[];
+  appeals: { by: Party; bond: bigint }[];
+};
+
+function walletOf(f: World, address: Address): Wallet {
+  const wallet = f.wallets.find((w) => getAddress(w.account.address) === getAddress(address));
+  if (!wallet) throw new Error(`no wallet for ${address}`);
+  return wallet;
+}
 
 function split(held: bigint, owed: bigint, feeBps: number): Payout {
   const earned = owed < held ? owed : held;
@@ -166,6 +240,22 @@ class Run {
   /** The clock at the start, for readable traces (t+…). */
   private t0 = 0n;
   private draining = false;
+  /** Receipt trees behind every root the payer signed, by root. */
+  private readonly trees = new Map<Hex, { tree: ReceiptAccumulator; leaves: { receiptHash: Hex; ticketHash: Hex }[] }>();
+  private readonly cases: CaseM[] = [];
+  /** Bonds of unfinished cases, and fees credited and not yet claimed, per asset. */
+  private readonly dmHeld: Record<Kind, bigint> = { ETH: 0n, ERC20: 0n };
+  private readonly dmClaimable: Record<Kind, bigint> = { ETH: 0n, ERC20: 0n };
+  /** What the parties gained (bonds back, the other side's bonds) and lost (bonds posted) in cases; what the
+   * cases burnt and paid in fees. Kept apart from `received`, which is what the escrow paid. */
+  private readonly dmNet: Record<Kind, Record<Party, bigint>> = {
+    ETH: { payer: 0n, provider: 0n, funder: 0n, treasury: 0n },
+    ERC20: { payer: 0n, provider: 0n, funder: 0n, treasury: 0n },
+  };
+  private readonly dmBurned: Record<Kind, bigint> = { ETH: 0n, ERC20: 0n };
+  private readonly dmFees: Record<Kind, bigint> = { ETH: 0n, ERC20: 0n };
+  private readonly claimable: Record<Kind, Map<Address, bigint>> = { ETH: new Map(), ERC20: new Map() };
+  private readonly stake = new Map<Address, bigint>(ARBS.map((a) => [a, ARBITRATOR_STAKE]));
 
   constructor(
     private readonly f: World,
@@ -225,7 +315,8 @@ class Run {
     const before = await pc.getBlockNumber();
     await time.setNextBlockTimestamp(at);
     if (predicted !== undefined) {
-      await expectRevert(send(sender.account), predicted);
+      // Errors of the escrow and the registry may surface through the DisputeManager.
+      await expectRevert(send(sender.account), predicted, undefined, [...this.f.escrow.abi, ...this.f.registry.abi] as Abi);
       this.count(`${op.split(" ")[0]} ✗ ${predicted}`);
       // Hardhat still mines a transaction whose gas estimate reverted (to report its stack trace): it then
       // took a block at `at` and its sender paid for the gas, which the model must book.
@@ -256,7 +347,6 @@ class Run {
     const a = wallet.account.address;
     if (a === this.f.operator.account.address) return "operator";
     if (a === this.f.watchtower.account.address) return "watchtower";
-    if (a === this.f.disputes.account.address) return "disputes";
     if (a === this.f.governance.account.address) return "governance";
     return a;
   }
@@ -287,6 +377,10 @@ class Run {
     return out;
   }
 
+  private openCases(): CaseM[] {
+    return this.cases.filter((c) => c.status !== STATUS.Resolved && c.status !== STATUS.Expired);
+  }
+
   private live(): Channel[] {
     return this.slots.filter((c): c is Channel => c !== undefined && c.status !== "settled");
   }
@@ -296,7 +390,14 @@ class Run {
   }
 
   private async signTicket(ch: Channel, seq: bigint, amount: bigint, signer = hardhatAccount(ROLE.payer)): Promise<TicketArg> {
-    const receiptRoot = keccak256(toHex(`${ch.label} root ${seq} ${this.rng.int(0, 2 ** 30)}`));
+    const nonce = this.rng.int(0, 2 ** 30);
+    const leaves = Array.from({ length: this.rng.int(1, 5) }, (_, i) => ({
+      receiptHash: keccak256(toHex(`${ch.label} receipt ${seq} ${i} ${nonce}`)),
+      ticketHash: keccak256(toHex(`${ch.label} ticket ${seq} ${i} ${nonce}`)),
+    }));
+    const tree = ReceiptAccumulator.fromLeaves(leaves.map((l) => receiptLeafFromHashes(l.receiptHash, l.ticketHash)));
+    const receiptRoot = tree.root();
+    this.trees.set(receiptRoot, { tree, leaves });
     const signed = await signPaymentTicket({
       account: signer,
       domain: this.f.domain,
@@ -361,9 +462,20 @@ class Run {
     for (const kind of KINDS) {
       for (const p of PARTIES) {
         const gas = kind === "ETH" ? this.gas[p] : 0n;
-        expect(now[kind][p], `${p} ${kind} balance`).to.equal(this.initial![kind][p] + this.received[kind][p] - gas);
+        expect(now[kind][p], `${p} ${kind} balance`).to.equal(this.initial![kind][p] + this.received[kind][p] + this.dmNet[kind][p] - gas);
       }
     }
+
+    // 5. The DisputeManager holds the bonds of unfinished cases plus unclaimed fees; one provider lock per open case.
+    for (const kind of KINDS) {
+      const balance =
+        kind === "ETH" ? await f.publicClient.getBalance({ address: f.disputes.address }) : await f.token.read.balanceOf([f.disputes.address]);
+      expect(balance, `DisputeManager ${kind} balance = live bonds + claimable fees`).to.equal(this.dmHeld[kind] + this.dmClaimable[kind]);
+      const bonds = this.cases.filter((c) => c.ch.kind === kind).reduce((sum, c) => sum + c.held, 0n);
+      expect(this.dmHeld[kind], `${kind} bonds of unfinished cases`).to.equal(bonds);
+    }
+    const openCases = this.cases.filter((c) => c.status !== STATUS.Resolved && c.status !== STATUS.Expired).length;
+    expect(await f.registry.read.locksOf([PROVIDER_ROLE, this.address.provider]), "provider bond locks").to.equal(BigInt(openCases));
 
     // 4. Phases, deposits and closing records.
     await Promise.all(
@@ -441,6 +553,8 @@ class Run {
       history: [],
       finalizesAt: 0n,
       cases: 0,
+      dmCases: 0,
+      openCase: undefined,
       refunds: 0n,
       submitted: [],
       payout: undefined,
@@ -613,79 +727,467 @@ class Run {
     ch.submitted.push(ticket.seq);
   }
 
-  private async opFreeze(ch: Channel): Promise<void> {
-    // Now and then a burst: the dispute contract opens cases until the 16th is refused.
-    if (ch.status === "closing" && this.now + 1n < ch.finalizesAt && this.rng.chance(0.06)) {
-      this.count("freeze burst");
-      for (let i = ch.cases; i <= MAX_CASES; i++) await this.freezeOnce(ch, ch.recorded!, false);
-      return;
-    }
-    await this.freezeOnce(ch, this.pickRecorded(ch, 0.85), this.rng.chance(0.05));
+  /*------------------------------ disputes (through the real DisputeManager) ------------------------------*/
+
+  /** A ClosingState to open a case against: usually the recorded one. */
+  private bondFor(kind: Kind, value: bigint, level: number): bigint {
+    const floor = kind === "ETH" ? ETH_TERMS.bondFloor : TOKEN_TERMS.bondFloor;
+    let base = (value * BigInt(DP.riskBps)) / BPS;
+    if (base < floor) base = floor;
+    return base * BigInt(DP.laneMultiplier) ** BigInt(level);
   }
 
-  private async freezeOnce(ch: Channel, recorded: ClosingState, unauthorized: boolean): Promise<void> {
+  private valueInStake(kind: Kind, value: bigint): bigint {
+    return (value * (kind === "ETH" ? ETH_TERMS.stakeRate : TOKEN_TERMS.stakeRate)) / ETHER;
+  }
+
+  /** Pays a bond into the DisputeManager from a tracked party. */
+  private postBond(c: CaseM, who: Party, bond: bigint): void {
+    this.dmNet[c.ch.kind][who] -= bond;
+    this.dmHeld[c.ch.kind] += bond;
+    c.held += bond;
+  }
+
+  /**
+   * The payer or the funder opens a session case on a receipt of the recorded root, with a real Merkle
+   * proof; sometimes against a stale state, with a wrong proof, from an outsider, or on a subject that already
+   * has a case open or has had its three.
+   */
+  private async opDispute(ch: Channel): Promise<void> {
+    const rng = this.rng;
+    const who = rng.weighted({ payer: 5, funder: 5, operator: 1 });
+    const sender = who === "operator" ? this.f.operator : this.wallet[who];
+    const recorded = this.pickRecorded(ch, 0.85);
+    const tree = this.trees.get(recorded.receiptRoot);
+    const badProof = rng.chance(0.08);
+    let receiptHash = keccak256(toHex(`${ch.label} stray receipt`));
+    let ticketHash = receiptHash;
+    let proof: Hex[] = [];
+    if (tree) {
+      const i = rng.int(0, tree.leaves.length - 1);
+      ({ receiptHash, ticketHash } = tree.leaves[i]!);
+      proof = tree.tree.proof(i);
+      if (badProof) receiptHash = keccak256(toHex(`${ch.label} forged receipt ${this.step}`));
+    }
+    const lane = rng.int(0, 1);
+    const value = min(recorded.amount, recorded.deposit);
+    const bond = this.bondFor(ch.kind, value, lane);
+    const at = this.now + 1n;
     let predicted: string | undefined;
-    if (unauthorized) predicted = "AccessControlUnauthorizedAccount";
-    else if (ch.status !== "closing") predicted = "ChannelNotClosing";
-    else if (!sameState(recorded, ch.recorded!)) predicted = "ClosingStateMismatch";
-    else if (this.now + 1n >= ch.finalizesAt) predicted = "ChallengeWindowClosed";
-    else if (ch.cases === MAX_CASES) predicted = "TooManyOpenCases";
-    if (ch.status === "closing" && this.now + 1n === ch.finalizesAt - 1n) this.count("edge: freeze mined 1s before the window ends");
-    if (ch.status === "closing" && this.now + 1n === ch.finalizesAt) this.count("edge: freeze mined at finalizesAt");
+    if (who === "operator") predicted = "NotTheChallengerSide";
+    else if (ch.status !== "closing" || !sameState(recorded, ch.recorded!)) predicted = "ClosingStateMismatch";
+    else if (!tree || badProof) predicted = "InvalidMerkleProof";
+    else if (ch.openCase) predicted = "CaseAlreadyOpen";
+    else if (ch.dmCases >= MAX_CASES_PER_SUBJECT) predicted = "TooManyCases";
+    else if (at >= ch.finalizesAt) predicted = "ChallengeWindowClosed";
+    const caseId = await this.f.disputes.read.nextCaseId([KIND.Session, ch.sessionId]);
     const ok = await this.tx(
-      `freeze ${ch.label} (cases ${ch.cases})`,
-      unauthorized ? this.f.operator : this.f.disputes,
-      (account) => this.f.escrow.write.freeze([ch.sessionId, recorded], { account }),
+      `openSessionCase ${ch.label} lane ${lane} value ${eth(value)} bond ${eth(bond)} (cases ${ch.dmCases}${ch.openCase ? ", one open" : ""})`,
+      sender,
+      (account) =>
+        this.f.disputes.write.openSessionCase(
+          [ch.ref.terms, ch.ref.openedAt, recorded, receiptHash, ticketHash, proof, lane, PACKAGE_HASH],
+          { account, value: ch.kind === "ETH" ? bond : 0n },
+        ),
       predicted,
     );
     if (!ok) return;
-    ch.cases += 1;
+    const c: CaseM = {
+      id: caseId,
+      ch,
+      challenger: who as "payer" | "funder",
+      lane,
+      value,
+      cb: bond,
+      rb: 0n,
+      held: 0n,
+      status: STATUS.Open,
+      round: 0,
+      respondBy: at + BigInt(DP.respondWindow),
+      deadline: at + BigInt(DP.respondWindow + DP.decisionWindow),
+      ticket: [0n, 0n],
+      panels: [[], []],
+      rounds: [{ verdict: VERDICT.None, refund: 0n, signers: [] }, { verdict: VERDICT.None, refund: 0n, signers: [] }],
+      appeals: [],
+    };
+    this.postBond(c, c.challenger, bond);
+    ch.openCase = c;
+    ch.dmCases += 1;
+    ch.cases += 1; // the escrow's freeze
+    this.cases.push(c);
+    const k = await this.f.disputes.read.caseOf([caseId]);
+    expect([k.status, k.challengerBond, k.value, BigInt(k.respondBy)], "case as opened").to.deep.equal([STATUS.Open, bond, value, c.respondBy]);
   }
 
-  private async opRelease(ch: Channel): Promise<void> {
+  /** One step of the channel's open case, as its state allows (now and then a step it does not allow). */
+  private async opCase(ch: Channel): Promise<void> {
+    const c = ch.openCase;
+    if (!c) return this.opDispute(ch);
     const rng = this.rng;
-    const recorded = this.pickRecorded(ch, 0.85);
-    const r = rng.next();
-    const base = ch.recorded?.amount ?? ETHER;
-    const refund = r < 0.4 ? 0n : r < 0.85 ? rng.bigint(1n, base / 2n + 1n) : rng.bigint(base, base * 2n + 1n);
+    const at = this.now + 1n;
+    if (at > c.deadline && c.status !== STATUS.Decided && rng.chance(0.8)) return this.caseExpire(c);
+    switch (c.status) {
+      case STATUS.Open:
+        if (c.round === 0 && c.ticket[0] === 0n && at <= c.respondBy && rng.chance(0.6)) return this.caseRespond(c);
+        return this.caseDraw(c);
+      case STATUS.Deliberating:
+        return this.caseVerdict(c);
+      case STATUS.Decided:
+        return at > c.deadline ? this.caseFinalize(c) : rng.chance(0.5) ? this.caseAppeal(c) : this.caseFinalize(c);
+      default:
+        return rng.chance(0.5) ? this.caseSlowPath(c) : this.caseExpire(c);
+    }
+  }
+
+  private async caseRespond(c: CaseM): Promise<void> {
+    const at = this.now + 1n;
     let predicted: string | undefined;
-    if (ch.status === "open") predicted = "ChannelNotClosing";
-    else if (ch.status === "closing" && !sameState(recorded, ch.recorded!)) predicted = "ClosingStateMismatch";
-    else if (ch.status === "closing" && ch.cases === 0) predicted = "ChannelNotFrozen";
-    if (ch.status === "settled") {
-      this.count("release on a settled channel (no-op, returns false)");
-      // Settled meanwhile: release is a no-op that reports `false`.
-      const { result } = await this.f.escrow.simulate.release([ch.sessionId, recorded, refund], { account: this.f.disputes.account.address });
-      expect(result, "release on a settled channel").to.equal(false);
+    if (c.status !== STATUS.Open) predicted = "WrongCaseStatus";
+    else if (c.round !== 0 || c.ticket[0] !== 0n || at > c.respondBy) predicted = "ContestClosed";
+    const ok = await this.tx(`respond ${c.ch.label}`, this.wallet.provider, (account) =>
+      this.f.disputes.write.respond([c.id], { account, value: c.ch.kind === "ETH" ? c.cb : 0n }), predicted);
+    if (!ok) return;
+    c.rb = c.cb;
+    this.postBond(c, "provider", c.cb);
+    c.ticket[0] = ok.blockNumber + 1n;
+  }
+
+  private async caseDraw(c: CaseM): Promise<void> {
+    const round = c.round;
+    let ticket = c.ticket[round] ?? 0n;
+    // The randomness of a requested draw needs its target block mined.
+    if (ticket !== 0n) {
+      const next = (await this.f.publicClient.getBlockNumber()) + 1n;
+      if (next <= ticket) {
+        await hre.network.provider.send("hardhat_mine", [toHex(ticket - next + 1n), "0x1"]);
+        this.now = BigInt(await time.latest());
+      }
     }
     const at = this.now + 1n;
+    const block = (await this.f.publicClient.getBlockNumber()) + 1n;
+    let predicted: string | undefined;
+    if (c.status !== STATUS.Open) predicted = "WrongCaseStatus";
+    else if (at > c.deadline) predicted = "DeadlinePassed";
+    else if (ticket === 0n && c.rb === 0n && at <= c.respondBy) predicted = "RespondWindowOpen";
+    const request = ticket === 0n || block - ticket > 256n;
+    const ok = await this.tx(`drawPanel ${c.ch.label} round ${round}${request ? " (request)" : ""}`, this.f.operator, (account) =>
+      this.f.disputes.write.drawPanel([c.id], { account }), predicted);
+    if (!ok) return;
+    if (request) {
+      c.ticket[round] = ok.blockNumber + 1n;
+      expect((await this.f.disputes.read.caseOf([c.id])).status, "draw requested").to.equal(STATUS.Open);
+      return;
+    }
+    const panel = (await this.f.disputes.read.panelOf([c.id, round])).map((a) => getAddress(a));
+    expect(panel.length, "panel size").to.equal(round === 0 ? DP.panelSize : 2 * DP.panelSize - 1);
+    expect(new Set(panel).size).to.equal(panel.length);
+    for (const a of panel) {
+      expect(ARBS, "only admitted, pinned arbitrators are drawn").to.include(a);
+      if (round === 1) expect(c.panels[0], "an appeal panel excludes the first").to.not.include(a);
+    }
+    c.panels[round] = panel;
+    c.status = STATUS.Deliberating;
+    c.deadline = at + BigInt(DP.decisionWindow);
+  }
+
+  /**
+   * The drawn panel signs: round 0 a random verdict, an appeal panel the verdict that stands (or finds the case
+   * undecidable), so no verdict is ever overturned. Sometimes too few sign, or an outsider signs.
+   */
+  private async caseVerdict(c: CaseM): Promise<void> {
+    const rng = this.rng;
+    const at = this.now + 1n;
+    const panel = c.panels[c.round] ?? [];
+    const standing = c.round === 1 ? c.rounds[0]! : undefined;
+    let verdict: number;
+    let refund = 0n;
+    if (standing && rng.chance(0.8)) ({ verdict, refund } = standing);
+    else if (standing) verdict = VERDICT.Undecidable;
+    else {
+      const v = rng.weighted({ cw: 4, rw: 4, nf: 2, un: 1 });
+      verdict = v === "cw" ? VERDICT.ChallengerWins : v === "rw" ? VERDICT.RespondentWins : v === "nf" ? VERDICT.NoFault : VERDICT.Undecidable;
+      if (verdict === VERDICT.ChallengerWins || verdict === VERDICT.NoFault) refund = rng.bigint(0n, c.value);
+    }
+    const needed = Math.floor((2 * panel.length + 2) / 3);
+    const mode = rng.weighted({ good: 14, few: 1, outsider: 1 });
+    const shuffled = [...panel];
+    for (let i = shuffled.length - 1; i > 0; i--) {
+      const j = rng.int(0, i);
+      [shuffled[i], shuffled[j]] = [shuffled[j]!, shuffled[i]!];
+    }
+    let signers = shuffled.slice(0, needed + rng.int(0, panel.length - needed));
+    let sigError: string | undefined;
+    if (mode === "few") {
+      signers = shuffled.slice(0, needed - 1);
+      sigError = "SupermajorityNotMet";
+    } else if (mode === "outsider") {
+      signers = [...signers.slice(1), rng.pick(ARBS.filter((a) => !panel.includes(a)))];
+      sigError = "NotOnPanel";
+    }
+    signers.sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : 1));
+    let predicted: string | undefined;
+    if (c.status !== STATUS.Deliberating) predicted = "WrongCaseStatus";
+    else if (at > c.deadline) predicted = "DeadlinePassed";
+    else if (sigError) predicted = sigError;
+    else {
+      const atRisk = (signers.reduce((sum, a) => sum + this.stake.get(a)!, 0n) * BigInt(DP.overturnSlashBps)) / BPS;
+      if (atRisk <= this.valueInStake(c.ch.kind, c.value)) predicted = "StakeAtRiskTooLow";
+    }
+    const message = { caseId: c.id, verdict, refund, slash: 0n, resolutionHash: keccak256(toHex(`verdict ${c.id} ${c.round}`)) };
+    const signatures = await quorumSignatures({ domain: this.f.dmDomain }, message, signers.map((a) => keyOf(a)));
     const ok = await this.tx(
-      `release ${ch.label} refund ${eth(refund)} (cases ${ch.cases})`,
-      this.f.disputes,
-      (account) => this.f.escrow.write.release([ch.sessionId, recorded, refund], { account }),
+      `submitVerdict ${c.ch.label} round ${c.round} v${verdict} refund ${eth(refund)} ${signers.length}/${panel.length} (${mode})`,
+      this.f.operator,
+      (account) => this.f.disputes.write.submitVerdict([message, signatures], { account }),
       predicted,
     );
-    if (!ok || ch.status === "settled") return;
+    if (!ok) return;
+    c.rounds[c.round] = { verdict, refund, signers };
+    if (verdict === VERDICT.Undecidable) this.toSlowPath(c, at);
+    else {
+      c.status = STATUS.Decided;
+      c.deadline = at + BigInt(DP.appealWindow);
+    }
+  }
+
+  private toSlowPath(c: CaseM, at: bigint): void {
+    c.status = STATUS.SlowPath;
+    c.round = 2;
+    c.deadline = at + BigInt(DP.slowPathTimeout);
+  }
+
+  private async caseAppeal(c: CaseM): Promise<void> {
+    const rng = this.rng;
+    const at = this.now + 1n;
+    const who = rng.weighted({ challenger: 4, respondent: 4, operator: 1 });
+    const party: Party | undefined = who === "challenger" ? c.challenger : who === "respondent" ? "provider" : undefined;
+    const sender = party ? this.wallet[party] : this.f.operator;
+    const bond = this.bondFor(c.ch.kind, c.value, c.lane + c.round + 1);
+    let predicted: string | undefined;
+    if (c.status !== STATUS.Decided) predicted = "WrongCaseStatus";
+    else if (at > c.deadline) predicted = "DeadlinePassed";
+    else if (!party) predicted = "NotAParty";
+    const ok = await this.tx(`appeal ${c.ch.label} round ${c.round} by ${who} bond ${eth(bond)}`, sender, (account) =>
+      this.f.disputes.write.appeal([c.id], { account, value: c.ch.kind === "ETH" ? bond : 0n }), predicted);
+    if (!ok || !party) return;
+    this.postBond(c, party, bond);
+    c.appeals.push({ by: party, bond });
+    c.round += 1;
+    if (c.round === 1) {
+      c.status = STATUS.Open;
+      c.deadline = at + BigInt(DP.decisionWindow);
+      c.ticket[1] = ok.blockNumber + 1n;
+    } else {
+      c.status = STATUS.SlowPath;
+      c.deadline = at + BigInt(DP.slowPathTimeout);
+    }
+  }
+
+  /** The state to enforce a verdict against: usually the recorded one. */
+  private enforceState(c: CaseM): ClosingState {
+    if (this.draining) return c.ch.recorded!;
+    return this.pickRecorded(c.ch, 0.9);
+  }
+
+  private async caseFinalize(c: CaseM): Promise<void> {
+    const at = this.now + 1n;
+    const recorded = this.enforceState(c);
+    let predicted: string | undefined;
+    if (c.status !== STATUS.Decided) predicted = "WrongCaseStatus";
+    else if (at <= c.deadline) predicted = "DeadlineNotPassed";
+    else predicted = this.releaseError(c.ch, recorded);
+    const ok = await this.tx(`finalize case ${c.ch.label}`, this.f.operator, (account) =>
+      this.f.disputes.write.finalize([c.id, recorded], { account }), predicted);
+    if (!ok) return;
+    const r = c.rounds[c.round]!;
+    await this.settleCase(c, r.verdict, r.refund, ok, STATUS.Resolved);
+  }
+
+  private async caseExpire(c: CaseM): Promise<void> {
+    const at = this.now + 1n;
+    const recorded = this.enforceState(c);
+    let predicted: string | undefined;
+    if (c.status !== STATUS.Open && c.status !== STATUS.Deliberating && c.status !== STATUS.SlowPath) predicted = "WrongCaseStatus";
+    else if (at <= c.deadline) predicted = "DeadlineNotPassed";
+    else if (c.status === STATUS.SlowPath) predicted = this.releaseError(c.ch, recorded);
+    const ok = await this.tx(`expire case ${c.ch.label} (status ${c.status})`, this.f.operator, (account) =>
+      this.f.disputes.write.expire([c.id, recorded], { account }), predicted);
+    if (!ok) return;
+    if (c.status !== STATUS.SlowPath) return this.toSlowPath(c, at);
+    const standing = this.standing(c);
+    if (standing) await this.settleCase(c, standing.verdict, standing.refund, ok, STATUS.Expired);
+    else await this.settleCase(c, VERDICT.NoFault, c.value / 2n, ok, STATUS.Expired);
+  }
+
+  /** Governance decides a slow-path case: the verdict that stood, if one did (so nothing is overturned). */
+  private async caseSlowPath(c: CaseM): Promise<void> {
+    const rng = this.rng;
+    const recorded = this.enforceState(c);
+    const standing = this.standing(c);
+    const verdict = standing?.verdict ?? rng.pick([VERDICT.ChallengerWins, VERDICT.RespondentWins, VERDICT.NoFault]);
+    const refund = standing ? standing.refund : verdict === VERDICT.RespondentWins ? 0n : rng.bigint(0n, c.value);
+    let predicted: string | undefined;
+    if (c.status !== STATUS.SlowPath) predicted = "WrongCaseStatus";
+    else predicted = this.releaseError(c.ch, recorded);
+    const message = { caseId: c.id, verdict, refund, slash: 0n, resolutionHash: keccak256(toHex(`governance ${c.id}`)) };
+    const ok = await this.tx(`resolveSlowPath ${c.ch.label} v${verdict} refund ${eth(refund)}`, this.f.governance, (account) =>
+      this.f.disputes.write.resolveSlowPath([message, recorded], { account }), predicted);
+    if (!ok) return;
+    await this.settleCase(c, verdict, refund, ok, STATUS.Resolved);
+  }
+
+  private standing(c: CaseM): { verdict: number; refund: bigint } | undefined {
+    for (const r of [c.rounds[1]!, c.rounds[0]!]) {
+      if (r.verdict !== VERDICT.None && r.verdict !== VERDICT.Undecidable) return r;
+    }
+    return undefined;
+  }
+
+  /** Why the escrow's `release` would refuse `recorded` (nothing, once the channel settled by the backstop). */
+  private releaseError(ch: Channel, recorded: ClosingState): string | undefined {
+    if (ch.status === "settled") return undefined;
+    return sameState(recorded, ch.recorded!) ? undefined : "ClosingStateMismatch";
+  }
+
+  /**
+   * A case ends: the escrow releases the channel with the refund (a no-op once the freeze backstop settled
+   * it), the opening bonds go to the winner less the burn and the fee, every appeal bond (none ever changed
+   * the outcome) to the other party less the burn, the fee to the signers of the outcome (dust burnt), and
+   * every member of a panel that reached no verdict loses absentSlashBps of its stake.
+   */
+  private async settleCase(c: CaseM, verdict: number, refund: bigint, receipt: TransactionReceipt, status: number): Promise<void> {
+    const ch = c.ch;
+    const kind = ch.kind;
+    const burnBps = BigInt(DP.burnBps);
+    const feeBps = BigInt(DP.feeBps);
+    let toC = 0n;
+    let toR = 0n;
+    let burned = 0n;
+    let fee: bigint;
+    if (verdict === VERDICT.ChallengerWins) {
+      burned = (c.rb * burnBps) / BPS;
+      fee = ((c.rb !== 0n ? c.rb : c.cb) * feeBps) / BPS;
+      toC = c.cb + c.rb - burned - fee;
+    } else if (verdict === VERDICT.RespondentWins) {
+      burned = (c.cb * burnBps) / BPS;
+      fee = (c.cb * feeBps) / BPS;
+      toR = c.rb + c.cb - burned - fee;
+    } else {
+      fee = (c.cb * feeBps) / BPS;
+      toC = c.cb - fee;
+      toR = c.rb;
+    }
+    for (const a of c.appeals) {
+      const b = (a.bond * burnBps) / BPS;
+      burned += b;
+      if (a.by === "provider") toC += a.bond - b;
+      else toR += a.bond - b;
+    }
+    const coherent = c.rounds.filter((r) => r.signers.length && r.verdict === verdict && r.refund === refund).flatMap((r) => r.signers);
+    let fees = 0n;
+    if (coherent.length === 0) {
+      if (verdict === VERDICT.RespondentWins) toR += fee;
+      else toC += fee;
+    } else {
+      const share = fee / BigInt(coherent.length);
+      for (const a of coherent) this.claimable[kind].set(a, (this.claimable[kind].get(a) ?? 0n) + share);
+      fees = share * BigInt(coherent.length);
+      burned += fee - fees;
+    }
+    expect(toC + toR + burned + fees, "the case pays out exactly the bonds it held").to.equal(c.held);
+    this.dmNet[kind][c.challenger] += toC;
+    this.dmNet[kind].provider += toR;
+    this.dmBurned[kind] += burned;
+    this.dmFees[kind] += fees;
+    this.dmHeld[kind] -= c.held;
+    this.dmClaimable[kind] += fees;
+    c.held = 0n;
+    for (let round = 0; round < 2; round++) {
+      if (c.panels[round]!.length === 0 || c.rounds[round]!.verdict !== VERDICT.None) continue;
+      for (const a of c.panels[round]!) {
+        const s = this.stake.get(a)!;
+        this.stake.set(a, s - (s * BigInt(DP.absentSlashBps)) / BPS);
+      }
+      this.count("case: an absent panel slashed");
+    }
+    const [ev] = parseEventLogs({ abi: this.f.disputes.abi, logs: receipt.logs, eventName: "CaseResolved" });
+    expect([ev?.args.verdict, ev?.args.toChallenger, ev?.args.toRespondent, ev?.args.burned, ev?.args.arbitrationFees], "CaseResolved").to.deep.equal([
+      verdict,
+      toC,
+      toR,
+      burned,
+      fees,
+    ]);
+    expect((await this.f.disputes.read.caseOf([c.id])).status, "case status").to.equal(status);
+    c.status = status;
+    ch.openCase = undefined;
+    this.count(`case ended v${verdict} (${status === STATUS.Expired ? "expired" : "resolved"})`);
+    // The escrow's side: the model's release.
+    const at = this.now;
+    if (ch.status === "settled") {
+      this.count("case ended after the freeze backstop settled the channel");
+      return;
+    }
     const state = ch.recorded!;
     ch.cases -= 1;
     let taken = 0n;
     if (refund !== 0n) {
-      // The refund comes off what the provider would be paid (recorded amount capped at the deposit), so
-      // every refunded unit goes back to the funder; it also ends the challenge window.
       const earned = min(state.amount, state.deposit);
       taken = min(refund, earned);
       ch.recorded = { ...state, amount: earned - taken };
       ch.history.push(ch.recorded);
       ch.refunds += refund;
       if (ch.finalizesAt > at) ch.finalizesAt = at;
-      if (taken < refund) this.count("release: refund larger than the provider's earnings");
     }
-    const [event] = parseEventLogs({ abi: this.f.escrow.abi, logs: ok.logs, eventName: "ChannelReleased" });
-    expect([event?.args.openCases, event?.args.refund, event?.args.amount], "ChannelReleased").to.deep.equal([
+    const [released] = parseEventLogs({ abi: this.f.escrow.abi, logs: receipt.logs, eventName: "ChannelReleased" });
+    expect([released?.args.openCases, released?.args.refund, released?.args.amount], "ChannelReleased").to.deep.equal([
       ch.cases,
       taken,
       ch.recorded!.amount,
     ]);
+  }
+
+  /** An arbitrator claims its fees (or finds nothing to claim). */
+  private async opClaim(): Promise<void> {
+    const kind: Kind = this.rng.chance(0.5) ? "ETH" : "ERC20";
+    const who = this.rng.pick(ARBS);
+    const owed = this.claimable[kind].get(who) ?? 0n;
+    const ok = await this.tx(`claim ${kind} by ${who.slice(0, 8)} (${eth(owed)})`, walletOf(this.f, who), (account) =>
+      this.f.disputes.write.claim([this.assetOf(kind)], { account }), owed === 0n ? "NothingToClaim" : undefined);
+    if (!ok) return;
+    this.claimable[kind].set(who, 0n);
+    this.dmClaimable[kind] -= owed;
+  }
+
+  /** The escrow's dispute hooks refuse every caller but the DisputeManager. */
+  private async opHookByOutsider(ch: Channel): Promise<void> {
+    const recorded = this.pickRecorded(ch, 0.9);
+    if (this.rng.chance(0.5)) {
+      await this.tx(`freeze ${ch.label} by the operator`, this.f.operator, (account) =>
+        this.f.escrow.write.freeze([ch.sessionId, recorded], { account }), "AccessControlUnauthorizedAccount");
+    } else {
+      await this.tx(`release ${ch.label} by the operator`, this.f.operator, (account) =>
+        this.f.escrow.write.release([ch.sessionId, recorded, 1n], { account }), "AccessControlUnauthorizedAccount");
+    }
+  }
+
+  /** Ends every open case: past each deadline, finalize a standing verdict or expire (twice: to the slow path, then out). */
+  private async drainCases(): Promise<void> {
+    for (let guard = 0; guard < 10; guard++) {
+      const open = this.cases.filter((c) => c.status !== STATUS.Resolved && c.status !== STATUS.Expired);
+      if (!open.length) return;
+      const until = open.reduce((t, c) => max(t, c.deadline), 0n);
+      if (until >= this.now) {
+        await time.increase(until - this.now + 1n);
+        this.now = until + 1n;
+      }
+      for (const c of open) {
+        if (c.status === STATUS.Decided) await this.caseFinalize(c);
+        else await this.caseExpire(c);
+        await this.checkInvariants();
+      }
+    }
+    expect(this.cases.filter((c) => c.status !== STATUS.Resolved && c.status !== STATUS.Expired), "every case ended").to.deep.equal([]);
   }
 
   private async opFinalize(ch: Channel): Promise<void> {
@@ -762,8 +1264,8 @@ class Run {
     this.count(`time ${kind}`);
     // …and act on that channel right at the edge.
     if (edge) {
-      const act = kind === "edge" ? rng.weighted({ challenge: 4, finalize: 4, freeze: 2 }) : "finalize";
-      await (act === "challenge" ? this.opChallenge(edge) : act === "freeze" ? this.opFreeze(edge) : this.opFinalize(edge));
+      const act = kind === "edge" ? rng.weighted({ challenge: 4, finalize: 4, dispute: 2 }) : "finalize";
+      await (act === "challenge" ? this.opChallenge(edge) : act === "dispute" ? this.opDispute(edge) : this.opFinalize(edge));
     }
   }
 
@@ -804,22 +1306,27 @@ class Run {
       time: 14,
       fee: 3,
       withdraw: any ? 2 : 0,
+      claim: this.cases.length ? 2 : 0,
+      case: this.openCases().length ? 12 : 0,
     });
     if (global === "open") return this.opOpen(rng.pick(free));
     if (global === "time") return this.opTime();
     if (global === "fee") return this.opSetFee();
     if (global === "withdraw") return this.opWithdrawFees();
+    if (global === "claim") return this.opClaim();
+    if (global === "case") return this.opCase(rng.pick(this.openCases()).ch);
     const ch = this.pickChannel()!;
     // Mostly operations that make sense in the channel's phase, but every operation stays possible.
     const at = this.now + 1n;
+    const live = ch.openCase ? 1 : 0;
     const op =
       ch.status === "open"
-        ? rng.weighted({ sign: 30, deposit: 10, cooperative: 5, unilateral: 14, challenge: 2, freeze: 2, release: 1, finalize: 2 })
+        ? rng.weighted({ sign: 30, deposit: 10, cooperative: 5, unilateral: 14, challenge: 2, dispute: 2, hook: 1, finalize: 2 })
         : ch.status === "closing"
           ? at < ch.finalizesAt
-            ? rng.weighted({ sign: 15, challenge: 30, freeze: 10, release: ch.cases ? 10 : 2, finalize: 3, deposit: 1, cooperative: 1, unilateral: 1 })
-            : rng.weighted({ sign: 3, challenge: 4, freeze: 3, release: ch.cases ? 14 : 2, finalize: 20, deposit: 1, cooperative: 1, unilateral: 1 })
-          : rng.weighted({ deposit: 1, cooperative: 1, unilateral: 1, challenge: 1, freeze: 1, release: 1, finalize: 2 });
+            ? rng.weighted({ sign: 15, challenge: 30, dispute: live || ch.dmCases >= MAX_CASES_PER_SUBJECT ? 2 : 25, case: 14 * live, hook: 1, finalize: 3, deposit: 1, cooperative: 1, unilateral: 1 })
+            : rng.weighted({ sign: 3, challenge: 4, dispute: 2, case: 24 * live, hook: 1, finalize: 20, deposit: 1, cooperative: 1, unilateral: 1 })
+          : rng.weighted({ deposit: 1, cooperative: 1, unilateral: 1, challenge: 1, dispute: 1, case: 4 * live, hook: 1, finalize: 2 });
     switch (op) {
       case "sign":
         return this.opSign(ch);
@@ -831,10 +1338,12 @@ class Run {
         return this.opUnilateral(ch);
       case "challenge":
         return this.opChallenge(ch);
-      case "freeze":
-        return this.opFreeze(ch);
-      case "release":
-        return this.opRelease(ch);
+      case "dispute":
+        return this.opDispute(ch);
+      case "case":
+        return this.opCase(ch);
+      case "hook":
+        return this.opHookByOutsider(ch);
       case "finalize":
         return this.opFinalize(ch);
     }
@@ -860,6 +1369,7 @@ class Run {
       ch.submitted.push(ticket.seq);
       await this.checkInvariants();
     }
+    await this.drainCases();
     const closing = this.all.filter((c) => c.status === "closing");
     const until = closing.reduce((t, c) => max(t, c.finalizesAt + (c.cases ? MAX_FREEZE : 0n)), 0n);
     if (until > this.now) {
@@ -884,13 +1394,37 @@ class Run {
       this.received[kind].treasury += this.accrued[kind];
       this.accrued[kind] = 0n;
     }
+    // Every arbitrator claims what it was credited; nothing is left in the DisputeManager, and every stake is
+    // what the model says (absent panels lost absentSlashBps, nobody else lost anything).
+    for (const kind of KINDS) {
+      for (const a of ARBS) {
+        expect(await this.f.disputes.read.claimable([this.assetOf(kind), a]), `claimable ${kind} ${a}`).to.equal(this.claimable[kind].get(a) ?? 0n);
+        if ((this.claimable[kind].get(a) ?? 0n) !== 0n) {
+          const owed = this.claimable[kind].get(a)!;
+          await this.tx(`claim ${kind} by ${a.slice(0, 8)}`, walletOf(this.f, a), (account) => this.f.disputes.write.claim([this.assetOf(kind)], { account }), undefined);
+          this.claimable[kind].set(a, 0n);
+          this.dmClaimable[kind] -= owed;
+        }
+      }
+    }
+    for (const a of ARBS) {
+      const b = await this.f.registry.read.bondOf([ARBITRATOR_ROLE, a]);
+      expect(b.active + b.pending, `stake of ${a}`).to.equal(this.stake.get(a));
+      expect(await this.f.registry.read.locksOf([ARBITRATOR_ROLE, a]), `locks of ${a}`).to.equal(0n);
+    }
     await this.checkInvariants();
+    expect(await this.f.publicClient.getBalance({ address: this.f.disputes.address }), "DisputeManager ETH after drain").to.equal(0n);
+    expect(await this.f.token.read.balanceOf([this.f.disputes.address]), "DisputeManager LGAS after drain").to.equal(0n);
     expect(await this.f.publicClient.getBalance({ address: this.f.escrow.address }), "escrow ETH after drain").to.equal(0n);
     expect(await this.f.token.read.balanceOf([this.f.escrow.address]), "escrow LGAS after drain").to.equal(0n);
     for (const kind of KINDS) {
       const out = this.received[kind].provider + this.received[kind].funder + this.received[kind].treasury;
       expect(out, `${kind}: everything deposited was paid out exactly once`).to.equal(this.totalIn[kind]);
-      expect(this.received[kind].payer, `${kind}: the payer is never paid`).to.equal(0n);
+      expect(this.received[kind].payer, `${kind}: the payer is never paid by the escrow`).to.equal(0n);
+      // Cases only move bonds between the parties, the burn address and the arbitrators.
+      const net = PARTIES.reduce((sum, p) => sum + this.dmNet[kind][p], 0n);
+      expect(net + this.dmBurned[kind] + this.dmFees[kind], `${kind}: case bonds conserved`).to.equal(0n);
+      expect(this.dmNet[kind].treasury).to.equal(0n);
     }
     // One ChannelSettled per channel, with the model's figures.
     const events = await this.f.publicClient.getContractEvents({
