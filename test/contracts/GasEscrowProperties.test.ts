@@ -819,10 +819,22 @@ class Run {
     expect([k.status, k.challengerBond, k.value, BigInt(k.respondBy)], "case as opened").to.deep.equal([STATUS.Open, bond, value, c.respondBy]);
   }
 
-  /** One step of the channel's open case, as its state allows (now and then a step it does not allow). */
+  /** One step of the channel's open case, then the case on-chain checked against the model. */
   private async opCase(ch: Channel): Promise<void> {
     const c = ch.openCase;
     if (!c) return this.opDispute(ch);
+    await this.stepCase(c);
+    const k = await this.f.disputes.read.caseOf([c.id]);
+    expect([k.status, k.round, BigInt(k.deadline), k.respondentBond], `case ${c.ch.label} (status, round, deadline, respondent bond)`).to.deep.equal([
+      c.status,
+      c.round,
+      c.deadline,
+      c.rb,
+    ]);
+  }
+
+  /** One step of a case, as its state allows (now and then a step it does not allow). */
+  private async stepCase(c: CaseM): Promise<void> {
     const rng = this.rng;
     const at = this.now + 1n;
     if (at > c.deadline && c.status !== STATUS.Decided && rng.chance(0.8)) return this.caseExpire(c);
