@@ -995,8 +995,10 @@ async function roundsOf(publicClient: PublicClient, disputeManager: Address, cas
   for (let round = 0; round <= upTo; round++) {
     const r = await publicClient.readContract({ address: disputeManager, abi: disputeManagerAbi, functionName: "roundOf", args: [caseId, round] });
     const panel = [...(await publicClient.readContract({ address: disputeManager, abi: disputeManagerAbi, functionName: "panelOf", args: [caseId, round] }))].map((a) => getAddress(a));
-    const signers = panel.filter((_, i) => (r.signedMask >> i) & 1);
-    rounds.push({ round, panel, signers, verdict: r.verdict, drawTicket: r.drawTicket, appellant: getAddress(r.appellant) });
+    // The mask follows the stored (drawn) order; both lists are shown ascending, as `case draw` shows a panel.
+    const ascending = (list: Address[]) => [...list].sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : 1));
+    const signers = ascending(panel.filter((_, i) => (r.signedMask >> i) & 1));
+    rounds.push({ round, panel: ascending(panel), signers, verdict: r.verdict, drawTicket: r.drawTicket, appellant: getAddress(r.appellant) });
   }
   return rounds;
 }
