@@ -54,7 +54,6 @@ import {
   systemBook,
   type Book,
   type ClosingState,
-  type Session,
   type Wallet,
 } from "./helpers";
 
