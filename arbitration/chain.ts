@@ -300,14 +300,16 @@ export async function submitVerdict(parameters: {
   const receipt = await confirm(publicClient, hash);
   const base = { hash, gasUsed: receipt.gasUsed, blockNumber: receipt.blockNumber };
   const logs = parseEventLogs({ abi: disputeManagerAbi, logs: receipt.logs });
-  const decided = logs.find((log) => log.eventName === "VerdictSubmitted");
-  if (decided && decided.eventName === "VerdictSubmitted") {
-    const a = decided.args;
-    return { ...base, outcome: "decided", round: a.round, verdict: a.verdict, refund: a.refund, slash: a.slash, signedMask: a.signedMask, deadline: BigInt(a.appealEndsAt) };
-  }
+  // An undecidable verdict is recorded too (VerdictSubmitted) but sends the case to the slow path: check that first.
+  const recorded = logs.find((log) => log.eventName === "VerdictSubmitted");
+  const signedMask = recorded && recorded.eventName === "VerdictSubmitted" ? recorded.args.signedMask : 0;
   const slow = logs.find((log) => log.eventName === "CaseToSlowPath");
   if (slow && slow.eventName === "CaseToSlowPath") {
-    return { ...base, outcome: "slow_path", round: slow.args.round, verdict: message.verdict, refund: 0n, slash: 0n, signedMask: 0, deadline: BigInt(slow.args.deadline) };
+    return { ...base, outcome: "slow_path", round: slow.args.round, verdict: message.verdict, refund: 0n, slash: 0n, signedMask, deadline: BigInt(slow.args.deadline) };
+  }
+  if (recorded && recorded.eventName === "VerdictSubmitted") {
+    const a = recorded.args;
+    return { ...base, outcome: "decided", round: a.round, verdict: a.verdict, refund: a.refund, slash: a.slash, signedMask: a.signedMask, deadline: BigInt(a.appealEndsAt) };
   }
   throw new DisputeTransactionError(`Transaction ${hash} recorded no verdict for case ${message.caseId}.`);
 }
