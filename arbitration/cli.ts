@@ -410,6 +410,7 @@ export const ARBITRATE_COMMAND: Command = {
 export function disputeGroupHelp(name: keyof typeof DISPUTE_GROUPS): string {
   const lines = [`Usage: ioi ${name} <subcommand> [options]   (ioi ${name} <subcommand> --help for its options)`, "", "Subcommands:"];
   for (const [sub, c] of Object.entries(DISPUTE_GROUPS[name].commands)) lines.push(`  ${sub.padEnd(14)} ${c.summary}`);
+  if (name === "dispute") lines.push("  (`ioi dispute escalate` is gone: a party appeals a decided case with `ioi case appeal`.)");
   lines.push("", "Dispute options:", ...DISPUTE_HELP, "", "Global options:", ...GLOBAL_HELP);
   return lines.join("\n");
 }

@@ -226,6 +226,7 @@ describe("ioi dispute, arbitrate and case CLI", function () {
       const escalate = await run(["dispute", "escalate", "--case", HASH]);
       expect(escalate.code).to.equal(2);
       expect(escalate.err).to.contain('Unknown dispute subcommand "escalate"');
+      expect(escalate.err).to.contain("`ioi dispute escalate` is gone: a party appeals a decided case with `ioi case appeal`");
       expect((await run(["dispute", "expire", "--help"])).out).to.contain("`ioi case appeal` replaces it");
       const unknown = await run(["dispute", "settle"]);
       expect(unknown.code).to.equal(2);
