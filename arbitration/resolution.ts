@@ -4,7 +4,7 @@
  * slash, resolutionHash)` in the DisputeManager's domain.
  *
  * `resolutionHash = keccak256(canon(resolution JSON))`: arbitrators replaying the same package with the same
- * judge runtime reach byte-identical resolutions, so equal hashes are the quorum's agreement.
+ * judge runtime reach byte-identical resolutions, so equal hashes are the panel's agreement.
  */
 import { hashTypedData, type Address, type Hex, type LocalAccount } from "viem";
 
@@ -364,7 +364,7 @@ function assertRemedyMatches(aggregate: Aggregate, remedy: Remedy, path: string)
 }
 
 /**
- * `keccak256(canon(resolution JSON))`: the hash the quorum agrees on and the remedy signature binds.
+ * `keccak256(canon(resolution JSON))`: the hash a panel agrees on and the remedy signature binds.
  * Takes the TypeScript form or the JSON form (hashed as given).
  */
 export function resolutionHash(r: Resolution | ResolutionJson): Hex {
