@@ -40,7 +40,18 @@ export class EngineUnavailableError extends BaseError {
   override name = "EngineUnavailableError" as const;
 }
 
-type Loaded = { bytes: Buffer; module: WebAssembly.Module; sha256: string; glueSha256: string };
+/** The slice of the WebAssembly JS API used here (the project's TypeScript lib does not declare it). */
+type WasmModule = object;
+type WasmInstance = { exports: unknown };
+type WasmImports = Record<string, Record<string, unknown>>;
+type WasmApi = {
+  Module: new (bytes: Uint8Array) => WasmModule;
+  Instance: new (module: WasmModule, imports: WasmImports) => WasmInstance;
+  Memory: new (descriptor: { initial: number }) => { buffer: ArrayBuffer };
+};
+const Wasm = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
+
+type Loaded = { bytes: Buffer; module: WasmModule; sha256: string; glueSha256: string };
 let loaded: Loaded | undefined;
 
 function load(): Loaded {
@@ -50,7 +61,7 @@ function load(): Loaded {
     // The variant loads its glue with import(), so the ES module build is the one that runs.
     const glue = readFileSync(join(dirname(require.resolve(`${ENGINE.variant}/package.json`)), "dist", "emscripten-module.mjs"));
     const sha256 = createHash("sha256").update(bytes).digest("hex");
-    loaded = { bytes, module: new WebAssembly.Module(bytes), sha256, glueSha256: createHash("sha256").update(glue).digest("hex") };
+    loaded = { bytes, module: new Wasm.Module(bytes), sha256, glueSha256: createHash("sha256").update(glue).digest("hex") };
     return loaded;
   } catch (cause) {
     throw new EngineUnavailableError(`The judge engine ${ENGINE.variant}@${ENGINE.version} could not be loaded.`, { cause });
@@ -99,7 +110,7 @@ function sealImports(env: Record<string, unknown>, clockMs: number): Record<stri
     }
   }
   const memory = env.a;
-  if (!(memory instanceof WebAssembly.Memory)) throw new EngineUnavailableError("The engine's import a is not its memory.");
+  if (!(memory instanceof Wasm.Memory)) throw new EngineUnavailableError("The engine's import a is not its memory.");
   const i32 = () => new Int32Array(memory.buffer);
   const u8 = () => new Uint8Array(memory.buffer);
   const writeCString = (pointer: number, text: string) => {
@@ -165,9 +176,8 @@ export async function newSealedInstance(parameters: SealedInstanceParameters): P
   const { module } = load();
   const variant = newVariant(baseVariant, {
     emscriptenModule: {
-      instantiateWasm(imports: WebAssembly.Imports, done: (instance: WebAssembly.Instance, module: WebAssembly.Module) => void) {
-        const env = imports.a as Record<string, unknown>;
-        const instance = new WebAssembly.Instance(module, { ...imports, a: sealImports(env, parameters.clockMs) as WebAssembly.ModuleImports });
+      instantiateWasm(imports: WasmImports, done: (instance: WasmInstance, module: WasmModule) => void) {
+        const instance = new Wasm.Instance(module, { ...imports, a: sealImports(imports.a!, parameters.clockMs) });
         done(instance, module);
         return instance.exports;
       },

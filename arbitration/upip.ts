@@ -97,7 +97,7 @@ export function judgeDeps(): UpipDeps {
 
 /** L2 from its parts; `deps_hash` covers the sorted `name:version` lines of the packages plus engine, harness and runner. */
 export function upipDeps(parts: { engineSha256: string; harnessSha256: string; runner: string }): UpipDeps {
-  const packages = { [ENGINE.package]: ENGINE.version, [ENGINE.variant]: ENGINE.version };
+  const packages: Record<string, string> = { [ENGINE.package]: ENGINE.version, [ENGINE.variant]: ENGINE.version };
   const lines = [
     ...Object.entries(packages).map(([name, version]) => `${name}:${version}`),
     `engine:${parts.engineSha256}`,
