@@ -88,7 +88,7 @@ export class JudgeHostFaultError extends BaseError {
 }
 
 /** Default memory budget of each instance. */
-export const DEFAULT_MEMORY_BYTES = 64 * 1024 * 1024;
+export const DEFAULT_MEMORY_BYTES = 32 * 1024 * 1024;
 
 /** Default host watchdog of one replay. */
 export const DEFAULT_WATCHDOG_MS = 600_000;
@@ -96,7 +96,11 @@ export const DEFAULT_WATCHDOG_MS = 600_000;
 /** The only runner program: the suite's entry file run as a CommonJS module in the sealed engine. */
 export const RUNNER_PROGRAM = "node";
 
-const MAX_STACK_BYTES = 512 * 1024;
+/**
+ * QuickJS's own stack limit (of the engine's stack in linear memory): small enough that QuickJS throws its
+ * deterministic "stack overflow" long before the host's native stack (which wasm frames also use) runs out.
+ */
+const MAX_STACK_BYTES = 128 * 1024;
 
 /** Derives the four 32-bit words of the in-engine PRNG from a 32-byte seed. */
 function seedWords(seed: Hex): number[] {

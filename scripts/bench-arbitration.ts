@@ -14,7 +14,7 @@ import { disputeManagerAbi, gigEscrowAbi, loadCaseContext, openGigCase, openSess
 import { icsHash } from "../arbitration/ics";
 import { makeEvidence, packageHash } from "../arbitration/package";
 import { arbitrate } from "../arbitration/runner";
-import { replay } from "../arbitration/sandbox";
+import { replay } from "../arbitration/replay";
 import { ReceiptAccumulator } from "../channel-client/accumulator";
 import { gasEscrowDomain } from "../channel-client/eip712";
 import { closeUnilateral, openChannel, type Wallet } from "../channel-client/escrow";

@@ -160,7 +160,8 @@ export async function runDisputeDemo(p: DemoParameters): Promise<CaseReport[]> {
   // --- Case 1: the Appendix A.4 gig. ---
   const bounty = parseEther("1");
   const latest = await publicClient.getBlock();
-  const ics = codeGigIcs({ asset: zeroAddress, maxPrice: bounty, deadline: latest.timestamp + 86_400n });
+  // The ICS (and so its hash and the resolution) must not depend on the wall clock: a fixed deadline, 2100-01-01.
+  const ics = codeGigIcs({ asset: zeroAddress, maxPrice: bounty, deadline: 4_102_444_800n });
   const funded = await write(client, {
     address: c.GigEscrow.address,
     abi: gigEscrowAbi,
