@@ -87,6 +87,7 @@ import { icsFromJson, icsHash, type Ics } from "./ics";
 import { packageHash, packageToJson, parsePackage, soleEvidence, evidenceOfKind, type ChallengePackage, type ReceiptEvidence } from "./package";
 import { disputeManagerDomain, FINAL_VERDICTS, resolutionToJson, signResolution, VERDICT_CODES, type ResolutionMessage } from "./resolution";
 import { arbitrate, type ArbitrationRun } from "./runner";
+import { runVerifyUpip } from "./verify-upip";
 
 /*//////////////////////////////////////////////////////////////
                                 ERRORS
@@ -243,6 +244,15 @@ export const ARBITRATE_COMMAND: Command = {
     "  --out FILE           write the resolution as canonical JSON",
     "  --audit FILE         append every run's audit log as JSON lines",
     "Without --devnet-quorum the acting key is the arbitrator: it signs the resolution and prints the signature.",
+    "",
+    "ioi arbitrate --verify-upip FILE (--package FILE | --suite-dir DIR --deliverable-dir DIR)   (offline, no key, no chain)",
+    "  --verify-upip FILE     replay a UPIP record, or every record in a Resolution's replays (as --out writes it),",
+    "                         in this judge's sealed engine: prints match, or mismatch with the differing fields",
+    "                         (exit status 3 on mismatch; see arbitration/verify-upip.ts)",
+    "  --package FILE         the bundles are this package's test_suite and deliverable evidence, or:",
+    "  --suite-dir DIR        the suite's files and",
+    "  --deliverable-dir DIR  the deliverable's files (read as `ioi dispute build-gig` reads them);",
+    "                         either way they must hash to the record's suite_hash and deliverable_hash",
   ],
   options: {
     ...CASE_OPTION,
@@ -251,6 +261,9 @@ export const ARBITRATE_COMMAND: Command = {
     submit: { type: "boolean" },
     out: { type: "string" },
     audit: { type: "string" },
+    "verify-upip": { type: "string" },
+    "suite-dir": { type: "string" },
+    "deliverable-dir": { type: "string" },
   },
   run: runArbitrate,
 };
@@ -853,6 +866,7 @@ function caseToJson(caseId: Hex, c: StoredCase): Record<string, unknown> {
 const VERDICT_NAMES = Object.fromEntries(FINAL_VERDICTS.map((v) => [VERDICT_CODES[v], v])) as Record<number, string>;
 
 async function runArbitrate(values: Values, out: Out): Promise<void> {
+  if (values["verify-upip"] !== undefined) return runVerifyUpip(values, out);
   const caseId = caseIdOf(values);
   const packageFile = need(values, "package", "the case's ChallengePackage (JSON or YAML)");
   const quorumSize =
