@@ -28,6 +28,7 @@ import { gasEscrowAbi, type ClosingState, type TxResult, type Wallet } from "../
 import type { ChannelRef } from "../channel-client/terms";
 import { CASE_STATUSES, type CaseContext, type CaseOnChain } from "./context";
 import type { ChallengePackage } from "./package";
+import { readGigFunding } from "./pinned";
 import type { ResolutionMessage } from "./resolution";
 
 export const disputeManagerAbi = DisputeManagerArtifact.abi as DisputeManager$Type["abi"];
@@ -102,6 +103,7 @@ export async function loadCaseContext(
   if (onChain.kind === "gig") {
     const gigId = BigInt(onChain.subjectId);
     const gig = await publicClient.readContract({ address: deployment.gigEscrow, abi: gigEscrowAbi, functionName: "gigOf", args: [gigId] });
+    const funding = await readGigFunding(publicClient, deployment.gigEscrow, gigId);
     return {
       ...base,
       gig: {
@@ -114,6 +116,7 @@ export async function loadCaseContext(
         icsHash: gig.icsHash,
         deliverableHash: gig.deliverableHash,
         receiptRoot: gig.receiptRoot,
+        ...funding,
       },
       session: null,
     };

@@ -112,6 +112,7 @@ import {
   type ResolutionMessage,
 } from "./resolution";
 import { arbitrate, judgeRuntimeHash, type ArbitrationRun } from "./runner";
+import { runVerifyUpip } from "./verify-upip";
 
 /*//////////////////////////////////////////////////////////////
                                 ERRORS
@@ -394,6 +395,15 @@ export const ARBITRATE_COMMAND: Command = {
     "  --out FILE           write the resolution as canonical JSON (with --sign-only: the signature file)",
     "  --audit FILE         append every run's audit log as JSON lines",
     "The case must be deliberating and the acting key (or each devnet member) on its current panel.",
+    "",
+    "ioi arbitrate --verify-upip FILE (--package FILE | --suite-dir DIR --deliverable-dir DIR)   (offline, no key, no chain)",
+    "  --verify-upip FILE     replay a UPIP record, or every record in a Resolution's replays (as --out writes it),",
+    "                         in this judge's sealed engine: prints match, or mismatch with the differing fields",
+    "                         (exit status 3 on mismatch; see arbitration/verify-upip.ts)",
+    "  --package FILE         the bundles are this package's test_suite and deliverable evidence, or:",
+    "  --suite-dir DIR        the suite's files and",
+    "  --deliverable-dir DIR  the deliverable's files (read as `ioi dispute build-gig` reads them);",
+    "                         either way they must hash to the record's suite_hash and deliverable_hash",
   ],
   options: {
     ...CASE_OPTION,
@@ -403,6 +413,9 @@ export const ARBITRATE_COMMAND: Command = {
     submit: { type: "boolean" },
     out: { type: "string" },
     audit: { type: "string" },
+    "verify-upip": { type: "string" },
+    "suite-dir": { type: "string" },
+    "deliverable-dir": { type: "string" },
   },
   run: runArbitrate,
 };
@@ -1519,6 +1532,7 @@ function devnetKeysOf(panel: readonly Address[]): LocalAccount[] {
 }
 
 async function runArbitrate(values: Values, out: Out): Promise<void> {
+  if (values["verify-upip"] !== undefined) return runVerifyUpip(values, out);
   const caseId = caseIdOf(values);
   const packageFile = need(values, "package", "the case's ChallengePackage (JSON or YAML)");
   const signOnly = Boolean(values["sign-only"]);

@@ -40,6 +40,10 @@ export type GigOnChain = {
   icsHash: Hex;
   deliverableHash: Hex;
   receiptRoot: Hex;
+  /** Timestamp (seconds) of the block the gig was funded in: pins the clock and seed of its Lane 1 replays (`pinned.ts`). */
+  fundedAt: bigint;
+  /** The block its `GigFunded` event is in. */
+  fundedInBlock: bigint;
 };
 
 /** The session a session case is about. */

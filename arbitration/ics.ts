@@ -44,9 +44,13 @@ export const LANGUAGES = Object.keys(LANGUAGE_EXTENSIONS) as Language[];
 /** A JSON Schema (draft-07, as Ajv 8 reads it by default): an object or a boolean. */
 export type JsonSchema = JsonObject | boolean;
 
-/** One atomic, objectively checkable requirement. The JSON form is identical. */
+/**
+ * One atomic, objectively checkable requirement. The JSON form is identical. A `test_suite` item may state
+ * `step_budget`: the interpreter steps (see `replay.ts`) the deliverable may use within one test, and the
+ * suite likewise; absent means {@link DEFAULT_STEP_BUDGET} and stays absent (same bytes, same ICS hash).
+ */
 export type RubricItem =
-  | { id: string; kind: "test_suite" }
+  | { id: string; kind: "test_suite"; step_budget?: number }
   | { id: string; kind: "language"; expect: Language }
   | { id: string; kind: "max_lines"; limit: number }
   | { id: string; kind: "max_bytes"; limit: number }
@@ -68,16 +72,29 @@ export const RUBRIC_KINDS: readonly RubricKind[] = [
 ];
 
 /**
- * How the test suite runs: `node <script in the suite> ...args` under the sandbox limits. `callTimeoutMs`
- * bounds each call the suite makes into the deliverable (which runs in a separate process, see
- * `sandbox.ts`); absent means {@link DEFAULT_CALL_TIMEOUT_MS}. It is kept absent rather than filled in so
- * that an ICS without it round-trips to the same bytes (and the same `icsHash`).
+ * How the test suite runs: `node <entry file of the suite>`, the entry run as a CommonJS module in the
+ * sealed judge engine (`replay.ts`); `maxOutputBytes` is the output budget of each side. `timeoutMs` and
+ * `callTimeoutMs` are wall-clock limits from the time replays ran as child processes: they stay valid (and
+ * hashed) so that older ICS documents keep their hash, but no verdict depends on them any more — budgets are
+ * counted in steps (the `test_suite` rubric item's `step_budget`) and bytes. `callTimeoutMs` is kept absent
+ * rather than filled in so that an ICS without it round-trips to the same bytes (and the same `icsHash`).
  */
 export type Runner = { command: string[]; timeoutMs: number; maxOutputBytes: number; callTimeoutMs?: number };
 export type RunnerJson = { command: string[]; timeout_ms: number; max_output_bytes: number; call_timeout_ms?: number };
 
-/** The per-call timeout of a runner that names none. */
+/** The per-call timeout of a runner that names none (legacy: not used for judging). */
 export const DEFAULT_CALL_TIMEOUT_MS = 2_000;
+
+/**
+ * The per-test step budget of a `test_suite` item that states none: about 5 million simple loop iterations
+ * of the engine (one step is one interrupt-handler call of QuickJS), a second or two of CPU on a laptop.
+ */
+export const DEFAULT_STEP_BUDGET = 1_000;
+
+/** The step budget in force for a `test_suite` rubric item. */
+export function stepBudgetOf(item: Extract<RubricItem, { kind: "test_suite" }>): number {
+  return item.step_budget ?? DEFAULT_STEP_BUDGET;
+}
 
 export type TestSuiteBinding = { hash: Hex; runner: Runner };
 
@@ -132,6 +149,8 @@ export const ICS_LIMITS = {
   maxOutputBytes: 1024 * 1024,
   minCallTimeoutMs: 10,
   maxCallTimeoutMs: 60_000,
+  minStepBudget: 1,
+  maxStepBudget: 1_000_000,
   /** Canonical size of one json_schema item's schema: compiling costs ~1-2 ms per property, so it is bounded. */
   maxSchemaBytes: 8 * 1024,
   /** json_schema items per ICS (with maxSchemaBytes, caps the compile time an ICS can cost an arbitrator). */
@@ -194,11 +213,13 @@ function rubricItemFromJson(value: unknown, path: string): RubricItem {
     hash_match: ["file", "hash"],
     semantic: ["description"],
   };
-  const o = expectObject(value, path, ["id", "kind", ...fields[kind]]);
+  const o = kind === "test_suite" ? expectObject(value, path, ["id", "kind"], ["step_budget"]) : expectObject(value, path, ["id", "kind", ...fields[kind]]);
   const id = expectPattern(o.id, `${path}.id`, RUBRIC_ID, 64, "an id of 1 to 64 characters a-z, 0-9 and _");
   switch (kind) {
     case "test_suite":
-      return { id, kind };
+      return Object.hasOwn(o, "step_budget")
+        ? { id, kind, step_budget: expectInt(o.step_budget, `${path}.step_budget`, ICS_LIMITS.minStepBudget, ICS_LIMITS.maxStepBudget) }
+        : { id, kind };
     case "language":
       return { id, kind, expect: expectLiteral(o.expect, `${path}.expect`, LANGUAGES) };
     case "max_lines":

@@ -1,6 +1,6 @@
 /**
  * Deterministic dispute arbitration: input documents (ChallengePackage, ICS, bundles), Lane 1 objective
- * checks with sandboxed, UPIP-recorded test replays, and the Resolution with its EIP-712 remedy.
+ * checks with UPIP-recorded test replays in the sealed judge engine, and the Resolution with its EIP-712 remedy.
  */
 export * from "./errors";
 export * from "./document";
@@ -8,6 +8,8 @@ export * from "./bundle";
 export * from "./ics";
 export * from "./package";
 export * from "./upip";
-export * from "./sandbox";
+export * from "./engine";
+export * from "./replay";
+export * from "./pinned";
 export * from "./checks";
 export * from "./resolution";

@@ -18,6 +18,9 @@ import { BaseError } from "../channel-client/errors";
 import type { Bundle } from "./bundle";
 import { runObjectiveChecks, type ObjectiveChecksParameters, type ObjectiveChecksResult } from "./checks";
 import type { CaseContext } from "./context";
+import { ENGINE, engineWasmSha256 } from "./engine";
+import { gigInputs } from "./pinned";
+import { HARNESS_SHA256 } from "./prelude";
 import { penaltyFor, unserviceableRefund, type Ics } from "./ics";
 import { FAULT_RECEIPT_FILE, runLane0, type Lane0Result } from "./lane0";
 import { evidenceOfKind, packageHash, type ChallengePackage } from "./package";
@@ -31,11 +34,21 @@ import {
 } from "./resolution";
 
 /** The judge runtime this runner is: what arbitrators pin in the registry (whitepaper 8.3.1.4). */
-export const JUDGE_RUNTIME = { runner: "ioi-arbitration", version: "2", lanes: [0, 1], runtime: "node" } as const;
+export const JUDGE_RUNTIME = { runner: "ioi-arbitration", version: "3", lanes: [0, 1], runtime: "quickjs-wasm" } as const;
 
-/** The hash arbitrators register: the runner's identity and the exact Node version replays run on. */
-export function judgeRuntimeHash(nodeVersion: string = process.versions.node): Hex {
-  return artifactId({ ...JUDGE_RUNTIME, lanes: [...JUDGE_RUNTIME.lanes], node_version: nodeVersion });
+/**
+ * The hash arbitrators register: the runner's identity and version, the judge engine's WebAssembly bytes
+ * (sha256 of the `.wasm` this process compiles, `engine.ts`) and the harness (sha256 of the preludes,
+ * `prelude.ts`). Not the host: two arbitrators on different Node versions, machines or operating systems run
+ * the same judge and get the same hash.
+ */
+export function judgeRuntimeHash(): Hex {
+  return artifactId({
+    ...JUDGE_RUNTIME,
+    lanes: [...JUDGE_RUNTIME.lanes],
+    engine: { package: ENGINE.package, version: ENGINE.version, variant: ENGINE.variant, wasm_sha256: engineWasmSha256() },
+    harness_sha256: HARNESS_SHA256,
+  });
 }
 
 /** Fault codes a provider's fault receipt may carry to declare a request unserviceable (whitepaper 8.3.1.3). */
@@ -114,8 +127,10 @@ export type ArbitrationParameters = {
   /** Who runs this arbitration (audit log only; never part of the resolution). */
   actor: string;
   audit?: AuditLog;
-  /** Replaces the sandbox in tests. */
+  /** Replaces the engine replay in tests. */
   replay?: ObjectiveChecksParameters["replay"];
+  /** Host protection of each replay (`replay.ts`); never part of a verdict. */
+  watchdogMs?: number;
   /** The judge runtime hash this runner claims; defaults to {@link judgeRuntimeHash} of this process. */
   judgeRuntime?: Hex;
 };
@@ -133,6 +148,8 @@ type Decision = {
   refund: bigint;
   slash: bigint;
   reasonCodes: string[];
+  /** Codes that explain whom a decided verdict is attributed to (Lane 1's `attribution`). */
+  attribution: string[];
   lane0: Lane0Result;
   lane1: ObjectiveChecksResult | null;
 };
@@ -180,7 +197,7 @@ async function execute(parameters: ArbitrationParameters, ics: Ics | null, runti
   const { pkg, ctx } = parameters;
   const value = ctx.case.value;
   const lane0 = await runLane0(pkg, ctx);
-  const decision: Decision = { verdict: "undecidable", refund: 0n, slash: 0n, reasonCodes: [...lane0.reasonCodes], lane0, lane1: null };
+  const decision: Decision = { verdict: "undecidable", refund: 0n, slash: 0n, reasonCodes: [...lane0.reasonCodes], attribution: [], lane0, lane1: null };
   if (lane0.reasonCodes.length) return decision;
 
   // A Lane 0 violation on verified evidence decides the case at once.
@@ -197,14 +214,18 @@ async function execute(parameters: ArbitrationParameters, ics: Ics | null, runti
   if (fault) return { ...decision, verdict: "no_fault", refund: unserviceableRefund(ics!, value) };
 
   const suite = evidenceOfKind(pkg, "test_suite")[0]?.content ?? null;
+  const gig = ctx.gig!; // Lane 0 refuses a gig case without the gig
   const lane1 = await runObjectiveChecks({
     ics: ics!,
     suite,
     deliverable,
+    inputs: gigInputs({ chainId: ctx.case.chainId, gigEscrow: gig.gigEscrow, gigId: gig.gigId, fundedAt: gig.fundedAt }),
     ...(parameters.replay ? { replay: parameters.replay } : {}),
+    ...(parameters.watchdogMs === undefined ? {} : { watchdogMs: parameters.watchdogMs }),
     actor: `ioi-arbitration/lane1@${runtime}`,
   });
   decision.lane1 = lane1;
+  decision.attribution = lane1.attribution;
   if (lane1.reasonCodes.length) return { ...decision, reasonCodes: lane1.reasonCodes };
   if (lane1.checks.some((check) => !check.status)) {
     const { refund, slash } = penaltyFor(ics!, lane1.failedTests, value);
@@ -268,7 +289,8 @@ function buildResolution(pkg: ChallengePackage, ctx: CaseContext, runtime: Hex, 
       finalVerdict: d.verdict,
       aggregateConfidence: undecidable ? 0 : 1,
       unresolved: undecidable,
-      reasonCodes: undecidable ? d.reasonCodes : [],
+      // Undecidable: why; decided: whom Lane 1 attributed a budget, nondeterminism or suite fault to.
+      reasonCodes: undecidable ? d.reasonCodes : d.attribution,
     },
     remedy: {
       verdict: VERDICT_CODES[d.verdict],

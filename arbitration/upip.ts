@@ -1,13 +1,16 @@
 /**
- * A UPIP-style process record (Universal Process Integrity Protocol, L1–L5) of one test-suite replay.
+ * A UPIP process record (Universal Process Integrity Protocol, L1–L5) of one Lane 1 replay in the sealed
+ * judge engine (`replay.ts`).
  *
- * Only what is reproducible goes into it — no timestamps, hostnames, pids or temp paths — so two replays of
- * the same suite against the same deliverable on the same runtime give byte-identical records, and a judge
- * node can prove its replay matches another's by comparing stack hashes (L5, {@link verifyUpip}).
+ * It captures everything the replay is a function of, so a second arbitrator reproduces it bit for bit
+ * (`ioi arbitrate --verify-upip`): the bundles (L1), the engine's WebAssembly hash, the harness's hash and the
+ * runner version (L2), the entry command, the pinned clock and seed of each side and the budgets (L3), and
+ * the result — failed test ids, the deliverable's budget faults, the suite's fault, steps used and the
+ * output hashes (L4). No timestamps, hostnames, pids or paths; nothing of the host (not even Node's version).
  *
  *   state_hash  = "files:sha256:" ‖ sha256(canon({suite, deliverable}))
- *   deps_hash   = "deps:sha256:"  ‖ sha256(sorted "name:version\n" lines, node included)
- *   result_hash = "sha256:"       ‖ sha256(String(exit_code) ‖ stdout ‖ stderr)      (raw bytes)
+ *   deps_hash   = "deps:sha256:"  ‖ sha256(sorted "name:version\n" lines of `packages`)
+ *   result_hash = "sha256:"       ‖ sha256(String(exit_code) ‖ stdout ‖ stderr)     (the output hash)
  *   stack_hash  = "upip:sha256:"  ‖ sha256(canon([state, deps, process, result]))
  */
 import { sha256 } from "@noble/hashes/sha2.js";
@@ -15,43 +18,51 @@ import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
 import type { Hex } from "viem";
 
 import { canon, canonBytes } from "../channel-client/canonical";
-import { InvalidFieldError } from "../channel-client/errors";
-import { expectLiteral, expectObject, expectString } from "../channel-client/validate";
-import { bundleToJson, type Bundle } from "./bundle";
+import { expectHash, expectLiteral, expectObject, expectString } from "../channel-client/validate";
+import { bundleHash, bundleToJson, type Bundle } from "./bundle";
 import { expectArray, expectBoolean, expectInt, expectNullable, expectPattern } from "./document";
+import { ENGINE, engineWasmSha256 } from "./engine";
 import { InvalidUpipError } from "./errors";
+import { HARNESS_SHA256 } from "./prelude";
 
-export type UpipState = { state_type: "files"; state_hash: string };
+/** The runner version a record names (bumped whenever the replay's semantics change). */
+export const RUNNER_VERSION = "ioi-arbitration/3";
+
+export type UpipState = { state_type: "files"; state_hash: string; suite_hash: Hex; deliverable_hash: Hex };
 
 export type UpipDeps = {
-  runtime: "node";
-  runtime_version: string;
+  runtime: "quickjs-wasm";
+  engine_sha256: string;
+  harness_sha256: string;
+  runner: string;
   packages: Record<string, string>;
   deps_hash: string;
 };
 
-export type UpipSandbox = {
-  network: "isolated";
-  timeout_ms: number;
-  max_output_bytes: number;
-  node_flags: string[];
-};
+export type UpipInputs = { clock_ms: number; seed: Hex };
+export type UpipBudgets = { steps_per_test: number; memory_bytes: number; max_output_bytes: number };
 
 export type UpipProcess = {
   command: string[];
   intent: string;
   actor: string;
-  env_vars: Record<string, string>;
+  env_vars: Record<string, never>;
   working_dir: ".";
-  sandbox: UpipSandbox;
+  inputs: { suite: UpipInputs; deliverable: UpipInputs };
+  budgets: UpipBudgets;
 };
+
+export type UpipDeliverableFault = { test: string; fault: string };
 
 export type UpipResult = {
   success: boolean;
-  exit_code: number | null;
-  signal: string | null;
-  timed_out: boolean;
-  output_truncated: boolean;
+  /** 0: every test passed; 1: some failed; 2: the suite is at fault. */
+  exit_code: 0 | 1 | 2;
+  tests: number;
+  failed_tests: string[];
+  deliverable_faults: UpipDeliverableFault[];
+  suite_fault: string | null;
+  steps: { suite: number; deliverable: number };
   stdout_sha256: string;
   stderr_sha256: string;
   result_hash: string;
@@ -73,50 +84,63 @@ export type UpipVerification = { match: boolean; original_hash: string; reproduc
 
 const sha256Hex = (bytes: Uint8Array): string => bytesToHex(sha256(bytes));
 
-/** L1: the input state of a replay, the test suite and the deliverable as one canonical document. */
+/** L1: the input state of a replay, the test suite and the deliverable as one canonical document, and each bundle's hash. */
 export function upipState(suite: Bundle, deliverable: Bundle): UpipState {
   const digest = sha256Hex(canonBytes({ suite: bundleToJson(suite), deliverable: bundleToJson(deliverable) }));
-  return { state_type: "files", state_hash: `files:sha256:${digest}` };
+  return { state_type: "files", state_hash: `files:sha256:${digest}`, suite_hash: bundleHash(suite), deliverable_hash: bundleHash(deliverable) };
 }
 
-/** L2: the runtime and packages; `deps_hash` covers the sorted `name:version` lines, node included. */
-export function upipDeps(runtimeVersion: string = process.versions.node, packages: Record<string, string> = {}): UpipDeps {
-  const sorted = Object.fromEntries(Object.keys(packages).sort().map((name) => [name, packages[name]!]));
-  return { runtime: "node", runtime_version: runtimeVersion, packages: sorted, deps_hash: depsHash(runtimeVersion, sorted) };
+/** L2 of a replay by this process: the engine's wasm hash, the harness hash, the runner version and the pinned engine package. */
+export function judgeDeps(): UpipDeps {
+  return upipDeps({ engineSha256: engineWasmSha256(), harnessSha256: HARNESS_SHA256, runner: RUNNER_VERSION });
 }
 
-function depsHash(runtimeVersion: string, packages: Record<string, string>): string {
-  const lines = [`node:${runtimeVersion}`, ...Object.entries(packages).map(([name, version]) => `${name}:${version}`)].sort();
-  return `deps:sha256:${sha256Hex(utf8ToBytes(lines.map((line) => `${line}\n`).join("")))}`;
+/** L2 from its parts; `deps_hash` covers the sorted `name:version` lines of the packages plus engine, harness and runner. */
+export function upipDeps(parts: { engineSha256: string; harnessSha256: string; runner: string }): UpipDeps {
+  const packages: Record<string, string> = { [ENGINE.package]: ENGINE.version, [ENGINE.variant]: ENGINE.version };
+  const lines = [
+    ...Object.entries(packages).map(([name, version]) => `${name}:${version}`),
+    `engine:${parts.engineSha256}`,
+    `harness:${parts.harnessSha256}`,
+    `runner:${parts.runner}`,
+  ].sort();
+  return {
+    runtime: "quickjs-wasm",
+    engine_sha256: parts.engineSha256,
+    harness_sha256: parts.harnessSha256,
+    runner: parts.runner,
+    packages: Object.fromEntries(Object.keys(packages).sort().map((name) => [name, packages[name]!])),
+    deps_hash: `deps:sha256:${sha256Hex(utf8ToBytes(lines.map((line) => `${line}\n`).join("")))}`,
+  };
 }
 
-/** What a finished (or killed) process left behind, as raw bytes. */
-export type ProcessOutcome = {
-  exitCode: number | null;
-  signal: string | null;
-  timedOut: boolean;
-  outputTruncated: boolean;
-  stdout: Uint8Array;
-  stderr: Uint8Array;
+/** What a replay produced. */
+export type ReplayResultParameters = {
+  tests: number;
+  failedTests: string[];
+  deliverableFaults: UpipDeliverableFault[];
+  suiteFault: string | null;
+  steps: { suite: number; deliverable: number };
+  stdout: string;
+  stderr: string;
 };
 
-/** L4: the result; `success` means exit code 0 with no limit hit. */
-export function upipResult(outcome: ProcessOutcome): UpipResult {
-  const { exitCode, signal, timedOut, outputTruncated, stdout, stderr } = outcome;
-  const code = utf8ToBytes(String(exitCode));
-  const all = new Uint8Array(code.length + stdout.length + stderr.length);
-  all.set(code, 0);
-  all.set(stdout, code.length);
-  all.set(stderr, code.length + stdout.length);
+/** L4: the result, with failed test ids sorted and the output hashed. */
+export function upipResultOf(parameters: ReplayResultParameters): UpipResult {
+  const exitCode = parameters.suiteFault !== null ? 2 : parameters.failedTests.length > 0 ? 1 : 0;
+  const stdout = utf8ToBytes(parameters.stdout);
+  const stderr = utf8ToBytes(parameters.stderr);
   return {
-    success: exitCode === 0 && !timedOut && !outputTruncated,
+    success: exitCode === 0,
     exit_code: exitCode,
-    signal,
-    timed_out: timedOut,
-    output_truncated: outputTruncated,
+    tests: parameters.tests,
+    failed_tests: [...parameters.failedTests].sort(compareStrings),
+    deliverable_faults: [...parameters.deliverableFaults].sort((a, b) => compareStrings(a.test, b.test)),
+    suite_fault: parameters.suiteFault,
+    steps: { ...parameters.steps },
     stdout_sha256: `sha256:${sha256Hex(stdout)}`,
     stderr_sha256: `sha256:${sha256Hex(stderr)}`,
-    result_hash: `sha256:${sha256Hex(all)}`,
+    result_hash: `sha256:${sha256Hex(utf8ToBytes(`${exitCode}${parameters.stdout}${parameters.stderr}`))}`,
   };
 }
 
@@ -163,10 +187,17 @@ export function verifyUpip(original: UpipRecord, reproduced: UpipRecord): UpipVe
 
 const STATE_HASH = /^files:sha256:[0-9a-f]{64}$/;
 const DEPS_HASH = /^deps:sha256:[0-9a-f]{64}$/;
+const HEX64 = /^[0-9a-f]{64}$/;
 const SHA256 = /^sha256:[0-9a-f]{64}$/;
 const STACK_HASH = /^upip:sha256:[0-9a-f]{64}$/;
-const VERSION = /^[0-9A-Za-z.+_-]+$/;
-const SIGNAL = /^SIG[A-Z0-9]+$/;
+const VERSION = /^[0-9A-Za-z.+_/@-]+$/;
+const CODE = /^[A-Z0-9_]{1,64}$/;
+const MAX_STEPS = Number.MAX_SAFE_INTEGER;
+
+function inputsFromJson(value: unknown, path: string): UpipInputs {
+  const o = expectObject(value, path, ["clock_ms", "seed"]);
+  return { clock_ms: expectInt(o.clock_ms, `${path}.clock_ms`, 0, 8_640_000_000_000_000), seed: expectHash(o.seed, `${path}.seed`) };
+}
 
 /**
  * Validates a record received from outside (e.g. inside a Resolution): every field, the deps hash and the
@@ -178,68 +209,84 @@ export function upipFromJson(value: unknown, path = "UpipRecord"): UpipRecord {
   expectLiteral(o.protocol, `${path}.protocol`, ["UPIP"]);
   expectLiteral(o.version, `${path}.version`, ["1.1"]);
 
-  const s = expectObject(o.state, `${path}.state`, ["state_type", "state_hash"]);
+  const s = expectObject(o.state, `${path}.state`, ["state_type", "state_hash", "suite_hash", "deliverable_hash"]);
   const state: UpipState = {
     state_type: expectLiteral(s.state_type, `${path}.state.state_type`, ["files"]),
     state_hash: expectPattern(s.state_hash, `${path}.state.state_hash`, STATE_HASH, 80, "files:sha256: and 64 lowercase hex digits"),
+    suite_hash: expectHash(s.suite_hash, `${path}.state.suite_hash`),
+    deliverable_hash: expectHash(s.deliverable_hash, `${path}.state.deliverable_hash`),
   };
 
-  const d = expectObject(o.deps, `${path}.deps`, ["runtime", "runtime_version", "packages", "deps_hash"]);
-  expectLiteral(d.runtime, `${path}.deps.runtime`, ["node"]);
-  const runtimeVersion = expectPattern(d.runtime_version, `${path}.deps.runtime_version`, VERSION, 64, "a version such as 20.19.0");
-  const packages = stringRecord(d.packages, `${path}.deps.packages`, VERSION, 64);
-  const deps = upipDeps(runtimeVersion, packages);
+  const d = expectObject(o.deps, `${path}.deps`, ["runtime", "engine_sha256", "harness_sha256", "runner", "packages", "deps_hash"]);
+  expectLiteral(d.runtime, `${path}.deps.runtime`, ["quickjs-wasm"]);
+  const deps = upipDeps({
+    engineSha256: expectPattern(d.engine_sha256, `${path}.deps.engine_sha256`, HEX64, 64, "64 lowercase hex digits"),
+    harnessSha256: expectPattern(d.harness_sha256, `${path}.deps.harness_sha256`, HEX64, 64, "64 lowercase hex digits"),
+    runner: expectPattern(d.runner, `${path}.deps.runner`, VERSION, 64, "a runner version such as ioi-arbitration/3"),
+  });
+  if (canon(d.packages) !== canon(deps.packages)) {
+    throw new InvalidUpipError(`${path}.deps.packages`, `are ${canon(d.packages)}; a record of this judge names ${canon(deps.packages)}.`);
+  }
   const claimedDeps = expectPattern(d.deps_hash, `${path}.deps.deps_hash`, DEPS_HASH, 80, "deps:sha256: and 64 lowercase hex digits");
   if (claimedDeps !== deps.deps_hash) throw new InvalidUpipError(`${path}.deps.deps_hash`, `is ${claimedDeps}, but the dependencies hash to ${deps.deps_hash}.`);
 
-  const p = expectObject(o.process, `${path}.process`, ["command", "intent", "actor", "env_vars", "working_dir", "sandbox"]);
-  const sb = expectObject(p.sandbox, `${path}.process.sandbox`, ["network", "timeout_ms", "max_output_bytes", "node_flags"]);
+  const p = expectObject(o.process, `${path}.process`, ["command", "intent", "actor", "env_vars", "working_dir", "inputs", "budgets"]);
+  const envVars = expectObject(p.env_vars, `${path}.process.env_vars`, []);
+  if (Object.keys(envVars).length) throw new InvalidUpipError(`${path}.process.env_vars`, "must be empty: the engine has no environment.");
+  const inputs = expectObject(p.inputs, `${path}.process.inputs`, ["suite", "deliverable"]);
+  const budgets = expectObject(p.budgets, `${path}.process.budgets`, ["steps_per_test", "memory_bytes", "max_output_bytes"]);
   const processLayer: UpipProcess = {
-    command: expectArray(p.command, `${path}.process.command`, 1, 16).map((arg, i) => expectString(arg, `${path}.process.command[${i}]`, 1024)),
+    command: expectArray(p.command, `${path}.process.command`, 2, 16).map((arg, i) => expectString(arg, `${path}.process.command[${i}]`, 1024)),
     intent: expectString(p.intent, `${path}.process.intent`, 4096),
     actor: expectString(p.actor, `${path}.process.actor`, 256),
-    env_vars: stringRecord(p.env_vars, `${path}.process.env_vars`, /^[^\u0000]*$/, 1024),
+    env_vars: {},
     working_dir: expectLiteral(p.working_dir, `${path}.process.working_dir`, ["."]),
-    sandbox: {
-      network: expectLiteral(sb.network, `${path}.process.sandbox.network`, ["isolated"]),
-      timeout_ms: expectInt(sb.timeout_ms, `${path}.process.sandbox.timeout_ms`, 1, 3_600_000),
-      max_output_bytes: expectInt(sb.max_output_bytes, `${path}.process.sandbox.max_output_bytes`, 1, 1 << 30),
-      node_flags: expectArray(sb.node_flags, `${path}.process.sandbox.node_flags`, 0, 16).map((flag, i) =>
-        expectString(flag, `${path}.process.sandbox.node_flags[${i}]`, 4096),
-      ),
+    inputs: { suite: inputsFromJson(inputs.suite, `${path}.process.inputs.suite`), deliverable: inputsFromJson(inputs.deliverable, `${path}.process.inputs.deliverable`) },
+    budgets: {
+      steps_per_test: expectInt(budgets.steps_per_test, `${path}.process.budgets.steps_per_test`, 1, 1 << 30),
+      memory_bytes: expectInt(budgets.memory_bytes, `${path}.process.budgets.memory_bytes`, 1, 2 ** 32),
+      max_output_bytes: expectInt(budgets.max_output_bytes, `${path}.process.budgets.max_output_bytes`, 1, 1 << 30),
     },
   };
 
   const r = expectObject(o.result, `${path}.result`, [
     "success",
     "exit_code",
-    "signal",
-    "timed_out",
-    "output_truncated",
+    "tests",
+    "failed_tests",
+    "deliverable_faults",
+    "suite_fault",
+    "steps",
     "stdout_sha256",
     "stderr_sha256",
     "result_hash",
   ]);
   const hash = (v: unknown, p2: string): string => expectPattern(v, p2, SHA256, 80, "sha256: and 64 lowercase hex digits");
+  const steps = expectObject(r.steps, `${path}.result.steps`, ["suite", "deliverable"]);
   const result: UpipResult = {
     success: expectBoolean(r.success, `${path}.result.success`),
-    exit_code: expectNullable(r.exit_code, `${path}.result.exit_code`, (v, p2) => expectInt(v, p2, 0, 255)),
-    signal: expectNullable(r.signal, `${path}.result.signal`, (v, p2) => expectPattern(v, p2, SIGNAL, 16, "a signal name such as SIGKILL")),
-    timed_out: expectBoolean(r.timed_out, `${path}.result.timed_out`),
-    output_truncated: expectBoolean(r.output_truncated, `${path}.result.output_truncated`),
+    exit_code: expectInt(r.exit_code, `${path}.result.exit_code`, 0, 2) as 0 | 1 | 2,
+    tests: expectInt(r.tests, `${path}.result.tests`, 0, 10_000),
+    failed_tests: expectArray(r.failed_tests, `${path}.result.failed_tests`, 0, 10_000).map((name, i) => expectString(name, `${path}.result.failed_tests[${i}]`, 256)),
+    deliverable_faults: expectArray(r.deliverable_faults, `${path}.result.deliverable_faults`, 0, 10_000).map((item, i) => {
+      const f = expectObject(item, `${path}.result.deliverable_faults[${i}]`, ["test", "fault"]);
+      return {
+        test: expectString(f.test, `${path}.result.deliverable_faults[${i}].test`, 256),
+        fault: expectPattern(f.fault, `${path}.result.deliverable_faults[${i}].fault`, CODE, 64, "a fault code"),
+      };
+    }),
+    suite_fault: expectNullable(r.suite_fault, `${path}.result.suite_fault`, (v, p2) => expectPattern(v, p2, CODE, 64, "a fault code")),
+    steps: { suite: expectInt(steps.suite, `${path}.result.steps.suite`, 0, MAX_STEPS), deliverable: expectInt(steps.deliverable, `${path}.result.steps.deliverable`, 0, MAX_STEPS) },
     stdout_sha256: hash(r.stdout_sha256, `${path}.result.stdout_sha256`),
     stderr_sha256: hash(r.stderr_sha256, `${path}.result.stderr_sha256`),
     result_hash: hash(r.result_hash, `${path}.result.result_hash`),
   };
-  if ((result.exit_code === null) === (result.signal === null)) {
-    throw new InvalidUpipError(`${path}.result`, "must have exactly one of exit_code and signal.");
+  const expectedExit = result.suite_fault !== null ? 2 : result.failed_tests.length > 0 ? 1 : 0;
+  if (result.exit_code !== expectedExit) {
+    throw new InvalidUpipError(`${path}.result.exit_code`, `is ${result.exit_code}; it must be 2 with a suite fault, else 1 with failed tests, else 0.`);
   }
-  if (result.success !== (result.exit_code === 0 && !result.timed_out && !result.output_truncated)) {
-    throw new InvalidUpipError(`${path}.result.success`, "must be true exactly when exit_code is 0 and no limit was hit.");
-  }
-  if (result.timed_out && result.output_truncated) {
-    throw new InvalidUpipError(`${path}.result`, "cannot be both timed out and truncated: the first limit hit ends the run.");
-  }
+  if (result.success !== (result.exit_code === 0)) throw new InvalidUpipError(`${path}.result.success`, "must be true exactly when exit_code is 0.");
+  if (result.failed_tests.length > result.tests) throw new InvalidUpipError(`${path}.result.failed_tests`, "list more tests than the suite has.");
 
   const stackHash = expectPattern(o.stack_hash, `${path}.stack_hash`, STACK_HASH, 80, "upip:sha256: and 64 lowercase hex digits");
   const record = upipRecord({ state, deps, process: processLayer, result });
@@ -249,23 +296,11 @@ export function upipFromJson(value: unknown, path = "UpipRecord"): UpipRecord {
   return record;
 }
 
-/** An object of string values (≤ 64 entries), each value matching `pattern`. */
-function stringRecord(value: unknown, path: string, pattern: RegExp, maxLength: number): Record<string, string> {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new InvalidFieldError(path, "an object of strings", value);
-  const keys = Object.keys(value).sort();
-  if (keys.length > 64) throw new InvalidFieldError(path, "an object of at most 64 entries", value);
-  return Object.fromEntries(
-    keys.map((key) => {
-      const v = (value as Record<string, unknown>)[key];
-      if (typeof v !== "string" || v.length > maxLength || !pattern.test(v)) {
-        throw new InvalidFieldError(`${path}.${key}`, `a string of at most ${maxLength} characters`, v);
-      }
-      return [key, v];
-    }),
-  );
-}
-
 /** Canonical JSON of a record: how two records are compared byte for byte. */
 export function upipCanonical(record: UpipRecord): string {
   return canon(record);
+}
+
+function compareStrings(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -67,13 +67,15 @@ import { channelRefToJson, NATIVE_ASSET, pricingTermsToJson, termsHashOf, type P
 import { paymentTicketHash, signedPaymentTicketToJson } from "./ticket";
 import { Watchtower } from "./watchtower";
 import { ARBITRATE_COMMAND, DISPUTE_GROUPS, DISPUTE_HELP, DISPUTE_OPTIONS, disputeGroupHelp } from "../arbitration/cli";
+import { VET_COMMAND } from "../arbitration/vet";
 
 /** A command-line mistake: printed as one sentence with the usage, never as a stack trace. */
 export class UsageError extends BaseError {
   override name = "UsageError" as const;
 }
 
-export type Out = { json: boolean; lines: string[]; result: Record<string, unknown> };
+/** `exitCode`: set by a command that ran but reports a negative outcome (a mismatch, a failing vet). */
+export type Out = { json: boolean; lines: string[]; result: Record<string, unknown>; exitCode?: number };
 
 const GLOBAL_OPTIONS = {
   rpc: { type: "string" },
@@ -628,6 +630,10 @@ const GIG_COMMANDS: Record<string, Command> = {
     options: GIG_ID_OPTION,
     run: runGigShow,
   },
+  // A getter: arbitration/vet.ts imports this module, so its command is read only once both are loaded.
+  get vet(): Command {
+    return VET_COMMAND;
+  },
 };
 
 /** Largest --ics-file read: an Intent Contract Schema is a small JSON document. */
@@ -876,7 +882,7 @@ async function runCommand(
   }
   for (const line of out.lines) console.log(line);
   if (out.json) console.log(JSON.stringify({ ok: true, ...out.result }));
-  return 0;
+  return out.exitCode ?? 0;
 }
 
 if (require.main === module) {

@@ -14,7 +14,10 @@ import { disputeManagerAbi, gigEscrowAbi, loadCaseContext, openGigCase, openSess
 import { icsHash } from "../arbitration/ics";
 import { makeEvidence, packageHash } from "../arbitration/package";
 import { arbitrate } from "../arbitration/runner";
-import { replay } from "../arbitration/sandbox";
+import { stepBudgetOf } from "../arbitration/ics";
+import { DEFAULT_INPUTS } from "../arbitration/pinned";
+import { DEFAULT_MEMORY_BYTES, replay, type ReplayOutcome } from "../arbitration/replay";
+import type { Bundle } from "../arbitration/bundle";
 import { ReceiptAccumulator } from "../channel-client/accumulator";
 import { gasEscrowDomain } from "../channel-client/eip712";
 import { closeUnilateral, openChannel, type Wallet } from "../channel-client/escrow";
@@ -23,7 +26,7 @@ import { sessionReceiptHash, signSessionReceipt, type SignedSessionReceipt } fro
 import { NATIVE_ASSET, sessionIdOf, termsHashOf, type PricingTerms } from "../channel-client/terms";
 import { paymentTicketHash, signPaymentTicket, type SignedPaymentTicket } from "../channel-client/ticket";
 import { deployAll } from "./deploy";
-import { codeGigIcs, FAILING_DELIVERABLE, SUITE } from "./examples/code-gig";
+import { codeGigIcs, FAILING_DELIVERABLE, PASSING_DELIVERABLE, SUITE } from "./examples/code-gig";
 
 const MNEMONIC = "test test test test test test test test test test test junk";
 const RECEIPTS = 1_000;
@@ -129,3 +132,97 @@ export async function benchArbitration(hre: HardhatRuntimeEnvironment): Promise<
 }
 
 const round = (ms: number) => Number(ms.toFixed(1));
+
+/*//////////////////////////////////////////////////////////////
+                     LANE 1 REPLAYS IN THE ENGINE
+//////////////////////////////////////////////////////////////*/
+
+export type ReplayBench = {
+  /** One replay of the Appendix A.4 suite (12 tests) against the failing deliverable, median of `runs`, ms. */
+  a4SuiteMs: number;
+  a4Tests: number;
+  /** Interpreter steps (suite + deliverable) of that replay: identical on every machine. */
+  a4Steps: number;
+  /** One replay of a generated 1,000-test suite against the passing A.4 deliverable, median of `runs`, ms. */
+  suite1000Ms: number;
+  suite1000Tests: number;
+  suite1000Steps: number;
+  /** Engine speed: steps per second of a deliverable that only computes (one long test), median of `runs`. */
+  engineStepsPerSecond: number;
+  /** Steps that computing test used (its budget is far above it). */
+  engineSteps: number;
+  /** The same measure in the engine's own terms: iterations of a simple loop per second. */
+  engineLoopIterationsPerSecond: number;
+  runs: number;
+};
+
+/** A suite of `tests` tests over the A.4 module: the 12 cases again and again, each test named uniquely. */
+export function generatedSuite(tests: number): Bundle {
+  return {
+    files: {
+      "run.js": [
+        '"use strict";',
+        'const { test, call, equal } = require("ioi:harness");',
+        'const { cases } = require("./cases.js");',
+        `for (let i = 0; i < ${tests}; i++) {`,
+        "  const [name, fn, args, expected] = cases[i % cases.length];",
+        '  test(`${name}_${i}`, () => equal(call(fn, args, { module: "strings.js" }), expected));',
+        "}",
+        "",
+      ].join("\n"),
+      "cases.js": SUITE.files["cases.js"]!,
+    },
+  };
+}
+
+/** Loop iterations of the computing test. */
+const SPIN_ITERATIONS = 10_000_000;
+const SPIN_SUITE: Bundle = {
+  files: { "run.js": `const { test, call, equal } = require("ioi:harness");\ntest("spin", () => equal(call("spin", [${SPIN_ITERATIONS}], { module: "spin.js" }), ${SPIN_ITERATIONS}));\n` },
+};
+const SPIN_DELIVERABLE: Bundle = { files: { "spin.js": "exports.spin = (n) => { let x = 0; for (let i = 0; i < n; i++) x++; return x; };\n" } };
+
+async function timedReplay(suite: Bundle, deliverable: Bundle, stepsPerTest: number, runs: number): Promise<{ ms: number; outcome: ReplayOutcome }> {
+  const times: number[] = [];
+  let outcome: ReplayOutcome | undefined;
+  for (let i = 0; i < runs; i++) {
+    const started = performance.now();
+    outcome = await replay({
+      suite,
+      deliverable,
+      runner: { command: ["node", "run.js"], timeoutMs: 600_000, maxOutputBytes: 1 << 20 },
+      budgets: { stepsPerTest, memoryBytes: DEFAULT_MEMORY_BYTES, outputBytes: 1 << 20 },
+      inputs: { suite: DEFAULT_INPUTS, deliverable: DEFAULT_INPUTS },
+      actor: "bench",
+      intent: "bench",
+    });
+    times.push(performance.now() - started);
+  }
+  times.sort((a, b) => a - b);
+  return { ms: times[Math.floor(times.length / 2)]!, outcome: outcome! };
+}
+
+/** Replay time of the A.4 suite and of a 1,000-test suite, and the engine's steps per second (after one warm-up replay). */
+export async function benchReplays(runs = 5): Promise<ReplayBench> {
+  const budget = stepBudgetOf({ id: "passes_tests", kind: "test_suite" });
+  await timedReplay(SUITE, FAILING_DELIVERABLE, budget, 1); // compiles the engine's wasm once for the process
+  const a4 = await timedReplay(SUITE, FAILING_DELIVERABLE, budget, runs);
+  if (a4.outcome.record.result.failed_tests.length !== 3) throw new Error("the A.4 replay did not fail 3 of 12 tests");
+  const big = await timedReplay(generatedSuite(1_000), PASSING_DELIVERABLE, budget, Math.max(1, Math.ceil(runs / 2)));
+  if (big.outcome.record.result.tests !== 1_000 || big.outcome.record.result.failed_tests.length !== 0) throw new Error("the 1,000-test replay did not pass 1,000 tests");
+  const spin = await timedReplay(SPIN_SUITE, SPIN_DELIVERABLE, 1_000_000, runs);
+  if (spin.outcome.record.result.failed_tests.length !== 0) throw new Error("the computing replay failed");
+  const stepsOf = (o: ReplayOutcome) => o.steps.suite + o.steps.deliverable;
+  return {
+    a4SuiteMs: round(a4.ms),
+    a4Tests: a4.outcome.record.result.tests,
+    a4Steps: stepsOf(a4.outcome),
+    suite1000Ms: round(big.ms),
+    suite1000Tests: big.outcome.record.result.tests,
+    suite1000Steps: stepsOf(big.outcome),
+    engineStepsPerSecond: Math.round(stepsOf(spin.outcome) / (spin.ms / 1000)),
+    engineSteps: stepsOf(spin.outcome),
+    engineLoopIterationsPerSecond: Math.round(SPIN_ITERATIONS / (spin.ms / 1000)),
+    runs,
+  };
+}

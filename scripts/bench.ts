@@ -8,17 +8,20 @@
  *   - batched receipts (one ticket and one signed root commit per batch of 1, 100, 1,000);
  *   - the accumulator: appends per second to 1,000,000 leaves, a proof at 1,000,000, memory per channel;
  *   - gas of every contract operation (`scripts/gas-report.ts`, dispute operations included);
- *   - arbitration: Lane 0 + Lane 1 on a case from a 1,000-receipt session, excluding the suite's run time.
+ *   - arbitration: Lane 0 + Lane 1 on a case from a 1,000-receipt session, excluding the suite's run time;
+ *   - Lane 1 replays in the sealed engine: the Appendix A.4 suite, a generated 1,000-test suite, and the
+ *     engine's interpreter steps per second (`arbitration.replay`).
  *
  *   npm run bench               the full run (a few minutes on 2 cores)
  *   npm run bench -- --quick    smaller sizes, for a smoke test
+ *   npm run bench -- --arbitration   only the arbitration figures, merged into the existing results.json
  */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import hre from "hardhat";
 
-import { benchArbitration } from "./bench-arbitration";
+import { benchArbitration, benchReplays, type ArbitrationBench, type ReplayBench } from "./bench-arbitration";
 import { benchAccumulator, benchBatchedReceipts, benchCrypto } from "./bench-micro";
 import { runSocketBench } from "./bench-socket";
 import { measureGas } from "./gas-report";
@@ -32,12 +35,41 @@ const GAS_TARGETS: Record<string, { limit: number; inclusive: boolean }> = {
   finalize: { limit: 51_888, inclusive: false },
 };
 
+function arbitrationRows(arbitration: ArbitrationBench & { replay: ReplayBench }, row: (name: string, value: string, target: string, met: boolean | null) => void): void {
+  const r = arbitration.replay;
+  row("arbitration, Lane 0 + 1, gig case (ms)", String(arbitration.gigCaseMs), "", null);
+  row("  (test suite replays excluded, ms)", String(arbitration.replayMs), "", null);
+  row("arbitration, Lane 0, session case (ms)", String(arbitration.sessionCaseMs), "", null);
+  row(`replay, A.4 suite (${r.a4Tests} tests, ${r.a4Steps} steps, ms)`, String(r.a4SuiteMs), "", null);
+  row(`replay, ${r.suite1000Tests.toLocaleString("en-US")}-test suite (${r.suite1000Steps} steps, ms)`, String(r.suite1000Ms), "", null);
+  row("engine steps/s (QuickJS wasm, interrupt calls)", String(r.engineStepsPerSecond), "", null);
+  row("engine simple-loop iterations/s", String(r.engineLoopIterationsPerSecond), "", null);
+}
+
 async function main(): Promise<void> {
   const quick = process.argv.includes("--quick");
   const log = (line: string) => console.log(line);
   const cpus = os.cpus();
   const machine = { cpus: cpus.length, model: cpus[0]?.model ?? "unknown", memoryGiB: Math.round(os.totalmem() / 2 ** 30), node: process.version, platform: `${os.platform()} ${os.arch()}` };
   log(`Machine: ${machine.cpus} × ${machine.model}, ${machine.memoryGiB} GiB, Node ${machine.node}`);
+  const row = (name: string, value: string, target: string, met: boolean | null) =>
+    log(`  ${name.padEnd(44)} ${value.padStart(14)}   ${target.padEnd(18)} ${met === null ? "" : met ? "met" : "MISSED"}`);
+  const dir = path.join(__dirname, "..", "bench");
+  const file = path.join(dir, "results.json");
+
+  if (process.argv.includes("--arbitration")) {
+    log("Measuring arbitration …");
+    const arbitration = { ...(await benchArbitration(hre)), replay: await benchReplays(quick ? 3 : 5) };
+    const previous = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>) : {};
+    const results = { ...previous, arbitrationMs: arbitration.gigCaseMs, arbitration: { ...arbitration, machine, measuredAt: new Date().toISOString() } };
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
+    log("");
+    log(`Arbitration results — ${machine.cpus} × ${machine.model}, Node ${machine.node}`);
+    arbitrationRows(arbitration, row);
+    log(`Updated the arbitration figures in ${path.relative(process.cwd(), file)}`);
+    return;
+  }
 
   log("Measuring the crypto ceiling …");
   const crypto = await benchCrypto(quick ? 200 : 800);
@@ -51,7 +83,7 @@ async function main(): Promise<void> {
   log("Measuring gas …");
   const gas = await measureGas();
   log("Measuring arbitration …");
-  const arbitration = await benchArbitration(hre);
+  const arbitration = { ...(await benchArbitration(hre)), replay: await benchReplays(quick ? 3 : 5) };
 
   const tickets = Object.fromEntries(socket.map((r) => [`inflight${r.inflight}`, { perSecond: r.perSecond, p50Ms: r.p50Ms, p99Ms: r.p99Ms, tickets: r.tickets }]));
   const best = Math.max(...socket.map((r) => r.perSecond));
@@ -70,12 +102,9 @@ async function main(): Promise<void> {
     arbitrationMs: arbitration.gigCaseMs,
     arbitration,
   };
-  const dir = path.join(__dirname, "..", "bench");
   mkdirSync(dir, { recursive: true });
-  writeFileSync(path.join(dir, "results.json"), `${JSON.stringify(results, null, 2)}\n`);
+  writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
 
-  const row = (name: string, value: string, target: string, met: boolean | null) =>
-    log(`  ${name.padEnd(44)} ${value.padStart(14)}   ${target.padEnd(18)} ${met === null ? "" : met ? "met" : "MISSED"}`);
   log("");
   log(`Results (${quick ? "quick run" : "full run"}) — ${machine.cpus} × ${machine.model}, Node ${machine.node}`);
   for (const r of socket) row(`tickets/s, ${r.inflight} in flight (p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms)`, String(r.perSecond), "", null);
@@ -87,15 +116,13 @@ async function main(): Promise<void> {
   row(`accumulator appends/s (to ${accumulator.leaves.toLocaleString("en-US")})`, String(accumulator.appendsPerSecond), "≥ 200,000", accumulator.appendsPerSecond >= 200_000);
   row(`proof at ${accumulator.leaves.toLocaleString("en-US")} leaves (ms)`, String(accumulator.proofMsAt1M), "< 5", accumulator.proofMsAt1M < 5);
   row(`provider memory per channel (${accumulator.receiptsPerChannel} receipts, bytes)`, String(accumulator.bytesPerChannel), "", null);
-  row("arbitration, Lane 0 + 1, gig case (ms)", String(arbitration.gigCaseMs), "", null);
-  row("  (test suite replays excluded, ms)", String(arbitration.replayMs), "", null);
-  row("arbitration, Lane 0, session case (ms)", String(arbitration.sessionCaseMs), "", null);
+  arbitrationRows(arbitration, row);
   for (const [op, gasUsed] of Object.entries(gas)) {
     const target = GAS_TARGETS[op];
     const met = target ? (target.inclusive ? gasUsed <= target.limit : gasUsed < target.limit) : null;
     row(`gas: ${op}`, gasUsed.toLocaleString("en-US"), target ? `${target.inclusive ? "≤" : "<"} ${target.limit.toLocaleString("en-US")}` : "", met);
   }
-  log(`Wrote ${path.relative(process.cwd(), path.join(dir, "results.json"))}`);
+  log(`Wrote ${path.relative(process.cwd(), file)}`);
 }
 
 main().then(

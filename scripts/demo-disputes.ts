@@ -233,13 +233,21 @@ export async function runDisputeDemo(p: DemoParameters): Promise<CaseReport[]> {
 
   // --- Case 1: the Appendix A.4 gig. ---
   const bounty = parseEther("1");
+  // The ICS (and so its hash and the resolution) must not depend on the wall clock: a fixed deadline, 2100-01-01.
+  const ics = codeGigIcs({ asset: zeroAddress, maxPrice: bounty, deadline: 4_102_444_800n });
+  // Nor the replays' pinned clock and seed (`pinned.ts`), which come from the funding block's timestamp, and
+  // Hardhat stamps blocks with the wall clock: the gig is funded in a block at a fixed time instead.
+  const DEMO_GIG_FUNDED_AT = 2_000_000_000n; // 2033-05-18T03:33:20Z
   const latest = await publicClient.getBlock();
-  const ics = codeGigIcs({ asset: zeroAddress, maxPrice: bounty, deadline: latest.timestamp + 86_400n });
+  if (latest.timestamp >= DEMO_GIG_FUNDED_AT) {
+    throw new Error(`The chain's time ${latest.timestamp} is past the demo gig's fixed funding time ${DEMO_GIG_FUNDED_AT}; raise DEMO_GIG_FUNDED_AT.`);
+  }
+  await p.hre.network.provider.send("evm_setNextBlockTimestamp", [Number(DEMO_GIG_FUNDED_AT)]);
   const funded = await write(client, {
     address: c.GigEscrow.address,
     abi: gigEscrowAbi,
     functionName: "fund",
-    args: [providerWallet.account.address, zeroAddress, bounty, icsHash(ics), Number(latest.timestamp + 86_400n), 3600],
+    args: [providerWallet.account.address, zeroAddress, bounty, icsHash(ics), Number(DEMO_GIG_FUNDED_AT + 86_400n), 3600],
     value: bounty,
   } as never);
   void funded;

@@ -8,27 +8,19 @@ import { bundleHash, type Bundle } from "../../arbitration/bundle";
 import { icsFromJson, type Ics } from "../../arbitration/ics";
 
 /**
- * The client's test suite: `node run.js` prints one line per test and the summary line last. It reaches
- * the provider's `strings.js` only through the sandbox's harness, which runs the deliverable in a separate
- * process: nothing the deliverable does can print, patch or cut short the suite's output.
+ * The client's test suite: `run.js` registers one test per case with the judge's harness (`ioi:harness`)
+ * and reaches the provider's `strings.js` only through `call`, which runs the deliverable in a separate
+ * sealed engine instance: nothing the deliverable does can touch the suite or its verdict.
  */
 export const SUITE: Bundle = {
   files: {
     "run.js": [
       '"use strict";',
-      'const { call } = require("./.ioi/harness.js");',
+      'const { test, call, equal } = require("ioi:harness");',
       'const { cases } = require("./cases.js");',
-      "(async () => {",
-      "  const failed = [];",
-      "  for (const [name, fn, args, expected] of cases) {",
-      "    let ok = false;",
-      '    try { ok = (await call(fn, args, { module: "strings.js" })) === expected; } catch (error) { ok = false; }',
-      '    console.log(`${ok ? "ok" : "not ok"} ${name}`);',
-      "    if (!ok) failed.push(name);",
-      "  }",
-      "  console.log(JSON.stringify({ total: cases.length, failed }));",
-      "  process.exitCode = failed.length === 0 ? 0 : 1;",
-      "})();",
+      "for (const [name, fn, args, expected] of cases) {",
+      '  test(name, () => equal(call(fn, args, { module: "strings.js" }), expected));',
+      "}",
       "",
     ].join("\n"),
     "cases.js": [

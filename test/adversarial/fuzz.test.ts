@@ -35,7 +35,7 @@ import { parseDocument } from "../../arbitration/document";
 import { icsFromJson, icsHash, icsToJson } from "../../arbitration/ics";
 import { packageFromJson, packageHash, packageToJson, parsePackage } from "../../arbitration/package";
 import { resolutionFromJson, resolutionHash, resolutionToJson, type Resolution } from "../../arbitration/resolution";
-import { upipDeps, upipHashHex, upipRecord, upipResult, upipState } from "../../arbitration/upip";
+import { judgeDeps, upipHashHex, upipRecord, upipResultOf, upipState } from "../../arbitration/upip";
 import { ReceiptAccumulator } from "../../channel-client/accumulator";
 import { canon, parseCanonical } from "../../channel-client/canonical";
 import { echoHandler } from "../../channel-client/cli";
@@ -1788,9 +1788,9 @@ function sampleResolutionJson(packageJson: unknown): unknown {
   const p = packageFromJson(packageJson);
   const replay = upipRecord({
     state: upipState(SUITE, BAD_DELIVERABLE),
-    deps: upipDeps("20.19.0", {}),
-    process: { command: ["node", "run.js"], intent: "replay the bound test suite", actor: "ioi-arbitration/lane1", env_vars: {}, working_dir: ".", sandbox: { network: "isolated", timeout_ms: 10_000, max_output_bytes: 65_536, node_flags: [] } },
-    result: upipResult({ exitCode: 1, signal: null, timedOut: false, outputTruncated: false, stdout: stringToBytes("not ok add_one\n"), stderr: new Uint8Array(0) }),
+    deps: judgeDeps(),
+    process: { command: ["node", "run.js"], intent: "replay the bound test suite", actor: "ioi-arbitration/lane1", env_vars: {}, working_dir: ".", inputs: { suite: { clock_ms: 0, seed: zeroHash }, deliverable: { clock_ms: 0, seed: zeroHash } }, budgets: { steps_per_test: 1000, memory_bytes: 1 << 25, max_output_bytes: 65_536 } },
+    result: upipResultOf({ tests: 12, failedTests: ["add_big", "add_one", "mul_neg"], deliverableFaults: [], suiteFault: null, steps: { suite: 1, deliverable: 1 }, stdout: "not ok add_one\n", stderr: "" }),
   });
   const r: Resolution = {
     schema: "ioi.resolution/1",

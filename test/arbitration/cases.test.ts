@@ -201,17 +201,25 @@ describe("arbitration: cases end to end", function () {
     expect((await s.disputes.read.caseOf([c.caseId])).status).to.equal(STATUS.SlowPath);
   });
 
-  it("a replay that times out → fail safe with REPLAY_TIMEOUT, never a guess", async function () {
+  it("a deliverable that loops forever → decided against the provider: every test fails by its step budget, exact balances", async function () {
     const s = await loadFixture(systemFixture);
     const hang: Bundle = { files: { "math.js": "while (true) {}\n" } };
+    const base = sampleIcsJson();
     const c = await gigCase(s, {
       deliverable: hang,
-      icsJson: { test_suite: { hash: bundleHash(SUITE), runner: { command: ["node", "run.js"], timeout_ms: 500, max_output_bytes: 65_536 } } },
+      icsJson: { rubric: { version: 1, items: [{ id: "passes_tests", kind: "test_suite", step_budget: 10 }, ...base.rubric.items.slice(1)] } },
     });
     const [run] = await threeRuns(s, c.caseId, c.pkg);
-    expect(run!.state).to.equal("fail_safe");
-    expect(run!.resolution.aggregate.reasonCodes).to.include("REPLAY_TIMEOUT");
-    expect(run!.message.verdict).to.equal(4);
+    expect(run!.state).to.equal("deliver");
+    expect(run!.resolution.aggregate).to.deep.include({ finalVerdict: "provider_fault", reasonCodes: ["DELIVERABLE_STEP_BUDGET"] });
+    const penalty = penaltyFor(c.ics, 12, GIG_AMOUNT);
+    expect(run!.message).to.deep.include({ verdict: 1, refund: penalty.refund, slash: penalty.slash });
+    const before = await parties(s);
+    await enforce(s, run!);
+    const after = await parties(s);
+    const bond = (await s.disputes.read.caseOf([c.caseId])).challengerBond;
+    expect(after[0]! - before[0]!).to.equal(penalty.refund + bond);
+    expect(after[1]! - before[1]!).to.equal(GIG_AMOUNT - penalty.refund);
   });
 
   it("a rubric item that needs semantic judgement → escalation (Lane 2 is not built)", async function () {

@@ -40,7 +40,7 @@ const domain = disputeManagerDomain(31337n, DM);
 async function sampleResolution(): Promise<Resolution> {
   const p = packageFromJson(samplePackageJson(BAD_DELIVERABLE));
   const ics = icsFromJson(sampleIcsJson());
-  const lane1 = await runObjectiveChecks({ ics, suite: SUITE, deliverable: BAD_DELIVERABLE });
+  const lane1 = await runObjectiveChecks({ ics, suite: SUITE, deliverable: BAD_DELIVERABLE, inputs: { clockMs: 1_700_000_000_000, seed: `0x${"00".repeat(32)}` } });
   const { refund, slash } = penaltyFor(ics, lane1.failedTests, 10n ** 18n);
   return {
     schema: "ioi.resolution/1",
