@@ -256,7 +256,9 @@ contract DisputeManager is IDisputeManager {
         if (msg.sender != c.respondent) revert NotTheRespondent(caseId, msg.sender);
         Round storage r = _rounds[caseId][0];
         // Only before the first panel's randomness is requested: the respondent never acts knowing its panel.
-        if (c.round != 0 || r.drawTicket != 0 || block.timestamp > c.respondBy) revert ContestClosed(caseId, c.respondBy);
+        if (c.round != 0 || r.drawTicket != 0 || block.timestamp > c.respondBy) {
+            revert ContestClosed(caseId, c.respondBy);
+        }
         uint128 bond = c.challengerBond;
         c.respondentBond = bond;
         emit CaseContested(caseId, msg.sender, bond);
@@ -470,12 +472,21 @@ contract DisputeManager is IDisputeManager {
         mapping(uint256 => Round) storage rounds = _rounds[caseId];
         split = DisputeRules.settleAppealBonds(rounds, c.challenger, finalKey, _params.burnBps, split);
         uint256 fees;
-        (split, fees) = DisputeRules.payFees(rounds, _panels[caseId], _claimable[c.asset], caseId, c.asset, finalKey, split);
+        (split, fees) =
+            DisputeRules.payFees(rounds, _panels[caseId], _claimable[c.asset], caseId, c.asset, finalKey, split);
 
         uint128 refunded = _releaseSubject(c, o.refund, recorded);
         uint128 slashed = o.verdict == Verdict.ChallengerWins ? _slash(c, o.slash) : 0;
         emit CaseResolved(
-            caseId, o.verdict, refunded, slashed, o.resolutionHash, split.toChallenger, split.toRespondent, split.burned, fees
+            caseId,
+            o.verdict,
+            refunded,
+            slashed,
+            o.resolutionHash,
+            split.toChallenger,
+            split.toRespondent,
+            split.burned,
+            fees
         );
         _penalizeAndUnlock(caseId, finalKey);
         if (c.kind == SubjectKind.Session) registry.unlockBond(IProviderRegistry.Role.Provider, c.respondent);
@@ -724,6 +735,7 @@ contract DisputeManager is IDisputeManager {
     /// nothing (from a contract) or true. At most 32 bytes of return data are copied, so a hostile token cannot
     /// make the copy expensive.
     function _tryTransfer(address token, address to, uint256 amount) private returns (bool ok) {
+        // solhint-disable-next-line no-inline-assembly
         assembly ("memory-safe") {
             let m := mload(0x40)
             mstore(0x00, 0xa9059cbb000000000000000000000000) // transfer(address,uint256)
@@ -754,6 +766,7 @@ contract DisputeManager is IDisputeManager {
     function _enter() private {
         uint256 slot = _REENTRANCY_SLOT;
         bool entered;
+        // solhint-disable-next-line no-inline-assembly
         assembly ("memory-safe") {
             entered := tload(slot)
             tstore(slot, 1)
@@ -763,6 +776,7 @@ contract DisputeManager is IDisputeManager {
 
     function _exit() private {
         uint256 slot = _REENTRANCY_SLOT;
+        // solhint-disable-next-line no-inline-assembly
         assembly ("memory-safe") {
             tstore(slot, 0)
         }

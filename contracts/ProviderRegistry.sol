@@ -448,6 +448,7 @@ contract ProviderRegistry is IProviderRegistry, AccessControl, ReentrancyGuardTr
             }
         }
         // Trim both arrays to the eligible members (n <= size, so the lengths only shrink).
+        // solhint-disable-next-line no-inline-assembly
         assembly ("memory-safe") {
             mstore(accounts, n)
             mstore(weights, n)

@@ -8,7 +8,8 @@ import {IGasEscrow} from "./IGasEscrow.sol";
 /// admitted arbitrators weighted by stake; a verdict needs a supermajority of the panel with more stake at risk
 /// than the case moves; it becomes final only after an appeal window, in which either party may appeal to a
 /// larger fresh panel and, after that, to the slow path. Every error, event and struct of the dispute manager
-/// lives here: they are public API. Decisions 0014 (trust model) and 0015 (exits, with a table of every outcome) explain it.
+/// lives here: they are public API. Decisions 0014 (trust model) and 0015 (exits, with a table of every
+/// outcome) explain it.
 interface IDisputeManager {
     /*//////////////////////////////////////////////////////////////
                                  STRUCTS
@@ -390,7 +391,8 @@ interface IDisputeManager {
 
     /// @notice After the appeal window, anyone enforces the standing verdict: refund, SLA slash, bonds, fees to
     /// the arbitrators who signed the verdict that stands, slashes of those who signed an overturned verdict and
-    /// of the members of a panel that reached no verdict, and the release of every lock. For a session case, `recorded` is its current closing state.
+    /// of the members of a panel that reached no verdict, and the release of every lock. For a session case,
+    /// `recorded` is its current closing state.
     function finalize(bytes32 caseId, IGasEscrow.ClosingState calldata recorded) external;
 
     /// @notice Governance decides a slow-path case (until someone expires it); the decision is final.

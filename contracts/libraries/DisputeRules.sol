@@ -32,24 +32,26 @@ library DisputeRules {
     uint40 internal constant MAX_SLOW_PATH_TIMEOUT = 60 days;
 
     /// @notice Reverts with `InvalidParams` naming the first parameter out of its bounds.
-    function validate(IDisputeManager.Params memory p) external pure {
-        if (uint256(p.burnBps) + p.feeBps > BPS) revert IDisputeManager.InvalidParams("burnBps + feeBps > 10000");
-        if (p.riskBps > BPS) revert IDisputeManager.InvalidParams("riskBps > 10000");
-        if (p.feeBps > MAX_FEE_BPS) revert IDisputeManager.InvalidParams("feeBps");
-        if (p.laneMultiplier == 0 || p.laneMultiplier > MAX_LANE_MULTIPLIER) revert IDisputeManager.InvalidParams("laneMultiplier");
-        if (p.panelSize == 0 || p.panelSize > MAX_PANEL_SIZE) revert IDisputeManager.InvalidParams("panelSize");
-        if (p.maxAppeals > MAX_APPEALS) revert IDisputeManager.InvalidParams("maxAppeals");
-        if (p.overturnSlashBps == 0 || p.overturnSlashBps > BPS) revert IDisputeManager.InvalidParams("overturnSlashBps");
-        if (p.absentSlashBps > MAX_ABSENT_SLASH_BPS) revert IDisputeManager.InvalidParams("absentSlashBps");
-        if (p.slashCapBps > MAX_SLASH_CAP_BPS) revert IDisputeManager.InvalidParams("slashCapBps");
-        if (p.respondWindow < MIN_WINDOW || p.respondWindow > MAX_RESPOND_WINDOW) revert IDisputeManager.InvalidParams("respondWindow");
-        if (p.decisionWindow < MIN_WINDOW || p.decisionWindow > MAX_DECISION_WINDOW) {
-            revert IDisputeManager.InvalidParams("decisionWindow");
-        }
-        if (p.appealWindow < MIN_WINDOW || p.appealWindow > MAX_APPEAL_WINDOW) revert IDisputeManager.InvalidParams("appealWindow");
+    function validate(IDisputeManager.Params calldata p) external pure {
+        if (uint256(p.burnBps) + p.feeBps > BPS) _invalid("burnBps + feeBps > 10000");
+        if (p.riskBps > BPS) _invalid("riskBps > 10000");
+        if (p.feeBps > MAX_FEE_BPS) _invalid("feeBps");
+        if (p.laneMultiplier == 0 || p.laneMultiplier > MAX_LANE_MULTIPLIER) _invalid("laneMultiplier");
+        if (p.panelSize == 0 || p.panelSize > MAX_PANEL_SIZE) _invalid("panelSize");
+        if (p.maxAppeals > MAX_APPEALS) _invalid("maxAppeals");
+        if (p.overturnSlashBps == 0 || p.overturnSlashBps > BPS) _invalid("overturnSlashBps");
+        if (p.absentSlashBps > MAX_ABSENT_SLASH_BPS) _invalid("absentSlashBps");
+        if (p.slashCapBps > MAX_SLASH_CAP_BPS) _invalid("slashCapBps");
+        if (p.respondWindow < MIN_WINDOW || p.respondWindow > MAX_RESPOND_WINDOW) _invalid("respondWindow");
+        if (p.decisionWindow < MIN_WINDOW || p.decisionWindow > MAX_DECISION_WINDOW) _invalid("decisionWindow");
+        if (p.appealWindow < MIN_WINDOW || p.appealWindow > MAX_APPEAL_WINDOW) _invalid("appealWindow");
         if (p.slowPathTimeout < p.decisionWindow || p.slowPathTimeout > MAX_SLOW_PATH_TIMEOUT) {
-            revert IDisputeManager.InvalidParams("slowPathTimeout");
+            _invalid("slowPathTimeout");
         }
+    }
+
+    function _invalid(string memory reason) private pure {
+        revert IDisputeManager.InvalidParams(reason);
     }
 
     /// @notice Where the opening bonds of a case go when it ends (in the case's asset).
@@ -113,6 +115,8 @@ library DisputeRules {
 
     /// @notice Settles the appeal bonds into `s`: each comes back only if its appeal changed the outcome
     /// (`finalKey`); otherwise it is forfeited to the other party, less the burnt share.
+    // `s` is updated and returned, so it cannot be calldata.
+    // solhint-disable-next-line gas-calldata-parameters
     function settleAppealBonds(
         mapping(uint256 => IDisputeManager.Round) storage rounds,
         address challenger,
@@ -192,7 +196,11 @@ library DisputeRules {
 
     /// @notice What makes two outcomes the same for appeals, fees and slashes: verdict and remedy (the documents
     /// behind them may be worded differently by different panels).
-    function outcomeKey(IDisputeManager.Verdict verdict, uint128 refund, uint128 slash) internal pure returns (bytes32) {
+    function outcomeKey(IDisputeManager.Verdict verdict, uint128 refund, uint128 slash)
+        internal
+        pure
+        returns (bytes32)
+    {
         return keccak256(abi.encode(verdict, refund, slash));
     }
 

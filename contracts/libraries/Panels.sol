@@ -23,7 +23,7 @@ library Panels {
     function draw(
         IProviderRegistry registry,
         bytes32 judgeRuntimeHash,
-        address[] memory excluded,
+        address[] calldata excluded,
         uint256 size,
         bytes32 seed
     ) external view returns (address[] memory panel) {
@@ -65,7 +65,7 @@ library Panels {
         bytes32 caseId,
         bytes32 digest,
         IDisputeManager.Signature[] calldata signatures,
-        address[] memory panel,
+        address[] calldata panel,
         bool verdict,
         uint16 overturnSlashBps,
         uint256 moved
@@ -100,12 +100,12 @@ library Panels {
     function settleRound(
         IProviderRegistry registry,
         bytes32 caseId,
-        address[] memory panel,
+        address[] calldata panel,
         uint16 signedMask,
         IDisputeManager.Verdict verdict,
         bool overturned,
         address appellant,
-        IDisputeManager.Params memory p
+        IDisputeManager.Params calldata p
     ) external {
         bool silent = verdict == IDisputeManager.Verdict.None;
         for (uint256 i; i < panel.length; ++i) {
