@@ -425,7 +425,7 @@ describe("GasEscrow closing", () => {
 
         it("records the topped-up deposit", async () => {
           const c = await loadFixture(OPENED[kind]);
-          await c.escrow.write.deposit([c.ref.terms, c.ref.openedAt, TOP_UP, AMOUNT], { account: c.funder.account, value: c.spec.value(TOP_UP) });
+          await c.escrow.write.deposit([c.ref.terms, c.ref.openedAt, TOP_UP, TOP_UP], { account: c.funder.account, value: c.spec.value(TOP_UP) });
           const { receipt, recorded, finalizesAt } = await closeWith(c, await signTicket(c, { seq: 3n }), c.payerWallet, c, AMOUNT + TOP_UP);
           expect(eventArgs(c, receipt, "ChannelClosing").deposit).to.equal(AMOUNT + TOP_UP);
           expect(await c.escrow.read.closingInfo([c.sessionId, recorded])).to.deep.equal([true, finalizesAt, 0]);
@@ -918,7 +918,7 @@ describe("GasEscrow closing", () => {
 
         it("settles a topped-up channel against the recorded total", async () => {
           const c = await loadFixture(OPENED[kind]);
-          await c.escrow.write.deposit([c.ref.terms, c.ref.openedAt, TOP_UP, AMOUNT], { account: c.funder.account, value: c.spec.value(TOP_UP) });
+          await c.escrow.write.deposit([c.ref.terms, c.ref.openedAt, TOP_UP, TOP_UP], { account: c.funder.account, value: c.spec.value(TOP_UP) });
           const amount = AMOUNT + 1n; // more than the original deposit, less than the total
           const { recorded, finalizesAt } = await closeWith(c, await signTicket(c, { seq: 4n, amount }), c.providerWallet, c, AMOUNT + TOP_UP);
           await time.setNextBlockTimestamp(finalizesAt);
