@@ -31,6 +31,7 @@ import {
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 
+import { ReceiptAccumulator } from "./accumulator";
 import { artifactId, canon, parseJson } from "./canonical";
 import { gasEscrowDomain, type GasEscrowDomain } from "./eip712";
 import {
@@ -321,6 +322,8 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
     name: `watchtower:${account.address.toLowerCase()}`,
     onAnswer: (a) => console.log(JSON.stringify({ event: "watchtower.answered", sessionId: a.sessionId, staleSeq: a.staleSeq.toString(), answeredSeq: a.answeredSeq.toString(), inWindow: a.inWindow, txHash: a.txHash })),
     onError: (error) => process.stderr.write(`watchtower: ${(error as Error).message.split("\n")[0]}\n`),
+    // The node learns from the same events when a bound channel closes or settles, and stops serving it.
+    onEvents: (events) => node.applyEscrowEvents(events),
   });
   tower.start();
   // The ready line is always JSON, so a supervising process can read the port.
@@ -554,7 +557,22 @@ async function runExport(values: Record<string, unknown>, out: Out): Promise<voi
       if (log.eventName === "ChannelSettled") onChain = { event: log.eventName, receiptRoot: log.args.receiptRoot, seq: log.args.finalSeq.toString(), transactionHash: log.transactionHash };
       else if (log.eventName === "ChannelClosing" || log.eventName === "ChannelChallenged") onChain = { event: log.eventName, receiptRoot: log.args.receiptRoot, seq: log.args.seq.toString(), transactionHash: log.transactionHash };
     }
-    lines.push(canon({ type: "root", receipts: String(store.receiptCount(channel.sessionId)), onChain }));
+    // The local root over every receipt, and how many of the first receipts the chain's root covers: after
+    // any close they must be all of them (a provider serves nothing once a session is closed).
+    const history = ReceiptAccumulator.fromLeaves(store.leaves(channel.sessionId));
+    let covered: number | null = null;
+    if (onChain) {
+      for (let size = history.size; size >= 0 && covered === null; size--) if (history.prefixRoot(size) === onChain.receiptRoot) covered = size;
+    }
+    const root = history.root();
+    lines.push(canon({
+      type: "root",
+      receipts: String(history.size),
+      root,
+      onChain,
+      coveredReceipts: covered === null ? null : String(covered),
+      matches: onChain !== null && onChain.receiptRoot === root,
+    }));
     for (const line of lines) console.log(line);
     out.json = false; // the JSON lines are the output
   } finally {
