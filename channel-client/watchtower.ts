@@ -200,8 +200,8 @@ export class Watchtower {
     const newest = store.latestTicket(sessionId);
     if (!channel || !closing || !newest || !defend.includes(channel.role)) return;
     const { state, finalizesAt } = closing;
-    // The escrow ranks tickets by cumulative amount, seq breaking ties (see GasEscrow.challenge).
-    const owesMore = newest.ticket.cumulativeAmount > state.amount || (newest.ticket.cumulativeAmount === state.amount && newest.ticket.seq > state.seq);
+    // The escrow takes only a ticket that raises the cumulative amount (see GasEscrow.challenge).
+    const owesMore = newest.ticket.cumulativeAmount > state.amount;
     if (!owesMore) return;
     const now = (await publicClient.getBlock()).timestamp;
     if (now >= finalizesAt) return; // too late; nothing can be done on-chain

@@ -259,11 +259,15 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
         if (block.timestamp >= finalizesAt) revert ChallengeWindowClosed(sessionId, finalizesAt);
         // The provider is owed the most the payer ever promised: a higher cumulative amount wins whatever its
         // seq (the payer signs seq, so ranking by seq alone would let a payer close with a fresh ticket of
-        // seq 2^64 - 1 and amount 0 that no genuine ticket could beat); seq only breaks ties.
+        // seq 2^64 - 1 and amount 0 that no genuine ticket could beat).
         if (ticket.cumulativeAmount < recorded.amount) {
             revert TicketAmountDecreased(sessionId, ticket.cumulativeAmount, recorded.amount);
         }
-        if (ticket.seq == 0 || (ticket.cumulativeAmount == recorded.amount && ticket.seq <= recorded.seq)) {
+        // The recorded root moves only when the amount rises (issue 12): a same-amount ticket, whatever its
+        // seq, would let the payer swap the root the provider's receipts are proven against for one of its
+        // own choosing, for free. The provider never accepts a ticket that adds nothing, so no genuine
+        // same-amount ticket is lost.
+        if (ticket.seq == 0 || ticket.cumulativeAmount == recorded.amount) {
             revert TicketNotNewer(sessionId, ticket.seq, recorded.seq);
         }
         _requireTicketSigner(sessionId, terms, ticket);

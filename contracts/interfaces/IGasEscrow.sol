@@ -209,7 +209,8 @@ interface IGasEscrow {
     /// @notice A "no ticket" close (seq 0) must carry a zero amount and a zero root.
     error EmptyTicketNotZero(uint128 amount, bytes32 receiptRoot);
 
-    /// @notice A challenge with the recorded amount must carry a higher seq (and never seq 0).
+    /// @notice A challenge must raise the recorded cumulative amount (and never carry seq 0): a ticket with
+    /// the recorded amount, whatever its seq, cannot replace the recorded ticket and its receipt root.
     error TicketNotNewer(bytes32 sessionId, uint64 seq, uint64 recordedSeq);
 
     /// @notice A challenge may not lower the cumulative amount: the highest amount the payer signed wins.
@@ -301,9 +302,9 @@ interface IGasEscrow {
     /// by the payer or by a live session key of the payer for this session.
     function closeUnilateral(ChannelTerms calldata terms, uint64 openedAt, Ticket calldata ticket) external;
 
-    /// @notice Replaces the recorded ticket with one that owes the provider more (a higher cumulative
-    /// amount, or the same amount with a higher seq) while the window is open. Does not extend the window.
-    /// Anyone may submit: the ticket is the payer's.
+    /// @notice Replaces the recorded ticket with one that owes the provider more (a strictly higher
+    /// cumulative amount) while the window is open. Does not extend the window. Anyone may submit: the
+    /// ticket is the payer's. A same-amount ticket never replaces the recorded receipt root.
     function challenge(
         ChannelTerms calldata terms,
         uint64 openedAt,

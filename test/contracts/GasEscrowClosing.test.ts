@@ -651,11 +651,11 @@ describe("GasEscrow closing", () => {
           });
         }
 
-        it("accepts a newer seq with the same amount (the amount need only not decrease)", async () => {
+        it("refuses a newer seq with the same amount: the recorded root moves only when the amount rises (issue 12)", async () => {
           const c = await loadFixture(CLOSING[kind]);
           const ticket = await signTicket(c, { seq: CLOSE_SEQ + 1n, amount: c.recorded.amount });
-          await mined(c, await challenge(c, c.recorded, ticket, c.providerWallet));
-          expect(await c.escrow.read.closingInfo([c.sessionId, stateOf(ticket, AMOUNT)])).to.deep.equal([true, c.finalizesAt, 0]);
+          await expectRevert(challenge(c, c.recorded, ticket, c.providerWallet), "TicketNotNewer", [c.sessionId, CLOSE_SEQ + 1n, CLOSE_SEQ]);
+          expect(await c.escrow.read.closingInfo([c.sessionId, c.recorded])).to.deep.equal([true, c.finalizesAt, 0]);
         });
 
         it("accepts a challenge at finalizesAt - 1 (the last second of the window)", async () => {

@@ -608,7 +608,7 @@ class Run {
     else if (!sameState(recorded, ch.recorded!)) predicted = "ClosingStateMismatch";
     else if (at >= ch.finalizesAt) predicted = "ChallengeWindowClosed";
     else if (ticket.cumulativeAmount < recorded.amount) predicted = "TicketAmountDecreased";
-    else if (ticket.seq === 0n || (ticket.cumulativeAmount === recorded.amount && ticket.seq <= recorded.seq)) predicted = "TicketNotNewer";
+    else if (ticket.seq === 0n || ticket.cumulativeAmount === recorded.amount) predicted = "TicketNotNewer";
     else if (forged) predicted = "UnauthorizedTicketSigner";
     if (ch.status === "closing" && at === ch.finalizesAt - 1n) this.count("edge: challenge mined 1s before the window ends");
     if (ch.status === "closing" && at === ch.finalizesAt) this.count("edge: challenge mined at finalizesAt");
