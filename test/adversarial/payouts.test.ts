@@ -232,6 +232,34 @@ describe("adversarial: issue 12 — unblockable payouts, unsnipeable gigs, no ch
   });
 
   /*//////////////////////////////////////////////////////////////
+                     THE RECORDED ROOT ONLY MOVES FORWARD
+  //////////////////////////////////////////////////////////////*/
+
+  it("attack: the payer replaces the recorded receipt root with its own by challenging with a same-amount, higher-seq ticket", async () => {
+    const s = await loadFixture(systemFixture);
+    const session = await openSession(s, zeroAddress, { deposit: ether("2") });
+    const honest = await signTicket(session, 8n, ether("0.8")); // root over the 8 receipts the provider answered
+    const closed = await mined(s, closeUnilateral(session, honest, s.provider));
+    const snap = await snapshot(s);
+    // Same amount, higher seq, a root of the payer's choosing (signed by the payer, so the signature is valid).
+    for (const seq of [9n, 2n ** 64n - 1n]) {
+      const forged = await signTicket(session, seq, ether("0.8"), { root: label(`payer's own root ${seq}`) });
+      await expectRevert(
+        s.escrow.write.challenge([session.ref.terms, session.ref.openedAt, stateOf(session, honest), forged], { account: s.payerWallet.account }),
+        "TicketNotNewer",
+        [session.sessionId, seq, 8n],
+      );
+    }
+    const [matches] = await s.escrow.read.closingInfo([session.sessionId, stateOf(session, honest)]);
+    expect(matches, "the provider's root is still the recorded one").to.equal(true);
+    await time.increaseTo((await blockTime(s, closed)) + WINDOW + 1n);
+    const settled = await mined(s, finalize(session, stateOf(session, honest), s.watcher));
+    const [event] = parseEventLogs({ abi: s.escrow.abi, eventName: "ChannelSettled", logs: settled.logs });
+    expect(event!.args.receiptRoot).to.equal(honest.receiptRoot);
+    await expectDeltas(s, snap, { ETH: { provider: ether("0.8"), client: ether("1.2"), escrow: -ether("2") } });
+  });
+
+  /*//////////////////////////////////////////////////////////////
                               GRIEFING
   //////////////////////////////////////////////////////////////*/
 
