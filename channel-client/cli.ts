@@ -59,7 +59,7 @@ import {
   releaseGig,
   type SettledGig,
 } from "./gig";
-import { PayerClient } from "./node/payer-client";
+import { fetchTermsOffer, PayerClient } from "./node/payer-client";
 import { ProviderNode, type McpHandler } from "./node/provider-node";
 import { signedSessionReceiptToJson, sessionReceiptHash } from "./receipt";
 import { SqliteStore } from "./store/sqlite-store";
@@ -103,7 +103,7 @@ const COMMANDS: Record<string, Command> = {
   },
   open: {
     summary: "open and fund an ETH channel to a provider; the acting key is payer and funder",
-    usage: "ioi open --provider ADDR --price WEI --deposit WEI [--challenge SECONDS] [--peer HOST:PORT]",
+    usage: "ioi open --provider ADDR --deposit WEI [--peer HOST:PORT] [--price WEI] [--challenge SECONDS]",
     options: {
       provider: { type: "string" },
       price: { type: "string" },
@@ -343,8 +343,28 @@ async function runOpen(values: Record<string, unknown>, out: Out): Promise<void>
   const { publicClient, wallet, escrow, domain, chainId } = await chainClients(values, account);
   const provider = need(values, "provider", "the provider's address");
   if (!isAddress(provider)) throw new UsageError(`--provider must be an address; received "${provider}".`);
-  const pricing: PricingTerms = { version: "1", unit: "invocation", pricePerInvocation: uint(values, "price", "wei per invocation, as the provider charges") };
   const deposit = uint(values, "deposit", "wei to lock in the channel");
+  // No funding before agreement (issue 12): with --peer, ask the provider for its signed terms first and
+  // fund only a channel on them; without it, say what could not be checked.
+  let pricing: PricingTerms;
+  let termsChecked = false;
+  if (values.peer !== undefined) {
+    const peer = values.peer as string;
+    const match = /^(127\.0\.0\.1|localhost|\[::1\]):(\d{1,5})$/.exec(peer);
+    if (!match) throw new UsageError(`--peer must be a loopback HOST:PORT such as 127.0.0.1:7000; received "${peer}".`);
+    const offer = await fetchTermsOffer({ account, domain, provider: getAddress(provider), host: match[1] === "[::1]" ? "::1" : match[1]!, port: Number(match[2]) });
+    if (values.price !== undefined) {
+      const wanted = uint(values, "price", "wei per invocation");
+      if (wanted !== offer.pricing.pricePerInvocation) {
+        throw new UsageError(`The provider at ${peer} charges ${offer.pricing.pricePerInvocation} wei per invocation, not ${wanted}; nothing was funded (open with --price ${offer.pricing.pricePerInvocation}, or not at all).`);
+      }
+    }
+    pricing = offer.pricing;
+    termsChecked = true;
+  } else {
+    pricing = { version: "1", unit: "invocation", pricePerInvocation: uint(values, "price", "wei per invocation, as the provider charges") };
+    out.lines.push("Warning: without --peer the provider's terms were not checked; if it refuses this price, only a unilateral close and its full window return the deposit.");
+  }
   const store = openStore(values, "payer");
   try {
     const opened = await openChannel({
@@ -365,7 +385,7 @@ async function runOpen(values: Record<string, unknown>, out: Out): Promise<void>
     });
     await store.putChannel({ sessionId: opened.sessionId, role: "payer", ref: opened.ref, pricing, escrow, chainId, deposit: opened.deposit, status: "open", ...(values.peer ? { peer: values.peer as string } : {}) });
     out.lines.push(`Opened session ${opened.sessionId} with ${opened.deposit} wei (gas ${opened.gasUsed}).`);
-    Object.assign(out.result, { sessionId: opened.sessionId, openedAt: opened.ref.openedAt.toString(), deposit: opened.deposit.toString(), gasUsed: Number(opened.gasUsed), domain: { chainId: domain.chainId, escrow } });
+    Object.assign(out.result, { sessionId: opened.sessionId, openedAt: opened.ref.openedAt.toString(), deposit: opened.deposit.toString(), gasUsed: Number(opened.gasUsed), domain: { chainId: domain.chainId, escrow }, pricePerInvocation: pricing.pricePerInvocation.toString(), termsChecked });
   } finally {
     await store.close();
   }

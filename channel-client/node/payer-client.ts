@@ -4,7 +4,7 @@
  * accepted receipt before it counts, so a restarted payer resumes the same session from its store: it
  * re-sends the tickets that have no receipt yet and the provider answers them (again, if it already did).
  */
-import type { Hex, LocalAccount } from "viem";
+import type { Address, Hex, LocalAccount } from "viem";
 
 import { ReceiptAccumulator } from "../accumulator";
 import { canonBytes } from "../canonical";
@@ -16,6 +16,7 @@ import { signReceiptCommit, verifyReceiptCommit } from "../receipt-commit";
 import type { ChannelRecord, ChannelStore } from "../store/store";
 import type { SettlementSummary } from "../summary";
 import type { SignedPaymentTicket } from "../ticket";
+import { TERMS_QUERY_SESSION_ID, verifyTermsOffer, type TermsOffer } from "../terms-offer";
 import { connectSecure, type SecureConnection } from "../transport";
 import type { JsonObject } from "../validate";
 import { decodeMessage, encodeMessage, isPacket, type NodeMessage, type SessionReadyMessage } from "./protocol";
@@ -26,6 +27,42 @@ export class ProviderRejectedError extends BaseError {
   override name = "ProviderRejectedError" as const;
   constructor(readonly seq: bigint, readonly error: string, message: string) {
     super(`The provider refused seq ${seq}: ${error}: ${message}`);
+  }
+}
+
+/**
+ * Asks the provider node at `host:port` for the terms it serves channels on, before any money moves
+ * (issue 12). The sealed handshake authenticates `provider`; the offer must be signed by it, for this
+ * escrow and chain. Resolves with the verified offer; a payer funds only a channel on `offer.termsHash`.
+ */
+export async function fetchTermsOffer(parameters: {
+  account: LocalAccount;
+  domain: GasEscrowDomain;
+  provider: Address;
+  host?: string;
+  port: number;
+  timeoutMs?: number;
+}): Promise<TermsOffer> {
+  const { account, domain, provider, host = "127.0.0.1", port, timeoutMs } = parameters;
+  const connection = await connectSecure({ host, port, account, sessionId: TERMS_QUERY_SESSION_ID, expectedPeer: provider, timeoutMs });
+  try {
+    const answer = new Promise<NodeMessage>((resolve, reject) => {
+      connection.once("message", (bytes) => {
+        try {
+          resolve(decodeMessage(bytes));
+        } catch (error) {
+          reject(error as Error);
+        }
+      });
+      connection.once("close", (error) => reject(error ?? new BaseError("The provider closed the connection without offering its terms.")));
+    });
+    await connection.send(encodeMessage({ type: "terms.request" }));
+    const message = await answer;
+    if (isPacket(message) || message.type !== "terms.offer") throw new BaseError("The provider did not answer with its terms offer.");
+    await verifyTermsOffer(message.offer, provider, domain);
+    return message.offer.offer;
+  } finally {
+    await connection.close();
   }
 }
 

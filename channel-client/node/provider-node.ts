@@ -17,6 +17,7 @@ import { signReceiptCommit, verifyReceiptCommit } from "../receipt-commit";
 import type { ChannelRecord, ChannelStore } from "../store/store";
 import type { SettlementSummary } from "../summary";
 import { sessionIdOf, termsHashOf, type PricingTerms } from "../terms";
+import { signTermsOffer } from "../terms-offer";
 import { listenSecure, type SecureConnection, type SecureServer } from "../transport";
 import type { JsonObject } from "../validate";
 import { decodeMessage, encodeMessage, isPacket, type NodeMessage, type SessionOpenMessage } from "./protocol";
@@ -179,6 +180,13 @@ export class ProviderNode {
         return;
       }
       if (!bound) {
+        if (!isPacket(message) && message.type === "terms.request") {
+          // Before any channel exists: the price list this provider serves, signed (issue 12).
+          void signTermsOffer(this.parameters.account, this.parameters.domain, this.parameters.pricing)
+            .then((offer) => send({ type: "terms.offer", offer }))
+            .catch((error: unknown) => this.#log(`could not send the terms offer: ${(error as Error).message.split("\n")[0]}`));
+          return;
+        }
         if (isPacket(message) || message.type !== "session.open") {
           void connection.close();
           return;
