@@ -60,6 +60,7 @@ import {
   type SettledGig,
 } from "./gig";
 import { fetchTermsOffer, PayerClient } from "./node/payer-client";
+import { PayerSession } from "./payer-session";
 import { ProviderNode, type McpHandler } from "./node/provider-node";
 import { signedSessionReceiptToJson, sessionReceiptHash } from "./receipt";
 import { SqliteStore } from "./store/sqlite-store";
@@ -460,7 +461,14 @@ async function runClose(values: Record<string, unknown>, out: Out): Promise<void
   try {
     const channel = channelOf(store, sessionOf(values));
     if (values.unilateral) {
-      const closed = await closeUnilateral({ wallet: wallet!, publicClient, escrow, ref: channel.ref, ticket: store.latestTicket(channel.sessionId) });
+      // A payer closes with a ticket that drains the pipeline: the amount it already promised and the root
+      // over every receipt it accepted, so each one is provable against what the close records (issue 12).
+      let ticket = store.latestTicket(channel.sessionId);
+      if (channel.role === "payer" && ticket) {
+        const session = PayerSession.restore({ account, domain, ref: channel.ref, sessionId: channel.sessionId, pricing: channel.pricing, deposit: channel.deposit }, store.steps(channel.sessionId));
+        ticket = await session.closingTicket();
+      }
+      const closed = await closeUnilateral({ wallet: wallet!, publicClient, escrow, ref: channel.ref, ticket });
       await store.putClosing(channel.sessionId, { state: closed.state, finalizesAt: closed.finalizesAt, closer: account.address, txHash: closed.hash });
       await store.updateChannel(channel.sessionId, { status: "closing" });
       out.lines.push(`Closed unilaterally with seq ${closed.state.seq}; the window ends at ${closed.finalizesAt} (gas ${closed.gasUsed}).`);

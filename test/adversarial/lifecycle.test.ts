@@ -9,6 +9,7 @@
  */
 import { loadFixture, time } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
 import { expect } from "chai";
+import hre from "hardhat";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -20,9 +21,11 @@ import { gasEscrowDomain } from "../../channel-client/eip712";
 import { closeCooperative as submitCooperative, closeUnilateral as submitUnilateral, finalizeClose, openChannel } from "../../channel-client/escrow";
 import { PayerClient, ProviderRejectedError } from "../../channel-client/node/payer-client";
 import { ProviderNode } from "../../channel-client/node/provider-node";
+import { sessionReceiptHash } from "../../channel-client/receipt";
 import { SqliteStore } from "../../channel-client/store/sqlite-store";
 import type { ChannelStore } from "../../channel-client/store/store";
 import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../../channel-client/terms";
+import { paymentTicketHash } from "../../channel-client/ticket";
 import { Watchtower } from "../../channel-client/watchtower";
 import { hardhatAccount, makeTerms } from "../helpers/fixtures";
 import { SYS, systemFixture } from "../helpers/system";
@@ -246,6 +249,46 @@ describe("adversarial: issue 12 — no work after a close", function () {
     expect(settled.paidToProvider).to.equal(5n * PRICE);
     const logs = parseEventLogs({ abi: s.escrow.abi, eventName: "ChannelChallenged", logs: await s.pc.getLogs({ address: s.escrow.address, fromBlock: s.fromBlock }) });
     expect(logs.map((l) => l.args.seq)).to.deep.equal([3n, 5n]);
+    await expectDeltas(s, snap, { ETH: { provider: 5n * PRICE, client: DEPOSIT - 5n * PRICE, escrow: -DEPOSIT } });
+  });
+
+  it("attack surface: a pipelined session of 5 invocations at 16 in flight, closed unilaterally by the payer, leaves every accepted receipt provable on-chain", async () => {
+    const s = await loadFixture(channelSystem);
+    const snap = await snapshot(s);
+    const provider = await startProvider(s);
+    const { client, store: payerStore } = await startPayer(s, provider.node.port);
+    await client.stream({ count: 5, inflight: 16, request });
+    const steps = payerStore.steps(s.opened.sessionId);
+    expect(steps.map((st) => st.receipt !== undefined)).to.deep.equal([true, true, true, true, true]);
+    // All five were signed before any receipt arrived: every ticket's root is the root of no receipts, so
+    // closing with the newest ticket would leave none provable (the issue's complaint).
+    const history = ReceiptAccumulator.fromLeaves(payerStore.leaves(s.opened.sessionId));
+    expect(steps.map((st) => st.ticket.ticket.receiptRoot)).to.deep.equal(Array(5).fill(history.prefixRoot(0)));
+
+    // The payer closes alone with the ticket that drains the pipeline (what `ioi close --unilateral` sends).
+    const closing = await client.session.closingTicket();
+    expect([closing.ticket.seq, closing.ticket.cumulativeAmount, closing.ticket.receiptRoot]).to.deep.equal([6n, 5n * PRICE, history.root()]);
+    const closed = await submitUnilateral({ wallet: s.payerWallet as Wallet, publicClient: s.pc, escrow: s.escrow.address, ref: s.opened.ref, ticket: closing });
+    await provider.tower.runOnce();
+    expect(provider.tower.answers, "the provider's newest ticket owes no more: nothing to challenge").to.deep.equal([]);
+    expect(provider.node.phaseOf(s.opened.sessionId)).to.equal("closing");
+    await expectAllRefused(client, 2);
+
+    // Every accepted receipt proves against the recorded root, with the on-chain leaf library.
+    const [matches] = await s.escrow.read.closingInfo([s.opened.sessionId, closed.state]);
+    expect(matches).to.equal(true);
+    const harness = await hre.viem.deployContract("ReceiptLeafHarness");
+    for (const [i, step] of steps.entries()) {
+      const proof = history.proof(i, history.size);
+      const ok = await harness.read.verify([proof, closed.state.receiptRoot, sessionReceiptHash(step.receipt!.receipt), paymentTicketHash(step.ticket.ticket)]);
+      expect(ok, `receipt ${step.seq} is provable against the recorded root`).to.equal(true);
+    }
+    expect(providerRoot(provider.store, s.opened.sessionId), "the provider's export root is the recorded root").to.equal(closed.state.receiptRoot);
+
+    await time.increaseTo(closed.finalizesAt);
+    const settled = await finalizeClose({ wallet: s.stranger as Wallet, publicClient: s.pc, escrow: s.escrow.address, ref: s.opened.ref, recorded: closed.state });
+    expect(settled.paidToProvider).to.equal(5n * PRICE);
+    expect(settled.receiptRoot).to.equal(history.root());
     await expectDeltas(s, snap, { ETH: { provider: 5n * PRICE, client: DEPOSIT - 5n * PRICE, escrow: -DEPOSIT } });
   });
 });
