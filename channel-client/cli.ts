@@ -117,8 +117,8 @@ const COMMANDS: Record<string, Command> = {
   },
   stream: {
     summary: "stream N paid invocations to the channel's provider over the sealed socket",
-    usage: "ioi stream --session ID -n N [--inflight K] [--peer HOST:PORT]",
-    options: { session: { type: "string" }, n: { type: "string", short: "n" }, inflight: { type: "string" }, peer: { type: "string" } },
+    usage: "ioi stream --session ID -n N [--inflight K] [--peer HOST:PORT] [--commit-every N] [--commit-seconds T]",
+    options: { session: { type: "string" }, n: { type: "string", short: "n" }, inflight: { type: "string" }, peer: { type: "string" }, "commit-every": { type: "string" }, "commit-seconds": { type: "string" } },
     run: runStream,
   },
   status: {
@@ -400,6 +400,9 @@ async function runStream(values: Record<string, unknown>, out: Out): Promise<voi
     const channel = channelOf(store, sessionOf(values));
     const count = Number(uint(values, "n", "how many invocations to stream"));
     const inflight = Number(uint(values, "inflight", "invocations in flight at once", 16n));
+    // Signed receipt commits mid-stream: every N receipts and/or T seconds (0 turns either off).
+    const commitEvery = Number(uint(values, "commit-every", "receipts between two receipt commits (0: none mid-stream)", 100n));
+    const commitIntervalMs = Number(uint(values, "commit-seconds", "seconds between two receipt commits (0: none)", 0n)) * 1000;
     const { host, port } = peerOf(values, channel);
     const client = await PayerClient.connect({ account, domain, store, channel, host, port });
     const started = performance.now();
@@ -408,6 +411,8 @@ async function runStream(values: Record<string, unknown>, out: Out): Promise<voi
       inflight,
       request: (i) => ({ jsonrpc: "2.0", id: `invoke-${i}`, method: "tools/echo", params: { text: `invocation ${i}` } }),
       onProgress: progressBar(count),
+      commitEvery,
+      commitIntervalMs,
     });
     const seconds = (performance.now() - started) / 1000;
     const { root, leafCount } = await client.commit();

@@ -85,6 +85,8 @@ export class PayerClient {
   readonly ready: SessionReadyMessage;
   readonly #connection: SecureConnection;
   readonly #waiters = new Map<bigint, Waiter>();
+  /** Receipt commits sent mid-stream, by leaf count, awaiting the provider's. */
+  readonly #commits = new Map<bigint, { resolve: (m: ReceiptCommitPacket) => void; reject: (e: Error) => void }>();
   #control: { resolve: (m: NodeMessage) => void; reject: (e: Error) => void } | undefined;
   #failure: Error | undefined;
   #received: Promise<void> = Promise.resolve();
@@ -141,6 +143,8 @@ export class PayerClient {
     this.#failure = error;
     for (const waiter of this.#waiters.values()) waiter.reject(error);
     this.#waiters.clear();
+    for (const waiter of this.#commits.values()) waiter.reject(error);
+    this.#commits.clear();
     this.#control?.reject(error);
     void this.#connection.close();
   }
@@ -148,13 +152,27 @@ export class PayerClient {
   async #onMessage(bytes: Uint8Array): Promise<void> {
     const message = decodeMessage(bytes);
     if (isPacket(message) && message.packet_type === "PKT_ACTION_RESULT") return this.#onResult(message);
+    if (isPacket(message) && message.packet_type === "PKT_RECEIPT_COMMIT") {
+      const waiter = this.#commits.get(message.payload.commit.commit.leafCount);
+      if (waiter) {
+        this.#commits.delete(message.payload.commit.commit.leafCount);
+        waiter.resolve(message);
+        return;
+      }
+    }
     if (!isPacket(message) && message.type === "reject") {
       const waiter = this.#waiters.get(message.seq);
       const error = new ProviderRejectedError(message.seq, message.error, message.message);
+      // A mid-stream commit's refusal carries its leaf count as seq; no ticket of that seq awaits an
+      // answer any more (its receipt is one of the leaves committed).
+      const commit = waiter ? undefined : this.#commits.get(message.seq);
       if (waiter) {
         this.#waiters.delete(message.seq);
         this.session.dropPending(message.seq);
         waiter.reject(error);
+      } else if (commit) {
+        this.#commits.delete(message.seq);
+        commit.reject(error);
       } else this.#control?.reject(error);
       return;
     }
@@ -228,9 +246,26 @@ export class PayerClient {
     inflight?: number;
     request: (i: number) => JsonObject;
     onProgress?: (done: number) => void;
+    /** Exchange signed receipt commits every this many accepted receipts (0 or omitted: never mid-stream). */
+    commitEvery?: number;
+    /** …or once this many milliseconds passed since the last one (checked as receipts arrive). */
+    commitIntervalMs?: number;
   }): Promise<number[]> {
-    const { count, inflight = 1, request, onProgress } = parameters;
+    const { count, inflight = 1, request, onProgress, commitEvery = 0, commitIntervalMs = 0 } = parameters;
     const latencies: number[] = [];
+    const commits: Promise<unknown>[] = [];
+    let committedAt = 0;
+    let committedTime = performance.now();
+    let committing = false;
+    const maybeCommit = () => {
+      const size = this.session.accumulator.size;
+      const due = (commitEvery > 0 && size - committedAt >= commitEvery) || (commitIntervalMs > 0 && size > committedAt && performance.now() - committedTime >= commitIntervalMs);
+      if (!due || committing) return;
+      committing = true;
+      committedAt = size;
+      committedTime = performance.now();
+      commits.push(this.commitPrefix().finally(() => (committing = false)));
+    };
     let next = 0;
     let done = 0;
     const lane = async () => {
@@ -240,10 +275,37 @@ export class PayerClient {
         await this.invoke(request(i));
         latencies.push(performance.now() - started);
         onProgress?.(++done);
+        maybeCommit();
       }
     };
     await Promise.all(Array.from({ length: Math.max(1, Math.min(inflight, count)) }, lane));
+    await Promise.all(commits);
     return latencies;
+  }
+
+  /**
+   * Exchanges signed receipt commits over the receipts accepted so far without draining the pipeline
+   * (PKT_RECEIPT_COMMIT mid-stream): the provider checks the root against the same prefix of its own
+   * history and answers with its signature; both are stored. Resolves with what was agreed.
+   */
+  async commitPrefix(): Promise<{ leafCount: bigint; root: Hex }> {
+    if (this.#failure) throw this.#failure;
+    const { account, channel, store } = this.parameters;
+    const leafCount = BigInt(this.session.accumulator.size);
+    const root = this.session.accumulator.root();
+    const mine = await signReceiptCommit(account, { sessionId: channel.sessionId, leafCount, root });
+    await store.putCommit(channel.sessionId, "payer", mine);
+    const answered = new Promise<ReceiptCommitPacket>((resolve, reject) => this.#commits.set(leafCount, { resolve, reject }));
+    answered.catch(() => undefined);
+    const packet: ReceiptCommitPacket = { pkt_version: "1", packet_type: "PKT_RECEIPT_COMMIT", issued_at: new Date().toISOString(), session_id: channel.sessionId, payload: { commit: mine } };
+    await this.#connection.send(encodeMessage(packet));
+    const theirs = (await answered).payload.commit;
+    await verifyReceiptCommit(theirs, channel.ref.terms.provider);
+    if (theirs.commit.root !== root || theirs.commit.leafCount !== leafCount) {
+      throw new ReceiptMismatchError(`The provider committed ${theirs.commit.root} over ${theirs.commit.leafCount} receipts; the payer holds ${root} over ${leafCount}.`);
+    }
+    await store.putCommit(channel.sessionId, "provider", theirs);
+    return { leafCount, root };
   }
 
   /** Exchanges signed receipt roots with the provider over everything accepted so far. */
