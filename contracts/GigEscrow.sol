@@ -162,9 +162,9 @@ contract GigEscrow is IGigEscrow, AccessControl, ReentrancyGuardTransient {
     }
 
     /// @inheritdoc IGigEscrow
+    /// @dev Only while `Accepted`: once the provider delivered there is nothing left to confirm.
     function confirmProvider(uint64 gigId) external {
-        GigRecord storage g = _gigs[gigId];
-        if (g.status == Status.None) revert UnknownGig(gigId);
+        GigRecord storage g = _requireStatus(gigId, Status.Accepted);
         if (msg.sender != g.client) revert NotTheClient(gigId, msg.sender);
         if (!g.tentative) revert ProviderNotTentative(gigId);
         g.tentative = false;
@@ -320,7 +320,8 @@ contract GigEscrow is IGigEscrow, AccessControl, ReentrancyGuardTransient {
 
     /// @inheritdoc IGigEscrow
     function isProviderTentative(uint64 gigId) external view returns (bool) {
-        return _gigs[gigId].tentative;
+        GigRecord storage g = _gigs[gigId];
+        return g.tentative && g.status == Status.Accepted;
     }
 
     /// @inheritdoc IGigEscrow

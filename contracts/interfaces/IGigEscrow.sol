@@ -174,8 +174,8 @@ interface IGigEscrow {
     /// until then (and until it delivers) the client may dismiss it.
     function accept(uint64 gigId) external;
 
-    /// @notice The client confirms the tentative provider of its open gig, which can then no longer be
-    /// dismissed (a provider asks for this before it invests in the work).
+    /// @notice The client confirms the tentative provider of its open gig (while `Accepted`), which can then
+    /// no longer be dismissed (a provider asks for this before it invests in the work).
     function confirmProvider(uint64 gigId) external;
 
     /// @notice The client dismisses the tentative provider of its open gig that has not delivered: the gig

@@ -1496,7 +1496,7 @@ class GigRun {
 
   private async confirmProvider({ id, gig }: Target): Promise<void> {
     const sender = this.senderOr(gig?.client ?? "client");
-    let predicted: string | undefined = gig === undefined ? "UnknownGig" : undefined;
+    let predicted = this.statusError(gig, ["Accepted"]);
     if (!predicted && sender !== gig!.client) predicted = "NotTheClient";
     if (!predicted && !gig!.tentative) predicted = "ProviderNotTentative";
     const receipt = await this.tx(`confirmProvider ${id}`, sender, (account) => this.f.gig.write.confirmProvider([id], { account }), predicted);
