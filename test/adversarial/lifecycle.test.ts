@@ -65,7 +65,7 @@ describe("adversarial: issue 12 — no work after a close", function () {
   });
 
   /** A provider node on its own store, and (optionally) a watchtower on the same store that feeds it events. */
-  async function startProvider(s: Sys, options: { file?: string; feedNode?: boolean } = {}) {
+  async function startProvider(s: Sys, options: { file?: string; feedNode?: boolean; finalize?: boolean; onFinalized?: (sessionId: Hex, txHash: Hex) => void } = {}) {
     const store = SqliteStore.open(path.join(dir, options.file ?? "provider.db"));
     const node = await ProviderNode.start({ account: PROVIDER, publicClient: s.pc, domain: s.channelDomain, store, pricing, handler: echoHandler, modelSnapshotId: "worker:echo@1" });
     const errors: unknown[] = [];
@@ -76,6 +76,8 @@ describe("adversarial: issue 12 — no work after a close", function () {
       store,
       fromBlock: s.fromBlock,
       name: "tower",
+      finalize: options.finalize ?? false,
+      onFinalized: options.onFinalized,
       onError: (error) => errors.push(error),
       ...(options.feedNode === false ? {} : { onEvents: (events) => node.applyEscrowEvents(events) }),
     });
@@ -165,6 +167,27 @@ describe("adversarial: issue 12 — no work after a close", function () {
     expect(settled.paidToProvider).to.equal(7n * PRICE);
     expect(providerRoot(again.store, s.opened.sessionId)).to.equal(settled.receiptRoot);
     await expectDeltas(s, snap, { ETH: { provider: 7n * PRICE, client: DEPOSIT - 7n * PRICE, escrow: -DEPOSIT } });
+  });
+
+  it("attack: the payer gets a close of real work co-signed and never submits it — the provider's watchtower submits it", async () => {
+    const s = await loadFixture(channelSystem);
+    const snap = await snapshot(s);
+    const settledAt: Hex[] = [];
+    const provider = await startProvider(s, { finalize: true, onFinalized: (_sessionId, txHash) => void settledAt.push(txHash) });
+    const { client } = await startPayer(s, provider.node.port);
+    await client.stream({ count: 6, inflight: 3, request });
+    const close = await client.cooperativeClose();
+    await expectAllRefused(client, 4); // no more work, and the payer walks away with the summary
+    await provider.tower.runOnce();
+    expect(settledAt).to.have.length(1);
+    expect(provider.store.getChannel(s.opened.sessionId)!.status).to.equal("settled");
+    expect(await s.escrow.read.phaseOf([s.opened.sessionId])).to.equal(0); // None: settled and deleted
+    await provider.tower.runOnce(); // idempotent: nothing left to submit
+    expect(settledAt).to.have.length(1);
+    const [event] = parseEventLogs({ abi: s.escrow.abi, eventName: "ChannelSettled", logs: (await s.pc.getTransactionReceipt({ hash: settledAt[0]! })).logs });
+    expect(event!.args.receiptRoot).to.equal(close.summary.finalReceiptRoot);
+    expect(providerRoot(provider.store, s.opened.sessionId)).to.equal(event!.args.receiptRoot);
+    await expectDeltas(s, snap, { ETH: { provider: 6n * PRICE, client: DEPOSIT - 6n * PRICE, escrow: -DEPOSIT } });
   });
 
   it("attack: after a cooperative settlement on-chain, a reconnecting payer is refused (the chain says the channel is gone)", async () => {
