@@ -57,9 +57,16 @@ export type OpenChannelParameters = {
 
 export type OpenChannelReturnType = TxResult & { ref: ChannelRef; sessionId: Hex; deposit: bigint };
 
-/** Opens and funds a channel; for an ERC-20 the escrow must already be approved for `amount`. */
+/**
+ * Opens and funds a channel; for an ERC-20 the escrow must already be approved for `amount`. The wallet
+ * must be the funder named in the terms: the escrow lets nobody else open them (`NotTheFunder`), so that a
+ * copy of the terms cannot take the session id first.
+ */
 export async function openChannel(parameters: OpenChannelParameters): Promise<OpenChannelReturnType> {
   const { wallet, publicClient, escrow, terms, amount } = parameters;
+  if (wallet.account.address.toLowerCase() !== terms.funder.toLowerCase()) {
+    throw new EscrowTransactionError(`Only the funder named in the terms (${terms.funder}) may open the channel, not ${wallet.account.address}.`);
+  }
   const hash = await wallet.writeContract({
     address: escrow,
     abi: gasEscrowAbi,
