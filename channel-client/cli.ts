@@ -31,6 +31,7 @@ import {
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 
+import { ReceiptAccumulator } from "./accumulator";
 import { artifactId, canon, parseJson } from "./canonical";
 import { gasEscrowDomain, type GasEscrowDomain } from "./eip712";
 import {
@@ -58,7 +59,8 @@ import {
   releaseGig,
   type SettledGig,
 } from "./gig";
-import { PayerClient } from "./node/payer-client";
+import { fetchTermsOffer, PayerClient } from "./node/payer-client";
+import { PayerSession } from "./payer-session";
 import { ProviderNode, type McpHandler } from "./node/provider-node";
 import { signedSessionReceiptToJson, sessionReceiptHash } from "./receipt";
 import { SqliteStore } from "./store/sqlite-store";
@@ -104,7 +106,7 @@ const COMMANDS: Record<string, Command> = {
   },
   open: {
     summary: "open and fund an ETH channel to a provider; the acting key is payer and funder",
-    usage: "ioi open --provider ADDR --price WEI --deposit WEI [--challenge SECONDS] [--peer HOST:PORT]",
+    usage: "ioi open --provider ADDR --deposit WEI [--peer HOST:PORT] [--price WEI] [--challenge SECONDS]",
     options: {
       provider: { type: "string" },
       price: { type: "string" },
@@ -117,8 +119,8 @@ const COMMANDS: Record<string, Command> = {
   },
   stream: {
     summary: "stream N paid invocations to the channel's provider over the sealed socket",
-    usage: "ioi stream --session ID -n N [--inflight K] [--peer HOST:PORT]",
-    options: { session: { type: "string" }, n: { type: "string", short: "n" }, inflight: { type: "string" }, peer: { type: "string" } },
+    usage: "ioi stream --session ID -n N [--inflight K] [--peer HOST:PORT] [--commit-every N] [--commit-seconds T]",
+    options: { session: { type: "string" }, n: { type: "string", short: "n" }, inflight: { type: "string" }, peer: { type: "string" }, "commit-every": { type: "string" }, "commit-seconds": { type: "string" } },
     run: runStream,
   },
   status: {
@@ -323,6 +325,8 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
     name: `watchtower:${account.address.toLowerCase()}`,
     onAnswer: (a) => console.log(JSON.stringify({ event: "watchtower.answered", sessionId: a.sessionId, staleSeq: a.staleSeq.toString(), answeredSeq: a.answeredSeq.toString(), inWindow: a.inWindow, txHash: a.txHash })),
     onError: (error) => process.stderr.write(`watchtower: ${(error as Error).message.split("\n")[0]}\n`),
+    // The node learns from the same events when a bound channel closes or settles, and stops serving it.
+    onEvents: (events) => node.applyEscrowEvents(events),
   });
   tower.start();
   // The ready line is always JSON, so a supervising process can read the port.
@@ -342,8 +346,28 @@ async function runOpen(values: Record<string, unknown>, out: Out): Promise<void>
   const { publicClient, wallet, escrow, domain, chainId } = await chainClients(values, account);
   const provider = need(values, "provider", "the provider's address");
   if (!isAddress(provider)) throw new UsageError(`--provider must be an address; received "${provider}".`);
-  const pricing: PricingTerms = { version: "1", unit: "invocation", pricePerInvocation: uint(values, "price", "wei per invocation, as the provider charges") };
   const deposit = uint(values, "deposit", "wei to lock in the channel");
+  // No funding before agreement (issue 12): with --peer, ask the provider for its signed terms first and
+  // fund only a channel on them; without it, say what could not be checked.
+  let pricing: PricingTerms;
+  let termsChecked = false;
+  if (values.peer !== undefined) {
+    const peer = values.peer as string;
+    const match = /^(127\.0\.0\.1|localhost|\[::1\]):(\d{1,5})$/.exec(peer);
+    if (!match) throw new UsageError(`--peer must be a loopback HOST:PORT such as 127.0.0.1:7000; received "${peer}".`);
+    const offer = await fetchTermsOffer({ account, domain, provider: getAddress(provider), host: match[1] === "[::1]" ? "::1" : match[1]!, port: Number(match[2]) });
+    if (values.price !== undefined) {
+      const wanted = uint(values, "price", "wei per invocation");
+      if (wanted !== offer.pricing.pricePerInvocation) {
+        throw new UsageError(`The provider at ${peer} charges ${offer.pricing.pricePerInvocation} wei per invocation, not ${wanted}; nothing was funded (open with --price ${offer.pricing.pricePerInvocation}, or not at all).`);
+      }
+    }
+    pricing = offer.pricing;
+    termsChecked = true;
+  } else {
+    pricing = { version: "1", unit: "invocation", pricePerInvocation: uint(values, "price", "wei per invocation, as the provider charges") };
+    out.lines.push("Warning: without --peer the provider's terms were not checked; if it refuses this price, only a unilateral close and its full window return the deposit.");
+  }
   const store = openStore(values, "payer");
   try {
     const opened = await openChannel({
@@ -364,7 +388,7 @@ async function runOpen(values: Record<string, unknown>, out: Out): Promise<void>
     });
     await store.putChannel({ sessionId: opened.sessionId, role: "payer", ref: opened.ref, pricing, escrow, chainId, deposit: opened.deposit, status: "open", ...(values.peer ? { peer: values.peer as string } : {}) });
     out.lines.push(`Opened session ${opened.sessionId} with ${opened.deposit} wei (gas ${opened.gasUsed}).`);
-    Object.assign(out.result, { sessionId: opened.sessionId, openedAt: opened.ref.openedAt.toString(), deposit: opened.deposit.toString(), gasUsed: Number(opened.gasUsed), domain: { chainId: domain.chainId, escrow } });
+    Object.assign(out.result, { sessionId: opened.sessionId, openedAt: opened.ref.openedAt.toString(), deposit: opened.deposit.toString(), gasUsed: Number(opened.gasUsed), domain: { chainId: domain.chainId, escrow }, pricePerInvocation: pricing.pricePerInvocation.toString(), termsChecked });
   } finally {
     await store.close();
   }
@@ -378,6 +402,9 @@ async function runStream(values: Record<string, unknown>, out: Out): Promise<voi
     const channel = channelOf(store, sessionOf(values));
     const count = Number(uint(values, "n", "how many invocations to stream"));
     const inflight = Number(uint(values, "inflight", "invocations in flight at once", 16n));
+    // Signed receipt commits mid-stream: every N receipts and/or T seconds (0 turns either off).
+    const commitEvery = Number(uint(values, "commit-every", "receipts between two receipt commits (0: none mid-stream)", 100n));
+    const commitIntervalMs = Number(uint(values, "commit-seconds", "seconds between two receipt commits (0: none)", 0n)) * 1000;
     const { host, port } = peerOf(values, channel);
     const client = await PayerClient.connect({ account, domain, store, channel, host, port });
     const started = performance.now();
@@ -386,6 +413,8 @@ async function runStream(values: Record<string, unknown>, out: Out): Promise<voi
       inflight,
       request: (i) => ({ jsonrpc: "2.0", id: `invoke-${i}`, method: "tools/echo", params: { text: `invocation ${i}` } }),
       onProgress: progressBar(count),
+      commitEvery,
+      commitIntervalMs,
     });
     const seconds = (performance.now() - started) / 1000;
     const { root, leafCount } = await client.commit();
@@ -439,7 +468,14 @@ async function runClose(values: Record<string, unknown>, out: Out): Promise<void
   try {
     const channel = channelOf(store, sessionOf(values));
     if (values.unilateral) {
-      const closed = await closeUnilateral({ wallet: wallet!, publicClient, escrow, ref: channel.ref, ticket: store.latestTicket(channel.sessionId) });
+      // A payer closes with a ticket that drains the pipeline: the amount it already promised and the root
+      // over every receipt it accepted, so each one is provable against what the close records (issue 12).
+      let ticket = store.latestTicket(channel.sessionId);
+      if (channel.role === "payer" && ticket) {
+        const session = PayerSession.restore({ account, domain, ref: channel.ref, sessionId: channel.sessionId, pricing: channel.pricing, deposit: channel.deposit }, store.steps(channel.sessionId));
+        ticket = await session.closingTicket();
+      }
+      const closed = await closeUnilateral({ wallet: wallet!, publicClient, escrow, ref: channel.ref, ticket });
       await store.putClosing(channel.sessionId, { state: closed.state, finalizesAt: closed.finalizesAt, closer: account.address, txHash: closed.hash });
       await store.updateChannel(channel.sessionId, { status: "closing" });
       out.lines.push(`Closed unilaterally with seq ${closed.state.seq}; the window ends at ${closed.finalizesAt} (gas ${closed.gasUsed}).`);
@@ -556,7 +592,22 @@ async function runExport(values: Record<string, unknown>, out: Out): Promise<voi
       if (log.eventName === "ChannelSettled") onChain = { event: log.eventName, receiptRoot: log.args.receiptRoot, seq: log.args.finalSeq.toString(), transactionHash: log.transactionHash };
       else if (log.eventName === "ChannelClosing" || log.eventName === "ChannelChallenged") onChain = { event: log.eventName, receiptRoot: log.args.receiptRoot, seq: log.args.seq.toString(), transactionHash: log.transactionHash };
     }
-    lines.push(canon({ type: "root", receipts: String(store.receiptCount(channel.sessionId)), onChain }));
+    // The local root over every receipt, and how many of the first receipts the chain's root covers: after
+    // any close they must be all of them (a provider serves nothing once a session is closed).
+    const history = ReceiptAccumulator.fromLeaves(store.leaves(channel.sessionId));
+    let covered: number | null = null;
+    if (onChain) {
+      for (let size = history.size; size >= 0 && covered === null; size--) if (history.prefixRoot(size) === onChain.receiptRoot) covered = size;
+    }
+    const root = history.root();
+    lines.push(canon({
+      type: "root",
+      receipts: String(history.size),
+      root,
+      onChain,
+      coveredReceipts: covered === null ? null : String(covered),
+      matches: onChain !== null && onChain.receiptRoot === root,
+    }));
     for (const line of lines) console.log(line);
     out.json = false; // the JSON lines are the output
   } finally {

@@ -128,6 +128,14 @@ export class DepositExceededError extends BaseError {
   override name = "DepositExceededError" as const;
 }
 
+/**
+ * The channel is not open: the provider co-signed its cooperative close, or it is closing or settled
+ * on-chain. A provider serves only open channels; the payer gets this instead of work it could not pay for.
+ */
+export class ChannelNotOpenError extends BaseError {
+  override name = "ChannelNotOpenError" as const;
+}
+
 /** The two parties' views of the receipt history differ (different root or receipt chain). */
 export class ReceiptMismatchError extends BaseError {
   override name = "ReceiptMismatchError" as const;

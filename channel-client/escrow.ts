@@ -57,9 +57,16 @@ export type OpenChannelParameters = {
 
 export type OpenChannelReturnType = TxResult & { ref: ChannelRef; sessionId: Hex; deposit: bigint };
 
-/** Opens and funds a channel; for an ERC-20 the escrow must already be approved for `amount`. */
+/**
+ * Opens and funds a channel; for an ERC-20 the escrow must already be approved for `amount`. The wallet
+ * must be the funder named in the terms: the escrow lets nobody else open them (`NotTheFunder`), so that a
+ * copy of the terms cannot take the session id first.
+ */
 export async function openChannel(parameters: OpenChannelParameters): Promise<OpenChannelReturnType> {
   const { wallet, publicClient, escrow, terms, amount } = parameters;
+  if (wallet.account.address.toLowerCase() !== terms.funder.toLowerCase()) {
+    throw new EscrowTransactionError(`Only the funder named in the terms (${terms.funder}) may open the channel, not ${wallet.account.address}.`);
+  }
   const hash = await wallet.writeContract({
     address: escrow,
     abi: gasEscrowAbi,
@@ -94,21 +101,26 @@ export async function approveEscrow(parameters: {
   return { hash, gasUsed: receipt.gasUsed, blockNumber: receipt.blockNumber };
 }
 
-/** Tops up an open channel that the caller believes holds `expectedDeposit`. */
+/**
+ * Tops up an open channel and returns what it holds now. `minReceived` (default 0: no guard) is the least
+ * this top-up must credit; it guards the caller against a fee-on-transfer token, and nobody else's deposit
+ * can make it fail.
+ */
 export async function depositToChannel(parameters: {
   wallet: Wallet;
   publicClient: PublicClient;
   escrow: Address;
   ref: ChannelRef;
   amount: bigint;
-  expectedDeposit: bigint;
+  minReceived?: bigint;
 }): Promise<TxResult & { deposit: bigint }> {
-  const { wallet, publicClient, escrow, ref, amount, expectedDeposit } = parameters;
+  const { wallet, publicClient, escrow, ref, amount } = parameters;
+  const minReceived = parameters.minReceived ?? 0n;
   const hash = await wallet.writeContract({
     address: escrow,
     abi: gasEscrowAbi,
     functionName: "deposit",
-    args: [ref.terms, ref.openedAt, amount, expectedDeposit],
+    args: [ref.terms, ref.openedAt, amount, minReceived],
     value: ref.terms.asset === zeroAddress ? amount : 0n,
   });
   const receipt = await confirm(publicClient, hash);
@@ -257,4 +269,19 @@ export async function finalizeClose(parameters: {
     args: [ref.terms, ref.openedAt, recorded],
   });
   return settledFrom(hash, await confirm(publicClient, hash));
+}
+
+/** What `account` can claim in `asset`: payouts the token refused earlier (a blocklisted recipient). */
+export async function claimableOf(parameters: { publicClient: PublicClient; escrow: Address; asset: Address; account: Address }): Promise<bigint> {
+  const { publicClient, escrow, asset, account } = parameters;
+  return publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "claimableOf", args: [asset, account] });
+}
+
+/** Withdraws the wallet's claimable balance of `asset`; returns what was paid (0 if nothing was owed). */
+export async function claimPayout(parameters: { wallet: Wallet; publicClient: PublicClient; escrow: Address; asset: Address }): Promise<TxResult & { amount: bigint }> {
+  const { wallet, publicClient, escrow, asset } = parameters;
+  const hash = await wallet.writeContract({ address: escrow, abi: gasEscrowAbi, functionName: "claim", args: [asset] });
+  const receipt = await confirm(publicClient, hash);
+  const [claimed] = parseEventLogs({ abi: gasEscrowAbi, eventName: "Claimed", logs: receipt.logs });
+  return { hash, gasUsed: receipt.gasUsed, blockNumber: receipt.blockNumber, amount: claimed?.args.amount ?? 0n };
 }

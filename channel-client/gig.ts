@@ -151,7 +151,7 @@ async function confirm(publicClient: PublicClient, hash: Hash, what: string): Pr
 /** Sends one GigEscrow call and waits for it; a revert becomes a GigTransactionError naming the error. */
 async function send(
   parameters: GigWriteParameters,
-  functionName: "fund" | "cancel" | "accept" | "deliver" | "acceptDelivery" | "release" | "refund",
+  functionName: "fund" | "cancel" | "accept" | "confirmProvider" | "dismissProvider" | "deliver" | "acceptDelivery" | "release" | "refund" | "claim",
   args: readonly unknown[],
   value = 0n,
 ): Promise<{ hash: Hash; receipt: TransactionReceipt }> {
@@ -261,6 +261,29 @@ export async function acceptGig(parameters: GigWriteParameters & { gigId: bigint
   const [accepted] = parseEventLogs({ abi: gigEscrowAbi, eventName: "GigAccepted", logs: receipt.logs });
   if (!accepted) throw new GigTransactionError(`Transaction ${hash} accepted no gig.`);
   return { ...txResult(hash, receipt), provider: accepted.args.provider };
+}
+
+/** The client confirms the tentative provider of its open gig, which can then no longer be dismissed. */
+export async function confirmGigProvider(parameters: GigWriteParameters & { gigId: bigint }): Promise<TxResult & { provider: Address }> {
+  const { hash, receipt } = await send(parameters, "confirmProvider", [gigIdArg(parameters.gigId)]);
+  const [confirmed] = parseEventLogs({ abi: gigEscrowAbi, eventName: "GigProviderConfirmed", logs: receipt.logs });
+  if (!confirmed) throw new GigTransactionError(`Transaction ${hash} confirmed no provider.`);
+  return { ...txResult(hash, receipt), provider: confirmed.args.provider };
+}
+
+/** The client dismisses the tentative provider of its open gig before it delivers; the gig is open again. */
+export async function dismissGigProvider(parameters: GigWriteParameters & { gigId: bigint }): Promise<TxResult & { provider: Address }> {
+  const { hash, receipt } = await send(parameters, "dismissProvider", [gigIdArg(parameters.gigId)]);
+  const [dismissed] = parseEventLogs({ abi: gigEscrowAbi, eventName: "GigProviderDismissed", logs: receipt.logs });
+  if (!dismissed) throw new GigTransactionError(`Transaction ${hash} dismissed no provider.`);
+  return { ...txResult(hash, receipt), provider: dismissed.args.provider };
+}
+
+/** Withdraws the wallet's claimable balance of `asset` (payouts the token refused); 0 if nothing was owed. */
+export async function claimGigPayout(parameters: GigWriteParameters & { asset: Address }): Promise<TxResult & { amount: bigint }> {
+  const { hash, receipt } = await send(parameters, "claim", [addressArg(parameters.asset, "asset")]);
+  const [claimed] = parseEventLogs({ abi: gigEscrowAbi, eventName: "Claimed", logs: receipt.logs });
+  return { ...txResult(hash, receipt), amount: claimed?.args.amount ?? 0n };
 }
 
 /** The provider delivers; returns when the client's dispute window ends. `receiptRoot` defaults to zero. */

@@ -145,6 +145,26 @@ export class PayerSession {
     return { seq: ticket.seq, ticket: pending.signed, receipt: signed, leaf };
   }
 
+  /**
+   * The ticket a payer closes unilaterally with (issue 12): seq + 1, the cumulative amount already promised
+   * (nothing new is paid), and the root over every receipt it accepted. A pipelined ticket's root lags the
+   * receipts behind it (decision 0003), so closing with the newest ticket would leave the last receipts
+   * unprovable; this one drains the pipeline. It is never sent to the provider (it prepays nothing) nor
+   * stored as a step, and the provider's newest ticket (same amount) cannot displace it on-chain.
+   */
+  async closingTicket(): Promise<SignedPaymentTicket> {
+    const { account, domain, ref, sessionId } = this.parameters;
+    const ticket: PaymentTicket = {
+      sessionId,
+      provider: ref.terms.provider,
+      termsHash: ref.terms.termsHash,
+      seq: this.#seq + 1n,
+      cumulativeAmount: this.#amount,
+      receiptRoot: this.accumulator.root(),
+    };
+    return signPaymentTicket({ account, domain, ticket });
+  }
+
   /** Proposes the cooperative close of everything paid so far, signed by the payer. */
   async proposeCooperativeClose(): Promise<{ summary: SettlementSummary; signature: Hex }> {
     if (this.#pending.size > 0) {

@@ -1,16 +1,19 @@
 /**
  * Watchtower: defends a provider against a stale unilateral close. It follows the escrow's events; when a
  * channel it holds tickets for is closed (or challenged) with a ticket older than the newest one in its
- * store, it challenges with the newest one while the window is open. It also keeps the store's view of
- * each channel (deposit, closing state, settled) current and, optionally, finalises closes whose window
- * has passed so that nobody's funds wait on a party that went offline.
+ * store, it challenges with the newest one while the window is open — and it re-checks every closing
+ * channel on every poll until it settles (not only when an event arrives), so a ticket the provider
+ * accepted after the last challenge is submitted too. It also keeps the store's view of each channel
+ * (deposit, closing state, settled) current and, optionally, finalises closes whose window has passed and
+ * submits co-signed cooperative closes nobody submitted, so that nobody's funds wait on a party that went
+ * offline.
  *
  * It runs inside the provider node and on its own (`ioi watchtower`) against the same store.
  */
 import type { Address, Hex, PublicClient } from "viem";
 
 import { ChainFollower, type EscrowEvent } from "./chain-follower";
-import { challengeClose, finalizeClose, gasEscrowAbi, type ClosingState, type Wallet } from "./escrow";
+import { challengeClose, closeCooperative, finalizeClose, gasEscrowAbi, type ClosingState, type Wallet } from "./escrow";
 import type { ChannelRole, ChannelStore } from "./store/store";
 
 export type WatchtowerAnswer = {
@@ -38,8 +41,13 @@ export type WatchtowerParameters = {
   name?: string;
   /** Channels (by this store's role) whose newest ticket the tower defends. Default: provider channels. */
   defend?: ChannelRole[];
-  /** Also finalise closing channels of this store once their window has passed. */
+  /**
+   * Also finalise closing channels of this store once their window has passed, and submit the co-signed
+   * cooperative close of a channel still open on-chain.
+   */
   finalize?: boolean;
+  /** Every batch of escrow events, after the tower handled it (e.g. `ProviderNode.applyEscrowEvents`). */
+  onEvents?: (events: EscrowEvent[]) => void | Promise<void>;
   pollMs?: number;
   onAnswer?: (answer: WatchtowerAnswer) => void;
   onFinalized?: (sessionId: Hex, txHash: Hex) => void;
@@ -58,15 +66,51 @@ export class Watchtower {
       name: parameters.name ?? "watchtower",
       fromBlock: parameters.fromBlock,
       pollMs: parameters.pollMs,
-      onEvents: (events) => this.#handle(events),
+      onEvents: async (events) => {
+        await this.#handle(events);
+        await parameters.onEvents?.(events);
+      },
       onError: parameters.onError,
     });
   }
 
-  /** Processes everything up to the head once, then finalises what is due (if enabled). */
+  /**
+   * Processes everything up to the head once, re-checks every closing channel against the newest ticket
+   * in the store, then settles what is due (if enabled).
+   */
   async runOnce(): Promise<void> {
     await this.follower.catchUp();
-    if (this.parameters.finalize) await this.finalizeDue();
+    await this.defendClosing();
+    if (this.parameters.finalize) {
+      await this.submitCooperativeCloses();
+      await this.finalizeDue();
+    }
+  }
+
+  /**
+   * Challenges every closing channel whose recorded ticket is older than the newest one the store holds.
+   * Runs on every poll: the provider may have accepted tickets after the close (or the last challenge) was
+   * seen, and no new event would bring them on-chain.
+   */
+  async defendClosing(): Promise<void> {
+    const { store } = this.parameters;
+    for (const channel of store.listChannels({ status: "closing" })) {
+      if (store.getClosing(channel.sessionId)) await this.#defend(channel.sessionId);
+    }
+  }
+
+  /** Submits the co-signed cooperative close of every channel of the store that is still open on-chain. */
+  async submitCooperativeCloses(): Promise<void> {
+    const { store, publicClient, wallet, escrow } = this.parameters;
+    for (const channel of store.listChannels({ status: "closing" })) {
+      const close = store.getCooperativeClose(channel.sessionId);
+      if (!close || store.getClosing(channel.sessionId)) continue;
+      const phase = await publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "phaseOf", args: [channel.sessionId] });
+      if (phase !== 1) continue; // not Open: someone submitted it (or closed unilaterally; the events tell)
+      const settled = await closeCooperative({ wallet, publicClient, escrow, ref: channel.ref, summary: close.summary, payerSignature: close.payerSignature, providerSignature: close.providerSignature });
+      await store.updateChannel(channel.sessionId, { status: "settled" });
+      this.parameters.onFinalized?.(channel.sessionId, settled.hash);
+    }
   }
 
   start(): void {
@@ -156,8 +200,8 @@ export class Watchtower {
     const newest = store.latestTicket(sessionId);
     if (!channel || !closing || !newest || !defend.includes(channel.role)) return;
     const { state, finalizesAt } = closing;
-    // The escrow ranks tickets by cumulative amount, seq breaking ties (see GasEscrow.challenge).
-    const owesMore = newest.ticket.cumulativeAmount > state.amount || (newest.ticket.cumulativeAmount === state.amount && newest.ticket.seq > state.seq);
+    // The escrow takes only a ticket that raises the cumulative amount (see GasEscrow.challenge).
+    const owesMore = newest.ticket.cumulativeAmount > state.amount;
     if (!owesMore) return;
     const now = (await publicClient.getBlock()).timestamp;
     if (now >= finalizesAt) return; // too late; nothing can be done on-chain

@@ -106,6 +106,9 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
     /// @dev Fees collected for the treasury per asset, not yet withdrawn.
     mapping(address asset => uint256 amount) private _accruedFees;
 
+    /// @dev ERC-20 payouts the token refused (a blocklisted recipient), owed to the recipient until `claim`.
+    mapping(address asset => mapping(address account => uint256 amount)) private _claimable;
+
     /// @dev Routing fee and treasury in one slot: bits 0..159 treasury, bits 160..175 fee in bps.
     uint256 private _feeConfig;
 
@@ -127,6 +130,9 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
         _validateTerms(terms);
         uint64 openedAt = uint64(block.number);
         sessionId = _sessionId(terms, openedAt);
+        // The funder is part of the id, so binding the opener to it means a copy of these terms sent by
+        // anyone else (say, front-running in the same block) reverts instead of taking the id first.
+        if (msg.sender != terms.funder) revert NotTheFunder(sessionId, msg.sender, terms.funder);
         if (_channels[sessionId] != 0) revert SessionExists(sessionId);
 
         uint256 received = terms.asset == address(0) ? _receiveEth(amount) : _receiveToken(terms.asset, amount);
@@ -139,17 +145,19 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
     }
 
     /// @inheritdoc IGasEscrow
-    function deposit(ChannelTerms calldata terms, uint64 openedAt, uint256 amount, uint256 expectedDeposit)
+    /// @dev The guard looks only at what this call's own transfer credited, never at the channel's current
+    /// deposit: other parties' deposits (a 1-wei front-run) cannot make a top-up revert.
+    function deposit(ChannelTerms calldata terms, uint64 openedAt, uint256 amount, uint256 minReceived)
         external
         payable
     {
         bytes32 sessionId = _sessionId(terms, openedAt);
         uint256 word = _requireOpen(sessionId);
         uint256 held = word & _DEPOSIT_MASK;
-        if (held != expectedDeposit) revert DepositMismatch(sessionId, expectedDeposit, held);
 
         uint256 received = terms.asset == address(0) ? _receiveEth(amount) : _receiveToken(terms.asset, amount);
         if (received == 0) revert ZeroDeposit();
+        if (received < minReceived) revert DepositBelowMinimum(sessionId, received, minReceived);
         uint256 total = held + received;
         if (total > _DEPOSIT_MASK) revert DepositOverflow(sessionId, total);
 
@@ -251,11 +259,15 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
         if (block.timestamp >= finalizesAt) revert ChallengeWindowClosed(sessionId, finalizesAt);
         // The provider is owed the most the payer ever promised: a higher cumulative amount wins whatever its
         // seq (the payer signs seq, so ranking by seq alone would let a payer close with a fresh ticket of
-        // seq 2^64 - 1 and amount 0 that no genuine ticket could beat); seq only breaks ties.
+        // seq 2^64 - 1 and amount 0 that no genuine ticket could beat).
         if (ticket.cumulativeAmount < recorded.amount) {
             revert TicketAmountDecreased(sessionId, ticket.cumulativeAmount, recorded.amount);
         }
-        if (ticket.seq == 0 || (ticket.cumulativeAmount == recorded.amount && ticket.seq <= recorded.seq)) {
+        // The recorded root moves only when the amount rises (issue 12): a same-amount ticket, whatever its
+        // seq, would let the payer swap the root the provider's receipts are proven against for one of its
+        // own choosing, for free. The provider never accepts a ticket that adds nothing, so no genuine
+        // same-amount ticket is lost.
+        if (ticket.seq == 0 || ticket.cumulativeAmount == recorded.amount) {
             revert TicketNotNewer(sessionId, ticket.seq, recorded.seq);
         }
         _requireTicketSigner(sessionId, terms, ticket);
@@ -389,6 +401,21 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
     }
 
     /// @inheritdoc IGasEscrow
+    /// @dev Guarded like every token-moving path. ETH is never deferred (it is force-sent), but a claim of
+    /// `address(0)` still works, so the function treats every asset alike.
+    function claim(address asset) external nonReentrant returns (uint256 amount) {
+        amount = _claimable[asset][msg.sender];
+        if (amount == 0) return 0;
+        _claimable[asset][msg.sender] = 0;
+        emit Claimed(asset, msg.sender, amount);
+        if (asset == address(0)) {
+            SafeTransferLib.forceSafeTransferETH(msg.sender, amount);
+        } else {
+            SafeTransferLib.safeTransfer(asset, msg.sender, amount);
+        }
+    }
+
+    /// @inheritdoc IGasEscrow
     function setRoutingFee(uint16 feeBps, address treasury) external onlyRole(GOVERNANCE_ROLE) {
         _setRoutingFee(feeBps, treasury);
     }
@@ -419,6 +446,11 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
     function routingFee() external view returns (uint16 feeBps, address treasury) {
         uint256 config = _feeConfig;
         return (uint16(config >> 160), address(uint160(config)));
+    }
+
+    /// @inheritdoc IGasEscrow
+    function claimableOf(address asset, address account) external view returns (uint256) {
+        return _claimable[asset][account];
     }
 
     /// @notice Fees accrued in `asset` and not yet withdrawn.
@@ -672,6 +704,8 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
 
     /// @dev Sends a payout after all state changes. ETH is force-sent (a recipient that reverts receives it
     /// anyway through a self-destructing forwarder), so a hostile party cannot block the other's payout.
+    /// An ERC-20 transfer that fails is credited to the recipient's claimable balance instead (decision
+    /// 0016), so one blocklisted recipient never blocks the other's payout or its own refund of the rest.
     function _pay(address asset, address to, uint256 amount) private {
         if (amount == 0) return;
         if (asset == address(0)) {
@@ -681,8 +715,32 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
         }
     }
 
+    /// @dev The one place a payout is deferred: the credit is written after the failed call, inside the
+    /// guard, so a token re-entering during the attempt cannot claim or pay anything in between.
     function _payToken(address token, address to, uint256 amount) private nonReentrant {
-        SafeTransferLib.safeTransfer(token, to, amount);
+        if (!_tryTransfer(token, to, amount)) {
+            _claimable[token][to] += amount;
+            emit PayoutDeferred(token, to, amount);
+        }
+    }
+
+    /// @dev solady's `safeTransfer` check (success, and either `true` returned or no return data from a
+    /// contract) without the revert: false when the token refused, returned false, or has no code.
+    /// solady 0.1.26 has `trySafeTransferFrom` but no `trySafeTransfer`; this is its `safeTransfer` body with
+    /// the revert replaced by the result, copied rather than re-derived so it keeps solady's audited checks.
+    function _tryTransfer(address token, address to, uint256 amount) private returns (bool success) {
+        /// @solidity memory-safe-assembly
+        // solhint-disable-next-line no-inline-assembly
+        assembly {
+            mstore(0x14, to) // Store the `to` argument.
+            mstore(0x34, amount) // Store the `amount` argument.
+            mstore(0x00, 0xa9059cbb000000000000000000000000) // `transfer(address,uint256)`.
+            success := call(gas(), token, 0, 0x10, 0x44, 0x00, 0x20)
+            if iszero(and(eq(mload(0x00), 1), success)) {
+                success := lt(or(iszero(extcodesize(token)), returndatasize()), success)
+            }
+            mstore(0x34, 0) // Restore the part of the free memory pointer that was overwritten.
+        }
     }
 
     /// @dev Transient storage exists on every chain this contract targets (Cancun and later).

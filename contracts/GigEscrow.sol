@@ -14,10 +14,12 @@ import {IProviderRegistry} from "./interfaces/IProviderRegistry.sol";
 /// passes quietly, back to the client when the deadline passes undelivered, and is split by the
 /// DisputeManager (`DISPUTE_ROLE`) when the client disputes inside the window. No fee is taken on gigs.
 /// @dev Every gig's status moves forward only (Funded → Accepted → Delivered → Disputed, each optional after
-/// Funded, and then to Released or Refunded for good). Every settlement writes the final status and emits
-/// `GigSettled` before it pays, and every function that moves value shares one reentrancy guard, so nothing
-/// can pay twice: the escrow's balance of each asset is always the sum of the amounts of its gigs that are
-/// not final. ETH is force-sent, so a recipient that reverts cannot block the other party's payout.
+/// Funded, and then to Released or Refunded for good), with one exception that moves no value: the client
+/// may dismiss the tentative provider of an open gig (Accepted → Funded) before it delivers. Every
+/// settlement writes the final status and emits `GigSettled` before it pays, and every function that moves
+/// value shares one reentrancy guard, so nothing can pay twice: the escrow's balance of each asset is always
+/// the sum of the amounts of its gigs that are not final plus the claimable balances. ETH is force-sent and
+/// a refused ERC-20 payout becomes claimable, so no recipient can block the other party's payout.
 ///
 /// Roles: `DEFAULT_ADMIN_ROLE` goes to the `governance` address given to the constructor, which later grants
 /// `DISPUTE_ROLE` to the DisputeManager.
@@ -52,7 +54,7 @@ contract GigEscrow is IGigEscrow, AccessControl, ReentrancyGuardTransient {
     /// transition reads or writes apart from the parties shares the first word (the interface's order spreads
     /// status and the window over two words, which costs `deliver` a second write). 7 words:
     ///   0: amount (128) | deadline (40) | disputeWindow (40) | windowEndsAt (40) | status (8)
-    ///   1: client       2: provider | frozenAt (40)       3: asset
+    ///   1: client       2: provider | frozenAt (40) | tentative (8)       3: asset
     ///   4: icsHash      5: deliverableHash                6: receiptRoot
     /// uint128 amounts exceed any asset's supply worth escrowing; uint40 times last until year 36812.
     struct GigRecord {
@@ -64,6 +66,7 @@ contract GigEscrow is IGigEscrow, AccessControl, ReentrancyGuardTransient {
         address client;
         address provider;
         uint40 frozenAt;
+        bool tentative;
         address asset;
         bytes32 icsHash;
         bytes32 deliverableHash;
@@ -76,6 +79,9 @@ contract GigEscrow is IGigEscrow, AccessControl, ReentrancyGuardTransient {
     mapping(uint64 gigId => GigRecord) private _gigs;
 
     uint64 private _gigCount;
+
+    /// @dev ERC-20 payouts the token refused (a blocklisted recipient), owed to the recipient until `claim`.
+    mapping(address asset => mapping(address account => uint256 amount)) private _claimable;
 
     /// @param governance Receives `DEFAULT_ADMIN_ROLE` (and with it the power to grant `DISPUTE_ROLE`).
     /// @param registry_ The ProviderRegistry consulted by `accept`.
@@ -149,10 +155,36 @@ contract GigEscrow is IGigEscrow, AccessControl, ReentrancyGuardTransient {
         if (!registry.isActiveProvider(msg.sender)) revert NotAnActiveProvider(msg.sender);
 
         g.status = Status.Accepted;
-        if (named == address(0)) g.provider = msg.sender;
+        // An open gig's provider is tentative (same word as the provider: no extra write) until the client
+        // confirms it; until then the client may dismiss it (decision 0017).
+        if (named == address(0)) (g.provider, g.tentative) = (msg.sender, true);
         emit GigAccepted(gigId, msg.sender);
         // The provider's bond stays in place until the gig settles (so until no case can be opened on it).
         registry.lockBond(IProviderRegistry.Role.Provider, msg.sender);
+    }
+
+    /// @inheritdoc IGigEscrow
+    /// @dev Only while `Accepted`: once the provider delivered there is nothing left to confirm.
+    function confirmProvider(uint64 gigId) external {
+        GigRecord storage g = _requireStatus(gigId, Status.Accepted);
+        if (msg.sender != g.client) revert NotTheClient(gigId, msg.sender);
+        if (!g.tentative) revert ProviderNotTentative(gigId);
+        g.tentative = false;
+        emit GigProviderConfirmed(gigId, g.provider);
+    }
+
+    /// @inheritdoc IGigEscrow
+    /// @dev Only while `Accepted`: a delivery (or a passed deadline, then `refund`) ends the client's choice.
+    function dismissProvider(uint64 gigId) external {
+        GigRecord storage g = _requireStatus(gigId, Status.Accepted);
+        if (msg.sender != g.client) revert NotTheClient(gigId, msg.sender);
+        if (!g.tentative) revert ProviderNotTentative(gigId);
+        address dismissed = g.provider;
+        g.status = Status.Funded;
+        (g.provider, g.tentative) = (address(0), false);
+        emit GigProviderDismissed(gigId, dismissed);
+        // The acceptance locked the dismissed provider's bond; no liability remains.
+        registry.unlockBond(IProviderRegistry.Role.Provider, dismissed);
     }
 
     /// @inheritdoc IGigEscrow
@@ -208,6 +240,21 @@ contract GigEscrow is IGigEscrow, AccessControl, ReentrancyGuardTransient {
         uint40 deadline = g.deadline;
         if (block.timestamp <= deadline) revert DeadlineNotPassed(gigId, deadline);
         _settle(gigId, g, Status.Refunded, 0, g.amount);
+    }
+
+    /// @inheritdoc IGigEscrow
+    /// @dev ETH is never deferred (it is force-sent), but a claim of `address(0)` still works, so the
+    /// function treats every asset alike.
+    function claim(address asset) external nonReentrant returns (uint256 amount) {
+        amount = _claimable[asset][msg.sender];
+        if (amount == 0) return 0;
+        _claimable[asset][msg.sender] = 0;
+        emit Claimed(asset, msg.sender, amount);
+        if (asset == address(0)) {
+            SafeTransferLib.forceSafeTransferETH(msg.sender, amount);
+        } else {
+            SafeTransferLib.safeTransfer(asset, msg.sender, amount);
+        }
     }
 
     /*//////////////////////////////////////////////////////////////
@@ -275,6 +322,17 @@ contract GigEscrow is IGigEscrow, AccessControl, ReentrancyGuardTransient {
         return _gigCount;
     }
 
+    /// @inheritdoc IGigEscrow
+    function isProviderTentative(uint64 gigId) external view returns (bool) {
+        GigRecord storage g = _gigs[gigId];
+        return g.tentative && g.status == Status.Accepted;
+    }
+
+    /// @inheritdoc IGigEscrow
+    function claimableOf(address asset, address account) external view returns (uint256) {
+        return _claimable[asset][account];
+    }
+
     /*//////////////////////////////////////////////////////////////
                                 INTERNAL
     //////////////////////////////////////////////////////////////*/
@@ -321,13 +379,35 @@ contract GigEscrow is IGigEscrow, AccessControl, ReentrancyGuardTransient {
     }
 
     /// @dev Sends a payout after all state changes. ETH is force-sent (a recipient that reverts receives it
-    /// anyway through a self-destructing forwarder), so a hostile party cannot block a settlement.
+    /// anyway through a self-destructing forwarder), so a hostile party cannot block a settlement. An ERC-20
+    /// transfer that fails is credited to the recipient's claimable balance instead (decision 0016); every
+    /// caller holds the reentrancy guard, so a token re-entering during the attempt cannot claim meanwhile.
     function _pay(address asset, address to, uint256 amount) private {
         if (amount == 0) return;
         if (asset == address(0)) {
             SafeTransferLib.forceSafeTransferETH(to, amount);
-        } else {
-            SafeTransferLib.safeTransfer(asset, to, amount);
+        } else if (!_tryTransfer(asset, to, amount)) {
+            _claimable[asset][to] += amount;
+            emit PayoutDeferred(asset, to, amount);
+        }
+    }
+
+    /// @dev solady's `safeTransfer` check (success, and either `true` returned or no return data from a
+    /// contract) without the revert: false when the token refused, returned false, or has no code.
+    /// solady 0.1.26 has `trySafeTransferFrom` but no `trySafeTransfer`; this is its `safeTransfer` body with
+    /// the revert replaced by the result, copied rather than re-derived so it keeps solady's audited checks.
+    function _tryTransfer(address token, address to, uint256 amount) private returns (bool success) {
+        /// @solidity memory-safe-assembly
+        // solhint-disable-next-line no-inline-assembly
+        assembly {
+            mstore(0x14, to) // Store the `to` argument.
+            mstore(0x34, amount) // Store the `amount` argument.
+            mstore(0x00, 0xa9059cbb000000000000000000000000) // `transfer(address,uint256)`.
+            success := call(gas(), token, 0, 0x10, 0x44, 0x00, 0x20)
+            if iszero(and(eq(mload(0x00), 1), success)) {
+                success := lt(or(iszero(extcodesize(token)), returndatasize()), success)
+            }
+            mstore(0x34, 0) // Restore the part of the free memory pointer that was overwritten.
         }
     }
 

@@ -139,7 +139,7 @@ async function main(): Promise<void> {
     const streamStarted = performance.now();
     const latencies = await client.stream({ count: firstPart, inflight: INFLIGHT, request });
     let streamMs = performance.now() - streamStarted;
-    const topUp = await depositToChannel({ wallet: funderWallet, publicClient, escrow, ref: opened.ref, amount: needed - firstDeposit + parseEther("0.0002"), expectedDeposit: opened.deposit });
+    const topUp = await depositToChannel({ wallet: funderWallet, publicClient, escrow, ref: opened.ref, amount: needed - firstDeposit + parseEther("0.0002") });
     client.session.parameters.deposit = topUp.deposit;
     await payerStore.updateChannel(opened.sessionId, { deposit: topUp.deposit });
     log(`Topped up to ${formatEther(topUp.deposit)} ETH after ${firstPart} invocations (gas ${topUp.gasUsed}).`);

@@ -72,7 +72,7 @@ export async function measureGas(): Promise<GasReport> {
 
   // open, deposit, closeCooperative
   const a = await open("open");
-  await gasOf("deposit", await escrow.write.deposit([a.ref.terms, a.ref.openedAt, parseEther("0.5"), parseEther("1")], { account: funder.account, value: parseEther("0.5") }));
+  await gasOf("deposit", await escrow.write.deposit([a.ref.terms, a.ref.openedAt, parseEther("0.5"), parseEther("0.5")], { account: funder.account, value: parseEther("0.5") }));
   const summary: SettlementSummary = { sessionId: a.sessionId, provider: provider.address, payer: payer.address, termsHash: a.ref.terms.termsHash, finalSeq: 100n, finalAmount: parseEther("0.4"), finalReceiptRoot: keccak256(stringToBytes("root")), mode: "Cooperative" };
   const payerSig = toCompactSignature(await signSettlementSummary({ account: payer, domain, summary }));
   const providerSig = toCompactSignature(await signSettlementSummary({ account: provider, domain, summary }));
@@ -178,6 +178,37 @@ export async function measureGas(): Promise<GasReport> {
   await gasOf("gig refund", await gigEscrow.write.refund([g3], { account: stranger.account }));
   await fundGig(undefined, token.address);
   await fundGig("gig fund (ERC-20)", token.address);
+
+  // Issue 12: an open gig's tentative provider confirmed by the client, another dismissed.
+  const fundOpenGig = async (): Promise<bigint> => {
+    const deadline = Number((await publicClient.getBlock()).timestamp) + DAY;
+    const receipt = await publicClient.waitForTransactionReceipt({
+      hash: await gigEscrow.write.fund([NATIVE_ASSET, NATIVE_ASSET, parseEther("1"), h("intent contract schema"), deadline, WINDOW], { account: funder.account, value: parseEther("1") }),
+    });
+    return parseEventLogs({ abi: gigEscrow.abi, eventName: "GigFunded", logs: receipt.logs })[0]!.args.gigId;
+  };
+  const g5 = await fundOpenGig();
+  await gasOf("gig accept (open gig, tentative)", await gigEscrow.write.accept([g5], { account: providerWallet.account }));
+  await gasOf("gig confirmProvider", await gigEscrow.write.confirmProvider([g5], { account: funder.account }));
+  const g6 = await fundOpenGig();
+  await gigEscrow.write.accept([g6], { account: providerWallet.account });
+  await gasOf("gig dismissProvider", await gigEscrow.write.dismissProvider([g6], { account: funder.account }));
+
+  // Issue 12: an ERC-20 payout the token refuses is deferred to a claimable balance, then claimed.
+  const blk = await hre.viem.deployContract("BlocklistToken");
+  await blk.write.mint([funder.account.address, parseEther("10")]);
+  await blk.write.approve([escrow.address, parseEther("10")], { account: funder.account });
+  const blkTerms: ChannelTerms = { ...terms(), asset: blk.address };
+  const blkOpened = await publicClient.waitForTransactionReceipt({ hash: await escrow.write.open([blkTerms, parseEther("1")], { account: funder.account }) });
+  const blkRef = { terms: blkTerms, openedAt: blkOpened.blockNumber };
+  const blkTicket = await ticket(sessionIdOf(domain, blkRef), blkRef, 3n);
+  await escrow.write.closeUnilateral([blkRef.terms, blkRef.openedAt, blkTicket], { account: providerWallet.account });
+  await blk.write.setBlocked([provider.address, true]);
+  await hre.network.provider.send("evm_increaseTime", [3601]);
+  const blkState = { deposit: parseEther("1"), seq: 3n, amount: blkTicket.cumulativeAmount, receiptRoot: blkTicket.receiptRoot, feeBps: 100 };
+  await gasOf("finalize (ERC-20, provider's payout deferred)", await escrow.write.finalize([blkRef.terms, blkRef.openedAt, blkState], { account: stranger.account }));
+  await blk.write.setBlocked([provider.address, false]);
+  await gasOf("claim (ERC-20)", await escrow.write.claim([blk.address], { account: providerWallet.account }));
   Object.assign(report, await measureDisputeGas(hre));
   return report;
 }

@@ -4,7 +4,7 @@
  * accepted receipt before it counts, so a restarted payer resumes the same session from its store: it
  * re-sends the tickets that have no receipt yet and the provider answers them (again, if it already did).
  */
-import type { Hex, LocalAccount } from "viem";
+import type { Address, Hex, LocalAccount } from "viem";
 
 import { ReceiptAccumulator } from "../accumulator";
 import { canonBytes } from "../canonical";
@@ -16,6 +16,7 @@ import { signReceiptCommit, verifyReceiptCommit } from "../receipt-commit";
 import type { ChannelRecord, ChannelStore } from "../store/store";
 import type { SettlementSummary } from "../summary";
 import type { SignedPaymentTicket } from "../ticket";
+import { TERMS_QUERY_SESSION_ID, verifyTermsOffer, type TermsOffer } from "../terms-offer";
 import { connectSecure, type SecureConnection } from "../transport";
 import type { JsonObject } from "../validate";
 import { decodeMessage, encodeMessage, isPacket, type NodeMessage, type SessionReadyMessage } from "./protocol";
@@ -26,6 +27,42 @@ export class ProviderRejectedError extends BaseError {
   override name = "ProviderRejectedError" as const;
   constructor(readonly seq: bigint, readonly error: string, message: string) {
     super(`The provider refused seq ${seq}: ${error}: ${message}`);
+  }
+}
+
+/**
+ * Asks the provider node at `host:port` for the terms it serves channels on, before any money moves
+ * (issue 12). The sealed handshake authenticates `provider`; the offer must be signed by it, for this
+ * escrow and chain. Resolves with the verified offer; a payer funds only a channel on `offer.termsHash`.
+ */
+export async function fetchTermsOffer(parameters: {
+  account: LocalAccount;
+  domain: GasEscrowDomain;
+  provider: Address;
+  host?: string;
+  port: number;
+  timeoutMs?: number;
+}): Promise<TermsOffer> {
+  const { account, domain, provider, host = "127.0.0.1", port, timeoutMs } = parameters;
+  const connection = await connectSecure({ host, port, account, sessionId: TERMS_QUERY_SESSION_ID, expectedPeer: provider, timeoutMs });
+  try {
+    const answer = new Promise<NodeMessage>((resolve, reject) => {
+      connection.once("message", (bytes) => {
+        try {
+          resolve(decodeMessage(bytes));
+        } catch (error) {
+          reject(error as Error);
+        }
+      });
+      connection.once("close", (error) => reject(error ?? new BaseError("The provider closed the connection without offering its terms.")));
+    });
+    await connection.send(encodeMessage({ type: "terms.request" }));
+    const message = await answer;
+    if (isPacket(message) || message.type !== "terms.offer") throw new BaseError("The provider did not answer with its terms offer.");
+    await verifyTermsOffer(message.offer, provider, domain);
+    return message.offer.offer;
+  } finally {
+    await connection.close();
   }
 }
 
@@ -48,6 +85,8 @@ export class PayerClient {
   readonly ready: SessionReadyMessage;
   readonly #connection: SecureConnection;
   readonly #waiters = new Map<bigint, Waiter>();
+  /** Receipt commits sent mid-stream, by leaf count, awaiting the provider's. */
+  readonly #commits = new Map<bigint, { resolve: (m: ReceiptCommitPacket) => void; reject: (e: Error) => void }>();
   #control: { resolve: (m: NodeMessage) => void; reject: (e: Error) => void } | undefined;
   #failure: Error | undefined;
   #received: Promise<void> = Promise.resolve();
@@ -104,6 +143,8 @@ export class PayerClient {
     this.#failure = error;
     for (const waiter of this.#waiters.values()) waiter.reject(error);
     this.#waiters.clear();
+    for (const waiter of this.#commits.values()) waiter.reject(error);
+    this.#commits.clear();
     this.#control?.reject(error);
     void this.#connection.close();
   }
@@ -111,13 +152,27 @@ export class PayerClient {
   async #onMessage(bytes: Uint8Array): Promise<void> {
     const message = decodeMessage(bytes);
     if (isPacket(message) && message.packet_type === "PKT_ACTION_RESULT") return this.#onResult(message);
+    if (isPacket(message) && message.packet_type === "PKT_RECEIPT_COMMIT") {
+      const waiter = this.#commits.get(message.payload.commit.commit.leafCount);
+      if (waiter) {
+        this.#commits.delete(message.payload.commit.commit.leafCount);
+        waiter.resolve(message);
+        return;
+      }
+    }
     if (!isPacket(message) && message.type === "reject") {
       const waiter = this.#waiters.get(message.seq);
       const error = new ProviderRejectedError(message.seq, message.error, message.message);
+      // A mid-stream commit's refusal carries its leaf count as seq; no ticket of that seq awaits an
+      // answer any more (its receipt is one of the leaves committed).
+      const commit = waiter ? undefined : this.#commits.get(message.seq);
       if (waiter) {
         this.#waiters.delete(message.seq);
         this.session.dropPending(message.seq);
         waiter.reject(error);
+      } else if (commit) {
+        this.#commits.delete(message.seq);
+        commit.reject(error);
       } else this.#control?.reject(error);
       return;
     }
@@ -191,9 +246,26 @@ export class PayerClient {
     inflight?: number;
     request: (i: number) => JsonObject;
     onProgress?: (done: number) => void;
+    /** Exchange signed receipt commits every this many accepted receipts (0 or omitted: never mid-stream). */
+    commitEvery?: number;
+    /** …or once this many milliseconds passed since the last one (checked as receipts arrive). */
+    commitIntervalMs?: number;
   }): Promise<number[]> {
-    const { count, inflight = 1, request, onProgress } = parameters;
+    const { count, inflight = 1, request, onProgress, commitEvery = 0, commitIntervalMs = 0 } = parameters;
     const latencies: number[] = [];
+    const commits: Promise<unknown>[] = [];
+    let committedAt = 0;
+    let committedTime = performance.now();
+    let committing = false;
+    const maybeCommit = () => {
+      const size = this.session.accumulator.size;
+      const due = (commitEvery > 0 && size - committedAt >= commitEvery) || (commitIntervalMs > 0 && size > committedAt && performance.now() - committedTime >= commitIntervalMs);
+      if (!due || committing) return;
+      committing = true;
+      committedAt = size;
+      committedTime = performance.now();
+      commits.push(this.commitPrefix().finally(() => (committing = false)));
+    };
     let next = 0;
     let done = 0;
     const lane = async () => {
@@ -203,10 +275,37 @@ export class PayerClient {
         await this.invoke(request(i));
         latencies.push(performance.now() - started);
         onProgress?.(++done);
+        maybeCommit();
       }
     };
     await Promise.all(Array.from({ length: Math.max(1, Math.min(inflight, count)) }, lane));
+    await Promise.all(commits);
     return latencies;
+  }
+
+  /**
+   * Exchanges signed receipt commits over the receipts accepted so far without draining the pipeline
+   * (PKT_RECEIPT_COMMIT mid-stream): the provider checks the root against the same prefix of its own
+   * history and answers with its signature; both are stored. Resolves with what was agreed.
+   */
+  async commitPrefix(): Promise<{ leafCount: bigint; root: Hex }> {
+    if (this.#failure) throw this.#failure;
+    const { account, channel, store } = this.parameters;
+    const leafCount = BigInt(this.session.accumulator.size);
+    const root = this.session.accumulator.root();
+    const mine = await signReceiptCommit(account, { sessionId: channel.sessionId, leafCount, root });
+    await store.putCommit(channel.sessionId, "payer", mine);
+    const answered = new Promise<ReceiptCommitPacket>((resolve, reject) => this.#commits.set(leafCount, { resolve, reject }));
+    answered.catch(() => undefined);
+    const packet: ReceiptCommitPacket = { pkt_version: "1", packet_type: "PKT_RECEIPT_COMMIT", issued_at: new Date().toISOString(), session_id: channel.sessionId, payload: { commit: mine } };
+    await this.#connection.send(encodeMessage(packet));
+    const theirs = (await answered).payload.commit;
+    await verifyReceiptCommit(theirs, channel.ref.terms.provider);
+    if (theirs.commit.root !== root || theirs.commit.leafCount !== leafCount) {
+      throw new ReceiptMismatchError(`The provider committed ${theirs.commit.root} over ${theirs.commit.leafCount} receipts; the payer holds ${root} over ${leafCount}.`);
+    }
+    await store.putCommit(channel.sessionId, "provider", theirs);
+    return { leafCount, root };
   }
 
   /** Exchanges signed receipt roots with the provider over everything accepted so far. */

@@ -9,6 +9,7 @@ import type { Hex } from "viem";
 import { canon, parseJson } from "../canonical";
 import { encodePacket, MAX_PACKET_BYTES, packetFromJson, type Packet } from "../packets";
 import { settlementSummaryFromJson, settlementSummaryToJson, type SettlementSummary } from "../summary";
+import { signedTermsOfferFromJson, signedTermsOfferToJson, type SignedTermsOffer } from "../terms-offer";
 import {
   channelRefFromJson,
   channelRefToJson,
@@ -34,16 +35,24 @@ export type CloseProposeMessage = { type: "close.propose"; summary: SettlementSu
 /** Provider → payer: the provider's signature over the same summary. */
 export type CloseCountersignMessage = { type: "close.countersign"; signature: Hex };
 
+/** Payer → provider, before any channel exists (issue 12): which terms would you serve a channel on? */
+export type TermsRequestMessage = { type: "terms.request" };
+
+/** Provider → payer: its signed offer for this escrow; the payer funds only a channel on these terms. */
+export type TermsOfferMessage = { type: "terms.offer"; offer: SignedTermsOffer };
+
 export type ControlMessage =
   | SessionOpenMessage
   | SessionReadyMessage
   | RejectMessage
   | CloseProposeMessage
-  | CloseCountersignMessage;
+  | CloseCountersignMessage
+  | TermsRequestMessage
+  | TermsOfferMessage;
 
 export type NodeMessage = Packet | ControlMessage;
 
-const CONTROL_TYPES = ["session.open", "session.ready", "reject", "close.propose", "close.countersign"] as const;
+const CONTROL_TYPES = ["session.open", "session.ready", "reject", "close.propose", "close.countersign", "terms.request", "terms.offer"] as const;
 
 export function isPacket(message: NodeMessage): message is Packet {
   return "packet_type" in message;
@@ -71,6 +80,10 @@ function controlToJson(message: ControlMessage): Record<string, unknown> {
       return { type: message.type, summary: settlementSummaryToJson(message.summary), signature: message.signature };
     case "close.countersign":
       return { type: message.type, signature: message.signature };
+    case "terms.request":
+      return { type: message.type };
+    case "terms.offer":
+      return { type: message.type, offer: signedTermsOfferToJson(message.offer) };
   }
 }
 
@@ -78,7 +91,7 @@ function controlToJson(message: ControlMessage): Record<string, unknown> {
 export function decodeMessage(bytes: Uint8Array): NodeMessage {
   const raw = parseJson(bytes, { maxBytes: MAX_PACKET_BYTES, what: "The message" });
   if (typeof raw === "object" && raw !== null && !Array.isArray(raw) && "packet_type" in raw) return packetFromJson(raw);
-  const head = expectObject(raw, "message", ["type"], ["ref", "pricing", "lastSeq", "leafCount", "deposit", "seq", "error", "message", "summary", "signature"]);
+  const head = expectObject(raw, "message", ["type"], ["ref", "pricing", "lastSeq", "leafCount", "deposit", "seq", "error", "message", "summary", "signature", "offer"]);
   const type = expectLiteral(head.type, "message.type", CONTROL_TYPES);
   switch (type) {
     case "session.open": {
@@ -114,6 +127,14 @@ export function decodeMessage(bytes: Uint8Array): NodeMessage {
     case "close.countersign": {
       const o = expectObject(raw, "message", ["type", "signature"]);
       return { type, signature: expectSignatureHex(o.signature, "message.signature") };
+    }
+    case "terms.request": {
+      expectObject(raw, "message", ["type"]);
+      return { type };
+    }
+    case "terms.offer": {
+      const o = expectObject(raw, "message", ["type", "offer"]);
+      return { type, offer: signedTermsOfferFromJson(o.offer, "message.offer") };
     }
   }
 }

@@ -6,15 +6,18 @@
  */
 import type { Address, Hex, LocalAccount, PublicClient } from "viem";
 
+import { ChainFollower, type EscrowEvent } from "../chain-follower";
 import { canonBytes } from "../canonical";
 import type { GasEscrowDomain } from "../eip712";
 import { gasEscrowAbi } from "../escrow";
-import { BaseError, BindingMismatchError, DepositExceededError } from "../errors";
+import { BaseError, BindingMismatchError, ChannelNotOpenError, DepositExceededError } from "../errors";
 import type { ActionInvokePacket, ActionResultPacket, ReceiptCommitPacket } from "../packets";
 import { ProviderSession } from "../provider-session";
 import { signReceiptCommit, verifyReceiptCommit } from "../receipt-commit";
 import type { ChannelRecord, ChannelStore } from "../store/store";
+import type { SettlementSummary } from "../summary";
 import { sessionIdOf, termsHashOf, type PricingTerms } from "../terms";
+import { signTermsOffer } from "../terms-offer";
 import { listenSecure, type SecureConnection, type SecureServer } from "../transport";
 import type { JsonObject } from "../validate";
 import { decodeMessage, encodeMessage, isPacket, type NodeMessage, type SessionOpenMessage } from "./protocol";
@@ -37,7 +40,22 @@ export type ProviderNodeParameters = {
   host?: string;
   port?: number;
   log?: (line: string) => void;
+  /**
+   * Follow the escrow's events to learn when a bound channel closes or settles on-chain (cursor
+   * `provider-node:<address>` in the store). Omit it when something else feeds `applyEscrowEvents` (the
+   * watchtower's `onEvents`, as `ioi provider` does).
+   */
+  follow?: { fromBlock: bigint; pollMs?: number };
 };
+
+/**
+ * What the node knows of a bound channel's lifecycle. Only `open` is served: `closed` once the provider
+ * co-signed a cooperative close, `closing` once a unilateral close is on-chain, `settled` once it paid out.
+ */
+export type SessionPhase = "open" | "closed" | "closing" | "settled";
+
+/** The on-chain `IGasEscrow.Phase` values, by index. */
+const ONCHAIN_PHASES = ["None", "Open", "Closing", "Finalizable", "Frozen"] as const;
 
 type Bound = {
   record: ChannelRecord;
@@ -46,11 +64,16 @@ type Bound = {
   answers: Promise<void>;
   /** Invocations are checked and run one at a time, in arrival order. */
   work: Promise<void>;
+  /** Set (synchronously, before anything else runs) the moment the channel stops being open. */
+  phase: SessionPhase;
 };
 
 export class ProviderNode {
   readonly #sessions = new Map<Hex, Bound>();
   #server: SecureServer | undefined;
+  #follower: ChainFollower | undefined;
+  /** Phases learnt from events for channels not bound yet (a bind reads the chain anyway; this only narrows the race). */
+  readonly #phases = new Map<Hex, SessionPhase>();
 
   private constructor(readonly parameters: ProviderNodeParameters) {}
 
@@ -66,7 +89,56 @@ export class ProviderNode {
     node.#server.on("connection", (connection) => node.#serve(connection));
     node.#server.on("handshakeError", (error, remote) => node.#log(`handshake refused from ${remote.address}: ${error.shortMessage}`));
     node.#server.on("error", (error) => node.#log(`listener error: ${error.message}`));
+    if (parameters.follow) {
+      node.#follower = new ChainFollower({
+        publicClient: parameters.publicClient,
+        escrow: parameters.domain.verifyingContract,
+        store: parameters.store,
+        name: `provider-node:${parameters.account.address.toLowerCase()}`,
+        fromBlock: parameters.follow.fromBlock,
+        pollMs: parameters.follow.pollMs,
+        onEvents: async (events) => node.applyEscrowEvents(events),
+        onError: (error) => node.#log(`chain follower: ${(error as Error).message.split("\n")[0]}`),
+      });
+      node.#follower.start();
+    }
     return node;
+  }
+
+  /** The phase of a bound session as the node sees it, or undefined if it is not bound. */
+  phaseOf(sessionId: Hex): SessionPhase | undefined {
+    return this.#sessions.get(sessionId)?.phase;
+  }
+
+  /**
+   * Learns from the escrow's events: a `ChannelClosing` stops work on the channel at once (a unilateral
+   * close is on-chain; the watchtower defends the newest ticket), a `ChannelSettled` ends it, a `Deposited`
+   * raises the deposit the next ticket is checked against. Idempotent, so a re-delivered batch is harmless.
+   */
+  applyEscrowEvents(events: readonly EscrowEvent[]): void {
+    for (const event of events) {
+      const sessionId = "sessionId" in event.args ? (event.args.sessionId as Hex) : undefined;
+      if (sessionId === undefined) continue;
+      const b = this.#sessions.get(sessionId);
+      if (event.eventName === "ChannelClosing" || event.eventName === "ChannelChallenged" || event.eventName === "ChannelFrozen") {
+        this.#advance(sessionId, b, "closing", `it is closing on-chain (${event.eventName} in block ${event.blockNumber})`);
+      } else if (event.eventName === "ChannelSettled") {
+        this.#advance(sessionId, b, "settled", `it settled on-chain in block ${event.blockNumber}`);
+      } else if (event.eventName === "Deposited" && b && event.args.deposit > b.record.deposit) {
+        b.record = { ...b.record, deposit: event.args.deposit };
+        b.session.deposit = event.args.deposit;
+      }
+    }
+  }
+
+  /** Moves a session's phase forward only (open → closed/closing → settled), in memory. */
+  #advance(sessionId: Hex, b: Bound | undefined, phase: SessionPhase, why: string): void {
+    const rank = (p: SessionPhase | undefined) => (p === undefined || p === "open" ? 0 : p === "settled" ? 2 : 1);
+    const current = b?.phase ?? this.#phases.get(sessionId);
+    if (rank(phase) <= rank(current)) return;
+    if (b) b.phase = phase;
+    else this.#phases.set(sessionId, phase);
+    this.#log(`session ${sessionId.slice(0, 10)} is ${phase}: ${why}; no more work is served on it`);
   }
 
   get port(): number {
@@ -75,6 +147,7 @@ export class ProviderNode {
   }
 
   async stop(): Promise<void> {
+    await this.#follower?.stop();
     await this.#server?.close();
     await Promise.all([...this.#sessions.values()].map((b) => b.answers.catch(() => undefined)));
   }
@@ -107,6 +180,13 @@ export class ProviderNode {
         return;
       }
       if (!bound) {
+        if (!isPacket(message) && message.type === "terms.request") {
+          // Before any channel exists: the price list this provider serves, signed (issue 12).
+          void signTermsOffer(this.parameters.account, this.parameters.domain, this.parameters.pricing)
+            .then((offer) => send({ type: "terms.offer", offer }))
+            .catch((error: unknown) => this.#log(`could not send the terms offer: ${(error as Error).message.split("\n")[0]}`));
+          return;
+        }
         if (isPacket(message) || message.type !== "session.open") {
           void connection.close();
           return;
@@ -134,7 +214,7 @@ export class ProviderNode {
       } else if (!isPacket(message) && message.type === "close.propose") {
         b.work = this.#after(b.work, async () => {
           try {
-            const signature = await b.session.countersign(message.summary, message.signature);
+            const signature = await this.#countersign(b, message.summary, message.signature);
             await b.answers;
             await send({ type: "close.countersign", signature });
           } catch (error) {
@@ -161,10 +241,15 @@ export class ProviderNode {
     const existing = this.#sessions.get(sessionId);
     if (existing) return existing;
 
-    const deposit = await publicClient.readContract({ address: domain.verifyingContract, abi: gasEscrowAbi, functionName: "depositOf", args: [sessionId] });
+    const escrow = domain.verifyingContract;
+    const [deposit, onChain] = await Promise.all([
+      publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "depositOf", args: [sessionId] }),
+      publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "phaseOf", args: [sessionId] }),
+    ]);
+    const onChainPhase = ONCHAIN_PHASES[onChain] ?? "None";
     let record = store.getChannel(sessionId);
     if (!record) {
-      if (deposit === 0n) throw new BindingMismatchError(`Session ${sessionId} is not open on-chain.`);
+      if (onChainPhase !== "Open" || deposit === 0n) throw new BindingMismatchError(`Session ${sessionId} is not open on-chain (${onChainPhase}).`);
       record = { sessionId, role: "provider", ref, pricing, escrow: domain.verifyingContract, chainId: domain.chainId, deposit, status: "open" };
       await store.putChannel(record);
     } else if (deposit > record.deposit) {
@@ -187,9 +272,35 @@ export class ProviderNode {
       },
       store.steps(sessionId),
     );
-    const bound: Bound = { record, session, answers: Promise.resolve(), work: Promise.resolve() };
+    // A known channel still binds when it is no longer open, so that the payer can hear its answered
+    // tickets again (they were paid) and a typed refusal for anything new.
+    const bound: Bound = { record, session, answers: Promise.resolve(), work: Promise.resolve(), phase: "open" };
+    if (record.status === "settled" || onChainPhase === "None") this.#advance(sessionId, bound, "settled", "it is settled");
+    else if (onChainPhase !== "Open") this.#advance(sessionId, bound, "closing", `it is ${onChainPhase} on-chain`);
+    else if (store.getCooperativeClose(sessionId) || record.status === "closing") this.#advance(sessionId, bound, "closed", "the store holds its close");
+    const learnt = this.#phases.get(sessionId);
+    if (learnt) this.#advance(sessionId, bound, learnt, "an escrow event said so");
     this.#sessions.set(sessionId, bound);
     return bound;
+  }
+
+  /**
+   * Co-signs the payer's cooperative close, and with it ends the session: the phase changes before this
+   * returns (and before anything queued after it runs), and the close is durable in the store before the
+   * co-signature can leave. The same close proposed again (a payer that lost the answer) gets the same
+   * co-signature; anything else on a session that is no longer open is refused.
+   */
+  async #countersign(b: Bound, summary: SettlementSummary, payerSignature: Hex): Promise<Hex> {
+    const { store } = this.parameters;
+    const sessionId = b.record.sessionId;
+    const stored = store.getCooperativeClose(sessionId);
+    if (stored && stored.payerSignature === payerSignature) return stored.providerSignature;
+    if (b.phase !== "open") throw new ChannelNotOpenError(`Session ${sessionId} is ${b.phase}; it cannot be closed again.`);
+    const providerSignature = await b.session.countersign(summary, payerSignature);
+    this.#advance(sessionId, b, "closed", "the provider co-signed its cooperative close");
+    await store.putCooperativeClose(sessionId, { summary, payerSignature, providerSignature });
+    await store.updateChannel(sessionId, { status: "closing" });
+    return providerSignature;
   }
 
   async #invoke(b: Bound, packet: ActionInvokePacket, send: (m: NodeMessage) => Promise<void>): Promise<void> {
@@ -221,6 +332,10 @@ export class ProviderNode {
       }
     }
 
+    if (b.phase !== "open") {
+      return reject(new ChannelNotOpenError(`Session ${b.record.sessionId} is ${b.phase}; ticket seq ${seq} is refused and no work is done.`));
+    }
+
     let input: Uint8Array;
     try {
       input = canonBytes(packet.payload.mcp);
@@ -233,6 +348,9 @@ export class ProviderNode {
       result = await b.session.invoke(signed, input, leafCount);
     } catch (error) {
       if (!(error instanceof DepositExceededError) || !(await this.#refreshDeposit(b))) return reject(error);
+      if (b.phase !== "open") {
+        return reject(new ChannelNotOpenError(`Session ${b.record.sessionId} is ${b.phase}; ticket seq ${seq} is refused and no work is done.`));
+      }
       try {
         result = await b.session.invoke(signed, input, leafCount);
       } catch (retryError) {
@@ -259,10 +377,19 @@ export class ProviderNode {
     });
   }
 
-  /** Re-reads the on-chain deposit (a top-up may have landed); true if it grew. */
+  /**
+   * Re-reads the on-chain deposit (a top-up may have landed) and phase; true if the deposit grew. A
+   * channel that left `Open` meanwhile reads as deposit 0 and has its phase advanced.
+   */
   async #refreshDeposit(b: Bound): Promise<boolean> {
     const { publicClient, domain, store } = this.parameters;
-    const deposit = await publicClient.readContract({ address: domain.verifyingContract, abi: gasEscrowAbi, functionName: "depositOf", args: [b.record.sessionId] });
+    const [deposit, onChain] = await Promise.all([
+      publicClient.readContract({ address: domain.verifyingContract, abi: gasEscrowAbi, functionName: "depositOf", args: [b.record.sessionId] }),
+      publicClient.readContract({ address: domain.verifyingContract, abi: gasEscrowAbi, functionName: "phaseOf", args: [b.record.sessionId] }),
+    ]);
+    const onChainPhase = ONCHAIN_PHASES[onChain] ?? "None";
+    if (onChainPhase === "None") this.#advance(b.record.sessionId, b, "settled", "it is settled on-chain");
+    else if (onChainPhase !== "Open") this.#advance(b.record.sessionId, b, "closing", `it is ${onChainPhase} on-chain`);
     if (deposit <= b.record.deposit) return false;
     b.record = { ...b.record, deposit };
     b.session.deposit = deposit;

@@ -83,6 +83,14 @@ export class CommitConflictError extends BaseError {
   }
 }
 
+/** A different cooperative close was offered for a session that already holds one: a provider co-signs once. */
+export class CooperativeCloseConflictError extends BaseError {
+  override name = "CooperativeCloseConflictError" as const;
+  constructor(readonly sessionId: Hex) {
+    super(`Session ${sessionId} already holds a different co-signed cooperative close; a session is closed once.`);
+  }
+}
+
 /**
  * The parts of a write disagree with each other or with the session they are filed under (a ticket for
  * another session, a receipt for another seq). This is a bug in the caller, not in the peer.

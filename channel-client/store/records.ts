@@ -21,7 +21,9 @@ import {
   expectUint,
   uintToJson,
 } from "../validate";
-import type { ChannelRecord, ClosingRecord } from "./store";
+import { settlementSummaryFromJson, settlementSummaryToJson, type SettlementSummaryJson } from "../summary";
+import { expectSignatureHex } from "../validate";
+import type { ChannelRecord, ClosingRecord, CooperativeCloseRecord } from "./store";
 
 /** Largest row text the store decodes; real records are under 2 kB. */
 export const MAX_RECORD_BYTES = 64 * 1024;
@@ -150,6 +152,24 @@ export function closingRecordFromJson(value: unknown, path = "ClosingRecord"): C
     finalizesAt: expectUint(o.finalizesAt, `${path}.finalizesAt`, 64),
     closer: expectAddress(o.closer, `${path}.closer`),
     txHash: expectHash(o.txHash, `${path}.txHash`),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// cooperative closes
+
+export type CooperativeCloseJson = { summary: SettlementSummaryJson; payerSignature: Hex; providerSignature: Hex };
+
+export function cooperativeCloseToJson(close: CooperativeCloseRecord): CooperativeCloseJson {
+  return { summary: settlementSummaryToJson(close.summary), payerSignature: close.payerSignature, providerSignature: close.providerSignature };
+}
+
+export function cooperativeCloseFromJson(value: unknown, path = "CooperativeClose"): CooperativeCloseRecord {
+  const o = expectObject(value, path, ["summary", "payerSignature", "providerSignature"]);
+  return {
+    summary: settlementSummaryFromJson(o.summary, `${path}.summary`),
+    payerSignature: expectSignatureHex(o.payerSignature, `${path}.payerSignature`),
+    providerSignature: expectSignatureHex(o.providerSignature, `${path}.providerSignature`),
   };
 }
 

@@ -67,6 +67,14 @@ export const MIGRATIONS: readonly string[] = [
 
   PRAGMA application_id = ${APPLICATION_ID};
   `,
+  // 1 → 2 (issue 12): the cooperative close a party co-signed. Written before the co-signature leaves, so
+  // that a restarted provider still knows the session ended and refuses work on it.
+  `
+  CREATE TABLE cooperative_closes (
+    session_id TEXT NOT NULL PRIMARY KEY REFERENCES channels (session_id),
+    close      TEXT NOT NULL              -- canon(CooperativeCloseJson)
+  ) STRICT;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -35,6 +35,7 @@ import { signedPaymentTicketFromJson, signedPaymentTicketToJson, type SignedPaym
 import { expectHash, expectLiteral, expectString, expectUint, uintToJson } from "../validate";
 import {
   CommitConflictError,
+  CooperativeCloseConflictError,
   InconsistentRecordError,
   ReceiptConflictError,
   StoreClosedError,
@@ -51,6 +52,8 @@ import {
   channelToJson,
   closingRecordFromJson,
   closingRecordToJson,
+  cooperativeCloseFromJson,
+  cooperativeCloseToJson,
   parseStored,
   seqFromKey,
   seqKey,
@@ -65,6 +68,7 @@ import {
   type ChannelRole,
   type ChannelStore,
   type ClosingRecord,
+  type CooperativeCloseRecord,
   type ListChannelsFilter,
   type StepRecord,
   type StepsOptions,
@@ -163,6 +167,10 @@ function prepareStatements(db: Database.Database) {
       "INSERT INTO closings (session_id, closing) VALUES (?, ?) ON CONFLICT (session_id) DO UPDATE SET closing = excluded.closing",
     ),
     getClosing: db.prepare<[string], string>("SELECT closing FROM closings WHERE session_id = ?").pluck(),
+    insertCooperativeClose: db.prepare<[string, string]>(
+      "INSERT INTO cooperative_closes (session_id, close) VALUES (?, ?) ON CONFLICT (session_id) DO NOTHING",
+    ),
+    getCooperativeClose: db.prepare<[string], string>("SELECT close FROM cooperative_closes WHERE session_id = ?").pluck(),
     upsertCursor: db.prepare<[string, string]>(
       "INSERT INTO cursors (name, block) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET block = excluded.block",
     ),
@@ -185,6 +193,8 @@ class Batch {
   readonly receipts = new Map<string, string>();
   /** `sessionId:role:leafCountKey` → canonical commit text. */
   readonly commits = new Map<string, string>();
+  /** `close:sessionId` → canonical cooperative close text. */
+  readonly cooperativeCloses = new Map<string, string>();
 }
 
 export class SqliteStore implements ChannelStore {
@@ -473,6 +483,36 @@ export class SqliteStore implements ChannelStore {
     const text = this.#sql.getClosing.get(sessionId);
     if (text === undefined) return undefined;
     return decodeRow("closings", sessionId, () => closingRecordFromJson(parseStored(text, "ClosingRecord")));
+  }
+
+  putCooperativeClose(sessionId: Hex, close: CooperativeCloseRecord): Promise<void> {
+    return this.#write("putCooperativeClose", (batch) => {
+      const id = this.#knownChannel(batch, sessionId);
+      if (close.summary.sessionId !== id) {
+        throw new InconsistentRecordError(`The cooperative close is for session ${close.summary.sessionId}, not ${id}.`);
+      }
+      const text = canonChecked(cooperativeCloseToJson(close), (value) => cooperativeCloseFromJson(value));
+      const key = `close:${id}`;
+      const existing = batch.cooperativeCloses.get(key) ?? this.#sql.getCooperativeClose.get(id);
+      if (existing !== undefined && existing !== text) throw new CooperativeCloseConflictError(id);
+      batch.cooperativeCloses.set(key, text);
+      return () => {
+        if (this.#sql.insertCooperativeClose.run(id, text).changes === 0 && this.#sql.getCooperativeClose.get(id) !== text) {
+          throw new CooperativeCloseConflictError(id);
+        }
+      };
+    });
+  }
+
+  getCooperativeClose(sessionId: Hex): CooperativeCloseRecord | undefined {
+    this.#assertOpen("getCooperativeClose");
+    const text = this.#sql.getCooperativeClose.get(sessionId);
+    if (text === undefined) return undefined;
+    return decodeRow("cooperative_closes", sessionId, () => {
+      const close = cooperativeCloseFromJson(parseStored(text, "CooperativeClose"));
+      expectRowKey(close.summary.sessionId, sessionId, "CooperativeClose.summary.sessionId");
+      return close;
+    });
   }
 
   getCursor(name: string): bigint | undefined {

@@ -14,6 +14,7 @@
 import type { Address, Hex } from "viem";
 
 import type { ClosingState } from "../escrow";
+import type { SettlementSummary } from "../summary";
 import type { SignedReceiptCommit } from "../receipt-commit";
 import type { SignedSessionReceipt } from "../receipt";
 import type { ChannelRef, PricingTerms } from "../terms";
@@ -22,7 +23,10 @@ import type { SignedPaymentTicket } from "../ticket";
 /** Which side of the channel this client is. */
 export type ChannelRole = "payer" | "provider";
 
-/** Lifecycle of a channel as this client last saw it on-chain. */
+/**
+ * Lifecycle of a channel as this client last saw it: on-chain, or `closing` once it co-signed a cooperative
+ * close (the session ended off-chain; the settlement may not be mined yet).
+ */
 export type ChannelStatus = "open" | "closing" | "settled";
 
 export const CHANNEL_ROLES: readonly ChannelRole[] = ["payer", "provider"];
@@ -61,6 +65,9 @@ export type ClosingRecord = {
   /** The transaction that recorded `state` (the close, or the challenge that replaced it). */
   txHash: Hex;
 };
+
+/** A cooperative close both parties signed (mode Cooperative): what either can submit on-chain. */
+export type CooperativeCloseRecord = { summary: SettlementSummary; payerSignature: Hex; providerSignature: Hex };
 
 export type ChannelPatch = { deposit?: bigint; status?: ChannelStatus };
 export type ListChannelsFilter = { role?: ChannelRole; status?: ChannelStatus };
@@ -112,6 +119,13 @@ export interface ChannelStore {
   /** Records (or replaces, after a challenge) the channel's on-chain closing. */
   putClosing(sessionId: Hex, closing: ClosingRecord): Promise<void>;
   getClosing(sessionId: Hex): ClosingRecord | undefined;
+
+  /**
+   * The cooperative close this client co-signed, persisted BEFORE its co-signature leaves. Idempotent for the
+   * same close; a different one for the same session rejects with `CooperativeCloseConflictError`.
+   */
+  putCooperativeClose(sessionId: Hex, close: CooperativeCloseRecord): Promise<void>;
+  getCooperativeClose(sessionId: Hex): CooperativeCloseRecord | undefined;
 
   /** A chain follower's cursor: the last block it fully processed. */
   getCursor(name: string): bigint | undefined;

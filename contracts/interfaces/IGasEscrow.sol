@@ -142,8 +142,17 @@ interface IGasEscrow {
     /// @notice Governance set the routing fee (basis points of the provider's payout) and the treasury.
     event RoutingFeeSet(uint16 feeBps, address treasury);
 
-    /// @notice Accrued fees in `asset` were paid to the treasury.
+    /// @notice Accrued fees in `asset` were paid to the treasury (or, if the token refused the transfer,
+    /// credited to its claimable balance, announced by a `PayoutDeferred` in the same transaction).
     event FeesWithdrawn(address indexed asset, address indexed treasury, uint256 amount);
+
+    /// @notice A payout of `amount` of the ERC-20 `asset` to `account` reverted (a blocklist, a paused
+    /// token); it was credited to `account`'s claimable balance instead, so nobody else's payout waits.
+    /// The same event is declared by GigEscrow and the DisputeManager.
+    event PayoutDeferred(address indexed asset, address indexed account, uint256 amount);
+
+    /// @notice `account` withdrew its claimable balance of `asset`.
+    event Claimed(address indexed asset, address indexed account, uint256 amount);
 
     /*//////////////////////////////////////////////////////////////
                                  ERRORS
@@ -164,14 +173,20 @@ interface IGasEscrow {
     /// @notice ETH was sent to a call for an ERC-20 channel.
     error UnexpectedEth(uint256 value);
 
-    /// @notice A channel with these terms was already opened in this block.
+    /// @notice A channel with these terms was already opened in this block (by their funder: nobody else
+    /// may open them).
     error SessionExists(bytes32 sessionId);
+
+    /// @notice Only the funder named in the terms may open a channel on them, so nobody can occupy a
+    /// session id with a copy of someone else's terms.
+    error NotTheFunder(bytes32 sessionId, address caller, address funder);
 
     /// @notice No open channel has this id (never opened, different terms, or already settled).
     error ChannelNotOpen(bytes32 sessionId);
 
-    /// @notice The caller expected the channel to hold `expected` but it holds `actual`.
-    error DepositMismatch(bytes32 sessionId, uint256 expected, uint256 actual);
+    /// @notice The caller's own top-up credited `received`, less than the `minReceived` it asked for
+    /// (a fee-on-transfer token took more than the caller accepts).
+    error DepositBelowMinimum(bytes32 sessionId, uint256 received, uint256 minReceived);
 
     /// @notice A channel's deposit cannot exceed `type(uint128).max`.
     error DepositOverflow(bytes32 sessionId, uint256 deposit);
@@ -194,7 +209,8 @@ interface IGasEscrow {
     /// @notice A "no ticket" close (seq 0) must carry a zero amount and a zero root.
     error EmptyTicketNotZero(uint128 amount, bytes32 receiptRoot);
 
-    /// @notice A challenge with the recorded amount must carry a higher seq (and never seq 0).
+    /// @notice A challenge must raise the recorded cumulative amount (and never carry seq 0): a ticket with
+    /// the recorded amount, whatever its seq, cannot replace the recorded ticket and its receipt root.
     error TicketNotNewer(bytes32 sessionId, uint64 seq, uint64 recordedSeq);
 
     /// @notice A challenge may not lower the cumulative amount: the highest amount the payer signed wins.
@@ -252,15 +268,18 @@ interface IGasEscrow {
     /// @notice Opens a channel on `terms` and funds it with `amount` of `terms.asset`.
     /// @dev For native ETH `msg.value` must equal `amount`; for an ERC-20 the contract pulls `amount` from the
     /// caller (after `approve` or `permit`) and credits what it actually received.
-    /// Requirements: payer, provider and funder non-zero; challenge duration within bounds; a non-zero
-    /// deposit; no channel with the same terms opened in the same block.
+    /// Requirements: the caller is `terms.funder` (so a copy of the terms sent by anyone else cannot take
+    /// the session id first); payer, provider and funder non-zero; challenge duration within bounds; a
+    /// non-zero deposit; no channel with the same terms opened in the same block.
     /// @return sessionId The channel's id: the EIP-712 hash of `Session(terms…, openedAt = block.number)`.
     function open(ChannelTerms calldata terms, uint256 amount) external payable returns (bytes32 sessionId);
 
-    /// @notice Adds `amount` to an open channel. Anyone may top up; refunds still go to `terms.funder`.
-    /// @param expectedDeposit What the caller believes the channel holds now; the call reverts otherwise, so
-    /// that a top-up is never applied twice or on top of a state the caller did not see.
-    function deposit(ChannelTerms calldata terms, uint64 openedAt, uint256 amount, uint256 expectedDeposit)
+    /// @notice Adds `amount` to an open channel and credits what arrived. Anyone may top up; refunds still
+    /// go to `terms.funder`.
+    /// @param minReceived The least this top-up must credit (0: no guard). It protects only the caller (from
+    /// a fee-on-transfer token) and depends on nothing anyone else can change, so no other deposit — a
+    /// 1-wei front-run included — can make the call revert.
+    function deposit(ChannelTerms calldata terms, uint64 openedAt, uint256 amount, uint256 minReceived)
         external
         payable;
 
@@ -283,9 +302,9 @@ interface IGasEscrow {
     /// by the payer or by a live session key of the payer for this session.
     function closeUnilateral(ChannelTerms calldata terms, uint64 openedAt, Ticket calldata ticket) external;
 
-    /// @notice Replaces the recorded ticket with one that owes the provider more (a higher cumulative
-    /// amount, or the same amount with a higher seq) while the window is open. Does not extend the window.
-    /// Anyone may submit: the ticket is the payer's.
+    /// @notice Replaces the recorded ticket with one that owes the provider more (a strictly higher
+    /// cumulative amount) while the window is open. Does not extend the window. Anyone may submit: the
+    /// ticket is the payer's. A same-amount ticket never replaces the recorded receipt root.
     function challenge(
         ChannelTerms calldata terms,
         uint64 openedAt,
@@ -324,8 +343,17 @@ interface IGasEscrow {
     /// @notice Revokes every session key the caller ever authorised, on every channel, at once.
     function revokeAllSessionKeys() external;
 
-    /// @notice Sends the accrued fees in `asset` to the treasury. Anyone may call.
+    /// @notice Sends the accrued fees in `asset` to the treasury. Anyone may call. If the token refuses the
+    /// transfer, the fees are credited to the treasury's claimable balance (`PayoutDeferred`).
     function withdrawFees(address asset) external;
+
+    /// @notice Pays the caller its claimable balance of `asset` (payouts the token refused earlier).
+    /// A zero balance is a no-op; a transfer that still fails reverts and leaves the balance in place.
+    /// @return amount What was paid.
+    function claim(address asset) external returns (uint256 amount);
+
+    /// @notice What `account` can `claim` in `asset`.
+    function claimableOf(address asset, address account) external view returns (uint256);
 
     /// @notice Sets the routing fee (≤ MAX_ROUTING_FEE_BPS) and the treasury. Only GOVERNANCE_ROLE.
     function setRoutingFee(uint16 feeBps, address treasury) external;

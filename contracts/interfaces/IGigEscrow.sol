@@ -69,6 +69,21 @@ interface IGigEscrow {
     /// @notice The gig paid out for good: `toProvider` to the provider and `toClient` back to the client.
     event GigSettled(uint64 indexed gigId, Status status, uint128 toProvider, uint128 toClient);
 
+    /// @notice The client confirmed the provider that accepted its open gig: it can no longer be dismissed.
+    event GigProviderConfirmed(uint64 indexed gigId, address indexed provider);
+
+    /// @notice The client dismissed the unconfirmed provider of its open gig before delivery; the gig is
+    /// `Funded` and open again (the client may cancel it or let another provider accept).
+    event GigProviderDismissed(uint64 indexed gigId, address indexed provider);
+
+    /// @notice A payout of `amount` of the ERC-20 `asset` to `account` reverted (a blocklist, a paused
+    /// token); it was credited to `account`'s claimable balance instead, so nobody else's payout waits.
+    /// The same event is declared by GasEscrow and the DisputeManager.
+    event PayoutDeferred(address indexed asset, address indexed account, uint256 amount);
+
+    /// @notice `account` withdrew its claimable balance of `asset`.
+    event Claimed(address indexed asset, address indexed account, uint256 amount);
+
     /*//////////////////////////////////////////////////////////////
                                  ERRORS
     //////////////////////////////////////////////////////////////*/
@@ -130,6 +145,10 @@ interface IGigEscrow {
     /// @notice The refund exceeds the escrowed amount.
     error RefundExceedsAmount(uint64 gigId, uint128 refund, uint128 amount);
 
+    /// @notice Only the unconfirmed provider of an open gig (one funded naming nobody) can be confirmed or
+    /// dismissed: a named or confirmed provider cannot.
+    error ProviderNotTentative(uint64 gigId);
+
     /*//////////////////////////////////////////////////////////////
                               CLIENT AND PROVIDER
     //////////////////////////////////////////////////////////////*/
@@ -151,8 +170,18 @@ interface IGigEscrow {
     function cancel(uint64 gigId) external;
 
     /// @notice A provider with an active SLA bond takes the gig (the named provider, or anyone if none was
-    /// named) before its deadline.
+    /// named) before its deadline. The provider of an open gig is tentative until the client confirms it:
+    /// until then (and until it delivers) the client may dismiss it.
     function accept(uint64 gigId) external;
+
+    /// @notice The client confirms the tentative provider of its open gig (while `Accepted`), which can then
+    /// no longer be dismissed (a provider asks for this before it invests in the work).
+    function confirmProvider(uint64 gigId) external;
+
+    /// @notice The client dismisses the tentative provider of its open gig that has not delivered: the gig
+    /// returns to `Funded`, open to any provider, and the client may cancel it at once. This is what keeps
+    /// a provider that accepts and never delivers from freezing the bounty until the deadline.
+    function dismissProvider(uint64 gigId) external;
 
     /// @notice The provider delivers before the deadline; the dispute window starts now.
     function deliver(uint64 gigId, bytes32 deliverableHash, bytes32 receiptRoot) external;
@@ -166,6 +195,11 @@ interface IGigEscrow {
 
     /// @notice Anyone refunds the client once the deadline passed without a delivery.
     function refund(uint64 gigId) external;
+
+    /// @notice Pays the caller its claimable balance of `asset` (payouts the token refused earlier).
+    /// A zero balance is a no-op; a transfer that still fails reverts and leaves the balance in place.
+    /// @return amount What was paid.
+    function claim(address asset) external returns (uint256 amount);
 
     /*//////////////////////////////////////////////////////////////
                               DISPUTE HOOKS
@@ -187,4 +221,11 @@ interface IGigEscrow {
 
     /// @notice How many gigs were ever funded; ids run from 1 to this.
     function gigCount() external view returns (uint64);
+
+    /// @notice Whether the gig's provider accepted it open and the client has neither confirmed nor
+    /// dismissed it yet (only then can `dismissProvider` apply, while the gig is `Accepted`).
+    function isProviderTentative(uint64 gigId) external view returns (bool);
+
+    /// @notice What `account` can `claim` in `asset`.
+    function claimableOf(address asset, address account) external view returns (uint256);
 }

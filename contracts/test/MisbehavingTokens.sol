@@ -25,6 +25,30 @@ contract FeeOnTransferToken is ERC20 {
     }
 }
 
+/// @dev Reverts every transfer to or from a blocked account (like USDC's and USDT's blocklists): a payee
+/// that is blocked must not block the other party's payout.
+contract BlocklistToken is ERC20 {
+    error Blocked(address account);
+
+    mapping(address account => bool) public blocked;
+
+    constructor() ERC20("Blocklist Token", "BLK") {}
+
+    function mint(address to, uint256 amount) external {
+        _mint(to, amount);
+    }
+
+    function setBlocked(address account, bool isBlocked) external {
+        blocked[account] = isBlocked;
+    }
+
+    function _update(address from, address to, uint256 value) internal override {
+        if (blocked[from]) revert Blocked(from);
+        if (blocked[to]) revert Blocked(to);
+        super._update(from, to, value);
+    }
+}
+
 /// @dev Returns nothing from `transfer`/`transferFrom` (like USDT): callers must not expect a bool.
 contract NoReturnToken {
     error InsufficientBalanceOrAllowance();

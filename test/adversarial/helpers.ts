@@ -14,6 +14,7 @@ import {
   parseEther,
   recoverAddress,
   stringToBytes,
+  toHex,
   zeroAddress,
   type Abi,
   type Address,
@@ -215,7 +216,11 @@ export function escrowDomain(s: System, escrow: Escrow = s.escrow): GasEscrowDom
   return gasEscrowDomain({ chainId: Number(s.chainId), verifyingContract: getAddress(escrow.address) });
 }
 
-/** Opens a channel for `asset` (the funder, `client`, pays unless `from` says otherwise). */
+/**
+ * Opens a channel for `asset`. Only the funder named in the terms may open (issue 12): `client` by
+ * default; a contract funder (an ETH rejecter) is impersonated, lent the ETH it sends, and left with the
+ * balance it had, so ledgers taken afterwards see nothing of it. `from` overrides the sender.
+ */
 export async function openSession(
   s: System,
   asset: Address,
@@ -224,11 +229,20 @@ export async function openSession(
   const escrow = options.escrow ?? s.escrow;
   const amount = options.deposit ?? ether("2");
   const terms = makeTerms(asset, options.terms);
-  const from = options.from ?? s.client;
-  const receipt = await mined(
-    s,
-    escrow.write.open([terms, amount], { account: from.account, value: asset === zeroAddress ? amount : 0n }),
-  );
+  const value = asset === zeroAddress ? amount : 0n;
+  const funder = getAddress(terms.funder);
+  let receipt: TransactionReceipt;
+  if (options.from === undefined && funder !== getAddress(s.client.account.address)) {
+    const before = await s.publicClient.getBalance({ address: funder });
+    await hre.network.provider.request({ method: "hardhat_impersonateAccount", params: [funder] });
+    await hre.network.provider.request({ method: "hardhat_setBalance", params: [funder, toHex(before + value + ether("1"))] });
+    receipt = await mined(s, escrow.write.open([terms, amount], { account: funder, value }));
+    await hre.network.provider.request({ method: "hardhat_setBalance", params: [funder, toHex(before)] });
+    await hre.network.provider.request({ method: "hardhat_stopImpersonatingAccount", params: [funder] });
+  } else {
+    const from = options.from ?? s.client;
+    receipt = await mined(s, escrow.write.open([terms, amount], { account: from.account, value }));
+  }
   const ref: ChannelRef = { terms, openedAt: receipt.blockNumber };
   const domain = escrowDomain(s, escrow);
   const sessionId = sessionIdOf(domain, ref);

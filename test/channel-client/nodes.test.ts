@@ -9,6 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { keccak256, parseEther, stringToBytes, zeroHash, type Hex, type LocalAccount, type PublicClient } from "viem";
 
+import { ReceiptAccumulator } from "../../channel-client/accumulator";
 import { canonBytes } from "../../channel-client/canonical";
 import { echoHandler } from "../../channel-client/cli";
 import { closeCooperative, openChannel } from "../../channel-client/escrow";
@@ -91,6 +92,24 @@ describe("payer and provider nodes over the sealed socket", function () {
     expect(settled.paidToProvider).to.equal(120n * PRICE);
     expect(settled.refundedToFunder).to.equal(parseEther("1") - 120n * PRICE);
     expect((await fx.publicClient.getBalance({ address: fx.provider.address })) - before).to.equal(120n * PRICE);
+  });
+
+  it("exchanges signed receipt commits mid-stream every N receipts without draining the pipeline (issue 12)", async () => {
+    const fx = await loadFixture(nodesFixture);
+    const provider = await startProvider(fx);
+    const { client, store } = await startPayer(fx, provider.node.port);
+    await client.stream({ count: 60, inflight: 8, request, commitEvery: 10 });
+    // No final commit was asked for: what both stores hold came from the periodic ones.
+    const theirs = provider.store.latestCommit(fx.opened.sessionId, "provider")!;
+    const ours = store.latestCommit(fx.opened.sessionId, "provider")!;
+    expect(ours).to.deep.equal(theirs);
+    expect(theirs.commit.leafCount >= 40n && theirs.commit.leafCount <= 60n, `a recent commit (${theirs.commit.leafCount})`).to.equal(true);
+    const history = ReceiptAccumulator.fromLeaves(provider.store.leaves(fx.opened.sessionId));
+    expect(theirs.commit.root).to.equal(history.prefixRoot(Number(theirs.commit.leafCount)));
+    expect(store.latestCommit(fx.opened.sessionId, "payer")!.commit).to.deep.equal(theirs.commit);
+    // The session goes on afterwards, and the final commit covers everything.
+    await client.invoke(request(99));
+    expect((await client.commit()).leafCount).to.equal(61n);
   });
 
   it("returns the worker's result and a receipt bound to the request", async () => {

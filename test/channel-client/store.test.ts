@@ -152,6 +152,7 @@ describe("SqliteStore", function () {
       new storeErrors.TicketConflictError(h("s"), 1n),
       new storeErrors.ReceiptConflictError(h("s"), 1n),
       new storeErrors.CommitConflictError(h("s"), "payer", 1n),
+      new storeErrors.CooperativeCloseConflictError(h("s")),
       new storeErrors.InconsistentRecordError("x"),
     ];
     expect(instances.map((e) => e.name).sort()).to.deep.equal(Object.keys(storeErrors).sort());
@@ -168,10 +169,10 @@ describe("SqliteStore", function () {
         busyTimeoutMs: 1234,
         schemaVersion: SCHEMA_VERSION,
       });
-      expect(SCHEMA_VERSION).to.equal(1);
+      expect(SCHEMA_VERSION).to.equal(2);
       await store.close();
       // Reopening an up-to-date file migrates nothing and keeps the version.
-      expect(openStore().settings().schemaVersion).to.equal(1);
+      expect(openStore().settings().schemaVersion).to.equal(2);
     });
 
     it("refuses a file that is not SQLite, another SQLite database, and a newer schema", () => {
@@ -201,7 +202,7 @@ describe("SqliteStore", function () {
     it("opens an in-memory store (not durable) for callers that need no file", async () => {
       const store = SqliteStore.open(":memory:");
       open.push(store);
-      expect(store.settings()).to.deep.include({ journalMode: "memory", synchronous: "full", schemaVersion: 1 });
+      expect(store.settings()).to.deep.include({ journalMode: "memory", synchronous: "full", schemaVersion: 2 });
       const c = channel(1n);
       await store.putChannel(c);
       expect(store.getChannel(c.sessionId)).to.deep.equal(c);
@@ -523,6 +524,32 @@ describe("SqliteStore", function () {
       expect((await rejection(store.putClosing(unknown, closingRecord(1n)))).name).to.equal("UnknownChannelError");
       expect((await rejection(store.putStep(unknown, await signedStep(unknown, 1n)))).name).to.equal("UnknownChannelError");
       expect((await rejection(store.updateChannel(c.sessionId, { deposit: -1n }))).name).to.equal("InvalidFieldError");
+    });
+
+    it("keeps the co-signed cooperative close across a reopen, idempotently, and refuses a different one (issue 12)", async () => {
+      const store = openStore();
+      const c = channel(1n);
+      await store.putChannel(c);
+      const summary = {
+        sessionId: c.sessionId,
+        provider: c.ref.terms.provider,
+        payer: c.ref.terms.payer,
+        termsHash: c.ref.terms.termsHash,
+        finalSeq: BIG,
+        finalAmount: 2n ** 128n - 1n,
+        finalReceiptRoot: h("root"),
+        mode: "Cooperative" as const,
+      };
+      const close = { summary, payerSignature: `0x${"11".repeat(64)}1b` as Hex, providerSignature: `0x${"22".repeat(64)}1c` as Hex };
+      expect(store.getCooperativeClose(c.sessionId)).to.equal(undefined);
+      await store.putCooperativeClose(c.sessionId, close);
+      await store.putCooperativeClose(c.sessionId, close); // the same close again: a no-op
+      const other = { ...close, summary: { ...summary, finalAmount: 0n } };
+      expect((await rejection(store.putCooperativeClose(c.sessionId, other))).name).to.equal("CooperativeCloseConflictError");
+      expect((await rejection(store.putCooperativeClose(h("no such channel"), { ...close, summary: { ...summary, sessionId: h("no such channel") } }))).name).to.equal("UnknownChannelError");
+      expect((await rejection(store.putCooperativeClose(c.sessionId, { ...close, summary: { ...summary, sessionId: h("x") } }))).name).to.equal("InconsistentRecordError");
+      await store.close();
+      expect(openStore().getCooperativeClose(c.sessionId)).to.deep.equal(close);
     });
 
     it("replaces the closing after a challenge", async () => {

@@ -209,13 +209,13 @@ describe("chain follower and watchtower", function () {
       const { publicClient } = fx;
       const escrow = fx.escrow.address;
       const c = await openChannel({ wallet: fx.funder, publicClient, escrow, terms: { ...fx.terms, nonce: 3n }, amount: DEPOSIT });
-      await depositToChannel({ wallet: fx.funder, publicClient, escrow, ref: fx.b.ref, amount: 5n, expectedDeposit: DEPOSIT });
+      await depositToChannel({ wallet: fx.funder, publicClient, escrow, ref: fx.b.ref, amount: 5n });
       await mine(7);
-      await depositToChannel({ wallet: fx.funder, publicClient, escrow, ref: fx.b.ref, amount: 6n, expectedDeposit: DEPOSIT + 5n });
+      await depositToChannel({ wallet: fx.funder, publicClient, escrow, ref: fx.b.ref, amount: 6n });
       await closeUnilateral({ wallet: fx.payerWallet, publicClient, escrow, ref: fx.a.ref, ticket: undefined });
       await mine(5);
       await closeUnilateral({ wallet: fx.funder, publicClient, escrow, ref: fx.b.ref, ticket: undefined });
-      await depositToChannel({ wallet: fx.funder, publicClient, escrow, ref: c.ref, amount: 7n, expectedDeposit: DEPOSIT });
+      await depositToChannel({ wallet: fx.funder, publicClient, escrow, ref: c.ref, amount: 7n });
       await mine(4);
       return c;
     }
@@ -229,7 +229,7 @@ describe("chain follower and watchtower", function () {
       // Up: follow live until the deposit is seen, then stop.
       const seenA: EscrowEvent[] = [];
       const sawDeposit = queue<void>();
-      const deposited = await depositToChannel({ wallet: fx.funder, publicClient: fx.publicClient, escrow, ref: fx.a.ref, amount: 1n, expectedDeposit: DEPOSIT });
+      const deposited = await depositToChannel({ wallet: fx.funder, publicClient: fx.publicClient, escrow, ref: fx.a.ref, amount: 1n });
       const followerA = new ChainFollower({
         publicClient: fx.publicClient,
         escrow,
@@ -300,7 +300,7 @@ describe("chain follower and watchtower", function () {
       expect(seenB).to.have.length(missed.length);
 
       // The first follower, started again after stop(), resumes from the (shared) cursor too.
-      const more = await depositToChannel({ wallet: fx.funder, publicClient: fx.publicClient, escrow, ref: c.ref, amount: 2n, expectedDeposit: DEPOSIT + 7n });
+      const more = await depositToChannel({ wallet: fx.funder, publicClient: fx.publicClient, escrow, ref: c.ref, amount: 2n });
       const before = seenA.length;
       followerA.start();
       cleanup.push(() => followerA.stop());
@@ -309,7 +309,7 @@ describe("chain follower and watchtower", function () {
       expect(seenA.slice(before).map(eventKey)).to.deep.equal((await escrowEvents(fx, head + 1n, more.blockNumber)).map(eventKey));
       expect(store.getCursor(name)! >= more.blockNumber).to.equal(true);
       // And an explicit catchUp() after stop() still works (stop ends polling, not the follower).
-      const last = await depositToChannel({ wallet: fx.funder, publicClient: fx.publicClient, escrow, ref: c.ref, amount: 3n, expectedDeposit: DEPOSIT + 9n });
+      const last = await depositToChannel({ wallet: fx.funder, publicClient: fx.publicClient, escrow, ref: c.ref, amount: 3n });
       const count = seenA.length;
       expect(await followerA.catchUp()).to.equal(last.blockNumber);
       expect(seenA.slice(count).map(eventKey)).to.deep.equal((await escrowEvents(fx, last.blockNumber, last.blockNumber)).map(eventKey));
@@ -528,8 +528,8 @@ describe("chain follower and watchtower", function () {
       const { store } = await providerStore(fx, 1);
       const { watchtower } = tower(fx, store);
       const escrow = fx.escrow.address;
-      await depositToChannel({ wallet: fx.funder, publicClient: fx.publicClient, escrow, ref: fx.a.ref, amount: parseEther("0.5"), expectedDeposit: DEPOSIT });
-      await depositToChannel({ wallet: fx.funder, publicClient: fx.publicClient, escrow, ref: fx.b.ref, amount: 1n, expectedDeposit: DEPOSIT });
+      await depositToChannel({ wallet: fx.funder, publicClient: fx.publicClient, escrow, ref: fx.a.ref, amount: parseEther("0.5") });
+      await depositToChannel({ wallet: fx.funder, publicClient: fx.publicClient, escrow, ref: fx.b.ref, amount: 1n });
       await watchtower.runOnce();
       expect(store.getChannel(fx.a.sessionId)!.deposit).to.equal(parseEther("1.5"));
       expect(store.getChannel(fx.a.sessionId)!.status).to.equal("open");

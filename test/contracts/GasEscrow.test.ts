@@ -354,6 +354,17 @@ describe("GasEscrow", () => {
             error: "ChallengeDurationOutOfRange",
             args: () => [2n ** 64n - 1n, MIN_DURATION, MAX_DURATION],
           },
+          {
+            // Issue 12: a copy of someone else's terms cannot take their session id first.
+            name: "a caller other than the funder named in the terms",
+            from: (c) => c.stranger,
+            error: "NotTheFunder",
+            args: async (c, terms) => [
+              sessionIdOf(c.domain, { terms, openedAt: await nextBlock(c) }),
+              getAddress(c.stranger.account.address),
+              getAddress(terms.funder),
+            ],
+          },
           { name: "a zero amount", amount: 0n, error: "ZeroDeposit", args: () => [] },
           { name: "less ETH than the amount", only: "ETH", value: AMOUNT - 1n, error: "EthValueMismatch", args: () => [AMOUNT - 1n, AMOUNT] },
           { name: "more ETH than the amount", only: "ETH", value: AMOUNT + 1n, error: "EthValueMismatch", args: () => [AMOUNT + 1n, AMOUNT] },
@@ -364,6 +375,7 @@ describe("GasEscrow", () => {
           {
             name: "a caller that never approved the escrow",
             only: "ERC20",
+            terms: { funder: hardhatAccount(6).address },
             from: (c) => c.outsider,
             error: "TransferFromFailed",
             args: () => [],
@@ -386,6 +398,7 @@ describe("GasEscrow", () => {
             name: "more than a uint128 can hold",
             only: "ERC20",
             amount: MAX_UINT128 + 1n,
+            terms: { funder: hardhatAccount(7).address },
             from: (c) => c.wallets[7]!,
             setup: async (c) => {
               await c.token.write.mint([c.wallets[7]!.account.address, MAX_UINT128 + 1n]);
@@ -420,7 +433,7 @@ describe("GasEscrow", () => {
       describe("deposit", () => {
         it("tops up: emits Deposited with the new total and holds exactly the sum", async () => {
           const c = await loadFixture(OPENED[kind]);
-          const hash = await c.escrow.write.deposit([c.ref.terms, c.ref.openedAt, TOP_UP, AMOUNT], {
+          const hash = await c.escrow.write.deposit([c.ref.terms, c.ref.openedAt, TOP_UP, TOP_UP], {
             account: c.funder.account,
             value: c.spec.value(TOP_UP),
           });
@@ -435,7 +448,7 @@ describe("GasEscrow", () => {
 
         it("accepts a top-up from a stranger, and the refund still goes to terms.funder", async () => {
           const c = await loadFixture(OPENED[kind]);
-          const hash = await c.escrow.write.deposit([c.ref.terms, c.ref.openedAt, TOP_UP, AMOUNT], {
+          const hash = await c.escrow.write.deposit([c.ref.terms, c.ref.openedAt, TOP_UP, TOP_UP], {
             account: c.stranger.account,
             value: c.spec.value(TOP_UP),
           });
@@ -470,10 +483,9 @@ describe("GasEscrow", () => {
             expect(await c.spec.balanceOf(c.escrow.address)).to.equal(await holdings());
           }
           for (const [i, ref] of refs.entries()) {
-            const held = await c.escrow.read.depositOf([ids[i]!]);
             await receiptOf(
               c,
-              await c.escrow.write.deposit([ref.terms, ref.openedAt, BigInt(i + 1), held], {
+              await c.escrow.write.deposit([ref.terms, ref.openedAt, BigInt(i + 1), 0n], {
                 account: c.stranger.account,
                 value: c.spec.value(BigInt(i + 1)),
               }),
@@ -517,9 +529,8 @@ describe("GasEscrow", () => {
             error: "ChannelNotOpen",
             args: (c) => [sessionIdOf(c.domain, { ...c.ref, terms: { ...c.ref.terms, funder: c.stranger.account.address } })],
           },
-          { name: "an expected deposit one too low", expected: AMOUNT - 1n, error: "DepositMismatch", args: (c) => [c.sessionId, AMOUNT - 1n, AMOUNT] },
-          { name: "an expected deposit one too high", expected: AMOUNT + 1n, error: "DepositMismatch", args: (c) => [c.sessionId, AMOUNT + 1n, AMOUNT] },
-          { name: "an expected deposit of 0", expected: 0n, error: "DepositMismatch", args: (c) => [c.sessionId, 0n, AMOUNT] },
+          { name: "a minimum one above what arrives", expected: TOP_UP + 1n, error: "DepositBelowMinimum", args: (c) => [c.sessionId, TOP_UP, TOP_UP + 1n] },
+          { name: "a minimum of the channel's whole deposit", expected: AMOUNT, error: "DepositBelowMinimum", args: (c) => [c.sessionId, TOP_UP, AMOUNT] },
           { name: "a zero amount", amount: 0n, error: "ZeroDeposit", args: () => [] },
           { name: "less ETH than the amount", only: "ETH", value: TOP_UP - 1n, error: "EthValueMismatch", args: () => [TOP_UP - 1n, TOP_UP] },
           { name: "more ETH than the amount", only: "ETH", value: TOP_UP + 1n, error: "EthValueMismatch", args: () => [TOP_UP + 1n, TOP_UP] },
@@ -532,7 +543,7 @@ describe("GasEscrow", () => {
             const ref = tc.ref?.(c) ?? c.ref;
             const amount = tc.amount ?? TOP_UP;
             await expectRevert(
-              c.escrow.write.deposit([ref.terms, ref.openedAt, amount, tc.expected ?? AMOUNT], {
+              c.escrow.write.deposit([ref.terms, ref.openedAt, amount, tc.expected ?? 0n], {
                 account: c.funder.account,
                 value: tc.value ?? c.spec.value(amount),
               }),
@@ -550,17 +561,44 @@ describe("GasEscrow", () => {
             await c.token.write.mint([c.funder.account.address, MAX_UINT128]);
             await c.token.write.approve([c.escrow.address, maxUint256], { account: c.funder.account });
             await expectRevert(
-              c.escrow.write.deposit([c.ref.terms, c.ref.openedAt, MAX_UINT128 - AMOUNT + 1n, AMOUNT], { account: c.funder.account }),
+              c.escrow.write.deposit([c.ref.terms, c.ref.openedAt, MAX_UINT128 - AMOUNT + 1n, 0n], { account: c.funder.account }),
               "DepositOverflow",
               [c.sessionId, MAX_UINT128 + 1n],
             );
             await receiptOf(
               c,
-              await c.escrow.write.deposit([c.ref.terms, c.ref.openedAt, MAX_UINT128 - AMOUNT, AMOUNT], { account: c.funder.account }),
+              await c.escrow.write.deposit([c.ref.terms, c.ref.openedAt, MAX_UINT128 - AMOUNT, MAX_UINT128 - AMOUNT], { account: c.funder.account }),
             );
             expect(await c.escrow.read.depositOf([c.sessionId])).to.equal(MAX_UINT128);
           });
         }
+
+        it("credits a top-up that a stranger's 1-wei deposit front-ran in the same block (issue 12)", async () => {
+          const c = await loadFixture(OPENED[kind]);
+          await hre.network.provider.send("evm_setAutomine", [false]);
+          let frontRun: Hash;
+          let topUp: Hash;
+          try {
+            frontRun = await c.escrow.write.deposit([c.ref.terms, c.ref.openedAt, 1n, 0n], {
+              account: c.stranger.account,
+              value: c.spec.value(1n),
+              gas: 200_000n,
+            });
+            topUp = await c.escrow.write.deposit([c.ref.terms, c.ref.openedAt, TOP_UP, TOP_UP], {
+              account: c.funder.account,
+              value: c.spec.value(TOP_UP),
+              gas: 200_000n,
+            });
+            await hre.network.provider.send("evm_mine", []);
+          } finally {
+            await hre.network.provider.send("evm_setAutomine", [true]);
+          }
+          const first = await receiptOf(c, frontRun);
+          const second = await receiptOf(c, topUp);
+          expect(second.blockNumber).to.equal(first.blockNumber);
+          expect(await c.escrow.read.depositOf([c.sessionId])).to.equal(AMOUNT + 1n + TOP_UP);
+          expect(await c.spec.balanceOf(c.escrow.address)).to.equal(AMOUNT + 1n + TOP_UP);
+        });
 
         it("reverts with ChannelNotOpen after the channel was closed", async () => {
           const c = await loadFixture(OPENED[kind]);
@@ -617,7 +655,7 @@ describe("GasEscrow", () => {
 
         it("settles a topped-up channel with the whole total", async () => {
           const c = await loadFixture(OPENED[kind]);
-          await c.escrow.write.deposit([c.ref.terms, c.ref.openedAt, TOP_UP, AMOUNT], {
+          await c.escrow.write.deposit([c.ref.terms, c.ref.openedAt, TOP_UP, TOP_UP], {
             account: c.funder.account,
             value: c.spec.value(TOP_UP),
           });

@@ -425,7 +425,7 @@ describe("GasEscrow closing", () => {
 
         it("records the topped-up deposit", async () => {
           const c = await loadFixture(OPENED[kind]);
-          await c.escrow.write.deposit([c.ref.terms, c.ref.openedAt, TOP_UP, AMOUNT], { account: c.funder.account, value: c.spec.value(TOP_UP) });
+          await c.escrow.write.deposit([c.ref.terms, c.ref.openedAt, TOP_UP, TOP_UP], { account: c.funder.account, value: c.spec.value(TOP_UP) });
           const { receipt, recorded, finalizesAt } = await closeWith(c, await signTicket(c, { seq: 3n }), c.payerWallet, c, AMOUNT + TOP_UP);
           expect(eventArgs(c, receipt, "ChannelClosing").deposit).to.equal(AMOUNT + TOP_UP);
           expect(await c.escrow.read.closingInfo([c.sessionId, recorded])).to.deep.equal([true, finalizesAt, 0]);
@@ -651,11 +651,11 @@ describe("GasEscrow closing", () => {
           });
         }
 
-        it("accepts a newer seq with the same amount (the amount need only not decrease)", async () => {
+        it("refuses a newer seq with the same amount: the recorded root moves only when the amount rises (issue 12)", async () => {
           const c = await loadFixture(CLOSING[kind]);
           const ticket = await signTicket(c, { seq: CLOSE_SEQ + 1n, amount: c.recorded.amount });
-          await mined(c, await challenge(c, c.recorded, ticket, c.providerWallet));
-          expect(await c.escrow.read.closingInfo([c.sessionId, stateOf(ticket, AMOUNT)])).to.deep.equal([true, c.finalizesAt, 0]);
+          await expectRevert(challenge(c, c.recorded, ticket, c.providerWallet), "TicketNotNewer", [c.sessionId, CLOSE_SEQ + 1n, CLOSE_SEQ]);
+          expect(await c.escrow.read.closingInfo([c.sessionId, c.recorded])).to.deep.equal([true, c.finalizesAt, 0]);
         });
 
         it("accepts a challenge at finalizesAt - 1 (the last second of the window)", async () => {
@@ -918,7 +918,7 @@ describe("GasEscrow closing", () => {
 
         it("settles a topped-up channel against the recorded total", async () => {
           const c = await loadFixture(OPENED[kind]);
-          await c.escrow.write.deposit([c.ref.terms, c.ref.openedAt, TOP_UP, AMOUNT], { account: c.funder.account, value: c.spec.value(TOP_UP) });
+          await c.escrow.write.deposit([c.ref.terms, c.ref.openedAt, TOP_UP, TOP_UP], { account: c.funder.account, value: c.spec.value(TOP_UP) });
           const amount = AMOUNT + 1n; // more than the original deposit, less than the total
           const { recorded, finalizesAt } = await closeWith(c, await signTicket(c, { seq: 4n, amount }), c.providerWallet, c, AMOUNT + TOP_UP);
           await time.setNextBlockTimestamp(finalizesAt);

@@ -154,7 +154,7 @@ describe("LaborGas", () => {
       // Nothing was approved, so the escrow cannot pull the tokens.
       expect(await c.token.read.allowance([c.holder.address, c.escrow.address])).to.equal(0n);
       await expectRevert(
-        c.escrow.write.open([makeTerms(c.token.address), AMOUNT], { account: c.wallets[ROLE.payer]!.account }),
+        c.escrow.write.open([makeTerms(c.token.address, { funder: c.holder.address }), AMOUNT], { account: c.wallets[ROLE.payer]!.account }),
         "TransferFromFailed",
         [],
       );
@@ -174,7 +174,7 @@ describe("LaborGas", () => {
       const c = await loadFixture(permitFixture);
       await c.publicClient.waitForTransactionReceipt({ hash: await submitPermit(c, c.permit, c.signature) });
       // Spend part of the allowance so that a replay would visibly restore it.
-      await c.escrow.write.open([makeTerms(c.token.address), AMOUNT / 3n], { account: c.wallets[ROLE.payer]!.account });
+      await c.escrow.write.open([makeTerms(c.token.address, { funder: c.holder.address }), AMOUNT / 3n], { account: c.wallets[ROLE.payer]!.account });
 
       const recovered = await permitSigner(c, { ...c.permit, nonce: 1n }, c.signature);
       expect(recovered).to.not.equal(c.holder.address);

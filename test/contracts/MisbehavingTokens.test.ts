@@ -3,12 +3,14 @@ import { expect } from "chai";
 import hre from "hardhat";
 import {
   decodeErrorResult,
+  getAddress,
   encodeFunctionData,
   keccak256,
   parseEther,
   parseEventLogs,
   stringToBytes,
   toFunctionSelector,
+  toHex,
   zeroAddress,
   type Address,
   type Hash,
@@ -59,16 +61,33 @@ async function mined(c: Fixture, hash: Hash) {
 
 async function open(c: Fixture, terms: ChannelTerms, amount: bigint) {
   const value = terms.asset === zeroAddress ? amount : 0n;
-  const receipt = await mined(c, await c.escrow.write.open([terms, amount], { account: c.funder.account, value }));
+  // Only the funder named in the terms may open (issue 12); a contract funder (the ETH rejecter) is
+  // impersonated and given the ETH it sends.
+  const funder = getAddress(terms.funder);
+  const isWallet = funder === getAddress(c.funder.account.address);
+  if (!isWallet) {
+    await hre.network.provider.request({ method: "hardhat_impersonateAccount", params: [funder] });
+    await hre.network.provider.request({ method: "hardhat_setBalance", params: [funder, toHex(value + parseEther("1"))] });
+  }
+  const hash = isWallet
+    ? await c.escrow.write.open([terms, amount], { account: c.funder.account, value })
+    : await c.escrow.write.open([terms, amount], { account: funder, value });
+  const receipt = await mined(c, hash);
+  if (!isWallet) {
+    // Back to an empty balance, so the payouts asserted afterwards are the contract's whole balance.
+    await hre.network.provider.request({ method: "hardhat_setBalance", params: [funder, "0x0"] });
+    await hre.network.provider.request({ method: "hardhat_stopImpersonatingAccount", params: [funder] });
+  }
   const ref: ChannelRef = { terms, openedAt: receipt.blockNumber };
   const events = parseEventLogs({ abi: c.escrow.abi, eventName: "ChannelOpened", logs: receipt.logs });
   return { ref, sessionId: sessionIdOf(c.domain, ref), events, receipt };
 }
 
-async function deposit(c: Fixture, ref: ChannelRef, amount: bigint, expected: bigint) {
+/** Tops up `ref` by `amount`, asking that at least `minReceived` arrives. */
+async function deposit(c: Fixture, ref: ChannelRef, amount: bigint, minReceived: bigint) {
   const receipt = await mined(
     c,
-    await c.escrow.write.deposit([ref.terms, ref.openedAt, amount, expected], { account: c.funder.account }),
+    await c.escrow.write.deposit([ref.terms, ref.openedAt, amount, minReceived], { account: c.funder.account }),
   );
   return parseEventLogs({ abi: c.escrow.abi, eventName: "Deposited", logs: receipt.logs });
 }
@@ -118,7 +137,7 @@ describe("GasEscrow with misbehaving tokens and payees", () => {
       expect(await c.feeToken.read.balanceOf([c.escrow.address])).to.equal(990_000n);
       expect(await c.feeToken.read.balanceOf([c.funder.account.address])).to.equal(funderBefore - AMOUNT);
 
-      const deposited = await deposit(c, ref, TOP_UP, 990_000n);
+      const deposited = await deposit(c, ref, TOP_UP, 99_000n);
       expect(deposited.map((e) => [e.args.amount, e.args.deposit])).to.deep.equal([[99_000n, 1_089_000n]]);
       expect(await c.escrow.read.depositOf([sessionId])).to.equal(1_089_000n);
       expect(await c.feeToken.read.balanceOf([c.escrow.address])).to.equal(1_089_000n);
@@ -174,11 +193,11 @@ describe("GasEscrow with misbehaving tokens and payees", () => {
         refs.push((await open(c, makeTerms(c.feeToken.address, { nonce: BigInt(i + 1) }), amount)).ref);
         await check();
       }
-      await deposit(c, refs[1]!, 7_777n, net(12_345n));
+      await deposit(c, refs[1]!, 7_777n, net(7_777n));
       await check();
       await close(c, refs[0]!, 123_456n);
       await check();
-      await deposit(c, refs[2]!, 1_000n, net(99n));
+      await deposit(c, refs[2]!, 1_000n, net(1_000n));
       await check();
       await close(c, refs[1]!, 0n);
       await check();
@@ -195,7 +214,7 @@ describe("GasEscrow with misbehaving tokens and payees", () => {
 
       const { ref, sessionId, events } = await open(c, terms, AMOUNT);
       expect(events.map((e) => e.args.deposit)).to.deep.equal([AMOUNT]);
-      const deposited = await deposit(c, ref, TOP_UP, AMOUNT);
+      const deposited = await deposit(c, ref, TOP_UP, TOP_UP);
       expect(deposited.map((e) => e.args.deposit)).to.deep.equal([AMOUNT + TOP_UP]);
       expect(await token.read.balanceOf([c.escrow.address])).to.equal(AMOUNT + TOP_UP);
       expect(await token.read.balanceOf([c.funder.account.address])).to.equal(funderBefore - AMOUNT - TOP_UP);
@@ -215,7 +234,8 @@ describe("GasEscrow with misbehaving tokens and payees", () => {
       const c = await loadFixture(misbehavingFixture);
       const holder = c.wallets[6]!;
       await c.noReturnToken.write.mint([holder.account.address, AMOUNT]);
-      const pending = c.escrow.write.open([makeTerms(c.noReturnToken.address), AMOUNT], { account: holder.account });
+      const terms = makeTerms(c.noReturnToken.address, { funder: holder.account.address });
+      const pending = c.escrow.write.open([terms, AMOUNT], { account: holder.account });
       await expectRevert(pending, "TransferFromFailed", []);
       expect(await c.noReturnToken.read.balanceOf([c.escrow.address])).to.equal(0n);
     });
@@ -235,7 +255,8 @@ describe("GasEscrow with misbehaving tokens and payees", () => {
 
     it("blocks re-entering open (another channel) from the escrow's transferFrom", async () => {
       const c = await loadFixture(misbehavingFixture);
-      const inner = makeTerms(c.reentrantToken.address, { nonce: 2n });
+      // The token itself is the inner call's sender, so it names itself funder to get past NotTheFunder.
+      const inner = makeTerms(c.reentrantToken.address, { nonce: 2n, funder: c.reentrantToken.address });
       await c.reentrantToken.write.arm([
         c.escrow.address,
         encodeFunctionData({ abi: gasEscrowAbi, functionName: "open", args: [inner, TOP_UP] }),
@@ -257,11 +278,11 @@ describe("GasEscrow with misbehaving tokens and payees", () => {
         encodeFunctionData({
           abi: gasEscrowAbi,
           functionName: "deposit",
-          args: [ref.terms, ref.openedAt, TOP_UP, AMOUNT],
+          args: [ref.terms, ref.openedAt, TOP_UP, TOP_UP],
         }),
       ]);
 
-      const deposited = await deposit(c, ref, TOP_UP, AMOUNT);
+      const deposited = await deposit(c, ref, TOP_UP, TOP_UP);
 
       await expectReentrancyBlocked(c);
       expect(deposited.map((e) => e.args.deposit)).to.deep.equal([AMOUNT + TOP_UP]);

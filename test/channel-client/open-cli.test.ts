@@ -1,0 +1,104 @@
+/**
+ * `ioi open --peer` (issue 12: no funding before agreement): the payer asks the provider node for its
+ * signed terms first and funds only a channel the provider will accept; a price the provider does not
+ * charge funds nothing; without `--peer` the CLI says what it could not check.
+ */
+import { loadFixture } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
+import { expect } from "chai";
+import hre from "hardhat";
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { getAddress, parseEther, toHex, type Hex, type PublicClient } from "viem";
+import { mnemonicToAccount } from "viem/accounts";
+
+import { serveEmbeddedNetwork, type EmbeddedRpc } from "../../scripts/embedded-rpc";
+import { echoHandler } from "../../channel-client/cli";
+import { fetchTermsOffer } from "../../channel-client/node/payer-client";
+import { ProviderNode } from "../../channel-client/node/provider-node";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
+import { termsHashOf, type PricingTerms } from "../../channel-client/terms";
+import { signTermsOffer, verifyTermsOffer } from "../../channel-client/terms-offer";
+import { rejection } from "../helpers/assert";
+import { escrowFixture, hardhatAccount, HARDHAT_MNEMONIC, ROLE } from "../helpers/fixtures";
+import { runCli } from "../helpers/cli";
+
+const PRICE = parseEther("0.002");
+const pricing: PricingTerms = { version: "1", unit: "invocation", pricePerInvocation: PRICE };
+const keyOf = (index: number) => ({ IOI_PRIVATE_KEY: toHex(mnemonicToAccount(HARDHAT_MNEMONIC, { addressIndex: index }).getHdKey().privateKey!) as Hex });
+const jsonOf = (result: { out: string }) => JSON.parse(result.out.split("\n").pop()!) as Record<string, unknown>;
+
+describe("ioi open --peer: the provider's signed terms before any funding", function () {
+  let rpc: EmbeddedRpc | undefined;
+  let dir: string;
+  const cleanup: Array<() => Promise<unknown>> = [];
+
+  before(async () => {
+    rpc = await serveEmbeddedNetwork(hre);
+  });
+  after(async () => {
+    await rpc?.close();
+  });
+  beforeEach(() => {
+    dir = mkdtempSync(path.join(os.tmpdir(), "ioi-open-"));
+  });
+  afterEach(async () => {
+    while (cleanup.length > 0) await cleanup.pop()!().catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function withProvider() {
+    const fx = await loadFixture(escrowFixture);
+    const store = SqliteStore.open(path.join(dir, "provider.db"));
+    const publicClient = fx.publicClient as unknown as PublicClient;
+    const node = await ProviderNode.start({ account: fx.provider, publicClient, domain: fx.domain, store, pricing, handler: echoHandler, modelSnapshotId: "worker:echo@1" });
+    cleanup.push(async () => {
+      await node.stop();
+      await store.close();
+    });
+    const open = (extra: string[]) =>
+      runCli(["open", "--json", "--provider", fx.provider.address, "--deposit", parseEther("0.1").toString(), "--rpc", rpc!.url, "--escrow", fx.escrow.address, "--db", path.join(dir, "payer.db"), ...extra], keyOf(ROLE.payer));
+    return { fx, node, store, publicClient, open };
+  }
+
+  it("fetches and verifies the provider's offer over the sealed socket; refuses one signed by another key or for another escrow", async () => {
+    const { fx, node } = await withProvider();
+    const offer = await fetchTermsOffer({ account: fx.payer, domain: fx.domain, provider: fx.provider.address, port: node.port });
+    expect(offer).to.deep.equal({ provider: fx.provider.address, chainId: BigInt(fx.domain.chainId), escrow: fx.domain.verifyingContract, pricing, termsHash: termsHashOf(pricing) });
+
+    const forged = await signTermsOffer(hardhatAccount(ROLE.stranger), fx.domain, pricing);
+    expect((await rejection(verifyTermsOffer(forged, fx.provider.address, fx.domain))).name).to.equal("BindingMismatchError");
+    const resigned = { offer: { ...forged.offer, provider: fx.provider.address }, signature: forged.signature };
+    expect((await rejection(verifyTermsOffer(resigned, fx.provider.address, fx.domain))).name).to.equal("InvalidSignatureError");
+    const elsewhere = await signTermsOffer(fx.provider, { ...fx.domain, verifyingContract: getAddress(fx.stranger.account.address) }, pricing);
+    expect((await rejection(verifyTermsOffer(elsewhere, fx.provider.address, fx.domain))).name).to.equal("BindingMismatchError");
+  });
+
+  it("funds nothing when --price is not what the provider charges (one sentence, exit code 2)", async () => {
+    const { fx, node, publicClient, open } = await withProvider();
+    const before = await publicClient.getBalance({ address: fx.escrow.address });
+    const result = await open(["--peer", `127.0.0.1:${node.port}`, "--price", (PRICE / 2n).toString()]);
+    expect(result.code).to.equal(2);
+    expect(result.err).to.contain(`charges ${PRICE} wei per invocation, not ${PRICE / 2n}; nothing was funded`);
+    expect(await publicClient.getBalance({ address: fx.escrow.address })).to.equal(before);
+  });
+
+  it("opens on the provider's own terms (no --price needed) and the provider then binds the channel", async () => {
+    const { fx, node, store, open } = await withProvider();
+    const opened = await open(["--peer", `127.0.0.1:${node.port}`]);
+    expect(opened.code, opened.err).to.equal(0);
+    const json = jsonOf(opened);
+    expect(json).to.deep.include({ ok: true, pricePerInvocation: PRICE.toString(), termsChecked: true });
+    const streamed = await runCli(["stream", "--json", "--session", json.sessionId as string, "-n", "3", "--peer", `127.0.0.1:${node.port}`, "--rpc", rpc!.url, "--escrow", fx.escrow.address, "--db", path.join(dir, "payer.db")], keyOf(ROLE.payer));
+    expect(streamed.code, streamed.err).to.equal(0);
+    expect(store.receiptCount(json.sessionId as Hex)).to.equal(3);
+  });
+
+  it("without --peer says the terms were not checked", async () => {
+    const { open } = await withProvider();
+    const opened = await open(["--price", PRICE.toString()]);
+    expect(opened.code, opened.err).to.equal(0);
+    expect(jsonOf(opened)).to.deep.include({ ok: true, termsChecked: false });
+    expect(opened.out).to.contain("without --peer the provider's terms were not checked");
+  });
+});
