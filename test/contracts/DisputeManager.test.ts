@@ -1571,6 +1571,50 @@ describe("DisputeManager", function () {
       expect(await ree.read.balanceOf([s.disputes.address])).to.equal(BOND_FEE);
       expect((await s.disputes.read.caseOf([caseId])).status).to.equal(STATUS.Resolved);
     });
+    it("a blocklisted winner's payout is deferred (PayoutDeferred) and claimable once unblocked; the loser's side is unaffected", async function () {
+      const s = await loadFixture(SYSTEM);
+      const blk = await hre.viem.deployContract("BlocklistToken");
+      await s.disputes.write.setAssetTerms([blk.address, { bondFloor: parseEther("0.01"), stakeRate: parseEther("1") }]);
+      for (const w of [s.client, s.provider]) {
+        await blk.write.mint([w.account.address, parseEther("10")]);
+        await blk.write.approve([s.gigs.address, parseEther("10")], { account: w.account });
+        await blk.write.approve([s.disputes.address, parseEther("10")], { account: w.account });
+      }
+      const gigId = await deliveredGig(s, "ERC20", GIG_AMOUNT, blk.address);
+      const caseId = await s.disputes.read.nextCaseId([KIND.Gig, gigSubject(gigId)]);
+      await s.disputes.write.openGigCase([gigId, 1, PACKAGE_HASH], { account: s.client.account });
+      await s.disputes.write.respond([caseId], { account: s.provider.account });
+      const c = { ...s, caseId };
+      const panel = await drawPanel(c, caseId);
+      await submit(c, { verdict: VERDICT.RespondentWins, refund: 0n, slash: 0n }, panel.slice(0, 2));
+      const { deadline } = await s.disputes.read.caseOf([caseId]);
+      await time.increaseTo(deadline + 1);
+      // The provider (the winner) is blocklisted by the token when the case ends.
+      await blk.write.setBlocked([s.provider.account.address, true]);
+      const won = 2n * BOND - BOND_BURN - BOND_FEE;
+      const providerBefore = await blk.read.balanceOf([s.provider.account.address]);
+      const receipt = await mined(s, await s.disputes.write.finalize([caseId, NO_STATE], { account: s.watcher.account }));
+      expect((await s.disputes.read.caseOf([caseId])).status).to.equal(STATUS.Resolved);
+      const deferred = parseEventLogs({ abi: s.disputes.abi, eventName: "PayoutDeferred", logs: receipt.logs }).map((e) => e.args);
+      expect(deferred).to.deep.equal([{ asset: getAddress(blk.address), account: getAddress(s.provider.account.address), amount: won }]);
+      expect(await s.disputes.read.claimable([blk.address, s.provider.account.address])).to.equal(won);
+      // Nothing reached the provider; the manager holds its winnings and the panel's fee.
+      expect(await blk.read.balanceOf([s.provider.account.address])).to.equal(providerBefore);
+      expect(await blk.read.balanceOf([s.disputes.address])).to.equal(won + BOND_FEE);
+      // Still blocked: the claim reverts and the balance stays claimable.
+      await expectRevert(s.disputes.write.claim([blk.address], { account: s.provider.account }), "TransferFailed", [], [
+        { type: "error", name: "TransferFailed", inputs: [] },
+      ]);
+      expect(await s.disputes.read.claimable([blk.address, s.provider.account.address])).to.equal(won);
+      // Unblocked: the claim pays exactly the winnings, once.
+      await blk.write.setBlocked([s.provider.account.address, false]);
+      await mined(s, await s.disputes.write.claim([blk.address], { account: s.provider.account }));
+      expect((await blk.read.balanceOf([s.provider.account.address])) - providerBefore).to.equal(won);
+      await expectRevert(s.disputes.write.claim([blk.address], { account: s.provider.account }), "NothingToClaim", [
+        getAddress(blk.address),
+        getAddress(s.provider.account.address),
+      ]);
+    });
   });
 
   describe("cases per subject and who may slash", function () {
