@@ -17,11 +17,29 @@ import {
   type Hash,
   type Hex,
   type TransactionReceipt,
+  toHex,
 } from "viem";
 
 import { GIG_MIN_PROVIDER_BOND, PROVIDER_ROLE_ID, TOKEN_SUPPLY, gigFixture, registerProvider } from "../helpers/fixtures";
 import { mulberry32, type Prng } from "../helpers/prng";
 import { expectRevert } from "../helpers/revert";
+import {
+  ARBITRATOR_ROLE,
+  DISPUTE_PARAMS,
+  ETH_STAKE_RATE,
+  ETH_TERMS,
+  KIND as CASE_KIND,
+  MIN_PROVIDER_BOND,
+  STATUS as CASE,
+  SYS,
+  TOKEN_STAKE_RATE,
+  TOKEN_TERMS,
+  VERDICT,
+  keyOf,
+  quorumSignatures,
+  supermajority,
+  systemFixture,
+} from "../helpers/system";
 
 /*//////////////////////////////////////////////////////////////
                               CONSTANTS
@@ -1248,23 +1266,84 @@ describe("GigEscrow", () => {
                          THE MODEL AND ITS RUNNER
 //////////////////////////////////////////////////////////////*/
 
-/** The gig fixture plus a second client holding LaborGas. */
+/**
+ * The whole system as deployed (systemFixture: LaborGas, registry, GigEscrow, randomness and the DisputeManager
+ * holding the GigEscrow's DISPUTE_ROLE, ten admitted, drawable arbitrators), with the model's parties on accounts
+ * that are none of the arbitrators: client 1, client2 2, provider 3 (bonded by the fixture), stranger 4,
+ * otherProvider 6 (bonded here), idle 7 (registered, never bonded), relayer 9. No plain account holds DISPUTE_ROLE.
+ */
 async function propertyFixture() {
-  const f = await gigFixture();
-  const client2 = f.stranger;
-  await f.token.write.mint([addressOf(client2), TOKEN_SUPPLY]);
-  await f.token.write.approve([f.gig.address, TOKEN_SUPPLY], { account: client2.account });
-  return { ...f, client2 };
+  const s = await systemFixture();
+  const w = s.wallets;
+  const otherProvider = w[6]!;
+  const idleProvider = w[7]!;
+  for (const [wallet, name, bonded] of [
+    [otherProvider, "other-provider", true],
+    [idleProvider, "idle-provider", false],
+  ] as const) {
+    await s.token.write.mint([wallet.account.address, TOKEN_SUPPLY]);
+    for (const spender of [s.registry.address, s.gigs.address, s.disputes.address]) {
+      await s.token.write.approve([spender, TOKEN_SUPPLY], { account: wallet.account });
+    }
+    await registerProvider(s.registry, wallet, name);
+    if (bonded) await s.registry.write.bond([PROVIDER_ROLE_ID, MIN_PROVIDER_BOND], { account: wallet.account });
+  }
+  const arbitrators = SYS.arbitrators.map((i) => getAddress(w[i]!.account.address));
+  const partyIndices = [SYS.client, SYS.payer, SYS.provider, SYS.stranger, 6, 7, 9];
+  for (const i of partyIndices) {
+    expect([...SYS.arbitrators, SYS.otherRuntimeArbitrator, SYS.governance], `account ${i} is a model party only`).to.not.include(i);
+  }
+  const role = await s.gigs.read.DISPUTE_ROLE();
+  expect(role).to.equal(DISPUTE_ROLE);
+  expect(await s.gigs.read.hasRole([role, s.disputes.address]), "the DisputeManager holds DISPUTE_ROLE").to.equal(true);
+  for (const x of w) expect(await s.gigs.read.hasRole([role, x.account.address]), "no plain account holds DISPUTE_ROLE").to.equal(false);
+  return {
+    ...s,
+    gig: s.gigs,
+    client2: w[SYS.payer]!,
+    otherProvider,
+    idleProvider,
+    relayer: w[9]!,
+    stranger: w[SYS.stranger]!,
+    arbitrators,
+  };
 }
 type World = Awaited<ReturnType<typeof propertyFixture>>;
 
 /** Accounts whose balances are tracked exactly; `idle` is registered but never active, so never paid. */
 const PARTIES = ["client", "client2", "provider", "otherProvider", "idle"] as const;
 type Party = (typeof PARTIES)[number];
-/** Everyone who sends transactions: the parties, plus a relayer and the dispute role holder (untracked). */
-type Sender = Party | "relayer" | "disputes";
-const SENDERS: readonly Sender[] = [...PARTIES, "relayer", "disputes"];
+/** Everyone who sends transactions: the parties, plus a relayer, a stranger and governance (untracked). */
+type Sender = Party | "relayer" | "stranger" | "governance";
+const SENDERS: readonly Sender[] = [...PARTIES, "relayer", "stranger"];
 const ACTIVE: readonly Sender[] = ["provider", "otherProvider"];
+const DP = DISPUTE_PARAMS;
+const BPS = 10_000n;
+const NO_STATE = { deposit: 0n, seq: 0n, amount: 0n, receiptRoot: zeroHash, feeBps: 0 } as const;
+const PACKAGE_HASH: Hex = keccak256(stringToBytes("gig case package"));
+
+/** The model of one DisputeManager gig case (no appeals: one panel round, or the slow path). */
+type CaseM = {
+  id: Hex;
+  gig: ModelGig;
+  lane: number;
+  value: bigint;
+  cb: bigint;
+  rb: bigint;
+  /** Bonds the DisputeManager holds for the case. */
+  held: bigint;
+  status: number;
+  round: number;
+  respondBy: bigint;
+  deadline: bigint;
+  /** The randomness ticket of the panel draw (0: not requested). */
+  ticket: bigint;
+  panel: Address[];
+  verdict: number;
+  refund: bigint;
+  signers: Address[];
+};
+const ended = (c: CaseM): boolean => c.status === CASE.Resolved || c.status === CASE.Expired;
 
 /** The gig an action is aimed at: `gig` is undefined for an id that was never funded. */
 type Target = { id: bigint; gig: ModelGig | undefined };
@@ -1285,9 +1364,23 @@ type ModelGig = {
   tentative: boolean;
   /** What its one settlement paid. */
   paid?: { status: StatusName; toProvider: bigint; toClient: bigint };
+  /** Its DisputeManager case (the latest), if the client opened one. */
+  case?: CaseM;
 };
 
-const ACTIONS = ["cancel", "accept", "confirmProvider", "dismissProvider", "deliver", "acceptDelivery", "release", "refund", "freeze", "resolve"] as const;
+const ACTIONS = [
+  "cancel",
+  "accept",
+  "confirmProvider",
+  "dismissProvider",
+  "deliver",
+  "acceptDelivery",
+  "release",
+  "refund",
+  "openCase",
+  "caseStep",
+  "hook",
+] as const;
 type Action = (typeof ACTIONS)[number];
 
 class GigRun {
@@ -1306,6 +1399,19 @@ class GigRun {
   private readonly totalIn: Record<Kind, bigint> = { ETH: 0n, ERC20: 0n };
   private initial!: Record<Kind, Record<Party, bigint>>;
   private startBlock = 0n;
+  private draining = false;
+  private readonly cases: CaseM[] = [];
+  /** Bonds of unfinished cases, and arbitration fees credited and not yet claimed, per asset. */
+  private readonly dmHeld: Record<Kind, bigint> = { ETH: 0n, ERC20: 0n };
+  private readonly dmClaimable: Record<Kind, bigint> = { ETH: 0n, ERC20: 0n };
+  /** What each party got back from (+) or posted into (−) the DisputeManager's cases, per asset. */
+  private readonly dmNet: Record<Kind, Record<Party, bigint>>;
+  /** What reached 0x…dEaD: burnt bond shares (per asset) and absent arbitrators' stake (LaborGas). */
+  private readonly burnt: Record<Kind, bigint> = { ETH: 0n, ERC20: 0n };
+  private initialDead!: Record<Kind, bigint>;
+  private readonly claimable: Record<Kind, Map<Address, bigint>> = { ETH: new Map(), ERC20: new Map() };
+  /** Each arbitrator's active stake (the fixture's 5,000 LGAS, less absent-panel slashes). */
+  private readonly stake = new Map<Address, bigint>();
 
   constructor(
     private readonly f: World,
@@ -1318,10 +1424,12 @@ class GigRun {
       otherProvider: f.otherProvider,
       idle: f.idleProvider,
       relayer: f.relayer,
-      disputes: f.disputes,
+      stranger: f.stranger,
+      governance: f.governance,
     };
     const zeros = () => Object.fromEntries(PARTIES.map((p) => [p, 0n])) as Record<Party, bigint>;
     this.received = { ETH: zeros(), ERC20: zeros() };
+    this.dmNet = { ETH: zeros(), ERC20: zeros() };
     this.spent = { ETH: zeros(), ERC20: zeros() };
     this.gas = zeros();
   }
@@ -1353,6 +1461,13 @@ class GigRun {
     this.now = BigInt(await time.latest());
     this.startBlock = await this.f.publicClient.getBlockNumber();
     this.initial = await this.balances();
+    this.initialDead = { ETH: await this.deadBalance("ETH"), ERC20: await this.deadBalance("ERC20") };
+    for (const a of this.f.arbitrators) this.stake.set(a, (await this.f.registry.read.bondOf([ARBITRATOR_ROLE, a])).active);
+  }
+
+  private deadBalance(kind: Kind): Promise<bigint> {
+    const dead: Address = "0x000000000000000000000000000000000000dEaD";
+    return kind === "ETH" ? this.f.publicClient.getBalance({ address: dead }) : this.f.token.read.balanceOf([dead]);
   }
 
   /** The timestamp the next transaction will be mined at. */
@@ -1364,18 +1479,20 @@ class GigRun {
    * Sends one transaction mined at exactly `nextAt()`. With `predicted` set it must revert with that error
    * (Hardhat may still mine it: then its gas is booked); otherwise it must succeed.
    */
-  private async tx(op: string, sender: Sender, send: (account: Wallet["account"]) => Promise<Hash>, predicted: string | undefined) {
+  private async tx(op: string, sender: Sender | Wallet, send: (account: Wallet["account"]) => Promise<Hash>, predicted: string | undefined) {
     const at = this.nextAt();
     this.jumpTo = undefined;
-    this.log(`${op} [${sender}] → ${predicted ?? "ok"}`);
+    const wallet = typeof sender === "string" ? this.wallets[sender] : sender;
+    this.log(`${op} [${typeof sender === "string" ? sender : sender.account.address.slice(0, 10)}] → ${predicted ?? "ok"}`);
     const pc = this.f.publicClient;
     const before = await pc.getBlockNumber();
     await time.setNextBlockTimestamp(at);
-    const party = (PARTIES as readonly string[]).includes(sender) ? (sender as Party) : undefined;
-    const key = `${op.split(" ")[0]} ${predicted === undefined ? "✓" : `✗ ${predicted}`}`;
+    const party = typeof sender === "string" && (PARTIES as readonly string[]).includes(sender) ? (sender as Party) : undefined;
+    const key = `${this.draining ? "(drain) " : ""}${op.split(" ")[0]} ${predicted === undefined ? "✓" : `✗ ${predicted}`}`;
     this.stats[key] = (this.stats[key] ?? 0) + 1;
     if (predicted !== undefined) {
-      await expectRevert(send(this.wallets[sender].account), predicted);
+      // The GigEscrow's and the registry's errors may surface through the DisputeManager.
+      await expectRevert(send(wallet.account), predicted, undefined, [...this.f.gig.abi, ...this.f.registry.abi] as Abi);
       const block = await pc.getBlock();
       if (block.number !== before) {
         expect(block.timestamp, `${op}: mined at the pinned time`).to.equal(at);
@@ -1389,7 +1506,7 @@ class GigRun {
       }
       return undefined;
     }
-    const receipt = await pc.waitForTransactionReceipt({ hash: await send(this.wallets[sender].account) });
+    const receipt = await pc.waitForTransactionReceipt({ hash: await send(wallet.account) });
     expect(receipt.status, op).to.equal("success");
     expect(BigInt((await pc.getBlock({ blockNumber: receipt.blockNumber })).timestamp)).to.equal(at);
     this.now = at;
@@ -1411,15 +1528,23 @@ class GigRun {
     return { id: gig.id, gig };
   }
 
+  private targetOf(gig: ModelGig): Target {
+    return { id: gig.id, gig };
+  }
+
   private statusError(gig: ModelGig | undefined, allowed: readonly StatusName[]): string | undefined {
     if (gig === undefined) return "UnknownGig";
     return allowed.includes(gig.status) ? undefined : "WrongStatus";
   }
 
+  private settledIn(receipt: TransactionReceipt) {
+    return parseEventLogs({ abi: this.f.gig.abi, eventName: "GigSettled", logs: receipt.logs }).map((e) => e.args);
+  }
+
   /** Books a settlement the model predicted and checks the event against it. */
   private settle(gig: ModelGig, receipt: TransactionReceipt, status: StatusName, toProvider: bigint, toClient: bigint): void {
     expect(gig.paid, `gig ${gig.id} pays only once`).to.equal(undefined);
-    const events = settledOf(this.f, receipt);
+    const events = this.settledIn(receipt);
     expect(events, `gig ${gig.id} GigSettled`).to.deep.equal([{ gigId: gig.id, status: STATUS[status], toProvider, toClient }]);
     gig.status = status;
     gig.paid = { status, toProvider, toClient };
@@ -1466,7 +1591,8 @@ class GigRun {
     );
     if (!receipt) return;
     const id = BigInt(this.gigs.length + 1);
-    expect(gigIdFrom(this.f, receipt)).to.equal(id);
+    const funded = parseEventLogs({ abi: this.f.gig.abi, eventName: "GigFunded", logs: receipt.logs });
+    expect(funded.map((e) => e.args.gigId)).to.deep.equal([id]);
     this.gigs.push({ id, kind, client, provider, amount, deadline, disputeWindow: window, windowEndsAt: 0n, frozenAt: 0n, status: "Funded", tentative: false });
     this.spent[kind][client] += amount;
     this.totalIn[kind] += amount;
@@ -1556,32 +1682,393 @@ class GigRun {
     if (receipt) this.settle(gig!, receipt, "Refunded", 0n, gig!.amount);
   }
 
-  private async freeze({ id, gig }: Target): Promise<void> {
-    const sender = this.senderOr("disputes");
-    const at = this.nextAt();
-    let predicted = sender !== "disputes" ? "AccessControlUnauthorizedAccount" : this.statusError(gig, ["Delivered"]);
-    if (!predicted && at >= gig!.windowEndsAt) predicted = "DisputeWindowClosed";
-    const receipt = await this.tx(`freeze ${id}`, sender, (account) => this.f.gig.write.freeze([id], { account }), predicted);
-    if (!receipt) return;
-    gig!.status = "Disputed";
-    gig!.frozenAt = at;
+  /*------------------------------ disputes, through the DisputeManager ------------------------------*/
+
+  private bondFor(kind: Kind, value: bigint, level: number): bigint {
+    const floor = (kind === "ETH" ? ETH_TERMS : TOKEN_TERMS).bondFloor;
+    const risk = (value * BigInt(DP.riskBps)) / BPS;
+    return (risk > floor ? risk : floor) * BigInt(DP.laneMultiplier) ** BigInt(level);
   }
 
-  private async resolve({ id, gig }: Target, draining = false): Promise<void> {
-    const sender = draining ? "disputes" : this.senderOr("disputes");
-    const amount = gig?.amount ?? 1n;
-    const r = this.rng.next();
-    const refund = r < 0.2 ? 0n : r < 0.4 ? amount : r < 0.92 ? this.rng.bigint(0n, amount) : amount + this.rng.bigint(1n, 10n);
-    let predicted: string | undefined = sender !== "disputes" ? "AccessControlUnauthorizedAccount" : undefined;
-    const applies = !predicted && gig?.status === "Disputed";
-    if (applies && refund > amount) predicted = "RefundExceedsAmount";
-    const receipt = await this.tx(`resolve ${id} refund ${refund}`, sender, (account) => this.f.gig.write.resolve([id, refund], { account }), predicted);
+  private valueInStake(kind: Kind, value: bigint): bigint {
+    return (value * (kind === "ETH" ? ETH_STAKE_RATE : TOKEN_STAKE_RATE)) / 10n ** 18n;
+  }
+
+  private postBond(c: CaseM, who: Party, bond: bigint): void {
+    this.dmNet[c.gig.kind][who] -= bond;
+    this.dmHeld[c.gig.kind] += bond;
+    c.held += bond;
+  }
+
+  /** Live cases whose drawn panel holds `a` (each holds one lock on its stake). */
+  private arbitratorLocks(a: Address): bigint {
+    return BigInt(this.cases.filter((c) => !ended(c) && c.panel.includes(a)).length);
+  }
+
+  /**
+   * The client opens a gig case (posting the lane bond in the gig's asset), which freezes the gig; sometimes
+   * someone else does, or the gig is not delivered, its window closed, or a case is already open.
+   */
+  private async openCase({ id, gig }: Target): Promise<void> {
+    const rng = this.rng;
+    const sender = this.senderOr(gig?.client ?? "client");
+    const kind = gig?.kind ?? "ETH";
+    const lane = rng.int(0, 1);
+    const value = gig?.amount ?? 0n;
+    const bond = this.bondFor(kind, value, lane);
+    const at = this.nextAt();
+    const subject = gig ? this.cases.filter((c) => c.gig === gig) : [];
+    let predicted: string | undefined;
+    if (!gig || sender !== gig.client) predicted = "NotTheChallengerSide";
+    else if (subject.some((c) => !ended(c))) predicted = "CaseAlreadyOpen";
+    else if (subject.length >= 3) predicted = "TooManyCases";
+    else if (gig.status !== "Delivered") predicted = "WrongStatus";
+    else if (at >= gig.windowEndsAt) predicted = "DisputeWindowClosed";
+    const subjectId = toHex(id, { size: 32 });
+    const caseId = await this.f.disputes.read.nextCaseId([CASE_KIND.Gig, subjectId]);
+    const receipt = await this.tx(
+      `openGigCase ${id} lane ${lane} bond ${bond}`,
+      sender,
+      (account) => this.f.disputes.write.openGigCase([id, lane, PACKAGE_HASH], { account, value: kind === "ETH" ? bond : 0n }),
+      predicted,
+    );
     if (!receipt) return;
-    if (!applies) {
-      expect(settledOf(this.f, receipt), "a resolve that does not apply settles nothing").to.deep.equal([]);
+    const g = gig!;
+    const c: CaseM = {
+      id: caseId,
+      gig: g,
+      lane,
+      value,
+      cb: bond,
+      rb: 0n,
+      held: 0n,
+      status: CASE.Open,
+      round: 0,
+      respondBy: at + BigInt(DP.respondWindow),
+      deadline: at + BigInt(DP.respondWindow + DP.decisionWindow),
+      ticket: 0n,
+      panel: [],
+      verdict: VERDICT.None,
+      refund: 0n,
+      signers: [],
+    };
+    this.postBond(c, g.client, bond);
+    g.status = "Disputed";
+    g.frozenAt = at;
+    g.case = c;
+    this.cases.push(c);
+    const k = await this.f.disputes.read.caseOf([caseId]);
+    expect(
+      [k.status, k.challengerBond, k.value, BigInt(k.respondBy), getAddress(k.challenger), getAddress(k.respondent), k.asset],
+      "case as opened",
+    ).to.deep.equal([CASE.Open, bond, value, c.respondBy, this.address(g.client), this.address(g.provider!), this.assetOf(kind)]);
+  }
+
+  /** One step of the gig's case (or opening one), then the case on-chain checked against the model. */
+  private async caseStep(target: Target): Promise<void> {
+    const c = target.gig?.case;
+    if (!c || ended(c)) return this.openCase(target);
+    await this.stepCase(c);
+    const k = await this.f.disputes.read.caseOf([c.id]);
+    expect([k.status, k.round, BigInt(k.deadline), k.respondentBond], `case of gig ${c.gig.id} (status, round, deadline, respondent bond)`).to.deep.equal([
+      c.status,
+      c.round,
+      c.deadline,
+      c.rb,
+    ]);
+  }
+
+  /** Advances a case as its state allows: respond, draw, verdict, past the appeal window, finalize; or expire. */
+  private async stepCase(c: CaseM): Promise<void> {
+    const rng = this.rng;
+    const at = this.nextAt();
+    if (at > c.deadline && (c.status === CASE.Open || c.status === CASE.Deliberating) && rng.chance(0.8)) return this.caseExpire(c);
+    switch (c.status) {
+      case CASE.Open:
+        if (c.ticket === 0n && c.rb === 0n && at <= c.respondBy) {
+          if (rng.chance(0.5)) return this.caseRespond(c);
+          if (rng.chance(0.8)) this.jumpTo = c.respondBy + 1n;
+        }
+        return this.caseDraw(c);
+      case CASE.Deliberating:
+        return this.caseVerdict(c);
+      case CASE.Decided:
+        if (at <= c.deadline && rng.chance(0.75)) this.jumpTo = c.deadline + 1n;
+        return this.caseFinalize(c);
+      default:
+        if (rng.chance(0.5)) return this.caseSlowPath(c);
+        if (at <= c.deadline && rng.chance(0.75)) this.jumpTo = c.deadline + 1n;
+        return this.caseExpire(c);
+    }
+  }
+
+  private async caseRespond(c: CaseM): Promise<void> {
+    const who: Sender = this.rng.chance(0.85) ? c.gig.provider! : this.rng.pick(SENDERS);
+    const at = this.nextAt();
+    let predicted: string | undefined;
+    if (c.status !== CASE.Open) predicted = "WrongCaseStatus";
+    else if (who !== c.gig.provider) predicted = "NotTheRespondent";
+    else if (c.round !== 0 || c.ticket !== 0n || at > c.respondBy) predicted = "ContestClosed";
+    const ok = await this.tx(`respond gig ${c.gig.id}`, who, (account) =>
+      this.f.disputes.write.respond([c.id], { account, value: c.gig.kind === "ETH" ? c.cb : 0n }), predicted);
+    if (!ok) return;
+    c.rb = c.cb;
+    this.postBond(c, c.gig.provider!, c.cb);
+    c.ticket = ok.blockNumber + 1n;
+  }
+
+  private async caseDraw(c: CaseM): Promise<void> {
+    const ticket = c.ticket;
+    // The randomness of a requested draw needs its target block mined.
+    if (ticket !== 0n) {
+      const next = (await this.f.publicClient.getBlockNumber()) + 1n;
+      if (next <= ticket) {
+        await hre.network.provider.send("hardhat_mine", [toHex(ticket - next + 1n), "0x1"]);
+        this.now = BigInt(await time.latest());
+      }
+    }
+    const at = this.nextAt();
+    const block = (await this.f.publicClient.getBlockNumber()) + 1n;
+    let predicted: string | undefined;
+    if (c.status !== CASE.Open) predicted = "WrongCaseStatus";
+    else if (at > c.deadline) predicted = "DeadlinePassed";
+    else if (ticket === 0n && c.rb === 0n && at <= c.respondBy) predicted = "RespondWindowOpen";
+    const request = ticket === 0n || block - ticket > 256n;
+    const ok = await this.tx(`drawPanel gig ${c.gig.id}${request ? " (request)" : ""}`, "relayer", (account) =>
+      this.f.disputes.write.drawPanel([c.id], { account }), predicted);
+    if (!ok) return;
+    if (request) {
+      c.ticket = ok.blockNumber + 1n;
       return;
     }
-    this.settle(gig!, receipt, refund === amount ? "Refunded" : "Released", amount - refund, refund);
+    const panel = (await this.f.disputes.read.panelOf([c.id, 0])).map((a) => getAddress(a));
+    expect(panel.length, "panel size").to.equal(DP.panelSize);
+    expect(new Set(panel).size, "distinct panel members").to.equal(panel.length);
+    for (const a of panel) expect(this.f.arbitrators, "only admitted, pinned arbitrators are drawn").to.include(a);
+    c.panel = panel;
+    c.status = CASE.Deliberating;
+    c.deadline = at + BigInt(DP.decisionWindow);
+    for (const a of panel) {
+      expect(await this.f.registry.read.locksOf([ARBITRATOR_ROLE, a]), `${a} locked once per live panel`).to.equal(this.arbitratorLocks(a));
+    }
+  }
+
+  /** A random remedy of the given verdict: a refund up to the value for ChallengerWins and NoFault. */
+  private remedy(value: bigint): { verdict: number; refund: bigint } {
+    const v = this.rng.weighted({ cw: 4, rw: 3, nf: 2 });
+    const verdict = v === "cw" ? VERDICT.ChallengerWins : v === "rw" ? VERDICT.RespondentWins : VERDICT.NoFault;
+    if (verdict === VERDICT.RespondentWins) return { verdict, refund: 0n };
+    const r = this.rng.next();
+    return { verdict, refund: r < 0.15 ? 0n : r < 0.35 ? value : this.rng.bigint(0n, value) };
+  }
+
+  /**
+   * A supermajority of the drawn panel signs a random verdict (sometimes Undecidable); now and then too few
+   * sign, an outsider signs, or the remedy is invalid (a refund above the value, a refund with RespondentWins,
+   * a slash without ChallengerWins), and the submission must revert as predicted.
+   */
+  private async caseVerdict(c: CaseM): Promise<void> {
+    const rng = this.rng;
+    const at = this.nextAt();
+    const panel = c.panel;
+    let { verdict, refund } = rng.chance(0.1) ? { verdict: VERDICT.Undecidable, refund: 0n } : this.remedy(c.value);
+    let slash = 0n;
+    const mode = this.draining ? "good" : rng.weighted({ good: 12, few: 1, outsider: 1, overRefund: 1, badRemedy: 1 });
+    const shuffled = [...panel];
+    for (let i = shuffled.length - 1; i > 0; i--) {
+      const j = rng.int(0, i);
+      [shuffled[i], shuffled[j]] = [shuffled[j]!, shuffled[i]!];
+    }
+    const needed = supermajority(panel.length);
+    let signers = shuffled.slice(0, needed + rng.int(0, panel.length - needed));
+    let fault: string | undefined;
+    if (mode === "few") {
+      signers = shuffled.slice(0, needed - 1);
+      fault = "SupermajorityNotMet";
+    } else if (mode === "outsider") {
+      signers = [...signers.slice(1), rng.pick(this.f.arbitrators.filter((a) => !panel.includes(a)))];
+      fault = "NotOnPanel";
+    } else if (mode === "overRefund") {
+      verdict = rng.chance(0.5) ? VERDICT.ChallengerWins : VERDICT.NoFault;
+      refund = c.value + rng.bigint(1n, 10n);
+      fault = "RefundExceedsValue";
+    } else if (mode === "badRemedy") {
+      if (rng.chance(0.5)) {
+        verdict = VERDICT.RespondentWins;
+        refund = rng.bigint(1n, c.value);
+      } else {
+        verdict = VERDICT.NoFault;
+        slash = rng.bigint(1n, 10n);
+      }
+      fault = "RemedyNotAllowed";
+    }
+    signers.sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : 1));
+    let predicted: string | undefined;
+    if (c.status !== CASE.Deliberating) predicted = "WrongCaseStatus";
+    else if (at > c.deadline) predicted = "DeadlinePassed";
+    else if (fault) predicted = fault;
+    else {
+      const atRisk = (signers.reduce((sum, a) => sum + this.stake.get(a)!, 0n) * BigInt(DP.overturnSlashBps)) / BPS;
+      if (atRisk <= this.valueInStake(c.gig.kind, c.value)) predicted = "StakeAtRiskTooLow";
+    }
+    const message = { caseId: c.id, verdict, refund, slash, resolutionHash: keccak256(toHex(`verdict ${c.id}`)) };
+    const signatures = await quorumSignatures({ domain: this.f.domain }, message, signers.map((a) => keyOf(a)));
+    const ok = await this.tx(
+      `submitVerdict gig ${c.gig.id} v${verdict} refund ${refund} slash ${slash} ${signers.length}/${panel.length} (${mode})`,
+      "relayer",
+      (account) => this.f.disputes.write.submitVerdict([message, signatures], { account }),
+      predicted,
+    );
+    if (!ok) return;
+    c.verdict = verdict;
+    c.refund = refund;
+    c.signers = signers;
+    if (verdict === VERDICT.Undecidable) this.toSlowPath(c, at);
+    else {
+      c.status = CASE.Decided;
+      c.deadline = at + BigInt(DP.appealWindow);
+    }
+  }
+
+  private toSlowPath(c: CaseM, at: bigint): void {
+    c.status = CASE.SlowPath;
+    c.round = 2;
+    c.deadline = at + BigInt(DP.slowPathTimeout);
+  }
+
+  private async caseFinalize(c: CaseM): Promise<void> {
+    const at = this.nextAt();
+    let predicted: string | undefined;
+    if (c.status !== CASE.Decided) predicted = "WrongCaseStatus";
+    else if (at <= c.deadline) predicted = "DeadlineNotPassed";
+    const ok = await this.tx(`finalize case of gig ${c.gig.id}`, "relayer", (account) =>
+      this.f.disputes.write.finalize([c.id, NO_STATE], { account }), predicted);
+    if (ok) await this.settleCase(c, c.verdict, c.refund, ok, CASE.Resolved);
+  }
+
+  private async caseExpire(c: CaseM): Promise<void> {
+    const at = this.nextAt();
+    let predicted: string | undefined;
+    if (c.status !== CASE.Open && c.status !== CASE.Deliberating && c.status !== CASE.SlowPath) predicted = "WrongCaseStatus";
+    else if (at <= c.deadline) predicted = "DeadlineNotPassed";
+    const ok = await this.tx(`expire case of gig ${c.gig.id} (status ${c.status})`, "relayer", (account) =>
+      this.f.disputes.write.expire([c.id, NO_STATE], { account }), predicted);
+    if (!ok) return;
+    if (c.status !== CASE.SlowPath) return this.toSlowPath(c, at);
+    // No verdict ever stood (no appeals here): NoFault, half the value refunded.
+    await this.settleCase(c, VERDICT.NoFault, c.value / 2n, ok, CASE.Expired);
+  }
+
+  /** Governance decides a slow-path case (a stranger cannot; a refund above the value is refused). */
+  private async caseSlowPath(c: CaseM): Promise<void> {
+    const rng = this.rng;
+    let { verdict, refund } = this.remedy(c.value);
+    const sender: Sender = this.draining || rng.chance(0.9) ? "governance" : "stranger";
+    let predicted: string | undefined;
+    if (sender !== "governance") predicted = "NotGovernance";
+    else if (c.status !== CASE.SlowPath) predicted = "WrongCaseStatus";
+    else if (!this.draining && rng.chance(0.08)) {
+      verdict = VERDICT.ChallengerWins;
+      refund = c.value + 1n;
+      predicted = "RefundExceedsValue";
+    }
+    const message = { caseId: c.id, verdict, refund, slash: 0n, resolutionHash: keccak256(toHex(`governance ${c.id}`)) };
+    const ok = await this.tx(`resolveSlowPath gig ${c.gig.id} v${verdict} refund ${refund}`, sender, (account) =>
+      this.f.disputes.write.resolveSlowPath([message, NO_STATE], { account }), predicted);
+    if (ok) await this.settleCase(c, verdict, refund, ok, CASE.Resolved);
+  }
+
+  /**
+   * A case ends: the gig pays the provider amount − refund and the client the refund (nothing more once the
+   * freeze backstop released it); the opening bonds go to the winner less the burn and the fee; the fee is
+   * credited to the signers of the outcome (dust burnt; with none, back to the winner's side); a panel that
+   * reached no verdict loses absentSlashBps of its stake; every panel lock is released.
+   */
+  private async settleCase(c: CaseM, verdict: number, refund: bigint, receipt: TransactionReceipt, status: number): Promise<void> {
+    const g = c.gig;
+    const kind = g.kind;
+    const burnBps = BigInt(DP.burnBps);
+    const feeBps = BigInt(DP.feeBps);
+    let toC = 0n;
+    let toR = 0n;
+    let burned = 0n;
+    let fee: bigint;
+    if (verdict === VERDICT.ChallengerWins) {
+      burned = (c.rb * burnBps) / BPS;
+      fee = ((c.rb !== 0n ? c.rb : c.cb) * feeBps) / BPS;
+      toC = c.cb + c.rb - burned - fee;
+    } else if (verdict === VERDICT.RespondentWins) {
+      burned = (c.cb * burnBps) / BPS;
+      fee = (c.cb * feeBps) / BPS;
+      toR = c.rb + c.cb - burned - fee;
+    } else {
+      fee = (c.cb * feeBps) / BPS;
+      toC = c.cb - fee;
+      toR = c.rb;
+    }
+    const coherent = c.signers.length && c.verdict === verdict && c.refund === refund ? c.signers : [];
+    let fees = 0n;
+    if (coherent.length === 0) {
+      if (verdict === VERDICT.RespondentWins) toR += fee;
+      else toC += fee;
+    } else {
+      const share = fee / BigInt(coherent.length);
+      for (const a of coherent) this.claimable[kind].set(a, (this.claimable[kind].get(a) ?? 0n) + share);
+      fees = share * BigInt(coherent.length);
+      burned += fee - fees;
+    }
+    expect(toC + toR + burned + fees, "the case pays out exactly the bonds it held").to.equal(c.held);
+    this.dmNet[kind][g.client] += toC;
+    this.dmNet[kind][g.provider!] += toR;
+    this.burnt[kind] += burned;
+    this.dmHeld[kind] -= c.held;
+    this.dmClaimable[kind] += fees;
+    c.held = 0n;
+    if (c.panel.length !== 0 && c.verdict === VERDICT.None) {
+      for (const a of c.panel) {
+        const s = this.stake.get(a)!;
+        const cut = (s * BigInt(DP.absentSlashBps)) / BPS;
+        this.stake.set(a, s - cut);
+        this.burnt.ERC20 += cut;
+      }
+      this.stats["case: an absent panel slashed"] = (this.stats["case: an absent panel slashed"] ?? 0) + 1;
+    }
+    const applies = g.status === "Disputed";
+    const [ev] = parseEventLogs({ abi: this.f.disputes.abi, logs: receipt.logs, eventName: "CaseResolved" });
+    expect(
+      [ev?.args.verdict, ev?.args.refunded, ev?.args.slashed, ev?.args.toChallenger, ev?.args.toRespondent, ev?.args.burned, ev?.args.arbitrationFees],
+      "CaseResolved",
+    ).to.deep.equal([verdict, applies ? refund : 0n, 0n, toC, toR, burned, fees]);
+    c.status = status;
+    this.log(`  case of gig ${g.id} ended v${verdict} refund ${refund}: challenger ${toC}, respondent ${toR}, burnt ${burned}, fees ${fees}`);
+    const key = `case ended v${verdict} (${status === CASE.Expired ? "expired" : "resolved"})`;
+    this.stats[key] = (this.stats[key] ?? 0) + 1;
+    if (applies) this.settle(g, receipt, refund === g.amount ? "Refunded" : "Released", g.amount - refund, refund);
+    else expect(this.settledIn(receipt), "a case on a gig the backstop released settles nothing").to.deep.equal([]);
+    const asset = this.assetOf(kind);
+    for (const a of c.panel) {
+      const [locks, bond, owed] = await Promise.all([
+        this.f.registry.read.locksOf([ARBITRATOR_ROLE, a]),
+        this.f.registry.read.bondOf([ARBITRATOR_ROLE, a]),
+        this.f.disputes.read.claimable([asset, a]),
+      ]);
+      expect([locks, bond.active, owed], `arbitrator ${a}: locks, stake, claimable`).to.deep.equal([
+        this.arbitratorLocks(a),
+        this.stake.get(a)!,
+        this.claimable[kind].get(a) ?? 0n,
+      ]);
+    }
+  }
+
+  /** The escrow's dispute hooks refuse every caller but the DisputeManager. */
+  private async hook({ id, gig }: Target): Promise<void> {
+    const sender = this.rng.pick(SENDERS);
+    if (this.rng.chance(0.5)) {
+      await this.tx(`gig.freeze ${id}`, sender, (account) => this.f.gig.write.freeze([id], { account }), "AccessControlUnauthorizedAccount");
+    } else {
+      const refund = this.rng.bigint(0n, gig?.amount ?? 1n);
+      await this.tx(`gig.resolve ${id} refund ${refund}`, sender, (account) => this.f.gig.write.resolve([id, refund], { account }), "AccessControlUnauthorizedAccount");
+    }
   }
 
   /** Moves the clock: a little, a lot, or exactly onto an edge some gig's next action depends on. */
@@ -1592,6 +2079,7 @@ class GigRun {
       if (g.status === "Delivered") edges.push(g.windowEndsAt - 1n, g.windowEndsAt, g.deadline + 1n);
       if (g.status === "Disputed") edges.push(g.frozenAt + BigInt(MAX_FREEZE) - 1n, g.frozenAt + BigInt(MAX_FREEZE));
     }
+    for (const c of this.cases) if (!ended(c)) edges.push(c.respondBy, c.respondBy + 1n, c.deadline, c.deadline + 1n);
     const ahead = edges.filter((t) => t > this.now + 1n);
     const r = this.rng.next();
     const target =
@@ -1610,13 +2098,19 @@ class GigRun {
     const r = this.rng.next();
     if (r < (live < 3 ? 0.4 : live > 6 ? 0.05 : 0.15)) return this.fund();
     if (r < 0.3) return this.jump();
+    // Disputes get their share: open a case on a gig whose window is open, or move a live case along.
+    const d = this.rng.next();
+    const openable = this.gigs.filter((g) => g.status === "Delivered" && this.nextAt() < g.windowEndsAt);
+    if (openable.length > 0 && d < 0.12) return this.openCase(this.targetOf(this.rng.pick(openable)));
+    const liveCases = this.cases.filter((c) => !ended(c));
+    if (liveCases.length > 0 && d < 0.55) return this.caseStep(this.targetOf(this.rng.pick(liveCases).gig));
     const target = this.pickGig();
     const fits: Record<StatusName, Partial<Record<Action, number>>> = {
       None: {},
       Funded: { accept: 8, cancel: 1, refund: 1 },
       Accepted: { deliver: 8, refund: 1, confirmProvider: 3, dismissProvider: 3 },
-      Delivered: { acceptDelivery: 2, release: 3, freeze: 3, refund: 0.5 },
-      Disputed: { resolve: 5, release: 1 },
+      Delivered: { acceptDelivery: 2, release: 2, openCase: 6, refund: 0.5 },
+      Disputed: { caseStep: 12, release: 1 },
       Released: {},
       Refunded: {},
     };
@@ -1636,8 +2130,8 @@ class GigRun {
       const held = kind === "ETH" ? await f.publicClient.getBalance({ address: f.gig.address }) : await f.token.read.balanceOf([f.gig.address]);
       // LaborGas never refuses a transfer, so nothing is deferred here (test/adversarial/payouts.test.ts
       // blocks recipients); the claimables still belong in the equation.
-      let claimable = 0n;
-      for (const p of PARTIES) claimable += await f.gig.read.claimableOf([this.assetOf(kind), this.address(p)]);
+      const claimables = await Promise.all(PARTIES.map((p) => f.gig.read.claimableOf([this.assetOf(kind), this.address(p)])));
+      const claimable = claimables.reduce((a, b) => a + b, 0n);
       expect(claimable, `claimable ${kind}`).to.equal(0n);
       expect(held, `escrow ${kind} = Σ amounts of live gigs + claimables`).to.equal(live + claimable);
     }
@@ -1646,11 +2140,32 @@ class GigRun {
     for (const kind of KINDS) {
       for (const p of PARTIES) {
         const gas = kind === "ETH" ? this.gas[p] : 0n;
-        expect(now[kind][p], `${p} ${kind} balance`).to.equal(this.initial[kind][p] + this.received[kind][p] - this.spent[kind][p] - gas);
+        expect(now[kind][p], `${p} ${kind} balance`).to.equal(
+          this.initial[kind][p] + this.received[kind][p] - this.spent[kind][p] + this.dmNet[kind][p] - gas,
+        );
       }
       expect(this.received[kind].idle, "an inactive provider is never paid").to.equal(0n);
     }
-    // 3. The stored gigs match the model.
+    // 3. The DisputeManager holds exactly, per asset, the bonds of its live cases plus the fees credited to
+    // arbitrators and not claimed; 0x…dEaD got exactly the burnt shares (and absent arbitrators' stake).
+    const providers = ["provider", "otherProvider", "idle"] as const;
+    const [dmEth, dmToken, deadEth, deadToken, ...locks] = await Promise.all([
+      f.publicClient.getBalance({ address: f.disputes.address }),
+      f.token.read.balanceOf([f.disputes.address]),
+      this.deadBalance("ETH"),
+      this.deadBalance("ERC20"),
+      ...providers.map((p) => f.registry.read.locksOf([PROVIDER_ROLE_ID, this.address(p)])),
+    ]);
+    expect(dmEth, "DisputeManager ETH = live bonds + claimable fees").to.equal(this.dmHeld.ETH + this.dmClaimable.ETH);
+    expect(dmToken, "DisputeManager LGAS = live bonds + claimable fees").to.equal(this.dmHeld.ERC20 + this.dmClaimable.ERC20);
+    expect(deadEth, "burnt ETH").to.equal(this.initialDead.ETH + this.burnt.ETH);
+    expect(deadToken, "burnt LGAS").to.equal(this.initialDead.ERC20 + this.burnt.ERC20);
+    // 4. Each provider's bond carries one lock per live accepted, delivered or disputed gig of its own.
+    for (const [i, p] of providers.entries()) {
+      const live = this.gigs.filter((g) => g.provider === p && (g.status === "Accepted" || g.status === "Delivered" || g.status === "Disputed"));
+      expect(locks[i], `${p}'s bond locks`).to.equal(BigInt(live.length));
+    }
+    // 5. The stored gigs match the model.
     expect(await f.gig.read.gigCount()).to.equal(BigInt(this.gigs.length));
     const stored = await Promise.all(this.gigs.map((g) => f.gig.read.gigOf([g.id])));
     for (const [i, g] of this.gigs.entries()) {
@@ -1670,26 +2185,57 @@ class GigRun {
     }
   }
 
-  /** Settles every gig still live, then checks that everything escrowed was paid out exactly once. */
+  /**
+   * Ends every case (finalize a decided verdict past its appeal window; expire the rest to the slow path, where
+   * governance decides or the case expires), settles every gig still live, has every arbitrator claim its fees,
+   * then checks that everything escrowed was paid out exactly once and nothing is left anywhere.
+   */
   async drain(): Promise<void> {
+    this.draining = true;
+    for (const c of this.cases) {
+      for (let guard = 0; !ended(c); guard++) {
+        expect(guard, `case of gig ${c.gig.id} ends`).to.be.below(4);
+        if (c.status === CASE.Decided) {
+          this.jumpTo = c.deadline + 1n;
+          await this.caseFinalize(c);
+        } else if (c.status === CASE.SlowPath && this.rng.chance(0.5)) {
+          await this.caseSlowPath(c);
+        } else {
+          this.jumpTo = c.deadline + 1n;
+          await this.caseExpire(c);
+        }
+        await this.checkInvariants();
+      }
+    }
     for (const g of this.gigs) {
+      expect(g.status, `gig ${g.id}: no gig is disputed once every case ended`).to.not.equal("Disputed");
       if (g.status === "Funded" || g.status === "Accepted") {
         this.jumpTo = g.deadline + 1n;
         await this.refund_(g);
       } else if (g.status === "Delivered") {
         this.jumpTo = g.windowEndsAt;
         await this.release_(g);
-      } else if (g.status === "Disputed") {
-        await this.resolve({ id: g.id, gig: g }, true);
-        if (g.status === "Disputed") await this.resolve({ id: g.id, gig: g }, true); // the random refund may have exceeded the amount
-        if (g.status === "Disputed") {
-          this.jumpTo = g.frozenAt + BigInt(MAX_FREEZE);
-          await this.release_(g);
-        }
       }
       await this.checkInvariants();
     }
+    for (const kind of KINDS) {
+      for (const [a, owed] of this.claimable[kind]) {
+        if (owed === 0n) continue;
+        const wallet = this.f.wallets.find((w) => getAddress(w.account.address) === a)!;
+        await this.tx(`claim ${kind} by ${a}`, wallet, (account) => this.f.disputes.write.claim([this.assetOf(kind)], { account }), undefined);
+        this.claimable[kind].set(a, 0n);
+        this.dmClaimable[kind] -= owed;
+      }
+    }
+    await this.checkInvariants();
     const { f } = this;
+    expect(await f.publicClient.getBalance({ address: f.disputes.address }), "DisputeManager ETH after drain").to.equal(0n);
+    expect(await f.token.read.balanceOf([f.disputes.address]), "DisputeManager LGAS after drain").to.equal(0n);
+    for (const a of f.arbitrators) {
+      expect(await f.registry.read.locksOf([ARBITRATOR_ROLE, a]), `${a} unlocked after drain`).to.equal(0n);
+      expect((await f.registry.read.bondOf([ARBITRATOR_ROLE, a])).active, `${a} stake`).to.equal(this.stake.get(a)!);
+      for (const kind of KINDS) expect(await f.disputes.read.claimable([this.assetOf(kind), a]), `${a} claimable ${kind}`).to.equal(0n);
+    }
     expect(await f.publicClient.getBalance({ address: f.gig.address }), "escrow ETH after drain").to.equal(0n);
     expect(await f.token.read.balanceOf([f.gig.address]), "escrow LGAS after drain").to.equal(0n);
     for (const kind of KINDS) {
