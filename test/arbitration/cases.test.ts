@@ -218,7 +218,8 @@ describe("arbitration: cases end to end", function () {
     await enforce(s, run!);
     const after = await parties(s);
     const bond = (await s.disputes.read.caseOf([c.caseId])).challengerBond;
-    expect(after[0]! - before[0]!).to.equal(penalty.refund + bond);
+    // Uncontested: the panel's fee (10 % of the bond) comes out of the winning challenger's bond.
+    expect(after[0]! - before[0]!).to.equal(penalty.refund + bond - (bond * 1_000n) / 10_000n);
     expect(after[1]! - before[1]!).to.equal(GIG_AMOUNT - penalty.refund);
   });
 

@@ -1595,8 +1595,12 @@ describe("DisputeManager", function () {
       const providerBefore = await blk.read.balanceOf([s.provider.account.address]);
       const receipt = await mined(s, await s.disputes.write.finalize([caseId, NO_STATE], { account: s.watcher.account }));
       expect((await s.disputes.read.caseOf([caseId])).status).to.equal(STATUS.Resolved);
-      const deferred = parseEventLogs({ abi: s.disputes.abi, eventName: "PayoutDeferred", logs: receipt.logs }).map((e) => e.args);
-      expect(deferred).to.deep.equal([{ asset: getAddress(blk.address), account: getAddress(s.provider.account.address), amount: won }]);
+      // The DisputeManager deferred the winnings (the GigEscrow deferred the provider's bounty the same way).
+      const deferred = parseEventLogs({ abi: s.disputes.abi, eventName: "PayoutDeferred", logs: receipt.logs });
+      expect(deferred.filter((e) => getAddress(e.address) === getAddress(s.disputes.address)).map((e) => e.args)).to.deep.equal([
+        { asset: getAddress(blk.address), account: getAddress(s.provider.account.address), amount: won },
+      ]);
+      expect(await s.gigs.read.claimableOf([blk.address, s.provider.account.address])).to.equal(GIG_AMOUNT);
       expect(await s.disputes.read.claimable([blk.address, s.provider.account.address])).to.equal(won);
       // Nothing reached the provider; the manager holds its winnings and the panel's fee.
       expect(await blk.read.balanceOf([s.provider.account.address])).to.equal(providerBefore);
