@@ -110,15 +110,17 @@ export async function deployAll(hre: HardhatRuntimeEnvironment): Promise<Deploym
   const governance = envAddress("IOI_GOVERNANCE", me);
   const treasury = envAddress("IOI_TREASURY", governance);
   const routingFeeBps = envInt("IOI_ROUTING_FEE_BPS", 0, 0, 1_000);
-  const timelockDelay = envInt("IOI_TIMELOCK_DELAY", devnet ? 60 : 2 * DAY, 0, 30 * DAY);
+  // Off the devnet a governance call must stay public for at least a day before it can act on escrowed money.
+  const timelockDelay = envInt("IOI_TIMELOCK_DELAY", devnet ? 60 : 2 * DAY, devnet ? 0 : DAY, 30 * DAY);
   const randomnessDelayBlocks = envInt("IOI_RANDOMNESS_DELAY_BLOCKS", devnet ? 1 : 3, 1, 128);
 
   const timelock = await deploy("Timelock", [BigInt(timelockDelay), [governance], [governance], zeroAddress]);
   const laborGas = await deploy("LaborGas", [me]);
   // The deployer governs the three role-based contracts only until it has wired them; then the timelock does.
   const gasEscrow = await deploy("GasEscrow", [me, treasury, routingFeeBps]);
-  // Bonds in LaborGas. The unbonding delay (30 days) outlasts a gig's life, a respond window, two appeals and
-  // the slow path, so nobody can withdraw a bond out from under a dispute.
+  // Bonds in LaborGas. Live gigs, open cases and panel seats lock the bonds they concern; the unbonding delay
+  // (30 days, the registry's minimum) covers the windows in which a case can still be opened without a lock
+  // (decision 0014).
   const providerRegistry = await deploy("ProviderRegistry", [
     me,
     laborGas.address,
@@ -144,7 +146,7 @@ export async function deployAll(hre: HardhatRuntimeEnvironment): Promise<Deploym
     decisionWindow: envInt("IOI_DISPUTE_DECISION_WINDOW", 2 * DAY, 1, 14 * DAY),
     appealWindow: envInt("IOI_DISPUTE_APPEAL_WINDOW", 2 * DAY, 1, 7 * DAY),
     slowPathTimeout: envInt("IOI_DISPUTE_SLOW_PATH_TIMEOUT", 14 * DAY, 1, 60 * DAY),
-    // Arbitrators must run this judge runtime: the runner of this checkout on this Node version.
+    // Panel members must have pinned this judge runtime: this checkout's engine, harness and runner version.
     judgeRuntimeHash: envHash("IOI_JUDGE_RUNTIME_HASH", judgeRuntimeHash()),
   };
   const disputeManager = await deploy(
