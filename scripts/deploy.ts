@@ -8,7 +8,7 @@
  *
  * The second form deploys to any EVM chain and writes `deployments/chain-<chainId>.json`.
  *
- * Governance. The Timelock waits IOI_TIMELOCK_DELAY seconds (default 2 days; 60 s on chain 31337) between
+ * Governance. The Timelock waits IOI_TIMELOCK_DELAY seconds (default 2 days, at least 1 day; 60 s on chain 31337) between
  * scheduling a call and executing it; IOI_GOVERNANCE (default: the deployer) is its only proposer and executor
  * and nobody administers it but itself. The deployer grants the wiring roles — DISPUTE_ROLE on both escrows to
  * the DisputeManager, SLASHER_ROLE and LOCKER_ROLE on the registry to the DisputeManager, LOCKER_ROLE to the
@@ -236,7 +236,7 @@ export async function deployAll(hre: HardhatRuntimeEnvironment): Promise<Deploym
   return deployment;
 }
 
-/** The bytecode with each linked library's address written over its placeholder. */
+/** The bytecode with each linked library's address written into the slots its link references name. */
 function linkBytecode(
   name: string,
   bytecode: Hex,
