@@ -296,6 +296,31 @@ const stakeOf = async (c: System, k: LocalAccount): Promise<bigint> => {
                               THE SUITE
 //////////////////////////////////////////////////////////////*/
 
+/**
+ * A contested gig case in `token` (given dispute terms, both parties funded and approving), decided
+ * RespondentWins by two of its drawn panel, with the appeal window over: ready to finalize.
+ */
+async function decidedTokenCase(s: System, token: Address): Promise<Hex> {
+  // Every test token here has the same mint(address,uint256) and ERC-20 approve.
+  const erc20 = await hre.viem.getContractAt("BlocklistToken", token);
+  await s.disputes.write.setAssetTerms([token, { bondFloor: parseEther("0.01"), stakeRate: parseEther("1") }]);
+  for (const w of [s.client, s.provider]) {
+    await erc20.write.mint([w.account.address, parseEther("10")]);
+    await erc20.write.approve([s.gigs.address, parseEther("10")], { account: w.account });
+    await erc20.write.approve([s.disputes.address, parseEther("10")], { account: w.account });
+  }
+  const gigId = await deliveredGig(s, "ERC20", GIG_AMOUNT, token);
+  const caseId = await s.disputes.read.nextCaseId([KIND.Gig, gigSubject(gigId)]);
+  await s.disputes.write.openGigCase([gigId, 1, PACKAGE_HASH], { account: s.client.account });
+  await s.disputes.write.respond([caseId], { account: s.provider.account });
+  const c = { ...s, caseId };
+  const panel = await drawPanel(c, caseId);
+  await submit(c, { verdict: VERDICT.RespondentWins, refund: 0n, slash: 0n }, panel.slice(0, 2));
+  const { deadline } = await s.disputes.read.caseOf([caseId]);
+  await time.increaseTo(deadline + 1);
+  return caseId;
+}
+
 describe("DisputeManager", function () {
   /*//////////////////////////////////////////////////////////////
                        PARAMETERS AND ASSET TERMS
@@ -1547,21 +1572,7 @@ describe("DisputeManager", function () {
     it("a token re-entering finalize from a payout is refused (Reentrancy) and the case settles once, exactly", async function () {
       const s = await loadFixture(SYSTEM);
       const ree = await hre.viem.deployContract("ReentrantToken");
-      await s.disputes.write.setAssetTerms([ree.address, { bondFloor: parseEther("0.01"), stakeRate: parseEther("1") }]);
-      for (const w of [s.client, s.provider]) {
-        await ree.write.mint([w.account.address, parseEther("10")]);
-        await ree.write.approve([s.gigs.address, parseEther("10")], { account: w.account });
-        await ree.write.approve([s.disputes.address, parseEther("10")], { account: w.account });
-      }
-      const gigId = await deliveredGig(s, "ERC20", GIG_AMOUNT, ree.address);
-      const caseId = await s.disputes.read.nextCaseId([KIND.Gig, gigSubject(gigId)]);
-      await s.disputes.write.openGigCase([gigId, 1, PACKAGE_HASH], { account: s.client.account });
-      await s.disputes.write.respond([caseId], { account: s.provider.account });
-      const c = { ...s, caseId };
-      const panel = await drawPanel(c, caseId);
-      await submit(c, { verdict: VERDICT.RespondentWins, refund: 0n, slash: 0n }, panel.slice(0, 2));
-      const { deadline } = await s.disputes.read.caseOf([caseId]);
-      await time.increaseTo(deadline + 1);
+      const caseId = await decidedTokenCase(s, ree.address);
       await ree.write.arm([s.disputes.address, encodeFunctionData({ abi: s.disputes.abi, functionName: "finalize", args: [caseId, NO_STATE] })]);
       const before = await ree.read.balanceOf([s.provider.account.address]);
       await mined(s, await s.disputes.write.finalize([caseId, NO_STATE], { account: s.watcher.account }));
@@ -1574,21 +1585,7 @@ describe("DisputeManager", function () {
     it("a blocklisted winner's payout is deferred (PayoutDeferred) and claimable once unblocked; the loser's side is unaffected", async function () {
       const s = await loadFixture(SYSTEM);
       const blk = await hre.viem.deployContract("BlocklistToken");
-      await s.disputes.write.setAssetTerms([blk.address, { bondFloor: parseEther("0.01"), stakeRate: parseEther("1") }]);
-      for (const w of [s.client, s.provider]) {
-        await blk.write.mint([w.account.address, parseEther("10")]);
-        await blk.write.approve([s.gigs.address, parseEther("10")], { account: w.account });
-        await blk.write.approve([s.disputes.address, parseEther("10")], { account: w.account });
-      }
-      const gigId = await deliveredGig(s, "ERC20", GIG_AMOUNT, blk.address);
-      const caseId = await s.disputes.read.nextCaseId([KIND.Gig, gigSubject(gigId)]);
-      await s.disputes.write.openGigCase([gigId, 1, PACKAGE_HASH], { account: s.client.account });
-      await s.disputes.write.respond([caseId], { account: s.provider.account });
-      const c = { ...s, caseId };
-      const panel = await drawPanel(c, caseId);
-      await submit(c, { verdict: VERDICT.RespondentWins, refund: 0n, slash: 0n }, panel.slice(0, 2));
-      const { deadline } = await s.disputes.read.caseOf([caseId]);
-      await time.increaseTo(deadline + 1);
+      const caseId = await decidedTokenCase(s, blk.address);
       // The provider (the winner) is blocklisted by the token when the case ends.
       await blk.write.setBlocked([s.provider.account.address, true]);
       const won = 2n * BOND - BOND_BURN - BOND_FEE;
