@@ -11,6 +11,7 @@ import {IProviderRegistry} from "./interfaces/IProviderRegistry.sol";
 import {IRandomness} from "./interfaces/IRandomness.sol";
 import {DisputeRules} from "./libraries/DisputeRules.sol";
 import {Panels} from "./libraries/Panels.sol";
+import {TryTransfer} from "./libraries/TryTransfer.sol";
 
 /// @title DisputeManager
 /// @notice Takes challenges against a gig's delivery or a closing session's receipts, holds the parties' bonds,
@@ -725,30 +726,9 @@ contract DisputeManager is IDisputeManager {
         if (amount == 0) return;
         if (asset == address(0)) {
             SafeTransferLib.forceSafeTransferETH(to, amount);
-        } else if (!_tryTransfer(asset, to, amount)) {
+        } else if (!TryTransfer.tryTransfer(asset, to, amount)) {
             _claimable[asset][to] += amount;
             emit PayoutDeferred(asset, to, amount);
-        }
-    }
-
-    /// @dev `transfer` that reports failure instead of reverting: success means the call succeeded and returned
-    /// nothing (from a contract) or true. At most 32 bytes of return data are copied, so a hostile token cannot
-    /// make the copy expensive.
-    function _tryTransfer(address token, address to, uint256 amount) private returns (bool ok) {
-        // solhint-disable-next-line no-inline-assembly
-        assembly ("memory-safe") {
-            let m := mload(0x40)
-            mstore(0x00, 0xa9059cbb000000000000000000000000) // transfer(address,uint256)
-            mstore(0x14, to)
-            mstore(0x34, amount)
-            ok := call(gas(), token, 0, 0x10, 0x44, 0x00, 0x20)
-            if ok {
-                switch returndatasize()
-                case 0 { ok := gt(extcodesize(token), 0) }
-                default { ok := and(gt(returndatasize(), 31), eq(mload(0x00), 1)) }
-            }
-            mstore(0x34, 0) // restore the part of the free memory pointer slot overwritten above
-            mstore(0x40, m)
         }
     }
 

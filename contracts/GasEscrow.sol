@@ -7,6 +7,7 @@ import {ECDSA} from "@openzeppelin/contracts/utils/cryptography/ECDSA.sol";
 import {SafeTransferLib} from "solady/src/utils/SafeTransferLib.sol";
 import {ReentrancyGuardTransient} from "solady/src/utils/ReentrancyGuardTransient.sol";
 import {IGasEscrow} from "./interfaces/IGasEscrow.sol";
+import {TryTransfer} from "./libraries/TryTransfer.sol";
 
 /// @title GasEscrow
 /// @notice Escrow for session payment channels: a funder locks native ETH or an ERC-20 for a payer and a
@@ -718,28 +719,9 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
     /// @dev The one place a payout is deferred: the credit is written after the failed call, inside the
     /// guard, so a token re-entering during the attempt cannot claim or pay anything in between.
     function _payToken(address token, address to, uint256 amount) private nonReentrant {
-        if (!_tryTransfer(token, to, amount)) {
+        if (!TryTransfer.tryTransfer(token, to, amount)) {
             _claimable[token][to] += amount;
             emit PayoutDeferred(token, to, amount);
-        }
-    }
-
-    /// @dev solady's `safeTransfer` check (success, and either `true` returned or no return data from a
-    /// contract) without the revert: false when the token refused, returned false, or has no code.
-    /// solady 0.1.26 has `trySafeTransferFrom` but no `trySafeTransfer`; this is its `safeTransfer` body with
-    /// the revert replaced by the result, copied rather than re-derived so it keeps solady's audited checks.
-    function _tryTransfer(address token, address to, uint256 amount) private returns (bool success) {
-        /// @solidity memory-safe-assembly
-        // solhint-disable-next-line no-inline-assembly
-        assembly {
-            mstore(0x14, to) // Store the `to` argument.
-            mstore(0x34, amount) // Store the `amount` argument.
-            mstore(0x00, 0xa9059cbb000000000000000000000000) // `transfer(address,uint256)`.
-            success := call(gas(), token, 0, 0x10, 0x44, 0x00, 0x20)
-            if iszero(and(eq(mload(0x00), 1), success)) {
-                success := lt(or(iszero(extcodesize(token)), returndatasize()), success)
-            }
-            mstore(0x34, 0) // Restore the part of the free memory pointer that was overwritten.
         }
     }
 

@@ -6,6 +6,7 @@ import {SafeTransferLib} from "solady/src/utils/SafeTransferLib.sol";
 import {ReentrancyGuardTransient} from "solady/src/utils/ReentrancyGuardTransient.sol";
 import {IGigEscrow} from "./interfaces/IGigEscrow.sol";
 import {IProviderRegistry} from "./interfaces/IProviderRegistry.sol";
+import {TryTransfer} from "./libraries/TryTransfer.sol";
 
 /// @title GigEscrow
 /// @notice Escrow for outcome-based work: a client locks native ETH or an ERC-20 as the bounty of a gig bound
@@ -386,28 +387,9 @@ contract GigEscrow is IGigEscrow, AccessControl, ReentrancyGuardTransient {
         if (amount == 0) return;
         if (asset == address(0)) {
             SafeTransferLib.forceSafeTransferETH(to, amount);
-        } else if (!_tryTransfer(asset, to, amount)) {
+        } else if (!TryTransfer.tryTransfer(asset, to, amount)) {
             _claimable[asset][to] += amount;
             emit PayoutDeferred(asset, to, amount);
-        }
-    }
-
-    /// @dev solady's `safeTransfer` check (success, and either `true` returned or no return data from a
-    /// contract) without the revert: false when the token refused, returned false, or has no code.
-    /// solady 0.1.26 has `trySafeTransferFrom` but no `trySafeTransfer`; this is its `safeTransfer` body with
-    /// the revert replaced by the result, copied rather than re-derived so it keeps solady's audited checks.
-    function _tryTransfer(address token, address to, uint256 amount) private returns (bool success) {
-        /// @solidity memory-safe-assembly
-        // solhint-disable-next-line no-inline-assembly
-        assembly {
-            mstore(0x14, to) // Store the `to` argument.
-            mstore(0x34, amount) // Store the `amount` argument.
-            mstore(0x00, 0xa9059cbb000000000000000000000000) // `transfer(address,uint256)`.
-            success := call(gas(), token, 0, 0x10, 0x44, 0x00, 0x20)
-            if iszero(and(eq(mload(0x00), 1), success)) {
-                success := lt(or(iszero(extcodesize(token)), returndatasize()), success)
-            }
-            mstore(0x34, 0) // Restore the part of the free memory pointer that was overwritten.
         }
     }
 
