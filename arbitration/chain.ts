@@ -12,8 +12,10 @@ import {
   zeroHash,
   type Address,
   type Hash,
+  type Abi,
   type Hex,
   type PublicClient,
+  type TransactionReceipt,
 } from "viem";
 
 import DisputeManagerArtifact from "../artifacts/contracts/DisputeManager.sol/DisputeManager.json";
@@ -23,6 +25,7 @@ import type { GigEscrow$Type } from "../artifacts/contracts/GigEscrow.sol/GigEsc
 import ProviderRegistryArtifact from "../artifacts/contracts/ProviderRegistry.sol/ProviderRegistry.json";
 import type { ProviderRegistry$Type } from "../artifacts/contracts/ProviderRegistry.sol/ProviderRegistry";
 import { toCompactSignature } from "../channel-client/eip712";
+import { checkedWrite } from "../channel-client/chain/write";
 import { BaseError } from "../channel-client/errors";
 import { gasEscrowAbi, type ClosingState, type TxResult, type Wallet } from "../channel-client/escrow";
 import type { ChannelRef } from "../channel-client/terms";
@@ -44,10 +47,13 @@ const KINDS = ["none", "gig", "session"] as const;
 
 export type Deployment = { disputeManager: Address; gasEscrow: Address; gigEscrow: Address; registry: Address };
 
-async function confirm(publicClient: PublicClient, hash: Hash) {
-  const receipt = await publicClient.waitForTransactionReceipt({ hash });
-  if (receipt.status !== "success") throw new DisputeTransactionError(`Transaction ${hash} reverted.`);
-  return receipt;
+/** One write, checked before it is sent (chain, code, funds, simulation: see `checkedWrite`). */
+async function send(
+  wallet: Wallet,
+  publicClient: PublicClient,
+  call: { address: Address; abi: Abi; functionName: string; args: readonly unknown[]; value?: bigint; what: string },
+): Promise<{ hash: Hash; receipt: TransactionReceipt }> {
+  return checkedWrite({ publicClient, wallet, address: call.address, abi: call.abi, functionName: call.functionName as never, args: call.args as never, value: call.value ?? 0n, what: call.what });
 }
 
 /** The case as stored, with the leaf its `CaseOpened` event proved (zero for a gig). */
@@ -170,12 +176,11 @@ export type OpenedCase = TxResult & { caseId: Hex; bond: bigint };
 async function payBond(parameters: OpenCommon & { asset: Address; bond: bigint }): Promise<bigint> {
   const { wallet, publicClient, asset, bond, disputeManager } = parameters;
   if (asset === zeroAddress) return bond;
-  const hash = await wallet.writeContract({ address: asset, abi: erc20Abi, functionName: "approve", args: [disputeManager, bond] });
-  await confirm(publicClient, hash);
+  await send(wallet, publicClient, { address: asset, abi: erc20Abi, functionName: "approve", args: [disputeManager, bond], what: "ERC-20.approve" });
   return 0n;
 }
 
-function openedCase(receipt: Awaited<ReturnType<typeof confirm>>, hash: Hash): OpenedCase {
+function openedCase({ receipt, hash }: { receipt: TransactionReceipt; hash: Hash }): OpenedCase {
   const [event] = parseEventLogs({ abi: disputeManagerAbi, eventName: "CaseOpened", logs: receipt.logs });
   if (!event) throw new DisputeTransactionError(`Transaction ${hash} opened no case.`);
   return { hash, gasUsed: receipt.gasUsed, blockNumber: receipt.blockNumber, caseId: event.args.caseId, bond: event.args.bond };
@@ -187,14 +192,9 @@ export async function openGigCase(parameters: OpenCommon & { gigEscrow: Address;
   const gig = await publicClient.readContract({ address: gigEscrow, abi: gigEscrowAbi, functionName: "gigOf", args: [gigId] });
   const bond = await publicClient.readContract({ address: disputeManager, abi: disputeManagerAbi, functionName: "bondFor", args: [gig.asset, gig.amount, lane] });
   const value = await payBond({ ...parameters, asset: gig.asset, bond });
-  const hash = await wallet.writeContract({
-    address: disputeManager,
-    abi: disputeManagerAbi,
-    functionName: "openGigCase",
-    args: [gigId, lane, packageHash],
-    value,
-  });
-  return openedCase(await confirm(publicClient, hash), hash);
+  return openedCase(
+    await send(wallet, publicClient, { address: disputeManager, abi: disputeManagerAbi, functionName: "openGigCase", args: [gigId, lane, packageHash], value, what: "DisputeManager.openGigCase" }),
+  );
 }
 
 /** The payer (or funder) disputes one receipt step of a closing session, proving its leaf on-chain. */
@@ -211,14 +211,16 @@ export async function openSessionCase(
   const value = recorded.amount < recorded.deposit ? recorded.amount : recorded.deposit;
   const bond = await publicClient.readContract({ address: disputeManager, abi: disputeManagerAbi, functionName: "bondFor", args: [ref.terms.asset, value, lane] });
   const ethValue = await payBond({ ...parameters, asset: ref.terms.asset, bond });
-  const hash = await wallet.writeContract({
-    address: disputeManager,
-    abi: disputeManagerAbi,
-    functionName: "openSessionCase",
-    args: [ref.terms, ref.openedAt, recorded, receiptHash, ticketHash, proof, lane, packageHash],
-    value: ethValue,
-  });
-  return openedCase(await confirm(publicClient, hash), hash);
+  return openedCase(
+    await send(wallet, publicClient, {
+      address: disputeManager,
+      abi: disputeManagerAbi,
+      functionName: "openSessionCase",
+      args: [ref.terms, ref.openedAt, recorded, receiptHash, ticketHash, proof, lane, packageHash],
+      value: ethValue,
+      what: "DisputeManager.openSessionCase",
+    }),
+  );
 }
 
 /** The state `finalize`, `expire` and `resolveSlowPath` must be given: a session's recorded close, zeros for a gig. */
@@ -256,8 +258,7 @@ export type DrawResult = TxResult &
  */
 export async function drawPanel(parameters: { wallet: Wallet; publicClient: PublicClient; disputeManager: Address; caseId: Hex }): Promise<DrawResult> {
   const { wallet, publicClient, disputeManager, caseId } = parameters;
-  const hash = await wallet.writeContract({ address: disputeManager, abi: disputeManagerAbi, functionName: "drawPanel", args: [caseId] });
-  const receipt = await confirm(publicClient, hash);
+  const { hash, receipt } = await send(wallet, publicClient, { address: disputeManager, abi: disputeManagerAbi, functionName: "drawPanel", args: [caseId], what: "DisputeManager.drawPanel" });
   const base = { hash, gasUsed: receipt.gasUsed, blockNumber: receipt.blockNumber };
   const logs = parseEventLogs({ abi: disputeManagerAbi, logs: receipt.logs });
   for (const log of logs) {
@@ -297,10 +298,8 @@ export async function submitVerdict(parameters: {
   const { wallet, publicClient, deployment, message } = parameters;
   const sorted = [...parameters.signatures].sort((a, b) => (BigInt(a.signer) < BigInt(b.signer) ? -1 : 1));
   const args = [message, sorted.map((s) => toCompactSignature(s.signature))] as const;
-  // Simulated first, so a refusal names the contract's error before any gas is spent.
-  await publicClient.simulateContract({ address: deployment.disputeManager, abi: disputeManagerAbi, functionName: "submitVerdict", args, account: wallet.account });
-  const hash = await wallet.writeContract({ address: deployment.disputeManager, abi: disputeManagerAbi, functionName: "submitVerdict", args });
-  const receipt = await confirm(publicClient, hash);
+  // Simulated first (checkedWrite), so a refusal names the contract's error before any gas is spent.
+  const { hash, receipt } = await send(wallet, publicClient, { address: deployment.disputeManager, abi: disputeManagerAbi, functionName: "submitVerdict", args, what: "DisputeManager.submitVerdict" });
   const base = { hash, gasUsed: receipt.gasUsed, blockNumber: receipt.blockNumber };
   const logs = parseEventLogs({ abi: disputeManagerAbi, logs: receipt.logs });
   // An undecidable verdict is recorded too (VerdictSubmitted) but sends the case to the slow path: check that first.
@@ -325,9 +324,7 @@ export async function appealCase(parameters: { wallet: Wallet; publicClient: Pub
   const c = await publicClient.readContract({ address: disputeManager, abi: disputeManagerAbi, functionName: "caseOf", args: [caseId] });
   const bond = await publicClient.readContract({ address: disputeManager, abi: disputeManagerAbi, functionName: "bondFor", args: [c.asset, c.value, c.lane + c.round + 1] });
   const value = await payBond({ wallet, publicClient, disputeManager, asset: c.asset, bond, lane: 0, packageHash: zeroHash });
-  await publicClient.simulateContract({ address: disputeManager, abi: disputeManagerAbi, functionName: "appeal", args: [caseId], value, account: wallet.account });
-  const hash = await wallet.writeContract({ address: disputeManager, abi: disputeManagerAbi, functionName: "appeal", args: [caseId], value });
-  const receipt = await confirm(publicClient, hash);
+  const { hash, receipt } = await send(wallet, publicClient, { address: disputeManager, abi: disputeManagerAbi, functionName: "appeal", args: [caseId], value, what: "DisputeManager.appeal" });
   const [appealed] = parseEventLogs({ abi: disputeManagerAbi, eventName: "CaseAppealed", logs: receipt.logs });
   if (!appealed) throw new DisputeTransactionError(`Transaction ${hash} appealed no case.`);
   return {
@@ -357,9 +354,7 @@ export type FinalizedCase = TxResult & {
 export async function finalizeCase(parameters: { wallet: Wallet; publicClient: PublicClient; deployment: Deployment; caseId: Hex }): Promise<FinalizedCase> {
   const { wallet, publicClient, deployment, caseId } = parameters;
   const recorded = await recordedStateOf(publicClient, deployment, caseId);
-  await publicClient.simulateContract({ address: deployment.disputeManager, abi: disputeManagerAbi, functionName: "finalize", args: [caseId, recorded], account: wallet.account });
-  const hash = await wallet.writeContract({ address: deployment.disputeManager, abi: disputeManagerAbi, functionName: "finalize", args: [caseId, recorded] });
-  const receipt = await confirm(publicClient, hash);
+  const { hash, receipt } = await send(wallet, publicClient, { address: deployment.disputeManager, abi: disputeManagerAbi, functionName: "finalize", args: [caseId, recorded], what: "DisputeManager.finalize" });
   const [resolved] = parseEventLogs({ abi: disputeManagerAbi, eventName: "CaseResolved", logs: receipt.logs });
   if (!resolved) throw new DisputeTransactionError(`Transaction ${hash} finalised no case.`);
   const fees = parseEventLogs({ abi: disputeManagerAbi, eventName: "ArbitrationFeeEarned", logs: receipt.logs }).map((e) => ({
@@ -385,9 +380,7 @@ export async function finalizeCase(parameters: { wallet: Wallet; publicClient: P
 /** Claims what the DisputeManager credited to the wallet in `asset` (arbitration fees, deferred payouts). */
 export async function claimFees(parameters: { wallet: Wallet; publicClient: PublicClient; disputeManager: Address; asset: Address }): Promise<TxResult & { amount: bigint }> {
   const { wallet, publicClient, disputeManager, asset } = parameters;
-  await publicClient.simulateContract({ address: disputeManager, abi: disputeManagerAbi, functionName: "claim", args: [asset], account: wallet.account });
-  const hash = await wallet.writeContract({ address: disputeManager, abi: disputeManagerAbi, functionName: "claim", args: [asset] });
-  const receipt = await confirm(publicClient, hash);
+  const { hash, receipt } = await send(wallet, publicClient, { address: disputeManager, abi: disputeManagerAbi, functionName: "claim", args: [asset], what: "DisputeManager.claim" });
   const [claimed] = parseEventLogs({ abi: disputeManagerAbi, eventName: "Claimed", logs: receipt.logs });
   if (!claimed) throw new DisputeTransactionError(`Transaction ${hash} claimed nothing.`);
   return { hash, gasUsed: receipt.gasUsed, blockNumber: receipt.blockNumber, amount: claimed.args.amount };

@@ -24,9 +24,6 @@ import { appendFileSync, existsSync, lstatSync, readdirSync, readFileSync, statS
 import path from "node:path";
 import type { ParseArgsConfig } from "node:util";
 import {
-  BaseError as ViemBaseError,
-  ContractFunctionRevertedError,
-  decodeErrorResult,
   erc20Abi,
   formatEther,
   getAddress,
@@ -34,7 +31,6 @@ import {
   isAddressEqual,
   isHex,
   pad,
-  parseAbi,
   parseEther,
   parseEventLogs,
   toHex,
@@ -42,14 +38,12 @@ import {
   zeroHash,
   type Abi,
   type Address,
-  type Hash,
   type Hex,
   type LocalAccount,
   type PublicClient,
 } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
-import LaborGasArtifact from "../artifacts/contracts/LaborGas.sol/LaborGas.json";
 import { ReceiptAccumulator } from "../channel-client/accumulator";
 import { canon } from "../channel-client/canonical";
 import {
@@ -68,8 +62,10 @@ import {
   type Command,
   type Out,
 } from "../channel-client/cli";
+import { ContractRevertError, decodeRevert } from "../channel-client/chain/revert";
+import { checkedWrite } from "../channel-client/chain/write";
 import { BaseError, SizeLimitError } from "../channel-client/errors";
-import { gasEscrowAbi, type ClosingState, type Wallet } from "../channel-client/escrow";
+import { type ClosingState, type Wallet } from "../channel-client/escrow";
 import { sessionReceiptHash } from "../channel-client/receipt";
 import { paymentTicketHash } from "../channel-client/ticket";
 import { assertBundleHash, BUNDLE_LIMITS, bundleFromJson, bundleHash, expectBundlePath, type Bundle } from "./bundle";
@@ -543,60 +539,24 @@ export function readBundleDirectory(directory: string, option: string): Bundle {
   return bundleFromJson({ files }, where);
 }
 
-/** Errors in no ABI: solady raises them from assembly. */
-const LIBRARY_ERRORS = parseAbi(["error TransferFromFailed()", "error TransferFailed()", "error Reentrancy()"]);
-/** Every custom error a dispute transaction can revert with, the DisputeManager's and those of what it calls. */
-const REVERT_ABI = [
-  ...disputeManagerAbi,
-  ...gigEscrowAbi,
-  ...gasEscrowAbi,
-  ...providerRegistryAbi,
-  ...(LaborGasArtifact.abi as Abi),
-  ...LIBRARY_ERRORS,
-].filter((item) => item.type === "error") as Abi;
-
-function decodeRevert(error: unknown): { errorName: string; args: readonly unknown[] } | undefined {
-  if (!(error instanceof ViemBaseError)) return undefined;
-  const reverted = error.walk((e) => e instanceof ContractFunctionRevertedError);
-  const candidates: unknown[] = [];
-  if (reverted instanceof ContractFunctionRevertedError) {
-    if (reverted.data) return { errorName: reverted.data.errorName, args: reverted.data.args ?? [] };
-    candidates.push(reverted.raw);
-  }
-  // Some nodes report the revert as an RPC error carrying the raw data instead.
-  for (let e: unknown = error; e instanceof Error; e = e.cause) {
-    const { data } = e as { data?: unknown };
-    candidates.push(typeof data === "string" ? data : (data as { data?: unknown } | undefined)?.data);
-  }
-  for (const raw of candidates) {
-    if (typeof raw !== "string" || !isHex(raw) || raw.length < 10) continue;
-    try {
-      const decoded = decodeErrorResult({ abi: REVERT_ABI, data: raw });
-      return { errorName: decoded.errorName, args: decoded.args ?? [] };
-    } catch {
-      continue;
-    }
-  }
-  return undefined;
-}
-
-const describeArgs = (args: readonly unknown[]): string => args.map((a) => (typeof a === "bigint" ? a.toString() : String(a))).join(", ");
-
-/** Runs a transaction; a revert becomes a {@link DisputeTransactionError} naming the contract's error. */
+/**
+ * Runs a transaction; a revert (decoded by the shared decoder, channel-client/chain/revert.ts) becomes a
+ * {@link DisputeTransactionError} naming the contract's error and what it means.
+ */
 async function transact<T>(what: string, send: () => Promise<T>): Promise<T> {
   try {
     return await send();
   } catch (error) {
+    if (error instanceof ContractRevertError) throw new DisputeTransactionError(error.shortMessage, { cause: error });
     const revert = decodeRevert(error);
     if (!revert) throw error;
-    throw new DisputeTransactionError(`${what} reverted with ${revert.errorName}(${describeArgs(revert.args)}).`, { cause: error });
+    throw new DisputeTransactionError(new ContractRevertError(what, revert).shortMessage, { cause: error });
   }
 }
 
-async function confirm(publicClient: PublicClient, hash: Hash, what: string) {
-  const receipt = await publicClient.waitForTransactionReceipt({ hash });
-  if (receipt.status !== "success") throw new DisputeTransactionError(`${what} transaction ${hash} reverted.`);
-  return receipt;
+/** One write through `checkedWrite` (chain, code, funds and simulation checked before sending), decoded. */
+function write(what: string, wallet: Wallet, publicClient: PublicClient, call: { address: Address; abi: Abi; functionName: string; args: readonly unknown[]; value?: bigint }) {
+  return transact(what, () => checkedWrite({ publicClient, wallet, what, ...call } as never));
 }
 
 /** The DisputeManager, checked to be a contract, and the escrows and registry it is wired to. */
@@ -654,8 +614,7 @@ const assetName = (asset: Address): string => (BigInt(asset) === 0n ? "ETH" : as
 async function bondValue(wallet: Wallet, publicClient: PublicClient, asset: Address, spender: Address, amount: bigint): Promise<bigint> {
   if (BigInt(asset) === 0n) return amount;
   if (amount > 0n) {
-    const hash = await transact("ERC-20 approve", () => wallet.writeContract({ address: asset, abi: erc20Abi, functionName: "approve", args: [spender, amount] }));
-    await confirm(publicClient, hash, "ERC-20 approve");
+    await write("ERC-20.approve", wallet, publicClient, { address: asset, abi: erc20Abi, functionName: "approve", args: [spender, amount] });
   }
   return 0n;
 }
@@ -939,10 +898,7 @@ async function runRespond(values: Values, out: Out): Promise<void> {
   if (now >= BigInt(c.respondBy)) throw new DisputeTransactionError(`Case ${caseId}'s respond window closed at ${isoTime(BigInt(c.respondBy))}; it can no longer be contested.`);
   const bond = c.challengerBond;
   const value = await bondValue(wallet!, publicClient, c.asset, deployment.disputeManager, bond);
-  const hash = await transact("DisputeManager.respond", () =>
-    wallet!.writeContract({ address: deployment.disputeManager, abi: disputeManagerAbi, functionName: "respond", args: [caseId], value }),
-  );
-  const receipt = await confirm(publicClient, hash, "DisputeManager.respond");
+  const { hash, receipt } = await write("DisputeManager.respond", wallet!, publicClient, { address: deployment.disputeManager, abi: disputeManagerAbi, functionName: "respond", args: [caseId], value });
   const [contested] = parseEventLogs({ abi: disputeManagerAbi, eventName: "CaseContested", logs: receipt.logs });
   if (!contested) throw new DisputeTransactionError(`Transaction ${hash} contested no case.`);
   out.lines.push(
@@ -963,10 +919,7 @@ async function runExpire(values: Values, out: Out): Promise<void> {
     throw new CaseStateError(`Case ${caseId} (${c.statusName}) has until ${isoTime(BigInt(c.deadline))} (${timeLeft(BigInt(c.deadline), now)}); it cannot expire before.`);
   }
   const recorded = await recordedStateOf(publicClient, deployment, caseId);
-  const hash = await transact("DisputeManager.expire", () =>
-    wallet!.writeContract({ address: deployment.disputeManager, abi: disputeManagerAbi, functionName: "expire", args: [caseId, recorded] }),
-  );
-  const receipt = await confirm(publicClient, hash, "DisputeManager.expire");
+  const { hash, receipt } = await write("DisputeManager.expire", wallet!, publicClient, { address: deployment.disputeManager, abi: disputeManagerAbi, functionName: "expire", args: [caseId, recorded] });
   const logs = parseEventLogs({ abi: disputeManagerAbi, logs: receipt.logs });
   const base = { caseId, transactionHash: hash, gasUsed: Number(receipt.gasUsed) };
   const slow = logs.find((log) => log.eventName === "CaseToSlowPath");
@@ -1329,20 +1282,13 @@ function tokenAmountOf(values: Values, what: string): bigint {
   return amount;
 }
 
-async function arbitratorTx(what: string, publicClient: PublicClient, send: () => Promise<Hash>) {
-  const hash = await transact(what, send);
-  return { hash, receipt: await confirm(publicClient, hash, what) };
-}
-
 async function runArbitratorRegister(values: Values, out: Out): Promise<void> {
   const didHash = hashOption(values, "did-hash", "keccak-256 of the arbitrator's DID document");
   const mldsaHash = hashOption(values, "mldsa-hash", "keccak-256 of its ML-DSA public key");
   const account = loadAccount(values);
   const { publicClient, wallet, deployment } = await disputeClients(values, account);
   const runtime = judgeRuntimeHash();
-  const { hash, receipt } = await arbitratorTx("ProviderRegistry.registerArbitrator", publicClient, () =>
-    wallet!.writeContract({ address: deployment.registry, abi: providerRegistryAbi, functionName: "registerArbitrator", args: [runtime, didHash, mldsaHash] }),
-  );
+  const { hash, receipt } = await write("ProviderRegistry.registerArbitrator", wallet!, publicClient, { address: deployment.registry, abi: providerRegistryAbi, functionName: "registerArbitrator", args: [runtime, didHash, mldsaHash] });
   out.lines.push(`Registered ${account.address} as an arbitrator pinned to judge runtime ${runtime} (gas ${receipt.gasUsed}); stake with \`ioi arbitrator stake\`, then governance admits it through the timelock.`);
   Object.assign(out.result, { arbitrator: account.address, judgeRuntimeHash: runtime, didHash, mldsaHash, transactionHash: hash, gasUsed: Number(receipt.gasUsed) });
 }
@@ -1355,9 +1301,7 @@ async function runArbitratorRepin(values: Values, out: Out): Promise<void> {
   const didHash = values["did-hash"] === undefined ? record.didHash : hashOption(values, "did-hash", "keccak-256 of the DID document");
   const mldsaHash = values["mldsa-hash"] === undefined ? record.mldsaPublicKeyHash : hashOption(values, "mldsa-hash", "keccak-256 of the ML-DSA public key");
   const runtime = judgeRuntimeHash();
-  const { hash, receipt } = await arbitratorTx("ProviderRegistry.updateArbitrator", publicClient, () =>
-    wallet!.writeContract({ address: deployment.registry, abi: providerRegistryAbi, functionName: "updateArbitrator", args: [runtime, didHash, mldsaHash] }),
-  );
+  const { hash, receipt } = await write("ProviderRegistry.updateArbitrator", wallet!, publicClient, { address: deployment.registry, abi: providerRegistryAbi, functionName: "updateArbitrator", args: [runtime, didHash, mldsaHash] });
   out.lines.push(`Re-pinned ${account.address} from judge runtime ${record.judgeRuntimeHash} to ${runtime} (gas ${receipt.gasUsed}).`);
   Object.assign(out.result, { arbitrator: account.address, previousJudgeRuntimeHash: record.judgeRuntimeHash, judgeRuntimeHash: runtime, transactionHash: hash, gasUsed: Number(receipt.gasUsed) });
 }
@@ -1369,10 +1313,8 @@ async function runArbitratorStake(values: Values, out: Out): Promise<void> {
   const { token, symbol } = await bondTokenOf(publicClient, deployment.registry);
   const balance = await publicClient.readContract({ address: token, abi: erc20Abi, functionName: "balanceOf", args: [account.address] });
   if (balance < amount) throw new UsageError(`${account.address} holds ${tokens(balance, symbol)}, less than the ${tokens(amount, symbol)} to stake.`);
-  await arbitratorTx("ERC-20 approve", publicClient, () => wallet!.writeContract({ address: token, abi: erc20Abi, functionName: "approve", args: [deployment.registry, amount] }));
-  const { hash, receipt } = await arbitratorTx("ProviderRegistry.bond", publicClient, () =>
-    wallet!.writeContract({ address: deployment.registry, abi: providerRegistryAbi, functionName: "bond", args: [ARBITRATOR_ROLE, amount] }),
-  );
+  await write("ERC-20 approve", wallet!, publicClient, { address: token, abi: erc20Abi, functionName: "approve", args: [deployment.registry, amount] });
+  const { hash, receipt } = await write("ProviderRegistry.bond", wallet!, publicClient, { address: deployment.registry, abi: providerRegistryAbi, functionName: "bond", args: [ARBITRATOR_ROLE, amount] });
   const bond = await publicClient.readContract({ address: deployment.registry, abi: providerRegistryAbi, functionName: "bondOf", args: [ARBITRATOR_ROLE, account.address] });
   out.lines.push(`Staked ${tokens(amount, symbol)} as arbitrator ${account.address}; active stake now ${tokens(bond.active, symbol)} (gas ${receipt.gasUsed}).`);
   Object.assign(out.result, { arbitrator: account.address, staked: amount.toString(), active: bond.active.toString(), token, transactionHash: hash, gasUsed: Number(receipt.gasUsed) });
@@ -1387,9 +1329,7 @@ async function runArbitratorUnstake(values: Values, out: Out): Promise<void> {
   if (locks > 0n) throw new UsageError(`${account.address} sits on ${locks} panel${locks === 1n ? "" : "s"} of live cases; its stake cannot unbond until they end.`);
   const bond = await publicClient.readContract({ address: deployment.registry, abi: providerRegistryAbi, functionName: "bondOf", args: [ARBITRATOR_ROLE, account.address] });
   if (bond.active < amount) throw new UsageError(`${account.address} has ${tokens(bond.active, symbol)} active stake, less than the ${tokens(amount, symbol)} to unbond.`);
-  const { hash, receipt } = await arbitratorTx("ProviderRegistry.requestUnbond", publicClient, () =>
-    wallet!.writeContract({ address: deployment.registry, abi: providerRegistryAbi, functionName: "requestUnbond", args: [ARBITRATOR_ROLE, amount] }),
-  );
+  const { hash, receipt } = await write("ProviderRegistry.requestUnbond", wallet!, publicClient, { address: deployment.registry, abi: providerRegistryAbi, functionName: "requestUnbond", args: [ARBITRATOR_ROLE, amount] });
   const after = await publicClient.readContract({ address: deployment.registry, abi: providerRegistryAbi, functionName: "bondOf", args: [ARBITRATOR_ROLE, account.address] });
   out.lines.push(`Unbonding ${tokens(amount, symbol)}: ${tokens(after.pending, symbol)} withdrawable from ${isoTime(BigInt(after.unlockAt))} (gas ${receipt.gasUsed}).`);
   Object.assign(out.result, { arbitrator: account.address, unbonding: amount.toString(), pending: after.pending.toString(), unlockAt: after.unlockAt.toString(), transactionHash: hash, gasUsed: Number(receipt.gasUsed) });
@@ -1403,9 +1343,7 @@ async function runArbitratorWithdraw(values: Values, out: Out): Promise<void> {
   if (bond.pending === 0n) throw new UsageError(`${account.address} has nothing unbonding; run \`ioi arbitrator unstake\` first.`);
   const now = await nowOnChain(publicClient);
   if (now < BigInt(bond.unlockAt)) throw new UsageError(`${tokens(bond.pending, symbol)} unbonds at ${isoTime(BigInt(bond.unlockAt))} (${timeLeft(BigInt(bond.unlockAt), now)}); withdraw after that.`);
-  const { hash, receipt } = await arbitratorTx("ProviderRegistry.withdraw", publicClient, () =>
-    wallet!.writeContract({ address: deployment.registry, abi: providerRegistryAbi, functionName: "withdraw", args: [ARBITRATOR_ROLE] }),
-  );
+  const { hash, receipt } = await write("ProviderRegistry.withdraw", wallet!, publicClient, { address: deployment.registry, abi: providerRegistryAbi, functionName: "withdraw", args: [ARBITRATOR_ROLE] });
   out.lines.push(`Withdrew ${tokens(bond.pending, symbol)} of unbonded stake to ${account.address} (gas ${receipt.gasUsed}).`);
   Object.assign(out.result, { arbitrator: account.address, withdrawn: bond.pending.toString(), transactionHash: hash, gasUsed: Number(receipt.gasUsed) });
 }

@@ -8,19 +8,18 @@ import {
   parseEventLogs,
   zeroAddress,
   zeroHash,
-  type Account,
   type Address,
-  type Chain,
   type Hash,
   type Hex,
   type PublicClient,
-  type Transport,
-  type WalletClient,
+  type TransactionReceipt,
 } from "viem";
 
 import GasEscrowArtifact from "../artifacts/contracts/GasEscrow.sol/GasEscrow.json";
 import type { GasEscrow$Type } from "../artifacts/contracts/GasEscrow.sol/GasEscrow";
 import { gasEscrowDomain, toCompactSignature, type GasEscrowDomain } from "./eip712";
+import { unitsOf } from "./chain/revert";
+import { checkedWrite, type Wallet } from "./chain/write";
 import { BaseError } from "./errors";
 import type { SettlementSummary } from "./summary";
 import type { SignedPaymentTicket } from "./ticket";
@@ -28,7 +27,7 @@ import type { ChannelRef, ChannelTerms } from "./terms";
 
 export const gasEscrowAbi = GasEscrowArtifact.abi as GasEscrow$Type["abi"];
 
-export type Wallet = WalletClient<Transport, Chain, Account>;
+export type { Wallet } from "./chain/write";
 
 /** A transaction the escrow reverted or that did not emit what it must have. */
 export class EscrowTransactionError extends BaseError {
@@ -41,16 +40,39 @@ export async function escrowDomain(publicClient: PublicClient, escrow: Address):
   return gasEscrowDomain({ chainId: await publicClient.getChainId(), verifyingContract: escrow });
 }
 
-async function confirm(publicClient: PublicClient, hash: Hash) {
-  const receipt = await publicClient.waitForTransactionReceipt({ hash });
-  if (receipt.status !== "success") throw new EscrowTransactionError(`Transaction ${hash} reverted.`);
-  return receipt;
+type EscrowWrite = "open" | "deposit" | "closeCooperative" | "closeUnilateral" | "challenge" | "finalize" | "claim";
+
+/**
+ * One GasEscrow write, checked before it is sent (chain, code, funds, simulation: see `checkedWrite`); a
+ * revert comes back as a `ContractRevertError` with the contract's error and a sentence.
+ */
+async function send(
+  parameters: { wallet: Wallet; publicClient: PublicClient; escrow: Address; chainId?: number },
+  functionName: EscrowWrite,
+  args: readonly unknown[],
+  options: { value?: bigint; asset?: Address } = {},
+): Promise<{ hash: Hash; receipt: TransactionReceipt }> {
+  const { wallet, publicClient, escrow, chainId } = parameters;
+  return checkedWrite({
+    publicClient,
+    wallet,
+    address: escrow,
+    abi: gasEscrowAbi,
+    functionName,
+    args: args as never,
+    value: options.value ?? 0n,
+    chainId,
+    what: `GasEscrow.${functionName}`,
+    asset: unitsOf(options.asset),
+  });
 }
 
 export type OpenChannelParameters = {
   wallet: Wallet;
   publicClient: PublicClient;
   escrow: Address;
+  /** The deployment's chain id, checked against the RPC's before anything is sent. */
+  chainId?: number;
   terms: ChannelTerms;
   amount: bigint;
 };
@@ -63,18 +85,11 @@ export type OpenChannelReturnType = TxResult & { ref: ChannelRef; sessionId: Hex
  * copy of the terms cannot take the session id first.
  */
 export async function openChannel(parameters: OpenChannelParameters): Promise<OpenChannelReturnType> {
-  const { wallet, publicClient, escrow, terms, amount } = parameters;
+  const { wallet, terms, amount } = parameters;
   if (wallet.account.address.toLowerCase() !== terms.funder.toLowerCase()) {
     throw new EscrowTransactionError(`Only the funder named in the terms (${terms.funder}) may open the channel, not ${wallet.account.address}.`);
   }
-  const hash = await wallet.writeContract({
-    address: escrow,
-    abi: gasEscrowAbi,
-    functionName: "open",
-    args: [terms, amount],
-    value: terms.asset === zeroAddress ? amount : 0n,
-  });
-  const receipt = await confirm(publicClient, hash);
+  const { hash, receipt } = await send(parameters, "open", [terms, amount], { value: terms.asset === zeroAddress ? amount : 0n, asset: terms.asset });
   const [opened] = parseEventLogs({ abi: gasEscrowAbi, eventName: "ChannelOpened", logs: receipt.logs });
   if (!opened) throw new EscrowTransactionError(`Transaction ${hash} opened no channel.`);
   return {
@@ -92,12 +107,13 @@ export async function approveEscrow(parameters: {
   wallet: Wallet;
   publicClient: PublicClient;
   escrow: Address;
+  /** The deployment's chain id, checked against the RPC's before anything is sent. */
+  chainId?: number;
   token: Address;
   amount: bigint;
 }): Promise<TxResult> {
   const { wallet, publicClient, escrow, token, amount } = parameters;
-  const hash = await wallet.writeContract({ address: token, abi: erc20Abi, functionName: "approve", args: [escrow, amount] });
-  const receipt = await confirm(publicClient, hash);
+  const { hash, receipt } = await checkedWrite({ publicClient, wallet, address: token, abi: erc20Abi, functionName: "approve", args: [escrow, amount], chainId: parameters.chainId, what: "ERC-20.approve" });
   return { hash, gasUsed: receipt.gasUsed, blockNumber: receipt.blockNumber };
 }
 
@@ -110,20 +126,18 @@ export async function depositToChannel(parameters: {
   wallet: Wallet;
   publicClient: PublicClient;
   escrow: Address;
+  /** The deployment's chain id, checked against the RPC's before anything is sent. */
+  chainId?: number;
   ref: ChannelRef;
   amount: bigint;
   minReceived?: bigint;
 }): Promise<TxResult & { deposit: bigint }> {
-  const { wallet, publicClient, escrow, ref, amount } = parameters;
+  const { ref, amount } = parameters;
   const minReceived = parameters.minReceived ?? 0n;
-  const hash = await wallet.writeContract({
-    address: escrow,
-    abi: gasEscrowAbi,
-    functionName: "deposit",
-    args: [ref.terms, ref.openedAt, amount, minReceived],
+  const { hash, receipt } = await send(parameters, "deposit", [ref.terms, ref.openedAt, amount, minReceived], {
     value: ref.terms.asset === zeroAddress ? amount : 0n,
+    asset: ref.terms.asset,
   });
-  const receipt = await confirm(publicClient, hash);
   const [deposited] = parseEventLogs({ abi: gasEscrowAbi, eventName: "Deposited", logs: receipt.logs });
   if (!deposited) throw new EscrowTransactionError(`Transaction ${hash} deposited nothing.`);
   return { hash, gasUsed: receipt.gasUsed, blockNumber: receipt.blockNumber, deposit: deposited.args.deposit };
@@ -148,7 +162,7 @@ function ticketArg(signed: SignedPaymentTicket | undefined) {
   return { seq: ticket.seq, cumulativeAmount: ticket.cumulativeAmount, receiptRoot: ticket.receiptRoot, sig: toCompactSignature(signature) };
 }
 
-function settledFrom(hash: Hash, receipt: Awaited<ReturnType<typeof confirm>>): SettledChannel {
+function settledFrom(hash: Hash, receipt: TransactionReceipt): SettledChannel {
   const [settled] = parseEventLogs({ abi: gasEscrowAbi, eventName: "ChannelSettled", logs: receipt.logs });
   if (!settled) throw new EscrowTransactionError(`Transaction ${hash} settled no channel.`);
   return {
@@ -167,20 +181,21 @@ export async function closeCooperative(parameters: {
   wallet: Wallet;
   publicClient: PublicClient;
   escrow: Address;
+  /** The deployment's chain id, checked against the RPC's before anything is sent. */
+  chainId?: number;
   ref: ChannelRef;
   summary: SettlementSummary;
   payerSignature: Hex;
   providerSignature: Hex;
 }): Promise<SettledChannel> {
-  const { wallet, publicClient, escrow, ref, summary, payerSignature, providerSignature } = parameters;
+  const { ref, summary, payerSignature, providerSignature } = parameters;
   if (summary.mode !== "Cooperative") {
     throw new EscrowTransactionError(`A cooperative close needs a Cooperative summary, not ${summary.mode}.`);
   }
-  const hash = await wallet.writeContract({
-    address: escrow,
-    abi: gasEscrowAbi,
-    functionName: "closeCooperative",
-    args: [
+  const { hash, receipt } = await send(
+    parameters,
+    "closeCooperative",
+    [
       ref.terms,
       ref.openedAt,
       summary.finalSeq,
@@ -189,8 +204,9 @@ export async function closeCooperative(parameters: {
       toCompactSignature(payerSignature),
       toCompactSignature(providerSignature),
     ],
-  });
-  return settledFrom(hash, await confirm(publicClient, hash));
+    { asset: ref.terms.asset },
+  );
+  return settledFrom(hash, receipt);
 }
 
 /**
@@ -201,17 +217,13 @@ export async function closeUnilateral(parameters: {
   wallet: Wallet;
   publicClient: PublicClient;
   escrow: Address;
+  /** The deployment's chain id, checked against the RPC's before anything is sent. */
+  chainId?: number;
   ref: ChannelRef;
   ticket: SignedPaymentTicket | undefined;
 }): Promise<ClosingChannel> {
-  const { wallet, publicClient, escrow, ref, ticket } = parameters;
-  const hash = await wallet.writeContract({
-    address: escrow,
-    abi: gasEscrowAbi,
-    functionName: "closeUnilateral",
-    args: [ref.terms, ref.openedAt, ticketArg(ticket)],
-  });
-  const receipt = await confirm(publicClient, hash);
+  const { ref, ticket } = parameters;
+  const { hash, receipt } = await send(parameters, "closeUnilateral", [ref.terms, ref.openedAt, ticketArg(ticket)], { asset: ref.terms.asset });
   const [closing] = parseEventLogs({ abi: gasEscrowAbi, eventName: "ChannelClosing", logs: receipt.logs });
   if (!closing) throw new EscrowTransactionError(`Transaction ${hash} closed no channel.`);
   const { seq, amount, receiptRoot, deposit, feeBps, finalizesAt } = closing.args;
@@ -229,18 +241,14 @@ export async function challengeClose(parameters: {
   wallet: Wallet;
   publicClient: PublicClient;
   escrow: Address;
+  /** The deployment's chain id, checked against the RPC's before anything is sent. */
+  chainId?: number;
   ref: ChannelRef;
   recorded: ClosingState;
   ticket: SignedPaymentTicket;
 }): Promise<ClosingChannel> {
-  const { wallet, publicClient, escrow, ref, recorded, ticket } = parameters;
-  const hash = await wallet.writeContract({
-    address: escrow,
-    abi: gasEscrowAbi,
-    functionName: "challenge",
-    args: [ref.terms, ref.openedAt, recorded, ticketArg(ticket)],
-  });
-  const receipt = await confirm(publicClient, hash);
+  const { ref, recorded, ticket } = parameters;
+  const { hash, receipt } = await send(parameters, "challenge", [ref.terms, ref.openedAt, recorded, ticketArg(ticket)], { asset: ref.terms.asset });
   const [challenged] = parseEventLogs({ abi: gasEscrowAbi, eventName: "ChannelChallenged", logs: receipt.logs });
   if (!challenged) throw new EscrowTransactionError(`Transaction ${hash} challenged nothing.`);
   const { seq, amount, receiptRoot, finalizesAt } = challenged.args;
@@ -258,17 +266,14 @@ export async function finalizeClose(parameters: {
   wallet: Wallet;
   publicClient: PublicClient;
   escrow: Address;
+  /** The deployment's chain id, checked against the RPC's before anything is sent. */
+  chainId?: number;
   ref: ChannelRef;
   recorded: ClosingState;
 }): Promise<SettledChannel> {
-  const { wallet, publicClient, escrow, ref, recorded } = parameters;
-  const hash = await wallet.writeContract({
-    address: escrow,
-    abi: gasEscrowAbi,
-    functionName: "finalize",
-    args: [ref.terms, ref.openedAt, recorded],
-  });
-  return settledFrom(hash, await confirm(publicClient, hash));
+  const { ref, recorded } = parameters;
+  const { hash, receipt } = await send(parameters, "finalize", [ref.terms, ref.openedAt, recorded], { asset: ref.terms.asset });
+  return settledFrom(hash, receipt);
 }
 
 /** What `account` can claim in `asset`: payouts the token refused earlier (a blocklisted recipient). */
@@ -278,10 +283,9 @@ export async function claimableOf(parameters: { publicClient: PublicClient; escr
 }
 
 /** Withdraws the wallet's claimable balance of `asset`; returns what was paid (0 if nothing was owed). */
-export async function claimPayout(parameters: { wallet: Wallet; publicClient: PublicClient; escrow: Address; asset: Address }): Promise<TxResult & { amount: bigint }> {
-  const { wallet, publicClient, escrow, asset } = parameters;
-  const hash = await wallet.writeContract({ address: escrow, abi: gasEscrowAbi, functionName: "claim", args: [asset] });
-  const receipt = await confirm(publicClient, hash);
+export async function claimPayout(parameters: { wallet: Wallet; publicClient: PublicClient; escrow: Address; asset: Address; chainId?: number }): Promise<TxResult & { amount: bigint }> {
+  const { asset } = parameters;
+  const { hash, receipt } = await send(parameters, "claim", [asset], { asset });
   const [claimed] = parseEventLogs({ abi: gasEscrowAbi, eventName: "Claimed", logs: receipt.logs });
   return { hash, gasUsed: receipt.gasUsed, blockNumber: receipt.blockNumber, amount: claimed?.args.amount ?? 0n };
 }

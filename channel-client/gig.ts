@@ -6,16 +6,11 @@
  * revert comes back as a {@link GigTransactionError} naming the contract's custom error.
  */
 import {
-  BaseError as ViemBaseError,
-  ContractFunctionRevertedError,
-  decodeErrorResult,
   erc20Abi,
   isAddress,
   isHex,
-  parseAbi,
   parseEventLogs,
   zeroAddress,
-  type Abi,
   type Address,
   type Hash,
   type Hex,
@@ -25,6 +20,8 @@ import {
 
 import GigEscrowArtifact from "../artifacts/contracts/GigEscrow.sol/GigEscrow.json";
 import type { GigEscrow$Type } from "../artifacts/contracts/GigEscrow.sol/GigEscrow";
+import { ContractRevertError, unitsOf } from "./chain/revert";
+import { checkedWrite } from "./chain/write";
 import { BaseError, InvalidFieldError, InvalidHexError, type BaseErrorParameters } from "./errors";
 import type { TxResult, Wallet } from "./escrow";
 
@@ -43,9 +40,6 @@ const MAX_UINT40 = (1n << 40n) - 1n;
 const MAX_UINT64 = (1n << 64n) - 1n;
 const MAX_UINT128 = (1n << 128n) - 1n;
 
-/** Errors a gig call can revert with that are in no ABI: solady raises them from assembly. */
-const LIBRARY_ERRORS = parseAbi(["error TransferFromFailed()", "error TransferFailed()", "error Reentrancy()"]);
-
 /** A gig transaction the contract reverted, or that did not emit what it must have. */
 export class GigTransactionError extends BaseError {
   override name = "GigTransactionError" as const;
@@ -59,7 +53,13 @@ export class GigTransactionError extends BaseError {
 }
 
 /** What every write needs: who sends, where to read receipts, and the GigEscrow's address. */
-export type GigWriteParameters = { wallet: Wallet; publicClient: PublicClient; gigEscrow: Address };
+export type GigWriteParameters = {
+  wallet: Wallet;
+  publicClient: PublicClient;
+  gigEscrow: Address;
+  /** The deployment's chain id, checked against the RPC's before anything is sent. */
+  chainId?: number;
+};
 
 /** A settlement as `GigSettled` reported it. */
 export type SettledGig = TxResult & { gigId: bigint; status: GigStatus; toProvider: bigint; toClient: bigint };
@@ -115,65 +115,36 @@ function gigIdArg(value: unknown): bigint {
                               PLUMBING
 //////////////////////////////////////////////////////////////*/
 
-/** The custom error in a failed call, decoded with the GigEscrow's ABI (and solady's assembly errors). */
-function decodeRevert(error: unknown): { errorName: string; args: readonly unknown[] } | undefined {
-  if (!(error instanceof ViemBaseError)) return undefined;
-  const reverted = error.walk((e) => e instanceof ContractFunctionRevertedError);
-  if (reverted instanceof ContractFunctionRevertedError && reverted.data) {
-    return { errorName: reverted.data.errorName, args: reverted.data.args ?? [] };
-  }
-  // Some nodes report the revert as an RPC error carrying the raw data instead.
-  for (let e: unknown = error; e instanceof Error; e = e.cause) {
-    const { data } = e as { data?: unknown };
-    const raw = typeof data === "string" ? data : (data as { data?: unknown } | undefined)?.data;
-    if (typeof raw === "string" && isHex(raw) && raw.length >= 10) {
-      try {
-        const decoded = decodeErrorResult({ abi: [...gigEscrowAbi, ...LIBRARY_ERRORS] as Abi, data: raw });
-        return { errorName: decoded.errorName, args: decoded.args ?? [] };
-      } catch {
-        return undefined;
-      }
-    }
-  }
-  return undefined;
-}
-
-function describeArgs(args: readonly unknown[]): string {
-  return args.map((a) => (typeof a === "bigint" ? a.toString() : String(a))).join(", ");
-}
-
-async function confirm(publicClient: PublicClient, hash: Hash, what: string): Promise<TransactionReceipt> {
-  const receipt = await publicClient.waitForTransactionReceipt({ hash });
-  if (receipt.status !== "success") throw new GigTransactionError(`${what} transaction ${hash} reverted.`);
-  return receipt;
-}
-
-/** Sends one GigEscrow call and waits for it; a revert becomes a GigTransactionError naming the error. */
+/**
+ * Sends one GigEscrow call, checked first (chain, code, funds, simulation: see `checkedWrite`); a revert
+ * becomes a GigTransactionError naming the error, its arguments and what it means.
+ */
 async function send(
   parameters: GigWriteParameters,
   functionName: "fund" | "cancel" | "accept" | "confirmProvider" | "dismissProvider" | "deliver" | "acceptDelivery" | "release" | "refund" | "claim",
   args: readonly unknown[],
   value = 0n,
+  asset?: Address,
 ): Promise<{ hash: Hash; receipt: TransactionReceipt }> {
-  const { wallet, publicClient, gigEscrow } = parameters;
-  let hash: Hash;
+  const { wallet, publicClient, gigEscrow, chainId } = parameters;
   try {
-    hash = await wallet.writeContract({
+    return await checkedWrite({
+      publicClient,
+      wallet,
       address: gigEscrow,
       abi: gigEscrowAbi,
       functionName,
-      args,
+      args: args as never,
       value,
-    } as unknown as Parameters<Wallet["writeContract"]>[0]);
-  } catch (error) {
-    const revert = decodeRevert(error);
-    if (!revert) throw error;
-    throw new GigTransactionError(`GigEscrow.${functionName} reverted with ${revert.errorName}(${describeArgs(revert.args)}).`, {
-      cause: error,
-      revert,
+      chainId,
+      what: `GigEscrow.${functionName}`,
+      asset: unitsOf(asset),
     });
+  } catch (error) {
+    if (!(error instanceof ContractRevertError)) throw error;
+    const { errorName, args: revertArgs } = error.revert;
+    throw new GigTransactionError(error.shortMessage, { cause: error, revert: { errorName, args: revertArgs } });
   }
-  return { hash, receipt: await confirm(publicClient, hash, `GigEscrow.${functionName}`) };
 }
 
 function txResult(hash: Hash, receipt: TransactionReceipt): TxResult {
@@ -234,8 +205,8 @@ export async function fundGig(parameters: FundGigParameters): Promise<FundGigRet
       args: [wallet.account.address, gigEscrow],
     });
     if (allowance < amount) {
-      const hash = await wallet.writeContract({ address: asset, abi: erc20Abi, functionName: "approve", args: [gigEscrow, amount] });
-      approval = txResult(hash, await confirm(publicClient, hash, "ERC-20 approve"));
+      const approved = await checkedWrite({ publicClient, wallet, address: asset, abi: erc20Abi, functionName: "approve", args: [gigEscrow, amount], chainId: parameters.chainId, what: "ERC-20.approve" });
+      approval = txResult(approved.hash, approved.receipt);
     }
   }
   const { hash, receipt } = await send(
@@ -243,6 +214,7 @@ export async function fundGig(parameters: FundGigParameters): Promise<FundGigRet
     "fund",
     [provider, asset, amount, icsHash, Number(deadline), Number(disputeWindow)],
     isEth ? amount : 0n,
+    asset,
   );
   const [funded] = parseEventLogs({ abi: gigEscrowAbi, eventName: "GigFunded", logs: receipt.logs });
   if (!funded) throw new GigTransactionError(`Transaction ${hash} funded no gig.`);
