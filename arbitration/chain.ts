@@ -45,7 +45,14 @@ export class DisputeTransactionError extends BaseError {
 
 const KINDS = ["none", "gig", "session"] as const;
 
-export type Deployment = { disputeManager: Address; gasEscrow: Address; gigEscrow: Address; registry: Address };
+export type Deployment = {
+  disputeManager: Address;
+  gasEscrow: Address;
+  gigEscrow: Address;
+  registry: Address;
+  /** The first block holding these contracts: event scans start there (default 0). */
+  deploymentBlock?: bigint;
+};
 
 /** One write, checked before it is sent (chain, code, funds, simulation: see `checkedWrite`). */
 async function send(

@@ -17,7 +17,7 @@
  * (their Hardhat keys) and `--submit` submits their verdict.
  *
  * The DisputeManager's address comes from --dispute-manager, IOI_DISPUTE_MANAGER or
- * deployments/localhost.json; the escrows and the registry are the ones that DisputeManager is wired to
+ * the deployment record of the RPC's chain (channel-client/chain/deployment.ts); the escrows and the registry are the ones that DisputeManager is wired to
  * (read from it), and an address given by option or environment for them must agree.
  */
 import { appendFileSync, existsSync, lstatSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
@@ -48,7 +48,7 @@ import { ReceiptAccumulator } from "../channel-client/accumulator";
 import { canon } from "../channel-client/canonical";
 import {
   channelOf,
-  deployedAddress,
+  deployedContract,
   gigIdOf,
   GLOBAL_HELP,
   hashOption,
@@ -156,7 +156,7 @@ export const DISPUTE_OPTIONS = {
 } as const satisfies ParseArgsConfig["options"];
 
 export const DISPUTE_HELP = [
-  "  --dispute-manager ADDR  DisputeManager (default $IOI_DISPUTE_MANAGER or deployments/localhost.json)",
+  "  --dispute-manager ADDR  DisputeManager (default $IOI_DISPUTE_MANAGER, else the deployment record of the RPC's chain)",
   "  --gig-escrow ADDR       GigEscrow; default: the one the DisputeManager uses ($IOI_GIG_ESCROW must agree)",
   "  --registry ADDR         ProviderRegistry; default: the one the DisputeManager uses ($IOI_REGISTRY must agree)",
   "                          (--escrow, the GasEscrow, likewise defaults to the DisputeManager's)",
@@ -362,7 +362,7 @@ export const DISPUTE_GROUPS: Record<"dispute" | "case" | "arbitrator", CommandGr
         notes: [
           "  --address ADDR   the arbitrator (default: the acting key)",
           "  --from-block N   first block scanned (default: the DisputeManager's deployment block from",
-          "                   deployments/localhost.json when it names this DisputeManager, else 0)",
+          "                   the deployment record's block of the DisputeManager, else 0)",
         ],
         options: { address: { type: "string" }, "from-block": { type: "string" } },
         run: runArbitratorCases,
@@ -560,12 +560,8 @@ function write(what: string, wallet: Wallet, publicClient: PublicClient, call: {
 }
 
 /** The DisputeManager, checked to be a contract, and the escrows and registry it is wired to. */
-async function deploymentOf(values: Values, publicClient: PublicClient, chainId: number): Promise<Deployment> {
-  const disputeManager = deployedAddress(values, "dispute-manager", "IOI_DISPUTE_MANAGER", "DisputeManager");
-  const code = await publicClient.getCode({ address: disputeManager });
-  if (!code || code === "0x") {
-    throw new UsageError(`No contract at ${disputeManager} on chain ${chainId}; pass --dispute-manager (or redeploy with \`npm run devnet\`).`);
-  }
+async function deploymentOf(values: Values, publicClient: PublicClient): Promise<Deployment> {
+  const { address: disputeManager, fromBlock } = await deployedContract(values, publicClient, "dispute-manager", "IOI_DISPUTE_MANAGER", "DisputeManager");
   const read = (functionName: "gasEscrow" | "gigEscrow" | "registry") =>
     publicClient.readContract({ address: disputeManager, abi: disputeManagerAbi, functionName });
   const [gasEscrow, gigEscrow, registry] = (await Promise.all([read("gasEscrow"), read("gigEscrow"), read("registry")])).map((a) => getAddress(a));
@@ -584,12 +580,12 @@ async function deploymentOf(values: Values, publicClient: PublicClient, chainId:
       throw new UsageError(`${source} is ${getAddress(given)}, but the DisputeManager at ${disputeManager} uses ${actual}; drop it or fix it.`);
     }
   }
-  return { disputeManager, gasEscrow: gasEscrow!, gigEscrow: gigEscrow!, registry: registry! };
+  return { disputeManager, gasEscrow: gasEscrow!, gigEscrow: gigEscrow!, registry: registry!, deploymentBlock: fromBlock };
 }
 
 async function disputeClients(values: Values, account?: LocalAccount) {
   const { publicClient, wallet, chainId } = await rpcClients(values, account);
-  const deployment = await deploymentOf(values, publicClient, chainId);
+  const deployment = await deploymentOf(values, publicClient);
   return { publicClient, wallet, chainId, deployment };
 }
 
@@ -1398,25 +1394,12 @@ async function runArbitratorShow(values: Values, out: Out): Promise<void> {
   });
 }
 
-/** The DisputeManager's deployment block, from deployments/localhost.json when that file names it. */
-function deploymentBlockOf(disputeManager: Address): bigint {
-  const file = path.join(__dirname, "..", "deployments", "localhost.json");
-  if (!existsSync(file)) return 0n;
-  try {
-    const { contracts } = JSON.parse(readFileSync(file, "utf8")) as { contracts?: Record<string, { address?: string; blockNumber?: string }> };
-    const dm = contracts?.DisputeManager;
-    return dm?.address && isAddressEqual(dm.address as Address, disputeManager) && dm.blockNumber ? BigInt(dm.blockNumber) : 0n;
-  } catch {
-    return 0n;
-  }
-}
-
 async function runArbitratorCases(values: Values, out: Out): Promise<void> {
   const who = arbitratorAddress(values);
   const fromOption = values["from-block"] === undefined ? undefined : uint(values, "from-block", "the first block to scan");
   const { publicClient, deployment } = await disputeClients(values);
   const head = await publicClient.getBlockNumber();
-  let from = fromOption ?? deploymentBlockOf(deployment.disputeManager);
+  let from = fromOption ?? deployment.deploymentBlock ?? 0n;
   const found: { caseId: Hex; round: number; blockNumber: bigint }[] = [];
   while (from <= head) {
     const to = from + LOG_PAGE_BLOCKS - 1n < head ? from + LOG_PAGE_BLOCKS - 1n : head;

@@ -13,7 +13,7 @@
  * The pinned inputs are the gig's (`--gig ID`: read from its `GigFunded` event, or given offline with
  * `--funded-at` and `--chain-id`), else {@link DEFAULT_INPUTS}.
  */
-import { getAddress, type Hex } from "viem";
+import { getAddress, isAddress, type Hex } from "viem";
 
 import { deployedAddress, gigIdOf, need, rpcClients, uint, UsageError, type Command, type Out } from "../channel-client/cli";
 import { assertBundleHash, type Bundle } from "./bundle";
@@ -152,8 +152,11 @@ async function inputsOf(values: Values): Promise<{ inputs: PinnedInputs; source:
     return { inputs: DEFAULT_INPUTS, source: "the default pinned inputs (no --gig: arbitrators will use the gig's funding block)", gigId: null };
   }
   const gigId = gigIdOf(values);
-  const gigEscrow = getAddress(deployedAddress(values, "gig-escrow", "IOI_GIG_ESCROW", "GigEscrow"));
   if (values["funded-at"] !== undefined) {
+    // Pinned offline: the gig's escrow as given, or the one the RPC's deployment record names.
+    const given = (values["gig-escrow"] as string | undefined) ?? process.env.IOI_GIG_ESCROW;
+    if (given !== undefined && given !== "" && !isAddress(given)) throw new UsageError(`--gig-escrow must be an address; received "${given}".`);
+    const gigEscrow = given ? getAddress(given) : await deployedAddress(values, (await rpcClients(values)).publicClient, "gig-escrow", "IOI_GIG_ESCROW", "GigEscrow");
     const fundedAt = uint(values, "funded-at", "the timestamp, in seconds, of the block the gig was funded in");
     if (fundedAt > 8_640_000_000_000n) throw new UsageError(`--funded-at must be a block timestamp in seconds; received ${fundedAt}.`);
     const chainId = uint(values, "chain-id", "the chain id, needed with --funded-at");
@@ -161,6 +164,7 @@ async function inputsOf(values: Values): Promise<{ inputs: PinnedInputs; source:
   }
   if (values["chain-id"] !== undefined) throw new UsageError("--chain-id is read from the node unless --funded-at is given too.");
   const { publicClient, chainId } = await rpcClients(values);
+  const gigEscrow = await deployedAddress(values, publicClient, "gig-escrow", "IOI_GIG_ESCROW", "GigEscrow");
   const funding = await readGigFunding(publicClient, gigEscrow, gigId);
   return {
     inputs: gigInputs({ chainId: BigInt(chainId), gigEscrow, gigId, fundedAt: funding.fundedAt }),

@@ -9,7 +9,7 @@
  * variable named by --key-env (default IOI_PRIVATE_KEY). Every command prints readable lines, or with
  * --json one JSON object on the last line.
  */
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import {
@@ -43,6 +43,8 @@ import {
   openChannel,
   type Wallet,
 } from "./escrow";
+import { contractOf, resolveDeployment, type ContractName, type ResolvedDeployment } from "./chain/deployment";
+import { assertCode } from "./chain/write";
 import { BaseError } from "./errors";
 import {
   acceptGig,
@@ -81,6 +83,8 @@ export type Out = { json: boolean; lines: string[]; result: Record<string, unkno
 
 const GLOBAL_OPTIONS = {
   rpc: { type: "string" },
+  network: { type: "string" },
+  deployment: { type: "string" },
   escrow: { type: "string" },
   db: { type: "string" },
   "key-env": { type: "string" },
@@ -193,34 +197,51 @@ export function loadAccount(values: Record<string, unknown>): LocalAccount {
   return privateKeyToAccount(key);
 }
 
-/** A contract's address from its option, its environment variable, or deployments/localhost.json. */
-export function deployedAddress(
+/**
+ * The deployment record for the chain the RPC serves (decision 0019): --deployment FILE (or $IOI_DEPLOYMENT),
+ * else --network NAME (or $IOI_NETWORK), else deployments/chain-<chainId>.json; its chain id must be the RPC's.
+ */
+export function cliDeployment(values: Record<string, unknown>, publicClient: PublicClient): Promise<ResolvedDeployment> {
+  return resolveDeployment({
+    publicClient,
+    network: (values.network as string | undefined) ?? process.env.IOI_NETWORK,
+    deploymentFile: (values.deployment as string | undefined) ?? process.env.IOI_DEPLOYMENT,
+  });
+}
+
+/**
+ * A contract's address and the block to read its events from: from its option or environment variable
+ * (checked to hold code on the RPC's chain), else from the chain's deployment record.
+ */
+export async function deployedContract(
   values: Record<string, unknown>,
+  publicClient: PublicClient,
   option: "escrow" | "gig-escrow" | "dispute-manager" | "registry",
   envName: "IOI_ESCROW" | "IOI_GIG_ESCROW" | "IOI_DISPUTE_MANAGER" | "IOI_REGISTRY",
-  contract: "GasEscrow" | "GigEscrow" | "DisputeManager" | "ProviderRegistry",
-): Address {
-  const given = (values[option] as string | undefined) ?? process.env[envName];
+  contract: ContractName,
+): Promise<{ address: Address; fromBlock: bigint }> {
+  const fromOption = values[option] as string | undefined;
+  const given = fromOption ?? process.env[envName];
   if (given) {
-    if (!isAddress(given)) throw new UsageError(`--${option} must be an address; received "${given}".`);
-    return getAddress(given);
+    const source = fromOption !== undefined ? `--${option}` : `$${envName}`;
+    if (!isAddress(given)) throw new UsageError(`${source} must be an address; received "${given}".`);
+    const address = getAddress(given);
+    await assertCode(publicClient, { [`${contract} given by ${source}`]: address });
+    return { address, fromBlock: 0n };
   }
-  const file = path.join(__dirname, "..", "deployments", "localhost.json");
-  if (!existsSync(file)) throw new UsageError(`--${option} is required (or run \`npm run devnet\`, which writes deployments/localhost.json).`);
-  const { contracts } = JSON.parse(readFileSync(file, "utf8")) as { contracts: Record<string, { address: string } | undefined> };
-  const address = contracts[contract]?.address;
-  if (!address) throw new UsageError(`deployments/localhost.json names no ${contract}; redeploy (\`npm run devnet\`) or pass --${option}.`);
-  return getAddress(address);
+  const deployment = await cliDeployment(values, publicClient);
+  return { address: contractOf(deployment, contract), fromBlock: deployment.blocks[contract] ?? deployment.deploymentBlock };
 }
 
-/** The escrow address from --escrow, IOI_ESCROW, or deployments/localhost.json. */
-function escrowAddress(values: Record<string, unknown>): Address {
-  return deployedAddress(values, "escrow", "IOI_ESCROW", "GasEscrow");
-}
-
-/** The gig escrow address from --gig-escrow, IOI_GIG_ESCROW, or deployments/localhost.json. */
-function gigEscrowAddress(values: Record<string, unknown>): Address {
-  return deployedAddress(values, "gig-escrow", "IOI_GIG_ESCROW", "GigEscrow");
+/** A contract's address: see {@link deployedContract}. */
+export async function deployedAddress(
+  values: Record<string, unknown>,
+  publicClient: PublicClient,
+  option: "escrow" | "gig-escrow" | "dispute-manager" | "registry",
+  envName: "IOI_ESCROW" | "IOI_GIG_ESCROW" | "IOI_DISPUTE_MANAGER" | "IOI_REGISTRY",
+  contract: ContractName,
+): Promise<Address> {
+  return (await deployedContract(values, publicClient, option, envName, contract)).address;
 }
 
 /** A public client (and a wallet for `account`) on the node at --rpc, with the chain id it reports. */
@@ -241,9 +262,9 @@ export async function rpcClients(values: Record<string, unknown>, account?: Loca
 
 async function chainClients(values: Record<string, unknown>, account?: LocalAccount) {
   const { publicClient, wallet, chainId } = await rpcClients(values, account);
-  const escrow = escrowAddress(values);
+  const { address: escrow, fromBlock } = await deployedContract(values, publicClient, "escrow", "IOI_ESCROW", "GasEscrow");
   const domain: GasEscrowDomain = gasEscrowDomain({ chainId, verifyingContract: escrow });
-  return { publicClient, wallet, escrow, domain, chainId };
+  return { publicClient, wallet, escrow, domain, chainId, fromBlock };
 }
 
 export function openStore(values: Record<string, unknown>, role: string): ChannelStore {
@@ -727,9 +748,9 @@ function icsHashOf(values: Record<string, unknown>): { icsHash: Hex; icsFile?: s
 }
 
 async function gigClients(values: Record<string, unknown>, account?: LocalAccount) {
-  const gigEscrow = gigEscrowAddress(values);
-  const { publicClient, wallet } = await rpcClients(values, account);
-  return { publicClient, wallet, gigEscrow };
+  const { publicClient, wallet, chainId } = await rpcClients(values, account);
+  const gigEscrow = await deployedAddress(values, publicClient, "gig-escrow", "IOI_GIG_ESCROW", "GigEscrow");
+  return { publicClient, wallet, gigEscrow, chainId };
 }
 
 const assetName = (asset: Address): string => (BigInt(asset) === 0n ? "ETH" : asset);
@@ -829,14 +850,16 @@ async function runGigShow(values: Record<string, unknown>, out: Out): Promise<vo
 
 export const GLOBAL_HELP = [
   "  --rpc URL        EVM JSON-RPC (default $IOI_RPC_URL or http://127.0.0.1:8545)",
-  "  --escrow ADDR    GasEscrow (default $IOI_ESCROW or deployments/localhost.json)",
+  "  --network NAME   read deployments/NAME.json (default $IOI_NETWORK, else the record of the RPC's chain id)",
+  "  --deployment FILE  a deployment record (default $IOI_DEPLOYMENT, else deployments/chain-<chainId>.json)",
+  "  --escrow ADDR    GasEscrow (default $IOI_ESCROW, else the deployment record)",
   "  --db PATH        the SQLite store (default .data/<role>.db)",
   "  --key-env NAME   environment variable holding the acting key (default IOI_PRIVATE_KEY)",
   "  --json           print one JSON object on the last line",
   "  -h, --help       this help",
 ];
 
-const GIG_HELP = ["  --gig-escrow ADDR  GigEscrow (default $IOI_GIG_ESCROW or deployments/localhost.json)"];
+const GIG_HELP = ["  --gig-escrow ADDR  GigEscrow (default $IOI_GIG_ESCROW, else the deployment record)"];
 
 function help(): string {
   const lines = ["Usage: ioi <command> [options]   (ioi <command> --help for a command's options)", "", "Commands:"];

@@ -1,12 +1,13 @@
 /**
  * Deploys LaborGas, GasEscrow, ProviderRegistry, GigEscrow, a BlockhashRandomness, the Panels and DisputeRules
  * libraries, the linked DisputeManager and a Timelock (OpenZeppelin's TimelockController); wires the roles;
- * hands governance to the timelock; and records everything in `deployments/<network>.json`.
+ * hands governance to the timelock; and records everything in `deployments/chain-<chainId>.json` (and
+ * `deployments/<network>.json` for a named network such as localhost).
  *
  *   npx hardhat run scripts/deploy.ts --network localhost             # the devnet from `npm run devnet`
  *   IOI_RPC_URL=https://… IOI_DEPLOYER_KEY=0x… npx hardhat run scripts/deploy.ts --network remote
  *
- * The second form deploys to any EVM chain and writes `deployments/chain-<chainId>.json`.
+ * The second form deploys to any EVM chain. Clients (`ioi`) pick the record by the chain id their RPC reports.
  *
  * Governance. The Timelock waits IOI_TIMELOCK_DELAY seconds (default 2 days, at least 1 day; 60 s on chain 31337) between
  * scheduling a call and executing it; IOI_GOVERNANCE (default: the deployer) is its only proposer and executor
@@ -278,12 +279,20 @@ function envHash(name: string, fallback: Hex): Hex {
   return raw;
 }
 
-/** Writes the record to `deployments/` and returns the file's path. */
+/**
+ * Writes the record to `deployments/chain-<chainId>.json` — the one record per chain id that clients choose by
+ * the RPC's chain id (decision 0019) — and, for a named network other than "remote", the same record to
+ * `deployments/<network>.json` (what `--network NAME` reads, and what older scripts read). Returns the
+ * per-chain file's path.
+ */
 export function writeDeployment(deployment: Deployment, directory = path.join(__dirname, "..", "deployments")): string {
   mkdirSync(directory, { recursive: true });
-  const name = deployment.network === "remote" ? `chain-${deployment.chainId}` : deployment.network;
-  const file = path.join(directory, `${name}.json`);
-  writeFileSync(file, `${JSON.stringify(deployment, null, 2)}\n`);
+  const text = `${JSON.stringify(deployment, null, 2)}\n`;
+  const file = path.join(directory, `chain-${deployment.chainId}.json`);
+  writeFileSync(file, text);
+  if (deployment.network !== "remote" && deployment.network !== `chain-${deployment.chainId}`) {
+    writeFileSync(path.join(directory, `${deployment.network}.json`), text);
+  }
   return file;
 }
 
