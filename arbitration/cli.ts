@@ -49,6 +49,7 @@ import { canon } from "../channel-client/canonical";
 import {
   channelOf,
   deployedContract,
+  givenAddress,
   gigIdOf,
   GLOBAL_HELP,
   hashOption,
@@ -584,6 +585,7 @@ async function deploymentOf(values: Values, publicClient: PublicClient): Promise
 }
 
 async function disputeClients(values: Values, account?: LocalAccount) {
+  givenAddress(values, "dispute-manager", "IOI_DISPUTE_MANAGER"); // a malformed address is refused before any RPC call
   const { publicClient, wallet, chainId } = await rpcClients(values, account);
   const deployment = await deploymentOf(values, publicClient);
   return { publicClient, wallet, chainId, deployment };

@@ -220,17 +220,23 @@ export async function deployedContract(
   envName: "IOI_ESCROW" | "IOI_GIG_ESCROW" | "IOI_DISPUTE_MANAGER" | "IOI_REGISTRY",
   contract: ContractName,
 ): Promise<{ address: Address; fromBlock: bigint }> {
-  const fromOption = values[option] as string | undefined;
-  const given = fromOption ?? process.env[envName];
+  const given = givenAddress(values, option, envName);
   if (given) {
-    const source = fromOption !== undefined ? `--${option}` : `$${envName}`;
-    if (!isAddress(given)) throw new UsageError(`${source} must be an address; received "${given}".`);
-    const address = getAddress(given);
-    await assertCode(publicClient, { [`${contract} given by ${source}`]: address });
-    return { address, fromBlock: 0n };
+    await assertCode(publicClient, { [`${contract} given by ${given.source}`]: given.address });
+    return { address: given.address, fromBlock: 0n };
   }
   const deployment = await cliDeployment(values, publicClient);
   return { address: contractOf(deployment, contract), fromBlock: deployment.blocks[contract] ?? deployment.deploymentBlock };
+}
+
+/** The address given by option or environment variable (checked to be one), or undefined. */
+export function givenAddress(values: Record<string, unknown>, option: string, envName: string): { address: Address; source: string } | undefined {
+  const fromOption = values[option] as string | undefined;
+  const given = fromOption ?? process.env[envName];
+  if (given === undefined || given === "") return undefined;
+  const source = fromOption !== undefined ? `--${option}` : `$${envName}`;
+  if (!isAddress(given)) throw new UsageError(`${source} must be an address; received "${given}".`);
+  return { address: getAddress(given), source };
 }
 
 /** A contract's address: see {@link deployedContract}. */
@@ -261,6 +267,7 @@ export async function rpcClients(values: Record<string, unknown>, account?: Loca
 }
 
 async function chainClients(values: Record<string, unknown>, account?: LocalAccount) {
+  givenAddress(values, "escrow", "IOI_ESCROW"); // a malformed address is refused before any RPC call
   const { publicClient, wallet, chainId } = await rpcClients(values, account);
   const { address: escrow, fromBlock } = await deployedContract(values, publicClient, "escrow", "IOI_ESCROW", "GasEscrow");
   const domain: GasEscrowDomain = gasEscrowDomain({ chainId, verifyingContract: escrow });
@@ -748,6 +755,7 @@ function icsHashOf(values: Record<string, unknown>): { icsHash: Hex; icsFile?: s
 }
 
 async function gigClients(values: Record<string, unknown>, account?: LocalAccount) {
+  givenAddress(values, "gig-escrow", "IOI_GIG_ESCROW"); // a malformed address is refused before any RPC call
   const { publicClient, wallet, chainId } = await rpcClients(values, account);
   const gigEscrow = await deployedAddress(values, publicClient, "gig-escrow", "IOI_GIG_ESCROW", "GigEscrow");
   return { publicClient, wallet, gigEscrow, chainId };

@@ -1,7 +1,7 @@
 import { loadFixture, time } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
 import { expect } from "chai";
 import hre from "hardhat";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { getAddress, keccak256, parseEther, stringToBytes, toHex, zeroAddress, type Hex } from "viem";
@@ -281,20 +281,28 @@ describe("ioi gig CLI", () => {
       expect(missing.err).to.contain("Gig 3 does not exist");
     });
 
-    it("finds the gig escrow in deployments/localhost.json when --gig-escrow is not given", async function () {
-      const file = path.join(__dirname, "..", "..", "deployments", "localhost.json");
-      if (existsSync(file)) this.skip(); // a running devnet's record: never overwrite it
+    it("finds the gig escrow in the deployment record of the RPC's chain id when --gig-escrow is not given", async function () {
       const c = await loadFixture(gigFixture);
+      const directory = mkdtempSync(path.join(os.tmpdir(), "ioi-deployments-"));
+      const file = path.join(directory, "chain-31337.json");
       try {
-        writeFileSync(file, JSON.stringify({ contracts: { GigEscrow: { address: c.gig.address } } }));
-        const result = await run(["gig", "show", "--gig", "1", "--rpc", rpc!.url], { IOI_GIG_ESCROW: undefined });
+        const env = { IOI_GIG_ESCROW: undefined, IOI_DEPLOYMENTS_DIR: directory };
+        const absent = await run(["gig", "show", "--gig", "1", "--rpc", rpc!.url], env);
+        expect(absent.code).to.equal(1);
+        expect(absent.err).to.contain("DeploymentError: There is no deployment record for chain 31337");
+        writeFileSync(file, JSON.stringify({ chainId: 31337, contracts: { GigEscrow: { address: c.gig.address, blockNumber: "1" } } }));
+        const result = await run(["gig", "show", "--gig", "1", "--rpc", rpc!.url], env);
         expect(result.code).to.equal(2);
         expect(result.err).to.contain(`Gig 1 does not exist in the GigEscrow at ${getAddress(c.gig.address)}`);
-        writeFileSync(file, JSON.stringify({ contracts: {} }));
-        const none = await run(["gig", "show", "--gig", "1", "--rpc", rpc!.url], { IOI_GIG_ESCROW: undefined });
-        expect(none.err).to.contain("deployments/localhost.json names no GigEscrow");
+        writeFileSync(file, JSON.stringify({ chainId: 31337, contracts: {} }));
+        const none = await run(["gig", "show", "--gig", "1", "--rpc", rpc!.url], env);
+        expect(none.err).to.contain("names no GigEscrow");
+        writeFileSync(file, JSON.stringify({ chainId: 5, contracts: { GigEscrow: { address: c.gig.address } } }));
+        const other = await run(["gig", "show", "--gig", "1", "--rpc", rpc!.url, "--deployment", file], env);
+        expect(other.code).to.equal(1);
+        expect(other.err).to.contain("is for chain 5, but the RPC serves chain 31337");
       } finally {
-        rmSync(file, { force: true });
+        rmSync(directory, { recursive: true, force: true });
       }
     });
   });
