@@ -49,7 +49,8 @@ import {
 } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
-import LaborGasArtifact from "../artifacts/contracts/LaborGas.sol/LaborGas.json";
+import { laborGasAbi } from "../abi";
+import { PACKAGE_ROOT } from "../channel-client/package-root";
 import { ReceiptAccumulator } from "../channel-client/accumulator";
 import { canon } from "../channel-client/canonical";
 import {
@@ -551,7 +552,7 @@ const REVERT_ABI = [
   ...gigEscrowAbi,
   ...gasEscrowAbi,
   ...providerRegistryAbi,
-  ...(LaborGasArtifact.abi as Abi),
+  ...(laborGasAbi as Abi),
   ...LIBRARY_ERRORS,
 ].filter((item) => item.type === "error") as Abi;
 
@@ -1462,7 +1463,7 @@ async function runArbitratorShow(values: Values, out: Out): Promise<void> {
 
 /** The DisputeManager's deployment block, from deployments/localhost.json when that file names it. */
 function deploymentBlockOf(disputeManager: Address): bigint {
-  const file = path.join(__dirname, "..", "deployments", "localhost.json");
+  const file = path.join(PACKAGE_ROOT, "deployments", "localhost.json");
   if (!existsSync(file)) return 0n;
   try {
     const { contracts } = JSON.parse(readFileSync(file, "utf8")) as { contracts?: Record<string, { address?: string; blockNumber?: string }> };

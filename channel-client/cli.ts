@@ -44,6 +44,7 @@ import {
   type Wallet,
 } from "./escrow";
 import { BaseError } from "./errors";
+import { PACKAGE_ROOT } from "./package-root";
 import {
   acceptGig,
   acceptGigDelivery,
@@ -205,7 +206,7 @@ export function deployedAddress(
     if (!isAddress(given)) throw new UsageError(`--${option} must be an address; received "${given}".`);
     return getAddress(given);
   }
-  const file = path.join(__dirname, "..", "deployments", "localhost.json");
+  const file = path.join(PACKAGE_ROOT, "deployments", "localhost.json");
   if (!existsSync(file)) throw new UsageError(`--${option} is required (or run \`npm run devnet\`, which writes deployments/localhost.json).`);
   const { contracts } = JSON.parse(readFileSync(file, "utf8")) as { contracts: Record<string, { address: string } | undefined> };
   const address = contracts[contract]?.address;

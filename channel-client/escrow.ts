@@ -18,15 +18,14 @@ import {
   type WalletClient,
 } from "viem";
 
-import GasEscrowArtifact from "../artifacts/contracts/GasEscrow.sol/GasEscrow.json";
-import type { GasEscrow$Type } from "../artifacts/contracts/GasEscrow.sol/GasEscrow";
+import { gasEscrowAbi } from "../abi/GasEscrow";
 import { gasEscrowDomain, toCompactSignature, type GasEscrowDomain } from "./eip712";
 import { BaseError } from "./errors";
 import type { SettlementSummary } from "./summary";
 import type { SignedPaymentTicket } from "./ticket";
 import type { ChannelRef, ChannelTerms } from "./terms";
 
-export const gasEscrowAbi = GasEscrowArtifact.abi as GasEscrow$Type["abi"];
+export { gasEscrowAbi };
 
 export type Wallet = WalletClient<Transport, Chain, Account>;
 
