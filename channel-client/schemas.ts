@@ -19,7 +19,8 @@ export function schemaPath(name: SchemaName): string {
   return path.join(PACKAGE_ROOT, "schemas", `${name}.schema.json`);
 }
 
-const ajv = new Ajv({ strict: true, allErrors: false, allowUnionTypes: true });
+// verbose: errors carry their parent schema, whose `description` words the expectation.
+const ajv = new Ajv({ strict: true, allErrors: false, allowUnionTypes: true, verbose: true });
 const compiled = new Map<SchemaName, ValidateFunction>();
 
 /** The schema document itself (parsed JSON). */
