@@ -54,8 +54,8 @@ function writeBundle(dir: string, bundle: Bundle): void {
 }
 
 async function main(): Promise<void> {
-  // The A.4 gig: 1 ETH bounty in native ETH, a deadline a day after funding.
-  const ics = codeGigIcs({ asset: "0x0000000000000000000000000000000000000000", maxPrice: 10n ** 18n, deadline: 86_400n });
+  // The A.4 gig: up to 1 ETH in native ETH, due by 2100-01-01 (a unix time: any gig deadline falls before it).
+  const ics = codeGigIcs({ asset: "0x0000000000000000000000000000000000000000", maxPrice: 10n ** 18n, deadline: 4_102_444_800n });
   writeJson(path.join(OUT, "gig", "ics.json"), icsToJson(ics));
   writeBundle(path.join(OUT, "gig", "suite"), SUITE);
   writeBundle(path.join(OUT, "gig", "delivered"), FAILING_DELIVERABLE);
