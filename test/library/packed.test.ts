@@ -14,7 +14,7 @@
 import { loadFixture } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
 import { expect } from "chai";
 import hre from "hardhat";
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -36,10 +36,24 @@ function npm(args: string[], cwd: string) {
   return { status: run.status, output: `${run.stdout}${run.stderr}` };
 }
 
+/** Runs `node …command` in the project without blocking the event loop; resolves with its exit and output. */
+function runAsync(command: string[], env: Record<string, string | undefined>): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, command, { cwd: project, env: { ...process.env, ...env } });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    child.once("error", reject);
+    child.once("close", (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
+let project: string;
+
 describe("the packed package, installed into an empty project", function () {
   this.timeout(15 * 60_000);
   let work: string;
-  let project: string;
   let rpc: EmbeddedRpc;
   let fx: Awaited<ReturnType<typeof escrowFixture>>;
   let tarball: string;
@@ -82,19 +96,15 @@ describe("the packed package, installed into an empty project", function () {
       treasury: await publicClient.getBalance({ address: fx.treasury.account.address }),
     });
     const before = await balances();
-    const run = spawnSync(process.execPath, command, {
-      cwd: project,
-      encoding: "utf8",
-      env: {
-        ...process.env,
-        IOI_RPC_URL: rpc.url,
-        IOI_CHAIN_ID: String(fx.domain.chainId),
-        IOI_ESCROW: fx.escrow.address,
-        IOI_PAYER_KEY: keyOf(ROLE.payer),
-        IOI_PROVIDER_KEY: keyOf(ROLE.provider),
-        IOI_PRICE: PRICE.toString(),
-        IOI_DEPOSIT: DEPOSIT.toString(),
-      },
+    // Asynchronous: this process serves the devnet's RPC, so it must not block while the consumer runs.
+    const run = await runAsync(command, {
+      IOI_RPC_URL: rpc.url,
+      IOI_CHAIN_ID: String(fx.domain.chainId),
+      IOI_ESCROW: fx.escrow.address,
+      IOI_PAYER_KEY: keyOf(ROLE.payer),
+      IOI_PROVIDER_KEY: keyOf(ROLE.provider),
+      IOI_PRICE: PRICE.toString(),
+      IOI_DEPOSIT: DEPOSIT.toString(),
     });
     expect(run.status, `${run.stdout}${run.stderr}`).to.equal(0);
     const result = JSON.parse(run.stdout.trim().split("\n").pop()!) as Record<string, unknown>;
