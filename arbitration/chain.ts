@@ -18,12 +18,7 @@ import {
   type TransactionReceipt,
 } from "viem";
 
-import DisputeManagerArtifact from "../artifacts/contracts/DisputeManager.sol/DisputeManager.json";
-import type { DisputeManager$Type } from "../artifacts/contracts/DisputeManager.sol/DisputeManager";
-import GigEscrowArtifact from "../artifacts/contracts/GigEscrow.sol/GigEscrow.json";
-import type { GigEscrow$Type } from "../artifacts/contracts/GigEscrow.sol/GigEscrow";
-import ProviderRegistryArtifact from "../artifacts/contracts/ProviderRegistry.sol/ProviderRegistry.json";
-import type { ProviderRegistry$Type } from "../artifacts/contracts/ProviderRegistry.sol/ProviderRegistry";
+import { disputeManagerAbi, gigEscrowAbi, providerRegistryAbi } from "../abi";
 import { toCompactSignature } from "../channel-client/eip712";
 import { checkedWrite } from "../channel-client/chain/write";
 import { BaseError } from "../channel-client/errors";
@@ -34,9 +29,7 @@ import type { ChallengePackage } from "./package";
 import { readGigFunding } from "./pinned";
 import type { ResolutionMessage } from "./resolution";
 
-export const disputeManagerAbi = DisputeManagerArtifact.abi as DisputeManager$Type["abi"];
-export const gigEscrowAbi = GigEscrowArtifact.abi as GigEscrow$Type["abi"];
-export const providerRegistryAbi = ProviderRegistryArtifact.abi as ProviderRegistry$Type["abi"];
+export { disputeManagerAbi, gigEscrowAbi, providerRegistryAbi };
 
 /** A dispute transaction reverted, or a case or subject is not what the caller assumed. */
 export class DisputeTransactionError extends BaseError {

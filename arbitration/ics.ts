@@ -11,6 +11,7 @@ import type { Address, Hex } from "viem";
 
 import { artifactId, canon } from "../channel-client/canonical";
 import { InvalidFieldError } from "../channel-client/errors";
+import { assertMatchesSchema } from "../channel-client/schemas";
 import {
   expectAddress,
   expectHash,
@@ -161,8 +162,13 @@ const RUBRIC_ID = /^[a-z0-9_]{1,64}$/;
 const U32_MAX = 0xffff_ffff;
 const BPS_MAX = 10_000;
 
-/** Validates an ICS received from outside. Throws a typed error naming the first bad field. */
+/**
+ * Validates an ICS received from outside. Throws a typed error naming the first bad field: first its
+ * structure against the published `schemas/ics.schema.json`, then what a schema cannot say (integer
+ * bounds held as decimal strings, size limits, runner rules, unique ids, rubric consistency).
+ */
 export function icsFromJson(value: unknown, path = "ICS"): Ics {
+  assertMatchesSchema("ics", value, path);
   const o = expectObject(value, path, [
     "ics_version",
     "task",

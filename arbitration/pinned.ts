@@ -13,8 +13,7 @@
 import { getAddress, keccak256, type Address, type Hex, type PublicClient } from "viem";
 
 import { artifactId } from "../channel-client/canonical";
-import GigEscrowArtifact from "../artifacts/contracts/GigEscrow.sol/GigEscrow.json";
-import type { GigEscrow$Type } from "../artifacts/contracts/GigEscrow.sol/GigEscrow";
+import { gigEscrowAbi } from "../abi/GigEscrow";
 import { BaseError } from "../channel-client/errors";
 import type { PinnedInputs } from "./replay";
 
@@ -48,8 +47,6 @@ export function gigInputs(parameters: { chainId: bigint; gigEscrow: Address; gig
 export function alternateInputs(inputs: PinnedInputs): PinnedInputs {
   return { clockMs: inputs.clockMs + ALTERNATE_CLOCK_OFFSET_MS, seed: keccak256(`${inputs.seed}${"a1".repeat(32)}` as Hex) };
 }
-
-const gigEscrowAbi = GigEscrowArtifact.abi as GigEscrow$Type["abi"];
 
 /** Reads when (block and timestamp) a gig was funded, from its `GigFunded` event. */
 export async function readGigFunding(publicClient: PublicClient, gigEscrow: Address, gigId: bigint): Promise<GigFunding> {

@@ -15,8 +15,7 @@ import {
   type TransactionReceipt,
 } from "viem";
 
-import GasEscrowArtifact from "../artifacts/contracts/GasEscrow.sol/GasEscrow.json";
-import type { GasEscrow$Type } from "../artifacts/contracts/GasEscrow.sol/GasEscrow";
+import { gasEscrowAbi } from "../abi/GasEscrow";
 import { gasEscrowDomain, toCompactSignature, type GasEscrowDomain } from "./eip712";
 import { unitsOf } from "./chain/revert";
 import { checkedWrite, type Wallet } from "./chain/write";
@@ -25,7 +24,7 @@ import type { SettlementSummary } from "./summary";
 import type { SignedPaymentTicket } from "./ticket";
 import type { ChannelRef, ChannelTerms } from "./terms";
 
-export const gasEscrowAbi = GasEscrowArtifact.abi as GasEscrow$Type["abi"];
+export { gasEscrowAbi };
 
 export type { Wallet } from "./chain/write";
 

@@ -18,14 +18,13 @@ import {
   type TransactionReceipt,
 } from "viem";
 
-import GigEscrowArtifact from "../artifacts/contracts/GigEscrow.sol/GigEscrow.json";
-import type { GigEscrow$Type } from "../artifacts/contracts/GigEscrow.sol/GigEscrow";
+import { gigEscrowAbi } from "../abi/GigEscrow";
 import { ContractRevertError, unitsOf } from "./chain/revert";
 import { checkedWrite } from "./chain/write";
 import { BaseError, InvalidFieldError, InvalidHexError, type BaseErrorParameters } from "./errors";
 import type { TxResult, Wallet } from "./escrow";
 
-export const gigEscrowAbi = GigEscrowArtifact.abi as GigEscrow$Type["abi"];
+export { gigEscrowAbi };
 
 /** `IGigEscrow.Status` by name, in the contract's order. `Released` and `Refunded` are final. */
 export const GIG_STATUSES = ["None", "Funded", "Accepted", "Delivered", "Disputed", "Released", "Refunded"] as const;

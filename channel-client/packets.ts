@@ -10,15 +10,8 @@ import { BindingMismatchError, InvalidFieldError } from "./errors";
 import { receiptCommitToJson, signedReceiptCommitFromJson, type SignedReceiptCommit } from "./receipt-commit";
 import { signedSessionReceiptFromJson, signedSessionReceiptToJson, type SignedSessionReceipt } from "./receipt";
 import { signedPaymentTicketFromJson, signedPaymentTicketToJson, type SignedPaymentTicket } from "./ticket";
-import {
-  expectHash,
-  expectLiteral,
-  expectObject,
-  expectString,
-  expectUint,
-  uintToJson,
-  type JsonObject,
-} from "./validate";
+import { assertMatchesSchema } from "./schemas";
+import { expectUint, uintToJson, type JsonObject } from "./validate";
 
 /** Largest packet accepted from a peer. */
 export const MAX_PACKET_BYTES = 1 << 20;
@@ -54,8 +47,6 @@ export type ReceiptCommitPacket = Envelope<"PKT_RECEIPT_COMMIT"> & { payload: { 
 
 export type Packet = LeaseIssuePacket | ActionInvokePacket | ActionResultPacket | ReceiptCommitPacket;
 
-const ISSUED_AT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
-const ID_MAX = 128;
 
 /** Serialises a packet as canonical JSON, so equal packets are equal bytes. */
 export function encodePacket(packet: Packet): string {
@@ -95,111 +86,51 @@ export function decodePacket(input: string | Uint8Array, maxBytes = MAX_PACKET_B
   return packetFromJson(parseJson(input, { maxBytes, what: "The packet" }));
 }
 
-/** Validates a packet already parsed by `parseJson` (which refused what canonical JSON cannot hold). */
+/**
+ * Validates a packet already parsed by `parseJson` (which refused what canonical JSON cannot hold): its
+ * structure against `schemas/packet.schema.json`, then what a schema cannot say — a real calendar time,
+ * the envelope's session matching its artifact's, integer bounds — while converting to typed artifacts.
+ */
 export function packetFromJson(raw: unknown): Packet {
-  const head = expectObject(raw, "packet", ["pkt_version", "packet_type", "issued_at", "session_id", "payload"], [
-    "lease_id",
-    "action_result_id",
-    "tenant_id",
-  ]);
-  const packetType = expectLiteral(head.packet_type, "packet.packet_type", PACKET_TYPES);
-  const envelope = {
-    pkt_version: expectLiteral(head.pkt_version, "packet.pkt_version", ["1"]),
-    issued_at: expectIssuedAt(head.issued_at),
-    session_id: expectHash(head.session_id, "packet.session_id"),
-  };
-  const optionalId = (key: string) =>
-    head[key] === undefined ? {} : { [key]: expectString(head[key], `packet.${key}`, ID_MAX) };
-  const forbid = (key: string) => {
-    if (head[key] !== undefined) {
-      throw new InvalidFieldError(`packet.${key}`, `absent in a ${packetType}`, head[key]);
-    }
-  };
+  assertMatchesSchema("packet", raw, "packet");
+  const head = raw as JsonObject & { issued_at: string; session_id: Hex; packet_type: PacketType; payload: JsonObject };
+  if (Number.isNaN(Date.parse(head.issued_at))) {
+    throw new InvalidFieldError("packet.issued_at", "an RFC 3339 UTC time such as 2026-02-22T10:15:00Z", head.issued_at);
+  }
+  const envelope = { pkt_version: "1" as const, issued_at: head.issued_at, session_id: head.session_id };
+  const optionalId = (key: string) => (head[key] === undefined ? {} : { [key]: head[key] as string });
+  const payload = head.payload;
+  const mcp = payload.mcp as JsonObject;
 
-  switch (packetType) {
-    case "PKT_LEASE_ISSUE": {
-      forbid("lease_id");
-      forbid("action_result_id");
-      const payload = expectObject(head.payload, "packet.payload", ["mcp"]);
-      return {
-        ...envelope,
-        packet_type: packetType,
-        ...optionalId("tenant_id"),
-        payload: { mcp: expectMcp(payload.mcp) },
-      };
-    }
+  switch (head.packet_type) {
+    case "PKT_LEASE_ISSUE":
+      return { ...envelope, packet_type: head.packet_type, ...optionalId("tenant_id"), payload: { mcp } };
     case "PKT_ACTION_INVOKE": {
-      forbid("action_result_id");
-      forbid("tenant_id");
-      const payload = expectObject(head.payload, "packet.payload", ["mcp", "ticket"], ["leaf_count"]);
       const ticket = signedPaymentTicketFromJson(payload.ticket, "packet.payload.ticket");
       assertSameSession(envelope.session_id, ticket.ticket.sessionId, "ticket");
       const leafCount =
         payload.leaf_count === undefined
           ? {}
           : { leaf_count: uintToJson(expectUint(payload.leaf_count, "packet.payload.leaf_count", 53)) };
-      return {
-        ...envelope,
-        packet_type: packetType,
-        ...optionalId("lease_id"),
-        payload: { mcp: expectMcp(payload.mcp), ticket, ...leafCount },
-      };
+      return { ...envelope, packet_type: head.packet_type, ...optionalId("lease_id"), payload: { mcp, ticket, ...leafCount } };
     }
     case "PKT_ACTION_RESULT": {
-      forbid("tenant_id");
-      const payload = expectObject(head.payload, "packet.payload", ["mcp", "receipt"], ["policy"]);
       const receipt = signedSessionReceiptFromJson(payload.receipt, "packet.payload.receipt");
       assertSameSession(envelope.session_id, receipt.receipt.sessionId, "receipt");
       return {
         ...envelope,
-        packet_type: packetType,
+        packet_type: head.packet_type,
         ...optionalId("lease_id"),
-        action_result_id: expectString(head.action_result_id, "packet.action_result_id", ID_MAX),
-        payload: {
-          mcp: expectMcp(payload.mcp),
-          receipt,
-          ...(payload.policy === undefined ? {} : { policy: expectPolicy(payload.policy) }),
-        },
+        action_result_id: head.action_result_id as string,
+        payload: { mcp, receipt, ...(payload.policy === undefined ? {} : { policy: payload.policy as PolicyDecision }) },
       };
     }
     case "PKT_RECEIPT_COMMIT": {
-      forbid("lease_id");
-      forbid("action_result_id");
-      forbid("tenant_id");
-      const payload = expectObject(head.payload, "packet.payload", ["commit"]);
       const commit = signedReceiptCommitFromJson(payload.commit, "packet.payload.commit");
       assertSameSession(envelope.session_id, commit.commit.sessionId, "receipt commit");
-      return { ...envelope, packet_type: packetType, payload: { commit } };
+      return { ...envelope, packet_type: head.packet_type, payload: { commit } };
     }
   }
-}
-
-function expectIssuedAt(value: unknown): string {
-  if (typeof value !== "string" || !ISSUED_AT.test(value) || Number.isNaN(Date.parse(value))) {
-    throw new InvalidFieldError("packet.issued_at", "an RFC 3339 UTC time such as 2026-02-22T10:15:00Z", value);
-  }
-  return value;
-}
-
-function expectMcp(value: unknown): JsonObject {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw new InvalidFieldError("packet.payload.mcp", "a JSON-RPC object", value);
-  }
-  // Canonical JSON can hold it (no 1e400, no lone surrogate): parseJson refused anything else at the boundary.
-  return value as JsonObject;
-}
-
-function expectPolicy(value: unknown): PolicyDecision {
-  const o = expectObject(value, "packet.payload.policy", ["policy_hash", "decision", "enforced_bounds"]);
-  const bounds = o.enforced_bounds;
-  if (!Array.isArray(bounds) || bounds.length > 64) {
-    throw new InvalidFieldError("packet.payload.policy.enforced_bounds", "an array of at most 64 strings", bounds);
-  }
-  return {
-    policy_hash: expectHash(o.policy_hash, "packet.payload.policy.policy_hash"),
-    decision: expectLiteral(o.decision, "packet.payload.policy.decision", ["approved", "denied"]),
-    enforced_bounds: bounds.map((b, i) => expectString(b, `packet.payload.policy.enforced_bounds[${i}]`, ID_MAX)),
-  };
 }
 
 function assertSameSession(envelopeSession: Hex, artifactSession: Hex, what: string): void {

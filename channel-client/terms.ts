@@ -6,7 +6,8 @@ import { zeroAddress, type Address, type Hex } from "viem";
 
 import { artifactId } from "./canonical";
 import { hashTyped, type GasEscrowDomain } from "./eip712";
-import { expectAddress, expectHash, expectLiteral, expectObject, expectUint, uintToJson } from "./validate";
+import { assertMatchesSchema } from "./schemas";
+import { expectAddress, expectHash, expectObject, expectUint, uintToJson } from "./validate";
 
 /** Mirrors `IGasEscrow.ChannelTerms` field for field. `asset` is the zero address for native ETH. */
 export type ChannelTerms = {
@@ -50,14 +51,12 @@ export function pricingTermsToJson(terms: PricingTerms): PricingTermsJson {
   return { version: terms.version, unit: terms.unit, pricePerInvocation: uintToJson(terms.pricePerInvocation) };
 }
 
-/** Validates a PricingTerms document received from a peer or a file. */
+/** Validates a PricingTerms document received from a peer or a file, against `schemas/terms.schema.json`. */
 export function pricingTermsFromJson(value: unknown, path = "PricingTerms"): PricingTerms {
-  const o = expectObject(value, path, ["version", "unit", "pricePerInvocation"]);
-  return {
-    version: expectLiteral(o.version, `${path}.version`, ["1"]),
-    unit: expectLiteral(o.unit, `${path}.unit`, ["invocation"]),
-    pricePerInvocation: expectUint(o.pricePerInvocation, `${path}.pricePerInvocation`, 128),
-  };
+  assertMatchesSchema("terms", value, path);
+  const o = value as PricingTermsJson;
+  // The schema says "a decimal string"; the uint128 bound of the on-chain amount is checked here.
+  return { version: o.version, unit: o.unit, pricePerInvocation: expectUint(o.pricePerInvocation, `${path}.pricePerInvocation`, 128) };
 }
 
 export function termsHashOf(terms: PricingTerms): Hex {

@@ -15,6 +15,7 @@
  *   npm run bench               the full run (a few minutes on 2 cores)
  *   npm run bench -- --quick    smaller sizes, for a smoke test
  *   npm run bench -- --arbitration   only the arbitration figures, merged into the existing results.json
+ *   npm run bench -- --cli      only `ioi --help` start-up from dist/ (built first), merged likewise
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -22,6 +23,7 @@ import path from "node:path";
 import hre from "hardhat";
 
 import { benchArbitration, benchReplays, type ArbitrationBench, type ReplayBench } from "./bench-arbitration";
+import { benchCliStartup } from "./bench-cli";
 import { benchAccumulator, benchBatchedReceipts, benchCrypto } from "./bench-micro";
 import { runSocketBench } from "./bench-socket";
 import { measureGas } from "./gas-report";
@@ -57,6 +59,19 @@ async function main(): Promise<void> {
   const dir = path.join(__dirname, "..", "bench");
   const file = path.join(dir, "results.json");
 
+  if (process.argv.includes("--cli")) {
+    log("Measuring `ioi --help` start-up from dist/ …");
+    const cli = benchCliStartup(quick ? 5 : 20);
+    const previous = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>) : {};
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(file, `${JSON.stringify({ ...previous, cli: { ...cli, machine, measuredAt: new Date().toISOString() } }, null, 2)}\n`);
+    log("");
+    row(`ioi --help start-up, median of ${cli.runs} (worst ${cli.maxMs} ms)`, `${cli.medianMs} ms`, "< 1000 ms", cli.medianMs < 1000);
+    row("ioi --help peak memory", `${cli.peakRssMiB} MiB`, "", null);
+    log(`Updated the CLI figures in ${path.relative(process.cwd(), file)}`);
+    return;
+  }
+
   if (process.argv.includes("--arbitration")) {
     log("Measuring arbitration …");
     const arbitration = { ...(await benchArbitration(hre)), replay: await benchReplays(quick ? 3 : 5) };
@@ -84,6 +99,8 @@ async function main(): Promise<void> {
   const gas = await measureGas();
   log("Measuring arbitration …");
   const arbitration = { ...(await benchArbitration(hre)), replay: await benchReplays(quick ? 3 : 5) };
+  log("Measuring `ioi --help` start-up …");
+  const cli = benchCliStartup(quick ? 5 : 20);
 
   const tickets = Object.fromEntries(socket.map((r) => [`inflight${r.inflight}`, { perSecond: r.perSecond, p50Ms: r.p50Ms, p99Ms: r.p99Ms, tickets: r.tickets }]));
   const best = Math.max(...socket.map((r) => r.perSecond));
@@ -101,6 +118,7 @@ async function main(): Promise<void> {
     gas,
     arbitrationMs: arbitration.gigCaseMs,
     arbitration,
+    cli,
   };
   mkdirSync(dir, { recursive: true });
   writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
@@ -117,6 +135,8 @@ async function main(): Promise<void> {
   row(`proof at ${accumulator.leaves.toLocaleString("en-US")} leaves (ms)`, String(accumulator.proofMsAt1M), "< 5", accumulator.proofMsAt1M < 5);
   row(`provider memory per channel (${accumulator.receiptsPerChannel} receipts, bytes)`, String(accumulator.bytesPerChannel), "", null);
   arbitrationRows(arbitration, row);
+  row(`ioi --help start-up, median of ${cli.runs} (worst ${cli.maxMs} ms)`, `${cli.medianMs} ms`, "< 1000 ms", cli.medianMs < 1000);
+  row("ioi --help peak memory", `${cli.peakRssMiB} MiB`, "", null);
   for (const [op, gasUsed] of Object.entries(gas)) {
     const target = GAS_TARGETS[op];
     const met = target ? (target.inclusive ? gasUsed <= target.limit : gasUsed < target.limit) : null;

@@ -15,7 +15,8 @@ export async function startProviderProcess(parameters: { rpc: string; escrow: st
       // IOI_CPU_PROF_DIR=<dir> writes a V8 CPU profile of the provider process there (for performance work).
       ...(process.env.IOI_CPU_PROF_DIR ? ["--cpu-prof", "--cpu-prof-dir", process.env.IOI_CPU_PROF_DIR] : []),
       path.join(__dirname, "..", "bin", "ioi.js"), "provider", "--rpc", parameters.rpc, "--escrow", parameters.escrow, "--db", parameters.db, "--price", parameters.price.toString(), "--port", "0", "--from-block", parameters.fromBlock.toString()],
-    { env: { ...process.env, IOI_PRIVATE_KEY: parameters.key }, stdio: ["ignore", "pipe", "pipe"] },
+    // IOI_CLI_SOURCE=1: the child runs the TypeScript sources, as the tests and the demo do, never a stale dist/.
+    { env: { ...process.env, IOI_PRIVATE_KEY: parameters.key, IOI_CLI_SOURCE: "1" }, stdio: ["ignore", "pipe", "pipe"] },
   );
   child.stderr.on("data", (chunk: Buffer) => {
     if (process.env.IOI_DEMO_VERBOSE) process.stderr.write(chunk);

@@ -15,11 +15,10 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { encodeFunctionData, type Abi, getAddress, isAddress, isHex, keccak256, parseEventLogs, stringToBytes, zeroHash, type Address, type Hash, type Hex, type PublicClient } from "viem";
 
-import TimelockArtifact from "../artifacts/contracts/governance/Timelock.sol/Timelock.json";
-import type { Timelock$Type } from "../artifacts/contracts/governance/Timelock.sol/Timelock";
+import { timelockAbi } from "../abi/Timelock";
 import type { Wallet } from "../channel-client/escrow";
 
-export const timelockAbi = TimelockArtifact.abi as Timelock$Type["abi"];
+export { timelockAbi };
 
 /** One governance call: `data` sent to `target` with `value` wei. */
 export type GovernanceCall = { target: Address; data: Hex; value?: bigint };

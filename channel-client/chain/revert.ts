@@ -20,13 +20,15 @@ import {
   type Hex,
 } from "viem";
 
-import DisputeManagerArtifact from "../../artifacts/contracts/DisputeManager.sol/DisputeManager.json";
-import GasEscrowArtifact from "../../artifacts/contracts/GasEscrow.sol/GasEscrow.json";
-import GigEscrowArtifact from "../../artifacts/contracts/GigEscrow.sol/GigEscrow.json";
-import LaborGasArtifact from "../../artifacts/contracts/LaborGas.sol/LaborGas.json";
-import ProviderRegistryArtifact from "../../artifacts/contracts/ProviderRegistry.sol/ProviderRegistry.json";
-import TimelockArtifact from "../../artifacts/contracts/governance/Timelock.sol/Timelock.json";
-import BlockhashRandomnessArtifact from "../../artifacts/contracts/randomness/BlockhashRandomness.sol/BlockhashRandomness.json";
+import {
+  blockhashRandomnessAbi,
+  disputeManagerAbi,
+  gasEscrowAbi,
+  gigEscrowAbi,
+  laborGasAbi,
+  providerRegistryAbi,
+  timelockAbi,
+} from "../../abi";
 import { BaseError, type BaseErrorParameters } from "../errors";
 
 /** An `error` item of an ABI. */
@@ -38,13 +40,13 @@ export const LIBRARY_ERRORS = parseAbi(["error TransferFromFailed()", "error Tra
 /** Every custom error any of our contracts (or what they call) can revert with, each signature once. */
 export const revertAbi: readonly AbiError[] = (() => {
   const all = [
-    ...(GasEscrowArtifact.abi as Abi),
-    ...(GigEscrowArtifact.abi as Abi),
-    ...(ProviderRegistryArtifact.abi as Abi),
-    ...(DisputeManagerArtifact.abi as Abi),
-    ...(LaborGasArtifact.abi as Abi),
-    ...(TimelockArtifact.abi as Abi),
-    ...(BlockhashRandomnessArtifact.abi as Abi),
+    ...(gasEscrowAbi as Abi),
+    ...(gigEscrowAbi as Abi),
+    ...(providerRegistryAbi as Abi),
+    ...(disputeManagerAbi as Abi),
+    ...(laborGasAbi as Abi),
+    ...(timelockAbi as Abi),
+    ...(blockhashRandomnessAbi as Abi),
     ...LIBRARY_ERRORS,
   ].filter((item): item is AbiError => item.type === "error");
   const bySelector = new Map<Hex, AbiError>();

@@ -1677,7 +1677,7 @@ describe(`adversarial fuzz: hostile input to the nodes and the parsers (seed ${S
         const db = path.join(dir, `process-${outcomes.length}.db`);
         const child = spawn(process.execPath, [path.join(ROOT, "bin/ioi.js"), "provider", "--rpc", rpc.url, "--escrow", fx.escrow.address, "--db", db, "--price", PRICE.toString(), "--port", "0"], {
           cwd: ROOT,
-          env: { ...process.env, IOI_PRIVATE_KEY: PROVIDER_KEY },
+          env: { ...process.env, IOI_PRIVATE_KEY: PROVIDER_KEY, IOI_CLI_SOURCE: "1" }, // the sources, never a stale dist/
           stdio: ["ignore", "pipe", "pipe"],
         });
         let stderr = "";

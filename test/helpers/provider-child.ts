@@ -30,7 +30,7 @@ export async function startProviderChild(parameters: {
   const child = spawn(
     process.execPath,
     [path.join(ROOT, "bin/ioi.js"), "provider", "--rpc", parameters.rpcUrl, "--escrow", parameters.escrow, "--db", parameters.db, "--price", parameters.price.toString(), "--port", "0"],
-    { cwd: ROOT, env: { ...process.env, IOI_PRIVATE_KEY: parameters.key }, stdio: ["ignore", "pipe", "pipe"] },
+    { cwd: ROOT, env: { ...process.env, IOI_PRIVATE_KEY: parameters.key, IOI_CLI_SOURCE: "1" }, stdio: ["ignore", "pipe", "pipe"] },
   );
   children.add(child);
   let stderr = "";
