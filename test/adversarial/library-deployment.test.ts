@@ -10,14 +10,15 @@ import hre from "hardhat";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { createWalletClient, custom, parseEther, type PublicClient } from "viem";
-import { hardhat } from "viem/chains";
+import { createWalletClient, custom, defineChain, parseEther, type PublicClient } from "viem";
 
 import { SqliteStore } from "../../channel-client/store/sqlite-store";
 import { createPayer } from "../../roles/payer";
 import type { Deployment } from "../../roles/deployment";
 import { rejection } from "../helpers/assert";
 import { escrowFixture } from "../helpers/fixtures";
+
+const hardhat = defineChain({ id: 31337, name: "Hardhat", nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: ["http://127.0.0.1:8545"] } } });
 
 describe("adversarial: a library deployment object that points the payer's money elsewhere", () => {
   let dir: string;
