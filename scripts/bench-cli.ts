@@ -7,7 +7,8 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 
-export type CliBench = { runs: number; medianMs: number; maxMs: number; peakRssMiB: number; command: string };
+/** `nodeBaselineMs`: the median start-up of `node -e ""` in the same runs, so a loaded machine shows as such. */
+export type CliBench = { runs: number; medianMs: number; maxMs: number; peakRssMiB: number; nodeBaselineMs: number; command: string };
 
 const ROOT = path.join(__dirname, "..");
 
@@ -20,6 +21,7 @@ export function benchCliStartup(runs = 10): CliBench {
   const probe = path.join(dir, "rss.js");
   writeFileSync(probe, 'process.on("exit", () => require("node:fs").writeSync(2, `\\nIOI_MAX_RSS_KB=${process.resourceUsage().maxRSS}\\n`));\n');
   const times: number[] = [];
+  const baseline: number[] = [];
   let peakKb = 0;
   const env = { ...process.env };
   delete env.IOI_CLI_SOURCE;
@@ -29,14 +31,19 @@ export function benchCliStartup(runs = 10): CliBench {
       const run = spawnSync(process.execPath, ["--require", probe, path.join(ROOT, "bin", "ioi.js"), "--help"], { encoding: "utf8", env });
       const ms = performance.now() - started;
       if (run.status !== 0) throw new Error(`ioi --help exited with ${run.status}: ${run.stderr.split("\n")[0]}`);
+      const bare = performance.now();
+      spawnSync(process.execPath, ["-e", ""]);
+      const bareMs = performance.now() - bare;
       if (i === 0) continue; // the first run warms the file-system cache
       times.push(ms);
+      baseline.push(bareMs);
       peakKb = Math.max(peakKb, Number(/IOI_MAX_RSS_KB=(\d+)/.exec(run.stderr)?.[1] ?? 0));
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
   times.sort((a, b) => a - b);
+  baseline.sort((a, b) => a - b);
   const round = (x: number) => Math.round(x * 10) / 10;
-  return { runs, medianMs: round(times[Math.floor(times.length / 2)]!), maxMs: round(times[times.length - 1]!), peakRssMiB: round(peakKb / 1024), command: "node bin/ioi.js --help" };
+  return { runs, medianMs: round(times[Math.floor(times.length / 2)]!), maxMs: round(times[times.length - 1]!), peakRssMiB: round(peakKb / 1024), nodeBaselineMs: round(baseline[Math.floor(baseline.length / 2)]!), command: "node bin/ioi.js --help" };
 }

@@ -68,6 +68,7 @@ async function main(): Promise<void> {
     log("");
     row(`ioi --help start-up, median of ${cli.runs} (worst ${cli.maxMs} ms)`, `${cli.medianMs} ms`, "< 1000 ms", cli.medianMs < 1000);
     row("ioi --help peak memory", `${cli.peakRssMiB} MiB`, "", null);
+  row("bare `node -e \"\"` start-up, same runs (machine load)", `${cli.nodeBaselineMs} ms`, "", null);
     log(`Updated the CLI figures in ${path.relative(process.cwd(), file)}`);
     return;
   }
@@ -137,6 +138,7 @@ async function main(): Promise<void> {
   arbitrationRows(arbitration, row);
   row(`ioi --help start-up, median of ${cli.runs} (worst ${cli.maxMs} ms)`, `${cli.medianMs} ms`, "< 1000 ms", cli.medianMs < 1000);
   row("ioi --help peak memory", `${cli.peakRssMiB} MiB`, "", null);
+  row("bare `node -e \"\"` start-up, same runs (machine load)", `${cli.nodeBaselineMs} ms`, "", null);
   for (const [op, gasUsed] of Object.entries(gas)) {
     const target = GAS_TARGETS[op];
     const met = target ? (target.inclusive ? gasUsed <= target.limit : gasUsed < target.limit) : null;
