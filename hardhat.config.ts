@@ -40,7 +40,8 @@ const config: HardhatUserConfig = {
   },
   networks: {
     // 40 funded accounts: the dispute tests and the devnet draw panels from up to 16 admitted arbitrators.
-    hardhat: { accounts: { count: 40 } },
+    // IOI_DEVNET_CHAIN_ID serves a second devnet under another chain id (test/channel-client/two-chains.test.ts).
+    hardhat: { accounts: { count: 40 }, ...(process.env.IOI_DEVNET_CHAIN_ID ? { chainId: Number(process.env.IOI_DEVNET_CHAIN_ID) } : {}) },
     localhost: { url: `http://127.0.0.1:${process.env.IOI_DEVNET_PORT ?? 8545}` },
     ...(rpcUrl
       ? { remote: { url: rpcUrl, accounts: deployerKey ? [deployerKey] : [] } }

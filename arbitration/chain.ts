@@ -20,6 +20,7 @@ import {
 
 import { disputeManagerAbi, gigEscrowAbi, providerRegistryAbi } from "../abi";
 import { toCompactSignature } from "../channel-client/eip712";
+import { getLogsPaged } from "../channel-client/chain/logs";
 import { checkedWrite } from "../channel-client/chain/write";
 import { BaseError } from "../channel-client/errors";
 import { gasEscrowAbi, type ClosingState, type TxResult, type Wallet } from "../channel-client/escrow";
@@ -57,17 +58,12 @@ async function send(
 }
 
 /** The case as stored, with the leaf its `CaseOpened` event proved (zero for a gig). */
-export async function readCase(publicClient: PublicClient, disputeManager: Address, caseId: Hex): Promise<CaseOnChain & { openedInBlock: bigint }> {
+export async function readCase(publicClient: PublicClient, disputeManager: Address, caseId: Hex, fromBlock = 0n): Promise<CaseOnChain & { openedInBlock: bigint }> {
   const stored = await publicClient.readContract({ address: disputeManager, abi: disputeManagerAbi, functionName: "caseOf", args: [caseId] });
   if (stored.status === 0) throw new DisputeTransactionError(`No case ${caseId} exists on ${disputeManager}.`);
-  const [opened] = await publicClient.getContractEvents({
-    address: disputeManager,
-    abi: disputeManagerAbi,
-    eventName: "CaseOpened",
-    args: { caseId },
-    fromBlock: 0n,
-    strict: true,
-  });
+  // From the deployment block, in bounded pages with back-off (decision 0019).
+  const logs = await getLogsPaged({ publicClient, address: disputeManager, fromBlock, toBlock: await publicClient.getBlockNumber() });
+  const [opened] = parseEventLogs({ abi: disputeManagerAbi, eventName: "CaseOpened", logs, strict: true }).filter((e) => e.args.caseId === caseId);
   if (!opened) throw new DisputeTransactionError(`Case ${caseId} has no CaseOpened event.`);
   return {
     chainId: BigInt(await publicClient.getChainId()),
@@ -94,7 +90,7 @@ export async function loadCaseContext(
   caseId: Hex,
   pkg: ChallengePackage,
 ): Promise<CaseContext> {
-  const onChain = await readCase(publicClient, deployment.disputeManager, caseId);
+  const onChain = await readCase(publicClient, deployment.disputeManager, caseId, deployment.deploymentBlock);
   const { openedInBlock, ...caseOnChain } = onChain;
   const params = await publicClient.readContract({ address: deployment.disputeManager, abi: disputeManagerAbi, functionName: "params" });
   const provider = await publicClient.readContract({
@@ -148,8 +144,8 @@ export async function loadCaseContext(
 }
 
 /** A closing session's recorded state now, replayed from the escrow's ChannelClosing/Challenged/Released events. */
-export async function currentClosingState(publicClient: PublicClient, gasEscrow: Address, sessionId: Hex): Promise<ClosingState> {
-  const logs = await publicClient.getLogs({ address: gasEscrow, fromBlock: 0n });
+export async function currentClosingState(publicClient: PublicClient, gasEscrow: Address, sessionId: Hex, fromBlock = 0n): Promise<ClosingState> {
+  const logs = await getLogsPaged({ publicClient, address: gasEscrow, fromBlock, toBlock: await publicClient.getBlockNumber() });
   const events = parseEventLogs({ abi: gasEscrowAbi, logs }).filter(
     (e) => "sessionId" in e.args && (e.args as { sessionId: Hex }).sessionId === sessionId,
   );
@@ -225,9 +221,9 @@ export async function openSessionCase(
 
 /** The state `finalize`, `expire` and `resolveSlowPath` must be given: a session's recorded close, zeros for a gig. */
 export async function recordedStateOf(publicClient: PublicClient, deployment: Deployment, caseId: Hex): Promise<ClosingState> {
-  const onChain = await readCase(publicClient, deployment.disputeManager, caseId);
+  const onChain = await readCase(publicClient, deployment.disputeManager, caseId, deployment.deploymentBlock);
   return onChain.kind === "session"
-    ? currentClosingState(publicClient, deployment.gasEscrow, onChain.subjectId)
+    ? currentClosingState(publicClient, deployment.gasEscrow, onChain.subjectId, deployment.deploymentBlock)
     : { deposit: 0n, seq: 0n, amount: 0n, receiptRoot: zeroHash, feeBps: 0 };
 }
 

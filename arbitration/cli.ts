@@ -713,7 +713,7 @@ async function runBuildSession(values: Values, out: Out): Promise<void> {
     if (!isAddressEqual(payer, account.address) && !isAddressEqual(funder, account.address)) {
       throw new PackageMismatchError(`Only the session's payer ${payer} or funder ${funder} can dispute it; the acting key is ${account.address}.`);
     }
-    const closing = await currentClosingState(publicClient, deployment.gasEscrow, sessionId);
+    const closing = await currentClosingState(publicClient, deployment.gasEscrow, sessionId, deployment.deploymentBlock);
     // The recorded ticket n carries the root over receipts 1..n-1 (docs/decisions/0003).
     const committed = closing.seq === 0n ? 0 : Number(closing.seq - 1n);
     if (committed === 0) throw new UsageError(`The recorded close (ticket seq ${closing.seq}) commits no receipts; none can be disputed.`);
@@ -797,7 +797,7 @@ async function runOpen(values: Values, out: Out): Promise<void> {
     const challenged = evidenceOfKind(pkg, "receipt").find((item) => item.content.receipt.receipt.seq === subject.seq);
     if (!challenged) throw new PackageMismatchError(`${file} carries no receipt with seq ${subject.seq}, the step it disputes.`);
     await assertNextCaseId(publicClient, deployment.disputeManager, pkg, 2, subject.sessionId);
-    const recorded = await currentClosingState(publicClient, deployment.gasEscrow, subject.sessionId);
+    const recorded = await currentClosingState(publicClient, deployment.gasEscrow, subject.sessionId, deployment.deploymentBlock);
     if (!sameClosing(recorded, channel.content.closing)) {
       throw new PackageMismatchError(
         `${file} carries the close with ticket seq ${channel.content.closing.seq}, but the recorded close is now seq ${recorded.seq}; rebuild the package.`,

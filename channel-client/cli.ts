@@ -44,6 +44,7 @@ import {
   type Wallet,
 } from "./escrow";
 import { contractOf, resolveDeployment, type ContractName, type ResolvedDeployment } from "./chain/deployment";
+import { chainReading, getLogsPaged } from "./chain/logs";
 import { assertCode } from "./chain/write";
 import { BaseError } from "./errors";
 import {
@@ -85,6 +86,9 @@ const GLOBAL_OPTIONS = {
   rpc: { type: "string" },
   network: { type: "string" },
   deployment: { type: "string" },
+  confirmations: { type: "string" },
+  "log-range": { type: "string" },
+  "poll-ms": { type: "string" },
   escrow: { type: "string" },
   db: { type: "string" },
   "key-env": { type: "string" },
@@ -250,6 +254,26 @@ export async function deployedAddress(
   return (await deployedContract(values, publicClient, option, envName, contract)).address;
 }
 
+/**
+ * How to read the chain (decision 0019): the chain's defaults (a devnet: no confirmations, 250 ms polls; any
+ * other chain: 12 confirmations, 12 s polls), then $IOI_CONFIRMATIONS, $IOI_LOG_RANGE, $IOI_POLL_MS, then
+ * --confirmations, --log-range and --poll-ms.
+ */
+export function readingOf(values: Record<string, unknown>, chainId: number) {
+  let reading;
+  try {
+    reading = chainReading(chainId);
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const confirmations = values.confirmations === undefined ? reading.confirmations : uint(values, "confirmations", "blocks to stay behind the head");
+  const batchBlocks = values["log-range"] === undefined ? reading.maxBlockRange : uint(values, "log-range", "most blocks per eth_getLogs call");
+  if (batchBlocks === 0n) throw new UsageError("--log-range must be at least 1 block.");
+  const pollMs = values["poll-ms"] === undefined ? reading.pollMs : Number(uint(values, "poll-ms", "milliseconds between polls"));
+  if (pollMs < 10) throw new UsageError("--poll-ms must be at least 10.");
+  return { confirmations, batchBlocks, pollMs, retry: reading.retry };
+}
+
 /** A public client (and a wallet for `account`) on the node at --rpc, with the chain id it reports. */
 export async function rpcClients(values: Record<string, unknown>, account?: LocalAccount) {
   const url = (values.rpc as string | undefined) ?? process.env.IOI_RPC_URL ?? "http://127.0.0.1:8545";
@@ -330,7 +354,8 @@ export const echoHandler: McpHandler = async (request) => ({
 
 async function runProvider(values: Record<string, unknown>, out: Out): Promise<void> {
   const account = loadAccount(values);
-  const { publicClient, wallet, escrow, domain } = await chainClients(values, account);
+  const { publicClient, wallet, escrow, domain, chainId, fromBlock } = await chainClients(values, account);
+  const reading = readingOf(values, chainId);
   const store = openStore(values, "provider");
   const pricing: PricingTerms = { version: "1", unit: "invocation", pricePerInvocation: uint(values, "price", "wei per invocation") };
   const node = await ProviderNode.start({
@@ -349,7 +374,8 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
     wallet: wallet!,
     escrow,
     store,
-    fromBlock: uint(values, "from-block", "first block to watch", 0n),
+    fromBlock: uint(values, "from-block", "first block to watch", fromBlock),
+    ...reading,
     name: `watchtower:${account.address.toLowerCase()}`,
     onAnswer: (a) => console.log(JSON.stringify({ event: "watchtower.answered", sessionId: a.sessionId, staleSeq: a.staleSeq.toString(), answeredSeq: a.answeredSeq.toString(), inWindow: a.inWindow, txHash: a.txHash })),
     onError: (error) => process.stderr.write(`watchtower: ${(error as Error).message.split("\n")[0]}\n`),
@@ -559,14 +585,16 @@ async function runFinalize(values: Record<string, unknown>, out: Out): Promise<v
 
 async function runWatchtower(values: Record<string, unknown>, out: Out): Promise<void> {
   const account = loadAccount(values);
-  const { publicClient, wallet, escrow } = await chainClients(values, account);
+  const { publicClient, wallet, escrow, chainId, fromBlock } = await chainClients(values, account);
+  const reading = readingOf(values, chainId);
   const store = openStore(values, "provider");
   const tower = new Watchtower({
     publicClient,
     wallet: wallet!,
     escrow,
     store,
-    fromBlock: uint(values, "from-block", "first block to watch", 0n),
+    fromBlock: uint(values, "from-block", "first block to watch", fromBlock),
+    ...reading,
     name: `watchtower:${account.address.toLowerCase()}`,
     finalize: true,
     onAnswer: (a) => out.lines.push(`Answered the stale close of ${a.sessionId} (seq ${a.staleSeq}) with seq ${a.answeredSeq}${a.inWindow ? " inside the window" : ""}.`),
@@ -595,7 +623,8 @@ async function runExport(values: Record<string, unknown>, out: Out): Promise<voi
   const store = openStore(values, "provider");
   try {
     const channel = channelOf(store, sessionOf(values));
-    const { publicClient, escrow } = await chainClients(values);
+    const { publicClient, escrow, chainId } = await chainClients(values);
+    const reading = readingOf(values, chainId);
     const lines: string[] = [];
     lines.push(canon({ type: "session", sessionId: channel.sessionId, escrow: escrow.toLowerCase(), ref: channelRefToJson(channel.ref), pricing: pricingTermsToJson(channel.pricing), leafDomain: "IOI_SESSION_LEAF_V1" }));
     for (const step of store.steps(channel.sessionId)) {
@@ -613,7 +642,8 @@ async function runExport(values: Record<string, unknown>, out: Out): Promise<voi
     // The root the chain recorded: the cooperative settlement's, or the newest recorded ticket's.
     const logs = parseEventLogs({
       abi: gasEscrowAbi,
-      logs: await publicClient.getLogs({ address: escrow, fromBlock: channel.ref.openedAt }),
+      // From the channel's opening block to the head, in bounded pages with back-off (decision 0019).
+      logs: await getLogsPaged({ publicClient, address: escrow, fromBlock: channel.ref.openedAt, toBlock: await publicClient.getBlockNumber(), maxBlockRange: reading.batchBlocks, retry: reading.retry }),
     }).filter((log) => "sessionId" in log.args && log.args.sessionId === channel.sessionId);
     let onChain: Record<string, string> | null = null;
     for (const log of logs) {
@@ -861,6 +891,9 @@ export const GLOBAL_HELP = [
   "  --network NAME   read deployments/NAME.json (default $IOI_NETWORK, else the record of the RPC's chain id)",
   "  --deployment FILE  a deployment record (default $IOI_DEPLOYMENT, else deployments/chain-<chainId>.json)",
   "  --escrow ADDR    GasEscrow (default $IOI_ESCROW, else the deployment record)",
+  "  --confirmations N  blocks a follower stays behind the head (default $IOI_CONFIRMATIONS; 0 on a devnet, else 12)",
+  "  --log-range N    most blocks per eth_getLogs call (default $IOI_LOG_RANGE or 2000)",
+  "  --poll-ms N      milliseconds between polls (default $IOI_POLL_MS; 250 on a devnet, else 12000)",
   "  --db PATH        the SQLite store (default .data/<role>.db)",
   "  --key-env NAME   environment variable holding the acting key (default IOI_PRIVATE_KEY)",
   "  --json           print one JSON object on the last line",

@@ -13,6 +13,7 @@
 import type { Address, Hex, PublicClient } from "viem";
 
 import { ChainFollower, type EscrowEvent } from "./chain-follower";
+import { DEVNET_READING, type RetryOptions } from "./chain/logs";
 import { challengeClose, closeCooperative, finalizeClose, gasEscrowAbi, type ClosingState, type Wallet } from "./escrow";
 import type { ChannelRole, ChannelStore } from "./store/store";
 
@@ -48,7 +49,15 @@ export type WatchtowerParameters = {
   finalize?: boolean;
   /** Every batch of escrow events, after the tower handled it (e.g. `ProviderNode.applyEscrowEvents`). */
   onEvents?: (events: EscrowEvent[]) => void | Promise<void>;
+  /** Poll interval (default 250 ms: a devnet; `chainReading(chainId)` gives a public chain's). */
   pollMs?: number;
+  /** Blocks to stay behind the head (default 0: a devnet); a reorg shallower than this is never seen. */
+  confirmations?: bigint;
+  /** Most blocks per `eth_getLogs` call (default 2,000). */
+  batchBlocks?: bigint;
+  /** Back-off on RPC errors and rate limits. */
+  retry?: RetryOptions;
+  onReorg?: (reorg: { at: bigint; rewoundTo: bigint }) => void;
   onAnswer?: (answer: WatchtowerAnswer) => void;
   onFinalized?: (sessionId: Hex, txHash: Hex) => void;
   onError?: (error: unknown) => void;
@@ -66,6 +75,10 @@ export class Watchtower {
       name: parameters.name ?? "watchtower",
       fromBlock: parameters.fromBlock,
       pollMs: parameters.pollMs,
+      ...(parameters.confirmations !== undefined ? { confirmations: parameters.confirmations } : {}),
+      ...(parameters.batchBlocks !== undefined ? { batchBlocks: parameters.batchBlocks } : {}),
+      ...(parameters.retry ? { retry: parameters.retry } : {}),
+      ...(parameters.onReorg ? { onReorg: parameters.onReorg } : {}),
       onEvents: async (events) => {
         await this.#handle(events);
         await parameters.onEvents?.(events);
@@ -114,7 +127,7 @@ export class Watchtower {
   }
 
   start(): void {
-    const { pollMs = 250 } = this.parameters;
+    const { pollMs = DEVNET_READING.pollMs } = this.parameters;
     let stopped = false;
     const tick = () => {
       this.#ticking = (async () => {

@@ -285,7 +285,7 @@ function envHash(name: string, fallback: Hex): Hex {
  * `deployments/<network>.json` (what `--network NAME` reads, and what older scripts read). Returns the
  * per-chain file's path.
  */
-export function writeDeployment(deployment: Deployment, directory = path.join(__dirname, "..", "deployments")): string {
+export function writeDeployment(deployment: Deployment, directory = process.env.IOI_DEPLOYMENTS_DIR || path.join(__dirname, "..", "deployments")): string {
   mkdirSync(directory, { recursive: true });
   const text = `${JSON.stringify(deployment, null, 2)}\n`;
   const file = path.join(directory, `chain-${deployment.chainId}.json`);
