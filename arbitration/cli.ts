@@ -52,22 +52,22 @@ import { mnemonicToAccount } from "viem/accounts";
 import LaborGasArtifact from "../artifacts/contracts/LaborGas.sol/LaborGas.json";
 import { ReceiptAccumulator } from "../channel-client/accumulator";
 import { canon } from "../channel-client/canonical";
+// Only the deployment-address resolution comes from the channel commands' module; it does not import this one.
+import { deployedAddress, rpcClients } from "../channel-client/cli";
 import {
   channelOf,
-  deployedAddress,
   gigIdOf,
   GLOBAL_HELP,
   hashOption,
   loadAccount,
   need,
   openStore,
-  rpcClients,
   sessionOf,
   uint,
   UsageError,
   type Command,
   type Out,
-} from "../channel-client/cli";
+} from "../cli/common";
 import { BaseError, SizeLimitError } from "../channel-client/errors";
 import { gasEscrowAbi, type ClosingState, type Wallet } from "../channel-client/escrow";
 import { sessionReceiptHash } from "../channel-client/receipt";

@@ -9,9 +9,8 @@
  * variable named by --key-env (default IOI_PRIVATE_KEY). Every command prints readable lines, or with
  * --json one JSON object on the last line.
  */
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { parseArgs, type ParseArgsConfig } from "node:util";
 import {
   createPublicClient,
   createWalletClient,
@@ -19,7 +18,6 @@ import {
   getAddress,
   http,
   isAddress,
-  isHex,
   keccak256,
   parseEventLogs,
   stringToBytes,
@@ -29,7 +27,6 @@ import {
   type LocalAccount,
   type PublicClient,
 } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
 
 import { ReceiptAccumulator } from "./accumulator";
 import { artifactId, canon, parseJson } from "./canonical";
@@ -43,7 +40,6 @@ import {
   openChannel,
   type Wallet,
 } from "./escrow";
-import { BaseError } from "./errors";
 import {
   acceptGig,
   acceptGigDelivery,
@@ -63,41 +59,31 @@ import { fetchTermsOffer, PayerClient } from "./node/payer-client";
 import { PayerSession } from "./payer-session";
 import { ProviderNode, type McpHandler } from "./node/provider-node";
 import { signedSessionReceiptToJson, sessionReceiptHash } from "./receipt";
-import { SqliteStore } from "./store/sqlite-store";
 import type { ChannelRecord, ChannelStore } from "./store/store";
 import { channelRefToJson, NATIVE_ASSET, pricingTermsToJson, termsHashOf, type PricingTerms } from "./terms";
 import { paymentTicketHash, signedPaymentTicketToJson } from "./ticket";
 import { Watchtower } from "./watchtower";
-import { ARBITRATE_COMMAND, DISPUTE_GROUPS, DISPUTE_HELP, DISPUTE_OPTIONS, disputeGroupHelp } from "../arbitration/cli";
-import { VET_COMMAND } from "../arbitration/vet";
+import {
+  addressOption,
+  channelOf,
+  gigIdOf,
+  hashOption,
+  loadAccount,
+  need,
+  openStore,
+  sessionOf,
+  uint,
+  UsageError,
+  type Command,
+  type CommandOptions,
+  type Out,
+} from "../cli/common";
 
-/** A command-line mistake: printed as one sentence with the usage, never as a stack trace. */
-export class UsageError extends BaseError {
-  override name = "UsageError" as const;
-}
+// The plumbing moved to cli/common.ts (issue 13); re-exported for modules that import it from here.
+export { addressOption, channelOf, gigIdOf, GLOBAL_HELP, hashOption, loadAccount, need, openStore, sessionOf, uint, UsageError, type Command, type Out } from "../cli/common";
 
-/** `exitCode`: set by a command that ran but reports a negative outcome (a mismatch, a failing vet). */
-export type Out = { json: boolean; lines: string[]; result: Record<string, unknown>; exitCode?: number };
-
-const GLOBAL_OPTIONS = {
-  rpc: { type: "string" },
-  escrow: { type: "string" },
-  db: { type: "string" },
-  "key-env": { type: "string" },
-  json: { type: "boolean" },
-  help: { type: "boolean", short: "h" },
-} as const satisfies ParseArgsConfig["options"];
-
-export type Command = {
-  summary: string;
-  usage: string;
-  /** Extra lines of `--help` after the usage (what the options mean). */
-  notes?: string[];
-  options: ParseArgsConfig["options"];
-  run: (values: Record<string, string | boolean | undefined>, out: Out) => Promise<void>;
-};
-
-const COMMANDS: Record<string, Command> = {
+/** The channel commands of `ioi` (cli/ioi.ts composes them with the gig and dispute commands). */
+export const COMMANDS: Record<string, Command> = {
   provider: {
     summary: "start a provider node on 127.0.0.1 (with its watchtower) and serve until Ctrl-C",
     usage: "ioi provider [--port N] --price WEI [--model ID] [--rpc URL] [--escrow ADDR] [--db PATH]",
@@ -165,34 +151,6 @@ const COMMANDS: Record<string, Command> = {
                               PLUMBING
 //////////////////////////////////////////////////////////////*/
 
-export function need(values: Record<string, unknown>, name: string, what: string): string {
-  const value = values[name];
-  if (typeof value !== "string" || value.length === 0) throw new UsageError(`--${name} is required: ${what}.`);
-  return value;
-}
-
-export function uint(values: Record<string, unknown>, name: string, what: string, fallback?: bigint): bigint {
-  const value = values[name];
-  if (value === undefined && fallback !== undefined) return fallback;
-  const text = need(values, name, what);
-  if (!/^(0|[1-9][0-9]*)$/.test(text)) throw new UsageError(`--${name} must be a whole number (${what}); received "${text}".`);
-  return BigInt(text);
-}
-
-export function sessionOf(values: Record<string, unknown>): Hex {
-  const session = need(values, "session", "the session id (0x and 64 hex digits)");
-  if (!isHex(session) || session.length !== 66) throw new UsageError(`--session must be 0x and 64 hex digits; received "${session}".`);
-  return session.toLowerCase() as Hex;
-}
-
-export function loadAccount(values: Record<string, unknown>): LocalAccount {
-  const name = (values["key-env"] as string | undefined) ?? "IOI_PRIVATE_KEY";
-  const key = process.env[name];
-  if (!key) throw new UsageError(`Set ${name} to the acting party's private key (0x and 64 hex digits).`);
-  if (!isHex(key) || key.length !== 66) throw new UsageError(`${name} is not a private key: it must be 0x and 64 hex digits.`);
-  return privateKeyToAccount(key);
-}
-
 /** A contract's address from its option, its environment variable, or deployments/localhost.json. */
 export function deployedAddress(
   values: Record<string, unknown>,
@@ -244,18 +202,6 @@ async function chainClients(values: Record<string, unknown>, account?: LocalAcco
   const escrow = escrowAddress(values);
   const domain: GasEscrowDomain = gasEscrowDomain({ chainId, verifyingContract: escrow });
   return { publicClient, wallet, escrow, domain, chainId };
-}
-
-export function openStore(values: Record<string, unknown>, role: string): ChannelStore {
-  const file = (values.db as string | undefined) ?? path.join(".data", `${role}.db`);
-  mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
-  return SqliteStore.open(file);
-}
-
-export function channelOf(store: ChannelStore, sessionId: Hex): ChannelRecord {
-  const channel = store.getChannel(sessionId);
-  if (!channel) throw new UsageError(`The store holds no channel ${sessionId}; check --db and --session.`);
-  return channel;
 }
 
 /** The close the store recorded for `channel`; a usage error if it has seen none yet. */
@@ -619,11 +565,11 @@ async function runExport(values: Record<string, unknown>, out: Out): Promise<voi
                                 GIGS
 //////////////////////////////////////////////////////////////*/
 
-const GIG_OPTIONS = { "gig-escrow": { type: "string" } } as const satisfies ParseArgsConfig["options"];
-const GIG_ID_OPTION = { gig: { type: "string" } } as const satisfies ParseArgsConfig["options"];
+export const GIG_OPTIONS = { "gig-escrow": { type: "string" } } as const satisfies CommandOptions;
+const GIG_ID_OPTION = { gig: { type: "string" } } as const satisfies CommandOptions;
 
 /** `ioi gig <subcommand>`: outcome-based work escrowed in the GigEscrow. */
-const GIG_COMMANDS: Record<string, Command> = {
+export const GIG_COMMANDS: Record<string, Command> = {
   fund: {
     summary: "escrow a bounty for a gig bound to an Intent Contract Schema; prints the gig id (the acting key is the client)",
     usage:
@@ -681,32 +627,10 @@ const GIG_COMMANDS: Record<string, Command> = {
     options: GIG_ID_OPTION,
     run: runGigShow,
   },
-  // A getter: arbitration/vet.ts imports this module, so its command is read only once both are loaded.
-  get vet(): Command {
-    return VET_COMMAND;
-  },
 };
 
 /** Largest --ics-file read: an Intent Contract Schema is a small JSON document. */
 const MAX_ICS_FILE_BYTES = 1 << 20;
-
-export function gigIdOf(values: Record<string, unknown>): bigint {
-  const id = uint(values, "gig", "the gig id, a whole number from 1");
-  if (id === 0n || id >= 1n << 64n) throw new UsageError(`--gig must be a gig id from 1 to 2^64 - 1; received "${values.gig as string}".`);
-  return id;
-}
-
-export function hashOption(values: Record<string, unknown>, name: string, what: string): Hex {
-  const value = need(values, name, what);
-  if (!isHex(value) || value.length !== 66) throw new UsageError(`--${name} must be 0x and 64 hex digits (${what}); received "${value}".`);
-  return value.toLowerCase() as Hex;
-}
-
-function addressOption(values: Record<string, unknown>, name: string, what: string): Address {
-  const value = need(values, name, what);
-  if (!isAddress(value)) throw new UsageError(`--${name} must be an address (${what}); received "${value}".`);
-  return getAddress(value);
-}
 
 /** The ICS hash from --ics, or keccak256 of the canonical form of the JSON in --ics-file. */
 function icsHashOf(values: Record<string, unknown>): { icsHash: Hex; icsFile?: string } {
@@ -823,125 +747,4 @@ async function runGigShow(values: Record<string, unknown>, out: Out): Promise<vo
   Object.assign(out.result, gigViewToJson(gig));
 }
 
-/*//////////////////////////////////////////////////////////////
-                                MAIN
-//////////////////////////////////////////////////////////////*/
-
-export const GLOBAL_HELP = [
-  "  --rpc URL        EVM JSON-RPC (default $IOI_RPC_URL or http://127.0.0.1:8545)",
-  "  --escrow ADDR    GasEscrow (default $IOI_ESCROW or deployments/localhost.json)",
-  "  --db PATH        the SQLite store (default .data/<role>.db)",
-  "  --key-env NAME   environment variable holding the acting key (default IOI_PRIVATE_KEY)",
-  "  --json           print one JSON object on the last line",
-  "  -h, --help       this help",
-];
-
-const GIG_HELP = ["  --gig-escrow ADDR  GigEscrow (default $IOI_GIG_ESCROW or deployments/localhost.json)"];
-
-function help(): string {
-  const lines = ["Usage: ioi <command> [options]   (ioi <command> --help for a command's options)", "", "Commands:"];
-  for (const [name, c] of Object.entries(COMMANDS)) lines.push(`  ${name.padEnd(11)} ${c.summary}`);
-  lines.push(`  ${"gig".padEnd(11)} outcome-based gigs: fund, accept, deliver, settle (ioi gig --help)`);
-  for (const [name, group] of Object.entries(DISPUTE_GROUPS)) lines.push(`  ${name.padEnd(11)} ${group.summary}`);
-  lines.push(`  ${"arbitrate".padEnd(11)} ${ARBITRATE_COMMAND.summary}`);
-  lines.push("", "Global options:", ...GLOBAL_HELP);
-  return lines.join("\n");
-}
-
-function gigHelp(): string {
-  const lines = ["Usage: ioi gig <subcommand> [options]   (ioi gig <subcommand> --help for its options)", "", "Subcommands:"];
-  for (const [name, c] of Object.entries(GIG_COMMANDS)) lines.push(`  ${name.padEnd(16)} ${c.summary}`);
-  lines.push("", "Gig options:", ...GIG_HELP, "", "Global options:", ...GLOBAL_HELP);
-  return lines.join("\n");
-}
-
-export async function main(argv: string[]): Promise<number> {
-  const [name, ...rest] = argv;
-  if (!name || name === "--help" || name === "-h" || name === "help") {
-    console.log(help());
-    return 0;
-  }
-  if (name === "gig") {
-    const [sub, ...args] = rest;
-    if (!sub || sub === "--help" || sub === "-h" || sub === "help") {
-      console.log(gigHelp());
-      return 0;
-    }
-    const command = GIG_COMMANDS[sub];
-    if (!command) {
-      console.error(`Unknown gig subcommand "${sub}".\n\n${gigHelp()}`);
-      return 2;
-    }
-    return runCommand(`gig ${sub}`, command, GIG_OPTIONS, GIG_HELP, args);
-  }
-  const group = Object.hasOwn(DISPUTE_GROUPS, name) ? DISPUTE_GROUPS[name as keyof typeof DISPUTE_GROUPS] : undefined;
-  if (group) {
-    const [sub, ...args] = rest;
-    if (!sub || sub === "--help" || sub === "-h" || sub === "help") {
-      console.log(disputeGroupHelp(name as keyof typeof DISPUTE_GROUPS));
-      return 0;
-    }
-    const command = Object.hasOwn(group.commands, sub) ? group.commands[sub] : undefined;
-    if (!command) {
-      console.error(`Unknown ${name} subcommand "${sub}".\n\n${disputeGroupHelp(name as keyof typeof DISPUTE_GROUPS)}`);
-      return 2;
-    }
-    return runCommand(`${name} ${sub}`, command, DISPUTE_OPTIONS, DISPUTE_HELP, args, "Dispute options:");
-  }
-  if (name === "arbitrate") return runCommand(name, ARBITRATE_COMMAND, DISPUTE_OPTIONS, DISPUTE_HELP, rest, "Dispute options:");
-  const command = COMMANDS[name];
-  if (!command) {
-    console.error(`Unknown command "${name}".\n\n${help()}`);
-    return 2;
-  }
-  return runCommand(name, command, {}, [], rest);
-}
-
-/** Parses `args` for `command` (with the global and `extra` options), runs it, and prints the outcome. */
-async function runCommand(
-  name: string,
-  command: Command,
-  extra: ParseArgsConfig["options"],
-  extraHelp: string[],
-  args: string[],
-  extraTitle = "Gig options:",
-): Promise<number> {
-  let values: Record<string, string | boolean | undefined>;
-  try {
-    ({ values } = parseArgs({ args, options: { ...GLOBAL_OPTIONS, ...extra, ...command.options }, strict: true, allowPositionals: false }) as { values: Record<string, string | boolean | undefined> });
-  } catch (error) {
-    console.error(`${(error as Error).message}\nUsage: ${command.usage}`);
-    return 2;
-  }
-  if (values.help) {
-    const sections = [command.summary, `Usage: ${command.usage}`];
-    if (command.notes) sections.push(command.notes.join("\n"));
-    if (extraHelp.length > 0) sections.push([extraTitle, ...extraHelp].join("\n"));
-    sections.push(["Global options:", ...GLOBAL_HELP].join("\n"));
-    console.log(sections.join("\n\n"));
-    return 0;
-  }
-  const out: Out = { json: Boolean(values.json), lines: [], result: {} };
-  try {
-    await command.run(values, out);
-  } catch (error) {
-    const e = error as BaseError;
-    const message = e instanceof BaseError ? `${e.name}: ${e.shortMessage}` : `${(error as Error).name ?? "Error"}: ${(error as Error).message}`;
-    console.error(`ioi ${name} failed — ${message.split("\n")[0]}${e instanceof UsageError ? `\nUsage: ${command.usage}` : ""}`);
-    if (out.json) console.log(JSON.stringify({ ok: false, error: e.name, message: e.shortMessage ?? e.message }));
-    return e instanceof UsageError ? 2 : 1;
-  }
-  for (const line of out.lines) console.log(line);
-  if (out.json) console.log(JSON.stringify({ ok: true, ...out.result }));
-  return out.exitCode ?? 0;
-}
-
-if (require.main === module) {
-  main(process.argv.slice(2)).then(
-    (code) => process.exit(code),
-    (error: unknown) => {
-      console.error(error);
-      process.exit(1);
-    },
-  );
-}
+export const GIG_HELP = ["  --gig-escrow ADDR  GigEscrow (default $IOI_GIG_ESCROW or deployments/localhost.json)"];
