@@ -68,6 +68,7 @@ import {
   type Command,
   type Out,
 } from "../cli/common";
+import { ETH_UNIT, formatAmountWithBase } from "../cli/format";
 import { BaseError, SizeLimitError } from "../channel-client/errors";
 import { gasEscrowAbi, type ClosingState, type Wallet } from "../channel-client/escrow";
 import { sessionReceiptHash } from "../channel-client/receipt";
@@ -860,7 +861,7 @@ async function runOpen(values: Values, out: Out): Promise<void> {
   }
   const stored = await readStoredCase(publicClient, deployment.disputeManager, opened.caseId);
   out.lines.push(
-    `Opened case ${opened.caseId} disputing ${packageSummary(pkg)} at lane ${pkg.lane}, posting a bond of ${opened.bond} ${assetName(stored.asset)} (gas ${opened.gasUsed}); the respondent may contest until ${isoTime(BigInt(stored.respondBy))}.`,
+    `Opened case ${opened.caseId} disputing ${packageSummary(pkg)} at lane ${pkg.lane}, posting a bond of ${assetAmount(opened.bond, stored.asset)} (gas ${opened.gasUsed}); the respondent may contest until ${isoTime(BigInt(stored.respondBy))}.`,
   );
   Object.assign(out.result, {
     caseId: opened.caseId,
@@ -913,7 +914,7 @@ function tokens(amount: bigint, symbol: string): string {
 
 /** An amount of a case's asset: ETH in ether, a token in base units with its address. */
 function assetAmount(amount: bigint, asset: Address): string {
-  return BigInt(asset) === 0n ? `${formatEther(amount)} ETH` : `${amount} base units of ${asset}`;
+  return BigInt(asset) === 0n ? formatAmountWithBase(amount, ETH_UNIT) : `${amount} base units of ${asset}`;
 }
 
 async function nowOnChain(publicClient: PublicClient): Promise<bigint> {
@@ -946,7 +947,7 @@ async function runRespond(values: Values, out: Out): Promise<void> {
   const [contested] = parseEventLogs({ abi: disputeManagerAbi, eventName: "CaseContested", logs: receipt.logs });
   if (!contested) throw new DisputeTransactionError(`Transaction ${hash} contested no case.`);
   out.lines.push(
-    `Contested case ${caseId} as ${contested.args.respondent}, posting a bond of ${contested.args.bond} ${assetName(c.asset)} (gas ${receipt.gasUsed}); the panel's randomness is requested: \`ioi case draw --case ${caseId}\` draws it.`,
+    `Contested case ${caseId} as ${contested.args.respondent}, posting a bond of ${assetAmount(contested.args.bond, c.asset)} (gas ${receipt.gasUsed}); the panel's randomness is requested: \`ioi case draw --case ${caseId}\` draws it.`,
   );
   Object.assign(out.result, { caseId, respondent: contested.args.respondent, bond: contested.args.bond.toString(), asset: c.asset, transactionHash: hash, gasUsed: Number(receipt.gasUsed) });
 }
@@ -1059,11 +1060,10 @@ function subjectOf(c: StoredCase): string {
 }
 
 function caseLines(caseId: Hex, c: StoredCase): string[] {
-  const asset = assetName(c.asset);
   return [
     `case ${caseId}: ${c.kindName} dispute of ${subjectOf(c)}, ${c.statusName} at lane ${c.lane}, round ${c.round}`,
-    `  challenger ${c.challenger} (bond ${c.challengerBond} ${asset}), respondent ${c.respondent} (bond ${c.respondentBond} ${asset})`,
-    `  value ${c.value} ${asset}, package ${c.packageHash}`,
+    `  challenger ${c.challenger} (bond ${assetAmount(c.challengerBond, c.asset)}), respondent ${c.respondent} (bond ${assetAmount(c.respondentBond, c.asset)})`,
+    `  value ${assetAmount(c.value, c.asset)}, package ${c.packageHash}`,
   ];
 }
 
@@ -1289,8 +1289,12 @@ async function runCaseFinalize(values: Values, out: Out): Promise<void> {
     throw new CaseStateError(`Case ${caseId}'s appeal window runs until ${isoTime(BigInt(c.deadline))} (${timeLeft(BigInt(c.deadline), now)}); it can be finalised after that.`);
   }
   const f = await transact("DisputeManager.finalize", () => finalizeCase({ wallet: wallet!, publicClient, deployment, caseId }));
+  // A slash of the respondent's SLA bond moves bond tokens in the registry: its Slashed events say what was burnt.
+  const { symbol } = await bondTokenOf(publicClient, deployment.registry);
+  const slashLogs = parseEventLogs({ abi: providerRegistryAbi, eventName: "Slashed", logs: (await publicClient.getTransactionReceipt({ hash: f.hash })).logs });
+  const slashBurned = slashLogs.reduce((sum, log) => sum + log.args.burned, 0n);
   out.lines.push(
-    `Finalised case ${caseId}: ${VERDICT_NAMES[f.verdict] ?? f.verdict}, refunded ${assetAmount(f.refunded, c.asset)}, slashed ${f.slashed} bond-token units, ${assetAmount(f.toChallenger, c.asset)} to the challenger, ${assetAmount(f.toRespondent, c.asset)} to the respondent, ${assetAmount(f.burned, c.asset)} burnt to ${BURN_ADDRESS} (gas ${f.gasUsed}).`,
+    `Finalised case ${caseId}: ${VERDICT_NAMES[f.verdict] ?? f.verdict}, refunded ${assetAmount(f.refunded, c.asset)}, slashed ${tokens(f.slashed, symbol)} of bond (${tokens(slashBurned, symbol)} of it burnt), ${assetAmount(f.toChallenger, c.asset)} to the challenger, ${assetAmount(f.toRespondent, c.asset)} to the respondent, ${assetAmount(f.burned, c.asset)} burnt to ${BURN_ADDRESS} (gas ${f.gasUsed}).`,
   );
   for (const fee of f.fees) out.lines.push(`  fee ${assetAmount(fee.amount, c.asset)} credited to ${fee.arbitrator} (\`ioi arbitrator claim --asset ${BigInt(c.asset) === 0n ? "eth" : c.asset}\`)`);
   Object.assign(out.result, {
@@ -1301,6 +1305,7 @@ async function runCaseFinalize(values: Values, out: Out): Promise<void> {
     toChallenger: f.toChallenger.toString(),
     toRespondent: f.toRespondent.toString(),
     burned: f.burned.toString(),
+    slashBurned: slashBurned.toString(),
     arbitrationFees: f.arbitrationFees.toString(),
     fees: Object.fromEntries(f.fees.map((fee) => [fee.arbitrator, fee.amount.toString()])),
     transactionHash: f.hash,

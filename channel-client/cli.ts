@@ -18,6 +18,7 @@ import {
   getAddress,
   http,
   isAddress,
+  isAddressEqual,
   keccak256,
   parseEventLogs,
   stringToBytes,
@@ -29,7 +30,7 @@ import {
 } from "viem";
 
 import { ReceiptAccumulator } from "./accumulator";
-import { artifactId, canon, parseJson } from "./canonical";
+import { canon } from "./canonical";
 import { gasEscrowDomain, type GasEscrowDomain } from "./eip712";
 import {
   challengeClose,
@@ -65,6 +66,8 @@ import { paymentTicketHash, signedPaymentTicketToJson } from "./ticket";
 import { Watchtower } from "./watchtower";
 import {
   addressOption,
+  assetUnitOf,
+  boundedUint,
   channelOf,
   gigIdOf,
   hashOption,
@@ -74,10 +77,14 @@ import {
   sessionOf,
   uint,
   UsageError,
+  weiAmount,
   type Command,
   type CommandOptions,
   type Out,
 } from "../cli/common";
+import { formatAmountWithBase, formatDate, formatDuration, formatMoment } from "../cli/format";
+import { parseDocument } from "../arbitration/document";
+import { icsFromJson, icsHash, type Ics } from "../arbitration/ics";
 
 // The plumbing moved to cli/common.ts (issue 13); re-exported for modules that import it from here.
 export { addressOption, channelOf, gigIdOf, GLOBAL_HELP, hashOption, loadAccount, need, openStore, sessionOf, uint, UsageError, type Command, type Out } from "../cli/common";
@@ -86,7 +93,7 @@ export { addressOption, channelOf, gigIdOf, GLOBAL_HELP, hashOption, loadAccount
 export const COMMANDS: Record<string, Command> = {
   provider: {
     summary: "start a provider node on 127.0.0.1 (with its watchtower) and serve until Ctrl-C",
-    usage: "ioi provider [--port N] --price WEI [--model ID] [--rpc URL] [--escrow ADDR] [--db PATH]",
+    usage: "ioi provider [--port N] --price WEI [--model ID] [--rpc URL] [--escrow ADDR] [--db PATH]   |   ioi provider register|bond|unbond|withdraw|show",
     options: { port: { type: "string" }, price: { type: "string" }, model: { type: "string" }, "from-block": { type: "string" } },
     run: runProvider,
   },
@@ -250,7 +257,7 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
   const account = loadAccount(values);
   const { publicClient, wallet, escrow, domain } = await chainClients(values, account);
   const store = openStore(values, "provider");
-  const pricing: PricingTerms = { version: "1", unit: "invocation", pricePerInvocation: uint(values, "price", "wei per invocation") };
+  const pricing: PricingTerms = { version: "1", unit: "invocation", pricePerInvocation: weiAmount(values, "price", "wei per invocation") };
   const node = await ProviderNode.start({
     account,
     publicClient,
@@ -292,7 +299,8 @@ async function runOpen(values: Record<string, unknown>, out: Out): Promise<void>
   const { publicClient, wallet, escrow, domain, chainId } = await chainClients(values, account);
   const provider = need(values, "provider", "the provider's address");
   if (!isAddress(provider)) throw new UsageError(`--provider must be an address; received "${provider}".`);
-  const deposit = uint(values, "deposit", "wei to lock in the channel");
+  const deposit = weiAmount(values, "deposit", "wei to lock in the channel");
+  if (deposit === 0n) throw new UsageError("--deposit must be more than zero: a channel with nothing in it can pay for nothing.");
   // No funding before agreement (issue 12): with --peer, ask the provider for its signed terms first and
   // fund only a channel on them; without it, say what could not be checked.
   let pricing: PricingTerms;
@@ -303,7 +311,7 @@ async function runOpen(values: Record<string, unknown>, out: Out): Promise<void>
     if (!match) throw new UsageError(`--peer must be a loopback HOST:PORT such as 127.0.0.1:7000; received "${peer}".`);
     const offer = await fetchTermsOffer({ account, domain, provider: getAddress(provider), host: match[1] === "[::1]" ? "::1" : match[1]!, port: Number(match[2]) });
     if (values.price !== undefined) {
-      const wanted = uint(values, "price", "wei per invocation");
+      const wanted = weiAmount(values, "price", "wei per invocation");
       if (wanted !== offer.pricing.pricePerInvocation) {
         throw new UsageError(`The provider at ${peer} charges ${offer.pricing.pricePerInvocation} wei per invocation, not ${wanted}; nothing was funded (open with --price ${offer.pricing.pricePerInvocation}, or not at all).`);
       }
@@ -311,7 +319,7 @@ async function runOpen(values: Record<string, unknown>, out: Out): Promise<void>
     pricing = offer.pricing;
     termsChecked = true;
   } else {
-    pricing = { version: "1", unit: "invocation", pricePerInvocation: uint(values, "price", "wei per invocation, as the provider charges") };
+    pricing = { version: "1", unit: "invocation", pricePerInvocation: weiAmount(values, "price", "wei per invocation, as the provider charges") };
     out.lines.push("Warning: without --peer the provider's terms were not checked; if it refuses this price, only a unilateral close and its full window return the deposit.");
   }
   const store = openStore(values, "payer");
@@ -333,7 +341,7 @@ async function runOpen(values: Record<string, unknown>, out: Out): Promise<void>
       },
     });
     await store.putChannel({ sessionId: opened.sessionId, role: "payer", ref: opened.ref, pricing, escrow, chainId, deposit: opened.deposit, status: "open", ...(values.peer ? { peer: values.peer as string } : {}) });
-    out.lines.push(`Opened session ${opened.sessionId} with ${opened.deposit} wei (gas ${opened.gasUsed}).`);
+    out.lines.push(`Opened session ${opened.sessionId} with ${formatAmountWithBase(opened.deposit)} at ${formatAmountWithBase(pricing.pricePerInvocation)} per invocation (gas ${opened.gasUsed}).`);
     Object.assign(out.result, { sessionId: opened.sessionId, openedAt: opened.ref.openedAt.toString(), deposit: opened.deposit.toString(), gasUsed: Number(opened.gasUsed), domain: { chainId: domain.chainId, escrow }, pricePerInvocation: pricing.pricePerInvocation.toString(), termsChecked });
   } finally {
     await store.close();
@@ -342,15 +350,25 @@ async function runOpen(values: Record<string, unknown>, out: Out): Promise<void>
 
 async function runStream(values: Record<string, unknown>, out: Out): Promise<void> {
   const account = loadAccount(values);
+  const sessionId = sessionOf(values);
+  const count = Number(boundedUint(values, "n", "how many invocations to stream", 1n, 10_000_000n));
+  const inflight = Number(boundedUint(values, "inflight", "invocations in flight at once", 1n, 4_096n, 16n));
+  // Signed receipt commits mid-stream: every N receipts and/or T seconds (0 turns either off).
+  const commitEvery = Number(boundedUint(values, "commit-every", "receipts between two receipt commits (0: none mid-stream)", 0n, 10_000_000n, 100n));
+  const commitIntervalMs = Number(boundedUint(values, "commit-seconds", "seconds between two receipt commits (0: none)", 0n, 86_400n, 0n)) * 1000;
   const { domain } = await chainClients(values);
   const store = openStore(values, "payer");
   try {
-    const channel = channelOf(store, sessionOf(values));
-    const count = Number(uint(values, "n", "how many invocations to stream"));
-    const inflight = Number(uint(values, "inflight", "invocations in flight at once", 16n));
-    // Signed receipt commits mid-stream: every N receipts and/or T seconds (0 turns either off).
-    const commitEvery = Number(uint(values, "commit-every", "receipts between two receipt commits (0: none mid-stream)", 100n));
-    const commitIntervalMs = Number(uint(values, "commit-seconds", "seconds between two receipt commits (0: none)", 0n)) * 1000;
+    const channel = channelOf(store, sessionId);
+    // Streaming past the deposit is refused before a single ticket is signed, with what would fit.
+    const paid = store.latestTicket(channel.sessionId)?.ticket.cumulativeAmount ?? 0n;
+    const cost = channel.pricing.pricePerInvocation * BigInt(count);
+    if (paid + cost > channel.deposit) {
+      const fits = channel.pricing.pricePerInvocation === 0n ? 0n : (channel.deposit - paid) / channel.pricing.pricePerInvocation;
+      throw new UsageError(
+        `${count} invocations at ${formatAmountWithBase(channel.pricing.pricePerInvocation)} would pay ${formatAmountWithBase(paid + cost)} in total, past the deposit of ${formatAmountWithBase(channel.deposit)}; at most ${fits} more fit (top up with \`ioi deposit\`).`,
+      );
+    }
     const { host, port } = peerOf(values, channel);
     const client = await PayerClient.connect({ account, domain, store, channel, host, port });
     const started = performance.now();
@@ -379,7 +397,7 @@ async function runStatus(values: Record<string, unknown>, out: Out): Promise<voi
   try {
     if (!values.session) {
       const channels = store.listChannels();
-      for (const c of channels) out.lines.push(`${c.sessionId}  ${c.role.padEnd(8)} ${c.status.padEnd(8)} deposit ${c.deposit}  seq ${store.latestTicket(c.sessionId)?.ticket.seq ?? 0n}`);
+      for (const c of channels) out.lines.push(`${c.sessionId}  ${c.role.padEnd(8)} ${c.status.padEnd(8)} deposit ${formatAmountWithBase(c.deposit)}  seq ${store.latestTicket(c.sessionId)?.ticket.seq ?? 0n}`);
       if (channels.length === 0) out.lines.push("The store holds no channels.");
       out.result.channels = channels.map((c) => ({ sessionId: c.sessionId, role: c.role, status: c.status, deposit: c.deposit.toString() }));
       return;
@@ -391,8 +409,8 @@ async function runStatus(values: Record<string, unknown>, out: Out): Promise<voi
     const latest = store.latestTicket(channel.sessionId);
     const closing = store.getClosing(channel.sessionId);
     out.lines.push(`session ${channel.sessionId} (${channel.role}), on-chain phase ${phases[phase]}, stored status ${channel.status}`);
-    out.lines.push(`  deposit ${channel.deposit}, newest ticket seq ${latest?.ticket.seq ?? 0n} for ${latest?.ticket.cumulativeAmount ?? 0n}, receipts ${store.receiptCount(channel.sessionId)}`);
-    if (closing) out.lines.push(`  closing with seq ${closing.state.seq} until ${closing.finalizesAt}`);
+    out.lines.push(`  deposit ${formatAmountWithBase(channel.deposit)}, newest ticket seq ${latest?.ticket.seq ?? 0n} for ${formatAmountWithBase(latest?.ticket.cumulativeAmount ?? 0n)}, receipts ${store.receiptCount(channel.sessionId)}`);
+    if (closing) out.lines.push(`  closing with seq ${closing.state.seq} until ${formatMoment(closing.finalizesAt, (await publicClient.getBlock()).timestamp)}`);
     Object.assign(out.result, {
       sessionId: channel.sessionId,
       role: channel.role,
@@ -424,7 +442,7 @@ async function runClose(values: Record<string, unknown>, out: Out): Promise<void
       const closed = await closeUnilateral({ wallet: wallet!, publicClient, escrow, ref: channel.ref, ticket });
       await store.putClosing(channel.sessionId, { state: closed.state, finalizesAt: closed.finalizesAt, closer: account.address, txHash: closed.hash });
       await store.updateChannel(channel.sessionId, { status: "closing" });
-      out.lines.push(`Closed unilaterally with seq ${closed.state.seq}; the window ends at ${closed.finalizesAt} (gas ${closed.gasUsed}).`);
+      out.lines.push(`Closed unilaterally with seq ${closed.state.seq}; the challenge window ends at ${formatDate(closed.finalizesAt)} (in ${formatDuration(channel.ref.terms.challengeDuration)}); then \`ioi finalize\` (gas ${closed.gasUsed}).`);
       Object.assign(out.result, { sessionId: channel.sessionId, seq: closed.state.seq.toString(), finalizesAt: closed.finalizesAt.toString(), gasUsed: Number(closed.gasUsed) });
       return;
     }
@@ -434,7 +452,7 @@ async function runClose(values: Record<string, unknown>, out: Out): Promise<void
     await client.close();
     const settled = await closeCooperative({ wallet: wallet!, publicClient, escrow, ref: channel.ref, summary, payerSignature, providerSignature });
     await store.updateChannel(channel.sessionId, { status: "settled" });
-    out.lines.push(`Settled cooperatively: ${settled.paidToProvider} wei to the provider, ${settled.refundedToFunder} wei refunded (gas ${settled.gasUsed}).`);
+    out.lines.push(`Settled cooperatively: ${formatAmountWithBase(settled.paidToProvider)} to the provider, ${formatAmountWithBase(settled.refundedToFunder)} refunded (gas ${settled.gasUsed}).`);
     Object.assign(out.result, { sessionId: channel.sessionId, finalSeq: summary.finalSeq.toString(), paidToProvider: settled.paidToProvider.toString(), refundedToFunder: settled.refundedToFunder.toString(), receiptRoot: settled.receiptRoot, gasUsed: Number(settled.gasUsed) });
   } finally {
     await store.close();
@@ -468,7 +486,7 @@ async function runFinalize(values: Record<string, unknown>, out: Out): Promise<v
     const closing = closingOf(store, channel);
     const settled = await finalizeClose({ wallet: wallet!, publicClient, escrow, ref: channel.ref, recorded: closing.state });
     await store.updateChannel(channel.sessionId, { status: "settled" });
-    out.lines.push(`Finalised: ${settled.paidToProvider} wei to the provider, ${settled.refundedToFunder} wei refunded (gas ${settled.gasUsed}).`);
+    out.lines.push(`Finalised: ${formatAmountWithBase(settled.paidToProvider)} to the provider, ${formatAmountWithBase(settled.refundedToFunder)} refunded (gas ${settled.gasUsed}).`);
     Object.assign(out.result, { sessionId: channel.sessionId, paidToProvider: settled.paidToProvider.toString(), refundedToFunder: settled.refundedToFunder.toString(), gasUsed: Number(settled.gasUsed) });
   } finally {
     await store.close();
@@ -632,8 +650,11 @@ export const GIG_COMMANDS: Record<string, Command> = {
 /** Largest --ics-file read: an Intent Contract Schema is a small JSON document. */
 const MAX_ICS_FILE_BYTES = 1 << 20;
 
-/** The ICS hash from --ics, or keccak256 of the canonical form of the JSON in --ics-file. */
-function icsHashOf(values: Record<string, unknown>): { icsHash: Hex; icsFile?: string } {
+/**
+ * The ICS hash from --ics, or the hash of the Intent Contract Schema in --ics-file (JSON or YAML), which must be
+ * a valid ICS (arbitration/ics.ts): a gig bound to a document arbitrators cannot read could never be judged.
+ */
+function icsHashOf(values: Record<string, unknown>): { icsHash: Hex; icsFile?: string; ics?: Ics } {
   const hasHash = values.ics !== undefined;
   const file = values["ics-file"] as string | undefined;
   if (hasHash === (file !== undefined)) {
@@ -646,8 +667,21 @@ function icsHashOf(values: Record<string, unknown>): { icsHash: Hex; icsFile?: s
   } catch (cause) {
     throw new UsageError(`Cannot read --ics-file ${file}: ${(cause as Error).message.split("\n")[0]}`, { cause });
   }
-  const icsHash = artifactId(parseJson(bytes, { maxBytes: MAX_ICS_FILE_BYTES, what: `The Intent Contract Schema in ${file}` }));
-  return { icsHash, icsFile: file! };
+  const ics = icsFromJson(parseDocument(bytes, { maxBytes: MAX_ICS_FILE_BYTES, what: `The Intent Contract Schema in ${file}` }), `ICS in ${file}`);
+  return { icsHash: icsHash(ics), icsFile: file!, ics };
+}
+
+/** A gig must fit its ICS: the same asset, no more than its max_price, due no later than its deadline. */
+function checkGigAgainstIcs(ics: Ics, file: string, gig: { asset: Address; amount: bigint; deadline: bigint }): void {
+  if (!isAddressEqual(ics.asset, gig.asset)) {
+    throw new UsageError(`The ICS in ${file} is priced in ${assetName(ics.asset)}, but the gig escrows ${assetName(gig.asset)}; pass --asset ${BigInt(ics.asset) === 0n ? "eth" : ics.asset}.`);
+  }
+  if (gig.amount > ics.maxPrice) {
+    throw new UsageError(`--amount ${gig.amount} exceeds the ICS's max_price of ${ics.maxPrice} (${file}).`);
+  }
+  if (gig.deadline > ics.deadline) {
+    throw new UsageError(`The gig would be due at ${formatDate(gig.deadline)}, after the ICS's deadline ${formatDate(ics.deadline)} (${file}); shorten --deadline.`);
+  }
 }
 
 async function gigClients(values: Record<string, unknown>, account?: LocalAccount) {
@@ -661,7 +695,7 @@ const assetName = (asset: Address): string => (BigInt(asset) === 0n ? "ETH" : as
 async function runGigFund(values: Record<string, unknown>, out: Out): Promise<void> {
   const account = loadAccount(values);
   const amount = uint(values, "amount", "the bounty in wei (or the token's smallest unit)");
-  const { icsHash, icsFile } = icsHashOf(values);
+  const { icsHash, icsFile, ics } = icsHashOf(values);
   const provider = values.provider === undefined ? zeroAddress : addressOption(values, "provider", "the one provider who may accept");
   const assetText = values.asset as string | undefined;
   const asset = assetText === undefined || assetText.toLowerCase() === "eth" ? NATIVE_ASSET : addressOption(values, "asset", "the ERC-20 to escrow, or eth");
@@ -676,10 +710,11 @@ async function runGigFund(values: Record<string, unknown>, out: Out): Promise<vo
   const { publicClient, wallet, gigEscrow } = await gigClients(values, account);
   // "From now" on the chain's clock, which a devnet may have moved ahead of the wall clock.
   const now = (await publicClient.getBlock()).timestamp;
+  if (ics) checkGigAgainstIcs(ics, icsFile!, { asset, amount, deadline: now + deadlineIn });
   const funded = await fundGig({ wallet: wallet!, publicClient, gigEscrow, provider, asset, amount, icsHash, deadline: now + deadlineIn, disputeWindow });
   const who = BigInt(provider) === 0n ? "any active provider" : provider;
   out.lines.push(
-    `Funded gig ${funded.gigId}: ${funded.amount} of ${assetName(asset)} for ${who}, due by ${now + deadlineIn}, dispute window ${disputeWindow} s (gas ${funded.gasUsed}${funded.approval ? `, approval gas ${funded.approval.gasUsed}` : ""}).`,
+    `Funded gig ${funded.gigId}: ${formatAmountWithBase(funded.amount, await assetUnitOf(publicClient, asset))} for ${who}, due by ${formatMoment(now + deadlineIn, now)}, dispute window ${formatDuration(disputeWindow)} (gas ${funded.gasUsed}${funded.approval ? `, approval gas ${funded.approval.gasUsed}` : ""}).`,
   );
   Object.assign(out.result, {
     gigId: funded.gigId.toString(),
@@ -704,7 +739,8 @@ async function runGigSettlement(
   const gigId = gigIdOf(values);
   const { publicClient, wallet, gigEscrow } = await gigClients(values, account);
   const settled = await settle({ wallet: wallet!, publicClient, gigEscrow, gigId });
-  out.lines.push(`Gig ${gigId} ${settled.status}: ${settled.toProvider} to the provider, ${settled.toClient} to the client (gas ${settled.gasUsed}).`);
+  const unit = await assetUnitOf(publicClient, (await readGig({ publicClient, gigEscrow, gigId })).asset);
+  out.lines.push(`Gig ${gigId} ${settled.status}: ${formatAmountWithBase(settled.toProvider, unit)} to the provider, ${formatAmountWithBase(settled.toClient, unit)} to the client (gas ${settled.gasUsed}).`);
   Object.assign(out.result, {
     gigId: gigId.toString(),
     status: settled.status,
@@ -730,7 +766,7 @@ async function runGigDeliver(values: Record<string, unknown>, out: Out): Promise
   const receiptRoot = values["receipt-root"] === undefined ? undefined : hashOption(values, "receipt-root", "the root of the work's receipts");
   const { publicClient, wallet, gigEscrow } = await gigClients(values, account);
   const delivered = await deliverGig({ wallet: wallet!, publicClient, gigEscrow, gigId, deliverableHash, ...(receiptRoot ? { receiptRoot } : {}) });
-  out.lines.push(`Delivered gig ${gigId}; the client may dispute until ${delivered.windowEndsAt} (gas ${delivered.gasUsed}).`);
+  out.lines.push(`Delivered gig ${gigId}; the client may dispute until ${formatMoment(delivered.windowEndsAt, (await publicClient.getBlock()).timestamp)} (gas ${delivered.gasUsed}).`);
   Object.assign(out.result, { gigId: gigId.toString(), deliverableHash, receiptRoot: receiptRoot ?? `0x${"0".repeat(64)}`, windowEndsAt: delivered.windowEndsAt.toString(), gasUsed: Number(delivered.gasUsed) });
 }
 
@@ -739,11 +775,12 @@ async function runGigShow(values: Record<string, unknown>, out: Out): Promise<vo
   const { publicClient, gigEscrow } = await gigClients(values);
   const gig = await readGig({ publicClient, gigEscrow, gigId });
   if (gig.status === "None") throw new UsageError(`Gig ${gigId} does not exist in the GigEscrow at ${gigEscrow}.`);
-  out.lines.push(`gig ${gigId}: ${gig.status}, ${gig.amount} of ${assetName(gig.asset)}`);
+  const now = (await publicClient.getBlock()).timestamp;
+  out.lines.push(`gig ${gigId}: ${gig.status}, ${formatAmountWithBase(gig.amount, await assetUnitOf(publicClient, gig.asset))}`);
   out.lines.push(`  client ${gig.client}, provider ${BigInt(gig.provider) === 0n ? "(any active provider)" : gig.provider}`);
-  out.lines.push(`  ICS ${gig.icsHash}, deadline ${gig.deadline}, dispute window ${gig.disputeWindow} s`);
-  if (gig.windowEndsAt !== 0n) out.lines.push(`  delivered ${gig.deliverableHash} (receipts ${gig.receiptRoot}); window ends ${gig.windowEndsAt}`);
-  if (gig.frozenAt !== 0n) out.lines.push(`  frozen by a dispute at ${gig.frozenAt}`);
+  out.lines.push(`  ICS ${gig.icsHash}, deadline ${formatMoment(gig.deadline, now)}, dispute window ${formatDuration(gig.disputeWindow)}`);
+  if (gig.windowEndsAt !== 0n) out.lines.push(`  delivered ${gig.deliverableHash} (receipts ${gig.receiptRoot}); window ends ${formatMoment(gig.windowEndsAt, now)}`);
+  if (gig.frozenAt !== 0n) out.lines.push(`  frozen by a dispute at ${formatDate(gig.frozenAt)}`);
   Object.assign(out.result, gigViewToJson(gig));
 }
 
