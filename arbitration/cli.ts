@@ -463,7 +463,7 @@ function writeOutput(name: string, file: string, text: string, append = false): 
     if (append) appendFileSync(file, text);
     else writeFileSync(file, text);
   } catch (cause) {
-    throw new UsageError(`Cannot write --${name} ${file}: ${(cause as Error).message.split("\n")[0]}`, { cause });
+    throw new UsageError(`Cannot write --${name} ${file}: ${(cause as Error).message.split("\n")[0]}.`, { cause });
   }
 }
 
@@ -476,13 +476,13 @@ function readInput(name: string, file: string, maxBytes: number): Buffer {
     size = stat.size;
   } catch (cause) {
     if (cause instanceof UsageError) throw cause;
-    throw new UsageError(`Cannot read --${name} ${file}: ${(cause as Error).message.split("\n")[0]}`, { cause });
+    throw new UsageError(`Cannot read --${name} ${file}: ${(cause as Error).message.split("\n")[0]}.`, { cause });
   }
   if (size > maxBytes) throw new SizeLimitError(`--${name} ${file}`, size, maxBytes);
   try {
     return readFileSync(file);
   } catch (cause) {
-    throw new UsageError(`Cannot read --${name} ${file}: ${(cause as Error).message.split("\n")[0]}`, { cause });
+    throw new UsageError(`Cannot read --${name} ${file}: ${(cause as Error).message.split("\n")[0]}.`, { cause });
   }
 }
 
@@ -503,7 +503,7 @@ export function readBundleDirectory(directory: string, option: string): Bundle {
   try {
     root = statSync(directory);
   } catch (cause) {
-    throw new UsageError(`Cannot read ${where}: ${(cause as Error).message.split("\n")[0]}`, { cause });
+    throw new UsageError(`Cannot read ${where}: ${(cause as Error).message.split("\n")[0]}.`, { cause });
   }
   if (!root.isDirectory()) throw new UsageError(`${where} is not a directory.`);
   const files: Record<string, string> = {};
@@ -536,7 +536,7 @@ export function readBundleDirectory(directory: string, option: string): Bundle {
         files[rel] = decoder.decode(readFileSync(file));
       } catch (cause) {
         if (cause instanceof TypeError) throw new InvalidBundleError(label, "is not valid UTF-8; bundle files are UTF-8 text.");
-        throw new UsageError(`Cannot read ${label}: ${(cause as Error).message.split("\n")[0]}`, { cause });
+        throw new UsageError(`Cannot read ${label}: ${(cause as Error).message.split("\n")[0]}.`, { cause });
       }
     }
   };

@@ -296,11 +296,14 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
 
 async function runOpen(values: Record<string, unknown>, out: Out): Promise<void> {
   const account = loadAccount(values);
-  const { publicClient, wallet, escrow, domain, chainId } = await chainClients(values, account);
   const provider = need(values, "provider", "the provider's address");
   if (!isAddress(provider)) throw new UsageError(`--provider must be an address; received "${provider}".`);
   const deposit = weiAmount(values, "deposit", "wei to lock in the channel");
   if (deposit === 0n) throw new UsageError("--deposit must be more than zero: a channel with nothing in it can pay for nothing.");
+  // Every option is checked before reaching for a node.
+  if (values.price !== undefined) weiAmount(values, "price", "wei per invocation");
+  uint(values, "challenge", "challenge window in seconds", 3600n);
+  const { publicClient, wallet, escrow, domain, chainId } = await chainClients(values, account);
   // No funding before agreement (issue 12): with --peer, ask the provider for its signed terms first and
   // fund only a channel on them; without it, say what could not be checked.
   let pricing: PricingTerms;
@@ -665,7 +668,7 @@ function icsHashOf(values: Record<string, unknown>): { icsHash: Hex; icsFile?: s
   try {
     bytes = readFileSync(file!);
   } catch (cause) {
-    throw new UsageError(`Cannot read --ics-file ${file}: ${(cause as Error).message.split("\n")[0]}`, { cause });
+    throw new UsageError(`Cannot read --ics-file ${file}: ${(cause as Error).message.split("\n")[0]}.`, { cause });
   }
   const ics = icsFromJson(parseDocument(bytes, { maxBytes: MAX_ICS_FILE_BYTES, what: `The Intent Contract Schema in ${file}` }), `ICS in ${file}`);
   return { icsHash: icsHash(ics), icsFile: file!, ics };

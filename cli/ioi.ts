@@ -71,6 +71,8 @@ function buildProgram(io: { code: number }): Commander {
     .helpOption("-h, --help", "this help")
     .helpCommand(false)
     .exitOverride()
+    // `ioi provider show --rpc URL`: options after a subcommand are the subcommand's, not its parent's.
+    .enablePositionalOptions()
     .showSuggestionAfterError(true)
     .configureOutput({
       writeOut: (s) => console.log(s.replace(/\n$/, "")),
@@ -91,7 +93,7 @@ function buildProgram(io: { code: number }): Commander {
   }
   // `ioi provider` starts the node; `ioi provider register|bond|unbond|withdraw|show` use the registry.
   const provider = leaf(program, "provider", COMMANDS.provider!, {}, [], "", io);
-  provider.argument("[subcommand]");
+  provider.argument("[subcommand]").enablePositionalOptions();
   group(provider, "provider", PROVIDER_COMMANDS, REGISTRY_OPTIONS, REGISTRY_HELP, "Registry options:", io);
   for (const [name, command] of Object.entries(MONEY_COMMANDS)) leaf(program, name, command, REGISTRY_OPTIONS, REGISTRY_HELP, "Registry options:", io);
 

@@ -126,6 +126,13 @@ async function bondUnitOf(publicClient: PublicClient, registry: Address): Promis
   return { token, unit: await assetUnitOf(publicClient, token) };
 }
 
+/** --amount's shape, checked before reaching for a node: a decimal number more than zero. */
+function checkTokenAmountText(values: Values, what: string): void {
+  const text = need(values, "amount", what);
+  if (!/^(0|[1-9][0-9]*)(\.[0-9]+)?$/.test(text)) throw new UsageError(`--amount must be a decimal number of bond tokens (e.g. 5000 or 0.5); received "${text}".`);
+  if (!/[1-9]/.test(text)) throw new UsageError("--amount must be more than zero.");
+}
+
 /** --amount in whole or decimal bond tokens ("5000", "0.5"), more than zero. */
 function tokenAmount(values: Values, unit: AssetUnit, what: string): bigint {
   const text = need(values, "amount", what);
@@ -186,6 +193,7 @@ async function runProviderRegister(values: Values, out: Out): Promise<void> {
 }
 
 async function runProviderBond(values: Values, out: Out): Promise<void> {
+  checkTokenAmountText(values, "bond tokens to bond");
   const account = loadAccount(values);
   const { publicClient, wallet, registry, token, unit } = await registryClients(values, account);
   const amount = tokenAmount(values, unit, `${unit.symbol} to bond`);
@@ -200,6 +208,7 @@ async function runProviderBond(values: Values, out: Out): Promise<void> {
 }
 
 async function runProviderUnbond(values: Values, out: Out): Promise<void> {
+  checkTokenAmountText(values, "bond tokens to unbond");
   const account = loadAccount(values);
   const { publicClient, wallet, registry, unit } = await registryClients(values, account);
   const amount = tokenAmount(values, unit, `${unit.symbol} to unbond`);
