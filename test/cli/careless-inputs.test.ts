@@ -6,6 +6,7 @@
 import { loadFixture } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
 import { expect } from "chai";
 import hre from "hardhat";
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -199,6 +200,33 @@ describe("ioi: careless inputs end in one sentence and a non-zero exit", () => {
     expect(help.out).to.contain("--min-received WEI");
     expect(help.out).to.contain("Examples:");
     expect((await runCli(["stream", "--help"])).out).to.contain("(default: 16)");
+  });
+
+  describe("piped output", () => {
+    const ROOT = path.join(__dirname, "..", "..");
+    // 100,000 lines (several MB, far beyond a pipe's buffer) printed before `ioi --version` exits through
+    // runProcess, the entry bin/ioi.js uses: the reader must get every line, and a reader that leaves early
+    // must not make the process print EPIPE.
+    const script = `for (let i = 0; i < 100000; i++) console.log("line " + i + " ${"x".repeat(40)}"); require("./cli/ioi").runProcess(["--version"]);`;
+    const sh = (pipe: string) =>
+      spawnSync("bash", ["-c", `set -o pipefail; node --require tsx/cjs -e '${script}' ${pipe}`], { cwd: ROOT, encoding: "utf8", maxBuffer: 64 << 20 });
+
+    it("loses nothing when piped to cat", () => {
+      const result = sh("| cat");
+      expect(result.status, result.stderr).to.equal(0);
+      const lines = result.stdout.trimEnd().split("\n");
+      expect(lines.length).to.equal(100_001);
+      expect(lines[99_999]).to.match(/^line 99999 /);
+      expect(lines[100_000]).to.match(/^\d+\.\d+\.\d+/);
+    });
+
+    it("ends quietly when the reader leaves after one byte", () => {
+      const result = sh("| head -c 1");
+      expect(result.stdout).to.equal("l");
+      expect(result.stderr).to.not.contain("EPIPE");
+      expect(result.stderr).to.not.match(/\n\s+at /);
+      expect(result.status).to.equal(0);
+    });
   });
 
   describe("against a node", () => {
