@@ -46,23 +46,23 @@ import { mnemonicToAccount } from "viem/accounts";
 
 import { ReceiptAccumulator } from "../channel-client/accumulator";
 import { canon } from "../channel-client/canonical";
+// Only the deployment-address resolution comes from the channel commands' module; it does not import this one.
+import { deployedContract, givenAddress, rpcClients } from "../channel-client/cli";
 import {
   channelOf,
-  deployedContract,
-  givenAddress,
   gigIdOf,
   GLOBAL_HELP,
   hashOption,
   loadAccount,
   need,
   openStore,
-  rpcClients,
   sessionOf,
   uint,
   UsageError,
   type Command,
   type Out,
-} from "../channel-client/cli";
+} from "../cli/common";
+import { ETH_UNIT, formatAmountWithBase } from "../cli/format";
 import { ContractRevertError, decodeRevert } from "../channel-client/chain/revert";
 import { checkedWrite } from "../channel-client/chain/write";
 import { BaseError, SizeLimitError } from "../channel-client/errors";
@@ -459,7 +459,7 @@ function writeOutput(name: string, file: string, text: string, append = false): 
     if (append) appendFileSync(file, text);
     else writeFileSync(file, text);
   } catch (cause) {
-    throw new UsageError(`Cannot write --${name} ${file}: ${(cause as Error).message.split("\n")[0]}`, { cause });
+    throw new UsageError(`Cannot write --${name} ${file}: ${(cause as Error).message.split("\n")[0]}.`, { cause });
   }
 }
 
@@ -472,13 +472,13 @@ function readInput(name: string, file: string, maxBytes: number): Buffer {
     size = stat.size;
   } catch (cause) {
     if (cause instanceof UsageError) throw cause;
-    throw new UsageError(`Cannot read --${name} ${file}: ${(cause as Error).message.split("\n")[0]}`, { cause });
+    throw new UsageError(`Cannot read --${name} ${file}: ${(cause as Error).message.split("\n")[0]}.`, { cause });
   }
   if (size > maxBytes) throw new SizeLimitError(`--${name} ${file}`, size, maxBytes);
   try {
     return readFileSync(file);
   } catch (cause) {
-    throw new UsageError(`Cannot read --${name} ${file}: ${(cause as Error).message.split("\n")[0]}`, { cause });
+    throw new UsageError(`Cannot read --${name} ${file}: ${(cause as Error).message.split("\n")[0]}.`, { cause });
   }
 }
 
@@ -499,7 +499,7 @@ export function readBundleDirectory(directory: string, option: string): Bundle {
   try {
     root = statSync(directory);
   } catch (cause) {
-    throw new UsageError(`Cannot read ${where}: ${(cause as Error).message.split("\n")[0]}`, { cause });
+    throw new UsageError(`Cannot read ${where}: ${(cause as Error).message.split("\n")[0]}.`, { cause });
   }
   if (!root.isDirectory()) throw new UsageError(`${where} is not a directory.`);
   const files: Record<string, string> = {};
@@ -532,7 +532,7 @@ export function readBundleDirectory(directory: string, option: string): Bundle {
         files[rel] = decoder.decode(readFileSync(file));
       } catch (cause) {
         if (cause instanceof TypeError) throw new InvalidBundleError(label, "is not valid UTF-8; bundle files are UTF-8 text.");
-        throw new UsageError(`Cannot read ${label}: ${(cause as Error).message.split("\n")[0]}`, { cause });
+        throw new UsageError(`Cannot read ${label}: ${(cause as Error).message.split("\n")[0]}.`, { cause });
       }
     }
   };
@@ -817,7 +817,7 @@ async function runOpen(values: Values, out: Out): Promise<void> {
   }
   const stored = await readStoredCase(publicClient, deployment.disputeManager, opened.caseId);
   out.lines.push(
-    `Opened case ${opened.caseId} disputing ${packageSummary(pkg)} at lane ${pkg.lane}, posting a bond of ${opened.bond} ${assetName(stored.asset)} (gas ${opened.gasUsed}); the respondent may contest until ${isoTime(BigInt(stored.respondBy))}.`,
+    `Opened case ${opened.caseId} disputing ${packageSummary(pkg)} at lane ${pkg.lane}, posting a bond of ${assetAmount(opened.bond, stored.asset)} (gas ${opened.gasUsed}); the respondent may contest until ${isoTime(BigInt(stored.respondBy))}.`,
   );
   Object.assign(out.result, {
     caseId: opened.caseId,
@@ -870,7 +870,7 @@ function tokens(amount: bigint, symbol: string): string {
 
 /** An amount of a case's asset: ETH in ether, a token in base units with its address. */
 function assetAmount(amount: bigint, asset: Address): string {
-  return BigInt(asset) === 0n ? `${formatEther(amount)} ETH` : `${amount} base units of ${asset}`;
+  return BigInt(asset) === 0n ? formatAmountWithBase(amount, ETH_UNIT) : `${amount} base units of ${asset}`;
 }
 
 async function nowOnChain(publicClient: PublicClient): Promise<bigint> {
@@ -900,7 +900,7 @@ async function runRespond(values: Values, out: Out): Promise<void> {
   const [contested] = parseEventLogs({ abi: disputeManagerAbi, eventName: "CaseContested", logs: receipt.logs });
   if (!contested) throw new DisputeTransactionError(`Transaction ${hash} contested no case.`);
   out.lines.push(
-    `Contested case ${caseId} as ${contested.args.respondent}, posting a bond of ${contested.args.bond} ${assetName(c.asset)} (gas ${receipt.gasUsed}); the panel's randomness is requested: \`ioi case draw --case ${caseId}\` draws it.`,
+    `Contested case ${caseId} as ${contested.args.respondent}, posting a bond of ${assetAmount(contested.args.bond, c.asset)} (gas ${receipt.gasUsed}); the panel's randomness is requested: \`ioi case draw --case ${caseId}\` draws it.`,
   );
   Object.assign(out.result, { caseId, respondent: contested.args.respondent, bond: contested.args.bond.toString(), asset: c.asset, transactionHash: hash, gasUsed: Number(receipt.gasUsed) });
 }
@@ -1010,11 +1010,10 @@ function subjectOf(c: StoredCase): string {
 }
 
 function caseLines(caseId: Hex, c: StoredCase): string[] {
-  const asset = assetName(c.asset);
   return [
     `case ${caseId}: ${c.kindName} dispute of ${subjectOf(c)}, ${c.statusName} at lane ${c.lane}, round ${c.round}`,
-    `  challenger ${c.challenger} (bond ${c.challengerBond} ${asset}), respondent ${c.respondent} (bond ${c.respondentBond} ${asset})`,
-    `  value ${c.value} ${asset}, package ${c.packageHash}`,
+    `  challenger ${c.challenger} (bond ${assetAmount(c.challengerBond, c.asset)}), respondent ${c.respondent} (bond ${assetAmount(c.respondentBond, c.asset)})`,
+    `  value ${assetAmount(c.value, c.asset)}, package ${c.packageHash}`,
   ];
 }
 
@@ -1240,8 +1239,12 @@ async function runCaseFinalize(values: Values, out: Out): Promise<void> {
     throw new CaseStateError(`Case ${caseId}'s appeal window runs until ${isoTime(BigInt(c.deadline))} (${timeLeft(BigInt(c.deadline), now)}); it can be finalised after that.`);
   }
   const f = await transact("DisputeManager.finalize", () => finalizeCase({ wallet: wallet!, publicClient, deployment, caseId }));
+  // A slash of the respondent's SLA bond moves bond tokens in the registry: its Slashed events say what was burnt.
+  const { symbol } = await bondTokenOf(publicClient, deployment.registry);
+  const slashLogs = parseEventLogs({ abi: providerRegistryAbi, eventName: "Slashed", logs: (await publicClient.getTransactionReceipt({ hash: f.hash })).logs });
+  const slashBurned = slashLogs.reduce((sum, log) => sum + log.args.burned, 0n);
   out.lines.push(
-    `Finalised case ${caseId}: ${VERDICT_NAMES[f.verdict] ?? f.verdict}, refunded ${assetAmount(f.refunded, c.asset)}, slashed ${f.slashed} bond-token units, ${assetAmount(f.toChallenger, c.asset)} to the challenger, ${assetAmount(f.toRespondent, c.asset)} to the respondent, ${assetAmount(f.burned, c.asset)} burnt to ${BURN_ADDRESS} (gas ${f.gasUsed}).`,
+    `Finalised case ${caseId}: ${VERDICT_NAMES[f.verdict] ?? f.verdict}, refunded ${assetAmount(f.refunded, c.asset)}, slashed ${tokens(f.slashed, symbol)} of bond (${tokens(slashBurned, symbol)} of it burnt), ${assetAmount(f.toChallenger, c.asset)} to the challenger, ${assetAmount(f.toRespondent, c.asset)} to the respondent, ${assetAmount(f.burned, c.asset)} burnt to ${BURN_ADDRESS} (gas ${f.gasUsed}).`,
   );
   for (const fee of f.fees) out.lines.push(`  fee ${assetAmount(fee.amount, c.asset)} credited to ${fee.arbitrator} (\`ioi arbitrator claim --asset ${BigInt(c.asset) === 0n ? "eth" : c.asset}\`)`);
   Object.assign(out.result, {
@@ -1252,6 +1255,7 @@ async function runCaseFinalize(values: Values, out: Out): Promise<void> {
     toChallenger: f.toChallenger.toString(),
     toRespondent: f.toRespondent.toString(),
     burned: f.burned.toString(),
+    slashBurned: slashBurned.toString(),
     arbitrationFees: f.arbitrationFees.toString(),
     fees: Object.fromEntries(f.fees.map((fee) => [fee.arbitrator, fee.amount.toString()])),
     transactionHash: f.hash,

@@ -5,7 +5,7 @@
  */
 import { readFileSync, statSync } from "node:fs";
 
-import { UsageError } from "../channel-client/cli";
+import { UsageError } from "../cli/common";
 import { SizeLimitError } from "../channel-client/errors";
 
 /** The bytes of the regular file `file` given as `--option`, at most `maxBytes` of them. */

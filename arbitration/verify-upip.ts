@@ -13,7 +13,7 @@
  * `deps.engine_sha256`): a record made by another engine or harness never reproduces here.
  */
 import { canon } from "../channel-client/canonical";
-import { UsageError, type Out } from "../channel-client/cli";
+import { UsageError, type Out } from "../cli/common";
 import { BaseError } from "../channel-client/errors";
 import { assertBundleHash, bundleHash, type Bundle } from "./bundle";
 import { readBundleDirectory } from "./cli";

@@ -15,7 +15,8 @@
  */
 import { getAddress, isAddress, type Hex } from "viem";
 
-import { deployedAddress, gigIdOf, need, rpcClients, uint, UsageError, type Command, type Out } from "../channel-client/cli";
+import { deployedAddress, rpcClients } from "../channel-client/cli";
+import { gigIdOf, need, uint, UsageError, type Command, type Out } from "../cli/common";
 import { assertBundleHash, type Bundle } from "./bundle";
 import { runObjectiveChecks, type ObjectiveCheck } from "./checks";
 import { readBundleDirectory } from "./cli";

@@ -2,13 +2,14 @@
 // The `ioi` command. It runs the built JavaScript in dist/ (`npm run build`; `npm ci` builds it through
 // `prepare`), with no TypeScript tooling at run time. From a git checkout without dist/, or with
 // IOI_CLI_SOURCE=1 (the tests and the demo, so they never run a stale build), it runs the TypeScript
-// sources through ts-node instead — a development dependency, 2–3 s slower to start.
+// sources through ts-node instead — a development dependency, 2–3 s slower to start. runProcess exits only
+// once stdout has drained, and prints a failure as one sentence, never a stack trace.
 "use strict";
 const { existsSync } = require("node:fs");
 const path = require("node:path");
 
 const root = path.join(__dirname, "..");
-const built = path.join(root, "dist", "channel-client", "cli.js");
+const built = path.join(root, "dist", "cli", "ioi.js");
 let cli;
 if (process.env.IOI_CLI_SOURCE !== "1" && existsSync(built)) {
   cli = require(built);
@@ -23,13 +24,6 @@ if (process.env.IOI_CLI_SOURCE !== "1" && existsSync(built)) {
     process.exit(1);
   }
   require("ts-node").register({ transpileOnly: true, project: path.join(root, "tsconfig.json") });
-  cli = require(path.join(root, "channel-client", "cli"));
+  cli = require(path.join(root, "cli", "ioi"));
 }
-cli.main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
-  (error) => {
-    // main() turns every expected failure into one sentence; anything reaching here is a bug, still one line.
-    console.error(`ioi: ${error instanceof Error ? error.message : String(error)}`);
-    process.exit(1);
-  },
-);
+cli.runProcess(process.argv.slice(2));

@@ -9,9 +9,7 @@
  * variable named by --key-env (default IOI_PRIVATE_KEY). Every command prints readable lines, or with
  * --json one JSON object on the last line.
  */
-import { mkdirSync, readFileSync } from "node:fs";
-import path from "node:path";
-import { parseArgs, type ParseArgsConfig } from "node:util";
+import { readFileSync } from "node:fs";
 import {
   createPublicClient,
   createWalletClient,
@@ -19,7 +17,7 @@ import {
   getAddress,
   http,
   isAddress,
-  isHex,
+  isAddressEqual,
   keccak256,
   parseEventLogs,
   stringToBytes,
@@ -29,10 +27,9 @@ import {
   type LocalAccount,
   type PublicClient,
 } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
 
 import { ReceiptAccumulator } from "./accumulator";
-import { artifactId, canon, parseJson } from "./canonical";
+import { canon } from "./canonical";
 import { gasEscrowDomain, type GasEscrowDomain } from "./eip712";
 import {
   challengeClose,
@@ -46,7 +43,6 @@ import {
 import { contractOf, resolveDeployment, type ContractName, type ResolvedDeployment } from "./chain/deployment";
 import { chainReading, getLogsPaged } from "./chain/logs";
 import { assertCode } from "./chain/write";
-import { BaseError } from "./errors";
 import {
   acceptGig,
   acceptGigDelivery,
@@ -66,49 +62,40 @@ import { fetchTermsOffer, PayerClient } from "./node/payer-client";
 import { PayerSession } from "./payer-session";
 import { ProviderNode, type McpHandler } from "./node/provider-node";
 import { signedSessionReceiptToJson, sessionReceiptHash } from "./receipt";
-import { SqliteStore } from "./store/sqlite-store";
 import type { ChannelRecord, ChannelStore } from "./store/store";
 import { channelRefToJson, NATIVE_ASSET, pricingTermsToJson, termsHashOf, type PricingTerms } from "./terms";
 import { paymentTicketHash, signedPaymentTicketToJson } from "./ticket";
 import { Watchtower } from "./watchtower";
-import { ARBITRATE_COMMAND, DISPUTE_GROUPS, DISPUTE_HELP, DISPUTE_OPTIONS, disputeGroupHelp } from "../arbitration/cli";
-import { VET_COMMAND } from "../arbitration/vet";
+import {
+  addressOption,
+  assetUnitOf,
+  boundedUint,
+  channelOf,
+  gigIdOf,
+  hashOption,
+  loadAccount,
+  need,
+  openStore,
+  sessionOf,
+  uint,
+  UsageError,
+  weiAmount,
+  type Command,
+  type CommandOptions,
+  type Out,
+} from "../cli/common";
+import { formatAmountWithBase, formatDate, formatDuration, formatMoment } from "../cli/format";
+import { parseDocument } from "../arbitration/document";
+import { icsFromJson, icsHash, type Ics } from "../arbitration/ics";
 
-/** A command-line mistake: printed as one sentence with the usage, never as a stack trace. */
-export class UsageError extends BaseError {
-  override name = "UsageError" as const;
-}
+// The plumbing moved to cli/common.ts (issue 13); re-exported for modules that import it from here.
+export { addressOption, channelOf, gigIdOf, GLOBAL_HELP, hashOption, loadAccount, need, openStore, sessionOf, uint, UsageError, type Command, type Out } from "../cli/common";
 
-/** `exitCode`: set by a command that ran but reports a negative outcome (a mismatch, a failing vet). */
-export type Out = { json: boolean; lines: string[]; result: Record<string, unknown>; exitCode?: number };
-
-const GLOBAL_OPTIONS = {
-  rpc: { type: "string" },
-  network: { type: "string" },
-  deployment: { type: "string" },
-  confirmations: { type: "string" },
-  "log-range": { type: "string" },
-  "poll-ms": { type: "string" },
-  escrow: { type: "string" },
-  db: { type: "string" },
-  "key-env": { type: "string" },
-  json: { type: "boolean" },
-  help: { type: "boolean", short: "h" },
-} as const satisfies ParseArgsConfig["options"];
-
-export type Command = {
-  summary: string;
-  usage: string;
-  /** Extra lines of `--help` after the usage (what the options mean). */
-  notes?: string[];
-  options: ParseArgsConfig["options"];
-  run: (values: Record<string, string | boolean | undefined>, out: Out) => Promise<void>;
-};
-
-const COMMANDS: Record<string, Command> = {
+/** The channel commands of `ioi` (cli/ioi.ts composes them with the gig and dispute commands). */
+export const COMMANDS: Record<string, Command> = {
   provider: {
     summary: "start a provider node on 127.0.0.1 (with its watchtower) and serve until Ctrl-C",
-    usage: "ioi provider [--port N] --price WEI [--model ID] [--rpc URL] [--escrow ADDR] [--db PATH]",
+    usage: "ioi provider [--port N] --price WEI [--model ID] [--rpc URL] [--escrow ADDR] [--db PATH]   |   ioi provider register|bond|unbond|withdraw|show",
     options: { port: { type: "string" }, price: { type: "string" }, model: { type: "string" }, "from-block": { type: "string" } },
     run: runProvider,
   },
@@ -172,34 +159,6 @@ const COMMANDS: Record<string, Command> = {
 /*//////////////////////////////////////////////////////////////
                               PLUMBING
 //////////////////////////////////////////////////////////////*/
-
-export function need(values: Record<string, unknown>, name: string, what: string): string {
-  const value = values[name];
-  if (typeof value !== "string" || value.length === 0) throw new UsageError(`--${name} is required: ${what}.`);
-  return value;
-}
-
-export function uint(values: Record<string, unknown>, name: string, what: string, fallback?: bigint): bigint {
-  const value = values[name];
-  if (value === undefined && fallback !== undefined) return fallback;
-  const text = need(values, name, what);
-  if (!/^(0|[1-9][0-9]*)$/.test(text)) throw new UsageError(`--${name} must be a whole number (${what}); received "${text}".`);
-  return BigInt(text);
-}
-
-export function sessionOf(values: Record<string, unknown>): Hex {
-  const session = need(values, "session", "the session id (0x and 64 hex digits)");
-  if (!isHex(session) || session.length !== 66) throw new UsageError(`--session must be 0x and 64 hex digits; received "${session}".`);
-  return session.toLowerCase() as Hex;
-}
-
-export function loadAccount(values: Record<string, unknown>): LocalAccount {
-  const name = (values["key-env"] as string | undefined) ?? "IOI_PRIVATE_KEY";
-  const key = process.env[name];
-  if (!key) throw new UsageError(`Set ${name} to the acting party's private key (0x and 64 hex digits).`);
-  if (!isHex(key) || key.length !== 66) throw new UsageError(`${name} is not a private key: it must be 0x and 64 hex digits.`);
-  return privateKeyToAccount(key);
-}
 
 /**
  * The deployment record for the chain the RPC serves (decision 0019): --deployment FILE (or $IOI_DEPLOYMENT),
@@ -298,18 +257,6 @@ async function chainClients(values: Record<string, unknown>, account?: LocalAcco
   return { publicClient, wallet, escrow, domain, chainId, fromBlock };
 }
 
-export function openStore(values: Record<string, unknown>, role: string): ChannelStore {
-  const file = (values.db as string | undefined) ?? path.join(".data", `${role}.db`);
-  mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
-  return SqliteStore.open(file);
-}
-
-export function channelOf(store: ChannelStore, sessionId: Hex): ChannelRecord {
-  const channel = store.getChannel(sessionId);
-  if (!channel) throw new UsageError(`The store holds no channel ${sessionId}; check --db and --session.`);
-  return channel;
-}
-
 /** The close the store recorded for `channel`; a usage error if it has seen none yet. */
 function closingOf(store: ChannelStore, channel: ChannelRecord) {
   const closing = store.getClosing(channel.sessionId);
@@ -357,7 +304,7 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
   const { publicClient, wallet, escrow, domain, chainId, fromBlock } = await chainClients(values, account);
   const reading = readingOf(values, chainId);
   const store = openStore(values, "provider");
-  const pricing: PricingTerms = { version: "1", unit: "invocation", pricePerInvocation: uint(values, "price", "wei per invocation") };
+  const pricing: PricingTerms = { version: "1", unit: "invocation", pricePerInvocation: weiAmount(values, "price", "wei per invocation") };
   const node = await ProviderNode.start({
     account,
     publicClient,
@@ -397,10 +344,14 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
 
 async function runOpen(values: Record<string, unknown>, out: Out): Promise<void> {
   const account = loadAccount(values);
-  const { publicClient, wallet, escrow, domain, chainId } = await chainClients(values, account);
   const provider = need(values, "provider", "the provider's address");
   if (!isAddress(provider)) throw new UsageError(`--provider must be an address; received "${provider}".`);
-  const deposit = uint(values, "deposit", "wei to lock in the channel");
+  const deposit = weiAmount(values, "deposit", "wei to lock in the channel");
+  if (deposit === 0n) throw new UsageError("--deposit must be more than zero: a channel with nothing in it can pay for nothing.");
+  // Every option is checked before reaching for a node.
+  if (values.price !== undefined) weiAmount(values, "price", "wei per invocation");
+  uint(values, "challenge", "challenge window in seconds", 3600n);
+  const { publicClient, wallet, escrow, domain, chainId } = await chainClients(values, account);
   // No funding before agreement (issue 12): with --peer, ask the provider for its signed terms first and
   // fund only a channel on them; without it, say what could not be checked.
   let pricing: PricingTerms;
@@ -411,7 +362,7 @@ async function runOpen(values: Record<string, unknown>, out: Out): Promise<void>
     if (!match) throw new UsageError(`--peer must be a loopback HOST:PORT such as 127.0.0.1:7000; received "${peer}".`);
     const offer = await fetchTermsOffer({ account, domain, provider: getAddress(provider), host: match[1] === "[::1]" ? "::1" : match[1]!, port: Number(match[2]) });
     if (values.price !== undefined) {
-      const wanted = uint(values, "price", "wei per invocation");
+      const wanted = weiAmount(values, "price", "wei per invocation");
       if (wanted !== offer.pricing.pricePerInvocation) {
         throw new UsageError(`The provider at ${peer} charges ${offer.pricing.pricePerInvocation} wei per invocation, not ${wanted}; nothing was funded (open with --price ${offer.pricing.pricePerInvocation}, or not at all).`);
       }
@@ -419,7 +370,7 @@ async function runOpen(values: Record<string, unknown>, out: Out): Promise<void>
     pricing = offer.pricing;
     termsChecked = true;
   } else {
-    pricing = { version: "1", unit: "invocation", pricePerInvocation: uint(values, "price", "wei per invocation, as the provider charges") };
+    pricing = { version: "1", unit: "invocation", pricePerInvocation: weiAmount(values, "price", "wei per invocation, as the provider charges") };
     out.lines.push("Warning: without --peer the provider's terms were not checked; if it refuses this price, only a unilateral close and its full window return the deposit.");
   }
   const store = openStore(values, "payer");
@@ -441,7 +392,7 @@ async function runOpen(values: Record<string, unknown>, out: Out): Promise<void>
       },
     });
     await store.putChannel({ sessionId: opened.sessionId, role: "payer", ref: opened.ref, pricing, escrow, chainId, deposit: opened.deposit, status: "open", ...(values.peer ? { peer: values.peer as string } : {}) });
-    out.lines.push(`Opened session ${opened.sessionId} with ${opened.deposit} wei (gas ${opened.gasUsed}).`);
+    out.lines.push(`Opened session ${opened.sessionId} with ${formatAmountWithBase(opened.deposit)} at ${formatAmountWithBase(pricing.pricePerInvocation)} per invocation (gas ${opened.gasUsed}).`);
     Object.assign(out.result, { sessionId: opened.sessionId, openedAt: opened.ref.openedAt.toString(), deposit: opened.deposit.toString(), gasUsed: Number(opened.gasUsed), domain: { chainId: domain.chainId, escrow }, pricePerInvocation: pricing.pricePerInvocation.toString(), termsChecked });
   } finally {
     await store.close();
@@ -450,15 +401,25 @@ async function runOpen(values: Record<string, unknown>, out: Out): Promise<void>
 
 async function runStream(values: Record<string, unknown>, out: Out): Promise<void> {
   const account = loadAccount(values);
+  const sessionId = sessionOf(values);
+  const count = Number(boundedUint(values, "n", "how many invocations to stream", 1n, 10_000_000n));
+  const inflight = Number(boundedUint(values, "inflight", "invocations in flight at once", 1n, 4_096n, 16n));
+  // Signed receipt commits mid-stream: every N receipts and/or T seconds (0 turns either off).
+  const commitEvery = Number(boundedUint(values, "commit-every", "receipts between two receipt commits (0: none mid-stream)", 0n, 10_000_000n, 100n));
+  const commitIntervalMs = Number(boundedUint(values, "commit-seconds", "seconds between two receipt commits (0: none)", 0n, 86_400n, 0n)) * 1000;
   const { domain } = await chainClients(values);
   const store = openStore(values, "payer");
   try {
-    const channel = channelOf(store, sessionOf(values));
-    const count = Number(uint(values, "n", "how many invocations to stream"));
-    const inflight = Number(uint(values, "inflight", "invocations in flight at once", 16n));
-    // Signed receipt commits mid-stream: every N receipts and/or T seconds (0 turns either off).
-    const commitEvery = Number(uint(values, "commit-every", "receipts between two receipt commits (0: none mid-stream)", 100n));
-    const commitIntervalMs = Number(uint(values, "commit-seconds", "seconds between two receipt commits (0: none)", 0n)) * 1000;
+    const channel = channelOf(store, sessionId);
+    // Streaming past the deposit is refused before a single ticket is signed, with what would fit.
+    const paid = store.latestTicket(channel.sessionId)?.ticket.cumulativeAmount ?? 0n;
+    const cost = channel.pricing.pricePerInvocation * BigInt(count);
+    if (paid + cost > channel.deposit) {
+      const fits = channel.pricing.pricePerInvocation === 0n ? 0n : (channel.deposit - paid) / channel.pricing.pricePerInvocation;
+      throw new UsageError(
+        `${count} invocations at ${formatAmountWithBase(channel.pricing.pricePerInvocation)} would pay ${formatAmountWithBase(paid + cost)} in total, past the deposit of ${formatAmountWithBase(channel.deposit)}; at most ${fits} more fit (top up with \`ioi deposit\`).`,
+      );
+    }
     const { host, port } = peerOf(values, channel);
     const client = await PayerClient.connect({ account, domain, store, channel, host, port });
     const started = performance.now();
@@ -487,7 +448,7 @@ async function runStatus(values: Record<string, unknown>, out: Out): Promise<voi
   try {
     if (!values.session) {
       const channels = store.listChannels();
-      for (const c of channels) out.lines.push(`${c.sessionId}  ${c.role.padEnd(8)} ${c.status.padEnd(8)} deposit ${c.deposit}  seq ${store.latestTicket(c.sessionId)?.ticket.seq ?? 0n}`);
+      for (const c of channels) out.lines.push(`${c.sessionId}  ${c.role.padEnd(8)} ${c.status.padEnd(8)} deposit ${formatAmountWithBase(c.deposit)}  seq ${store.latestTicket(c.sessionId)?.ticket.seq ?? 0n}`);
       if (channels.length === 0) out.lines.push("The store holds no channels.");
       out.result.channels = channels.map((c) => ({ sessionId: c.sessionId, role: c.role, status: c.status, deposit: c.deposit.toString() }));
       return;
@@ -499,8 +460,8 @@ async function runStatus(values: Record<string, unknown>, out: Out): Promise<voi
     const latest = store.latestTicket(channel.sessionId);
     const closing = store.getClosing(channel.sessionId);
     out.lines.push(`session ${channel.sessionId} (${channel.role}), on-chain phase ${phases[phase]}, stored status ${channel.status}`);
-    out.lines.push(`  deposit ${channel.deposit}, newest ticket seq ${latest?.ticket.seq ?? 0n} for ${latest?.ticket.cumulativeAmount ?? 0n}, receipts ${store.receiptCount(channel.sessionId)}`);
-    if (closing) out.lines.push(`  closing with seq ${closing.state.seq} until ${closing.finalizesAt}`);
+    out.lines.push(`  deposit ${formatAmountWithBase(channel.deposit)}, newest ticket seq ${latest?.ticket.seq ?? 0n} for ${formatAmountWithBase(latest?.ticket.cumulativeAmount ?? 0n)}, receipts ${store.receiptCount(channel.sessionId)}`);
+    if (closing) out.lines.push(`  closing with seq ${closing.state.seq} until ${formatMoment(closing.finalizesAt, (await publicClient.getBlock()).timestamp)}`);
     Object.assign(out.result, {
       sessionId: channel.sessionId,
       role: channel.role,
@@ -532,7 +493,7 @@ async function runClose(values: Record<string, unknown>, out: Out): Promise<void
       const closed = await closeUnilateral({ wallet: wallet!, publicClient, escrow, ref: channel.ref, ticket });
       await store.putClosing(channel.sessionId, { state: closed.state, finalizesAt: closed.finalizesAt, closer: account.address, txHash: closed.hash });
       await store.updateChannel(channel.sessionId, { status: "closing" });
-      out.lines.push(`Closed unilaterally with seq ${closed.state.seq}; the window ends at ${closed.finalizesAt} (gas ${closed.gasUsed}).`);
+      out.lines.push(`Closed unilaterally with seq ${closed.state.seq}; the challenge window ends at ${formatDate(closed.finalizesAt)} (in ${formatDuration(channel.ref.terms.challengeDuration)}); then \`ioi finalize\` (gas ${closed.gasUsed}).`);
       Object.assign(out.result, { sessionId: channel.sessionId, seq: closed.state.seq.toString(), finalizesAt: closed.finalizesAt.toString(), gasUsed: Number(closed.gasUsed) });
       return;
     }
@@ -542,7 +503,7 @@ async function runClose(values: Record<string, unknown>, out: Out): Promise<void
     await client.close();
     const settled = await closeCooperative({ wallet: wallet!, publicClient, escrow, ref: channel.ref, summary, payerSignature, providerSignature });
     await store.updateChannel(channel.sessionId, { status: "settled" });
-    out.lines.push(`Settled cooperatively: ${settled.paidToProvider} wei to the provider, ${settled.refundedToFunder} wei refunded (gas ${settled.gasUsed}).`);
+    out.lines.push(`Settled cooperatively: ${formatAmountWithBase(settled.paidToProvider)} to the provider, ${formatAmountWithBase(settled.refundedToFunder)} refunded (gas ${settled.gasUsed}).`);
     Object.assign(out.result, { sessionId: channel.sessionId, finalSeq: summary.finalSeq.toString(), paidToProvider: settled.paidToProvider.toString(), refundedToFunder: settled.refundedToFunder.toString(), receiptRoot: settled.receiptRoot, gasUsed: Number(settled.gasUsed) });
   } finally {
     await store.close();
@@ -576,7 +537,7 @@ async function runFinalize(values: Record<string, unknown>, out: Out): Promise<v
     const closing = closingOf(store, channel);
     const settled = await finalizeClose({ wallet: wallet!, publicClient, escrow, ref: channel.ref, recorded: closing.state });
     await store.updateChannel(channel.sessionId, { status: "settled" });
-    out.lines.push(`Finalised: ${settled.paidToProvider} wei to the provider, ${settled.refundedToFunder} wei refunded (gas ${settled.gasUsed}).`);
+    out.lines.push(`Finalised: ${formatAmountWithBase(settled.paidToProvider)} to the provider, ${formatAmountWithBase(settled.refundedToFunder)} refunded (gas ${settled.gasUsed}).`);
     Object.assign(out.result, { sessionId: channel.sessionId, paidToProvider: settled.paidToProvider.toString(), refundedToFunder: settled.refundedToFunder.toString(), gasUsed: Number(settled.gasUsed) });
   } finally {
     await store.close();
@@ -677,11 +638,11 @@ async function runExport(values: Record<string, unknown>, out: Out): Promise<voi
                                 GIGS
 //////////////////////////////////////////////////////////////*/
 
-const GIG_OPTIONS = { "gig-escrow": { type: "string" } } as const satisfies ParseArgsConfig["options"];
-const GIG_ID_OPTION = { gig: { type: "string" } } as const satisfies ParseArgsConfig["options"];
+export const GIG_OPTIONS = { "gig-escrow": { type: "string" } } as const satisfies CommandOptions;
+const GIG_ID_OPTION = { gig: { type: "string" } } as const satisfies CommandOptions;
 
 /** `ioi gig <subcommand>`: outcome-based work escrowed in the GigEscrow. */
-const GIG_COMMANDS: Record<string, Command> = {
+export const GIG_COMMANDS: Record<string, Command> = {
   fund: {
     summary: "escrow a bounty for a gig bound to an Intent Contract Schema; prints the gig id (the acting key is the client)",
     usage:
@@ -739,35 +700,16 @@ const GIG_COMMANDS: Record<string, Command> = {
     options: GIG_ID_OPTION,
     run: runGigShow,
   },
-  // A getter: arbitration/vet.ts imports this module, so its command is read only once both are loaded.
-  get vet(): Command {
-    return VET_COMMAND;
-  },
 };
 
 /** Largest --ics-file read: an Intent Contract Schema is a small JSON document. */
 const MAX_ICS_FILE_BYTES = 1 << 20;
 
-export function gigIdOf(values: Record<string, unknown>): bigint {
-  const id = uint(values, "gig", "the gig id, a whole number from 1");
-  if (id === 0n || id >= 1n << 64n) throw new UsageError(`--gig must be a gig id from 1 to 2^64 - 1; received "${values.gig as string}".`);
-  return id;
-}
-
-export function hashOption(values: Record<string, unknown>, name: string, what: string): Hex {
-  const value = need(values, name, what);
-  if (!isHex(value) || value.length !== 66) throw new UsageError(`--${name} must be 0x and 64 hex digits (${what}); received "${value}".`);
-  return value.toLowerCase() as Hex;
-}
-
-function addressOption(values: Record<string, unknown>, name: string, what: string): Address {
-  const value = need(values, name, what);
-  if (!isAddress(value)) throw new UsageError(`--${name} must be an address (${what}); received "${value}".`);
-  return getAddress(value);
-}
-
-/** The ICS hash from --ics, or keccak256 of the canonical form of the JSON in --ics-file. */
-function icsHashOf(values: Record<string, unknown>): { icsHash: Hex; icsFile?: string } {
+/**
+ * The ICS hash from --ics, or the hash of the Intent Contract Schema in --ics-file (JSON or YAML), which must be
+ * a valid ICS (arbitration/ics.ts): a gig bound to a document arbitrators cannot read could never be judged.
+ */
+function icsHashOf(values: Record<string, unknown>): { icsHash: Hex; icsFile?: string; ics?: Ics } {
   const hasHash = values.ics !== undefined;
   const file = values["ics-file"] as string | undefined;
   if (hasHash === (file !== undefined)) {
@@ -778,10 +720,23 @@ function icsHashOf(values: Record<string, unknown>): { icsHash: Hex; icsFile?: s
   try {
     bytes = readFileSync(file!);
   } catch (cause) {
-    throw new UsageError(`Cannot read --ics-file ${file}: ${(cause as Error).message.split("\n")[0]}`, { cause });
+    throw new UsageError(`Cannot read --ics-file ${file}: ${(cause as Error).message.split("\n")[0]}.`, { cause });
   }
-  const icsHash = artifactId(parseJson(bytes, { maxBytes: MAX_ICS_FILE_BYTES, what: `The Intent Contract Schema in ${file}` }));
-  return { icsHash, icsFile: file! };
+  const ics = icsFromJson(parseDocument(bytes, { maxBytes: MAX_ICS_FILE_BYTES, what: `The Intent Contract Schema in ${file}` }), `ICS in ${file}`);
+  return { icsHash: icsHash(ics), icsFile: file!, ics };
+}
+
+/** A gig must fit its ICS: the same asset, no more than its max_price, due no later than its deadline. */
+function checkGigAgainstIcs(ics: Ics, file: string, gig: { asset: Address; amount: bigint; deadline: bigint }): void {
+  if (!isAddressEqual(ics.asset, gig.asset)) {
+    throw new UsageError(`The ICS in ${file} is priced in ${assetName(ics.asset)}, but the gig escrows ${assetName(gig.asset)}; pass --asset ${BigInt(ics.asset) === 0n ? "eth" : ics.asset}.`);
+  }
+  if (gig.amount > ics.maxPrice) {
+    throw new UsageError(`--amount ${gig.amount} exceeds the ICS's max_price of ${ics.maxPrice} (${file}).`);
+  }
+  if (gig.deadline > ics.deadline) {
+    throw new UsageError(`The gig would be due at ${formatDate(gig.deadline)}, after the ICS's deadline ${formatDate(ics.deadline)} (${file}); shorten --deadline.`);
+  }
 }
 
 async function gigClients(values: Record<string, unknown>, account?: LocalAccount) {
@@ -796,7 +751,7 @@ const assetName = (asset: Address): string => (BigInt(asset) === 0n ? "ETH" : as
 async function runGigFund(values: Record<string, unknown>, out: Out): Promise<void> {
   const account = loadAccount(values);
   const amount = uint(values, "amount", "the bounty in wei (or the token's smallest unit)");
-  const { icsHash, icsFile } = icsHashOf(values);
+  const { icsHash, icsFile, ics } = icsHashOf(values);
   const provider = values.provider === undefined ? zeroAddress : addressOption(values, "provider", "the one provider who may accept");
   const assetText = values.asset as string | undefined;
   const asset = assetText === undefined || assetText.toLowerCase() === "eth" ? NATIVE_ASSET : addressOption(values, "asset", "the ERC-20 to escrow, or eth");
@@ -811,10 +766,11 @@ async function runGigFund(values: Record<string, unknown>, out: Out): Promise<vo
   const { publicClient, wallet, gigEscrow } = await gigClients(values, account);
   // "From now" on the chain's clock, which a devnet may have moved ahead of the wall clock.
   const now = (await publicClient.getBlock()).timestamp;
+  if (ics) checkGigAgainstIcs(ics, icsFile!, { asset, amount, deadline: now + deadlineIn });
   const funded = await fundGig({ wallet: wallet!, publicClient, gigEscrow, provider, asset, amount, icsHash, deadline: now + deadlineIn, disputeWindow });
   const who = BigInt(provider) === 0n ? "any active provider" : provider;
   out.lines.push(
-    `Funded gig ${funded.gigId}: ${funded.amount} of ${assetName(asset)} for ${who}, due by ${now + deadlineIn}, dispute window ${disputeWindow} s (gas ${funded.gasUsed}${funded.approval ? `, approval gas ${funded.approval.gasUsed}` : ""}).`,
+    `Funded gig ${funded.gigId}: ${formatAmountWithBase(funded.amount, await assetUnitOf(publicClient, asset))} for ${who}, due by ${formatMoment(now + deadlineIn, now)}, dispute window ${formatDuration(disputeWindow)} (gas ${funded.gasUsed}${funded.approval ? `, approval gas ${funded.approval.gasUsed}` : ""}).`,
   );
   Object.assign(out.result, {
     gigId: funded.gigId.toString(),
@@ -839,7 +795,8 @@ async function runGigSettlement(
   const gigId = gigIdOf(values);
   const { publicClient, wallet, gigEscrow } = await gigClients(values, account);
   const settled = await settle({ wallet: wallet!, publicClient, gigEscrow, gigId });
-  out.lines.push(`Gig ${gigId} ${settled.status}: ${settled.toProvider} to the provider, ${settled.toClient} to the client (gas ${settled.gasUsed}).`);
+  const unit = await assetUnitOf(publicClient, (await readGig({ publicClient, gigEscrow, gigId })).asset);
+  out.lines.push(`Gig ${gigId} ${settled.status}: ${formatAmountWithBase(settled.toProvider, unit)} to the provider, ${formatAmountWithBase(settled.toClient, unit)} to the client (gas ${settled.gasUsed}).`);
   Object.assign(out.result, {
     gigId: gigId.toString(),
     status: settled.status,
@@ -865,7 +822,7 @@ async function runGigDeliver(values: Record<string, unknown>, out: Out): Promise
   const receiptRoot = values["receipt-root"] === undefined ? undefined : hashOption(values, "receipt-root", "the root of the work's receipts");
   const { publicClient, wallet, gigEscrow } = await gigClients(values, account);
   const delivered = await deliverGig({ wallet: wallet!, publicClient, gigEscrow, gigId, deliverableHash, ...(receiptRoot ? { receiptRoot } : {}) });
-  out.lines.push(`Delivered gig ${gigId}; the client may dispute until ${delivered.windowEndsAt} (gas ${delivered.gasUsed}).`);
+  out.lines.push(`Delivered gig ${gigId}; the client may dispute until ${formatMoment(delivered.windowEndsAt, (await publicClient.getBlock()).timestamp)} (gas ${delivered.gasUsed}).`);
   Object.assign(out.result, { gigId: gigId.toString(), deliverableHash, receiptRoot: receiptRoot ?? `0x${"0".repeat(64)}`, windowEndsAt: delivered.windowEndsAt.toString(), gasUsed: Number(delivered.gasUsed) });
 }
 
@@ -874,138 +831,13 @@ async function runGigShow(values: Record<string, unknown>, out: Out): Promise<vo
   const { publicClient, gigEscrow } = await gigClients(values);
   const gig = await readGig({ publicClient, gigEscrow, gigId });
   if (gig.status === "None") throw new UsageError(`Gig ${gigId} does not exist in the GigEscrow at ${gigEscrow}.`);
-  out.lines.push(`gig ${gigId}: ${gig.status}, ${gig.amount} of ${assetName(gig.asset)}`);
+  const now = (await publicClient.getBlock()).timestamp;
+  out.lines.push(`gig ${gigId}: ${gig.status}, ${formatAmountWithBase(gig.amount, await assetUnitOf(publicClient, gig.asset))}`);
   out.lines.push(`  client ${gig.client}, provider ${BigInt(gig.provider) === 0n ? "(any active provider)" : gig.provider}`);
-  out.lines.push(`  ICS ${gig.icsHash}, deadline ${gig.deadline}, dispute window ${gig.disputeWindow} s`);
-  if (gig.windowEndsAt !== 0n) out.lines.push(`  delivered ${gig.deliverableHash} (receipts ${gig.receiptRoot}); window ends ${gig.windowEndsAt}`);
-  if (gig.frozenAt !== 0n) out.lines.push(`  frozen by a dispute at ${gig.frozenAt}`);
+  out.lines.push(`  ICS ${gig.icsHash}, deadline ${formatMoment(gig.deadline, now)}, dispute window ${formatDuration(gig.disputeWindow)}`);
+  if (gig.windowEndsAt !== 0n) out.lines.push(`  delivered ${gig.deliverableHash} (receipts ${gig.receiptRoot}); window ends ${formatMoment(gig.windowEndsAt, now)}`);
+  if (gig.frozenAt !== 0n) out.lines.push(`  frozen by a dispute at ${formatDate(gig.frozenAt)}`);
   Object.assign(out.result, gigViewToJson(gig));
 }
 
-/*//////////////////////////////////////////////////////////////
-                                MAIN
-//////////////////////////////////////////////////////////////*/
-
-export const GLOBAL_HELP = [
-  "  --rpc URL        EVM JSON-RPC (default $IOI_RPC_URL or http://127.0.0.1:8545)",
-  "  --network NAME   read deployments/NAME.json (default $IOI_NETWORK, else the record of the RPC's chain id)",
-  "  --deployment FILE  a deployment record (default $IOI_DEPLOYMENT, else deployments/chain-<chainId>.json)",
-  "  --escrow ADDR    GasEscrow (default $IOI_ESCROW, else the deployment record)",
-  "  --confirmations N  blocks a follower stays behind the head (default $IOI_CONFIRMATIONS; 0 on a devnet, else 12)",
-  "  --log-range N    most blocks per eth_getLogs call (default $IOI_LOG_RANGE or 2000)",
-  "  --poll-ms N      milliseconds between polls (default $IOI_POLL_MS; 250 on a devnet, else 12000)",
-  "  --db PATH        the SQLite store (default .data/<role>.db)",
-  "  --key-env NAME   environment variable holding the acting key (default IOI_PRIVATE_KEY)",
-  "  --json           print one JSON object on the last line",
-  "  -h, --help       this help",
-];
-
-const GIG_HELP = ["  --gig-escrow ADDR  GigEscrow (default $IOI_GIG_ESCROW, else the deployment record)"];
-
-function help(): string {
-  const lines = ["Usage: ioi <command> [options]   (ioi <command> --help for a command's options)", "", "Commands:"];
-  for (const [name, c] of Object.entries(COMMANDS)) lines.push(`  ${name.padEnd(11)} ${c.summary}`);
-  lines.push(`  ${"gig".padEnd(11)} outcome-based gigs: fund, accept, deliver, settle (ioi gig --help)`);
-  for (const [name, group] of Object.entries(DISPUTE_GROUPS)) lines.push(`  ${name.padEnd(11)} ${group.summary}`);
-  lines.push(`  ${"arbitrate".padEnd(11)} ${ARBITRATE_COMMAND.summary}`);
-  lines.push("", "Global options:", ...GLOBAL_HELP);
-  return lines.join("\n");
-}
-
-function gigHelp(): string {
-  const lines = ["Usage: ioi gig <subcommand> [options]   (ioi gig <subcommand> --help for its options)", "", "Subcommands:"];
-  for (const [name, c] of Object.entries(GIG_COMMANDS)) lines.push(`  ${name.padEnd(16)} ${c.summary}`);
-  lines.push("", "Gig options:", ...GIG_HELP, "", "Global options:", ...GLOBAL_HELP);
-  return lines.join("\n");
-}
-
-export async function main(argv: string[]): Promise<number> {
-  const [name, ...rest] = argv;
-  if (!name || name === "--help" || name === "-h" || name === "help") {
-    console.log(help());
-    return 0;
-  }
-  if (name === "gig") {
-    const [sub, ...args] = rest;
-    if (!sub || sub === "--help" || sub === "-h" || sub === "help") {
-      console.log(gigHelp());
-      return 0;
-    }
-    const command = GIG_COMMANDS[sub];
-    if (!command) {
-      console.error(`Unknown gig subcommand "${sub}".\n\n${gigHelp()}`);
-      return 2;
-    }
-    return runCommand(`gig ${sub}`, command, GIG_OPTIONS, GIG_HELP, args);
-  }
-  const group = Object.hasOwn(DISPUTE_GROUPS, name) ? DISPUTE_GROUPS[name as keyof typeof DISPUTE_GROUPS] : undefined;
-  if (group) {
-    const [sub, ...args] = rest;
-    if (!sub || sub === "--help" || sub === "-h" || sub === "help") {
-      console.log(disputeGroupHelp(name as keyof typeof DISPUTE_GROUPS));
-      return 0;
-    }
-    const command = Object.hasOwn(group.commands, sub) ? group.commands[sub] : undefined;
-    if (!command) {
-      console.error(`Unknown ${name} subcommand "${sub}".\n\n${disputeGroupHelp(name as keyof typeof DISPUTE_GROUPS)}`);
-      return 2;
-    }
-    return runCommand(`${name} ${sub}`, command, DISPUTE_OPTIONS, DISPUTE_HELP, args, "Dispute options:");
-  }
-  if (name === "arbitrate") return runCommand(name, ARBITRATE_COMMAND, DISPUTE_OPTIONS, DISPUTE_HELP, rest, "Dispute options:");
-  const command = COMMANDS[name];
-  if (!command) {
-    console.error(`Unknown command "${name}".\n\n${help()}`);
-    return 2;
-  }
-  return runCommand(name, command, {}, [], rest);
-}
-
-/** Parses `args` for `command` (with the global and `extra` options), runs it, and prints the outcome. */
-async function runCommand(
-  name: string,
-  command: Command,
-  extra: ParseArgsConfig["options"],
-  extraHelp: string[],
-  args: string[],
-  extraTitle = "Gig options:",
-): Promise<number> {
-  let values: Record<string, string | boolean | undefined>;
-  try {
-    ({ values } = parseArgs({ args, options: { ...GLOBAL_OPTIONS, ...extra, ...command.options }, strict: true, allowPositionals: false }) as { values: Record<string, string | boolean | undefined> });
-  } catch (error) {
-    console.error(`${(error as Error).message}\nUsage: ${command.usage}`);
-    return 2;
-  }
-  if (values.help) {
-    const sections = [command.summary, `Usage: ${command.usage}`];
-    if (command.notes) sections.push(command.notes.join("\n"));
-    if (extraHelp.length > 0) sections.push([extraTitle, ...extraHelp].join("\n"));
-    sections.push(["Global options:", ...GLOBAL_HELP].join("\n"));
-    console.log(sections.join("\n\n"));
-    return 0;
-  }
-  const out: Out = { json: Boolean(values.json), lines: [], result: {} };
-  try {
-    await command.run(values, out);
-  } catch (error) {
-    const e = error as BaseError;
-    const message = e instanceof BaseError ? `${e.name}: ${e.shortMessage}` : `${(error as Error).name ?? "Error"}: ${(error as Error).message}`;
-    console.error(`ioi ${name} failed — ${message.split("\n")[0]}${e instanceof UsageError ? `\nUsage: ${command.usage}` : ""}`);
-    if (out.json) console.log(JSON.stringify({ ok: false, error: e.name, message: e.shortMessage ?? e.message }));
-    return e instanceof UsageError ? 2 : 1;
-  }
-  for (const line of out.lines) console.log(line);
-  if (out.json) console.log(JSON.stringify({ ok: true, ...out.result }));
-  return out.exitCode ?? 0;
-}
-
-if (require.main === module) {
-  main(process.argv.slice(2)).then(
-    (code) => process.exit(code),
-    (error: unknown) => {
-      console.error(error);
-      process.exit(1);
-    },
-  );
-}
+export const GIG_HELP = ["  --gig-escrow ADDR  GigEscrow (default $IOI_GIG_ESCROW, else the deployment record)"];

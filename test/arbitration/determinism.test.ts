@@ -35,10 +35,10 @@ import { hardhatAccount } from "../helpers/fixtures";
 
 const ROOT = path.join(__dirname, "..", "..");
 /**
- * The `ioi` CLI's entry (`main` of channel-client/cli.ts, what bin/ioi.js runs), loaded through tsx rather
+ * The `ioi` CLI's entry (cli/ioi.ts, what bin/ioi.js runs), loaded through tsx rather
  * than bin/ioi.js's ts-node: the same command, but a process starts in about a third of the time.
  */
-const IOI = ["--require", "tsx/cjs", path.join(ROOT, "channel-client", "cli.ts")];
+const IOI = ["--require", "tsx/cjs", path.join(ROOT, "cli", "ioi.ts")];
 /** A Node 22 binary for the cross-major run (`npm run test:node22` sets it); absent: Node 20 only. */
 const NODE_22 = process.env.IOI_NODE22;
 const BOUNTY = parseEther("1");

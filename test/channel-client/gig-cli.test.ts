@@ -13,6 +13,8 @@ import { serveEmbeddedNetwork, type EmbeddedRpc } from "../../scripts/embedded-r
 import { rejection } from "../helpers/assert";
 import { GIG_ROLE, HARDHAT_MNEMONIC, gigFixture } from "../helpers/fixtures";
 import { runCli } from "../helpers/cli";
+import { icsToJson } from "../../arbitration/ics";
+import { codeGigIcs } from "../../scripts/examples/code-gig";
 
 /** Runs the CLI in-process and captures what it prints. */
 const run = runCli;
@@ -225,9 +227,16 @@ describe("ioi gig CLI", () => {
       const client = getAddress(c.stranger.account.address);
       const amount = parseEther("40");
       await c.token.write.mint([client, amount]);
-      const ics = { deadline: "1 day", maxPrice: amount.toString(), rubric: { tests: "all pass" }, version: "1" };
+      // A real ICS (issue 13: `gig fund` validates it and checks the gig's asset, amount and deadline against it).
+      const ics = icsToJson(codeGigIcs({ asset: c.token.address, maxPrice: amount, deadline: 2n ** 40n - 1n }));
       const file = path.join(dir, "ics.json");
       writeFileSync(file, JSON.stringify(ics, null, 2)); // not canonical on disk: hashed in canonical form
+      const tooMuch = await gig(c, GIG_ROLE.stranger, ["fund", "--amount", (amount + 1n).toString(), "--ics-file", file, "--asset", c.token.address, "--deadline", "3600"]);
+      expect(tooMuch.code, tooMuch.err).to.equal(2);
+      expect(tooMuch.err).to.contain("exceeds the ICS's max_price");
+      const wrongAsset = await gig(c, GIG_ROLE.stranger, ["fund", "--amount", amount.toString(), "--ics-file", file, "--deadline", "3600"]);
+      expect(wrongAsset.code, wrongAsset.err).to.equal(2);
+      expect(wrongAsset.err).to.contain("but the gig escrows ETH");
       const funded = await gig(c, GIG_ROLE.stranger, [
         "fund", "--amount", amount.toString(), "--ics-file", file, "--asset", c.token.address, "--deadline", "3600",
       ]);
