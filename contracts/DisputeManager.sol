@@ -516,7 +516,14 @@ contract DisputeManager is IDisputeManager {
             bool overturned =
                 verdict != Verdict.None && verdict != Verdict.Undecidable && DisputeRules.roundKey(r) != finalKey;
             Panels.settleRound(
-                registry, caseId, panel, r.signedMask, verdict, overturned, _rounds[caseId][round + 1].appellant, _params
+                registry,
+                caseId,
+                panel,
+                r.signedMask,
+                verdict,
+                overturned,
+                _rounds[caseId][round + 1].appellant,
+                _params
             );
         }
     }
