@@ -42,6 +42,9 @@ export class DisputeTransactionError extends BaseError {
 
 const KINDS = ["none", "gig", "session"] as const;
 
+/** `IGasEscrow.Phase.Settled`: a cooperatively settled channel (its word stays for good). */
+const PHASE_SETTLED = 5;
+
 export type Deployment = { disputeManager: Address; gasEscrow: Address; gigEscrow: Address; registry: Address };
 
 async function confirm(publicClient: PublicClient, hash: Hash) {
@@ -133,6 +136,17 @@ export async function loadCaseContext(
       blockNumber: openedInBlock,
     });
     closingMatchedAtOpen = matches;
+    if (!matches) {
+      // A cooperatively settled session (issue 12): the package's state is the co-signed summary as a ClosingState.
+      const [settled] = await publicClient.readContract({
+        address: deployment.gasEscrow,
+        abi: gasEscrowAbi,
+        functionName: "settledInfo",
+        args: [onChain.subjectId, channel.content.closing],
+        blockNumber: openedInBlock,
+      });
+      closingMatchedAtOpen = settled;
+    }
   }
   return {
     ...base,
@@ -224,9 +238,12 @@ export async function openSessionCase(
 /** The state `finalize`, `expire` and `resolveSlowPath` must be given: a session's recorded close, zeros for a gig. */
 export async function recordedStateOf(publicClient: PublicClient, deployment: Deployment, caseId: Hex): Promise<ClosingState> {
   const onChain = await readCase(publicClient, deployment.disputeManager, caseId);
-  return onChain.kind === "session"
-    ? currentClosingState(publicClient, deployment.gasEscrow, onChain.subjectId)
-    : { deposit: 0n, seq: 0n, amount: 0n, receiptRoot: zeroHash, feeBps: 0 };
+  const none: ClosingState = { deposit: 0n, seq: 0n, amount: 0n, receiptRoot: zeroHash, feeBps: 0 };
+  if (onChain.kind !== "session") return none;
+  // A cooperatively settled session's case takes its refund from the bond and ignores the state.
+  const phase = await publicClient.readContract({ address: deployment.gasEscrow, abi: gasEscrowAbi, functionName: "phaseOf", args: [onChain.subjectId] });
+  if (phase === PHASE_SETTLED) return none;
+  return currentClosingState(publicClient, deployment.gasEscrow, onChain.subjectId);
 }
 
 /** The panel of a case's current round, in ascending address order (empty before the draw). */
