@@ -155,7 +155,10 @@ export async function loadCaseContext(
   };
 }
 
-/** A closing session's recorded state now, replayed from the escrow's ChannelClosing/Challenged/Released events. */
+/**
+ * A closing session's recorded state now, replayed from the escrow's ChannelClosing/Challenged/Released events;
+ * for a cooperatively settled session, its summary as the ClosingState a settled-session case takes.
+ */
 export async function currentClosingState(publicClient: PublicClient, gasEscrow: Address, sessionId: Hex): Promise<ClosingState> {
   const logs = await publicClient.getLogs({ address: gasEscrow, fromBlock: 0n });
   const events = parseEventLogs({ abi: gasEscrowAbi, logs }).filter(
@@ -170,6 +173,11 @@ export async function currentClosingState(publicClient: PublicClient, gasEscrow:
       state = { ...state, seq: event.args.seq, amount: event.args.amount, receiptRoot: event.args.receiptRoot };
     } else if (event.eventName === "ChannelReleased" && state) {
       state = { ...state, amount: event.args.amount };
+    } else if (event.eventName === "ChannelSettled" && event.args.mode === 0) {
+      // A cooperative settlement (issue 12): its summary as `IGasEscrow.settledState`. The summary's amount
+      // never exceeds the deposit, so the provider's payout plus the fee is exactly the co-signed amount.
+      const amount = event.args.paidToProvider + event.args.fee;
+      state = { deposit: amount, seq: event.args.finalSeq, amount, receiptRoot: event.args.receiptRoot, feeBps: 0 };
     }
   }
   if (!state) throw new DisputeTransactionError(`Session ${sessionId} was never closed unilaterally on ${gasEscrow}.`);

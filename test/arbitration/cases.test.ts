@@ -424,6 +424,8 @@ describe("arbitration: cases end to end", function () {
   it("session: a cooperatively settled session's over-metered receipt, proven against the co-signed root → refunded to the funder from the provider's SLA bond", async function () {
     const s = await loadFixture(systemFixture);
     const c = await sessionCase(s, 4n, "overmeter", true);
+    // The CLI's replay of the escrow's events yields the same settled state the contract fingerprinted.
+    expect(await currentClosingState(s.publicClient, getAddress(s.escrow.address), c.sessionId)).to.deep.equal(c.closing);
     const runs = await threeRuns(s, c.caseId, c.pkg);
     expect(new Set(runs.map((r) => r.resolutionHash)).size).to.equal(1);
     const [run] = runs;
