@@ -95,6 +95,11 @@ export const disputeManagerAbi = [
             "type": "uint40"
           },
           {
+            "internalType": "uint40",
+            "name": "settledDisputeWindow",
+            "type": "uint40"
+          },
+          {
             "internalType": "bytes32",
             "name": "judgeRuntimeHash",
             "type": "bytes32"
@@ -486,6 +491,22 @@ export const disputeManagerAbi = [
       }
     ],
     "name": "SafeCastOverflowedUintDowncast",
+    "type": "error"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "bytes32",
+        "name": "sessionId",
+        "type": "bytes32"
+      },
+      {
+        "internalType": "uint256",
+        "name": "disputableUntil",
+        "type": "uint256"
+      }
+    ],
+    "name": "SettledDisputeWindowClosed",
     "type": "error"
   },
   {
@@ -1087,6 +1108,11 @@ export const disputeManagerAbi = [
           {
             "internalType": "uint40",
             "name": "slowPathTimeout",
+            "type": "uint40"
+          },
+          {
+            "internalType": "uint40",
+            "name": "settledDisputeWindow",
             "type": "uint40"
           },
           {
@@ -1947,6 +1973,11 @@ export const disputeManagerAbi = [
             "type": "uint40"
           },
           {
+            "internalType": "uint40",
+            "name": "settledDisputeWindow",
+            "type": "uint40"
+          },
+          {
             "internalType": "bytes32",
             "name": "judgeRuntimeHash",
             "type": "bytes32"
@@ -2234,6 +2265,11 @@ export const disputeManagerAbi = [
           {
             "internalType": "uint40",
             "name": "slowPathTimeout",
+            "type": "uint40"
+          },
+          {
+            "internalType": "uint40",
+            "name": "settledDisputeWindow",
             "type": "uint40"
           },
           {

@@ -39,6 +39,9 @@ export class DisputeTransactionError extends BaseError {
 
 const KINDS = ["none", "gig", "session"] as const;
 
+/** `IGasEscrow.Phase.Settled`: a cooperatively settled channel (its word stays for good). */
+const PHASE_SETTLED = 5;
+
 export type Deployment = {
   disputeManager: Address;
   gasEscrow: Address;
@@ -135,6 +138,17 @@ export async function loadCaseContext(
       blockNumber: openedInBlock,
     });
     closingMatchedAtOpen = matches;
+    if (!matches) {
+      // A cooperatively settled session (issue 12): the package's state is the co-signed summary as a ClosingState.
+      const [settled] = await publicClient.readContract({
+        address: deployment.gasEscrow,
+        abi: gasEscrowAbi,
+        functionName: "settledInfo",
+        args: [onChain.subjectId, channel.content.closing],
+        blockNumber: openedInBlock,
+      });
+      closingMatchedAtOpen = settled;
+    }
   }
   return {
     ...base,
@@ -143,7 +157,10 @@ export async function loadCaseContext(
   };
 }
 
-/** A closing session's recorded state now, replayed from the escrow's ChannelClosing/Challenged/Released events. */
+/**
+ * A closing session's recorded state now, replayed from the escrow's ChannelClosing/Challenged/Released events;
+ * for a cooperatively settled session, its summary as the ClosingState a settled-session case takes.
+ */
 export async function currentClosingState(publicClient: PublicClient, gasEscrow: Address, sessionId: Hex, fromBlock = 0n): Promise<ClosingState> {
   const logs = await getLogsPaged({ publicClient, address: gasEscrow, fromBlock, toBlock: await publicClient.getBlockNumber() });
   const events = parseEventLogs({ abi: gasEscrowAbi, logs }).filter(
@@ -158,6 +175,11 @@ export async function currentClosingState(publicClient: PublicClient, gasEscrow:
       state = { ...state, seq: event.args.seq, amount: event.args.amount, receiptRoot: event.args.receiptRoot };
     } else if (event.eventName === "ChannelReleased" && state) {
       state = { ...state, amount: event.args.amount };
+    } else if (event.eventName === "ChannelSettled" && event.args.mode === 0) {
+      // A cooperative settlement (issue 12): its summary as `IGasEscrow.settledState`. The summary's amount
+      // never exceeds the deposit, so the provider's payout plus the fee is exactly the co-signed amount.
+      const amount = event.args.paidToProvider + event.args.fee;
+      state = { deposit: amount, seq: event.args.finalSeq, amount, receiptRoot: event.args.receiptRoot, feeBps: 0 };
     }
   }
   if (!state) throw new DisputeTransactionError(`Session ${sessionId} was never closed unilaterally on ${gasEscrow}.`);
@@ -222,9 +244,12 @@ export async function openSessionCase(
 /** The state `finalize`, `expire` and `resolveSlowPath` must be given: a session's recorded close, zeros for a gig. */
 export async function recordedStateOf(publicClient: PublicClient, deployment: Deployment, caseId: Hex): Promise<ClosingState> {
   const onChain = await readCase(publicClient, deployment.disputeManager, caseId, deployment.deploymentBlock);
-  return onChain.kind === "session"
-    ? currentClosingState(publicClient, deployment.gasEscrow, onChain.subjectId, deployment.deploymentBlock)
-    : { deposit: 0n, seq: 0n, amount: 0n, receiptRoot: zeroHash, feeBps: 0 };
+  const none: ClosingState = { deposit: 0n, seq: 0n, amount: 0n, receiptRoot: zeroHash, feeBps: 0 };
+  if (onChain.kind !== "session") return none;
+  // A cooperatively settled session's case takes its refund from the bond and ignores the state.
+  const phase = await publicClient.readContract({ address: deployment.gasEscrow, abi: gasEscrowAbi, functionName: "phaseOf", args: [onChain.subjectId] });
+  if (phase === PHASE_SETTLED) return none;
+  return currentClosingState(publicClient, deployment.gasEscrow, onChain.subjectId, deployment.deploymentBlock);
 }
 
 /** The panel of a case's current round, in ascending address order (empty before the draw). */

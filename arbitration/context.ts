@@ -50,7 +50,8 @@ export type GigOnChain = {
 export type SessionOnChain = {
   gasEscrow: Address;
   sessionId: Hex;
-  /** Whether the package's closing state was the session's recorded state in the block the case opened in. */
+  /** Whether the package's closing state was the session's recorded state in the block the case opened in (or,
+   * for a cooperatively settled session, its co-signed summary as `IGasEscrow.settledState`). */
   closingMatchedAtOpen: boolean;
 };
 

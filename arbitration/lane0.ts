@@ -263,10 +263,17 @@ async function sessionChecks(c: Checks, pkg: ChallengePackage, ctx: CaseContext)
     leaf === ctx.case.leaf,
     `the challenged receipt's leaf ${leaf} is not the leaf the contract proved (${ctx.case.leaf})`,
   );
-  receiptChain(c, receipts);
+  c.evidence(
+    "receipt_seqs",
+    "DUPLICATE_RECEIPT",
+    receipts.every((e, i) => i === 0 || receipts[i - 1]!.receipt.receipt.seq !== e.receipt.receipt.seq),
+    "the package carries two receipts with the same seq",
+  );
 
-  // Only now, on evidence that verified, judge the provider's conduct.
+  // Only now, on evidence that verified (every receipt signed by the provider and proven into the committed
+  // root), judge the provider's conduct.
   if (c.reasons.size > 0) return;
+  const price = channel.pricing.pricePerInvocation;
   for (const e of receipts) {
     const r = e.receipt.receipt;
     c.respondent(`receipt[seq ${r.seq}].policy_hash`, r.policyHash === terms.policyHash, {
@@ -274,7 +281,14 @@ async function sessionChecks(c: Checks, pkg: ChallengePackage, ctx: CaseContext)
       detail: `receipt ${r.seq} was signed under policy ${r.policyHash}; the session binds ${terms.policyHash}`,
       refund: r.metering.amount,
     });
+    // One receipt meters one invocation (pricing unit "invocation"): anything above the price is over-metering.
+    c.respondent(`receipt[seq ${r.seq}].metering`, r.metering.amount <= price, {
+      code: "RECEIPT_OVER_METERED",
+      detail: `receipt ${r.seq} meters ${r.metering.amount}; the terms price an invocation at ${price}`,
+      refund: r.metering.amount > price ? r.metering.amount - price : 0n,
+    });
   }
+  receiptChain(c, receipts);
 }
 
 async function receiptEvidenceChecks(
@@ -312,23 +326,29 @@ async function receiptEvidenceChecks(
   );
 }
 
-/** Consecutive receipts in the evidence must link by `prevReceiptHash`; the first receipt links to genesis. */
+/**
+ * The receipt chain (a respondent check): receipt 1 must start at genesis, and each receipt whose predecessor
+ * (seq − 1) is in the evidence must link to it by `prevReceiptHash`. Both receipts carry the provider's verified
+ * signature, so a link that skips its own previous receipt (whitepaper 9.2.6, lying by omission) is the
+ * provider's fault; it needs no reference to leaf positions. The refund is the broken receipt's metered amount.
+ */
 function receiptChain(c: Checks, receipts: ReceiptEvidence[]): void {
-  let ok = true;
-  let detail: string | null = null;
   receipts.forEach((e, i) => {
     const r = e.receipt.receipt;
-    if (r.seq === 1n && r.prevReceiptHash !== GENESIS_RECEIPT_HASH) {
-      ok = false;
-      detail = "receipt 1 does not start the chain";
-    }
     const previous = receipts[i - 1]?.receipt.receipt;
-    if (previous && previous.seq + 1n === r.seq && r.prevReceiptHash !== sessionReceiptHash(previous)) {
-      ok = false;
-      detail = `receipt ${r.seq} does not link to receipt ${previous.seq}`;
-    }
+    let expected: Hex | null = null;
+    if (r.seq === 1n) expected = GENESIS_RECEIPT_HASH;
+    else if (previous && previous.seq + 1n === r.seq) expected = sessionReceiptHash(previous);
+    if (expected === null) return;
+    c.respondent(`receipt[seq ${r.seq}].chain`, r.prevReceiptHash === expected, {
+      code: "RECEIPT_CHAIN_GAP",
+      detail:
+        r.seq === 1n
+          ? `receipt 1 links to ${r.prevReceiptHash}, not to genesis`
+          : `receipt ${r.seq} links to ${r.prevReceiptHash}, not to receipt ${r.seq - 1n} (${expected})`,
+      refund: r.metering.amount,
+    });
   });
-  c.evidence("receipt_chain", "RECEIPT_CHAIN_BROKEN", ok, detail);
 }
 
 async function signatureCheck(c: Checks, name: string, reason: string, verify: () => Promise<void>): Promise<void> {

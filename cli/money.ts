@@ -73,7 +73,7 @@ export const REGISTRY_HELP = [
 const PROVIDER_ROLE = 0;
 const ARBITRATOR_ROLE = 1;
 const UNBOND_PHASES = ["none", "unbonding", "withdrawable"] as const;
-const PHASES = ["None", "Open", "Closing", "Finalizable", "Frozen"] as const;
+const PHASES = ["None", "Open", "Closing", "Finalizable", "Frozen", "Settled"] as const;
 /** Blocks asked of `eth_getLogs` per call: hosted RPCs refuse wide ranges. */
 const LOG_PAGE_BLOCKS = 5_000n;
 

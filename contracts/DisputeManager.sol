@@ -173,14 +173,16 @@ contract DisputeManager is IDisputeManager {
         uint8 lane,
         bytes32 packageHash
     ) external payable nonReentrant returns (bytes32 caseId) {
-        (bytes32 sessionId, address related, bytes32 leaf) =
-            DisputeRules.sessionSubject(gasEscrow, terms, openedAt, recorded, receiptHash, ticketHash, proof);
+        (bytes32 sessionId, address related, bytes32 leaf, bool settled) = DisputeRules.sessionSubject(
+            gasEscrow, terms, openedAt, recorded, receiptHash, ticketHash, proof, _params.settledDisputeWindow
+        );
         Case memory draft = _draft(
             SubjectKind.Session, sessionId, terms.provider, related, terms.asset, _valueOf(recorded), lane, packageHash
         );
         caseId = _openCase(draft, leaf);
-        // Reverts unless the session's challenge window is still open.
-        gasEscrow.freeze(sessionId, recorded);
+        // Reverts unless the session's challenge window is still open. A settled session has paid out already:
+        // the provider's bond, locked below, answers for it instead.
+        if (!settled) gasEscrow.freeze(sessionId, recorded);
         registry.lockBond(IProviderRegistry.Role.Provider, terms.provider);
     }
 
@@ -223,7 +225,7 @@ contract DisputeManager is IDisputeManager {
         }
         subject.openCase = caseId;
 
-        Params memory p = _params;
+        Params storage p = _params;
         c.challenger = msg.sender;
         c.status = CaseStatus.Open;
         c.respondBy = uint40(block.timestamp) + p.respondWindow;
@@ -371,7 +373,7 @@ contract DisputeManager is IDisputeManager {
         _requireStatus(caseId, c, CaseStatus.Decided);
         if (block.timestamp > c.deadline) revert DeadlinePassed(caseId, c.deadline);
         if (msg.sender != c.challenger && msg.sender != c.respondent) revert NotAParty(caseId, msg.sender);
-        Params memory p = _params;
+        Params storage p = _params;
         if (c.round >= p.maxAppeals) revert AppealCapReached(caseId, p.maxAppeals);
 
         uint8 round = c.round + 1; // <= MAX_APPEALS = SLOW_PATH_ROUND
@@ -500,13 +502,12 @@ contract DisputeManager is IDisputeManager {
 
     /// @dev The opening bonds' split (`DisputeRules.splitBonds`).
     function _splitBonds(Case storage c, Verdict verdict) private view returns (DisputeRules.BondSplit memory) {
-        Params memory p = _params;
+        Params storage p = _params;
         return DisputeRules.splitBonds(c.challengerBond, c.respondentBond, verdict, p.burnBps, p.feeBps);
     }
 
     /// @dev Settles every panel member (slashes for overturned and absent members, then unlocks: `Panels`).
     function _penalizeAndUnlock(bytes32 caseId, bytes32 finalKey) private {
-        Params memory p = _params;
         for (uint256 round; round < SLOW_PATH_ROUND; ++round) {
             Round storage r = _rounds[caseId][round];
             address[] storage panel = _panels[caseId][round];
@@ -515,13 +516,21 @@ contract DisputeManager is IDisputeManager {
             bool overturned =
                 verdict != Verdict.None && verdict != Verdict.Undecidable && DisputeRules.roundKey(r) != finalKey;
             Panels.settleRound(
-                registry, caseId, panel, r.signedMask, verdict, overturned, _rounds[caseId][round + 1].appellant, p
+                registry,
+                caseId,
+                panel,
+                r.signedMask,
+                verdict,
+                overturned,
+                _rounds[caseId][round + 1].appellant,
+                _params
             );
         }
     }
 
     /// @dev Unfreezes the subject with `refund` and returns what was actually refunded (zero if the escrow's
-    /// own backstop settled the subject meanwhile).
+    /// own backstop settled the subject meanwhile). A cooperatively settled session's refund is slashed from
+    /// the provider's SLA bond to the funder (`related`) instead, as far as the bond covers it.
     function _releaseSubject(Case storage c, uint128 refund, IGasEscrow.ClosingState calldata recorded)
         private
         returns (uint128)
@@ -529,6 +538,10 @@ contract DisputeManager is IDisputeManager {
         if (c.kind == SubjectKind.Gig) {
             return gigEscrow.resolve(uint64(uint256(c.subjectId)), refund) ? refund : 0;
         }
+        (bool settled, uint128 fromBond) = DisputeRules.refundIfSettled(
+            gasEscrow, registry, c.subjectId, c.respondent, c.related, refund, _assetTerms[c.asset].stakeRate
+        );
+        if (settled) return fromBond;
         bool applied = gasEscrow.release(c.subjectId, recorded, refund);
         if (!applied) return 0;
         uint128 earned = _valueOf(recorded);
@@ -696,7 +709,7 @@ contract DisputeManager is IDisputeManager {
     function _bondFor(address asset, uint256 value, uint8 level) private view returns (uint128) {
         AssetTerms memory terms = _assetTerms[asset];
         if (terms.stakeRate == 0) revert AssetNotSupported(asset);
-        Params memory p = _params;
+        Params storage p = _params;
         uint256 base = value * p.riskBps / BPS;
         if (base < terms.bondFloor) base = terms.bondFloor;
         return (base * uint256(p.laneMultiplier) ** level).toUint128();

@@ -18,9 +18,12 @@ import {TryTransfer} from "./libraries/TryTransfer.sol";
 /// re-supplies them in calldata and a wrong term simply names a channel that does not exist. A closing
 /// channel's recorded ticket is committed the same way, by a fingerprint in that word.
 ///
-/// A settled channel's word is deleted (which refunds gas). That cannot re-open the session: the id
-/// includes the opening block number, so a channel opened later on the same terms has a different id and
-/// no ticket signed for the old one verifies against it.
+/// A channel settled through its challenge window has its word deleted (which refunds gas). That cannot
+/// re-open the session: the id includes the opening block number, and `open` in that same block would need
+/// the channel to have closed unilaterally and finalised within one block, which the minimum window forbids.
+/// A cooperatively settled channel keeps a Settled word instead (decision 0005, amendment for issue 12):
+/// when it settled and a fingerprint of the co-signed summary, so the payer can still dispute its receipts
+/// for `settledDisputeWindow` (refunded from the provider's SLA bond) and the id can never be opened again.
 contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransient {
     /*//////////////////////////////////////////////////////////////
                                CONSTANTS
@@ -73,6 +76,11 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
     //           bits   0..127 = deposit (uint128, > 0)
     // Closing:  bits 254..255 = 1 (tag)   bits 250..253 = open dispute cases (0..15)
     //           bits 210..249 = finalizesAt (uint40 unix time)     bits 0..209 = fingerprint of ClosingState
+    // Settled:  bits 254..255 = 2 (tag)   bits 250..253 = 0          (cooperative closes only; permanent)
+    //           bits 210..249 = settledAt (uint40 unix time)       bits 0..209 = fingerprint of the summary
+    //           as a ClosingState: {deposit: finalAmount, seq: finalSeq, amount: finalAmount,
+    //           receiptRoot: finalReceiptRoot, feeBps: 0} (`settledState`), which the payer rebuilds from the
+    //           summary it co-signed alone.
     //
     // The 210-bit fingerprint (the low bits of keccak256(abi.encode(ClosingState))) makes finding a second
     // state with the same fingerprint a 2^105 birthday search even for a party that chooses both states.
@@ -82,6 +90,7 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
     uint256 private constant _FEE_SHIFT = 128;
     uint256 private constant _TAG_SHIFT = 254;
     uint256 private constant _TAG_CLOSING = 1;
+    uint256 private constant _TAG_SETTLED = 2;
     uint256 private constant _CASES_SHIFT = 250;
     uint256 private constant _CASES_MASK = 0xf;
     uint256 private constant _FINALIZES_AT_SHIFT = 210;
@@ -201,7 +210,10 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
         if (finalAmount > held) revert AmountExceedsDeposit(sessionId, finalAmount, held);
 
         (uint256 toProvider, uint256 fee, uint256 toFunder) = computeSettlement(held, finalAmount, word >> _FEE_SHIFT);
-        delete _channels[sessionId];
+        // Kept, not deleted (issue 12): the settled summary stays disputable and the id can never reopen.
+        // block.timestamp fits the 40 bits below bit 250 until year 36812.
+        _channels[sessionId] = (_TAG_SETTLED << _TAG_SHIFT) | (block.timestamp << _FINALIZES_AT_SHIFT)
+            | _fingerprint(settledState(finalSeq, finalAmount, finalReceiptRoot));
         emit ChannelSettled(
             sessionId, CloseMode.Cooperative, finalSeq, finalReceiptRoot, toProvider, toFunder, fee
         );
@@ -443,6 +455,29 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
         }
     }
 
+    /// @inheritdoc IGasEscrow
+    function settledState(uint64 finalSeq, uint128 finalAmount, bytes32 finalReceiptRoot)
+        public
+        pure
+        returns (ClosingState memory)
+    {
+        return ClosingState({
+            deposit: finalAmount, seq: finalSeq, amount: finalAmount, receiptRoot: finalReceiptRoot, feeBps: 0
+        });
+    }
+
+    /// @inheritdoc IGasEscrow
+    function settledInfo(bytes32 sessionId, ClosingState calldata settled)
+        external
+        view
+        returns (bool matches, uint40 settledAt)
+    {
+        uint256 word = _channels[sessionId];
+        if (word >> _TAG_SHIFT != _TAG_SETTLED) return (false, 0);
+        matches = word & _FINGERPRINT_MASK == _fingerprint(settled);
+        settledAt = uint40(word >> _FINALIZES_AT_SHIFT);
+    }
+
     /// @notice Routing fee (bps) and treasury in force now.
     function routingFee() external view returns (uint16 feeBps, address treasury) {
         uint256 config = _feeConfig;
@@ -489,7 +524,9 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
     function phaseOf(bytes32 sessionId) external view returns (Phase) {
         uint256 word = _channels[sessionId];
         if (word == 0) return Phase.None;
-        if (word >> _TAG_SHIFT == 0) return Phase.Open;
+        uint256 tag = word >> _TAG_SHIFT;
+        if (tag == 0) return Phase.Open;
+        if (tag == _TAG_SETTLED) return Phase.Settled;
         uint256 finalizesAt = (word >> _FINALIZES_AT_SHIFT) & _FINALIZES_AT_MASK;
         if (block.timestamp < finalizesAt) return Phase.Closing;
         uint256 cases = (word >> _CASES_SHIFT) & _CASES_MASK;
@@ -695,8 +732,8 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
         return SafeTransferLib.balanceOf(token, address(this)) - before;
     }
 
-    /// @dev Books the fee and sends both payouts; called after the channel's word is deleted and the event
-    /// emitted.
+    /// @dev Books the fee and sends both payouts; called after the channel's word is settled (deleted, or
+    /// the Settled word of a cooperative close) and the event emitted.
     function _settle(ChannelTerms calldata terms, uint256 toProvider, uint256 fee, uint256 toFunder) private {
         if (fee != 0) _accruedFees[terms.asset] += fee;
         _pay(terms.asset, terms.provider, toProvider);

@@ -147,6 +147,8 @@ export async function deployAll(hre: HardhatRuntimeEnvironment): Promise<Deploym
     decisionWindow: envInt("IOI_DISPUTE_DECISION_WINDOW", 2 * DAY, 1, 14 * DAY),
     appealWindow: envInt("IOI_DISPUTE_APPEAL_WINDOW", 2 * DAY, 1, 7 * DAY),
     slowPathTimeout: envInt("IOI_DISPUTE_SLOW_PATH_TIMEOUT", 14 * DAY, 1, 60 * DAY),
+    // How long a cooperatively settled session stays disputable (refunds from the provider's bond).
+    settledDisputeWindow: envInt("IOI_DISPUTE_SETTLED_WINDOW", 7 * DAY, 60, 30 * DAY),
     // Panel members must have pinned this judge runtime: this checkout's engine, harness and runner version.
     judgeRuntimeHash: envHash("IOI_JUDGE_RUNTIME_HASH", judgeRuntimeHash()),
   };

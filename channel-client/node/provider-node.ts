@@ -55,7 +55,7 @@ export type ProviderNodeParameters = {
 export type SessionPhase = "open" | "closed" | "closing" | "settled";
 
 /** The on-chain `IGasEscrow.Phase` values, by index. */
-const ONCHAIN_PHASES = ["None", "Open", "Closing", "Finalizable", "Frozen"] as const;
+const ONCHAIN_PHASES = ["None", "Open", "Closing", "Finalizable", "Frozen", "Settled"] as const;
 
 type Bound = {
   record: ChannelRecord;
@@ -275,7 +275,7 @@ export class ProviderNode {
     // A known channel still binds when it is no longer open, so that the payer can hear its answered
     // tickets again (they were paid) and a typed refusal for anything new.
     const bound: Bound = { record, session, answers: Promise.resolve(), work: Promise.resolve(), phase: "open" };
-    if (record.status === "settled" || onChainPhase === "None") this.#advance(sessionId, bound, "settled", "it is settled");
+    if (record.status === "settled" || onChainPhase === "None" || onChainPhase === "Settled") this.#advance(sessionId, bound, "settled", "it is settled");
     else if (onChainPhase !== "Open") this.#advance(sessionId, bound, "closing", `it is ${onChainPhase} on-chain`);
     else if (store.getCooperativeClose(sessionId) || record.status === "closing") this.#advance(sessionId, bound, "closed", "the store holds its close");
     const learnt = this.#phases.get(sessionId);
@@ -388,7 +388,7 @@ export class ProviderNode {
       publicClient.readContract({ address: domain.verifyingContract, abi: gasEscrowAbi, functionName: "phaseOf", args: [b.record.sessionId] }),
     ]);
     const onChainPhase = ONCHAIN_PHASES[onChain] ?? "None";
-    if (onChainPhase === "None") this.#advance(b.record.sessionId, b, "settled", "it is settled on-chain");
+    if (onChainPhase === "None" || onChainPhase === "Settled") this.#advance(b.record.sessionId, b, "settled", "it is settled on-chain");
     else if (onChainPhase !== "Open") this.#advance(b.record.sessionId, b, "closing", `it is ${onChainPhase} on-chain`);
     if (deposit <= b.record.deposit) return false;
     b.record = { ...b.record, deposit };

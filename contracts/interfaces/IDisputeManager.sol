@@ -69,6 +69,9 @@ interface IDisputeManager {
     /// @param decisionWindow How long a round may wait to be drawn, and a drawn panel to submit a verdict.
     /// @param appealWindow How long a verdict stands open to appeal before anyone may finalise it.
     /// @param slowPathTimeout How long the slow path waits for governance before anyone may expire the case.
+    /// @param settledDisputeWindow How long after a cooperative settlement its payer may still dispute a receipt
+    /// proven against the co-signed summary root (the refund then comes out of the provider's SLA bond). At most
+    /// 30 days, the registry's shortest unbonding delay, so a bond unbonded at settlement is still slashable.
     /// @param judgeRuntimeHash The judge runtime panel members must have pinned (zero: any).
     struct Params {
         uint16 riskBps;
@@ -84,6 +87,7 @@ interface IDisputeManager {
         uint40 decisionWindow;
         uint40 appealWindow;
         uint40 slowPathTimeout;
+        uint40 settledDisputeWindow;
         bytes32 judgeRuntimeHash;
     }
 
@@ -276,6 +280,9 @@ interface IDisputeManager {
     /// @notice The session's recorded closing state is not the one given.
     error ClosingStateMismatch(bytes32 sessionId);
 
+    /// @notice A cooperatively settled session could be disputed until `disputableUntil` only.
+    error SettledDisputeWindowClosed(bytes32 sessionId, uint256 disputableUntil);
+
     /// @notice The receipt leaf is not in the committed receipt root.
     error InvalidMerkleProof(bytes32 sessionId, bytes32 root);
 
@@ -356,6 +363,9 @@ interface IDisputeManager {
     /// @notice The payer or funder of a closing session disputes one receipt step inside the challenge window:
     /// the leaf of (`receiptHash`, `ticketHash`) must be proven against the recorded receipt root. Posts the
     /// lane's bond, freezes the session's finalisation and locks the provider's SLA bond until the case ends.
+    /// A cooperatively settled session is disputed the same way by its payer, until `settledDisputeWindow`
+    /// after it settled, with `recorded` the summary as `IGasEscrow.settledState`: nothing is frozen (the escrow
+    /// has paid out), the provider's SLA bond is locked, and a refund is slashed from that bond to the funder.
     function openSessionCase(
         IGasEscrow.ChannelTerms calldata terms,
         uint64 openedAt,

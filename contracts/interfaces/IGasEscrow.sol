@@ -54,13 +54,16 @@ interface IGasEscrow {
         uint16 feeBps;
     }
 
-    /// @notice A channel's phase, derived from its storage word and the time.
+    /// @notice A channel's phase, derived from its storage word and the time. `None`: never opened, or
+    /// settled through the challenge window (its word is deleted). `Settled`: settled cooperatively; the word
+    /// stays for good, so the id never reopens and its summary stays disputable for a while (`settledInfo`).
     enum Phase {
         None,
         Open,
         Closing,
         Finalizable,
-        Frozen
+        Frozen,
+        Settled
     }
 
     /// @notice How a channel was settled; signed as `uint8` inside a SettlementSummary.
@@ -181,7 +184,7 @@ interface IGasEscrow {
     /// session id with a copy of someone else's terms.
     error NotTheFunder(bytes32 sessionId, address caller, address funder);
 
-    /// @notice No open channel has this id (never opened, different terms, or already settled).
+    /// @notice No open channel has this id (never opened, different terms, closing, or already settled).
     error ChannelNotOpen(bytes32 sessionId);
 
     /// @notice The caller's own top-up credited `received`, less than the `minReceived` it asked for
@@ -285,7 +288,9 @@ interface IGasEscrow {
 
     /// @notice Settles an open channel at once with a SettlementSummary (mode Cooperative) signed by both
     /// the payer and the provider: `finalAmount` to the provider, the rest of the deposit to the funder.
-    /// @dev Anyone may submit it; the signatures are what authorise it.
+    /// @dev Anyone may submit it; the signatures are what authorise it. The channel's word becomes a
+    /// permanent Settled word (phase `Settled`): the payer may dispute a receipt proven against
+    /// `finalReceiptRoot` for the DisputeManager's `settledDisputeWindow`, refunded from the provider's bond.
     function closeCooperative(
         ChannelTerms calldata terms,
         uint64 openedAt,
@@ -373,6 +378,21 @@ interface IGasEscrow {
         external
         view
         returns (bool matches, uint40 finalizesAt, uint8 openCases);
+
+    /// @notice A cooperatively settled summary as the ClosingState whose fingerprint the Settled word keeps:
+    /// `{deposit: finalAmount, seq: finalSeq, amount: finalAmount, receiptRoot: finalReceiptRoot, feeBps: 0}`.
+    /// Dispute contracts take it where they take a closing session's recorded state.
+    function settledState(uint64 finalSeq, uint128 finalAmount, bytes32 finalReceiptRoot)
+        external
+        pure
+        returns (ClosingState memory);
+
+    /// @notice For a cooperatively settled channel: whether `settled` is its summary (`settledState`) and
+    /// when it settled. Dispute contracts prove receipts against `settled.receiptRoot`.
+    function settledInfo(bytes32 sessionId, ClosingState calldata settled)
+        external
+        view
+        returns (bool matches, uint40 settledAt);
 
     /// @notice The EIP-712 digest a payer (or its session key) signs for a PaymentTicket.
     function hashPaymentTicket(

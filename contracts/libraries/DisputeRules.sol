@@ -3,6 +3,8 @@ pragma solidity 0.8.28;
 
 import {IDisputeManager} from "../interfaces/IDisputeManager.sol";
 import {IGasEscrow} from "../interfaces/IGasEscrow.sol";
+import {IProviderRegistry} from "../interfaces/IProviderRegistry.sol";
+import {Math} from "@openzeppelin/contracts/utils/math/Math.sol";
 import {ReceiptLeaf} from "./ReceiptLeaf.sol";
 
 /// @title DisputeRules
@@ -30,6 +32,11 @@ library DisputeRules {
     uint40 internal constant MAX_DECISION_WINDOW = 14 days;
     uint40 internal constant MAX_APPEAL_WINDOW = 7 days;
     uint40 internal constant MAX_SLOW_PATH_TIMEOUT = 60 days;
+    /// @notice The registry's shortest unbonding delay: a bond unbonded when its session settled is still held.
+    uint40 internal constant MAX_SETTLED_DISPUTE_WINDOW = 30 days;
+
+    /// @notice Stake rates are bond-token units per this many units of an asset (as in the DisputeManager).
+    uint256 internal constant STAKE_RATE_UNIT = 1e18;
 
     /// @notice Reverts with `InvalidParams` naming the first parameter out of its bounds.
     function validate(IDisputeManager.Params calldata p) external pure {
@@ -47,6 +54,9 @@ library DisputeRules {
         if (p.appealWindow < MIN_WINDOW || p.appealWindow > MAX_APPEAL_WINDOW) _invalid("appealWindow");
         if (p.slowPathTimeout < p.decisionWindow || p.slowPathTimeout > MAX_SLOW_PATH_TIMEOUT) {
             _invalid("slowPathTimeout");
+        }
+        if (p.settledDisputeWindow < MIN_WINDOW || p.settledDisputeWindow > MAX_SETTLED_DISPUTE_WINDOW) {
+            _invalid("settledDisputeWindow");
         }
     }
 
@@ -227,12 +237,16 @@ library DisputeRules {
         for (; mask != 0; mask &= mask - 1) ++n;
     }
 
-    /// @notice Who may dispute a closing session and what: the caller (`msg.sender`, preserved by DELEGATECALL)
-    /// must be its payer or funder, `recorded` must be its recorded closing state, and the leaf of
-    /// (`receiptHash`, `ticketHash`) must be proven against the recorded root.
+    /// @notice Who may dispute a session and what. A closing session: the caller (`msg.sender`, preserved by
+    /// DELEGATECALL) must be its payer or funder and `recorded` its recorded closing state. A cooperatively
+    /// settled session: the caller must be its payer, `recorded` its summary (`IGasEscrow.settledState`), and the
+    /// time within `settledWindow` of the settlement. Either way the leaf of (`receiptHash`, `ticketHash`) must
+    /// be proven against `recorded.receiptRoot`.
     /// @return sessionId The session.
-    /// @return related The other of payer and funder, bound to the subject too (never drawn to judge it).
+    /// @return related The other of payer and funder, bound to the subject too (never drawn to judge it); for a
+    /// settled session always the funder, who receives the refund.
     /// @return leaf The challenged receipt leaf.
+    /// @return settled Whether the session settled cooperatively (nothing to freeze; refunds come from the bond).
     function sessionSubject(
         IGasEscrow gasEscrow,
         IGasEscrow.ChannelTerms calldata terms,
@@ -240,18 +254,63 @@ library DisputeRules {
         IGasEscrow.ClosingState calldata recorded,
         bytes32 receiptHash,
         bytes32 ticketHash,
-        bytes32[] calldata proof
-    ) external view returns (bytes32 sessionId, address related, bytes32 leaf) {
+        bytes32[] calldata proof,
+        uint40 settledWindow
+    ) external view returns (bytes32 sessionId, address related, bytes32 leaf, bool settled) {
         sessionId = gasEscrow.sessionIdOf(terms, openedAt);
         if (msg.sender != terms.payer && msg.sender != terms.funder) {
             revert IDisputeManager.NotTheChallengerSide(sessionId, msg.sender);
         }
         related = msg.sender == terms.payer ? terms.funder : terms.payer;
         (bool matches,,) = gasEscrow.closingInfo(sessionId, recorded);
-        if (!matches) revert IDisputeManager.ClosingStateMismatch(sessionId);
+        if (!matches) {
+            uint40 settledAt;
+            (matches, settledAt) = gasEscrow.settledInfo(sessionId, recorded);
+            if (!matches) revert IDisputeManager.ClosingStateMismatch(sessionId);
+            // Only the payer: it holds the receipts, and the funder it names is who the refund goes to.
+            if (msg.sender != terms.payer) revert IDisputeManager.NotTheChallengerSide(sessionId, msg.sender);
+            uint256 until = uint256(settledAt) + settledWindow;
+            if (block.timestamp > until) revert IDisputeManager.SettledDisputeWindowClosed(sessionId, until);
+            settled = true;
+        }
         if (!ReceiptLeaf.verify(proof, recorded.receiptRoot, receiptHash, ticketHash)) {
             revert IDisputeManager.InvalidMerkleProof(sessionId, recorded.receiptRoot);
         }
         leaf = ReceiptLeaf.leaf(receiptHash, ticketHash);
+    }
+
+    /// @notice If the session settled cooperatively (phase `Settled`: permanent, and a closing session can never
+    /// become one), refunds its `refund` (in the session's asset) to `funder` out of the provider's SLA bond: its
+    /// worth in the bond token at `stakeRate` (bond-token units per 10^18 of the asset), capped at what the bond
+    /// still holds, slashed to the funder with nothing burnt.
+    /// @return settled Whether the session settled cooperatively (otherwise nothing happened).
+    /// @return refunded The part of `refund` the bond covered, in the session's asset (rounded down).
+    function refundIfSettled(
+        IGasEscrow gasEscrow,
+        IProviderRegistry registry,
+        bytes32 sessionId,
+        address provider,
+        address funder,
+        uint128 refund,
+        uint256 stakeRate
+    ) external returns (bool settled, uint128 refunded) {
+        if (gasEscrow.phaseOf(sessionId) != IGasEscrow.Phase.Settled) return (false, 0);
+        uint256 due = Math.mulDiv(refund, stakeRate, STAKE_RATE_UNIT);
+        uint256 take = _slashBond(registry, provider, funder, due);
+        if (take == 0) return (true, 0);
+        // take <= due, so the covered share is at most `refund` and fits a uint128.
+        return (true, take == due ? refund : uint128(Math.mulDiv(take, STAKE_RATE_UNIT, stakeRate)));
+    }
+
+    /// @dev Slashes up to `amount` of the provider's SLA bond (whatever it still holds) to `to`, none burnt.
+    function _slashBond(IProviderRegistry registry, address provider, address to, uint256 amount)
+        private
+        returns (uint256 take)
+    {
+        if (amount == 0) return 0;
+        IProviderRegistry.Bond memory b = registry.bondOf(IProviderRegistry.Role.Provider, provider);
+        uint256 held = uint256(b.active) + b.pending;
+        take = amount < held ? amount : held;
+        if (take != 0) registry.slash(IProviderRegistry.Role.Provider, provider, take, to, 0);
     }
 }

@@ -100,12 +100,12 @@ library Panels {
     function settleRound(
         IProviderRegistry registry,
         bytes32 caseId,
-        address[] calldata panel,
+        address[] storage panel,
         uint16 signedMask,
         IDisputeManager.Verdict verdict,
         bool overturned,
         address appellant,
-        IDisputeManager.Params calldata p
+        IDisputeManager.Params storage p
     ) external {
         bool silent = verdict == IDisputeManager.Verdict.None;
         for (uint256 i; i < panel.length; ++i) {

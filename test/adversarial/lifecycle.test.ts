@@ -181,7 +181,7 @@ describe("adversarial: issue 12 — no work after a close", function () {
     await provider.tower.runOnce();
     expect(settledAt).to.have.length(1);
     expect(provider.store.getChannel(s.opened.sessionId)!.status).to.equal("settled");
-    expect(await s.escrow.read.phaseOf([s.opened.sessionId])).to.equal(0); // None: settled and deleted
+    expect(await s.escrow.read.phaseOf([s.opened.sessionId])).to.equal(5); // Settled: the word stays (issue 12)
     await provider.tower.runOnce(); // idempotent: nothing left to submit
     expect(settledAt).to.have.length(1);
     const [event] = parseEventLogs({ abi: s.escrow.abi, eventName: "ChannelSettled", logs: (await s.pc.getTransactionReceipt({ hash: settledAt[0]! })).logs });

@@ -19,13 +19,14 @@ import { FAULT_RECEIPT_FILE } from "../../arbitration/lane0";
 import { arbitrate, AuditLog, type ArbitrationRun } from "../../arbitration/runner";
 import { ReceiptAccumulator } from "../../channel-client/accumulator";
 import { gasEscrowDomain } from "../../channel-client/eip712";
-import { closeUnilateral, openChannel } from "../../channel-client/escrow";
+import { closeCooperative, closeUnilateral, openChannel } from "../../channel-client/escrow";
+import { signSettlementSummary } from "../../channel-client/summary";
 import { receiptLeaf } from "../../channel-client/leaf";
 import { paymentTicketHash, signPaymentTicket } from "../../channel-client/ticket";
 import { sessionReceiptHash, signSessionReceipt, type SessionReceipt } from "../../channel-client/receipt";
 import { sessionIdOf, termsHashOf, type PricingTerms } from "../../channel-client/terms";
 import { hardhatAccount } from "../helpers/fixtures";
-import { balanceOf, drawPanel, KIND, STATUS, supermajority, SYS, systemFixture, type System } from "../helpers/system";
+import { balanceOf, drawPanel, ETH_STAKE_RATE, KIND, STATUS, supermajority, SYS, systemFixture, type System } from "../helpers/system";
 import { BAD_DELIVERABLE, GOOD_DELIVERABLE, sampleIcsJson, SUITE } from "./fixtures/samples";
 
 const BURN: Address = "0x000000000000000000000000000000000000dEaD";
@@ -281,8 +282,14 @@ describe("arbitration: cases end to end", function () {
 
   const PRICE = parseEther("0.01");
 
-  /** A 4-step session closed by the provider with ticket 4 (root over receipts 1..3); receipt `badSeq` is under another policy. */
-  async function sessionCase(s: System, badSeq: bigint | null) {
+  /** What the provider does wrong at receipt `badSeq` (issue 12: Lane 0 decides each). */
+  type Fault = "policy" | "overmeter" | "gap";
+
+  /**
+   * A 4-step session closed by the provider with ticket 4 (root over receipts 1..3), or — `settle` — settled
+   * cooperatively with a summary over receipts 1..4; receipt `badSeq` carries `fault` (another policy by default).
+   */
+  async function sessionCase(s: System, badSeq: bigint | null, fault: Fault = "policy", settle = false) {
     const pricing: PricingTerms = { version: "1", unit: "invocation", pricePerInvocation: PRICE } as unknown as PricingTerms;
     const payer = hardhatAccount(SYS.payer);
     const provider = hardhatAccount(SYS.provider);
@@ -311,20 +318,33 @@ describe("arbitration: cases end to end", function () {
         seq,
         offloadPacketHash: `0x${seq.toString(16).padStart(64, "0")}`,
         outputHash: `0x${(seq + 100n).toString(16).padStart(64, "0")}`,
-        policyHash: seq === badSeq ? (`0x${"cd".repeat(32)}` as Hex) : policyHash,
+        policyHash: seq === badSeq && fault === "policy" ? (`0x${"cd".repeat(32)}` as Hex) : policyHash,
         modelSnapshotId: "model:demo@1",
-        metering: { units: 1n, amount: PRICE },
-        prevReceiptHash: prev,
+        metering: { units: 1n, amount: seq === badSeq && fault === "overmeter" ? PRICE * 3n : PRICE },
+        // A gap: the provider links receipt `badSeq` to something other than its own previous receipt.
+        prevReceiptHash: seq === badSeq && fault === "gap" ? (`0x${"ee".repeat(32)}` as Hex) : prev,
       };
       const signedReceipt = await signSessionReceipt({ account: provider, receipt });
       prev = sessionReceiptHash(receipt);
       const index = tree.append(receiptLeaf(receipt, ticket));
       steps.push({ ticket: signedTicket, receipt: signedReceipt, index });
     }
-    const closing = await closeUnilateral({ wallet: s.provider, publicClient: s.publicClient, escrow: getAddress(s.escrow.address), ref: opened.ref, ticket: steps[3]!.ticket });
+    let closing: { state: { deposit: bigint; seq: bigint; amount: bigint; receiptRoot: Hex; feeBps: number } };
+    let size: number;
+    if (settle) {
+      // A cooperative summary over all 4 receipts, co-signed and settled; the case uses it as `settledState`.
+      const summary = { sessionId, provider: provider.address, payer: payer.address, termsHash: terms.termsHash, finalSeq: 4n, finalAmount: PRICE * 4n, finalReceiptRoot: tree.root(), mode: "Cooperative" as const };
+      const payerSignature = await signSettlementSummary({ account: payer, domain, summary });
+      const providerSignature = await signSettlementSummary({ account: provider, domain, summary });
+      await closeCooperative({ wallet: s.watcher, publicClient: s.publicClient, escrow: getAddress(s.escrow.address), ref: opened.ref, summary, payerSignature, providerSignature });
+      closing = { state: await s.escrow.read.settledState([4n, PRICE * 4n, tree.root()]) };
+      size = 4;
+    } else {
+      closing = await closeUnilateral({ wallet: s.provider, publicClient: s.publicClient, escrow: getAddress(s.escrow.address), ref: opened.ref, ticket: steps[3]!.ticket });
+      size = 3; // ticket 4 carries the root over receipts 1..3
+    }
     const challengedSeq = badSeq ?? 2n;
-    const size = 3; // ticket 4 carries the root over receipts 1..3
-    const receipts = steps.slice(0, 3).map((step) => ({ receipt: step.receipt, ticket: step.ticket, leafIndex: BigInt(step.index), merkleProof: tree.proof(step.index, size) }));
+    const receipts = steps.slice(0, size).map((step) => ({ receipt: step.receipt, ticket: step.ticket, leafIndex: BigInt(step.index), merkleProof: tree.proof(step.index, size) }));
     const caseId = await s.disputes.read.nextCaseId([KIND.Session, sessionId]);
     const pkg = buildSessionPackage({
       caseId,
@@ -370,6 +390,56 @@ describe("arbitration: cases end to end", function () {
     const now = await currentClosingState(s.publicClient, getAddress(s.escrow.address), c.sessionId);
     expect(now.amount).to.equal(c.closing.amount - PRICE);
     expect((await s.disputes.read.caseOf([c.caseId])).status).to.equal(STATUS.Resolved);
+  });
+
+  it("session: a receipt metering three times the terms' price → Lane 0 provider fault (RECEIPT_OVER_METERED), the excess refunded through a drawn panel", async function () {
+    const s = await loadFixture(systemFixture);
+    const c = await sessionCase(s, 2n, "overmeter");
+    const runs = await threeRuns(s, c.caseId, c.pkg);
+    expect(new Set(runs.map((r) => r.resolutionHash)).size).to.equal(1);
+    const [run] = runs;
+    expect(run!.resolution.aggregate.finalVerdict).to.equal("provider_fault");
+    expect(run!.resolution.lane0.checks.find((check) => check.name === "receipt[seq 2].metering")!.status).to.equal("fail");
+    expect(run!.message).to.deep.include({ verdict: 1, refund: PRICE * 2n, slash: 0n });
+    await enforce(s, run!);
+    const now = await currentClosingState(s.publicClient, getAddress(s.escrow.address), c.sessionId);
+    expect(now.amount).to.equal(c.closing.amount - PRICE * 2n);
+  });
+
+  it("session: a provider-signed receipt that skips its predecessor (RECEIPT_CHAIN_GAP) → Lane 0 provider fault, its metered amount refunded", async function () {
+    const s = await loadFixture(systemFixture);
+    const c = await sessionCase(s, 3n, "gap");
+    const runs = await threeRuns(s, c.caseId, c.pkg);
+    expect(new Set(runs.map((r) => r.resolutionHash)).size).to.equal(1);
+    const [run] = runs;
+    expect(run!.state).to.equal("deliver");
+    expect(run!.resolution.aggregate.finalVerdict).to.equal("provider_fault");
+    expect(run!.resolution.lane0.checks.find((check) => check.name === "receipt[seq 3].chain")!.status).to.equal("fail");
+    expect(run!.resolution.lane0.checks.find((check) => check.name === "receipt[seq 2].chain")!.status).to.equal("pass");
+    expect(run!.message).to.deep.include({ verdict: 1, refund: PRICE, slash: 0n });
+    await enforce(s, run!);
+    expect((await s.disputes.read.caseOf([c.caseId])).status).to.equal(STATUS.Resolved);
+  });
+
+  it("session: a cooperatively settled session's over-metered receipt, proven against the co-signed root → refunded to the funder from the provider's SLA bond", async function () {
+    const s = await loadFixture(systemFixture);
+    const c = await sessionCase(s, 4n, "overmeter", true);
+    // The CLI's replay of the escrow's events yields the same settled state the contract fingerprinted.
+    expect(await currentClosingState(s.publicClient, getAddress(s.escrow.address), c.sessionId)).to.deep.equal(c.closing);
+    const runs = await threeRuns(s, c.caseId, c.pkg);
+    expect(new Set(runs.map((r) => r.resolutionHash)).size).to.equal(1);
+    const [run] = runs;
+    expect(run!.resolution.lane0.checks.find((check) => check.name === "committed_root")!.status).to.equal("pass");
+    expect(run!.resolution.aggregate.finalVerdict).to.equal("provider_fault");
+    expect(run!.message).to.deep.include({ verdict: 1, refund: PRICE * 2n, slash: 0n });
+    const funder = getAddress(s.client.account.address);
+    const before = await s.token.read.balanceOf([funder]);
+    const bondBefore = (await s.registry.read.bondOf([0, s.provider.account.address])).active;
+    const result = await enforce(s, run!);
+    expect(result.outcome).to.equal("resolved");
+    const refundInStake = (PRICE * 2n * ETH_STAKE_RATE) / 10n ** 18n;
+    expect((await s.token.read.balanceOf([funder])) - before).to.equal(refundInStake);
+    expect((await s.registry.read.bondOf([0, s.provider.account.address])).active).to.equal(bondBefore - refundInStake);
   });
 
   it("session: receipts that all honour the policy → challenger fault", async function () {

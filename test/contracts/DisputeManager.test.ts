@@ -426,6 +426,8 @@ describe("DisputeManager", function () {
         [{ appealWindow: 7 * DAY + 1 }, "appealWindow"],
         [{ slowPathTimeout: P.decisionWindow - 1 }, "slowPathTimeout"],
         [{ slowPathTimeout: 60 * DAY + 1 }, "slowPathTimeout"],
+        [{ settledDisputeWindow: 59 }, "settledDisputeWindow"],
+        [{ settledDisputeWindow: 30 * DAY + 1 }, "settledDisputeWindow"],
       ];
       for (const [override, reason] of bad) {
         await expectRevert(s.disputes.write.setParams([{ ...P, ...override }]), "InvalidParams", [reason]);
@@ -438,8 +440,14 @@ describe("DisputeManager", function () {
         { burnBps: 7_000, feeBps: 3_000, riskBps: 10_000, laneMultiplier: 10, panelSize: 8, maxAppeals: 2 },
         { riskBps: 0, burnBps: 0, feeBps: 0, laneMultiplier: 1, panelSize: 1, maxAppeals: 0, overturnSlashBps: 10_000 },
         { overturnSlashBps: 1, absentSlashBps: 1_000, slashCapBps: 50_000 },
-        { respondWindow: 60, decisionWindow: 60, appealWindow: 60, slowPathTimeout: 60 },
-        { respondWindow: 7 * DAY, decisionWindow: 14 * DAY, appealWindow: 7 * DAY, slowPathTimeout: 60 * DAY },
+        { respondWindow: 60, decisionWindow: 60, appealWindow: 60, slowPathTimeout: 60, settledDisputeWindow: 60 },
+        {
+          respondWindow: 7 * DAY,
+          decisionWindow: 14 * DAY,
+          appealWindow: 7 * DAY,
+          slowPathTimeout: 60 * DAY,
+          settledDisputeWindow: 30 * DAY,
+        },
       ];
       for (const edge of edges) {
         const next = { ...P, ...edge };

@@ -74,8 +74,8 @@ const TRACE_TAIL = 30;
                           CONTRACT CONSTANTS
 //////////////////////////////////////////////////////////////*/
 
-const PHASE = { None: 0, Open: 1, Closing: 2, Finalizable: 3, Frozen: 4 } as const;
-const PHASE_NAME = ["None", "Open", "Closing", "Finalizable", "Frozen"] as const;
+const PHASE = { None: 0, Open: 1, Closing: 2, Finalizable: 3, Frozen: 4, Settled: 5 } as const;
+const PHASE_NAME = ["None", "Open", "Closing", "Finalizable", "Frozen", "Settled"] as const;
 const MIN_CHALLENGE = 60n;
 const MAX_CHALLENGE = 30n * 86_400n;
 const MAX_FREEZE = 180n * 86_400n;
@@ -354,7 +354,8 @@ class Run {
   }
 
   private phaseAt(ch: Channel, t: bigint): number {
-    if (ch.status === "settled") return PHASE.None;
+    // A cooperative close keeps a permanent Settled word (issue 12); a finalised close deletes the word.
+    if (ch.status === "settled") return ch.payout?.mode === "Cooperative" ? PHASE.Settled : PHASE.None;
     if (ch.status === "open") return PHASE.Open;
     if (t < ch.finalizesAt) return PHASE.Closing;
     if (ch.cases !== 0 && t < ch.finalizesAt + MAX_FREEZE) return PHASE.Frozen;

@@ -59,6 +59,7 @@ export type DisputeParams = {
   decisionWindow: number;
   appealWindow: number;
   slowPathTimeout: number;
+  settledDisputeWindow: number;
   judgeRuntimeHash: Hex;
 };
 
@@ -77,6 +78,7 @@ export const DISPUTE_PARAMS: Readonly<DisputeParams> = {
   decisionWindow: 24 * 3600,
   appealWindow: 24 * 3600,
   slowPathTimeout: 7 * 24 * 3600,
+  settledDisputeWindow: 3 * 24 * 3600,
   judgeRuntimeHash: JUDGE_RUNTIME_HASH,
 };
 
