@@ -293,8 +293,8 @@ function closingOf(store: ChannelStore, channel: ChannelRecord) {
   return closing;
 }
 
-function peerOf(values: Record<string, unknown>, channel: ChannelRecord): { host: string; port: number } {
-  const peer = (values.peer as string | undefined) ?? channel.peer;
+function peerOf(values: Record<string, unknown>, channel: ChannelRecord | undefined): { host: string; port: number } {
+  const peer = (values.peer as string | undefined) ?? channel?.peer;
   if (!peer) throw new UsageError("--peer HOST:PORT is required: where the provider node listens.");
   return asUsage(() => parsePeer(peer, values["allow-remote"] === true));
 }
@@ -335,19 +335,20 @@ function asUsage<T>(f: () => T): T {
 
 async function runProvider(values: Record<string, unknown>, out: Out): Promise<void> {
   const account = loadAccount(values);
-  const { publicClient, wallet, escrow, domain } = await chainClients(values, account);
   const pricing: PricingTerms = { version: "1", unit: "invocation", pricePerInvocation: uint(values, "price", "wei per invocation") };
   const host = asUsage(() => listenHost(values.host as string | undefined, values["allow-public"] === true));
   const port = Number(uint(values, "port", "TCP port to listen on (0 = any free port)", 0n));
+  if (port > 65535) throw new UsageError(`--port must be at most 65535; received ${port}.`);
   const workerTimeout = Number(uint(values, "worker-timeout", "milliseconds a worker call may take", 30_000n));
-  if (workerTimeout === 0) throw new UsageError("--worker-timeout must be at least 1 millisecond.");
-  const log = (line: string) => process.stderr.write(`provider: ${line}\n`);
+  if (workerTimeout === 0 || workerTimeout > 3_600_000) throw new UsageError("--worker-timeout must be between 1 and 3600000 milliseconds.");
   // `--worker CMD [ARGS…]` arrives as the worker's argv (main splits it off before parsing).
   const argv = values.worker as string[] | undefined;
+  if (argv !== undefined && (argv.length === 0 || argv[0] === "")) throw new UsageError("--worker needs the command that runs the MCP server, e.g. --worker node server.js.");
+  const { publicClient, wallet, escrow, domain } = await chainClients(values, account);
+  const log = (line: string) => process.stderr.write(`provider: ${line}\n`);
   let worker: McpWorker | undefined;
   let handler: McpHandler = echoHandler;
   if (argv !== undefined) {
-    if (argv.length === 0 || argv[0] === "") throw new UsageError("--worker needs the command that runs the MCP server, e.g. --worker node server.js.");
     worker = await McpWorker.start({ command: argv[0]!, args: argv.slice(1), timeoutMs: workerTimeout, log });
     handler = worker.handler;
   }
@@ -447,14 +448,16 @@ async function runOpen(values: Record<string, unknown>, out: Out): Promise<void>
 
 async function runStream(values: Record<string, unknown>, out: Out): Promise<void> {
   const account = loadAccount(values);
+  // Every option is checked before the chain or the store is touched.
+  if (values.n !== undefined && values["request-file"] !== undefined) throw new UsageError("Give either -n (synthetic requests) or --request-file, not both.");
+  const requests = values["request-file"] === undefined ? undefined : asUsage(() => readRequestFile(values["request-file"] as string));
+  const count = requests ? requests.length : Number(uint(values, "n", "how many invocations to stream (or give --request-file)"));
+  if (count === 0) throw new UsageError("-n must be at least 1.");
+  if (values.peer !== undefined) peerOf(values, undefined);
   const { domain } = await chainClients(values);
   const store = openStore(values, "payer");
   try {
     const channel = channelOf(store, sessionOf(values));
-    if (values.n !== undefined && values["request-file"] !== undefined) throw new UsageError("Give either -n (synthetic requests) or --request-file, not both.");
-    const requests = values["request-file"] === undefined ? undefined : asUsage(() => readRequestFile(values["request-file"] as string));
-    const count = requests ? requests.length : Number(uint(values, "n", "how many invocations to stream (or give --request-file)"));
-    if (count === 0) throw new UsageError("-n must be at least 1.");
     const inflight = Number(uint(values, "inflight", "invocations in flight at once", 16n));
     // Signed receipt commits mid-stream: every N receipts and/or T seconds (0 turns either off).
     const commitEvery = Number(uint(values, "commit-every", "receipts between two receipt commits (0: none mid-stream)", 100n));
@@ -508,7 +511,6 @@ function outcomeJson(request: JsonObject, o: InvocationOutcome): Record<string, 
 
 async function runCall(values: Record<string, unknown>, out: Out): Promise<void> {
   const account = loadAccount(values);
-  const { domain } = await chainClients(values);
   if ((values["request-file"] === undefined) === (values.method === undefined)) throw new UsageError("Give the request as --request-file F or as --method M [--params JSON] (one of them).");
   if (values.params !== undefined && values.method === undefined) throw new UsageError("--params goes with --method.");
   const request = asUsage(() => {
@@ -517,6 +519,8 @@ async function runCall(values: Record<string, unknown>, out: Out): Promise<void>
     if (requests.length !== 1) throw new RequestFileError(`${values["request-file"] as string} holds ${requests.length} requests; \`ioi call\` sends one (use \`ioi stream --request-file\` for many).`);
     return requests[0]!;
   });
+  if (values.peer !== undefined) peerOf(values, undefined);
+  const { domain } = await chainClients(values);
   const store = openStore(values, "payer");
   try {
     const channel = channelOf(store, sessionOf(values));
