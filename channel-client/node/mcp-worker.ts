@@ -76,7 +76,10 @@ export type McpWorkerParameters = {
   startTimeoutMs?: number;
   /** Longest line the worker may write, in bytes. Default 512 KiB (an answer must fit in one packet). */
   maxLineBytes?: number;
-  /** Consecutive failed starts or calls after which the worker is given up. Default 3. */
+  /**
+   * Consecutive failed starts after which the worker is given up. Default 3. A call that crashes the
+   * worker only costs a restart: counting failed calls would let one payer disable the worker for all.
+   */
   maxRestarts?: number;
   /** Environment of the child; default: the node's. */
   env?: NodeJS.ProcessEnv;
@@ -141,14 +144,7 @@ export class McpWorker {
       throw new MethodNotForwardedError("MCP params must be an object.");
     }
     await this.#ensure();
-    try {
-      const answer = await this.#send(method, request.params as JsonObject | undefined);
-      this.#failures = 0;
-      return answer;
-    } catch (error) {
-      this.#failures += 1;
-      throw error;
-    }
+    return this.#send(method, request.params as JsonObject | undefined);
   }
 
   async stop(): Promise<void> {
@@ -162,14 +158,17 @@ export class McpWorker {
     if (this.#ready) return this.#ready;
     const limit = this.parameters.maxRestarts ?? 3;
     if (this.#failures >= limit) {
-      throw new WorkerUnavailableError(`The worker failed ${this.#failures} times in a row; no more work is served until the provider restarts it.`);
+      throw new WorkerUnavailableError(`The worker failed to start ${this.#failures} times in a row; no more work is served until the provider restarts it.`);
     }
     const ready = this.#spawn();
     this.#ready = ready;
-    ready.catch(() => {
-      this.#failures += 1;
-      if (this.#ready === ready) this.#ready = undefined;
-    });
+    ready.then(
+      () => (this.#failures = 0),
+      () => {
+        this.#failures += 1;
+        if (this.#ready === ready) this.#ready = undefined;
+      },
+    );
     return ready;
   }
 

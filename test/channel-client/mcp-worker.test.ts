@@ -7,7 +7,7 @@
  */
 import { loadFixture } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
 import { expect } from "chai";
-import { mkdtempSync, rmSync } from "node:fs";
+import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { keccak256, parseEther, type PublicClient } from "viem";
@@ -90,11 +90,23 @@ describe("MCP worker over stdio (decision 0022)", function () {
     expect(await worker.handler(call(3, "big", { bytes: 100 }))).to.have.nested.property("result.content[0].text", "x".repeat(100));
   });
 
-  it("gives up after the restart bound: WorkerUnavailableError, and a worker that cannot start fails start()", async () => {
-    const worker = await start({ maxRestarts: 2 });
-    await expect(worker.call(call(1, "crash"))).to.be.rejectedWith(WorkerCrashedError);
-    await expect(worker.call(call(2, "crash"))).to.be.rejectedWith(WorkerCrashedError);
-    await expect(worker.call(call(3, "add", { a: 1, b: 2 }))).to.be.rejectedWith(WorkerUnavailableError, "2 times in a row");
+  it("crashing calls only cost restarts; a worker that no longer starts is given up after the bound (WorkerUnavailableError); one that cannot start fails start()", async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "ioi-worker-"));
+    const script = path.join(dir, "server.js");
+    copyFileSync(SERVER, script);
+    try {
+      const worker = await start({ args: [script], maxRestarts: 2 });
+      for (let i = 0; i < 4; i++) await expect(worker.call(call(i, "crash"))).to.be.rejectedWith(WorkerCrashedError);
+      expect(await worker.handler(call(5, "add", { a: 1, b: 2 }))).to.have.nested.property("result.structuredContent.sum", 3);
+      await expect(worker.call(call(6, "crash"))).to.be.rejectedWith(WorkerCrashedError);
+      rmSync(script); // from now on every restart fails
+      await expect(worker.call(call(7, "add", { a: 1, b: 2 }))).to.be.rejectedWith(WorkerCrashedError, "code 1");
+      await expect(worker.call(call(8, "add", { a: 1, b: 2 }))).to.be.rejectedWith(WorkerCrashedError, "code 1");
+      await expect(worker.call(call(9, "add", { a: 1, b: 2 }))).to.be.rejectedWith(WorkerUnavailableError, "failed to start 2 times in a row");
+      expect(await worker.handler(call(10, "ping"))).to.deep.equal({ error: { code: WORKER_ERROR_CODES.WorkerUnavailableError, message: "The worker failed to start 2 times in a row; no more work is served until the provider restarts it.", data: { error: "WorkerUnavailableError" } } });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
     await expect(McpWorker.start({ command: process.execPath, args: [SERVER], env: { ...process.env, MCP_TEST_EXIT_AT_START: "1" } })).to.be.rejectedWith(WorkerCrashedError, "code 3");
     await expect(McpWorker.start({ command: "/nonexistent/mcp-server" })).to.be.rejectedWith(WorkerCrashedError, "could not be started");
   });
