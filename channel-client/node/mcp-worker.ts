@@ -228,6 +228,8 @@ export class McpWorker {
 
   #send(method: string, params: JsonObject | undefined, timeoutMs = this.parameters.timeoutMs ?? 30_000): Promise<{ result?: JsonObject; error?: unknown }> {
     const id = this.#nextId++;
+    // The worker may have died between the start check and this call: fail now, not at the timeout.
+    if (!this.#child) return Promise.reject(new WorkerCrashedError(`The worker exited before ${method} could be sent.`));
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.#pending.delete(id);
