@@ -10,6 +10,7 @@
  * --json one JSON object on the last line.
  */
 import { readFileSync } from "node:fs";
+import path from "node:path";
 import {
   createPublicClient,
   createWalletClient,
@@ -58,13 +59,18 @@ import {
   releaseGig,
   type SettledGig,
 } from "./gig";
-import { fetchTermsOffer, PayerClient } from "./node/payer-client";
+import { fetchTermsOffer, PayerClient, type InvocationOutcome } from "./node/payer-client";
 import { PayerSession } from "./payer-session";
+import { echoHandler } from "./node/echo-worker";
+import { EndpointError, listenHost, parsePeer } from "./node/endpoints";
+import { McpWorker } from "./node/mcp-worker";
 import { ProviderNode, type McpHandler } from "./node/provider-node";
+import { readRequestFile, requestFrom, RequestFileError } from "./node/requests";
 import { signedSessionReceiptToJson, sessionReceiptHash } from "./receipt";
 import type { ChannelRecord, ChannelStore } from "./store/store";
 import { channelRefToJson, NATIVE_ASSET, pricingTermsToJson, termsHashOf, type PricingTerms } from "./terms";
 import { paymentTicketHash, signedPaymentTicketToJson } from "./ticket";
+import type { JsonObject } from "./validate";
 import { Watchtower } from "./watchtower";
 import {
   addressOption,
@@ -95,8 +101,22 @@ export { addressOption, channelOf, gigIdOf, GLOBAL_HELP, hashOption, loadAccount
 export const COMMANDS: Record<string, Command> = {
   provider: {
     summary: "start a provider node on 127.0.0.1 (with its watchtower) and serve until Ctrl-C",
-    usage: "ioi provider [--port N] --price WEI [--model ID] [--rpc URL] [--escrow ADDR] [--db PATH]   |   ioi provider register|bond|unbond|withdraw|show",
-    options: { port: { type: "string" }, price: { type: "string" }, model: { type: "string" }, "from-block": { type: "string" } },
+    usage: "ioi provider [--port N] --price WEI [--model ID] [--host IP --allow-public] [--worker-timeout MS] [--worker CMD [ARGS…]]   |   ioi provider register|bond|unbond|withdraw|show",
+    notes: [
+      "  --worker CMD [ARGS…]  run this MCP server over stdio and sell its calls (must come last: everything",
+      "                        after it is the worker's command line); without it, the demo's echo worker",
+      "  --worker-timeout MS   longest a worker call may take (default 30000); a call that fails is not charged",
+      "  --host IP             address to listen on (default 127.0.0.1); a non-loopback one needs --allow-public",
+    ],
+    options: {
+      port: { type: "string" },
+      price: { type: "string" },
+      model: { type: "string" },
+      "from-block": { type: "string" },
+      host: { type: "string" },
+      "allow-public": { type: "boolean" },
+      "worker-timeout": { type: "string" },
+    },
     run: runProvider,
   },
   open: {
@@ -108,15 +128,24 @@ export const COMMANDS: Record<string, Command> = {
       deposit: { type: "string" },
       challenge: { type: "string" },
       peer: { type: "string" },
+      "allow-remote": { type: "boolean" },
       policy: { type: "string" },
     },
     run: runOpen,
   },
   stream: {
-    summary: "stream N paid invocations to the channel's provider over the sealed socket",
-    usage: "ioi stream --session ID -n N [--inflight K] [--peer HOST:PORT] [--commit-every N] [--commit-seconds T]",
-    options: { session: { type: "string" }, n: { type: "string", short: "n" }, inflight: { type: "string" }, peer: { type: "string" }, "commit-every": { type: "string" }, "commit-seconds": { type: "string" } },
+    summary: "stream paid invocations to the channel's provider over the sealed socket (synthetic, or a request file)",
+    usage: "ioi stream --session ID (-n N | --request-file F) [--inflight K] [--peer HOST:PORT [--allow-remote]] [--commit-every N] [--commit-seconds T]",
+    notes: ["  --request-file F  JSON-RPC requests, one per line; each result (or error) is printed as a JSON line"],
+    options: { session: { type: "string" }, n: { type: "string", short: "n" }, inflight: { type: "string" }, peer: { type: "string" }, "allow-remote": { type: "boolean" }, "request-file": { type: "string" }, "commit-every": { type: "string" }, "commit-seconds": { type: "string" } },
     run: runStream,
+  },
+  call: {
+    summary: "send one paid MCP request to the channel's provider and print its result",
+    usage: "ioi call --session ID (--request-file F | --method M [--params JSON]) [--peer HOST:PORT [--allow-remote]]",
+    notes: ["  e.g. ioi call --session 0x… --method tools/call --params '{\"name\":\"add\",\"arguments\":{\"a\":2,\"b\":3}}'"],
+    options: { session: { type: "string" }, "request-file": { type: "string" }, method: { type: "string" }, params: { type: "string" }, peer: { type: "string" }, "allow-remote": { type: "boolean" } },
+    run: runCall,
   },
   status: {
     summary: "show channels in the store, or one channel with its on-chain phase",
@@ -126,8 +155,8 @@ export const COMMANDS: Record<string, Command> = {
   },
   close: {
     summary: "close a channel: cooperatively with the provider over the socket, or --unilateral",
-    usage: "ioi close --session ID [--unilateral] [--peer HOST:PORT]",
-    options: { session: { type: "string" }, unilateral: { type: "boolean" }, peer: { type: "string" } },
+    usage: "ioi close --session ID [--unilateral] [--peer HOST:PORT [--allow-remote]]",
+    options: { session: { type: "string" }, unilateral: { type: "boolean" }, peer: { type: "string" }, "allow-remote": { type: "boolean" } },
     run: runClose,
   },
   challenge: {
@@ -264,12 +293,10 @@ function closingOf(store: ChannelStore, channel: ChannelRecord) {
   return closing;
 }
 
-function peerOf(values: Record<string, unknown>, channel: ChannelRecord): { host: string; port: number } {
-  const peer = (values.peer as string | undefined) ?? channel.peer;
+function peerOf(values: Record<string, unknown>, channel: ChannelRecord | undefined): { host: string; port: number } {
+  const peer = (values.peer as string | undefined) ?? channel?.peer;
   if (!peer) throw new UsageError("--peer HOST:PORT is required: where the provider node listens.");
-  const match = /^(127\.0\.0\.1|localhost|\[::1\]):(\d{1,5})$/.exec(peer);
-  if (!match) throw new UsageError(`--peer must be a loopback HOST:PORT such as 127.0.0.1:7000; received "${peer}".`);
-  return { host: "127.0.0.1", port: Number(match[2]) };
+  return asUsage(() => parsePeer(peer, values["allow-remote"] === true));
 }
 
 /** A one-line progress bar on stderr (only when it is a terminal or IOI_PROGRESS=1). */
@@ -289,11 +316,18 @@ function progressBar(total: number): (done: number) => void {
   };
 }
 
-/** The default worker: answers `tools/echo` with the keccak of its params (deterministic, no I/O). */
-export const echoHandler: McpHandler = async (request) => ({
-  result: { digest: keccak256(stringToBytes(canon(request.params ?? null))) },
-  units: 1n,
-});
+/** The demo's default worker (no --worker): answers with the keccak of the params (deterministic, no I/O). */
+export { echoHandler };
+
+/** A bad --peer/--host or request file is a usage mistake: one sentence, exit 2. */
+function asUsage<T>(f: () => T): T {
+  try {
+    return f();
+  } catch (error) {
+    if (error instanceof EndpointError || error instanceof RequestFileError) throw new UsageError(error.shortMessage);
+    throw error;
+  }
+}
 
 /*//////////////////////////////////////////////////////////////
                               COMMANDS
@@ -301,20 +335,39 @@ export const echoHandler: McpHandler = async (request) => ({
 
 async function runProvider(values: Record<string, unknown>, out: Out): Promise<void> {
   const account = loadAccount(values);
+  const pricing: PricingTerms = { version: "1", unit: "invocation", pricePerInvocation: weiAmount(values, "price", "wei per invocation") };
+  const host = asUsage(() => listenHost(values.host as string | undefined, values["allow-public"] === true));
+  const port = Number(uint(values, "port", "TCP port to listen on (0 = any free port)", 0n));
+  if (port > 65535) throw new UsageError(`--port must be at most 65535; received ${port}.`);
+  const workerTimeout = Number(uint(values, "worker-timeout", "milliseconds a worker call may take", 30_000n));
+  if (workerTimeout === 0 || workerTimeout > 3_600_000) throw new UsageError("--worker-timeout must be between 1 and 3600000 milliseconds.");
+  // `--worker CMD [ARGS…]` arrives as the worker's argv (main splits it off before parsing).
+  const argv = values.worker as string[] | undefined;
+  if (argv !== undefined && (argv.length === 0 || argv[0] === "")) throw new UsageError("--worker needs the command that runs the MCP server, e.g. --worker node server.js.");
   const { publicClient, wallet, escrow, domain, chainId, fromBlock } = await chainClients(values, account);
   const reading = readingOf(values, chainId);
+  const log = (line: string) => process.stderr.write(`provider: ${line}\n`);
+  let worker: McpWorker | undefined;
+  let handler: McpHandler = echoHandler;
+  if (argv !== undefined) {
+    worker = await McpWorker.start({ command: argv[0]!, args: argv.slice(1), timeoutMs: workerTimeout, log });
+    handler = worker.handler;
+  }
   const store = openStore(values, "provider");
-  const pricing: PricingTerms = { version: "1", unit: "invocation", pricePerInvocation: weiAmount(values, "price", "wei per invocation") };
   const node = await ProviderNode.start({
     account,
     publicClient,
     domain,
     store,
     pricing,
-    handler: echoHandler,
-    modelSnapshotId: (values.model as string | undefined) ?? "worker:echo-keccak@1",
-    port: Number(uint(values, "port", "TCP port on 127.0.0.1 (0 = any free port)", 0n)),
-    log: (line) => process.stderr.write(`provider: ${line}\n`),
+    handler,
+    modelSnapshotId: (values.model as string | undefined) ?? (argv ? `worker:${path.basename(argv[0]!)}` : "worker:echo-keccak@1"),
+    host,
+    port,
+    log,
+  }).catch(async (error: unknown) => {
+    await worker?.stop();
+    throw error;
   });
   const tower = new Watchtower({
     publicClient,
@@ -331,13 +384,14 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
   });
   tower.start();
   // The ready line is always JSON, so a supervising process can read the port.
-  console.log(JSON.stringify({ event: "provider.ready", port: node.port, provider: account.address, escrow, termsHash: termsHashOf(pricing) }));
+  console.log(JSON.stringify({ event: "provider.ready", host, port: node.port, provider: account.address, escrow, termsHash: termsHashOf(pricing), worker: worker ? { tools: worker.info?.tools.map((t) => t.name) ?? [] } : "echo" }));
   await new Promise<void>((resolve) => {
     process.once("SIGINT", resolve);
     process.once("SIGTERM", resolve);
   });
   await tower.stop();
   await node.stop();
+  await worker?.stop();
   await store.close();
   out.lines.push("Provider node stopped.");
 }
@@ -358,9 +412,8 @@ async function runOpen(values: Record<string, unknown>, out: Out): Promise<void>
   let termsChecked = false;
   if (values.peer !== undefined) {
     const peer = values.peer as string;
-    const match = /^(127\.0\.0\.1|localhost|\[::1\]):(\d{1,5})$/.exec(peer);
-    if (!match) throw new UsageError(`--peer must be a loopback HOST:PORT such as 127.0.0.1:7000; received "${peer}".`);
-    const offer = await fetchTermsOffer({ account, domain, provider: getAddress(provider), host: match[1] === "[::1]" ? "::1" : match[1]!, port: Number(match[2]) });
+    const { host, port } = asUsage(() => parsePeer(peer, values["allow-remote"] === true));
+    const offer = await fetchTermsOffer({ account, domain, provider: getAddress(provider), host, port });
     if (values.price !== undefined) {
       const wanted = weiAmount(values, "price", "wei per invocation");
       if (wanted !== offer.pricing.pricePerInvocation) {
@@ -401,35 +454,32 @@ async function runOpen(values: Record<string, unknown>, out: Out): Promise<void>
 
 async function runStream(values: Record<string, unknown>, out: Out): Promise<void> {
   const account = loadAccount(values);
-  const sessionId = sessionOf(values);
-  const count = Number(boundedUint(values, "n", "how many invocations to stream", 1n, 10_000_000n));
+  // Every option is checked before the chain or the store is touched.
+  if (values.n !== undefined && values["request-file"] !== undefined) throw new UsageError("Give either -n (synthetic requests) or --request-file, not both.");
+  const requests = values["request-file"] === undefined ? undefined : asUsage(() => readRequestFile(values["request-file"] as string));
+  const count = requests ? requests.length : Number(boundedUint(values, "n", "how many invocations to stream (or give --request-file)", 1n, 10_000_000n));
   const inflight = Number(boundedUint(values, "inflight", "invocations in flight at once", 1n, 4_096n, 16n));
   // Signed receipt commits mid-stream: every N receipts and/or T seconds (0 turns either off).
   const commitEvery = Number(boundedUint(values, "commit-every", "receipts between two receipt commits (0: none mid-stream)", 0n, 10_000_000n, 100n));
   const commitIntervalMs = Number(boundedUint(values, "commit-seconds", "seconds between two receipt commits (0: none)", 0n, 86_400n, 0n)) * 1000;
+  if (values.peer !== undefined) peerOf(values, undefined);
   const { domain } = await chainClients(values);
   const store = openStore(values, "payer");
   try {
-    const channel = channelOf(store, sessionId);
-    // Streaming past the deposit is refused before a single ticket is signed, with what would fit.
-    const paid = store.latestTicket(channel.sessionId)?.ticket.cumulativeAmount ?? 0n;
-    const cost = channel.pricing.pricePerInvocation * BigInt(count);
-    if (paid + cost > channel.deposit) {
-      const fits = channel.pricing.pricePerInvocation === 0n ? 0n : (channel.deposit - paid) / channel.pricing.pricePerInvocation;
-      throw new UsageError(
-        `${count} invocations at ${formatAmountWithBase(channel.pricing.pricePerInvocation)} would pay ${formatAmountWithBase(paid + cost)} in total, past the deposit of ${formatAmountWithBase(channel.deposit)}; at most ${fits} more fit (top up with \`ioi deposit\`).`,
-      );
-    }
+    const channel = channelOf(store, sessionOf(values));
     const { host, port } = peerOf(values, channel);
     const client = await PayerClient.connect({ account, domain, store, channel, host, port });
+    await assertAffordable(client, channel, count);
     const started = performance.now();
     const latencies = await client.stream({
       count,
       inflight,
-      request: (i) => ({ jsonrpc: "2.0", id: `invoke-${i}`, method: "tools/echo", params: { text: `invocation ${i}` } }),
+      request: (i) => requests?.[i] ?? { jsonrpc: "2.0", id: `invoke-${i}`, method: "tools/echo", params: { text: `invocation ${i}` } },
       onProgress: progressBar(count),
       commitEvery,
       commitIntervalMs,
+      // With a request file, each answer is printed as it is receipted: one JSON line per request.
+      ...(requests ? { onOutcome: (i: number, o: InvocationOutcome) => out.lines.push(JSON.stringify(outcomeJson(requests[i]!, o))) } : {}),
     });
     const seconds = (performance.now() - started) / 1000;
     const { root, leafCount } = await client.commit();
@@ -437,7 +487,68 @@ async function runStream(values: Record<string, unknown>, out: Out): Promise<voi
     latencies.sort((a, b) => a - b);
     const perSecond = Math.round(count / seconds);
     out.lines.push(`Streamed ${count} invocations in ${seconds.toFixed(2)} s (${perSecond}/s, p50 ${latencies[Math.floor(count / 2)]!.toFixed(1)} ms); root ${root} over ${leafCount} receipts, agreed with the provider.`);
-    Object.assign(out.result, { sessionId: channel.sessionId, invocations: count, seconds, ticketsPerSecond: perSecond, finalSeq: client.session.seq.toString(), paid: client.session.cumulativeAmount.toString(), receiptRoot: root });
+    Object.assign(out.result, { sessionId: channel.sessionId, invocations: count, seconds, ticketsPerSecond: perSecond, finalSeq: client.session.seq.toString(), paid: client.session.cumulativeAmount.toString(), charged: client.session.charged.toString(), receiptRoot: root });
+  } finally {
+    await store.close();
+  }
+}
+
+/** Refuses, before anything is signed, a run that what is left of the channel's deposit cannot pay for. */
+async function assertAffordable(client: PayerClient, channel: ChannelRecord, count: number): Promise<void> {
+  const promised = client.session.cumulativeAmount;
+  const cost = channel.pricing.pricePerInvocation * BigInt(count);
+  if (promised + cost > channel.deposit) {
+    await client.close();
+    const price = channel.pricing.pricePerInvocation;
+    const fits = price === 0n ? 0n : (channel.deposit - promised) / price;
+    throw new UsageError(
+      `${count} invocations at ${formatAmountWithBase(price)} would pay ${formatAmountWithBase(promised + cost)} in total, past the deposit of ${formatAmountWithBase(channel.deposit)}; at most ${fits} more fit (top up with \`ioi deposit\`).`,
+    );
+  }
+}
+
+/** One answer as printed by `ioi call` / `ioi stream --request-file`: the request's id, result or error, receipt. */
+function outcomeJson(request: JsonObject, o: InvocationOutcome): Record<string, unknown> {
+  return {
+    id: request.id,
+    seq: o.seq.toString(),
+    ...(o.error ? { error: o.error } : { result: o.result ?? null }),
+    charged: o.charged.toString(),
+    outputHash: o.receipt.receipt.outputHash,
+  };
+}
+
+async function runCall(values: Record<string, unknown>, out: Out): Promise<void> {
+  const account = loadAccount(values);
+  if ((values["request-file"] === undefined) === (values.method === undefined)) throw new UsageError("Give the request as --request-file F or as --method M [--params JSON] (one of them).");
+  if (values.params !== undefined && values.method === undefined) throw new UsageError("--params goes with --method.");
+  const request = asUsage(() => {
+    if (values.method !== undefined) return requestFrom(values.method as string, values.params as string | undefined, "call-1");
+    const requests = readRequestFile(values["request-file"] as string);
+    if (requests.length !== 1) throw new RequestFileError(`${values["request-file"] as string} holds ${requests.length} requests; \`ioi call\` sends one (use \`ioi stream --request-file\` for many).`);
+    return requests[0]!;
+  });
+  if (values.peer !== undefined) peerOf(values, undefined);
+  const { domain } = await chainClients(values);
+  const store = openStore(values, "payer");
+  try {
+    const channel = channelOf(store, sessionOf(values));
+    const { host, port } = peerOf(values, channel);
+    const client = await PayerClient.connect({ account, domain, store, channel, host, port });
+    await assertAffordable(client, channel, 1);
+    try {
+      const outcome = await client.invoke(request);
+      const printed = outcomeJson(request, outcome);
+      if (outcome.error) {
+        out.lines.push(`The provider's worker failed (not charged): ${outcome.error.message}`);
+        out.exitCode = 1;
+      } else {
+        out.lines.push(JSON.stringify(outcome.result ?? null, null, 2));
+      }
+      Object.assign(out.result, { sessionId: channel.sessionId, ...printed });
+    } finally {
+      await client.close();
+    }
   } finally {
     await store.close();
   }

@@ -39,6 +39,10 @@ export class PayerSession {
   #seq = 0n;
   #amount = 0n;
   #prevReceiptHash: Hex = GENESIS_RECEIPT_HASH;
+  /** The cumulative amount of the newest ticket whose receipt was accepted. */
+  #acceptedAmount = 0n;
+  /** What the accepted receipts charged in total (failed calls charge 0, decision 0022). */
+  #charged = 0n;
   /** Tickets awaiting their receipts, by seq, in ascending order. */
   readonly #pending = new Map<bigint, Pending>();
 
@@ -60,6 +64,8 @@ export class PayerSession {
         }
         session.accumulator.append(step.leaf);
         session.#prevReceiptHash = sessionReceiptHash(step.receipt.receipt);
+        session.#acceptedAmount = step.ticket.ticket.cumulativeAmount;
+        session.#charged += step.receipt.receipt.metering.amount;
       } else {
         session.#pending.set(step.seq, { ticket: step.ticket.ticket, signed: step.ticket, input: undefined });
       }
@@ -73,6 +79,11 @@ export class PayerSession {
 
   get cumulativeAmount(): bigint {
     return this.#amount;
+  }
+
+  /** What the accepted receipts charged: the cumulative amount minus failed calls (and refused tickets in flight). */
+  get charged(): bigint {
+    return this.#charged;
   }
 
   /** Tickets sent (or about to be) that have no receipt yet, ascending seq. */
@@ -118,8 +129,10 @@ export class PayerSession {
    * Accepts the provider's receipt for the oldest pending ticket after checking its signature and that it
    * describes exactly that step (session, seq, request and output hashes, policy, receipt chain). Returns
    * the step to persist. `output` undefined skips the output check (a receipt replayed after a restart).
+   * `failed`: the answer was a JSON-RPC error, so the receipt must charge nothing (decision 0022); a result
+   * may charge at most what its ticket added.
    */
-  async acceptReceipt(signed: SignedSessionReceipt, output: Uint8Array | undefined): Promise<Required<StepRecord>> {
+  async acceptReceipt(signed: SignedSessionReceipt, output: Uint8Array | undefined, failed = false): Promise<Required<StepRecord>> {
     const [oldest] = this.#pending.keys();
     const pending = oldest === undefined ? undefined : this.#pending.get(oldest);
     const { receipt } = signed;
@@ -135,12 +148,17 @@ export class PayerSession {
     if (output) expect(receipt.outputHash === keccak256(output), "its output hash is not the output received");
     expect(receipt.policyHash === this.parameters.ref.terms.policyHash, "it names another policy");
     expect(receipt.prevReceiptHash === this.#prevReceiptHash, "it does not chain to the previous receipt");
+    const added = ticket.cumulativeAmount - this.#acceptedAmount;
+    if (failed) expect(receipt.metering.amount === 0n, `it charges ${receipt.metering.amount} for a call that failed`);
+    else expect(receipt.metering.amount <= added, `it charges ${receipt.metering.amount}, more than the ${added} its ticket added`);
     await verifySessionReceipt({ signed, signer: this.parameters.ref.terms.provider });
 
     const receiptHash = sessionReceiptHash(receipt);
     const leaf = receiptLeafFromHashes(receiptHash, paymentTicketHash(ticket));
     this.accumulator.append(leaf);
     this.#prevReceiptHash = receiptHash;
+    this.#acceptedAmount = ticket.cumulativeAmount;
+    this.#charged += receipt.metering.amount;
     this.#pending.delete(ticket.seq);
     return { seq: ticket.seq, ticket: pending.signed, receipt: signed, leaf };
   }
@@ -177,7 +195,8 @@ export class PayerSession {
       payer: ref.terms.payer,
       termsHash: ref.terms.termsHash,
       finalSeq: this.#seq,
-      finalAmount: this.#amount,
+      // What the receipts charged: failed calls are not paid for (decision 0022).
+      finalAmount: this.#charged,
       finalReceiptRoot: this.accumulator.root(),
       mode: "Cooperative",
     };

@@ -28,8 +28,12 @@ import {
 } from "./ticket";
 import { assertDigestSigner } from "./eip712";
 
-/** The work a provider sells: bytes in, bytes out, and how many metered units it consumed. */
-export type WorkHandler = (input: Uint8Array) => Promise<{ output: Uint8Array; units: bigint }>;
+/**
+ * The work a provider sells: bytes in, bytes out, and how many metered units it consumed. `charged: false`
+ * marks a failed call (decision 0022): it is receipted with amount 0 and its price is not part of the
+ * cooperative close.
+ */
+export type WorkHandler = (input: Uint8Array) => Promise<{ output: Uint8Array; units: bigint; charged?: boolean }>;
 
 export type ProviderSessionParameters = {
   account: LocalAccount;
@@ -43,13 +47,15 @@ export type ProviderSessionParameters = {
   handler: WorkHandler;
 };
 
-export type InvocationResult = { output: Uint8Array; step: Required<StepRecord> };
+export type InvocationResult = { output: Uint8Array; charged: boolean; step: Required<StepRecord> };
 
 export class ProviderSession {
   readonly accumulator = new ReceiptAccumulator();
   #latest: SignedPaymentTicket | undefined;
   #prevReceiptHash: Hex = GENESIS_RECEIPT_HASH;
   #deposit: bigint;
+  /** What the receipts charged in total: the cooperative close's amount (failed calls charge 0). */
+  #charged = 0n;
 
   constructor(readonly parameters: ProviderSessionParameters) {
     this.#deposit = parameters.deposit;
@@ -63,6 +69,7 @@ export class ProviderSession {
       session.accumulator.append(step.leaf);
       session.#latest = step.ticket;
       session.#prevReceiptHash = sessionReceiptHash(step.receipt.receipt);
+      session.#charged += step.receipt.receipt.metering.amount;
     }
     return session;
   }
@@ -85,7 +92,7 @@ export class ProviderSession {
    */
   async invoke(signed: SignedPaymentTicket, input: Uint8Array, leafCount?: number): Promise<InvocationResult> {
     await this.checkTicket(signed, leafCount);
-    const { output, units } = await this.parameters.handler(input);
+    const { output, units, charged = true } = await this.parameters.handler(input);
     const ticket = signed.ticket;
     const previousAmount = this.#latest?.ticket.cumulativeAmount ?? 0n;
     const receipt: SessionReceipt = {
@@ -95,7 +102,7 @@ export class ProviderSession {
       outputHash: keccak256(output),
       policyHash: this.parameters.ref.terms.policyHash,
       modelSnapshotId: this.parameters.modelSnapshotId,
-      metering: { units, amount: ticket.cumulativeAmount - previousAmount },
+      metering: { units, amount: charged ? ticket.cumulativeAmount - previousAmount : 0n },
       prevReceiptHash: this.#prevReceiptHash,
     };
     const signedReceipt = await signSessionReceipt({ account: this.parameters.account, receipt });
@@ -104,7 +111,8 @@ export class ProviderSession {
     this.accumulator.append(leaf);
     this.#latest = signed;
     this.#prevReceiptHash = receiptHash;
-    return { output, step: { seq: ticket.seq, ticket: signed, receipt: signedReceipt, leaf } };
+    this.#charged += receipt.metering.amount;
+    return { output, charged, step: { seq: ticket.seq, ticket: signed, receipt: signedReceipt, leaf } };
   }
 
   /** Every rule a ticket must meet before the provider spends anything on it. */
@@ -147,7 +155,12 @@ export class ProviderSession {
     await verifyPaymentTicket({ domain, signed, signer: ref.terms.payer });
   }
 
-  /** The cooperative summary of everything accepted so far. */
+  /** What the receipts issued so far charged in total (the newest ticket's amount minus failed calls). */
+  get charged(): bigint {
+    return this.#charged;
+  }
+
+  /** The cooperative summary of everything accepted so far: what the receipts charged, not the newest ticket. */
   cooperativeSummary(): SettlementSummary {
     const { ref, sessionId } = this.parameters;
     return {
@@ -156,7 +169,7 @@ export class ProviderSession {
       payer: ref.terms.payer,
       termsHash: ref.terms.termsHash,
       finalSeq: this.#latest?.ticket.seq ?? 0n,
-      finalAmount: this.#latest?.ticket.cumulativeAmount ?? 0n,
+      finalAmount: this.#charged,
       finalReceiptRoot: this.accumulator.root(),
       mode: "Cooperative",
     };

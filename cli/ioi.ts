@@ -11,6 +11,7 @@
  * Every failure is one sentence on stderr and a non-zero exit (2: a usage mistake, 1: a failure, 3: a negative
  * outcome a command reports); with --json the last line on stdout is one JSON object, `ok` true or false.
  */
+import { splitWorkerArgv } from "../channel-client/node/mcp-worker";
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { Command as Commander, CommanderError, Option } from "commander";
@@ -62,7 +63,7 @@ export function suggestion(word: string, candidates: string[]): string {
 const optionTerms = new WeakMap<Option, string>();
 
 /** One program per run: commander keeps parsed values on its command objects. */
-function buildProgram(io: { code: number }): Commander {
+function buildProgram(io: CliState): Commander {
   const program = new Commander("ioi");
   program
     .description("Payment channels, gig escrows and dispute arbitration on an EVM chain.")
@@ -118,7 +119,7 @@ function group(
   extra: CommandOptions,
   extraHelp: string[],
   extraTitle: string,
-  io: { code: number },
+  io: CliState,
 ): void {
   const isProvider = name === "provider";
   if (!isProvider) {
@@ -148,7 +149,7 @@ function leaf(
   extra: CommandOptions,
   extraHelp: string[],
   extraTitle: string,
-  io: { code: number },
+  io: CliState,
   groupName?: string,
 ): Commander {
   const fullName = groupName ? `${groupName} ${name}` : name;
@@ -195,6 +196,7 @@ function leaf(
     const opts = self.opts();
     const values: Record<string, string | boolean | undefined> = {};
     for (const [option, attribute] of attributes) if (opts[attribute] !== undefined) values[option] = opts[attribute] as string | boolean;
+    if (fullName === "provider" && io.worker !== undefined) values.worker = io.worker as unknown as string;
     io.code = await runParsed(fullName, command, values);
   });
   return cmd;
@@ -226,9 +228,18 @@ export function describeError(error: unknown): string {
   return `${errorName(error)}: ${String(text).split("\n")[0]}`;
 }
 
+/** What one run shares between its commands: the exit code, and `ioi provider --worker`'s command line. */
+type CliState = { code: number; worker?: string[] };
+
 /** Runs `ioi` with `argv` (without the node and script paths) and resolves with the exit code. */
 export async function main(argv: string[]): Promise<number> {
-  const io = { code: 0 };
+  const io: CliState = { code: 0 };
+  if (argv[0] === "provider") {
+    // `--worker CMD [ARGS…]` ends the provider's own options: the rest is the worker's command line.
+    const { own, worker } = splitWorkerArgv(argv.slice(1));
+    argv = ["provider", ...own];
+    io.worker = worker;
+  }
   const program = buildProgram(io);
   if (argv.length === 0) {
     program.outputHelp();

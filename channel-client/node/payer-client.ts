@@ -15,6 +15,7 @@ import { PayerSession } from "../payer-session";
 import { signReceiptCommit, verifyReceiptCommit } from "../receipt-commit";
 import type { ChannelRecord, ChannelStore } from "../store/store";
 import type { SettlementSummary } from "../summary";
+import type { SignedSessionReceipt } from "../receipt";
 import type { SignedPaymentTicket } from "../ticket";
 import { TERMS_QUERY_SESSION_ID, verifyTermsOffer, type TermsOffer } from "../terms-offer";
 import { connectSecure, type SecureConnection } from "../transport";
@@ -66,7 +67,21 @@ export async function fetchTermsOffer(parameters: {
   }
 }
 
-export type InvocationOutcome = { seq: bigint; result: JsonObject | undefined; leaf: Hex };
+/** A failed call's JSON-RPC error as the provider sent it (receipted, charged 0). */
+export type InvocationError = { code: number; message: string; data?: JsonObject };
+
+/**
+ * One answered invocation: its result (undefined when replayed from the provider's store after a restart,
+ * or when the call failed — then `error` says why), the receipt that binds it, and what that receipt charged.
+ */
+export type InvocationOutcome = {
+  seq: bigint;
+  result: JsonObject | undefined;
+  error?: InvocationError;
+  leaf: Hex;
+  receipt: SignedSessionReceipt;
+  charged: bigint;
+};
 
 type Waiter = { resolve: (outcome: InvocationOutcome) => void; reject: (error: Error) => void };
 
@@ -182,15 +197,24 @@ export class PayerClient {
   }
 
   async #onResult(packet: ActionResultPacket): Promise<void> {
-    const mcp = packet.payload.mcp as { result?: JsonObject; error?: { code?: number } };
+    const mcp = packet.payload.mcp as { result?: JsonObject; error?: JsonObject & { code?: number } };
     const replayed = mcp.error?.code === REPLAYED_RESULT_CODE;
-    const output = replayed || mcp.result === undefined ? undefined : canonBytes(mcp.result);
-    if (!replayed && output === undefined) throw new ReceiptMismatchError(`Result ${packet.action_result_id} carries neither a result nor a replay marker.`);
-    const step = await this.session.acceptReceipt(packet.payload.receipt, output);
+    // A failed call (worker crash, timeout, a JSON-RPC error) is receipted over `{ error }` and charged 0.
+    const failed = !replayed && mcp.error !== undefined && mcp.result === undefined;
+    const output = replayed ? undefined : failed ? canonBytes({ error: mcp.error! }) : mcp.result === undefined ? undefined : canonBytes(mcp.result);
+    if (!replayed && output === undefined) throw new ReceiptMismatchError(`Result ${packet.action_result_id} carries neither a result, an error nor a replay marker.`);
+    const step = await this.session.acceptReceipt(packet.payload.receipt, output, failed);
     await this.parameters.store.putStep(this.parameters.channel.sessionId, step);
     const waiter = this.#waiters.get(step.seq);
     this.#waiters.delete(step.seq);
-    waiter?.resolve({ seq: step.seq, result: replayed ? undefined : mcp.result, leaf: step.leaf });
+    waiter?.resolve({
+      seq: step.seq,
+      result: replayed || failed ? undefined : mcp.result,
+      ...(failed ? { error: mcp.error as InvocationError } : {}),
+      leaf: step.leaf,
+      receipt: packet.payload.receipt,
+      charged: packet.payload.receipt.receipt.metering.amount,
+    });
   }
 
   async #sendTicket(signed: SignedPaymentTicket, request: JsonObject | undefined, leafCount: number | undefined): Promise<void> {
@@ -246,12 +270,14 @@ export class PayerClient {
     inflight?: number;
     request: (i: number) => JsonObject;
     onProgress?: (done: number) => void;
+    /** Called with each answer (result, error or replay) and the index of the request it answers. */
+    onOutcome?: (index: number, outcome: InvocationOutcome) => void;
     /** Exchange signed receipt commits every this many accepted receipts (0 or omitted: never mid-stream). */
     commitEvery?: number;
     /** …or once this many milliseconds passed since the last one (checked as receipts arrive). */
     commitIntervalMs?: number;
   }): Promise<number[]> {
-    const { count, inflight = 1, request, onProgress, commitEvery = 0, commitIntervalMs = 0 } = parameters;
+    const { count, inflight = 1, request, onProgress, onOutcome, commitEvery = 0, commitIntervalMs = 0 } = parameters;
     const latencies: number[] = [];
     const commits: Promise<unknown>[] = [];
     let committedAt = 0;
@@ -272,7 +298,8 @@ export class PayerClient {
       while (next < count) {
         const i = next++;
         const started = performance.now();
-        await this.invoke(request(i));
+        const outcome = await this.invoke(request(i));
+        onOutcome?.(i, outcome);
         latencies.push(performance.now() - started);
         onProgress?.(++done);
         maybeCommit();

@@ -22,11 +22,23 @@ import { listenSecure, type SecureConnection, type SecureServer } from "../trans
 import type { JsonObject } from "../validate";
 import { decodeMessage, encodeMessage, isPacket, type NodeMessage, type SessionOpenMessage } from "./protocol";
 
-/** The provider's work: one JSON-RPC (MCP) request in, its result out, and the units it consumed. */
-export type McpHandler = (request: JsonObject) => Promise<{ result: JsonObject; units: bigint }>;
+/** A JSON-RPC error object as the payer receives it. */
+export type McpError = { code: number; message: string; data?: JsonObject };
+
+/**
+ * What one invocation produced: its result and the units it consumed, or an error — a call that failed
+ * (worker crash, timeout, bad output, a JSON-RPC error) is receipted but not charged (decision 0022).
+ */
+export type McpOutcome = { result: JsonObject; units: bigint } | { error: McpError };
+
+/** The provider's work: one JSON-RPC (MCP) request in, its outcome out. */
+export type McpHandler = (request: JsonObject) => Promise<McpOutcome>;
 
 /** JSON-RPC error code of a result replayed from the store after a restart (its output was not kept). */
 export const REPLAYED_RESULT_CODE = -32001;
+
+/** JSON-RPC error code of a handler that threw instead of answering. */
+export const HANDLER_FAILED_CODE = -32000;
 
 export type ProviderNodeParameters = {
   account: LocalAccount;
@@ -266,8 +278,10 @@ export class ProviderNode {
         deposit: record.deposit,
         modelSnapshotId: this.parameters.modelSnapshotId,
         handler: async (input) => {
-          const { result, units } = await this.parameters.handler(JSON.parse(new TextDecoder().decode(input)) as JsonObject);
-          return { output: canonBytes(result), units };
+          const outcome = await this.#run(JSON.parse(new TextDecoder().decode(input)) as JsonObject);
+          // The receipt binds the bytes the payer receives: the result, or `{ error }` for a failed call.
+          if ("error" in outcome) return { output: canonBytes({ error: outcome.error }), units: 0n, charged: false };
+          return { output: canonBytes(outcome.result), units: outcome.units };
         },
       },
       store.steps(sessionId),
@@ -358,11 +372,30 @@ export class ProviderNode {
       }
     }
     const durable = store.putStep(b.record.sessionId, result.step);
-    const answer = reply({ result: JSON.parse(new TextDecoder().decode(result.output)) as JsonObject }, result.step.receipt);
+    // A failed call's output is `{ error }` (charged nothing, decision 0022); a result is the result itself.
+    const output = JSON.parse(new TextDecoder().decode(result.output)) as JsonObject;
+    const answer = reply(result.charged ? { result: output } : output, result.step.receipt);
     b.answers = this.#after(b.answers, async () => {
       await durable; // never acknowledge what a crash could lose
       await send(answer);
     });
+  }
+
+  /** Runs the handler; one that throws (or answers with no object) is a failed call, never a node crash. */
+  async #run(request: JsonObject): Promise<McpOutcome> {
+    try {
+      const outcome = await this.parameters.handler(request);
+      if ("error" in outcome) return outcome;
+      if (typeof outcome.result !== "object" || outcome.result === null || Array.isArray(outcome.result)) {
+        return { error: { code: HANDLER_FAILED_CODE, message: "The worker's result is not an object." } };
+      }
+      canonBytes(outcome.result); // throws on what canonical JSON cannot hold (1e400, a lone surrogate)
+      return outcome;
+    } catch (error) {
+      const e = error as BaseError;
+      this.#log(`handler failed: ${e.name ?? "Error"}: ${(e.shortMessage ?? e.message ?? String(error)).split("\n")[0]}`);
+      return { error: { code: HANDLER_FAILED_CODE, message: "The provider's handler failed; the call is not charged." } };
+    }
   }
 
   /**
