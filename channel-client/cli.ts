@@ -29,11 +29,11 @@ import {
   type LocalAccount,
   type PublicClient,
 } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
 
 import { ReceiptAccumulator } from "./accumulator";
 import { artifactId, canon, parseJson } from "./canonical";
-import { gasEscrowDomain, type GasEscrowDomain } from "./eip712";
+import { gasEscrowDomain, signingAccount, type GasEscrowDomain } from "./eip712";
+import { secp256k1Backend } from "./secp256k1";
 import {
   challengeClose,
   closeCooperative,
@@ -190,7 +190,7 @@ export function loadAccount(values: Record<string, unknown>): LocalAccount {
   const key = process.env[name];
   if (!key) throw new UsageError(`Set ${name} to the acting party's private key (0x and 64 hex digits).`);
   if (!isHex(key) || key.length !== 66) throw new UsageError(`${name} is not a private key: it must be 0x and 64 hex digits.`);
-  return privateKeyToAccount(key);
+  return signingAccount(key);
 }
 
 /** A contract's address from its option, its environment variable, or deployments/localhost.json. */
@@ -330,7 +330,7 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
   });
   tower.start();
   // The ready line is always JSON, so a supervising process can read the port.
-  console.log(JSON.stringify({ event: "provider.ready", port: node.port, provider: account.address, escrow, termsHash: termsHashOf(pricing) }));
+  console.log(JSON.stringify({ event: "provider.ready", port: node.port, provider: account.address, escrow, termsHash: termsHashOf(pricing), crypto: secp256k1Backend().implementation }));
   await new Promise<void>((resolve) => {
     process.once("SIGINT", resolve);
     process.once("SIGTERM", resolve);
@@ -430,6 +430,9 @@ async function runStream(values: Record<string, unknown>, out: Out): Promise<voi
 
 async function runStatus(values: Record<string, unknown>, out: Out): Promise<void> {
   const store = openStore(values, (values.db as string | undefined) ? "x" : "payer");
+  // Which secp256k1 implementation signs and checks on this machine (decision 0023).
+  out.lines.push(`secp256k1 backend: ${secp256k1Backend().implementation}`);
+  out.result.crypto = secp256k1Backend().implementation;
   try {
     if (!values.session) {
       const channels = store.listChannels();
