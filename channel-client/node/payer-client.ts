@@ -3,6 +3,8 @@
  * session, and streams pipelined invocations. Every ticket is persisted before it is sent and every
  * accepted receipt before it counts, so a restarted payer resumes the same session from its store: it
  * re-sends the tickets that have no receipt yet and the provider answers them (again, if it already did).
+ * Receipts are verified in order as they arrive, without waiting for the previous one's fsync; each
+ * invocation resolves once its receipt is durable.
  */
 import type { Address, Hex, LocalAccount } from "viem";
 
@@ -187,10 +189,19 @@ export class PayerClient {
     const output = replayed || mcp.result === undefined ? undefined : canonBytes(mcp.result);
     if (!replayed && output === undefined) throw new ReceiptMismatchError(`Result ${packet.action_result_id} carries neither a result nor a replay marker.`);
     const step = await this.session.acceptReceipt(packet.payload.receipt, output);
-    await this.parameters.store.putStep(this.parameters.channel.sessionId, step);
-    const waiter = this.#waiters.get(step.seq);
-    this.#waiters.delete(step.seq);
-    waiter?.resolve({ seq: step.seq, result: replayed ? undefined : mcp.result, leaf: step.leaf });
+    // Pipelined (decision 0023): the next receipt is verified while this one is made durable. The store
+    // makes writes durable in the order they are made, so starting this write before any later write (the
+    // next ticket, whose root covers this receipt, or the next receipt) keeps every durable state a prefix
+    // of the session; the caller is told the receipt counts only once it is durable.
+    const durable = this.parameters.store.putStep(this.parameters.channel.sessionId, step);
+    durable.then(
+      () => {
+        const waiter = this.#waiters.get(step.seq);
+        this.#waiters.delete(step.seq);
+        waiter?.resolve({ seq: step.seq, result: replayed ? undefined : mcp.result, leaf: step.leaf });
+      },
+      (error: unknown) => this.#fail(error as Error),
+    );
   }
 
   async #sendTicket(signed: SignedPaymentTicket, request: JsonObject | undefined, leafCount: number | undefined): Promise<void> {
