@@ -92,6 +92,8 @@ export class PayerClient {
   #control: { resolve: (m: NodeMessage) => void; reject: (e: Error) => void } | undefined;
   #failure: Error | undefined;
   #received: Promise<void> = Promise.resolve();
+  /** The newest receipt write; the store makes writes durable in order, so it settles after all earlier ones. */
+  #lastWrite: Promise<void> = Promise.resolve();
   /** Tickets leave in seq order: each send waits for the previous one. */
   #outbox: Promise<unknown> = Promise.resolve();
 
@@ -194,6 +196,7 @@ export class PayerClient {
     // next ticket, whose root covers this receipt, or the next receipt) keeps every durable state a prefix
     // of the session; the caller is told the receipt counts only once it is durable.
     const durable = this.parameters.store.putStep(this.parameters.channel.sessionId, step);
+    this.#lastWrite = durable.catch(() => undefined);
     durable.then(
       () => {
         const waiter = this.#waiters.get(step.seq);
@@ -354,8 +357,11 @@ export class PayerClient {
     return reply;
   }
 
+  /** Closes the connection and waits until every receipt already accepted has been written. */
   async close(): Promise<void> {
     await this.#connection.close();
+    await this.#received.catch(() => undefined);
+    await this.#lastWrite;
   }
 }
 
