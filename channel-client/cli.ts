@@ -32,6 +32,7 @@ import {
 import { ReceiptAccumulator } from "./accumulator";
 import { canon } from "./canonical";
 import { gasEscrowDomain, type GasEscrowDomain } from "./eip712";
+import { secp256k1Backend } from "./secp256k1";
 import {
   challengeClose,
   closeCooperative,
@@ -384,7 +385,7 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
   });
   tower.start();
   // The ready line is always JSON, so a supervising process can read the port.
-  console.log(JSON.stringify({ event: "provider.ready", host, port: node.port, provider: account.address, escrow, termsHash: termsHashOf(pricing), worker: worker ? { tools: worker.info?.tools.map((t) => t.name) ?? [] } : "echo" }));
+  console.log(JSON.stringify({ event: "provider.ready", host, port: node.port, provider: account.address, escrow, termsHash: termsHashOf(pricing), worker: worker ? { tools: worker.info?.tools.map((t) => t.name) ?? [] } : "echo", crypto: secp256k1Backend().implementation }));
   await new Promise<void>((resolve) => {
     process.once("SIGINT", resolve);
     process.once("SIGTERM", resolve);
@@ -556,6 +557,9 @@ async function runCall(values: Record<string, unknown>, out: Out): Promise<void>
 
 async function runStatus(values: Record<string, unknown>, out: Out): Promise<void> {
   const store = openStore(values, (values.db as string | undefined) ? "x" : "payer");
+  // Which secp256k1 implementation signs and checks on this machine (decision 0023).
+  out.lines.push(`secp256k1 backend: ${secp256k1Backend().implementation}`);
+  out.result.crypto = secp256k1Backend().implementation;
   try {
     if (!values.session) {
       const channels = store.listChannels();

@@ -2,14 +2,12 @@
  * The EIP-712 definitions the GasEscrow verifies, defined once here and mirrored in
  * `contracts/GasEscrow.sol` (a test proves the type hashes and digests are equal).
  */
-import { invert } from "@noble/curves/abstract/modular.js";
-import { secp256k1 } from "@noble/curves/secp256k1.js";
 import {
+  getAddress,
   hashTypedData,
-  recoverPublicKey,
+  hexToBytes,
   keccak256,
   parseSignature,
-  recoverAddress,
   serializeSignature,
   signatureToCompactSignature,
   stringToBytes,
@@ -17,8 +15,11 @@ import {
   type Hex,
   type LocalAccount,
 } from "viem";
+import { privateKeyToAccount, type HDAccount, type PrivateKeyAccount } from "viem/accounts";
 
 import { InvalidSignatureError } from "./errors";
+import { keccak256Bytes } from "./keccak";
+import { secp256k1Backend } from "./secp256k1";
 
 export const GAS_ESCROW_DOMAIN_NAME = "IOI GasEscrow";
 export const GAS_ESCROW_DOMAIN_VERSION = "1";
@@ -95,12 +96,83 @@ export function hashTyped<T extends Eip712PrimaryType>(
 
 /** secp256k1 group order n and n/2: a signature with s > n/2 is the malleable twin of a low-s one. */
 const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
-const SECP256K1_HALF_N = SECP256K1_N >> 1n;
+const N_BYTES = Buffer.from(SECP256K1_N.toString(16), "hex");
+const HALF_N_BYTES = Buffer.from((SECP256K1_N >> 1n).toString(16), "hex");
+const ZERO_32 = Buffer.alloc(32);
 
-/** Signs a digest with a local key; noble always produces the low-s form. */
+/** Private keys of accounts made by {@link signingAccount}, so that signing goes through the backend. */
+const privateKeys = new WeakMap<object, Uint8Array>();
+
+/**
+ * A viem local account for `privateKey` whose digests `signDigest` signs with the configured secp256k1
+ * backend (libsecp256k1 by default, see `secp256k1.ts`); everything else is viem's `privateKeyToAccount`.
+ */
+export function signingAccount(privateKey: Hex): PrivateKeyAccount {
+  const account = privateKeyToAccount(privateKey);
+  privateKeys.set(account, hexToBytes(privateKey));
+  return account;
+}
+
+function privateKeyOf(account: LocalAccount): Uint8Array | undefined {
+  const known = privateKeys.get(account);
+  if (known) return known;
+  const hd = (account as Partial<HDAccount>).getHdKey?.().privateKey ?? undefined;
+  if (hd) privateKeys.set(account, hd);
+  return hd;
+}
+
+/**
+ * Signs a digest: 65 bytes r ‖ s ‖ v, low-s, v = 27 or 28, RFC 6979 — byte-identical to viem's `sign`.
+ * Accounts whose key is known (made by {@link signingAccount} or derived from a mnemonic) sign through the
+ * secp256k1 backend; any other local account signs through its own `sign`.
+ */
 export async function signDigest(account: LocalAccount, digest: Hex): Promise<Hex> {
+  const privateKey = privateKeyOf(account);
+  if (privateKey) {
+    const { signature, recovery } = secp256k1Backend().sign(hexToBytes(digest), privateKey);
+    return `0x${Buffer.from(signature.buffer, signature.byteOffset, 64).toString("hex")}${recovery === 0 ? "1b" : "1c"}`;
+  }
   if (!account.sign) throw new InvalidSignatureError("This account cannot sign raw digests.");
   return account.sign({ hash: digest });
+}
+
+/** A signature that passed the contract's form checks: r ‖ s (64 bytes) and the recovery id. */
+type CheckedSignature = { rs: Buffer; recovery: number };
+
+/**
+ * The checks `ECDSA.tryRecover(digest, r, vs)` makes before `ecrecover`, in the same terms: 65 bytes,
+ * v = 27 or 28, 0 < r < n, 0 < s ≤ n/2 (low-s, so one signer has exactly one accepted signature per digest).
+ */
+function checkSignatureForm(signature: Hex): CheckedSignature {
+  if (typeof signature !== "string" || signature.length !== 132 || !/^0x[0-9a-fA-F]{130}$/.test(signature)) {
+    throw new InvalidSignatureError("The signature is not a 65-byte secp256k1 signature.");
+  }
+  const v = signature.slice(130).toLowerCase();
+  if (v !== "1b" && v !== "1c") throw new InvalidSignatureError(`The signature's v is 0x${v}; only 27 or 28 (0x1b, 0x1c) is accepted.`);
+  const rs = Buffer.from(signature.slice(2, 130), "hex");
+  const r = rs.subarray(0, 32);
+  const s = rs.subarray(32, 64);
+  if (r.equals(ZERO_32) || r.compare(N_BYTES) >= 0 || s.equals(ZERO_32) || s.compare(N_BYTES) >= 0) {
+    throw new InvalidSignatureError("The signature's r or s is outside the curve order.");
+  }
+  if (s.compare(HALF_N_BYTES) > 0) {
+    throw new InvalidSignatureError("The signature has a high s value (malleable form); only low-s signatures are accepted.");
+  }
+  return { rs, recovery: v === "1b" ? 0 : 1 };
+}
+
+/** The lowercase address of a 65-byte uncompressed public key (WebAssembly keccak). */
+function addressOfPublicKey(publicKey: Uint8Array): string {
+  const hash = keccak256Bytes(publicKey.subarray(1));
+  return `0x${Buffer.from(hash.buffer, hash.byteOffset + 12, 20).toString("hex")}`;
+}
+
+/** `ecrecover` with the contract's form checks: the public key that made `signature` over `digest`. */
+function recoverPublicKeyChecked(digest: Hex, signature: Hex): Uint8Array {
+  const { rs, recovery } = checkSignatureForm(signature);
+  const publicKey = secp256k1Backend().recover(hexToBytes(digest), rs, recovery);
+  if (!publicKey) throw new InvalidSignatureError("The signature does not recover to any address.");
+  return publicKey;
 }
 
 /**
@@ -108,70 +180,19 @@ export async function signDigest(account: LocalAccount, digest: Hex): Promise<He
  * one accepted signature per digest, as on-chain.
  */
 export async function recoverDigestSigner(digest: Hex, signature: Hex): Promise<Address> {
-  assertCanonicalV(signature);
-  let parsed: ReturnType<typeof parseSignature>;
-  try {
-    parsed = parseSignature(signature);
-  } catch (cause) {
-    throw new InvalidSignatureError("The signature is not a 65-byte secp256k1 signature.", { cause });
-  }
-  const s = BigInt(parsed.s);
-  const r = BigInt(parsed.r);
-  if (r === 0n || r >= SECP256K1_N || s === 0n || s >= SECP256K1_N) {
-    throw new InvalidSignatureError("The signature's r or s is outside the curve order.");
-  }
-  if (s > SECP256K1_HALF_N) {
-    throw new InvalidSignatureError("The signature has a high s value (malleable form); only low-s signatures are accepted.");
-  }
-  try {
-    return await recoverAddress({ hash: digest, signature });
-  } catch (cause) {
-    throw new InvalidSignatureError("The signature does not recover to any address.", { cause });
-  }
-}
-
-/**
- * A 65-byte signature ends in v = 27 or 28 (0x1b, 0x1c). The same signature with v = 0 or 1 recovers the
- * same key, so accepting both would give one signer two spellings of one signature; ecrecover on-chain
- * takes only 27/28.
- */
-function assertCanonicalV(signature: Hex): void {
-  const v = typeof signature === "string" && signature.length === 132 ? signature.slice(130).toLowerCase() : undefined;
-  if (v !== undefined && v !== "1b" && v !== "1c") {
-    throw new InvalidSignatureError(`The signature's v is 0x${v}; only 27 or 28 (0x1b, 0x1c) is accepted.`);
-  }
+  return getAddress(addressOfPublicKey(recoverPublicKeyChecked(digest, signature)));
 }
 
 /**
  * Public keys of signers already seen, by lowercase address. A channel checks thousands of signatures by
- * the same two keys: verifying against the known key skips public-key recovery, the dearer half.
+ * the same two keys: comparing the recovered key with the known one skips hashing it into an address.
  */
-const knownKeys = new Map<string, ReturnType<typeof secp256k1.Point.fromHex>>();
+const knownKeys = new Map<string, Buffer>();
 
 /**
- * ECDSA verification against a known public key that also checks the recovery bit, so that it accepts
- * exactly the signatures `ecrecover` (and so the contract) attributes to that key: R = u1·G + u2·Q must
- * have x = r (not merely r mod n) and the y parity the signature's v claims.
- */
-function verifiesFor(publicKey: ReturnType<typeof secp256k1.Point.fromHex>, digest: Hex, signature: Hex): boolean {
-  const { r, s, yParity } = parseSignature(signature);
-  const rn = BigInt(r);
-  const sn = BigInt(s);
-  if (rn === 0n || rn >= SECP256K1_N || sn === 0n || sn > SECP256K1_HALF_N) return false;
-  const w = invert(sn, SECP256K1_N);
-  const z = BigInt(digest) % SECP256K1_N;
-  // Two separate multiplications, each through its point's precomputed window table (the generator's and
-  // the learned key's): about twice as fast as one joint multiplication without the key's table.
-  const point = secp256k1.Point.BASE.multiplyUnsafe((z * w) % SECP256K1_N).add(publicKey.multiplyUnsafe((rn * w) % SECP256K1_N));
-  if (point.is0()) return false;
-  const { x, y } = point.toAffine();
-  return x === rn && Number(y & 1n) === yParity;
-}
-
-/**
- * Throws {@link InvalidSignatureError} naming `role` unless `expected` made `signature` over `digest`
- * (low-s only). The first signature of a signer is recovered (which also learns its public key); later
- * ones are verified against that key.
+ * Throws {@link InvalidSignatureError} naming `role` unless `expected` made `signature` over `digest`. It
+ * accepts exactly what the contract accepts: the contract's form checks (low-s, v 27/28, r and s in range)
+ * and then public-key recovery with recovery id v − 27, which is `ecrecover`.
  */
 export async function assertDigestSigner(
   digest: Hex,
@@ -179,28 +200,17 @@ export async function assertDigestSigner(
   expected: Address,
   role: string,
 ): Promise<void> {
-  assertCanonicalV(signature);
-  const key = knownKeys.get(expected.toLowerCase());
-  if (key) {
-    let valid = false;
-    try {
-      valid = verifiesFor(key, digest, signature);
-    } catch {
-      valid = false; // malformed: the recovery path below reports exactly what is wrong
-    }
-    if (valid) return;
-  }
-  const recovered = await recoverDigestSigner(digest, signature);
-  if (recovered.toLowerCase() !== expected.toLowerCase()) {
+  const publicKey = recoverPublicKeyChecked(digest, signature);
+  const address = expected.toLowerCase();
+  const known = knownKeys.get(address);
+  if (known && known.equals(publicKey)) return;
+  const recovered = addressOfPublicKey(publicKey);
+  if (recovered !== address) {
     throw new InvalidSignatureError(`The ${role} signature was not made by ${expected}.`, {
-      details: `It recovers to ${recovered}: signed by another key, or for another chain, contract or message.`,
+      details: `It recovers to ${getAddress(recovered)}: signed by another key, or for another chain, contract or message.`,
     });
   }
-  if (!key) {
-    const publicKey = secp256k1.Point.fromHex((await recoverPublicKey({ hash: digest, signature })).slice(2));
-    publicKey.precompute(8, false);
-    knownKeys.set(expected.toLowerCase(), publicKey);
-  }
+  if (!known) knownKeys.set(address, Buffer.from(publicKey));
 }
 
 /**

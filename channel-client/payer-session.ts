@@ -7,9 +7,10 @@
  * seq order. Ticket `n` carries the root over the receipts accepted when it was signed (`leafCount` of
  * them), which with nothing in flight is leaves `1..n-1` (docs/decisions/0003).
  */
-import { keccak256, type Hex, type LocalAccount } from "viem";
+import type { Hex, LocalAccount } from "viem";
 
 import { RootAccumulator } from "./accumulator";
+import { keccak256Hex } from "./keccak";
 import type { GasEscrowDomain } from "./eip712";
 import { DepositExceededError, ReceiptMismatchError } from "./errors";
 import { receiptLeafFromHashes } from "./leaf";
@@ -144,8 +145,8 @@ export class PayerSession {
     if (!pending.signed) throw new ReceiptMismatchError(`Receipt seq ${receipt.seq} arrived before its ticket was signed.`);
     expect(receipt.sessionId === this.parameters.sessionId, "it is for another session");
     expect(receipt.seq === ticket.seq, `it answers seq ${receipt.seq}, but the oldest pending ticket is seq ${ticket.seq}`);
-    if (pending.input) expect(receipt.offloadPacketHash === keccak256(pending.input), "its request hash is not the request sent");
-    if (output) expect(receipt.outputHash === keccak256(output), "its output hash is not the output received");
+    if (pending.input) expect(receipt.offloadPacketHash === keccak256Hex(pending.input), "its request hash is not the request sent");
+    if (output) expect(receipt.outputHash === keccak256Hex(output), "its output hash is not the output received");
     expect(receipt.policyHash === this.parameters.ref.terms.policyHash, "it names another policy");
     expect(receipt.prevReceiptHash === this.#prevReceiptHash, "it does not chain to the previous receipt");
     const added = ticket.cumulativeAmount - this.#acceptedAmount;

@@ -3,7 +3,7 @@
  * work, sign the receipt, fold the step into the receipt accumulator. A later layer puts this behind a
  * socket and a durable store; everything that decides whether a ticket is acceptable lives here.
  */
-import { keccak256, type Hex, type LocalAccount } from "viem";
+import type { Hex, LocalAccount } from "viem";
 
 import { ReceiptAccumulator } from "./accumulator";
 import type { GasEscrowDomain } from "./eip712";
@@ -26,6 +26,7 @@ import {
   type PaymentTicket,
   type SignedPaymentTicket,
 } from "./ticket";
+import { keccak256Hex } from "./keccak";
 import { assertDigestSigner } from "./eip712";
 
 /**
@@ -98,8 +99,8 @@ export class ProviderSession {
     const receipt: SessionReceipt = {
       sessionId: this.parameters.sessionId,
       seq: ticket.seq,
-      offloadPacketHash: keccak256(input),
-      outputHash: keccak256(output),
+      offloadPacketHash: keccak256Hex(input),
+      outputHash: keccak256Hex(output),
       policyHash: this.parameters.ref.terms.policyHash,
       modelSnapshotId: this.parameters.modelSnapshotId,
       metering: { units, amount: charged ? ticket.cumulativeAmount - previousAmount : 0n },

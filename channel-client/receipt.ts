@@ -2,7 +2,7 @@
  * SessionReceipt: the provider's signed statement of what it executed for one paid step. Receipts chain
  * through `prevReceiptHash` and are folded, with the ticket that paid for them, into the receipt leaf.
  */
-import { concat, hexToBytes, keccak256, stringToBytes, zeroHash, type Address, type Hex, type LocalAccount } from "viem";
+import { hexToBytes, keccak256, stringToBytes, zeroHash, type Address, type Hex, type LocalAccount } from "viem";
 
 import { artifactId } from "./canonical";
 import { keccak256Bytes, keccak256Hex } from "./keccak";
@@ -153,7 +153,10 @@ export function canonicalReceiptText(r: SessionReceipt): string | undefined {
 
 /** What the provider signs: `keccak256(keccak256(RECEIPT_SIGNATURE_DOMAIN) ‖ receiptHash)`. */
 export function sessionReceiptDigest(receiptHash: Hex): Hex {
-  return keccak256(concat([RECEIPT_SIGNATURE_DOMAIN_HASH, receiptHash]));
+  const preimage = Buffer.alloc(64);
+  preimage.write(RECEIPT_SIGNATURE_DOMAIN_HASH.slice(2), 0, "hex");
+  preimage.write(receiptHash.slice(2), 32, "hex");
+  return keccak256Hex(preimage);
 }
 
 export async function signSessionReceipt(parameters: {

@@ -4,11 +4,11 @@
  * Ticket `n` prepays invocation `n` and carries the receipt root over leaves `1..n-1` — the receipts the
  * payer had accepted when it signed (docs/decisions/0003-which-root-a-ticket-carries.md).
  */
-import { keccak_256 } from "@noble/hashes/sha3.js";
-import { bytesToHex, domainSeparator, hexToBytes, numberToHex, type Address, type Hex, type LocalAccount } from "viem";
+import { domainSeparator, hexToBytes, type Address, type Hex, type LocalAccount } from "viem";
 
 import { artifactId } from "./canonical";
 import { assertDigestSigner, signDigest, typeHash, type GasEscrowDomain } from "./eip712";
+import { keccak256Bytes, keccak256Hex } from "./keccak";
 import { InvalidFieldError, TicketNotNewerError } from "./errors";
 import { expectAddress, expectHash, expectObject, expectSignatureHex, expectUint, uintToJson } from "./validate";
 
@@ -94,20 +94,23 @@ export function paymentTicketDigest(domain: GasEscrowDomain, ticket: PaymentTick
     separator = hexToBytes(domainSeparator({ domain }));
     domainSeparators.set(key, separator);
   }
-  const words = new Uint8Array(7 * 32);
+  // Fields were validated at the boundary (hex of the right length, integers in range): native hex decoding
+  // and the WebAssembly keccak (decision 0023).
+  const words = Buffer.alloc(7 * 32);
   words.set(TICKET_TYPEHASH, 0);
-  words.set(hexToBytes(ticket.sessionId), 32);
-  words.set(hexToBytes(ticket.provider), 64 + 12);
-  words.set(hexToBytes(ticket.termsHash), 96);
-  words.set(hexToBytes(numberToHex(ticket.seq, { size: 32 })), 128);
-  words.set(hexToBytes(numberToHex(ticket.cumulativeAmount, { size: 32 })), 160);
-  words.set(hexToBytes(ticket.receiptRoot), 192);
+  words.write(ticket.sessionId.slice(2), 32, "hex");
+  words.write(ticket.provider.slice(2), 64 + 12, "hex");
+  words.write(ticket.termsHash.slice(2), 96, "hex");
+  words.writeBigUInt64BE(ticket.seq, 128 + 24);
+  words.writeBigUInt64BE(ticket.cumulativeAmount >> 64n, 160 + 16);
+  words.writeBigUInt64BE(ticket.cumulativeAmount & 0xffffffffffffffffn, 160 + 24);
+  words.write(ticket.receiptRoot.slice(2), 192, "hex");
   const message = new Uint8Array(66);
   message[0] = 0x19;
   message[1] = 0x01;
   message.set(separator, 2);
-  message.set(keccak_256(words), 34);
-  return bytesToHex(keccak_256(message));
+  message.set(keccak256Bytes(words), 34);
+  return keccak256Hex(message);
 }
 
 export async function signPaymentTicket(parameters: {

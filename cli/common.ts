@@ -8,7 +8,7 @@ import { mkdirSync } from "node:fs";
 import path from "node:path";
 import type { ParseArgsConfig } from "node:util";
 import { erc20Abi, getAddress, isAddress, isHex, type Address, type Hex, type LocalAccount, type PublicClient } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
+import { signingAccount } from "../channel-client/eip712";
 
 import { BaseError } from "../channel-client/errors";
 import { SqliteStore } from "../channel-client/store/sqlite-store";
@@ -117,7 +117,7 @@ export function loadAccount(values: Record<string, unknown>): LocalAccount {
   if (!key) throw new UsageError(`Set ${name} to the acting party's private key (0x and 64 hex digits).`);
   if (!isHex(key) || key.length !== 66) throw new UsageError(`${name} is not a private key: it must be 0x and 64 hex digits.`);
   try {
-    return privateKeyToAccount(key);
+    return signingAccount(key);
   } catch (cause) {
     throw new UsageError(`${name} is not a valid secp256k1 private key (zero or not below the curve order).`, { cause });
   }

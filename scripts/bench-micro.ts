@@ -5,13 +5,16 @@
 import { randomFillSync } from "node:crypto";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
+import os from "node:os";
 import { secp256k1 } from "@noble/curves/secp256k1.js";
+import { keccak_256 } from "@noble/hashes/sha3.js";
 import { hexToBytes, keccak256, parseSignature, toHex, zeroHash, type Hex } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
 import { ReceiptAccumulator } from "../channel-client/accumulator";
 import { assertDigestSigner, gasEscrowDomain, signDigest } from "../channel-client/eip712";
-import { fastKeccakReady } from "../channel-client/keccak";
+import { fastKeccakReady, keccak256Bytes } from "../channel-client/keccak";
+import { loadSecp256k1Backend, secp256k1Backend, type Secp256k1Backend } from "../channel-client/secp256k1";
 import { LeafBuilder } from "../channel-client/leaf";
 import { ProviderSession } from "../channel-client/provider-session";
 import { sessionReceiptHashBytes, type SessionReceipt } from "../channel-client/receipt";
@@ -51,6 +54,107 @@ export async function benchCrypto(samples = 600): Promise<CryptoCeiling> {
   for (let i = 0; i < samples; i++) await assertDigestSigner(digests[i]!, signatures[i]!, payer.address, "bench");
   const knownKeyVerifyPerSecond = samples / ((performance.now() - started) / 1000);
   return { verifyPerSecond: Math.round(verifyPerSecond), knownKeyVerifyPerSecond: Math.round(knownKeyVerifyPerSecond), signPerSecond: Math.round(signPerSecond) };
+}
+
+/** Calls per second of `fn` on this core: warm-up, then as many calls as fit in about `ms` milliseconds. */
+function rate(fn: (i: number) => unknown, ms = 400): number {
+  for (let i = 0; i < 200; i++) fn(i);
+  let calls = 0;
+  const started = performance.now();
+  let elapsed = 0;
+  while (elapsed < ms) {
+    for (let i = 0; i < 100; i++) fn(calls + i);
+    calls += 100;
+    elapsed = performance.now() - started;
+  }
+  return Math.round(calls / (elapsed / 1000));
+}
+
+export type LibraryRates = { implementation: string; signPerSecond: number; recoverPerSecond: number; verifyPerSecond: number };
+export type KeccakRates = { bytes32: number; bytes64: number; bytes96: number };
+export type Ceiling = {
+  cores: number;
+  backend: string;
+  /** Raw figures of every library measured, side by side (one core each). */
+  secp256k1: { noble: LibraryRates; native: LibraryRates | { unavailable: string } };
+  keccak: { noble: KeccakRates; wasm: KeccakRates };
+  /** What one ticket costs in cryptography, per side, with the library in use (µs): one sign + one recover. */
+  perSideCryptoUsPerTicket: number;
+  /** Crypto-only limit: tickets/s if each side did nothing but its sign + verify, both sides on the cores. */
+  cryptoLimitTicketsPerSecond: number;
+  /** Keccak limit for batched receipts: three hashes (32, 64, 96 bytes) per receipt with the keccak in use, one core. */
+  keccakLimitReceiptsPerSecond: number;
+  /** The node's own paths (form checks, hex, address) with the library in use. */
+  nodeSignPerSecond: number;
+  nodeVerifyPerSecond: number;
+};
+
+function libraryRates(backend: Secp256k1Backend, digests: Uint8Array[], key: Uint8Array, rawVerify: (signature: Uint8Array, digest: Uint8Array) => boolean): LibraryRates {
+  const signed = digests.map((d) => backend.sign(d, key));
+  const n = digests.length;
+  return {
+    implementation: backend.implementation,
+    signPerSecond: rate((i) => backend.sign(digests[i % n]!, key)),
+    recoverPerSecond: rate((i) => backend.recover(digests[i % n]!, signed[i % n]!.signature, signed[i % n]!.recovery)),
+    verifyPerSecond: rate((i) => {
+      if (!rawVerify(signed[i % n]!.signature, digests[i % n]!)) throw new Error("a valid signature did not verify");
+    }),
+  };
+}
+
+function keccakRates(hash: (data: Uint8Array) => Uint8Array): KeccakRates {
+  const inputs = [32, 64, 96].map((size) => Uint8Array.from({ length: size }, (_, i) => i));
+  return { bytes32: rate(() => hash(inputs[0]!), 200), bytes64: rate(() => hash(inputs[1]!), 200), bytes96: rate(() => hash(inputs[2]!), 200) };
+}
+
+/**
+ * The ceiling of issue 15 (decision 0012): the crypto-only limit for tickets and the keccak limit for batched
+ * receipts, with the raw figures of every library side by side, all measured in this run on this machine.
+ */
+export async function benchCeiling(): Promise<Ceiling> {
+  await fastKeccakReady;
+  const key = payer.getHdKey().privateKey!;
+  const digests = Array.from({ length: 256 }, (_, i) => hexToBytes(keccak256(toHex(`digest ${i}`))));
+  const publicKey = hexToBytes(payer.publicKey);
+  const noble = libraryRates(loadSecp256k1Backend("noble"), digests, key, (sig, d) => secp256k1.verify(sig, d, publicKey, { prehash: false }));
+  let native: LibraryRates | { unavailable: string };
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const binding = require("secp256k1/bindings") as { ecdsaVerify(sig: Uint8Array, msg: Uint8Array, pub: Uint8Array): boolean };
+    native = libraryRates(loadSecp256k1Backend("native"), digests, key, (sig, d) => binding.ecdsaVerify(sig, d, publicKey));
+  } catch (error) {
+    native = { unavailable: (error as Error).message.split("\n")[0]! };
+  }
+  const keccak = { noble: keccakRates((d) => keccak_256(d)), wasm: keccakRates(keccak256Bytes) };
+  const inUse = secp256k1Backend();
+  const rates = inUse.name === "native" && "signPerSecond" in native ? native : noble;
+  const perSideCryptoUsPerTicket = 1e6 / rates.signPerSecond + 1e6 / rates.recoverPerSecond;
+  const cores = os.cpus().length;
+  // Each ticket costs one sign + one verify on each of the two sides; the two sides share the cores.
+  const cryptoLimitTicketsPerSecond = Math.round((cores * 1e6) / (2 * perSideCryptoUsPerTicket));
+  const k = keccak.wasm;
+  const keccakLimitReceiptsPerSecond = Math.round(1 / (1 / k.bytes32 + 1 / k.bytes64 + 1 / k.bytes96));
+  const hexDigests = digests.map((d) => toHex(d));
+  const signatures: Hex[] = [];
+  for (const d of hexDigests) signatures.push(await signDigest(payer, d));
+  let i = 0;
+  let started = performance.now();
+  for (i = 0; i < 2_000; i++) await signDigest(payer, hexDigests[i % 256]!);
+  const nodeSignPerSecond = Math.round(i / ((performance.now() - started) / 1000));
+  started = performance.now();
+  for (i = 0; i < 2_000; i++) await assertDigestSigner(hexDigests[i % 256]!, signatures[i % 256]!, payer.address, "bench");
+  const nodeVerifyPerSecond = Math.round(i / ((performance.now() - started) / 1000));
+  return {
+    cores,
+    backend: inUse.implementation,
+    secp256k1: { noble, native },
+    keccak,
+    perSideCryptoUsPerTicket: Number(perSideCryptoUsPerTicket.toFixed(1)),
+    cryptoLimitTicketsPerSecond,
+    keccakLimitReceiptsPerSecond,
+    nodeSignPerSecond,
+    nodeVerifyPerSecond,
+  };
 }
 
 /**

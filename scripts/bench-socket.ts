@@ -5,7 +5,7 @@
  * before it is answered; every receipt is checked and persisted by the payer before it counts.
  * Writes `bench/socket.json` and prints a table.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import hre from "hardhat";
@@ -22,7 +22,28 @@ import { startProviderProcess, stopProcess } from "./provider-process";
 
 const MNEMONIC = "test test test test test test test test test test test junk";
 
-export type SocketRun = { inflight: number; tickets: number; perSecond: number; p50Ms: number; p99Ms: number };
+export type SocketRun = {
+  inflight: number;
+  tickets: number;
+  perSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** CPU time (user + system) per ticket of the payer process (this one) and of the provider process, µs. */
+  payerCpuUsPerTicket: number;
+  providerCpuUsPerTicket: number;
+  /** The secp256k1 implementation the provider process reported on its start line. */
+  providerCrypto: string;
+};
+
+/** CPU time (user + system) of process `pid` so far, in µs, from /proc (Linux); NaN elsewhere. */
+function processCpuUs(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100; // utime, stime in clock ticks (USER_HZ = 100)
+  } catch {
+    return Number.NaN;
+  }
+}
 
 /** Streams `plan`'s tickets over the sealed socket to a provider process and measures each run. */
 export async function runSocketBench(
@@ -37,7 +58,10 @@ export async function runSocketBench(
   const escrow = deployment.contracts.GasEscrow.address;
   const rpc = await serveEmbeddedNetwork(hre);
   const pricing: PricingTerms = { version: "1", unit: "invocation", pricePerInvocation: 1_000n };
-  const node = await startProviderProcess({ rpc: rpc.url, escrow, db: path.join(workdir, "provider.db"), price: pricing.pricePerInvocation, key: bytesToHex(provider.getHdKey().privateKey!), fromBlock: 0n, onLine: () => undefined });
+  let providerCrypto = "unknown";
+  const node = await startProviderProcess({ rpc: rpc.url, escrow, db: path.join(workdir, "provider.db"), price: pricing.pricePerInvocation, key: bytesToHex(provider.getHdKey().privateKey!), fromBlock: 0n, onLine: (event) => {
+    if (event.event === "provider.ready") providerCrypto = String(event.crypto ?? "unknown");
+  } });
   const store = SqliteStore.open(path.join(workdir, "payer.db"));
   const domain = await escrowDomain(publicClient, escrow);
   const runs: SocketRun[] = [];
@@ -55,12 +79,16 @@ export async function runSocketBench(
       const client = await PayerClient.connect({ account: payer, domain, store, channel, port: node.port });
       // Warm up (JIT, connection) before timing.
       await client.stream({ count: 20, inflight, request: (n) => ({ jsonrpc: "2.0", id: n, method: "tools/echo", params: { n } }) });
+      const payerCpu = process.cpuUsage();
+      const providerCpu = processCpuUs(node.child.pid);
       const started = performance.now();
       const latencies = await client.stream({ count: tickets, inflight, request: (n) => ({ jsonrpc: "2.0", id: n, method: "tools/echo", params: { n } }) });
       const seconds = (performance.now() - started) / 1000;
+      const payerUsed = process.cpuUsage(payerCpu);
+      const providerUsed = processCpuUs(node.child.pid) - providerCpu;
       await client.close();
       latencies.sort((a, b) => a - b);
-      runs.push({ inflight, tickets, perSecond: Math.round(tickets / seconds), p50Ms: Number(latencies[Math.floor(tickets * 0.5)]!.toFixed(2)), p99Ms: Number(latencies[Math.floor(tickets * 0.99)]!.toFixed(2)) });
+      runs.push({ inflight, tickets, perSecond: Math.round(tickets / seconds), p50Ms: Number(latencies[Math.floor(tickets * 0.5)]!.toFixed(2)), p99Ms: Number(latencies[Math.floor(tickets * 0.99)]!.toFixed(2)), payerCpuUsPerTicket: Math.round((payerUsed.user + payerUsed.system) / tickets), providerCpuUsPerTicket: Math.round(providerUsed / tickets), providerCrypto });
     }
   } finally {
     await store.close();
@@ -77,7 +105,7 @@ async function main(): Promise<void> {
   mkdirSync(path.join(__dirname, "..", "bench"), { recursive: true });
   writeFileSync(path.join(__dirname, "..", "bench", "socket.json"), `${JSON.stringify(result, null, 2)}\n`);
   console.log("Tickets over the sealed socket, durable on both sides (payer and provider in separate processes):");
-  for (const r of runs) console.log(`  ${String(r.inflight).padStart(2)} in flight: ${String(r.perSecond).padStart(5)} tickets/s   p50 ${r.p50Ms} ms   p99 ${r.p99Ms} ms   (${r.tickets} tickets)`);
+  for (const r of runs) console.log(`  ${String(r.inflight).padStart(2)} in flight: ${String(r.perSecond).padStart(5)} tickets/s   p50 ${r.p50Ms} ms   p99 ${r.p99Ms} ms   (${r.tickets} tickets; CPU/ticket payer ${r.payerCpuUsPerTicket} µs, provider ${r.providerCpuUsPerTicket} µs)`);
   console.log("Wrote bench/socket.json");
 }
 

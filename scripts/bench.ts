@@ -16,6 +16,12 @@
  *   npm run bench -- --quick    smaller sizes, for a smoke test
  *   npm run bench -- --arbitration   only the arbitration figures, merged into the existing results.json
  *   npm run bench -- --cli      only `ioi --help` start-up from dist/ (built first), merged likewise
+ *   npm run bench -- --hot-path      only the hot path of issue 15 (ceiling, batched receipts, socket),
+ *                                    merged into the existing results.json
+ *
+ * The ceiling (decision 0012): the crypto-only limit — tickets/s if each side did nothing but one sign and one
+ * verify per ticket with the library in use, both sides sharing this machine's cores — and the keccak limit
+ * for batched receipts (three 32–96-byte hashes per receipt, one core); raw figures of every library side by side.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -24,7 +30,7 @@ import hre from "hardhat";
 
 import { benchArbitration, benchReplays, type ArbitrationBench, type ReplayBench } from "./bench-arbitration";
 import { benchCliStartup } from "./bench-cli";
-import { benchAccumulator, benchBatchedReceipts, benchCrypto } from "./bench-micro";
+import { benchAccumulator, benchBatchedReceipts, benchCeiling, benchCrypto, type Ceiling } from "./bench-micro";
 import { runSocketBench } from "./bench-socket";
 import { measureGas } from "./gas-report";
 
@@ -87,6 +93,18 @@ async function main(): Promise<void> {
     return;
   }
 
+  if (process.argv.includes("--hot-path")) {
+    const hot = await measureHotPath(quick, log);
+    const previous = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>) : {};
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(file, `${JSON.stringify({ ...previous, ...hot.results, machine, measuredAt: new Date().toISOString(), quick }, null, 2)}\n`);
+    log("");
+    log(`Hot-path results (${quick ? "quick run" : "full run"}) — ${machine.cpus} × ${machine.model}, Node ${machine.node}, load average ${os.loadavg().map((l) => l.toFixed(2)).join(" ")}`);
+    hot.print(row);
+    log(`Updated the hot-path figures in ${path.relative(process.cwd(), file)}`);
+    return;
+  }
+
   log("Measuring the crypto ceiling …");
   const crypto = await benchCrypto(quick ? 200 : 800);
   log("Measuring the accumulator …");
@@ -145,6 +163,57 @@ async function main(): Promise<void> {
     row(`gas: ${op}`, gasUsed.toLocaleString("en-US"), target ? `${target.inclusive ? "≤" : "<"} ${target.limit.toLocaleString("en-US")}` : "", met);
   }
   log(`Wrote ${path.relative(process.cwd(), file)}`);
+}
+
+/** The hot path of issue 15: the ceiling, batched receipts and tickets over the socket, in one run. */
+async function measureHotPath(quick: boolean, log: (line: string) => void) {
+  log("Measuring the ceiling (every library side by side) …");
+  const ceiling: Ceiling = await benchCeiling();
+  log("Measuring batched receipts …");
+  const batched: Record<string, number> = {};
+  for (const batch of [1, 100, 1_000]) batched[String(batch)] = await benchBatchedReceipts(batch, quick ? Math.max(batch, 2_000) : batch === 1 ? 1_000 : 50_000);
+  log("Measuring tickets over the socket …");
+  const loadBefore = os.loadavg()[0]!;
+  const socket = await runSocketBench(quick ? [{ inflight: 1, tickets: 100 }, { inflight: 64, tickets: 500 }] : undefined);
+  const loadAfter = os.loadavg()[0]!;
+  const at64 = socket.find((r) => r.inflight === 64) ?? socket[socket.length - 1]!;
+  const at1 = socket.find((r) => r.inflight === 1);
+  const ticketRatio = Number((at64.perSecond / ceiling.cryptoLimitTicketsPerSecond).toFixed(3));
+  const receiptRatio = Number((batched["1000"]! / ceiling.keccakLimitReceiptsPerSecond).toFixed(3));
+  const cryptoUs = ceiling.perSideCryptoUsPerTicket;
+  const results = {
+    tickets: Object.fromEntries(socket.map((r) => [`inflight${r.inflight}`, r])),
+    ceiling,
+    ticketsToCryptoLimitRatio: ticketRatio,
+    batchedReceiptsPerSecond: batched,
+    batchedReceiptsToKeccakLimitRatio: receiptRatio,
+    cpuPerTicketUs: {
+      payer: { total: at64.payerCpuUsPerTicket, signAndVerify: cryptoUs, rest: Math.round(at64.payerCpuUsPerTicket - cryptoUs) },
+      provider: { total: at64.providerCpuUsPerTicket, signAndVerify: cryptoUs, rest: Math.round(at64.providerCpuUsPerTicket - cryptoUs) },
+    },
+    loadAverageDuringSocket: [loadBefore, loadAfter],
+  };
+  const print = (row: (name: string, value: string, target: string, met: boolean | null) => void) => {
+    const lib = (name: string, r: Ceiling["secp256k1"]["noble"] | { unavailable: string }) =>
+      "unavailable" in r ? row(`${name}: unavailable`, "", "", null) : row(`${name}: sign / recover / verify per s`, `${r.signPerSecond} / ${r.recoverPerSecond} / ${r.verifyPerSecond}`, "", null);
+    lib("secp256k1 @noble/curves (pure JS)", ceiling.secp256k1.noble);
+    lib("secp256k1 libsecp256k1 (native)", ceiling.secp256k1.native);
+    for (const [name, k] of Object.entries(ceiling.keccak)) row(`keccak ${name === "wasm" ? "hash-wasm (WASM)" : "@noble/hashes (pure JS)"}: 32/64/96 B per s`, `${k.bytes32}/${k.bytes64}/${k.bytes96}`, "", null);
+    row(`backend in use: ${ceiling.backend}`, "", "", null);
+    row("node path: signDigest / assertDigestSigner per s", `${ceiling.nodeSignPerSecond} / ${ceiling.nodeVerifyPerSecond}`, "", null);
+    row(`crypto per ticket per side (µs, sign + verify)`, String(cryptoUs), "", null);
+    row(`crypto-only limit (tickets/s, ${ceiling.cores} cores)`, String(ceiling.cryptoLimitTicketsPerSecond), "", null);
+    row("keccak limit (receipts/s, one core)", String(ceiling.keccakLimitReceiptsPerSecond), "", null);
+    for (const r of socket) row(`tickets/s, ${r.inflight} in flight (p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms)`, String(r.perSecond), r.inflight === 1 ? "p50 ≤ 1.5 ms" : "", r.inflight === 1 ? r.p50Ms <= 1.5 : null);
+    row("tickets/s (64) ÷ crypto-only limit", ticketRatio.toFixed(3), "≥ 0.5", ticketRatio >= 0.5);
+    for (const [batch, perSecond] of Object.entries(batched)) row(`batched receipts/s, batch ${batch}`, String(perSecond), "", null);
+    row("batched receipts/s (1,000) ÷ keccak limit", receiptRatio.toFixed(3), "≥ 0.5", receiptRatio >= 0.5);
+    row("CPU per ticket, payer (µs): total / sign+verify / rest", `${at64.payerCpuUsPerTicket} / ${cryptoUs} / ${results.cpuPerTicketUs.payer.rest}`, "", null);
+    row("CPU per ticket, provider (µs): total / sign+verify / rest", `${at64.providerCpuUsPerTicket} / ${cryptoUs} / ${results.cpuPerTicketUs.provider.rest}`, "", null);
+    row("load average (1 min) before / after the socket runs", `${loadBefore.toFixed(2)} / ${loadAfter.toFixed(2)}`, "", null);
+    void at1;
+  };
+  return { results, print };
 }
 
 main().then(

@@ -3,6 +3,8 @@
  * session, and streams pipelined invocations. Every ticket is persisted before it is sent and every
  * accepted receipt before it counts, so a restarted payer resumes the same session from its store: it
  * re-sends the tickets that have no receipt yet and the provider answers them (again, if it already did).
+ * Receipts are verified in order as they arrive, without waiting for the previous one's fsync; each
+ * invocation resolves once its receipt is durable.
  */
 import type { Address, Hex, LocalAccount } from "viem";
 
@@ -105,6 +107,8 @@ export class PayerClient {
   #control: { resolve: (m: NodeMessage) => void; reject: (e: Error) => void } | undefined;
   #failure: Error | undefined;
   #received: Promise<void> = Promise.resolve();
+  /** The newest receipt write; the store makes writes durable in order, so it settles after all earlier ones. */
+  #lastWrite: Promise<void> = Promise.resolve();
   /** Tickets leave in seq order: each send waits for the previous one. */
   #outbox: Promise<unknown> = Promise.resolve();
 
@@ -204,17 +208,27 @@ export class PayerClient {
     const output = replayed ? undefined : failed ? canonBytes({ error: mcp.error! }) : mcp.result === undefined ? undefined : canonBytes(mcp.result);
     if (!replayed && output === undefined) throw new ReceiptMismatchError(`Result ${packet.action_result_id} carries neither a result, an error nor a replay marker.`);
     const step = await this.session.acceptReceipt(packet.payload.receipt, output, failed);
-    await this.parameters.store.putStep(this.parameters.channel.sessionId, step);
-    const waiter = this.#waiters.get(step.seq);
-    this.#waiters.delete(step.seq);
-    waiter?.resolve({
-      seq: step.seq,
-      result: replayed || failed ? undefined : mcp.result,
-      ...(failed ? { error: mcp.error as InvocationError } : {}),
-      leaf: step.leaf,
-      receipt: packet.payload.receipt,
-      charged: packet.payload.receipt.receipt.metering.amount,
-    });
+    // Pipelined (decision 0023): the next receipt is verified while this one is made durable. The store
+    // makes writes durable in the order they are made, so starting this write before any later write (the
+    // next ticket, whose root covers this receipt, or the next receipt) keeps every durable state a prefix
+    // of the session; the caller is told the receipt counts only once it is durable.
+    const durable = this.parameters.store.putStep(this.parameters.channel.sessionId, step);
+    this.#lastWrite = durable.catch(() => undefined);
+    durable.then(
+      () => {
+        const waiter = this.#waiters.get(step.seq);
+        this.#waiters.delete(step.seq);
+        waiter?.resolve({
+          seq: step.seq,
+          result: replayed || failed ? undefined : mcp.result,
+          ...(failed ? { error: mcp.error as InvocationError } : {}),
+          leaf: step.leaf,
+          receipt: packet.payload.receipt,
+          charged: packet.payload.receipt.receipt.metering.amount,
+        });
+      },
+      (error: unknown) => this.#fail(error as Error),
+    );
   }
 
   async #sendTicket(signed: SignedPaymentTicket, request: JsonObject | undefined, leafCount: number | undefined): Promise<void> {
@@ -370,8 +384,11 @@ export class PayerClient {
     return reply;
   }
 
+  /** Closes the connection and waits until every receipt already accepted has been written. */
   async close(): Promise<void> {
     await this.#connection.close();
+    await this.#received.catch(() => undefined);
+    await this.#lastWrite;
   }
 }
 

@@ -14,8 +14,15 @@
  * forgery ({@link FrameAuthenticationError}); it is authenticated through the nonce, and the receiver only
  * ever accepts exactly the next counter. The record type is inside the ciphertext, so it is authenticated
  * and hidden.
+ *
+ * Implementation (decision 0023): XChaCha20-Poly1305(key, nonce) is, by definition, ChaCha20-Poly1305 (RFC 8439)
+ * under the subkey HChaCha20(key, nonce[0..16]) with the 12-byte nonce 0⁴ ‖ nonce[16..24]. Every nonce here
+ * starts with 16 zero bytes, so a direction's subkey is one HChaCha20 (from @noble/ciphers) computed when the
+ * direction opens, and each frame is sealed by Node's built-in (OpenSSL) ChaCha20-Poly1305 under the nonce
+ * 0⁴ ‖ counter. The frames are byte-identical to @noble/ciphers' `xchacha20poly1305` (known-answer tests).
  */
-import { xchacha20poly1305 } from "@noble/ciphers/chacha.js";
+import { createCipheriv, createDecipheriv } from "node:crypto";
+import { hchacha } from "@noble/ciphers/chacha.js";
 
 import { ConnectionClosedError, FrameAuthenticationError, FrameReplayError, MalformedFrameError } from "./errors";
 
@@ -51,32 +58,70 @@ export function nonceFor(counter: bigint): Uint8Array {
   return nonce;
 }
 
-/** Seals one record as frame `counter` under `key`; returns the frame body. */
-export function sealRecord(key: Uint8Array, counter: bigint, type: RecordType, payload: Uint8Array): Uint8Array {
-  const plaintext = new Uint8Array(RECORD_TYPE_BYTES + payload.length);
-  plaintext[0] = type;
-  plaintext.set(payload, RECORD_TYPE_BYTES);
-  const sealed = xchacha20poly1305(key, nonceFor(counter)).encrypt(plaintext);
-  const body = new Uint8Array(COUNTER_BYTES + sealed.length);
-  new DataView(body.buffer).setBigUint64(0, counter, false);
-  body.set(sealed, COUNTER_BYTES);
+/** "expand 32-byte k", the ChaCha constants HChaCha20 starts from. */
+const SIGMA = new Uint32Array([0x61707865, 0x3320646e, 0x79622d32, 0x6b206574]);
+
+/** HChaCha20(key, 0¹⁶): the ChaCha20 key of every frame sealed under `key` (their nonces start with 16 zero bytes). */
+export function frameSubkey(key: Uint8Array): Buffer {
+  if (key.length !== KEY_BYTES) throw new RangeError(`A frame key is ${KEY_BYTES} bytes, not ${key.length}.`);
+  const k = new Uint32Array(8);
+  const view = Buffer.from(key.buffer, key.byteOffset, key.byteLength);
+  for (let i = 0; i < 8; i++) k[i] = view.readUInt32LE(4 * i);
+  const out = new Uint32Array(8);
+  hchacha(SIGMA, k, new Uint32Array(4), out);
+  const subkey = Buffer.alloc(KEY_BYTES);
+  for (let i = 0; i < 8; i++) subkey.writeUInt32LE(out[i]!, 4 * i);
+  return subkey;
+}
+
+/** The RFC 8439 nonce of frame `counter` under the subkey: 4 zero bytes, then the counter as uint64 big-endian. */
+function ietfNonce(counter: bigint): Buffer {
+  const nonce = Buffer.alloc(12);
+  nonce.writeBigUInt64BE(counter, 4);
+  return nonce;
+}
+
+const TYPE_BYTE = [Buffer.from([0]), Buffer.from([1]), Buffer.from([2])];
+
+/** Seals with the subkey already derived (the hot path). */
+function sealWithSubkey(subkey: Buffer, counter: bigint, type: RecordType, payload: Uint8Array): Uint8Array {
+  const cipher = createCipheriv("chacha20-poly1305", subkey, ietfNonce(counter), { authTagLength: TAG_BYTES });
+  const body = Buffer.allocUnsafe(COUNTER_BYTES + RECORD_TYPE_BYTES + payload.length + TAG_BYTES);
+  body.writeBigUInt64BE(counter, 0);
+  cipher.update(TYPE_BYTE[type] ?? Buffer.from([type])).copy(body, COUNTER_BYTES);
+  cipher.update(payload).copy(body, COUNTER_BYTES + RECORD_TYPE_BYTES);
+  cipher.final();
+  cipher.getAuthTag().copy(body, body.length - TAG_BYTES);
   return body;
 }
 
-/** Decrypts `body` as frame `counter`; undefined when the tag does not verify. */
-function tryOpen(key: Uint8Array, counter: bigint, body: Uint8Array): Uint8Array | undefined {
+/** Decrypts `body` as frame `counter` under the subkey; undefined when the tag does not verify. */
+function openWithSubkey(subkey: Buffer, counter: bigint, body: Uint8Array): Uint8Array | undefined {
+  const sealed = Buffer.from(body.buffer, body.byteOffset + COUNTER_BYTES, body.byteLength - COUNTER_BYTES);
+  const decipher = createDecipheriv("chacha20-poly1305", subkey, ietfNonce(counter), { authTagLength: TAG_BYTES });
+  decipher.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES));
+  const plaintext = decipher.update(sealed.subarray(0, sealed.length - TAG_BYTES));
   try {
-    return xchacha20poly1305(key, nonceFor(counter)).decrypt(body.subarray(COUNTER_BYTES));
+    decipher.final();
   } catch {
     return undefined;
   }
+  return plaintext;
+}
+
+/** Seals one record as frame `counter` under `key`; returns the frame body. */
+export function sealRecord(key: Uint8Array, counter: bigint, type: RecordType, payload: Uint8Array): Uint8Array {
+  return sealWithSubkey(frameSubkey(key), counter, type, payload);
 }
 
 /** The sending half of a direction: assigns counters and seals. */
 export class RecordSealer {
   private counter = 0n;
+  private readonly subkey: Buffer;
 
-  constructor(private readonly key: Uint8Array) {}
+  constructor(key: Uint8Array) {
+    this.subkey = frameSubkey(key);
+  }
 
   /** Counter the next sealed frame will carry. */
   get nextCounter(): bigint {
@@ -87,7 +132,7 @@ export class RecordSealer {
     if (this.counter >= COUNTER_LIMIT) {
       throw new ConnectionClosedError("This direction has used all 2^64 nonces; open a new connection.");
     }
-    return sealRecord(this.key, this.counter++, type, payload);
+    return sealWithSubkey(this.subkey, this.counter++, type, payload);
   }
 }
 
@@ -96,8 +141,11 @@ export type OpenedRecord = { counter: bigint; type: number; payload: Uint8Array 
 /** The receiving half of a direction: accepts exactly the next counter, authentic, once. */
 export class RecordOpener {
   private counter = 0n;
+  private readonly subkey: Buffer;
 
-  constructor(private readonly key: Uint8Array) {}
+  constructor(key: Uint8Array) {
+    this.subkey = frameSubkey(key);
+  }
 
   /** Counter the next frame must carry. */
   get expectedCounter(): bigint {
@@ -118,10 +166,10 @@ export class RecordOpener {
     const counter = new DataView(body.buffer, body.byteOffset, body.byteLength).getBigUint64(0, false);
     if (counter !== this.counter) {
       // Authentic under its own counter → a genuine frame out of sequence; otherwise a forgery.
-      if (tryOpen(this.key, counter, body) !== undefined) throw new FrameReplayError(this.counter, counter);
+      if (openWithSubkey(this.subkey, counter, body) !== undefined) throw new FrameReplayError(this.counter, counter);
       throw new FrameAuthenticationError(counter);
     }
-    const plaintext = tryOpen(this.key, counter, body);
+    const plaintext = openWithSubkey(this.subkey, counter, body);
     if (plaintext === undefined) throw new FrameAuthenticationError(counter);
     this.counter++;
     return { counter, type: plaintext[0]!, payload: plaintext.subarray(RECORD_TYPE_BYTES) };
