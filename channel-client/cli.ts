@@ -68,6 +68,7 @@ import type { ChannelRecord, ChannelStore } from "./store/store";
 import { channelRefToJson, NATIVE_ASSET, pricingTermsToJson, termsHashOf, type PricingTerms } from "./terms";
 import { paymentTicketHash, signedPaymentTicketToJson } from "./ticket";
 import { Watchtower } from "./watchtower";
+import { LOG_OPTIONS, METRICS_OPTION, loggerFrom, startMetrics } from "./node/observability";
 import { ARBITRATE_COMMAND, DISPUTE_GROUPS, DISPUTE_HELP, DISPUTE_OPTIONS, disputeGroupHelp } from "../arbitration/cli";
 import { VET_COMMAND } from "../arbitration/vet";
 
@@ -100,8 +101,8 @@ export type Command = {
 const COMMANDS: Record<string, Command> = {
   provider: {
     summary: "start a provider node on 127.0.0.1 (with its watchtower) and serve until Ctrl-C",
-    usage: "ioi provider [--port N] --price WEI [--model ID] [--rpc URL] [--escrow ADDR] [--db PATH]",
-    options: { port: { type: "string" }, price: { type: "string" }, model: { type: "string" }, "from-block": { type: "string" } },
+    usage: "ioi provider [--port N] --price WEI [--model ID] [--rpc URL] [--escrow ADDR] [--db PATH] [--metrics HOST:PORT] [--log-level L] [--log-file PATH]",
+    options: { port: { type: "string" }, price: { type: "string" }, model: { type: "string" }, "from-block": { type: "string" }, ...METRICS_OPTION, ...LOG_OPTIONS },
     run: runProvider,
   },
   open: {
@@ -120,7 +121,7 @@ const COMMANDS: Record<string, Command> = {
   stream: {
     summary: "stream N paid invocations to the channel's provider over the sealed socket",
     usage: "ioi stream --session ID -n N [--inflight K] [--peer HOST:PORT] [--commit-every N] [--commit-seconds T]",
-    options: { session: { type: "string" }, n: { type: "string", short: "n" }, inflight: { type: "string" }, peer: { type: "string" }, "commit-every": { type: "string" }, "commit-seconds": { type: "string" } },
+    options: { session: { type: "string" }, n: { type: "string", short: "n" }, inflight: { type: "string" }, peer: { type: "string" }, "commit-every": { type: "string" }, "commit-seconds": { type: "string" }, ...LOG_OPTIONS },
     run: runStream,
   },
   status: {
@@ -132,7 +133,7 @@ const COMMANDS: Record<string, Command> = {
   close: {
     summary: "close a channel: cooperatively with the provider over the socket, or --unilateral",
     usage: "ioi close --session ID [--unilateral] [--peer HOST:PORT]",
-    options: { session: { type: "string" }, unilateral: { type: "boolean" }, peer: { type: "string" } },
+    options: { session: { type: "string" }, unilateral: { type: "boolean" }, peer: { type: "string" }, ...LOG_OPTIONS },
     run: runClose,
   },
   challenge: {
@@ -149,8 +150,8 @@ const COMMANDS: Record<string, Command> = {
   },
   watchtower: {
     summary: "watch the escrow and answer stale closes of the store's channels; finalise when due",
-    usage: "ioi watchtower [--from-block N] [--once]",
-    options: { "from-block": { type: "string" }, once: { type: "boolean" } },
+    usage: "ioi watchtower [--from-block N] [--once] [--metrics HOST:PORT] [--log-level L] [--log-file PATH]",
+    options: { "from-block": { type: "string" }, once: { type: "boolean" }, ...METRICS_OPTION, ...LOG_OPTIONS },
     run: runWatchtower,
   },
   export: {
@@ -305,7 +306,11 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
   const { publicClient, wallet, escrow, domain } = await chainClients(values, account);
   const store = openStore(values, "provider");
   const pricing: PricingTerms = { version: "1", unit: "invocation", pricePerInvocation: uint(values, "price", "wei per invocation") };
+  const logger = loggerFrom(values, "provider");
+  const metrics = await startMetrics(values);
   const node = await ProviderNode.start({
+    logger,
+    metrics: metrics?.metrics,
     account,
     publicClient,
     domain,
@@ -314,9 +319,10 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
     handler: echoHandler,
     modelSnapshotId: (values.model as string | undefined) ?? "worker:echo-keccak@1",
     port: Number(uint(values, "port", "TCP port on 127.0.0.1 (0 = any free port)", 0n)),
-    log: (line) => process.stderr.write(`provider: ${line}\n`),
   });
   const tower = new Watchtower({
+    logger: logger.child({ component: "watchtower" }),
+    metrics: metrics?.metrics,
     publicClient,
     wallet: wallet!,
     escrow,
@@ -324,17 +330,18 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
     fromBlock: uint(values, "from-block", "first block to watch", 0n),
     name: `watchtower:${account.address.toLowerCase()}`,
     onAnswer: (a) => console.log(JSON.stringify({ event: "watchtower.answered", sessionId: a.sessionId, staleSeq: a.staleSeq.toString(), answeredSeq: a.answeredSeq.toString(), inWindow: a.inWindow, txHash: a.txHash })),
-    onError: (error) => process.stderr.write(`watchtower: ${(error as Error).message.split("\n")[0]}\n`),
     // The node learns from the same events when a bound channel closes or settles, and stops serving it.
     onEvents: (events) => node.applyEscrowEvents(events),
   });
   tower.start();
   // The ready line is always JSON, so a supervising process can read the port.
-  console.log(JSON.stringify({ event: "provider.ready", port: node.port, provider: account.address, escrow, termsHash: termsHashOf(pricing) }));
+  console.log(JSON.stringify({ event: "provider.ready", port: node.port, provider: account.address, escrow, termsHash: termsHashOf(pricing), ...(metrics ? { metrics: `http://${metrics.address}/metrics` } : {}) }));
+  logger.info({ event: "provider.ready", port: node.port, provider: account.address, escrow }, "provider node listening");
   await new Promise<void>((resolve) => {
     process.once("SIGINT", resolve);
     process.once("SIGTERM", resolve);
   });
+  await metrics?.close();
   await tower.stop();
   await node.stop();
   await store.close();
@@ -406,7 +413,7 @@ async function runStream(values: Record<string, unknown>, out: Out): Promise<voi
     const commitEvery = Number(uint(values, "commit-every", "receipts between two receipt commits (0: none mid-stream)", 100n));
     const commitIntervalMs = Number(uint(values, "commit-seconds", "seconds between two receipt commits (0: none)", 0n)) * 1000;
     const { host, port } = peerOf(values, channel);
-    const client = await PayerClient.connect({ account, domain, store, channel, host, port });
+    const client = await PayerClient.connect({ account, domain, store, channel, host, port, logger: loggerFrom(values, "payer") });
     const started = performance.now();
     const latencies = await client.stream({
       count,
@@ -483,11 +490,13 @@ async function runClose(values: Record<string, unknown>, out: Out): Promise<void
       return;
     }
     const { host, port } = peerOf(values, channel);
-    const client = await PayerClient.connect({ account, domain, store, channel, host, port });
+    const logger = loggerFrom(values, "payer");
+    const client = await PayerClient.connect({ account, domain, store, channel, host, port, logger });
     const { summary, payerSignature, providerSignature } = await client.cooperativeClose();
     await client.close();
     const settled = await closeCooperative({ wallet: wallet!, publicClient, escrow, ref: channel.ref, summary, payerSignature, providerSignature });
     await store.updateChannel(channel.sessionId, { status: "settled" });
+    logger.info({ event: "channel.settled", sessionId: channel.sessionId, finalSeq: summary.finalSeq.toString(), paidToProvider: settled.paidToProvider.toString(), refundedToFunder: settled.refundedToFunder.toString(), txHash: settled.hash }, "settled cooperatively on-chain");
     out.lines.push(`Settled cooperatively: ${settled.paidToProvider} wei to the provider, ${settled.refundedToFunder} wei refunded (gas ${settled.gasUsed}).`);
     Object.assign(out.result, { sessionId: channel.sessionId, finalSeq: summary.finalSeq.toString(), paidToProvider: settled.paidToProvider.toString(), refundedToFunder: settled.refundedToFunder.toString(), receiptRoot: settled.receiptRoot, gasUsed: Number(settled.gasUsed) });
   } finally {
@@ -533,7 +542,11 @@ async function runWatchtower(values: Record<string, unknown>, out: Out): Promise
   const account = loadAccount(values);
   const { publicClient, wallet, escrow } = await chainClients(values, account);
   const store = openStore(values, "provider");
+  const logger = loggerFrom(values, "watchtower");
+  const metrics = await startMetrics(values);
   const tower = new Watchtower({
+    logger,
+    metrics: metrics?.metrics,
     publicClient,
     wallet: wallet!,
     escrow,
@@ -543,14 +556,13 @@ async function runWatchtower(values: Record<string, unknown>, out: Out): Promise
     finalize: true,
     onAnswer: (a) => out.lines.push(`Answered the stale close of ${a.sessionId} (seq ${a.staleSeq}) with seq ${a.answeredSeq}${a.inWindow ? " inside the window" : ""}.`),
     onFinalized: (sessionId, hash) => out.lines.push(`Finalised ${sessionId} in ${hash}.`),
-    onError: (error) => process.stderr.write(`watchtower: ${(error as Error).message.split("\n")[0]}\n`),
   });
   try {
     if (values.once) {
       await tower.runOnce();
     } else {
       tower.start();
-      console.log(JSON.stringify({ event: "watchtower.ready", escrow }));
+      console.log(JSON.stringify({ event: "watchtower.ready", escrow, ...(metrics ? { metrics: `http://${metrics.address}/metrics` } : {}) }));
       await new Promise<void>((resolve) => {
         process.once("SIGINT", resolve);
         process.once("SIGTERM", resolve);
@@ -559,6 +571,7 @@ async function runWatchtower(values: Record<string, unknown>, out: Out): Promise
     }
     out.result.answers = tower.answers.map((a) => ({ sessionId: a.sessionId, staleSeq: a.staleSeq.toString(), answeredSeq: a.answeredSeq.toString(), inWindow: a.inWindow }));
   } finally {
+    await metrics?.close();
     await store.close();
   }
 }
