@@ -69,6 +69,7 @@ import { channelRefToJson, NATIVE_ASSET, pricingTermsToJson, termsHashOf, type P
 import { paymentTicketHash, signedPaymentTicketToJson } from "./ticket";
 import { Watchtower } from "./watchtower";
 import { LOG_OPTIONS, METRICS_OPTION, loggerFrom, startMetrics } from "./node/observability";
+import { UI_COMMAND } from "../ui/command";
 import { ARBITRATE_COMMAND, DISPUTE_GROUPS, DISPUTE_HELP, DISPUTE_OPTIONS, disputeGroupHelp } from "../arbitration/cli";
 import { VET_COMMAND } from "../arbitration/vet";
 
@@ -159,6 +160,10 @@ const COMMANDS: Record<string, Command> = {
     usage: "ioi export --session ID",
     options: { session: { type: "string" } },
     run: runExport,
+  },
+  // A getter: ui/command imports this module, so its command is read only once both are loaded.
+  get ui() {
+    return UI_COMMAND;
   },
 };
 
