@@ -36,8 +36,8 @@ for (const button of document.querySelectorAll("nav button")) {
   button.addEventListener("click", () => {
     for (const b of document.querySelectorAll("nav button")) b.classList.toggle("active", b === button);
     for (const tab of ["channels", "cases", "bench"]) $(`#tab-${tab}`).hidden = tab !== button.dataset.tab;
-    if (button.dataset.tab === "cases") loadCases();
-    if (button.dataset.tab === "bench") loadBench();
+    if (button.dataset.tab === "cases") loadCases().catch((error) => ($("#cases").textContent = `error: ${error.message}`));
+    if (button.dataset.tab === "bench") loadBench().catch((error) => ($("#bench-when").textContent = `error: ${error.message}`));
   });
 }
 
@@ -263,15 +263,22 @@ async function loadBench() {
 
 // --- polling ---
 async function tick() {
+  const problems = [];
   try {
     overview = await api("/api/overview");
     $("#overview").textContent = `chain ${overview.chainId} · block ${overview.block} · escrow ${short(overview.escrow)} · ${overview.actions ? "actions allowed" : "read-only"}`;
-    await loadLive();
-    await loadChannels();
-    document.body.dataset.updated = String(Date.now());
   } catch (error) {
-    $("#overview").textContent = `error: ${error.message}`;
+    problems.push(error.message);
   }
+  for (const part of [loadLive, loadChannels]) {
+    try {
+      await part();
+    } catch (error) {
+      problems.push(`${part.name}: ${error.message}`);
+    }
+  }
+  $("#problems").textContent = problems.join("; ");
+  document.body.dataset.updated = String(Date.now());
 }
 window.ioiUi = { tick, loadCases, loadBench, showReceipts, hexToBytes };
 await tick();
