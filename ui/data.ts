@@ -65,7 +65,7 @@ export async function listChannels(store: ChannelStore, publicClient: PublicClie
         deposit: c.deposit.toString(),
         paid: paid.toString(),
         remaining: (c.deposit - paid).toString(),
-        claimable: (closing && !open ? closing.state.amount : c.status === "settled" ? 0n : paid).toString(),
+        claimable: (phase === 0 || c.status === "settled" ? 0n : closing && !open ? closing.state.amount : paid).toString(),
         seq: (latest?.ticket.seq ?? 0n).toString(),
         receipts: store.receiptCount(c.sessionId),
         windowSecondsLeft: closing && !open && c.status !== "settled" ? Number(closing.finalizesAt > now ? closing.finalizesAt - now : 0n) : null,
