@@ -94,6 +94,7 @@ import {
 import { formatAmountWithBase, formatDate, formatDuration, formatMoment } from "../cli/format";
 import { parseDocument } from "../arbitration/document";
 import { icsFromJson, icsHash, type Ics } from "../arbitration/ics";
+import { LOG_OPTIONS, METRICS_OPTION, loggerFrom, startMetrics } from "./node/observability";
 
 // The plumbing moved to cli/common.ts (issue 13); re-exported for modules that import it from here.
 export { addressOption, channelOf, gigIdOf, GLOBAL_HELP, hashOption, loadAccount, need, openStore, sessionOf, uint, UsageError, type Command, type Out } from "../cli/common";
@@ -102,7 +103,7 @@ export { addressOption, channelOf, gigIdOf, GLOBAL_HELP, hashOption, loadAccount
 export const COMMANDS: Record<string, Command> = {
   provider: {
     summary: "start a provider node on 127.0.0.1 (with its watchtower) and serve until Ctrl-C",
-    usage: "ioi provider [--port N] --price WEI [--model ID] [--host IP --allow-public] [--worker-timeout MS] [--worker CMD [ARGS…]]   |   ioi provider register|bond|unbond|withdraw|show",
+    usage: "ioi provider [--port N] --price WEI [--model ID] [--host IP --allow-public] [--worker-timeout MS] [--metrics HOST:PORT] [--log-level L] [--log-file PATH] [--worker CMD [ARGS…]]   |   ioi provider register|bond|unbond|withdraw|show",
     notes: [
       "  --worker CMD [ARGS…]  run this MCP server over stdio and sell its calls (must come last: everything",
       "                        after it is the worker's command line); without it, the demo's echo worker",
@@ -117,6 +118,8 @@ export const COMMANDS: Record<string, Command> = {
       host: { type: "string" },
       "allow-public": { type: "boolean" },
       "worker-timeout": { type: "string" },
+      ...METRICS_OPTION,
+      ...LOG_OPTIONS,
     },
     run: runProvider,
   },
@@ -138,7 +141,7 @@ export const COMMANDS: Record<string, Command> = {
     summary: "stream paid invocations to the channel's provider over the sealed socket (synthetic, or a request file)",
     usage: "ioi stream --session ID (-n N | --request-file F) [--inflight K] [--peer HOST:PORT [--allow-remote]] [--commit-every N] [--commit-seconds T]",
     notes: ["  --request-file F  JSON-RPC requests, one per line; each result (or error) is printed as a JSON line"],
-    options: { session: { type: "string" }, n: { type: "string", short: "n" }, inflight: { type: "string" }, peer: { type: "string" }, "allow-remote": { type: "boolean" }, "request-file": { type: "string" }, "commit-every": { type: "string" }, "commit-seconds": { type: "string" } },
+    options: { session: { type: "string" }, n: { type: "string", short: "n" }, inflight: { type: "string" }, peer: { type: "string" }, "allow-remote": { type: "boolean" }, "request-file": { type: "string" }, "commit-every": { type: "string" }, "commit-seconds": { type: "string" }, ...LOG_OPTIONS },
     run: runStream,
   },
   call: {
@@ -157,7 +160,7 @@ export const COMMANDS: Record<string, Command> = {
   close: {
     summary: "close a channel: cooperatively with the provider over the socket, or --unilateral",
     usage: "ioi close --session ID [--unilateral] [--peer HOST:PORT [--allow-remote]]",
-    options: { session: { type: "string" }, unilateral: { type: "boolean" }, peer: { type: "string" }, "allow-remote": { type: "boolean" } },
+    options: { session: { type: "string" }, unilateral: { type: "boolean" }, peer: { type: "string" }, "allow-remote": { type: "boolean" }, ...LOG_OPTIONS },
     run: runClose,
   },
   challenge: {
@@ -174,8 +177,8 @@ export const COMMANDS: Record<string, Command> = {
   },
   watchtower: {
     summary: "watch the escrow and answer stale closes of the store's channels; finalise when due",
-    usage: "ioi watchtower [--from-block N] [--once]",
-    options: { "from-block": { type: "string" }, once: { type: "boolean" } },
+    usage: "ioi watchtower [--from-block N] [--once] [--metrics HOST:PORT] [--log-level L] [--log-file PATH]",
+    options: { "from-block": { type: "string" }, once: { type: "boolean" }, ...METRICS_OPTION, ...LOG_OPTIONS },
     run: runWatchtower,
   },
   export: {
@@ -355,7 +358,11 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
     handler = worker.handler;
   }
   const store = openStore(values, "provider");
+  const logger = loggerFrom(values, "provider");
+  const metrics = await startMetrics(values);
   const node = await ProviderNode.start({
+    logger,
+    metrics: metrics?.metrics,
     account,
     publicClient,
     domain,
@@ -371,6 +378,8 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
     throw error;
   });
   const tower = new Watchtower({
+    logger: logger.child({ component: "watchtower" }),
+    metrics: metrics?.metrics,
     publicClient,
     wallet: wallet!,
     escrow,
@@ -379,17 +388,18 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
     ...reading,
     name: `watchtower:${account.address.toLowerCase()}`,
     onAnswer: (a) => console.log(JSON.stringify({ event: "watchtower.answered", sessionId: a.sessionId, staleSeq: a.staleSeq.toString(), answeredSeq: a.answeredSeq.toString(), inWindow: a.inWindow, txHash: a.txHash })),
-    onError: (error) => process.stderr.write(`watchtower: ${(error as Error).message.split("\n")[0]}\n`),
     // The node learns from the same events when a bound channel closes or settles, and stops serving it.
     onEvents: (events) => node.applyEscrowEvents(events),
   });
   tower.start();
   // The ready line is always JSON, so a supervising process can read the port.
-  console.log(JSON.stringify({ event: "provider.ready", host, port: node.port, provider: account.address, escrow, termsHash: termsHashOf(pricing), worker: worker ? { tools: worker.info?.tools.map((t) => t.name) ?? [] } : "echo", crypto: secp256k1Backend().implementation }));
+  console.log(JSON.stringify({ event: "provider.ready", host, port: node.port, provider: account.address, escrow, termsHash: termsHashOf(pricing), worker: worker ? { tools: worker.info?.tools.map((t) => t.name) ?? [] } : "echo", crypto: secp256k1Backend().implementation, ...(metrics ? { metrics: `http://${metrics.address}/metrics` } : {}) }));
+  logger.info({ event: "provider.ready", host, port: node.port, provider: account.address, escrow }, "provider node listening");
   await new Promise<void>((resolve) => {
     process.once("SIGINT", resolve);
     process.once("SIGTERM", resolve);
   });
+  await metrics?.close();
   await tower.stop();
   await node.stop();
   await worker?.stop();
@@ -469,7 +479,7 @@ async function runStream(values: Record<string, unknown>, out: Out): Promise<voi
   try {
     const channel = channelOf(store, sessionOf(values));
     const { host, port } = peerOf(values, channel);
-    const client = await PayerClient.connect({ account, domain, store, channel, host, port });
+    const client = await PayerClient.connect({ account, domain, store, channel, host, port, logger: loggerFrom(values, "payer") });
     await assertAffordable(client, channel, count);
     const started = performance.now();
     const latencies = await client.stream({
@@ -613,11 +623,13 @@ async function runClose(values: Record<string, unknown>, out: Out): Promise<void
       return;
     }
     const { host, port } = peerOf(values, channel);
-    const client = await PayerClient.connect({ account, domain, store, channel, host, port });
+    const logger = loggerFrom(values, "payer");
+    const client = await PayerClient.connect({ account, domain, store, channel, host, port, logger });
     const { summary, payerSignature, providerSignature } = await client.cooperativeClose();
     await client.close();
     const settled = await closeCooperative({ wallet: wallet!, publicClient, escrow, ref: channel.ref, summary, payerSignature, providerSignature });
     await store.updateChannel(channel.sessionId, { status: "settled" });
+    logger.info({ event: "channel.settled", sessionId: channel.sessionId, finalSeq: summary.finalSeq.toString(), paidToProvider: settled.paidToProvider.toString(), refundedToFunder: settled.refundedToFunder.toString(), txHash: settled.hash }, "settled cooperatively on-chain");
     out.lines.push(`Settled cooperatively: ${formatAmountWithBase(settled.paidToProvider)} to the provider, ${formatAmountWithBase(settled.refundedToFunder)} refunded (gas ${settled.gasUsed}).`);
     Object.assign(out.result, { sessionId: channel.sessionId, finalSeq: summary.finalSeq.toString(), paidToProvider: settled.paidToProvider.toString(), refundedToFunder: settled.refundedToFunder.toString(), receiptRoot: settled.receiptRoot, gasUsed: Number(settled.gasUsed) });
   } finally {
@@ -664,7 +676,11 @@ async function runWatchtower(values: Record<string, unknown>, out: Out): Promise
   const { publicClient, wallet, escrow, chainId, fromBlock } = await chainClients(values, account);
   const reading = readingOf(values, chainId);
   const store = openStore(values, "provider");
+  const logger = loggerFrom(values, "watchtower");
+  const metrics = await startMetrics(values);
   const tower = new Watchtower({
+    logger,
+    metrics: metrics?.metrics,
     publicClient,
     wallet: wallet!,
     escrow,
@@ -675,14 +691,13 @@ async function runWatchtower(values: Record<string, unknown>, out: Out): Promise
     finalize: true,
     onAnswer: (a) => out.lines.push(`Answered the stale close of ${a.sessionId} (seq ${a.staleSeq}) with seq ${a.answeredSeq}${a.inWindow ? " inside the window" : ""}.`),
     onFinalized: (sessionId, hash) => out.lines.push(`Finalised ${sessionId} in ${hash}.`),
-    onError: (error) => process.stderr.write(`watchtower: ${(error as Error).message.split("\n")[0]}\n`),
   });
   try {
     if (values.once) {
       await tower.runOnce();
     } else {
       tower.start();
-      console.log(JSON.stringify({ event: "watchtower.ready", escrow }));
+      console.log(JSON.stringify({ event: "watchtower.ready", escrow, ...(metrics ? { metrics: `http://${metrics.address}/metrics` } : {}) }));
       await new Promise<void>((resolve) => {
         process.once("SIGINT", resolve);
         process.once("SIGTERM", resolve);
@@ -691,6 +706,7 @@ async function runWatchtower(values: Record<string, unknown>, out: Out): Promise
     }
     out.result.answers = tower.answers.map((a) => ({ sessionId: a.sessionId, staleSeq: a.staleSeq.toString(), answeredSeq: a.answeredSeq.toString(), inWindow: a.inWindow }));
   } finally {
+    await metrics?.close();
     await store.close();
   }
 }

@@ -15,6 +15,8 @@ import type { Address, Hex, PublicClient } from "viem";
 import { ChainFollower, type EscrowEvent } from "./chain-follower";
 import { DEVNET_READING, type RetryOptions } from "./chain/logs";
 import { challengeClose, closeCooperative, finalizeClose, gasEscrowAbi, type ClosingState, type Wallet } from "./escrow";
+import { errorText, type Logger } from "./log";
+import type { NodeMetrics } from "./node/metrics";
 import type { ChannelRole, ChannelStore } from "./store/store";
 
 export type WatchtowerAnswer = {
@@ -61,6 +63,10 @@ export type WatchtowerParameters = {
   onAnswer?: (answer: WatchtowerAnswer) => void;
   onFinalized?: (sessionId: Hex, txHash: Hex) => void;
   onError?: (error: unknown) => void;
+  /** Structured JSON-line logs (issue 16): closes seen, challenges sent, settlements, errors. */
+  logger?: Logger;
+  /** Prometheus metrics (issue 16): lag in blocks on every scrape, chain RPC errors. */
+  metrics?: NodeMetrics;
 };
 
 export class Watchtower {
@@ -68,6 +74,13 @@ export class Watchtower {
   readonly answers: WatchtowerAnswer[] = [];
 
   constructor(readonly parameters: WatchtowerParameters) {
+    const { logger, metrics } = parameters;
+    const onError = (error: unknown) => {
+      metrics?.rpcError("watchtower");
+      logger?.warn({ event: "chain.error", error: errorText(error) }, "watchtower poll failed");
+      parameters.onError?.(error);
+    };
+    this.#onError = onError;
     this.follower = new ChainFollower({
       publicClient: parameters.publicClient,
       escrow: parameters.escrow,
@@ -83,9 +96,12 @@ export class Watchtower {
         await this.#handle(events);
         await parameters.onEvents?.(events);
       },
-      onError: parameters.onError,
+      onError,
     });
+    metrics?.trackWatchtowerLag(parameters.publicClient, () => this.follower.cursor);
   }
+
+  readonly #onError: (error: unknown) => void;
 
   /**
    * Processes everything up to the head once, re-checks every closing channel against the newest ticket
@@ -122,6 +138,7 @@ export class Watchtower {
       if (phase !== 1) continue; // not Open: someone submitted it (or closed unilaterally; the events tell)
       const settled = await closeCooperative({ wallet, publicClient, escrow, ref: channel.ref, summary: close.summary, payerSignature: close.payerSignature, providerSignature: close.providerSignature });
       await store.updateChannel(channel.sessionId, { status: "settled" });
+      this.parameters.logger?.info({ event: "watchtower.cooperative_submitted", sessionId: channel.sessionId, txHash: settled.hash, finalSeq: close.summary.finalSeq.toString() }, "co-signed cooperative close submitted");
       this.parameters.onFinalized?.(channel.sessionId, settled.hash);
     }
   }
@@ -134,7 +151,7 @@ export class Watchtower {
         try {
           await this.runOnce();
         } catch (error) {
-          this.parameters.onError?.(error);
+          this.#onError(error);
         }
         if (!stopped) this.#timer = setTimeout(tick, pollMs);
       })();
@@ -171,6 +188,10 @@ export class Watchtower {
           const { sessionId, closer, seq, amount, receiptRoot, deposit, feeBps, finalizesAt } = event.args;
           if (!store.getChannel(sessionId)) break;
           const state: ClosingState = { deposit, seq, amount, receiptRoot, feeBps };
+          this.parameters.logger?.info(
+            { event: "watchtower.close_seen", sessionId, closer, seq: seq.toString(), amount: amount.toString(), finalizesAt: finalizesAt.toString(), block: event.blockNumber.toString(), txHash: event.transactionHash },
+            "unilateral close seen",
+          );
           await store.putClosing(sessionId, { state, finalizesAt: BigInt(finalizesAt), closer, txHash: event.transactionHash });
           await store.updateChannel(sessionId, { status: "closing" });
           await this.#defend(sessionId);
@@ -196,7 +217,13 @@ export class Watchtower {
           break;
         }
         case "ChannelSettled": {
-          if (store.getChannel(event.args.sessionId)) await store.updateChannel(event.args.sessionId, { status: "settled" });
+          if (store.getChannel(event.args.sessionId)) {
+            await store.updateChannel(event.args.sessionId, { status: "settled" });
+            this.parameters.logger?.info(
+              { event: "watchtower.settled_seen", sessionId: event.args.sessionId, finalSeq: event.args.finalSeq.toString(), block: event.blockNumber.toString(), txHash: event.transactionHash },
+              "settlement seen",
+            );
+          }
           break;
         }
         default:
@@ -237,6 +264,10 @@ export class Watchtower {
       inWindow: block.timestamp < challenged.finalizesAt,
     };
     this.answers.push(answer);
+    this.parameters.logger?.info(
+      { event: "watchtower.challenged", sessionId, staleSeq: answer.staleSeq.toString(), answeredSeq: answer.answeredSeq.toString(), amount: challenged.state.amount.toString(), inWindow: answer.inWindow, txHash: answer.txHash },
+      "stale close challenged with the newest ticket",
+    );
     this.parameters.onAnswer?.(answer);
   }
 
@@ -256,6 +287,10 @@ export class Watchtower {
       if (!matches || openCases > 0) continue;
       const settled = await finalizeClose({ wallet, publicClient, escrow, ref: channel.ref, recorded: closing.state });
       await store.updateChannel(channel.sessionId, { status: "settled" });
+      this.parameters.logger?.info(
+        { event: "watchtower.finalized", sessionId: channel.sessionId, txHash: settled.hash, paidToProvider: settled.paidToProvider.toString(), refundedToFunder: settled.refundedToFunder.toString() },
+        "closed channel finalised",
+      );
       this.parameters.onFinalized?.(channel.sessionId, settled.hash);
     }
   }

@@ -20,6 +20,7 @@ import { BaseError } from "../channel-client/errors";
 import { COMMANDS, GIG_COMMANDS, GIG_HELP, GIG_OPTIONS } from "../channel-client/cli";
 import { ARBITRATE_COMMAND, DISPUTE_GROUPS, DISPUTE_HELP, DISPUTE_OPTIONS } from "../arbitration/cli";
 import { VET_COMMAND } from "../arbitration/vet";
+import { UI_COMMAND } from "../ui/command";
 import { GLOBAL_HELP, GLOBAL_OPTIONS, UsageError, type Command, type CommandOptions, type Out } from "./common";
 import { MONEY_COMMANDS, PROVIDER_COMMANDS, REGISTRY_HELP, REGISTRY_OPTIONS } from "./money";
 import { OPTION_HELP } from "./option-help";
@@ -96,6 +97,7 @@ function buildProgram(io: CliState): Commander {
   const provider = leaf(program, "provider", COMMANDS.provider!, {}, [], "", io);
   provider.argument("[subcommand]").enablePositionalOptions();
   group(provider, "provider", PROVIDER_COMMANDS, REGISTRY_OPTIONS, REGISTRY_HELP, "Registry options:", io);
+  leaf(program, "ui", UI_COMMAND, {}, [], "", io);
   for (const [name, command] of Object.entries(MONEY_COMMANDS)) leaf(program, name, command, REGISTRY_OPTIONS, REGISTRY_HELP, "Registry options:", io);
 
   const gig = program.command("gig").description("outcome-based gigs: fund, accept, deliver, settle (ioi gig --help)");

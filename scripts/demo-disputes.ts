@@ -13,6 +13,9 @@
  *    proves that receipt against the root the provider committed on-chain, Lane 0 finds the violation, and
  *    the receipt's price comes off the provider's payout.
  */
+import { mkdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+
 import type { HardhatRuntimeEnvironment } from "hardhat/types";
 import {
   erc20Abi,
@@ -49,7 +52,7 @@ import {
 } from "../arbitration/chain";
 import { icsHash } from "../arbitration/ics";
 import { packageHash, packageToJson, parsePackage, type ChallengePackage } from "../arbitration/package";
-import { disputeManagerDomain, signResolution } from "../arbitration/resolution";
+import { disputeManagerDomain, resolutionToJson, signResolution } from "../arbitration/resolution";
 import { arbitrate, judgeRuntimeHash, type ArbitrationRun } from "../arbitration/runner";
 import { ReceiptAccumulator } from "../channel-client/accumulator";
 import { canon } from "../channel-client/canonical";
@@ -97,6 +100,8 @@ type DemoParameters = {
   publicClient: PublicClient;
   wallets: Wallet[];
   log: (line: string) => void;
+  /** Write each case's challenge package and resolution here (`case-<id>.package.json`, `…resolution.json`), as `ioi ui --records` reads them. */
+  recordsDir?: string;
 };
 
 export async function runDisputeDemo(p: DemoParameters): Promise<CaseReport[]> {
@@ -190,6 +195,11 @@ export async function runDisputeDemo(p: DemoParameters): Promise<CaseReport[]> {
     const hashes = new Set(runs.map((r) => r.resolutionHash));
     if (runs.length < INDEPENDENT_RUNS || hashes.size !== 1) throw new Error(`The panel disagrees: ${[...hashes].join(", ")}.`);
     const run = runs[0]!;
+    if (p.recordsDir) {
+      mkdirSync(p.recordsDir, { recursive: true });
+      writeFileSync(path.join(p.recordsDir, `case-${caseId.slice(2, 14)}.package.json`), canon(packageToJson(pkg)));
+      writeFileSync(path.join(p.recordsDir, `case-${caseId.slice(2, 14)}.resolution.json`), canon(resolutionToJson(run.resolution)));
+    }
     const domain = disputeManagerDomain(chainId, addresses.disputeManager);
     const needed = Math.floor((2 * panel.length + 2) / 3);
     const signing = members.slice(0, needed);

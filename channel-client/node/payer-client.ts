@@ -21,6 +21,7 @@ import type { SignedSessionReceipt } from "../receipt";
 import type { SignedPaymentTicket } from "../ticket";
 import { TERMS_QUERY_SESSION_ID, verifyTermsOffer, type TermsOffer } from "../terms-offer";
 import { connectSecure, type SecureConnection } from "../transport";
+import type { Logger } from "../log";
 import type { JsonObject } from "../validate";
 import { decodeMessage, encodeMessage, isPacket, type NodeMessage, type SessionReadyMessage } from "./protocol";
 import { REPLAYED_RESULT_CODE } from "./provider-node";
@@ -95,6 +96,8 @@ export type PayerClientParameters = {
   host?: string;
   port: number;
   timeoutMs?: number;
+  /** Structured JSON-line logs (issue 16): the bound session, refusals, agreed roots, co-signed closes. */
+  logger?: Logger;
 };
 
 export class PayerClient {
@@ -140,6 +143,10 @@ export class PayerClient {
     const ready = await first;
     if (isPacket(ready) || ready.type !== "session.ready") throw new BaseError("The provider did not confirm the session.");
     const client = new PayerClient(parameters, connection, session, ready);
+    parameters.logger?.info(
+      { event: "session.accepted", sessionId: channel.sessionId, provider: channel.ref.terms.provider, deposit: ready.deposit.toString(), providerLastSeq: ready.lastSeq.toString(), resending: session.pending.length },
+      "session bound by the provider",
+    );
     client.#listen();
     // A re-sent ticket carries the leaf-count hint it was first sent with: its root covers the receipts
     // accepted when it was signed (a prefix of those stored), and without the hint the provider would
@@ -182,6 +189,7 @@ export class PayerClient {
     if (!isPacket(message) && message.type === "reject") {
       const waiter = this.#waiters.get(message.seq);
       const error = new ProviderRejectedError(message.seq, message.error, message.message);
+      this.parameters.logger?.warn({ event: "ticket.refused", sessionId: this.parameters.channel.sessionId, seq: message.seq.toString(), error: message.error }, message.message);
       // A mid-stream commit's refusal carries its leaf count as seq; no ticket of that seq awaits an
       // answer any more (its receipt is one of the leaves committed).
       const commit = waiter ? undefined : this.#commits.get(message.seq);
@@ -363,6 +371,7 @@ export class PayerClient {
       throw new ReceiptMismatchError(`The provider committed ${theirs.commit.root} over ${theirs.commit.leafCount} receipts; the payer holds ${mine.commit.root}.`);
     }
     await store.putCommit(channel.sessionId, "provider", theirs);
+    this.parameters.logger?.info({ event: "commit.agreed", sessionId: channel.sessionId, leafCount: mine.commit.leafCount.toString(), root: mine.commit.root }, "receipt root agreed with the provider");
     return { leafCount: mine.commit.leafCount, root: mine.commit.root };
   }
 
@@ -371,6 +380,10 @@ export class PayerClient {
     const { summary, signature } = await this.session.proposeCooperativeClose();
     const answer = await this.#request({ type: "close.propose", summary, signature });
     if (isPacket(answer) || answer.type !== "close.countersign") throw new BaseError("The provider did not countersign the close.");
+    this.parameters.logger?.info(
+      { event: "close.countersigned", sessionId: this.parameters.channel.sessionId, finalSeq: summary.finalSeq.toString(), finalAmount: summary.finalAmount.toString() },
+      "cooperative close co-signed by the provider",
+    );
     return { summary, payerSignature: signature, providerSignature: answer.signature };
   }
 

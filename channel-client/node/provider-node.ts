@@ -20,6 +20,8 @@ import { sessionIdOf, termsHashOf, type PricingTerms } from "../terms";
 import { signTermsOffer } from "../terms-offer";
 import { listenSecure, type SecureConnection, type SecureServer } from "../transport";
 import type { JsonObject } from "../validate";
+import type { Logger } from "../log";
+import type { NodeMetrics } from "./metrics";
 import { decodeMessage, encodeMessage, isPacket, type NodeMessage, type SessionOpenMessage } from "./protocol";
 
 /** A JSON-RPC error object as the payer receives it. */
@@ -52,6 +54,10 @@ export type ProviderNodeParameters = {
   host?: string;
   port?: number;
   log?: (line: string) => void;
+  /** Structured JSON-line logs (issue 16): accepted sessions, phases seen, refusals, co-signed closes. */
+  logger?: Logger;
+  /** Prometheus metrics (issue 16): open sessions, tickets, latencies, unpaid exposure, RPC errors. */
+  metrics?: NodeMetrics;
   /**
    * Follow the escrow's events to learn when a bound channel closes or settles on-chain (cursor
    * `provider-node:<address>` in the store). Omit it when something else feeds `applyEscrowEvents` (the
@@ -99,7 +105,7 @@ export class ProviderNode {
       authorize: async (sessionId, payer) => node.#authorize(sessionId, payer),
     });
     node.#server.on("connection", (connection) => node.#serve(connection));
-    node.#server.on("handshakeError", (error, remote) => node.#log(`handshake refused from ${remote.address}: ${error.shortMessage}`));
+    node.#server.on("handshakeError", (error, remote) => node.#log(`handshake refused from ${remote.address}: ${error.shortMessage}`, "peer.refused", { remote: remote.address }));
     node.#server.on("error", (error) => node.#log(`listener error: ${error.message}`));
     if (parameters.follow) {
       node.#follower = new ChainFollower({
@@ -110,7 +116,10 @@ export class ProviderNode {
         fromBlock: parameters.follow.fromBlock,
         pollMs: parameters.follow.pollMs,
         onEvents: async (events) => node.applyEscrowEvents(events),
-        onError: (error) => node.#log(`chain follower: ${(error as Error).message.split("\n")[0]}`),
+        onError: (error) => {
+          parameters.metrics?.rpcError("provider-node");
+          node.#log(`chain follower: ${(error as Error).message.split("\n")[0]}`, "chain.error");
+        },
       });
       node.#follower.start();
     }
@@ -150,7 +159,9 @@ export class ProviderNode {
     if (rank(phase) <= rank(current)) return;
     if (b) b.phase = phase;
     else this.#phases.set(sessionId, phase);
-    this.#log(`session ${sessionId.slice(0, 10)} is ${phase}: ${why}; no more work is served on it`);
+    this.parameters.log?.(`session ${sessionId.slice(0, 10)} is ${phase}: ${why}; no more work is served on it`);
+    this.parameters.logger?.info({ event: "session.phase", sessionId, phase, why }, `session is ${phase}; no more work is served on it`);
+    this.parameters.metrics?.sessionEnded(sessionId, phase === "settled");
   }
 
   get port(): number {
@@ -164,8 +175,10 @@ export class ProviderNode {
     await Promise.all([...this.#sessions.values()].map((b) => b.answers.catch(() => undefined)));
   }
 
-  #log(line: string): void {
+  /** A refusal or failure: free text to `log`, and a `warn` line with `event` to `logger`. */
+  #log(line: string, event = "node.error", fields: Record<string, unknown> = {}): void {
     this.parameters.log?.(line);
+    this.parameters.logger?.warn({ event, ...fields }, line);
   }
 
   /** Known channel: only its payer may connect. Unknown: accepted provisionally, checked at session.open. */
@@ -187,7 +200,7 @@ export class ProviderNode {
         message = decodeMessage(bytes);
       } catch (error) {
         // A peer that sends garbage is cut off; the node carries on.
-        this.#log(`dropping a peer that sent an invalid message: ${(error as Error).message.split("\n")[0]}`);
+        this.#log(`dropping a peer that sent an invalid message: ${(error as Error).message.split("\n")[0]}`, "peer.dropped", { sessionId: connection.sessionId });
         void connection.close();
         return;
       }
@@ -207,10 +220,14 @@ export class ProviderNode {
           .then(
             (b) => {
               bound = b;
+              this.parameters.logger?.info(
+                { event: "session.accepted", sessionId: b.record.sessionId, payer: b.record.ref.terms.payer, deposit: b.record.deposit.toString(), phase: b.phase, lastSeq: (b.session.latestTicket?.ticket.seq ?? 0n).toString() },
+                b.phase === "open" ? "session accepted" : `session bound while ${b.phase}: answered tickets are replayed, new ones refused`,
+              );
               return send({ type: "session.ready", lastSeq: b.session.latestTicket?.ticket.seq ?? 0n, leafCount: BigInt(b.session.accumulator.size), deposit: b.record.deposit });
             },
             (error: unknown) => {
-              this.#log(`refused session ${connection.sessionId}: ${(error as Error).message.split("\n")[0]}`);
+              this.#log(`refused session ${connection.sessionId}: ${(error as Error).message.split("\n")[0]}`, "session.refused", { sessionId: connection.sessionId, error: (error as Error).name });
               void connection.close();
             },
           )
@@ -227,9 +244,14 @@ export class ProviderNode {
         b.work = this.#after(b.work, async () => {
           try {
             const signature = await this.#countersign(b, message.summary, message.signature);
+            this.parameters.logger?.info(
+              { event: "close.countersigned", sessionId: b.record.sessionId, finalSeq: message.summary.finalSeq.toString(), finalAmount: message.summary.finalAmount.toString() },
+              "cooperative close co-signed",
+            );
             await b.answers;
             await send({ type: "close.countersign", signature });
           } catch (error) {
+            this.#log(`refused to co-sign a close: ${(error as Error).message.split("\n")[0]}`, "close.refused", { sessionId: b.record.sessionId, error: (error as Error).name });
             await send({ type: "reject", seq: message.summary.finalSeq, error: (error as Error).name, message: (error as BaseError).shortMessage ?? String(error) });
           }
         });
@@ -295,6 +317,11 @@ export class ProviderNode {
     const learnt = this.#phases.get(sessionId);
     if (learnt) this.#advance(sessionId, bound, learnt, "an escrow event said so");
     this.#sessions.set(sessionId, bound);
+    if (bound.phase === "open") {
+      this.parameters.metrics?.sessionOpen(sessionId);
+      const newest = session.latestTicket;
+      if (newest) this.parameters.metrics?.ticketAccepted(sessionId, newest.ticket.cumulativeAmount);
+    }
     return bound;
   }
 
@@ -332,6 +359,8 @@ export class ProviderNode {
     });
     const reject = (error: unknown) => {
       const e = error as BaseError;
+      this.parameters.metrics?.ticketRefused(e.name ?? "Error");
+      this.parameters.logger?.warn({ event: "ticket.refused", sessionId: b.record.sessionId, seq: seq.toString(), error: e.name ?? "Error" }, e.shortMessage ?? e.message);
       b.answers = this.#after(b.answers, () => send({ type: "reject", seq, error: e.name ?? "Error", message: e.shortMessage ?? e.message }));
     };
 
@@ -358,6 +387,7 @@ export class ProviderNode {
     }
     const leafCount = packet.payload.leaf_count === undefined ? undefined : Number(packet.payload.leaf_count);
     let result;
+    const started = performance.now();
     try {
       result = await b.session.invoke(signed, input, leafCount);
     } catch (error) {
@@ -371,7 +401,19 @@ export class ProviderNode {
         return reject(retryError);
       }
     }
+    const metrics = this.parameters.metrics;
+    metrics?.verifySeconds.observe((performance.now() - started) / 1000);
+    const stored = performance.now();
     const durable = store.putStep(b.record.sessionId, result.step);
+    if (metrics) {
+      void durable.then(
+        () => {
+          metrics.storeSeconds.observe((performance.now() - stored) / 1000);
+          metrics.ticketAccepted(b.record.sessionId, signed.ticket.cumulativeAmount);
+        },
+        () => undefined, // the answer chain reports the failure
+      );
+    }
     // A failed call's output is `{ error }` (charged nothing, decision 0022); a result is the result itself.
     const output = JSON.parse(new TextDecoder().decode(result.output)) as JsonObject;
     const answer = reply(result.charged ? { result: output } : output, result.step.receipt);
@@ -406,7 +448,7 @@ export class ProviderNode {
   #after(chain: Promise<void>, step: () => Promise<void> | void): Promise<void> {
     return chain.then(step).catch((error: unknown) => {
       const e = error as BaseError;
-      this.#log(`session step failed: ${e.name ?? "Error"}: ${(e.shortMessage ?? e.message ?? String(error)).split("\n")[0]}`);
+      this.#log(`session step failed: ${e.name ?? "Error"}: ${(e.shortMessage ?? e.message ?? String(error)).split("\n")[0]}`, "session.step_failed");
     });
   }
 
@@ -442,6 +484,7 @@ export class ProviderNode {
       const ours = b.session.accumulator.prefixRoot(Number(commit.commit.leafCount));
       if (ours !== commit.commit.root) throw new BindingMismatchError(`The payer's root over ${seq} receipts is ${commit.commit.root}; the provider's is ${ours}.`);
       const mine = await signReceiptCommit(this.parameters.account, commit.commit);
+      this.parameters.logger?.debug({ event: "commit.agreed", sessionId: b.record.sessionId, leafCount: commit.commit.leafCount.toString(), root: commit.commit.root }, "receipt root agreed");
       await Promise.all([
         this.parameters.store.putCommit(b.record.sessionId, "payer", commit),
         this.parameters.store.putCommit(b.record.sessionId, "provider", mine),
