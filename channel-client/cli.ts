@@ -473,11 +473,12 @@ async function runStream(values: Record<string, unknown>, out: Out): Promise<voi
   // Signed receipt commits mid-stream: every N receipts and/or T seconds (0 turns either off).
   const commitEvery = Number(boundedUint(values, "commit-every", "receipts between two receipt commits (0: none mid-stream)", 0n, 10_000_000n, 100n));
   const commitIntervalMs = Number(boundedUint(values, "commit-seconds", "seconds between two receipt commits (0: none)", 0n, 86_400n, 0n)) * 1000;
+  const sessionId = sessionOf(values);
   if (values.peer !== undefined) peerOf(values, undefined);
   const { domain } = await chainClients(values);
   const store = openStore(values, "payer");
   try {
-    const channel = channelOf(store, sessionOf(values));
+    const channel = channelOf(store, sessionId);
     const { host, port } = peerOf(values, channel);
     const client = await PayerClient.connect({ account, domain, store, channel, host, port, logger: loggerFrom(values, "payer") });
     await assertAffordable(client, channel, count);
@@ -539,11 +540,12 @@ async function runCall(values: Record<string, unknown>, out: Out): Promise<void>
     if (requests.length !== 1) throw new RequestFileError(`${values["request-file"] as string} holds ${requests.length} requests; \`ioi call\` sends one (use \`ioi stream --request-file\` for many).`);
     return requests[0]!;
   });
+  const sessionId = sessionOf(values);
   if (values.peer !== undefined) peerOf(values, undefined);
   const { domain } = await chainClients(values);
   const store = openStore(values, "payer");
   try {
-    const channel = channelOf(store, sessionOf(values));
+    const channel = channelOf(store, sessionId);
     const { host, port } = peerOf(values, channel);
     const client = await PayerClient.connect({ account, domain, store, channel, host, port });
     await assertAffordable(client, channel, 1);

@@ -30,7 +30,7 @@ import {
 } from "viem";
 
 import { providerRegistryAbi, disputeManagerAbi } from "../arbitration/chain";
-import { deployedAddress, rpcClients } from "../channel-client/cli";
+import { deployedAddress, givenAddress, rpcClients } from "../channel-client/cli";
 import { gasEscrowAbi, depositToChannel, type Wallet } from "../channel-client/escrow";
 import { BaseError } from "../channel-client/errors";
 import { gigEscrowAbi, readGig } from "../channel-client/gig";
@@ -83,6 +83,11 @@ const LOG_PAGE_BLOCKS = 5_000n;
 
 type Values = Record<string, unknown>;
 
+/** Refuses a malformed address override before any RPC call (the code behind it is checked once connected). */
+function checkOverride(values: Values, option: string, envName: string): void {
+  givenAddress(values, option, envName);
+}
+
 const registryAddress = (values: Values, publicClient: PublicClient): Promise<Address> =>
   deployedAddress(values, publicClient, "registry", "IOI_REGISTRY", "ProviderRegistry");
 
@@ -131,6 +136,7 @@ function subjectAddress(values: Values): Address {
 }
 
 async function registryClients(values: Values, account?: LocalAccount) {
+  checkOverride(values, "registry", "IOI_REGISTRY");
   const { publicClient, wallet, chainId } = await rpcClients(values, account);
   const registry = await registryAddress(values, publicClient);
   const code = await publicClient.getCode({ address: registry });
@@ -324,6 +330,7 @@ async function runDeposit(values: Values, out: Out): Promise<void> {
   const store = openStore(values, "payer");
   try {
     const channel = channelOf(store, sessionId);
+    checkOverride(values, "escrow", "IOI_ESCROW");
     const { publicClient, wallet } = await rpcClients(values, account);
     const escrow = await escrowAddress(values, publicClient);
     const unit = await assetUnitOf(publicClient, channel.ref.terms.asset);
@@ -354,6 +361,7 @@ async function optionalAddress(resolve: () => Promise<Address>): Promise<Address
 
 async function runBalance(values: Values, out: Out): Promise<void> {
   const who = subjectAddress(values);
+  for (const [option, envName] of [["escrow", "IOI_ESCROW"], ["registry", "IOI_REGISTRY"], ["gig-escrow", "IOI_GIG_ESCROW"]] as const) checkOverride(values, option, envName);
   const { publicClient } = await rpcClients(values);
   const escrow = await optionalAddress(() => escrowAddress(values, publicClient));
   const registry = await optionalAddress(() => registryAddress(values, publicClient));
@@ -455,6 +463,7 @@ async function runChannels(values: Values, out: Out): Promise<void> {
 async function runGigs(values: Values, out: Out): Promise<void> {
   const mine = Boolean(values.mine);
   const who = mine ? subjectAddress(values) : undefined;
+  checkOverride(values, "gig-escrow", "IOI_GIG_ESCROW");
   const { publicClient } = await rpcClients(values);
   const gigEscrow = await gigEscrowAddress(values, publicClient);
   const fromBlock = uint(values, "from-block", "the first block to scan", 0n);
@@ -483,6 +492,7 @@ async function runGigs(values: Values, out: Out): Promise<void> {
 async function runCases(values: Values, out: Out): Promise<void> {
   const mine = Boolean(values.mine);
   const who = mine ? subjectAddress(values) : undefined;
+  checkOverride(values, "dispute-manager", "IOI_DISPUTE_MANAGER");
   const { publicClient } = await rpcClients(values);
   const disputeManager = await disputeManagerAddress(values, publicClient);
   const fromBlock = uint(values, "from-block", "the first block to scan", 0n);

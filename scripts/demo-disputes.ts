@@ -102,6 +102,11 @@ type DemoParameters = {
   log: (line: string) => void;
   /** Write each case's challenge package and resolution here (`case-<id>.package.json`, `…resolution.json`), as `ioi ui --records` reads them. */
   recordsDir?: string;
+  /**
+   * Fund the demo gig at the fixed time 2,000,000,000 (the default: the same resolution hash on every run). A
+   * caller on a chain whose clock is already past it (a long test run) passes false and funds it now.
+   */
+  fixedGigTime?: boolean;
 };
 
 export async function runDisputeDemo(p: DemoParameters): Promise<CaseReport[]> {
@@ -249,15 +254,18 @@ export async function runDisputeDemo(p: DemoParameters): Promise<CaseReport[]> {
   // Hardhat stamps blocks with the wall clock: the gig is funded in a block at a fixed time instead.
   const DEMO_GIG_FUNDED_AT = 2_000_000_000n; // 2033-05-18T03:33:20Z
   const latest = await publicClient.getBlock();
-  if (latest.timestamp >= DEMO_GIG_FUNDED_AT) {
-    throw new Error(`The chain's time ${latest.timestamp} is past the demo gig's fixed funding time ${DEMO_GIG_FUNDED_AT}; raise DEMO_GIG_FUNDED_AT.`);
+  const fundedAt = p.fixedGigTime === false ? latest.timestamp + 1n : DEMO_GIG_FUNDED_AT;
+  if (p.fixedGigTime !== false) {
+    if (latest.timestamp >= DEMO_GIG_FUNDED_AT) {
+      throw new Error(`The chain's time ${latest.timestamp} is past the demo gig's fixed funding time ${DEMO_GIG_FUNDED_AT}; raise DEMO_GIG_FUNDED_AT.`);
+    }
+    await p.hre.network.provider.send("evm_setNextBlockTimestamp", [Number(DEMO_GIG_FUNDED_AT)]);
   }
-  await p.hre.network.provider.send("evm_setNextBlockTimestamp", [Number(DEMO_GIG_FUNDED_AT)]);
   const funded = await write(client, {
     address: c.GigEscrow.address,
     abi: gigEscrowAbi,
     functionName: "fund",
-    args: [providerWallet.account.address, zeroAddress, bounty, icsHash(ics), Number(DEMO_GIG_FUNDED_AT + 86_400n), 3600],
+    args: [providerWallet.account.address, zeroAddress, bounty, icsHash(ics), Number(fundedAt + 86_400n), 3600],
     value: bounty,
   } as never);
   void funded;

@@ -135,7 +135,9 @@ export async function checkedWrite<abi extends Abi, functionName extends Contrac
   };
   const call = { address, abi, functionName, args, ...(value > 0n ? { value } : {}) } as never;
   try {
-    await publicClient.simulateContract({ ...(call as object), account: wallet.account } as never);
+    // Against the pending block: the transaction lands in the next block, and a contract that reads the block
+    // number or time (a randomness ticket, a window) must be simulated as there, not as in the last block.
+    await publicClient.simulateContract({ ...(call as object), account: wallet.account, blockTag: "pending" } as never);
   } catch (error) {
     await fail(error);
   }

@@ -724,7 +724,7 @@ describe("ioi dispute, arbitrate and case CLI", function () {
       const wrongEnv = await cli(f, ROLE.stranger, ["case", "show", "--case", HASH], { IOI_ESCROW: f.deployment.contracts.GigEscrow.address });
       expectTypedFailure(wrongEnv, 2, "UsageError", "$IOI_ESCROW is");
       const noContract = await run(["case", "show", "--json", "--case", HASH, "--rpc", rpc!.url, "--dispute-manager", addressOf(ROLE.stranger)]);
-      expectTypedFailure(noContract, 2, "UsageError", `No contract at ${addressOf(ROLE.stranger)}`);
+      expectTypedFailure(noContract, 1, "NoContractError", `No contract at ${addressOf(ROLE.stranger)}`);
     });
   });
 });

@@ -58,7 +58,7 @@ describe("ioi ui in a headless browser (issue 16)", function () {
     const deployment = await deployAll(hre);
     const c = deployment.contracts;
     const records = path.join(dir, "records");
-    const cases = await runDisputeDemo({ hre, deployment, publicClient, wallets, log: () => undefined, recordsDir: records });
+    const cases = await runDisputeDemo({ hre, deployment, publicClient, wallets, log: () => undefined, recordsDir: records, fixedGigTime: false });
     const gigCase = cases.find((k) => k.subject === "gig")!;
 
     // The provider node, its metrics, and the page over its store.
