@@ -41,6 +41,7 @@ import {
   gasEscrowAbi,
   openChannel,
   type Wallet,
+  CHANNEL_PHASES,
 } from "./escrow";
 import { contractOf, resolveDeployment, type ContractName, type ResolvedDeployment } from "./chain/deployment";
 import { chainReading, getLogsPaged } from "./chain/logs";
@@ -583,7 +584,7 @@ async function runStatus(values: Record<string, unknown>, out: Out): Promise<voi
     const channel = channelOf(store, sessionOf(values));
     const { publicClient, escrow } = await chainClients(values);
     const phase = await publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "phaseOf", args: [channel.sessionId] });
-    const phases = ["None", "Open", "Closing", "Finalizable", "Frozen", "Settled"];
+    const phases = CHANNEL_PHASES;
     const latest = store.latestTicket(channel.sessionId);
     const closing = store.getClosing(channel.sessionId);
     out.lines.push(`session ${channel.sessionId} (${channel.role}), on-chain phase ${phases[phase]}, stored status ${channel.status}`);

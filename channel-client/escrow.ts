@@ -24,6 +24,13 @@ import type { SettlementSummary } from "./summary";
 import type { SignedPaymentTicket } from "./ticket";
 import type { ChannelRef, ChannelTerms } from "./terms";
 
+/**
+ * `IGasEscrow.Phase` by index. `Settled` is a cooperatively settled channel (its word stays, decision 0005);
+ * `None` is a channel never opened or paid out by `finalize`.
+ */
+export const CHANNEL_PHASES = ["None", "Open", "Closing", "Finalizable", "Frozen", "Settled"] as const;
+export type ChannelPhase = (typeof CHANNEL_PHASES)[number];
+
 export { gasEscrowAbi };
 
 export type { Wallet } from "./chain/write";

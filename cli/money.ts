@@ -31,7 +31,7 @@ import {
 
 import { providerRegistryAbi, disputeManagerAbi } from "../arbitration/chain";
 import { deployedAddress, givenAddress, rpcClients } from "../channel-client/cli";
-import { gasEscrowAbi, depositToChannel, type Wallet } from "../channel-client/escrow";
+import { CHANNEL_PHASES, gasEscrowAbi, depositToChannel, type Wallet } from "../channel-client/escrow";
 import { BaseError } from "../channel-client/errors";
 import { gigEscrowAbi, readGig } from "../channel-client/gig";
 import { CASE_STATUSES } from "../arbitration/context";
@@ -73,7 +73,7 @@ export const REGISTRY_HELP = [
 const PROVIDER_ROLE = 0;
 const ARBITRATOR_ROLE = 1;
 const UNBOND_PHASES = ["none", "unbonding", "withdrawable"] as const;
-const PHASES = ["None", "Open", "Closing", "Finalizable", "Frozen", "Settled"] as const;
+const PHASES = CHANNEL_PHASES;
 /** Blocks asked of `eth_getLogs` per call: hosted RPCs refuse wide ranges. */
 const LOG_PAGE_BLOCKS = 5_000n;
 

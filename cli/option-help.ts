@@ -46,7 +46,7 @@ export const OPTION_HELP: Record<string, OptionHelp> = {
   records: { value: "DIR", text: "challenge packages and resolutions (JSON) shown with their cases" },
   bench: { value: "FILE", text: "bench results to chart (default: bench/results.json)" },
   "metrics-url": { value: "URL", text: "the provider's /metrics (ioi provider --metrics), for live latency" },
-  "allow-actions": { text: "allow close, challenge and finalize from the page, signed with the key in --key-env" },
+  "allow-actions": { text: "allow close, challenge, finalize and claim from the page, signed with the key in --key-env" },
   port: { value: "N", text: "TCP port on 127.0.0.1 (default: 0, any free port)" },
   model: { value: "ID", text: "model snapshot id the provider announces (default: worker:echo-keccak@1)" },
   "from-block": { value: "N", text: "first block to scan (default: the deployment block, else 0)" },

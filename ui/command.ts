@@ -35,7 +35,7 @@ export const UI_COMMAND: Command = {
     "  --records DIR       challenge packages and resolutions (JSON) to show and offer for download with their cases",
     "  --bench FILE        bench results to chart (default bench/results.json)",
     "  --metrics-url URL   the provider's /metrics (ioi provider --metrics), for live latency",
-    "  --allow-actions     allow close, challenge and finalize from the page, signed with the key in --key-env",
+    "  --allow-actions     allow close, challenge, finalize and claim from the page, signed with the key in --key-env",
     "Without --allow-actions the page changes nothing.",
   ],
   options: {

@@ -14,13 +14,12 @@ import { disputeManagerAbi } from "../arbitration/chain";
 import { CASE_STATUSES } from "../arbitration/context";
 import { packageFromJson, packageHash } from "../arbitration/package";
 import { resolutionFromJson, resolutionHash, type Resolution } from "../arbitration/resolution";
-import { gasEscrowAbi } from "../channel-client/escrow";
+import { CHANNEL_PHASES, gasEscrowAbi } from "../channel-client/escrow";
 import { gigEscrowAbi, readGig } from "../channel-client/gig";
 import { paymentTicketHash } from "../channel-client/ticket";
 import { sessionReceiptHash } from "../channel-client/receipt";
 import type { ChannelStore } from "../channel-client/store/store";
 
-export const ONCHAIN_PHASES = ["None", "Open", "Closing", "Finalizable", "Frozen"] as const;
 /** `IDisputeManager.Verdict` by index: the challenger (client or payer) wins, the respondent wins, … */
 const VERDICTS = ["none", "challenger_wins", "respondent_wins", "no_fault", "undecidable"] as const;
 
@@ -60,7 +59,7 @@ export async function listChannels(store: ChannelStore, publicClient: PublicClie
         role: c.role,
         status: c.status,
         // A channel the store knows that the escrow no longer holds has been paid out.
-        phase: phase === 0 ? "Settled" : (ONCHAIN_PHASES[phase] ?? "None"),
+        phase: phase === 0 ? "Settled" : (CHANNEL_PHASES[phase] ?? "None"),
         counterparty: c.role === "provider" ? c.ref.terms.payer : c.ref.terms.provider,
         deposit: c.deposit.toString(),
         paid: paid.toString(),

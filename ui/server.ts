@@ -20,7 +20,7 @@ import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
 import type { Address, Hex, PublicClient } from "viem";
 
 import { ReceiptAccumulator } from "../channel-client/accumulator";
-import { challengeClose, closeUnilateral, finalizeClose, type Wallet } from "../channel-client/escrow";
+import { challengeClose, claimableOf, claimPayout, closeUnilateral, finalizeClose, type Wallet } from "../channel-client/escrow";
 import type { ChannelStore } from "../channel-client/store/store";
 import { listCases, listChannels, listGigs, listReceipts, loadRecords, onChainRoot, upipRecord } from "./data";
 
@@ -213,7 +213,7 @@ export async function startUi(p: UiParameters): Promise<UiServer> {
 
   // Actions: only when allowed, only on channels of this store, with the node's own wallet.
   app.post<{ Params: { action: string; id: string } }>("/api/actions/:action/:id", async (request, reply) => {
-    if (!p.actions) return bad(reply, 403, "This page is read-only; start ioi ui with --allow-actions to close, challenge or finalize.");
+    if (!p.actions) return bad(reply, 403, "This page is read-only; start ioi ui with --allow-actions to close, challenge, finalize or claim.");
     if (request.headers["x-ioi-token"] !== token) return bad(reply, 403, "An action needs the page's token in the x-ioi-token header; reload the page.");
     const sessionId = sessionParam(request.params.id, reply);
     if (!sessionId) return reply;
@@ -231,7 +231,10 @@ export async function startUi(p: UiParameters): Promise<UiServer> {
         }
         case "challenge": {
           const newest = p.store.latestTicket(sessionId);
-          if (!closing || !newest || newest.ticket.seq <= closing.state.seq) return bad(reply, 409, "Nothing to challenge: the store holds no ticket newer than the recorded close.");
+          // The recorded close moves only to a ticket that pays more (decision 0005).
+          if (!closing || !newest || newest.ticket.cumulativeAmount <= closing.state.amount) {
+            return bad(reply, 409, "Nothing to challenge: the store holds no ticket paying more than the recorded close.");
+          }
           const challenged = await challengeClose({ ...base, recorded: closing.state, ticket: newest });
           await p.store.putClosing(sessionId, { state: challenged.state, finalizesAt: challenged.finalizesAt, closer: wallet.account.address, txHash: challenged.hash });
           return { done: "challenge", txHash: challenged.hash, seq: challenged.state.seq.toString() };
@@ -242,8 +245,16 @@ export async function startUi(p: UiParameters): Promise<UiServer> {
           await p.store.updateChannel(sessionId, { status: "settled" });
           return { done: "finalize", txHash: settled.hash, paidToProvider: settled.paidToProvider.toString(), refundedToFunder: settled.refundedToFunder.toString() };
         }
+        case "claim": {
+          // A payout the channel's token refused earlier (decision 0016), owed to this wallet in the channel's asset.
+          const asset = channel.ref.terms.asset;
+          const owed = await claimableOf({ publicClient: p.publicClient, escrow: p.escrow, asset, account: wallet.account.address });
+          if (owed === 0n) return bad(reply, 409, `Nothing to claim: the GasEscrow owes ${wallet.account.address} nothing in this channel's asset.`);
+          const claimed = await claimPayout({ wallet, publicClient: p.publicClient, escrow: p.escrow, asset });
+          return { done: "claim", txHash: claimed.hash, asset, amount: claimed.amount.toString() };
+        }
         default:
-          return bad(reply, 404, `Unknown action "${request.params.action.slice(0, 40)}"; the actions are close, challenge and finalize.`);
+          return bad(reply, 404, `Unknown action "${request.params.action.slice(0, 40)}"; the actions are close, challenge, finalize and claim.`);
       }
     } catch (error) {
       const e = error as { shortMessage?: string; message?: string };

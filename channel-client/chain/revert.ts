@@ -143,7 +143,7 @@ const ENUMS: Record<string, readonly string[]> = {
   "enum IDisputeManager.Verdict": ["None", "ChallengerWins", "RespondentWins", "NoFault", "Undecidable"],
   "enum IDisputeManager.SubjectKind": ["None", "Gig", "Session"],
   "enum IProviderRegistry.Role": ["Provider", "Arbitrator"],
-  "enum IGasEscrow.Phase": ["None", "Open", "Closing", "Finalizable", "Frozen"],
+  "enum IGasEscrow.Phase": ["None", "Open", "Closing", "Finalizable", "Frozen", "Settled"],
 };
 
 /** Argument names that hold a point in time (unix seconds). */

@@ -9,7 +9,7 @@ import type { Address, Hex, LocalAccount, PublicClient } from "viem";
 import { ChainFollower, type EscrowEvent } from "../chain-follower";
 import { canonBytes } from "../canonical";
 import type { GasEscrowDomain } from "../eip712";
-import { gasEscrowAbi } from "../escrow";
+import { CHANNEL_PHASES, gasEscrowAbi } from "../escrow";
 import { BaseError, BindingMismatchError, ChannelNotOpenError, DepositExceededError } from "../errors";
 import type { ActionInvokePacket, ActionResultPacket, ReceiptCommitPacket } from "../packets";
 import { ProviderSession } from "../provider-session";
@@ -72,8 +72,6 @@ export type ProviderNodeParameters = {
  */
 export type SessionPhase = "open" | "closed" | "closing" | "settled";
 
-/** The on-chain `IGasEscrow.Phase` values, by index. */
-const ONCHAIN_PHASES = ["None", "Open", "Closing", "Finalizable", "Frozen", "Settled"] as const;
 
 type Bound = {
   record: ChannelRecord;
@@ -280,7 +278,7 @@ export class ProviderNode {
       publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "depositOf", args: [sessionId] }),
       publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "phaseOf", args: [sessionId] }),
     ]);
-    const onChainPhase = ONCHAIN_PHASES[onChain] ?? "None";
+    const onChainPhase = CHANNEL_PHASES[onChain] ?? "None";
     let record = store.getChannel(sessionId);
     if (!record) {
       if (onChainPhase !== "Open" || deposit === 0n) throw new BindingMismatchError(`Session ${sessionId} is not open on-chain (${onChainPhase}).`);
@@ -462,7 +460,7 @@ export class ProviderNode {
       publicClient.readContract({ address: domain.verifyingContract, abi: gasEscrowAbi, functionName: "depositOf", args: [b.record.sessionId] }),
       publicClient.readContract({ address: domain.verifyingContract, abi: gasEscrowAbi, functionName: "phaseOf", args: [b.record.sessionId] }),
     ]);
-    const onChainPhase = ONCHAIN_PHASES[onChain] ?? "None";
+    const onChainPhase = CHANNEL_PHASES[onChain] ?? "None";
     if (onChainPhase === "None" || onChainPhase === "Settled") this.#advance(b.record.sessionId, b, "settled", "it is settled on-chain");
     else if (onChainPhase !== "Open") this.#advance(b.record.sessionId, b, "closing", `it is ${onChainPhase} on-chain`);
     if (deposit <= b.record.deposit) return false;

@@ -93,6 +93,11 @@ describe("attacks on the operator page's actions (issue 16)", function () {
       expect(after.funder - before.funder).to.equal(DEPOSIT);
       expect(after.provider - before.provider).to.equal(0n);
       expect(JSON.parse(finalized.body)).to.include({ paidToProvider: "0", refundedToFunder: DEPOSIT.toString() });
+      // Claim: the ETH payouts went through, so the escrow owes this wallet nothing; nothing is sent, nothing moves.
+      const claim = await post(ui.port, `/api/actions/claim/${opened.sessionId}`, { host, "x-ioi-token": token });
+      expect(claim.status, claim.body).to.equal(409);
+      expect(claim.body).to.include("Nothing to claim");
+      expect(await balances()).to.deep.equal(after);
     } finally {
       await ui.close();
       await store.close();

@@ -56,7 +56,7 @@ async function loadChannels() {
       const actions = el("td");
       actions.append(el("button", { class: "receipts", "data-session": c.sessionId, onclick: () => showReceipts(c.sessionId, 0) }, "receipts"));
       if (overview.actions) {
-        for (const action of ["close", "challenge", "finalize"]) {
+        for (const action of ["close", "challenge", "finalize", "claim"]) {
           actions.append(" ", el("button", { class: "action", "data-action": action, onclick: () => act(action, c.sessionId) }, action));
         }
       }
@@ -101,8 +101,12 @@ async function loadLive() {
   const last = points[points.length - 1];
   liveRate = last ? last.perChannel : {};
   $("#live-tps").textContent = last ? last.ticketsPerSecond : "–";
-  $("#live-verify").textContent = last && last.verifyMs !== null ? last.verifyMs : "–";
-  $("#live-store").textContent = last && last.storeMs !== null ? last.storeMs : "–";
+  // The peak over the sampled window, and the latest latencies measured (a sample with no tickets has none).
+  $("#live-peak").textContent = points.length ? Math.max(...points.map((p) => p.ticketsPerSecond)) : "–";
+  const measured = points.filter((p) => p.verifyMs !== null);
+  const latest = measured[measured.length - 1];
+  $("#live-verify").textContent = latest ? latest.verifyMs : "–";
+  $("#live-store").textContent = latest && latest.storeMs !== null ? latest.storeMs : "–";
   const data = [points.map((p) => p.t), points.map((p) => p.ticketsPerSecond), points.map((p) => p.verifyMs), points.map((p) => p.storeMs)];
   if (!liveChart) {
     liveChart = new uPlot(
