@@ -129,6 +129,7 @@ export async function loadCaseContext(
   // The root is read from the chain: was the package's closing state the recorded one when the case opened?
   const channel = pkg.evidence.find((item) => item.kind === "channel");
   let closingMatchedAtOpen = false;
+  let settledAtOpen = false;
   if (channel?.kind === "channel") {
     const [matches] = await publicClient.readContract({
       address: deployment.gasEscrow,
@@ -148,12 +149,13 @@ export async function loadCaseContext(
         blockNumber: openedInBlock,
       });
       closingMatchedAtOpen = settled;
+      settledAtOpen = settled;
     }
   }
   return {
     ...base,
     gig: null,
-    session: { gasEscrow: getAddress(deployment.gasEscrow), sessionId: onChain.subjectId, closingMatchedAtOpen },
+    session: { gasEscrow: getAddress(deployment.gasEscrow), sessionId: onChain.subjectId, closingMatchedAtOpen, settledAtOpen },
   };
 }
 

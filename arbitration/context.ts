@@ -53,6 +53,9 @@ export type SessionOnChain = {
   /** Whether the package's closing state was the session's recorded state in the block the case opened in (or,
    * for a cooperatively settled session, its co-signed summary as `IGasEscrow.settledState`). */
   closingMatchedAtOpen: boolean;
+  /** Whether that state was the co-signed summary of a cooperatively settled session (the escrow has paid out,
+   * so a refund can only come from the provider's SLA bond). Absent: not known (treated as false). */
+  settledAtOpen?: boolean;
 };
 
 export type CaseContext = {

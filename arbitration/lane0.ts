@@ -15,7 +15,7 @@ import { verifyIdentityAnchor } from "../channel-client/identity";
 import { receiptLeaf } from "../channel-client/leaf";
 import { verifyProof } from "../channel-client/accumulator";
 import { GENESIS_RECEIPT_HASH, sessionReceiptHash, verifySessionReceipt } from "../channel-client/receipt";
-import { sessionIdOf, termsHashOf } from "../channel-client/terms";
+import { describePricing, missingReceiptBindings, modelAllowed, penaltyOf, priceOf, sessionIdOf, termsHashOf, type PricingTerms } from "../channel-client/terms";
 import { verifyPaymentTicket } from "../channel-client/ticket";
 import { bundleHash } from "./bundle";
 import type { CaseContext } from "./context";
@@ -26,7 +26,15 @@ import type { Lane0Check } from "./resolution";
 type CheckStatus = Lane0Check["status"];
 
 /** A provider violation that Lane 0 proved: decides the case for the challenger. */
-export type Lane0Violation = { code: string; detail: string; refund: bigint };
+export type Lane0Violation = {
+  code: string;
+  detail: string;
+  refund: bigint;
+  /** The receipt it concerns: refunds of one receipt's violations are not added up (at most its whole amount). */
+  seq?: bigint;
+  /** The SLA bond slash the session's terms attach to this kind of violation (v2 terms; 0 otherwise). */
+  slash?: bigint;
+};
 
 export type Lane0Result = {
   checks: Lane0Check[];
@@ -273,22 +281,48 @@ async function sessionChecks(c: Checks, pkg: ChallengePackage, ctx: CaseContext)
   // Only now, on evidence that verified (every receipt signed by the provider and proven into the committed
   // root), judge the provider's conduct.
   if (c.reasons.size > 0) return;
-  const price = channel.pricing.pricePerInvocation;
+  const pricing = channel.pricing;
   for (const e of receipts) {
     const r = e.receipt.receipt;
     c.respondent(`receipt[seq ${r.seq}].policy_hash`, r.policyHash === terms.policyHash, {
       code: "RECEIPT_POLICY_MISMATCH",
+      seq: r.seq,
+      slash: penaltyOf(pricing, "RECEIPT_POLICY_MISMATCH"),
       detail: `receipt ${r.seq} was signed under policy ${r.policyHash}; the session binds ${terms.policyHash}`,
       refund: r.metering.amount,
     });
-    // One receipt meters one invocation (pricing unit "invocation"): anything above the price is over-metering.
+    // The receipt's amount against what the terms price its metering at (v1: one invocation, one price).
+    const price = priceOf(pricing, r.metering.units);
     c.respondent(`receipt[seq ${r.seq}].metering`, r.metering.amount <= price, {
       code: "RECEIPT_OVER_METERED",
-      detail: `receipt ${r.seq} meters ${r.metering.amount}; the terms price an invocation at ${price}`,
+      seq: r.seq,
+      slash: penaltyOf(pricing, "RECEIPT_OVER_METERED"),
+      detail:
+        pricing.version === "1"
+          ? `receipt ${r.seq} meters ${r.metering.amount}; the terms price an invocation at ${price}`
+          : `receipt ${r.seq} charges ${r.metering.amount} for ${r.metering.units} units; the terms price that at ${price} (${describePricing(pricing)})`,
       refund: r.metering.amount > price ? r.metering.amount - price : 0n,
     });
+    // Terms that bind models or receipt bindings (v2) are judged only under v2, so v1 cases keep their bytes.
+    if (pricing.version === "2") {
+      c.respondent(`receipt[seq ${r.seq}].model`, modelAllowed(pricing, r.modelSnapshotId), {
+        code: "RECEIPT_MODEL_SWAP",
+      seq: r.seq,
+      slash: penaltyOf(pricing, "RECEIPT_MODEL_SWAP"),
+        detail: `receipt ${r.seq} was served by model ${JSON.stringify(r.modelSnapshotId)}; the terms expect ${pricing.models.map((m) => JSON.stringify(m)).join(" or ")}`,
+        refund: r.metering.amount,
+      });
+      const missing = missingReceiptBindings(pricing, r);
+      c.respondent(`receipt[seq ${r.seq}].required_receipts`, missing.length === 0, {
+        code: "RECEIPT_REQUIRED_MISSING",
+      seq: r.seq,
+      slash: penaltyOf(pricing, "RECEIPT_REQUIRED_MISSING"),
+        detail: `receipt ${r.seq} lacks the required ${missing.join(", ")} (an empty commitment proves nothing about that part of the call)`,
+        refund: r.metering.amount,
+      });
+    }
   }
-  receiptChain(c, receipts);
+  receiptChain(c, receipts, pricing);
 }
 
 async function receiptEvidenceChecks(
@@ -332,7 +366,7 @@ async function receiptEvidenceChecks(
  * signature, so a link that skips its own previous receipt (whitepaper 9.2.6, lying by omission) is the
  * provider's fault; it needs no reference to leaf positions. The refund is the broken receipt's metered amount.
  */
-function receiptChain(c: Checks, receipts: ReceiptEvidence[]): void {
+function receiptChain(c: Checks, receipts: ReceiptEvidence[], pricing: PricingTerms): void {
   receipts.forEach((e, i) => {
     const r = e.receipt.receipt;
     const previous = receipts[i - 1]?.receipt.receipt;
@@ -342,6 +376,8 @@ function receiptChain(c: Checks, receipts: ReceiptEvidence[]): void {
     if (expected === null) return;
     c.respondent(`receipt[seq ${r.seq}].chain`, r.prevReceiptHash === expected, {
       code: "RECEIPT_CHAIN_GAP",
+      seq: r.seq,
+      slash: penaltyOf(pricing, "RECEIPT_CHAIN_GAP"),
       detail:
         r.seq === 1n
           ? `receipt 1 links to ${r.prevReceiptHash}, not to genesis`

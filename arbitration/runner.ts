@@ -22,7 +22,7 @@ import { ENGINE, engineWasmSha256 } from "./engine";
 import { gigInputs } from "./pinned";
 import { HARNESS_SHA256 } from "./prelude";
 import { penaltyFor, unserviceableRefund, type Ics } from "./ics";
-import { FAULT_RECEIPT_FILE, runLane0, type Lane0Result } from "./lane0";
+import { FAULT_RECEIPT_FILE, runLane0, type Lane0Result, type Lane0Violation } from "./lane0";
 import { evidenceOfKind, packageHash, type ChallengePackage } from "./package";
 import {
   resolutionHash,
@@ -202,8 +202,9 @@ async function execute(parameters: ArbitrationParameters, ics: Ics | null, runti
 
   // A Lane 0 violation on verified evidence decides the case at once.
   if (lane0.violations.length) {
-    const owed = lane0.violations.reduce((sum, v) => sum + v.refund, 0n);
-    return { ...decision, verdict: "provider_fault", refund: owed < value ? owed : value };
+    const { refund: owed, slash } = lane0Remedy(pkg, ctx, lane0.violations);
+    const cap = ctx.slashCap ?? null;
+    return { ...decision, verdict: "provider_fault", refund: owed < value ? owed : value, slash: cap !== null && slash > cap ? cap : slash };
   }
   if (ctx.case.kind === "session") return { ...decision, verdict: "challenger_fault" };
 
@@ -241,6 +242,28 @@ async function execute(parameters: ArbitrationParameters, ics: Ics | null, runti
   // Every objective check passed. Items that need semantic judgement go up, never decided here.
   if (lane1.needsLane2.length) return { ...decision, reasonCodes: lane1.needsLane2.map((id) => `NEEDS_LANE2:${id}`) };
   return { ...decision, verdict: "challenger_fault" };
+}
+
+/**
+ * The remedy of Lane 0 violations. Refund: the violations of one receipt refund the largest of their amounts
+ * (never more than the receipt charged), summed over receipts; violations without a receipt add up. Slash: the
+ * session terms' penalty per violation (decision 0026), summed. A session whose terms say refunds do not come
+ * from the SLA bond (`disputes.refundsFromBond: false`) and that had settled when the case opened (the escrow
+ * paid out, so the bond is the only source) gets no refund, only the penalty.
+ */
+function lane0Remedy(pkg: ChallengePackage, ctx: CaseContext, violations: Lane0Violation[]): { refund: bigint; slash: bigint } {
+  const perReceipt = new Map<bigint, bigint>();
+  let refund = 0n;
+  let slash = 0n;
+  for (const v of violations) {
+    slash += v.slash ?? 0n;
+    if (v.seq === undefined) refund += v.refund;
+    else perReceipt.set(v.seq, (perReceipt.get(v.seq) ?? 0n) > v.refund ? perReceipt.get(v.seq)! : v.refund);
+  }
+  for (const amount of perReceipt.values()) refund += amount;
+  const channel = evidenceOfKind(pkg, "channel")[0]?.content;
+  if (channel?.pricing.version === "2" && !channel.pricing.disputes.refundsFromBond && ctx.session?.settledAtOpen === true) refund = 0n;
+  return { refund, slash };
 }
 
 /**

@@ -70,7 +70,7 @@ import { ProviderNode, type McpHandler } from "./node/provider-node";
 import { readRequestFile, requestFrom, RequestFileError } from "./node/requests";
 import { signedSessionReceiptToJson, sessionReceiptHash } from "./receipt";
 import type { ChannelRecord, ChannelStore } from "./store/store";
-import { channelRefToJson, NATIVE_ASSET, pricingTermsToJson, termsHashOf, type PricingTerms } from "./terms";
+import { channelRefToJson, describePricing, modelAllowed, NATIVE_ASSET, prepaidPerCall, pricingTermsFromJson, pricingTermsToJson, termsHashOf, type PricingTerms } from "./terms";
 import { paymentTicketHash, signedPaymentTicketToJson } from "./ticket";
 import type { JsonObject } from "./validate";
 import { Watchtower } from "./watchtower";
@@ -104,16 +104,19 @@ export { addressOption, channelOf, gigIdOf, GLOBAL_HELP, hashOption, loadAccount
 export const COMMANDS: Record<string, Command> = {
   provider: {
     summary: "start a provider node on 127.0.0.1 (with its watchtower) and serve until Ctrl-C",
-    usage: "ioi provider [--port N] --price WEI [--model ID] [--host IP --allow-public] [--worker-timeout MS] [--metrics HOST:PORT] [--log-level L] [--log-file PATH] [--worker CMD [ARGS…]]   |   ioi provider register|bond|unbond|withdraw|show",
+    usage: "ioi provider [--port N] (--price WEI | --terms-file FILE) [--model ID] [--host IP --allow-public] [--worker-timeout MS] [--metrics HOST:PORT] [--log-level L] [--log-file PATH] [--worker CMD [ARGS…]]   |   ioi provider register|bond|unbond|withdraw|show",
     notes: [
       "  --worker CMD [ARGS…]  run this MCP server over stdio and sell its calls (must come last: everything",
       "                        after it is the worker's command line); without it, the demo's echo worker",
       "  --worker-timeout MS   longest a worker call may take (default 30000); a call that fails is not charged",
       "  --host IP             address to listen on (default 127.0.0.1); a non-loopback one needs --allow-public",
+      "  --terms-file FILE     the terms document offered (schemas/terms.schema.json: metered pricing with a cap per",
+      "                        call, model snapshot ids, dispute rules, required receipts); --model must be one it lists",
     ],
     options: {
       port: { type: "string" },
       price: { type: "string" },
+      "terms-file": { type: "string" },
       model: { type: "string" },
       "from-block": { type: "string" },
       host: { type: "string" },
@@ -126,10 +129,11 @@ export const COMMANDS: Record<string, Command> = {
   },
   open: {
     summary: "open and fund an ETH channel to a provider; the acting key is payer and funder",
-    usage: "ioi open --provider ADDR --deposit WEI [--peer HOST:PORT] [--price WEI] [--challenge SECONDS]",
+    usage: "ioi open --provider ADDR --deposit WEI [--peer HOST:PORT] [--price WEI | --terms-file FILE] [--challenge SECONDS]",
     options: {
       provider: { type: "string" },
       price: { type: "string" },
+      "terms-file": { type: "string" },
       deposit: { type: "string" },
       challenge: { type: "string" },
       peer: { type: "string" },
@@ -340,7 +344,12 @@ function asUsage<T>(f: () => T): T {
 
 async function runProvider(values: Record<string, unknown>, out: Out): Promise<void> {
   const account = loadAccount(values);
-  const pricing: PricingTerms = { version: "1", unit: "invocation", pricePerInvocation: weiAmount(values, "price", "wei per invocation") };
+  const pricing = termsOption(values, "wei per invocation");
+  const modelSnapshotId = (values.model as string | undefined) ?? (pricing.version === "2" && pricing.models.length === 1 ? pricing.models[0]! : undefined);
+  if (modelSnapshotId !== undefined && !modelAllowed(pricing, modelSnapshotId)) {
+    throw new UsageError(`--model ${modelSnapshotId} is not among the models the terms document lists (${pricing.version === "2" ? pricing.models.join(", ") : ""}); every receipt would prove a model swap.`);
+  }
+  if (modelSnapshotId === undefined && pricing.version === "2") throw new UsageError(`The terms document lists ${pricing.models.length} models; say which one this node serves with --model.`);
   const host = asUsage(() => listenHost(values.host as string | undefined, values["allow-public"] === true));
   const port = Number(uint(values, "port", "TCP port to listen on (0 = any free port)", 0n));
   if (port > 65535) throw new UsageError(`--port must be at most 65535; received ${port}.`);
@@ -370,7 +379,7 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
     store,
     pricing,
     handler,
-    modelSnapshotId: (values.model as string | undefined) ?? (argv ? `worker:${path.basename(argv[0]!)}` : "worker:echo-keccak@1"),
+    modelSnapshotId: modelSnapshotId ?? (argv ? `worker:${path.basename(argv[0]!)}` : "worker:echo-keccak@1"),
     host,
     port,
     log,
@@ -415,7 +424,9 @@ async function runOpen(values: Record<string, unknown>, out: Out): Promise<void>
   const deposit = weiAmount(values, "deposit", "wei to lock in the channel");
   if (deposit === 0n) throw new UsageError("--deposit must be more than zero: a channel with nothing in it can pay for nothing.");
   // Every option is checked before reaching for a node.
+  if (values.price !== undefined && values["terms-file"] !== undefined) throw new UsageError("Give either --price WEI (a flat price per invocation) or --terms-file FILE (a terms document), not both.");
   if (values.price !== undefined) weiAmount(values, "price", "wei per invocation");
+  const agreed = values["terms-file"] !== undefined ? termsOption(values, "wei per invocation") : undefined;
   uint(values, "challenge", "challenge window in seconds", 3600n);
   const { publicClient, wallet, escrow, domain, chainId } = await chainClients(values, account);
   // No funding before agreement (issue 12): with --peer, ask the provider for its signed terms first and
@@ -428,14 +439,22 @@ async function runOpen(values: Record<string, unknown>, out: Out): Promise<void>
     const offer = await fetchTermsOffer({ account, domain, provider: getAddress(provider), host, port });
     if (values.price !== undefined) {
       const wanted = weiAmount(values, "price", "wei per invocation");
+      if (offer.pricing.version !== "1") {
+        throw new UsageError(`The provider at ${peer} offers a terms document (${describePricing(offer.pricing)}), not a flat price of ${wanted} wei; nothing was funded (open with --terms-file holding the document you agree to).`);
+      }
       if (wanted !== offer.pricing.pricePerInvocation) {
         throw new UsageError(`The provider at ${peer} charges ${offer.pricing.pricePerInvocation} wei per invocation, not ${wanted}; nothing was funded (open with --price ${offer.pricing.pricePerInvocation}, or not at all).`);
       }
     }
+    if (agreed !== undefined && termsHashOf(agreed) !== offer.termsHash) {
+      throw new UsageError(
+        `The provider at ${peer} offers terms ${offer.termsHash} (${describePricing(offer.pricing)}); the document in --terms-file ${String(values["terms-file"])} hashes to ${termsHashOf(agreed)} (${describePricing(agreed)}); nothing was funded.`,
+      );
+    }
     pricing = offer.pricing;
     termsChecked = true;
   } else {
-    pricing = { version: "1", unit: "invocation", pricePerInvocation: weiAmount(values, "price", "wei per invocation, as the provider charges") };
+    pricing = agreed ?? { version: "1", unit: "invocation", pricePerInvocation: weiAmount(values, "price", "wei per invocation, as the provider charges") };
     out.lines.push("Warning: without --peer the provider's terms were not checked; if it refuses this price, only a unilateral close and its full window return the deposit.");
   }
   const store = openStore(values, "payer");
@@ -457,8 +476,8 @@ async function runOpen(values: Record<string, unknown>, out: Out): Promise<void>
       },
     });
     await store.putChannel({ sessionId: opened.sessionId, role: "payer", ref: opened.ref, pricing, escrow, chainId, deposit: opened.deposit, status: "open", ...(values.peer ? { peer: values.peer as string } : {}) });
-    out.lines.push(`Opened session ${opened.sessionId} with ${formatAmountWithBase(opened.deposit)} at ${formatAmountWithBase(pricing.pricePerInvocation)} per invocation (gas ${opened.gasUsed}).`);
-    Object.assign(out.result, { sessionId: opened.sessionId, openedAt: opened.ref.openedAt.toString(), deposit: opened.deposit.toString(), gasUsed: Number(opened.gasUsed), domain: { chainId: domain.chainId, escrow }, pricePerInvocation: pricing.pricePerInvocation.toString(), termsChecked });
+    out.lines.push(`Opened session ${opened.sessionId} with ${formatAmountWithBase(opened.deposit)} ${pricing.version === "1" ? ` at ${formatAmountWithBase(pricing.pricePerInvocation)} per invocation` : ` on terms ${termsHashOf(pricing)} (${describePricing(pricing)})`} (gas ${opened.gasUsed}).`);
+    Object.assign(out.result, { sessionId: opened.sessionId, openedAt: opened.ref.openedAt.toString(), deposit: opened.deposit.toString(), gasUsed: Number(opened.gasUsed), domain: { chainId: domain.chainId, escrow }, ...(pricing.version === "1" ? { pricePerInvocation: pricing.pricePerInvocation.toString() } : {}), termsHash: termsHashOf(pricing), termsChecked });
   } finally {
     await store.close();
   }
@@ -509,10 +528,11 @@ async function runStream(values: Record<string, unknown>, out: Out): Promise<voi
 /** Refuses, before anything is signed, a run that what is left of the channel's deposit cannot pay for. */
 async function assertAffordable(client: PayerClient, channel: ChannelRecord, count: number): Promise<void> {
   const promised = client.session.cumulativeAmount;
-  const cost = channel.pricing.pricePerInvocation * BigInt(count);
+  // A ticket prepays the most a call can cost (v2: the cap per call); metered receipts may charge less.
+  const price = prepaidPerCall(channel.pricing);
+  const cost = price * BigInt(count);
   if (promised + cost > channel.deposit) {
     await client.close();
-    const price = channel.pricing.pricePerInvocation;
     const fits = price === 0n ? 0n : (channel.deposit - promised) / price;
     throw new UsageError(
       `${count} invocations at ${formatAmountWithBase(price)} would pay ${formatAmountWithBase(promised + cost)} in total, past the deposit of ${formatAmountWithBase(channel.deposit)}; at most ${fits} more fit (top up with \`ioi deposit\`).`,
@@ -835,6 +855,26 @@ export const GIG_COMMANDS: Record<string, Command> = {
     run: runGigShow,
   },
 };
+
+/** Largest --terms-file read: a terms document is a small JSON (or YAML) document. */
+const MAX_TERMS_FILE_BYTES = 64 * 1024;
+
+/**
+ * The terms document of --terms-file (validated against schemas/terms.schema.json), or the flat v1 price
+ * list of --price; exactly one of the two.
+ */
+function termsOption(values: Record<string, unknown>, priceWhat: string): PricingTerms {
+  const file = values["terms-file"] as string | undefined;
+  if (file === undefined) return { version: "1", unit: "invocation", pricePerInvocation: weiAmount(values, "price", priceWhat) };
+  if (values.price !== undefined) throw new UsageError("Give either --price WEI (a flat price per invocation) or --terms-file FILE (a terms document), not both.");
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(file);
+  } catch (cause) {
+    throw new UsageError(`Cannot read --terms-file ${file}: ${(cause as Error).message.split("\n")[0]}.`, { cause });
+  }
+  return pricingTermsFromJson(parseDocument(bytes, { maxBytes: MAX_TERMS_FILE_BYTES, what: `The terms document in ${file}` }), `terms in ${file}`);
+}
 
 /** Largest --ics-file read: an Intent Contract Schema is a small JSON document. */
 const MAX_ICS_FILE_BYTES = 1 << 20;

@@ -140,3 +140,18 @@ export class ChannelNotOpenError extends BaseError {
 export class ReceiptMismatchError extends BaseError {
   override name = "ReceiptMismatchError" as const;
 }
+
+/** A receipt names a model snapshot the channel's terms do not list (whitepaper 9.2.3, model swap). */
+export class ModelMismatchError extends BaseError {
+  override name = "ModelMismatchError" as const;
+}
+
+/** A receipt charges more than the channel's terms price its metering at (or more than the cap per call). */
+export class ReceiptOverpricedError extends BaseError {
+  override name = "ReceiptOverpricedError" as const;
+}
+
+/** A receipt lacks a binding the channel's terms require of every invocation (whitepaper 8.2.1, 9.2.6). */
+export class RequiredReceiptMissingError extends BaseError {
+  override name = "RequiredReceiptMissingError" as const;
+}

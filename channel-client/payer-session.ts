@@ -12,12 +12,12 @@ import type { Hex, LocalAccount } from "viem";
 import { RootAccumulator } from "./accumulator";
 import { keccak256Hex } from "./keccak";
 import type { GasEscrowDomain } from "./eip712";
-import { DepositExceededError, ReceiptMismatchError } from "./errors";
+import { DepositExceededError, ModelMismatchError, ReceiptMismatchError, ReceiptOverpricedError, RequiredReceiptMissingError } from "./errors";
 import { receiptLeafFromHashes } from "./leaf";
 import { GENESIS_RECEIPT_HASH, sessionReceiptHash, verifySessionReceipt, type SignedSessionReceipt } from "./receipt";
 import type { StepRecord } from "./store/store";
 import { signSettlementSummary, type SettlementSummary } from "./summary";
-import type { ChannelRef, PricingTerms } from "./terms";
+import { describePricing, missingReceiptBindings, modelAllowed, prepaidPerCall, priceOf, type ChannelRef, type PricingTerms } from "./terms";
 import { paymentTicketHash, signPaymentTicket, type PaymentTicket, type SignedPaymentTicket } from "./ticket";
 
 export type PayerSessionParameters = {
@@ -104,7 +104,7 @@ export class PayerSession {
   /** Signs the ticket that prepays the next invocation of `input`. */
   async nextTicket(input: Uint8Array): Promise<NextTicket> {
     const { account, domain, ref, sessionId, pricing, deposit } = this.parameters;
-    const amount = this.#amount + pricing.pricePerInvocation;
+    const amount = this.#amount + prepaidPerCall(pricing);
     if (amount > deposit) {
       throw new DepositExceededError(`Paying ${amount} in total would exceed the channel's deposit of ${deposit}.`);
     }
@@ -128,7 +128,9 @@ export class PayerSession {
 
   /**
    * Accepts the provider's receipt for the oldest pending ticket after checking its signature and that it
-   * describes exactly that step (session, seq, request and output hashes, policy, receipt chain). Returns
+   * describes exactly that step (session, seq, request and output hashes, policy, receipt chain) under the
+   * channel's terms (a model they list, a price their pricing gives for the metering, the required bindings):
+   * ModelMismatchError, ReceiptOverpricedError, RequiredReceiptMissingError, ReceiptMismatchError otherwise. Returns
    * the step to persist. `output` undefined skips the output check (a receipt replayed after a restart).
    * `failed`: the answer was a JSON-RPC error, so the receipt must charge nothing (decision 0022); a result
    * may charge at most what its ticket added.
@@ -152,6 +154,17 @@ export class PayerSession {
     const added = ticket.cumulativeAmount - this.#acceptedAmount;
     if (failed) expect(receipt.metering.amount === 0n, `it charges ${receipt.metering.amount} for a call that failed`);
     else expect(receipt.metering.amount <= added, `it charges ${receipt.metering.amount}, more than the ${added} its ticket added`);
+    // The terms document (decision 0026): the model served, the price of what was metered, the bindings required.
+    const { pricing } = this.parameters;
+    if (!modelAllowed(pricing, receipt.modelSnapshotId)) {
+      throw new ModelMismatchError(`Receipt seq ${receipt.seq} was served by model ${JSON.stringify(receipt.modelSnapshotId)}; the terms allow ${pricing.version === "2" ? pricing.models.map((m) => JSON.stringify(m)).join(", ") : "any"}.`);
+    }
+    const price = priceOf(pricing, receipt.metering.units);
+    if (!failed && receipt.metering.amount > price) {
+      throw new ReceiptOverpricedError(`Receipt seq ${receipt.seq} charges ${receipt.metering.amount} for ${receipt.metering.units} units; the terms (${describePricing(pricing)}) price that at ${price}.`);
+    }
+    const missing = missingReceiptBindings(pricing, receipt);
+    if (missing.length) throw new RequiredReceiptMissingError(`Receipt seq ${receipt.seq} lacks the required ${missing.join(", ")}.`);
     await verifySessionReceipt({ signed, signer: this.parameters.ref.terms.provider });
 
     const receiptHash = sessionReceiptHash(receipt);

@@ -18,7 +18,7 @@ import {
 } from "./receipt";
 import { settlementSummaryDigest, signSettlementSummary, type SettlementSummary } from "./summary";
 import type { StepRecord } from "./store/store";
-import type { ChannelRef, PricingTerms } from "./terms";
+import { prepaidPerCall, priceOf, type ChannelRef, type PricingTerms } from "./terms";
 import {
   assertTicketAdvances,
   paymentTicketHash,
@@ -47,6 +47,16 @@ export type ProviderSessionParameters = {
   modelSnapshotId: string;
   handler: WorkHandler;
 };
+
+/**
+ * What the receipt of a successful call charges: under v1 terms what its ticket added (one invocation, one
+ * price, as before issue 14); under v2 the price of its metering (`priceOf`), never more than the ticket added.
+ */
+export function chargeFor(pricing: PricingTerms, units: bigint, added: bigint): bigint {
+  if (pricing.version === "1") return added;
+  const price = priceOf(pricing, units);
+  return price < added ? price : added;
+}
 
 export type InvocationResult = { output: Uint8Array; charged: boolean; step: Required<StepRecord> };
 
@@ -103,7 +113,7 @@ export class ProviderSession {
       outputHash: keccak256Hex(output),
       policyHash: this.parameters.ref.terms.policyHash,
       modelSnapshotId: this.parameters.modelSnapshotId,
-      metering: { units, amount: charged ? ticket.cumulativeAmount - previousAmount : 0n },
+      metering: { units, amount: charged ? chargeFor(this.parameters.pricing, units, ticket.cumulativeAmount - previousAmount) : 0n },
       prevReceiptHash: this.#prevReceiptHash,
     };
     const signedReceipt = await signSessionReceipt({ account: this.parameters.account, receipt });
@@ -131,9 +141,9 @@ export class ProviderSession {
     }
     assertTicketAdvances(this.#latest?.ticket, ticket);
     const previousAmount = this.#latest?.ticket.cumulativeAmount ?? 0n;
-    if (ticket.cumulativeAmount - previousAmount < pricing.pricePerInvocation) {
+    if (ticket.cumulativeAmount - previousAmount < prepaidPerCall(pricing)) {
       throw new TicketUnderpaidError(
-        `Ticket seq ${ticket.seq} adds ${ticket.cumulativeAmount - previousAmount}; one invocation costs ${pricing.pricePerInvocation}.`,
+        `Ticket seq ${ticket.seq} adds ${ticket.cumulativeAmount - previousAmount}; one invocation ${pricing.version === "1" ? "costs" : "prepays"} ${prepaidPerCall(pricing)}.`,
       );
     }
     if (ticket.cumulativeAmount > this.#deposit) {

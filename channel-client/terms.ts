@@ -4,7 +4,8 @@
  */
 import { zeroAddress, type Address, type Hex } from "viem";
 
-import { artifactId } from "./canonical";
+import { artifactId, parseJson } from "./canonical";
+import { InvalidFieldError } from "./errors";
 import { hashTyped, type GasEscrowDomain } from "./eip712";
 import { assertMatchesSchema } from "./schemas";
 import { expectAddress, expectHash, expectObject, expectUint, uintToJson } from "./validate";
@@ -36,31 +37,207 @@ export function sessionIdOf(domain: GasEscrowDomain, ref: ChannelRef): Hex {
 }
 
 /**
- * The pricing rules of a channel; `termsHash = keccak256(canon(PricingTerms as JSON))`. Every invocation
- * costs `pricePerInvocation`, so ticket `seq = n` must authorise at least `n × pricePerInvocation`.
+ * The terms document of a channel: `termsHash = keccak256(canon(document as JSON))` (whitepaper 4.2.1, A.3:
+ * the terms hash covers pricing, dispute rules and the policy envelope). Two versions, told apart by
+ * `version` (decision 0026):
+ *
+ * - `"1"`, the flat price list kept for channels opened before issue 14: every invocation costs
+ *   `pricePerInvocation`; no model, dispute rules or receipt set are bound.
+ * - `"2"`, the terms document: a base price per invocation plus a price per metered unit (tokens or seconds)
+ *   with a cap per call, the model snapshot ids the provider may serve, the session's dispute rules and the
+ *   receipt bindings every invocation's receipt must carry.
+ *
+ * The name `PricingTerms` is kept (it is in the library's public API); `TermsDocument` is the same type.
  */
-export type PricingTerms = {
+export type PricingTerms = PricingTermsV1 | TermsDocumentV2;
+export type TermsDocument = PricingTerms;
+
+export type PricingTermsV1 = {
   version: "1";
   unit: "invocation";
   pricePerInvocation: bigint;
 };
 
-export type PricingTermsJson = { version: "1"; unit: "invocation"; pricePerInvocation: string };
+/** What one unit of `metering.units` measures in a receipt priced by a v2 document. */
+export const METERED_UNITS = ["token", "second"] as const;
+export type MeteredUnit = (typeof METERED_UNITS)[number];
+
+/**
+ * The receipt bindings a v2 document can require of every invocation (whitepaper 8.2.1, RRS-A), each a
+ * commitment the session receipt carries: the request (`offloadPacketHash`), the output (`outputHash`) and
+ * the model (`modelSnapshotId`). A binding is missing when its commitment is empty (the zero hash, the empty
+ * string): the receipt then proves nothing about that part of the call (9.2.6, lying by omission).
+ */
+export const RECEIPT_BINDINGS = ["rrsa_request_binding", "rrsa_output_commitment", "rrsa_model_or_program_hash"] as const;
+export type ReceiptBinding = (typeof RECEIPT_BINDINGS)[number];
+
+/** The Lane 0 violation kinds a v2 document can attach a penalty (an SLA bond slash) to. */
+export const VIOLATION_KINDS = [
+  "RECEIPT_POLICY_MISMATCH",
+  "RECEIPT_OVER_METERED",
+  "RECEIPT_CHAIN_GAP",
+  "RECEIPT_MODEL_SWAP",
+  "RECEIPT_REQUIRED_MISSING",
+] as const;
+export type ViolationKind = (typeof VIOLATION_KINDS)[number];
+
+export type TermsDocumentV2 = {
+  version: "2";
+  pricing: {
+    /** Charged for every invocation that succeeds, whatever it meters. */
+    perInvocation: bigint;
+    /** Charged per metered unit on top of `perInvocation`; absent: the call's units are not priced. */
+    perUnit: { unit: MeteredUnit; price: bigint } | null;
+    /** No call costs more; a ticket prepays this much per invocation. */
+    capPerCall: bigint;
+  };
+  /** The model snapshot ids the provider may serve; a receipt naming another is a model swap (9.2.3). */
+  models: string[];
+  disputes: {
+    /** How long after a cooperative settlement the payer may still dispute a receipt, in seconds. */
+    windowAfterSettlement: bigint;
+    /** The slash of the provider's SLA bond (in the registry's bond token) per proven violation of each kind. */
+    penalties: Partial<Record<ViolationKind, bigint>>;
+    /** Whether a refund owed after the escrow paid out comes from the provider's SLA bond (decision 0026). */
+    refundsFromBond: boolean;
+  };
+  /** The bindings every invocation's receipt must carry (RRS-A). */
+  requiredReceipts: ReceiptBinding[];
+};
+
+export type PricingTermsV1Json = { version: "1"; unit: "invocation"; pricePerInvocation: string };
+export type TermsDocumentV2Json = {
+  version: "2";
+  pricing: { perInvocation: string; perUnit?: { unit: MeteredUnit; price: string }; capPerCall: string };
+  models: string[];
+  disputes: { windowAfterSettlement: string; penalties: Partial<Record<ViolationKind, string>>; refundsFromBond: boolean };
+  requiredReceipts: ReceiptBinding[];
+};
+export type PricingTermsJson = PricingTermsV1Json | TermsDocumentV2Json;
+export type TermsDocumentJson = PricingTermsJson;
 
 export function pricingTermsToJson(terms: PricingTerms): PricingTermsJson {
-  return { version: terms.version, unit: terms.unit, pricePerInvocation: uintToJson(terms.pricePerInvocation) };
+  if (terms.version === "1") return { version: terms.version, unit: terms.unit, pricePerInvocation: uintToJson(terms.pricePerInvocation) };
+  const { pricing, disputes } = terms;
+  const penalties: Partial<Record<ViolationKind, string>> = {};
+  for (const kind of VIOLATION_KINDS) {
+    const amount = disputes.penalties[kind];
+    if (amount !== undefined) penalties[kind] = uintToJson(amount);
+  }
+  return {
+    version: "2",
+    pricing: {
+      perInvocation: uintToJson(pricing.perInvocation),
+      ...(pricing.perUnit ? { perUnit: { unit: pricing.perUnit.unit, price: uintToJson(pricing.perUnit.price) } } : {}),
+      capPerCall: uintToJson(pricing.capPerCall),
+    },
+    models: [...terms.models],
+    disputes: { windowAfterSettlement: uintToJson(disputes.windowAfterSettlement), penalties, refundsFromBond: disputes.refundsFromBond },
+    requiredReceipts: [...terms.requiredReceipts],
+  };
 }
 
-/** Validates a PricingTerms document received from a peer or a file, against `schemas/terms.schema.json`. */
+/**
+ * Validates a terms document received from a peer or a file against `schemas/terms.schema.json` (either
+ * version); the code adds only what a schema cannot say: the uint128 bounds of amounts, and that the cap
+ * is at least the base price (else no call could be charged its own base price).
+ */
 export function pricingTermsFromJson(value: unknown, path = "PricingTerms"): PricingTerms {
   assertMatchesSchema("terms", value, path);
   const o = value as PricingTermsJson;
-  // The schema says "a decimal string"; the uint128 bound of the on-chain amount is checked here.
-  return { version: o.version, unit: o.unit, pricePerInvocation: expectUint(o.pricePerInvocation, `${path}.pricePerInvocation`, 128) };
+  if (o.version === "1") {
+    return { version: o.version, unit: o.unit, pricePerInvocation: expectUint(o.pricePerInvocation, `${path}.pricePerInvocation`, 128) };
+  }
+  const perInvocation = expectUint(o.pricing.perInvocation, `${path}.pricing.perInvocation`, 128);
+  const capPerCall = expectUint(o.pricing.capPerCall, `${path}.pricing.capPerCall`, 128);
+  if (capPerCall < perInvocation) {
+    throw new InvalidFieldError(`${path}.pricing.capPerCall`, `at least pricing.perInvocation (${perInvocation})`, o.pricing.capPerCall);
+  }
+  const penalties: Partial<Record<ViolationKind, bigint>> = {};
+  for (const kind of VIOLATION_KINDS) {
+    const amount = o.disputes.penalties[kind];
+    if (amount !== undefined) penalties[kind] = expectUint(amount, `${path}.disputes.penalties.${kind}`, 128);
+  }
+  return {
+    version: "2",
+    pricing: {
+      perInvocation,
+      perUnit: o.pricing.perUnit ? { unit: o.pricing.perUnit.unit, price: expectUint(o.pricing.perUnit.price, `${path}.pricing.perUnit.price`, 128) } : null,
+      capPerCall,
+    },
+    models: [...o.models],
+    disputes: {
+      windowAfterSettlement: expectUint(o.disputes.windowAfterSettlement, `${path}.disputes.windowAfterSettlement`, 40),
+      penalties,
+      refundsFromBond: o.disputes.refundsFromBond,
+    },
+    requiredReceipts: [...o.requiredReceipts],
+  };
 }
 
 export function termsHashOf(terms: PricingTerms): Hex {
   return artifactId(pricingTermsToJson(terms));
+}
+
+/** The terms document of a JSON file's text; one sentence naming what is wrong otherwise (InvalidJsonError…). */
+export function termsDocumentFromText(text: string | Uint8Array, path = "terms"): PricingTerms {
+  return pricingTermsFromJson(parseJson(text, { maxBytes: 1 << 16, what: `The terms document ${path}` }), path);
+}
+
+/**
+ * What a ticket prepays per invocation: the most one call can cost. A v1 price list charges every call its
+ * price; a v2 document charges at most `capPerCall`.
+ */
+export function prepaidPerCall(terms: PricingTerms): bigint {
+  return terms.version === "1" ? terms.pricePerInvocation : terms.pricing.capPerCall;
+}
+
+/**
+ * What a successful call metering `units` costs under the terms: v1, the price per invocation; v2,
+ * `min(perInvocation + units × perUnit.price, capPerCall)`. The provider charges this, the payer accepts no
+ * more, and Lane 0 finds a receipt charging more over-metered.
+ */
+export function priceOf(terms: PricingTerms, units: bigint): bigint {
+  if (terms.version === "1") return terms.pricePerInvocation;
+  const { perInvocation, perUnit, capPerCall } = terms.pricing;
+  const price = perInvocation + (perUnit ? perUnit.price * units : 0n);
+  return price < capPerCall ? price : capPerCall;
+}
+
+/** Whether the terms let a receipt name `modelSnapshotId` (v1 binds no model). */
+export function modelAllowed(terms: PricingTerms, modelSnapshotId: string): boolean {
+  return terms.version === "1" || terms.models.includes(modelSnapshotId);
+}
+
+/** The bindings the terms require that `receipt` lacks (empty commitments), in the terms' order. */
+export function missingReceiptBindings(
+  terms: PricingTerms,
+  receipt: { offloadPacketHash: Hex; outputHash: Hex; modelSnapshotId: string },
+): ReceiptBinding[] {
+  if (terms.version === "1") return [];
+  return terms.requiredReceipts.filter((binding) => {
+    switch (binding) {
+      case "rrsa_request_binding":
+        return BigInt(receipt.offloadPacketHash) === 0n;
+      case "rrsa_output_commitment":
+        return BigInt(receipt.outputHash) === 0n;
+      case "rrsa_model_or_program_hash":
+        return receipt.modelSnapshotId === "";
+    }
+  });
+}
+
+/** The SLA slash the terms attach to one proven violation of `kind` (0 under v1, or when none is set). */
+export function penaltyOf(terms: PricingTerms, kind: string): bigint {
+  if (terms.version === "1") return 0n;
+  return terms.disputes.penalties[kind as ViolationKind] ?? 0n;
+}
+
+/** A one-line description of the pricing, for the CLI's messages. */
+export function describePricing(terms: PricingTerms): string {
+  if (terms.version === "1") return `${terms.pricePerInvocation} wei per invocation`;
+  const { perInvocation, perUnit, capPerCall } = terms.pricing;
+  return `${perInvocation} wei per invocation${perUnit ? ` + ${perUnit.price} wei per ${perUnit.unit}` : ""}, at most ${capPerCall} wei per call`;
 }
 
 /** JSON form of a ChannelRef: lowercase hex, integers as decimal strings. */

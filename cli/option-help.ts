@@ -48,6 +48,7 @@ export const OPTION_HELP: Record<string, OptionHelp> = {
   "metrics-url": { value: "URL", text: "the provider's /metrics (ioi provider --metrics), for live latency" },
   "allow-actions": { text: "allow close, challenge, finalize and claim from the page, signed with the key in --key-env" },
   port: { value: "N", text: "TCP port on 127.0.0.1 (default: 0, any free port)" },
+  "terms-file": { value: "FILE", text: "a terms document (JSON or YAML, schemas/terms.schema.json): what the provider offers, or what the payer agrees to" },
   model: { value: "ID", text: "model snapshot id the provider announces (default: worker:echo-keccak@1)" },
   "from-block": { value: "N", text: "first block to scan (default: the deployment block, else 0)" },
   once: { text: "scan once and exit instead of watching until Ctrl-C" },

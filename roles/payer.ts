@@ -29,7 +29,7 @@ import {
 import { fetchTermsOffer, PayerClient } from "../channel-client/node/payer-client";
 import { PayerSession } from "../channel-client/payer-session";
 import type { ChannelRecord, ChannelStore } from "../channel-client/store/store";
-import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../channel-client/terms";
+import { describePricing, NATIVE_ASSET, termsHashOf, type PricingTerms } from "../channel-client/terms";
 import { assertDeployed, type Deployment } from "./deployment";
 
 export type Peer = { host: string; port: number };
@@ -49,8 +49,10 @@ export type OpenPaidChannelParameters = {
   peer: Peer;
   /** Wei to lock in the channel. */
   deposit: bigint;
-  /** If given, the price the payer expects; a different offer funds nothing. */
+  /** If given, the flat (v1) price per invocation the payer expects; any other offer funds nothing. */
   expectedPrice?: bigint;
+  /** If given, the terms document the payer agrees to (decision 0026); an offer with another terms hash funds nothing. */
+  expectedTerms?: PricingTerms;
   /** Challenge window in seconds (default 3600). */
   challengeDuration?: bigint;
   policy?: string;
@@ -86,8 +88,11 @@ export class Payer {
     await assertDeployed(publicClient, deployment, "GasEscrow");
     const provider = getAddress(parameters.provider);
     const offer = await fetchTermsOffer({ account: this.account, domain: this.domain, provider, host: parameters.peer.host, port: parameters.peer.port });
-    if (parameters.expectedPrice !== undefined && parameters.expectedPrice !== offer.pricing.pricePerInvocation) {
-      throw new PayerError(`The provider charges ${offer.pricing.pricePerInvocation} wei per invocation, not ${parameters.expectedPrice}; nothing was funded.`);
+    if (parameters.expectedTerms !== undefined && termsHashOf(parameters.expectedTerms) !== offer.termsHash) {
+      throw new PayerError(`The provider offers terms ${offer.termsHash} (${describePricing(offer.pricing)}), not the terms document the payer agreed to (${termsHashOf(parameters.expectedTerms)}); nothing was funded.`);
+    }
+    if (parameters.expectedPrice !== undefined && (offer.pricing.version !== "1" || parameters.expectedPrice !== offer.pricing.pricePerInvocation)) {
+      throw new PayerError(`The provider charges ${describePricing(offer.pricing)}, not ${parameters.expectedPrice} wei per invocation; nothing was funded.`);
     }
     const pricing = offer.pricing;
     const opened = await openChannel({

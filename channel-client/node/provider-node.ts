@@ -16,7 +16,7 @@ import { ProviderSession } from "../provider-session";
 import { signReceiptCommit, verifyReceiptCommit } from "../receipt-commit";
 import type { ChannelRecord, ChannelStore } from "../store/store";
 import type { SettlementSummary } from "../summary";
-import { sessionIdOf, termsHashOf, type PricingTerms } from "../terms";
+import { modelAllowed, sessionIdOf, termsHashOf, type PricingTerms } from "../terms";
 import { signTermsOffer } from "../terms-offer";
 import { listenSecure, type SecureConnection, type SecureServer } from "../transport";
 import type { JsonObject } from "../validate";
@@ -95,6 +95,12 @@ export class ProviderNode {
 
   /** Starts listening; resolves once the port is bound. */
   static async start(parameters: ProviderNodeParameters): Promise<ProviderNode> {
+    // A provider that serves a model its own terms do not list would sign a provable model swap on every call.
+    if (!modelAllowed(parameters.pricing, parameters.modelSnapshotId)) {
+      throw new BindingMismatchError(
+        `The provider serves model ${JSON.stringify(parameters.modelSnapshotId)}, which its terms do not list (${parameters.pricing.version === "2" ? parameters.pricing.models.join(", ") : ""}).`,
+      );
+    }
     const node = new ProviderNode(parameters);
     node.#server = await listenSecure({
       host: parameters.host ?? "127.0.0.1",
@@ -267,7 +273,7 @@ export class ProviderNode {
     if (sessionId !== connection.sessionId) throw new BindingMismatchError(`The terms name session ${sessionId}, not ${connection.sessionId}.`);
     if (ref.terms.provider.toLowerCase() !== account.address.toLowerCase()) throw new BindingMismatchError(`The channel pays ${ref.terms.provider}, not this provider.`);
     if (ref.terms.payer.toLowerCase() !== connection.peer.toLowerCase()) throw new BindingMismatchError(`${connection.peer} is not the channel's payer.`);
-    if (termsHashOf(message.pricing) !== ref.terms.termsHash || message.pricing.pricePerInvocation !== pricing.pricePerInvocation) {
+    if (termsHashOf(message.pricing) !== ref.terms.termsHash || ref.terms.termsHash !== termsHashOf(pricing)) {
       throw new BindingMismatchError("The channel's terms hash is not this provider's price list.");
     }
     const existing = this.#sessions.get(sessionId);
