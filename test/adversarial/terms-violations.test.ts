@@ -1,0 +1,331 @@
+/**
+ * Adversarial suite, issue 14 item 3: a provider breaks the channel's terms document (decision 0026) in a
+ * receipt that the payer's signed root (or the co-signed settlement root) commits — it serves a model the terms
+ * do not list, charges more than the terms price the call's metering at, or leaves out a receipt binding the
+ * terms require. The payer proves the receipt into the committed root, three arbitrators run Lane 0 on what
+ * they read from the chain and reach byte-identical resolutions, a drawn panel signs, and the verdict is
+ * enforced: the refund (through the escrow, or from the SLA bond once the escrow has paid out) and the terms'
+ * penalty for the violation as an SLA slash. Every scenario asserts the exact balance change of the payer, the
+ * funder, the provider, its bond in the registry, the escrow, the DisputeManager, the treasury, the burn
+ * address and every fixture arbitrator, in ETH and LaborGas, gas added back.
+ */
+import { loadFixture, time } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
+import { expect } from "chai";
+import { getAddress, parseEther, zeroAddress, zeroHash, type Hex } from "viem";
+
+import { buildSessionPackage } from "../../arbitration/build";
+import { currentClosingState, finalizeCase, loadCaseContext, openSessionCase, submitVerdict, type Deployment } from "../../arbitration/chain";
+import { packageHash, packageToJson, parsePackage, type ChallengePackage } from "../../arbitration/package";
+import { disputeManagerDomain, resolutionToJson, signResolution } from "../../arbitration/resolution";
+import { arbitrate, type ArbitrationRun } from "../../arbitration/runner";
+import { ReceiptAccumulator } from "../../channel-client/accumulator";
+import { canon } from "../../channel-client/canonical";
+import { gasEscrowDomain } from "../../channel-client/eip712";
+import { closeCooperative, closeUnilateral, finalizeClose, openChannel } from "../../channel-client/escrow";
+import { receiptLeaf } from "../../channel-client/leaf";
+import { sessionReceiptHash, signSessionReceipt, type SessionReceipt, type SignedSessionReceipt } from "../../channel-client/receipt";
+import { signSettlementSummary } from "../../channel-client/summary";
+import { priceOf, sessionIdOf, termsHashOf, type TermsDocumentV2 } from "../../channel-client/terms";
+import { paymentTicketHash, signPaymentTicket, type SignedPaymentTicket } from "../../channel-client/ticket";
+import { hardhatAccount } from "../helpers/fixtures";
+import { DISPUTE_PARAMS, drawPanel, ETH_STAKE_RATE, KIND, PROVIDER_ROLE, STATUS, supermajority, SYS, systemFixture, type System } from "../helpers/system";
+import { BPS, expectDeltas, feeOf, snapshot, systemBook, type Book } from "./helpers";
+
+const P = DISPUTE_PARAMS;
+const burnOf = (x: bigint): bigint => (x * BigInt(P.burnBps)) / BPS;
+const arbFeeOf = (x: bigint): bigint => (x * BigInt(P.feeBps)) / BPS;
+const inStake = (wei: bigint): bigint => (wei * ETH_STAKE_RATE) / 10n ** 18n;
+
+const MODEL = "model:llama-3.1-70b@2024-07-23";
+const DEPOSIT = parseEther("1");
+const PENALTY = { RECEIPT_MODEL_SWAP: parseEther("40"), RECEIPT_OVER_METERED: parseEther("10"), RECEIPT_REQUIRED_MISSING: parseEther("25") } as const;
+
+/** 0.001 ETH per call + 0.0001 ETH per token, at most 0.01 ETH per call; one model; both hashes required. */
+const TERMS: TermsDocumentV2 = {
+  version: "2",
+  pricing: { perInvocation: parseEther("0.001"), perUnit: { unit: "token", price: parseEther("0.0001") }, capPerCall: parseEther("0.01") },
+  models: [MODEL],
+  disputes: { windowAfterSettlement: BigInt(P.settledDisputeWindow), penalties: { ...PENALTY }, refundsFromBond: true },
+  requiredReceipts: ["rrsa_request_binding", "rrsa_output_commitment"],
+};
+
+type Fault = "model" | "price" | "binding";
+const CHECK: Record<Fault, string> = { model: "model", price: "metering", binding: "required_receipts" };
+
+function deploymentOf(s: System): Deployment {
+  return { disputeManager: getAddress(s.disputes.address), gasEscrow: getAddress(s.escrow.address), gigEscrow: getAddress(s.gigs.address), registry: getAddress(s.registry.address) };
+}
+
+function fullBook(s: System): Book {
+  const arbs: Book = {};
+  for (const i of SYS.arbitrators) arbs[`arb${i}`] = s.wallets[i]!.account.address;
+  arbs.arbOtherRuntime = s.wallets[SYS.otherRuntimeArbitrator]!.account.address;
+  return systemBook(s, arbs);
+}
+
+/**
+ * A session of 4 metered calls (call n meters 10·n tokens) on TERMS, funded by the client for the payer;
+ * receipt 2 carries `fault`. Closed by the provider with ticket 4 (the payer's root over receipts 1..3), or —
+ * `settle` — settled cooperatively over all 4 receipts. The payer then opens a Lane 0 case on receipt 2.
+ */
+async function violatedSession(s: System, fault: Fault | "none", settle: boolean) {
+  const payer = hardhatAccount(SYS.payer);
+  const provider = hardhatAccount(SYS.provider);
+  const terms = {
+    payer: payer.address,
+    provider: provider.address,
+    funder: getAddress(s.client.account.address),
+    asset: zeroAddress,
+    termsHash: termsHashOf(TERMS),
+    policyHash: `0x${"ab".repeat(32)}` as Hex,
+    challengeDuration: 3600n,
+    nonce: 11n,
+  };
+  const escrow = getAddress(s.escrow.address);
+  const opened = await openChannel({ wallet: s.client, publicClient: s.publicClient, escrow, terms, amount: DEPOSIT });
+  const domain = gasEscrowDomain({ chainId: Number(s.chainId), verifyingContract: escrow });
+  const sessionId = sessionIdOf(domain, opened.ref);
+  const tree = new ReceiptAccumulator();
+  const steps: { ticket: SignedPaymentTicket; receipt: SignedSessionReceipt; index: number }[] = [];
+  let prev: Hex = zeroHash;
+  let charged = 0n;
+  for (let seq = 1n; seq <= 4n; seq++) {
+    // Each ticket prepays the cap per call; the receipt charges the metered price.
+    const ticket = { sessionId, provider: provider.address, termsHash: terms.termsHash, seq, cumulativeAmount: TERMS.pricing.capPerCall * seq, receiptRoot: tree.root() };
+    const units = 10n * seq;
+    const bad = seq === 2n;
+    const receipt: SessionReceipt = {
+      sessionId,
+      seq,
+      offloadPacketHash: `0x${seq.toString(16).padStart(64, "0")}`,
+      // A receipt without an output commitment proves nothing about what the payer received.
+      outputHash: bad && fault === "binding" ? zeroHash : `0x${(seq + 100n).toString(16).padStart(64, "0")}`,
+      policyHash: terms.policyHash,
+      // The swap: a cheaper model than the one the terms name.
+      modelSnapshotId: bad && fault === "model" ? "model:llama-3.1-8b@2024-07-23" : MODEL,
+      // Over-priced: the cap per call, for a call whose metering the terms price at far less.
+      metering: { units, amount: bad && fault === "price" ? TERMS.pricing.capPerCall : priceOf(TERMS, units) },
+      prevReceiptHash: prev,
+    };
+    charged += receipt.metering.amount;
+    const signedTicket = await signPaymentTicket({ account: payer, domain, ticket });
+    const signedReceipt = await signSessionReceipt({ account: provider, receipt });
+    prev = sessionReceiptHash(receipt);
+    steps.push({ ticket: signedTicket, receipt: signedReceipt, index: tree.append(receiptLeaf(receipt, ticket)) });
+  }
+  let closing;
+  let size: number;
+  if (settle) {
+    const summary = { sessionId, provider: provider.address, payer: payer.address, termsHash: terms.termsHash, finalSeq: 4n, finalAmount: charged, finalReceiptRoot: tree.root(), mode: "Cooperative" as const };
+    await closeCooperative({
+      wallet: s.watcher,
+      publicClient: s.publicClient,
+      escrow,
+      ref: opened.ref,
+      summary,
+      payerSignature: await signSettlementSummary({ account: payer, domain, summary }),
+      providerSignature: await signSettlementSummary({ account: provider, domain, summary }),
+    });
+    closing = await s.escrow.read.settledState([4n, charged, tree.root()]);
+    size = 4;
+  } else {
+    closing = (await closeUnilateral({ wallet: s.provider, publicClient: s.publicClient, escrow, ref: opened.ref, ticket: steps[3]!.ticket })).state;
+    size = 3;
+  }
+  const receipts = steps.slice(0, size).map((step) => ({ receipt: step.receipt, ticket: step.ticket, leafIndex: BigInt(step.index), merkleProof: tree.proof(step.index, size) }));
+  const caseId = await s.disputes.read.nextCaseId([KIND.Session, sessionId]);
+  const pkg = buildSessionPackage({
+    caseId,
+    chainId: s.chainId,
+    disputeManager: getAddress(s.disputes.address),
+    challenger: payer.address,
+    lane: 0,
+    gasEscrow: escrow,
+    sessionId,
+    ref: opened.ref,
+    pricing: TERMS,
+    closing,
+    seq: 2n,
+    receipts,
+  });
+  const challenged = steps[1]!;
+  await openSessionCase({
+    wallet: s.payerWallet,
+    publicClient: s.publicClient,
+    disputeManager: getAddress(s.disputes.address),
+    lane: 0,
+    packageHash: packageHash(pkg),
+    ref: opened.ref,
+    recorded: closing,
+    receiptHash: sessionReceiptHash(challenged.receipt.receipt),
+    ticketHash: paymentTicketHash(challenged.ticket.ticket),
+    proof: tree.proof(challenged.index, size),
+  });
+  return { caseId, pkg, sessionId, ref: opened.ref, closing, badAmount: challenged.receipt.receipt.metering.amount, badUnits: challenged.receipt.receipt.metering.units };
+}
+
+/** Three arbitrators, each handed the package as bytes, each reading the chain itself. */
+async function threeRuns(s: System, caseId: Hex, pkg: ChallengePackage): Promise<ArbitrationRun[]> {
+  const runs: ArbitrationRun[] = [];
+  for (const i of [0, 1, 2]) {
+    const received = parsePackage(canon(packageToJson(pkg)));
+    const ctx = await loadCaseContext(s.publicClient, deploymentOf(s), caseId, received);
+    runs.push(await arbitrate({ pkg: received, ctx, actor: `arbitrator-${i}` }));
+  }
+  return runs;
+}
+
+/** Nobody contests; the drawn panel's supermajority signs, the verdict stands past the appeal window, every member claims its fee. */
+async function enforce(s: System, run: ArbitrationRun): Promise<{ fee: bigint; shares: Record<string, bigint>; dust: bigint }> {
+  const caseId = run.message.caseId;
+  const c = await s.disputes.read.caseOf([caseId]);
+  await time.increaseTo(BigInt(c.respondBy) + 1n);
+  const panel = await drawPanel(s, caseId);
+  const domain = disputeManagerDomain(s.chainId, getAddress(s.disputes.address));
+  const signatures = await Promise.all(
+    panel.slice(0, supermajority(panel.length)).map(async (signer) => ({ signer: signer.address, signature: await signResolution(signer, domain, run.message) })),
+  );
+  const decided = await submitVerdict({ wallet: s.watcher, publicClient: s.publicClient, deployment: deploymentOf(s), message: run.message, signatures });
+  expect(decided.outcome).to.not.equal("slow_path");
+  if (decided.outcome === "slow_path") throw new Error("unreachable");
+  await time.increaseTo(decided.deadline + 1n);
+  const finalized = await finalizeCase({ wallet: s.watcher, publicClient: s.publicClient, deployment: deploymentOf(s), caseId });
+  expect(finalized.slashed).to.equal(run.message.slash);
+  // The members who signed earned the panel's fee (in the case's asset); each claims it.
+  const names = arbNames(s);
+  const shares: Record<string, bigint> = {};
+  for (const { arbitrator, amount } of finalized.fees) {
+    const wallet = s.wallets.find((w) => getAddress(w.account.address) === arbitrator)!;
+    await s.publicClient.waitForTransactionReceipt({ hash: await s.disputes.write.claim([zeroAddress], { account: wallet.account }) });
+    shares[names.get(arbitrator)!] = (shares[names.get(arbitrator)!] ?? 0n) + amount;
+  }
+  expect(Object.keys(shares).length).to.be.greaterThan(0);
+  const fee = arbFeeOf(c.challengerBond);
+  const paid = Object.values(shares).reduce((a, b) => a + b, 0n);
+  expect(paid <= fee).to.equal(true);
+  // What the shares leave of the fee (rounding) is burnt.
+  return { fee, shares, dust: fee - paid };
+}
+
+function arbNames(s: System): Map<string, string> {
+  const names = new Map<string, string>();
+  for (const i of SYS.arbitrators) names.set(getAddress(s.wallets[i]!.account.address), `arb${i}`);
+  return names;
+}
+
+/** Lane 0's verdict on the package: byte-identical from three arbitrators, a provider fault on `fault`'s check. */
+async function decide(s: System, c: Awaited<ReturnType<typeof violatedSession>>, fault: Fault): Promise<ArbitrationRun> {
+  const runs = await threeRuns(s, c.caseId, c.pkg);
+  expect(new Set(runs.map((r) => canon(resolutionToJson(r.resolution)))).size, "three arbitrators, one resolution").to.equal(1);
+  const run = runs[0]!;
+  expect(run.state).to.equal("deliver");
+  expect(run.resolution.aggregate.finalVerdict).to.equal("provider_fault");
+  const failed = run.resolution.lane0.checks.filter((check) => check.status !== "pass").map((check) => check.name);
+  expect(failed).to.deep.equal([`receipt[seq 2].${CHECK[fault]}`]);
+  expect(run.resolution.lane0.checks.find((check) => check.name === "terms_binding")!.status).to.equal("pass");
+  return run;
+}
+
+describe("adversarial: receipts that break the channel's terms document, decided by Lane 0 (issue 14)", function () {
+  it("attack: the provider swaps in a cheaper model than the terms name — its receipt, under the payer's root, refunds the call through the escrow and slashes the terms' model-swap penalty", async function () {
+    const s = await loadFixture(systemFixture);
+    const snap = await snapshot(s, fullBook(s));
+    const c = await violatedSession(s, "model", false);
+    const run = await decide(s, c, "model");
+    // The whole call is refunded (the payer paid for a model it did not get), and the terms' penalty slashed.
+    expect(run.message).to.deep.include({ verdict: 1, refund: c.badAmount, slash: PENALTY.RECEIPT_MODEL_SWAP });
+    const { fee, shares, dust } = await enforce(s, run);
+    expect((await s.disputes.read.caseOf([c.caseId])).status).to.equal(STATUS.Resolved);
+    const recorded = await currentClosingState(s.publicClient, getAddress(s.escrow.address), c.sessionId);
+    expect(recorded.amount).to.equal(c.closing.amount - c.badAmount);
+    await time.increase(3601);
+    await finalizeClose({ wallet: s.watcher, publicClient: s.publicClient, escrow: getAddress(s.escrow.address), ref: c.ref, recorded });
+    const paid = c.closing.amount - c.badAmount;
+    const routing = feeOf(paid, recorded.feeBps);
+    await expectDeltas(s, snap, {
+      ETH: {
+        client: -paid, // the funder's deposit back, less what the provider keeps after the refund
+        provider: paid - routing,
+        escrow: routing, // accrued for the treasury
+        payer: -fee, // uncontested: the panel's fee comes out of the winner's own bond (decision 0015)
+        burn: dust,
+        ...shares,
+      },
+      LGAS: { payer: PENALTY.RECEIPT_MODEL_SWAP - burnOf(PENALTY.RECEIPT_MODEL_SWAP), burn: burnOf(PENALTY.RECEIPT_MODEL_SWAP), registry: -PENALTY.RECEIPT_MODEL_SWAP },
+    });
+    expect((await s.registry.read.bondOf([PROVIDER_ROLE, s.provider.account.address])).active).to.equal(parseEther("500") - PENALTY.RECEIPT_MODEL_SWAP);
+  });
+
+  it("attack: the provider charges the cap for a call the terms price far lower, in a co-signed settlement — the excess is refunded to the funder from the SLA bond and the over-pricing penalty slashed", async function () {
+    const s = await loadFixture(systemFixture);
+    const snap = await snapshot(s, fullBook(s));
+    const c = await violatedSession(s, "price", true);
+    const excess = c.badAmount - priceOf(TERMS, c.badUnits);
+    expect(excess).to.equal(parseEther("0.007")); // 0.01 charged for 20 tokens priced at 0.003
+    const run = await decide(s, c, "price");
+    expect(run.message).to.deep.include({ verdict: 1, refund: excess, slash: PENALTY.RECEIPT_OVER_METERED });
+    const { fee, shares, dust } = await enforce(s, run);
+    const settled = c.closing.amount;
+    const routing = feeOf(settled, c.closing.feeBps);
+    await expectDeltas(s, snap, {
+      ETH: {
+        client: -settled,
+        provider: settled - routing,
+        escrow: routing,
+        payer: -fee,
+        burn: dust,
+        ...shares,
+      },
+      LGAS: {
+        client: inStake(excess), // the escrow paid out already: the funder's refund comes from the bond
+        payer: PENALTY.RECEIPT_OVER_METERED - burnOf(PENALTY.RECEIPT_OVER_METERED),
+        burn: burnOf(PENALTY.RECEIPT_OVER_METERED),
+        registry: -(inStake(excess) + PENALTY.RECEIPT_OVER_METERED),
+      },
+    });
+  });
+
+  it("attack: the provider leaves the output commitment the terms require out of a settled receipt (lying by omission) — the call is refunded from the SLA bond and the missing-receipt penalty slashed", async function () {
+    const s = await loadFixture(systemFixture);
+    const snap = await snapshot(s, fullBook(s));
+    const c = await violatedSession(s, "binding", true);
+    const run = await decide(s, c, "binding");
+    expect(run.resolution.lane0.checks.find((check) => check.name === "receipt[seq 2].required_receipts")!.detail).to.include("rrsa_output_commitment");
+    expect(run.message).to.deep.include({ verdict: 1, refund: c.badAmount, slash: PENALTY.RECEIPT_REQUIRED_MISSING });
+    const { fee, shares, dust } = await enforce(s, run);
+    const settled = c.closing.amount;
+    const routing = feeOf(settled, c.closing.feeBps);
+    await expectDeltas(s, snap, {
+      ETH: {
+        client: -settled,
+        provider: settled - routing,
+        escrow: routing,
+        payer: -fee,
+        burn: dust,
+        ...shares,
+      },
+      LGAS: {
+        client: inStake(c.badAmount),
+        payer: PENALTY.RECEIPT_REQUIRED_MISSING - burnOf(PENALTY.RECEIPT_REQUIRED_MISSING),
+        burn: burnOf(PENALTY.RECEIPT_REQUIRED_MISSING),
+        registry: -(inStake(c.badAmount) + PENALTY.RECEIPT_REQUIRED_MISSING),
+      },
+    });
+  });
+
+  it("an honest session on the same terms (the listed model, priced by its metering, every binding present) → challenger fault, no refund, no slash", async function () {
+    const s = await loadFixture(systemFixture);
+    const c = await violatedSession(s, "none", true);
+    const runs = await threeRuns(s, c.caseId, c.pkg);
+    expect(new Set(runs.map((r) => canon(resolutionToJson(r.resolution)))).size).to.equal(1);
+    const run = runs[0]!;
+    expect(run.state).to.equal("deliver");
+    expect(run.resolution.aggregate.finalVerdict).to.equal("challenger_fault");
+    expect(run.resolution.lane0.checks.every((check) => check.status === "pass")).to.equal(true);
+    for (const seq of [1, 2, 3, 4]) for (const check of ["model", "metering", "required_receipts"]) {
+      expect(run.resolution.lane0.checks.map((x) => x.name)).to.include(`receipt[seq ${seq}].${check}`);
+    }
+    expect(run.message).to.deep.include({ refund: 0n, slash: 0n });
+  });
+});
+
