@@ -741,7 +741,7 @@ async function runExport(values: Record<string, unknown>, out: Out): Promise<voi
     const { publicClient, escrow, chainId } = await chainClients(values);
     const reading = readingOf(values, chainId);
     const lines: string[] = [];
-    lines.push(canon({ type: "session", sessionId: channel.sessionId, escrow: escrow.toLowerCase(), ref: channelRefToJson(channel.ref), pricing: pricingTermsToJson(channel.pricing), leafDomain: "IOI_SESSION_LEAF_V1" }));
+    lines.push(canon({ type: "session", sessionId: channel.sessionId, escrow: escrow.toLowerCase(), ref: channelRefToJson(channel.ref), pricing: pricingTermsToJson(channel.pricing), termsHash: termsHashOf(channel.pricing), leafDomain: "IOI_SESSION_LEAF_V1" }));
     for (const step of store.steps(channel.sessionId)) {
       if (!step.receipt || !step.leaf) continue;
       lines.push(canon({
