@@ -159,8 +159,9 @@ export class PayerSession {
     if (!modelAllowed(pricing, receipt.modelSnapshotId)) {
       throw new ModelMismatchError(`Receipt seq ${receipt.seq} was served by model ${JSON.stringify(receipt.modelSnapshotId)}; the terms allow ${pricing.version === "2" ? pricing.models.map((m) => JSON.stringify(m)).join(", ") : "any"}.`);
     }
+    // Under v1 a receipt charges what its ticket added (checked above), as before issue 14.
     const price = priceOf(pricing, receipt.metering.units);
-    if (!failed && receipt.metering.amount > price) {
+    if (pricing.version === "2" && !failed && receipt.metering.amount > price) {
       throw new ReceiptOverpricedError(`Receipt seq ${receipt.seq} charges ${receipt.metering.amount} for ${receipt.metering.units} units; the terms (${describePricing(pricing)}) price that at ${price}.`);
     }
     const missing = missingReceiptBindings(pricing, receipt);
