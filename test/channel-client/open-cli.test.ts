@@ -6,7 +6,7 @@
 import { loadFixture } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
 import { expect } from "chai";
 import hre from "hardhat";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { getAddress, parseEther, toHex, type Hex, type PublicClient } from "viem";
@@ -17,7 +17,7 @@ import { echoHandler } from "../../channel-client/cli";
 import { fetchTermsOffer } from "../../channel-client/node/payer-client";
 import { ProviderNode } from "../../channel-client/node/provider-node";
 import { SqliteStore } from "../../channel-client/store/sqlite-store";
-import { termsHashOf, type PricingTerms } from "../../channel-client/terms";
+import { priceOf, pricingTermsToJson, termsHashOf, type PricingTerms, type TermsDocumentV2 } from "../../channel-client/terms";
 import { signTermsOffer, verifyTermsOffer } from "../../channel-client/terms-offer";
 import { rejection } from "../helpers/assert";
 import { escrowFixture, hardhatAccount, HARDHAT_MNEMONIC, ROLE } from "../helpers/fixtures";
@@ -47,11 +47,11 @@ describe("ioi open --peer: the provider's signed terms before any funding", func
     rmSync(dir, { recursive: true, force: true });
   });
 
-  async function withProvider() {
+  async function withProvider(offered: PricingTerms = pricing, model = "worker:echo@1") {
     const fx = await loadFixture(escrowFixture);
     const store = SqliteStore.open(path.join(dir, "provider.db"));
     const publicClient = fx.publicClient as unknown as PublicClient;
-    const node = await ProviderNode.start({ account: fx.provider, publicClient, domain: fx.domain, store, pricing, handler: echoHandler, modelSnapshotId: "worker:echo@1" });
+    const node = await ProviderNode.start({ account: fx.provider, publicClient, domain: fx.domain, store, pricing: offered, handler: echoHandler, modelSnapshotId: model });
     cleanup.push(async () => {
       await node.stop();
       await store.close();
@@ -100,5 +100,56 @@ describe("ioi open --peer: the provider's signed terms before any funding", func
     expect(opened.code, opened.err).to.equal(0);
     expect(jsonOf(opened)).to.deep.include({ ok: true, termsChecked: false });
     expect(opened.out).to.contain("without --peer the provider's terms were not checked");
+  });
+
+  describe("--terms-file (decision 0026)", () => {
+    const metered: TermsDocumentV2 = {
+      version: "2",
+      pricing: { perInvocation: parseEther("0.001"), perUnit: { unit: "token", price: parseEther("0.0001") }, capPerCall: parseEther("0.01") },
+      models: ["worker:echo@1"],
+      disputes: { windowAfterSettlement: 3600n, penalties: { RECEIPT_MODEL_SWAP: parseEther("1") }, refundsFromBond: true },
+      requiredReceipts: ["rrsa_request_binding", "rrsa_output_commitment"],
+    };
+    const write = (doc: PricingTerms, name: string) => {
+      const file = path.join(dir, name);
+      writeFileSync(file, JSON.stringify(pricingTermsToJson(doc), null, 2));
+      return file;
+    };
+
+    it("opens only on the document the payer agreed to; the stream's receipts charge the metered price, the tickets prepay the cap", async () => {
+      const { fx, node, store, open } = await withProvider(metered);
+      const opened = await open(["--peer", `127.0.0.1:${node.port}`, "--terms-file", write(metered, "agreed.terms.json")]);
+      expect(opened.code, opened.err).to.equal(0);
+      const json = jsonOf(opened);
+      expect(json).to.deep.include({ ok: true, termsHash: termsHashOf(metered), termsChecked: true });
+      const streamed = await runCli(["stream", "--json", "--session", json.sessionId as string, "-n", "3", "--peer", `127.0.0.1:${node.port}`, "--rpc", rpc!.url, "--escrow", fx.escrow.address, "--db", path.join(dir, "payer.db")], keyOf(ROLE.payer));
+      expect(streamed.code, streamed.err).to.equal(0);
+      const result = jsonOf(streamed);
+      const receipts = store.steps(json.sessionId as Hex).map((step) => step.receipt!.receipt);
+      expect(receipts).to.have.length(3);
+      for (const r of receipts) expect(r.metering.amount).to.equal(priceOf(metered, r.metering.units));
+      expect(result.paid).to.equal((metered.pricing.capPerCall * 3n).toString());
+      expect(result.charged).to.equal(receipts.reduce((sum, r) => sum + r.metering.amount, 0n).toString());
+    });
+
+    it("funds nothing when the provider's signed offer is another document (one sentence, exit code 2)", async () => {
+      const { fx, node, publicClient, open } = await withProvider(metered);
+      const before = await publicClient.getBalance({ address: fx.escrow.address });
+      const cheaper = { ...metered, pricing: { ...metered.pricing, capPerCall: parseEther("0.005") } };
+      const result = await open(["--peer", `127.0.0.1:${node.port}`, "--terms-file", write(cheaper, "mine.terms.json")]);
+      expect(result.code).to.equal(2);
+      expect(result.err).to.contain(`offers terms ${termsHashOf(metered)}`);
+      expect(result.err.split("\n")[0]).to.match(/nothing was funded\.$/);
+      expect(await publicClient.getBalance({ address: fx.escrow.address })).to.equal(before);
+    });
+
+    it("a terms file that breaks the schema is one sentence naming the field, before any RPC call", async () => {
+      const file = path.join(dir, "bad.terms.json");
+      writeFileSync(file, JSON.stringify({ ...pricingTermsToJson(metered), models: [] }));
+      const result = await runCli(["open", "--provider", "0x90F79bf6EB2c4f870365E785982E1f101E93b906", "--deposit", "1", "--terms-file", file, "--rpc", "http://127.0.0.1:1", "--escrow", "0x5FbDB2315678afecb367f032d93F642f64180aa3"], keyOf(ROLE.payer));
+      expect(result.code).to.not.equal(0);
+      expect(result.err).to.contain(`terms in ${file}.models must be an array of at least 1 items`);
+      expect(result.err.trim().split("\n")).to.have.length(1);
+    });
   });
 });
