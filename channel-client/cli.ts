@@ -34,6 +34,7 @@ import { canon } from "./canonical";
 import { gasEscrowDomain, type GasEscrowDomain } from "./eip712";
 import { secp256k1Backend } from "./secp256k1";
 import {
+  anchorReceiptCommit,
   challengeClose,
   closeCooperative,
   closeUnilateral,
@@ -623,6 +624,14 @@ async function runClose(values: Record<string, unknown>, out: Out): Promise<void
       await store.updateChannel(channel.sessionId, { status: "closing" });
       out.lines.push(`Closed unilaterally with seq ${closed.state.seq}; the challenge window ends at ${formatDate(closed.finalizesAt)} (in ${formatDuration(channel.ref.terms.challengeDuration)}); then \`ioi finalize\` (gas ${closed.gasUsed}).`);
       Object.assign(out.result, { sessionId: channel.sessionId, seq: closed.state.seq.toString(), finalizesAt: closed.finalizesAt.toString(), gasUsed: Number(closed.gasUsed) });
+      // The payer anchors the provider's newest signed receipt commit, so every receipt it covers stays
+      // provable whatever ticket ends up recorded (decision 0003, amendment "anchoring").
+      const commit = channel.role === "payer" ? store.latestCommit(channel.sessionId, "provider") : undefined;
+      if (commit) {
+        const anchored = await anchorReceiptCommit({ wallet: wallet!, publicClient, escrow, ref: channel.ref, commit });
+        out.lines.push(`Anchored the provider's receipt commit over ${anchored.leafCount} receipts (root ${anchored.root}, gas ${anchored.gasUsed}).`);
+        Object.assign(out.result, { anchoredCommit: { leafCount: anchored.leafCount.toString(), root: anchored.root, gasUsed: Number(anchored.gasUsed) } });
+      }
       return;
     }
     const { host, port } = peerOf(values, channel);
