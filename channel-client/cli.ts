@@ -750,7 +750,10 @@ async function runExport(values: Record<string, unknown>, out: Out): Promise<voi
       logs: await getLogsPaged({ publicClient, address: escrow, fromBlock: channel.ref.openedAt, toBlock: await publicClient.getBlockNumber(), maxBlockRange: reading.batchBlocks, retry: reading.retry }),
     }).filter((log) => "sessionId" in log.args && log.args.sessionId === channel.sessionId);
     let onChain: Record<string, string> | null = null;
+    // Provider-signed receipt commits anchored on the session: a case may prove receipts against their roots.
+    const anchored: { leafCount: bigint; root: Hex; transactionHash: Hex }[] = [];
     for (const log of logs) {
+      if (log.eventName === "ReceiptCommitAnchored") anchored.push({ leafCount: log.args.leafCount, root: log.args.root, transactionHash: log.transactionHash });
       if (log.eventName === "ChannelSettled") onChain = { event: log.eventName, receiptRoot: log.args.receiptRoot, seq: log.args.finalSeq.toString(), transactionHash: log.transactionHash };
       else if (log.eventName === "ChannelClosing" || log.eventName === "ChannelChallenged") onChain = { event: log.eventName, receiptRoot: log.args.receiptRoot, seq: log.args.seq.toString(), transactionHash: log.transactionHash };
     }
@@ -769,6 +772,13 @@ async function runExport(values: Record<string, unknown>, out: Out): Promise<voi
       onChain,
       coveredReceipts: covered === null ? null : String(covered),
       matches: onChain !== null && onChain.receiptRoot === root,
+      anchoredCommits: anchored.map((a) => ({
+        leafCount: a.leafCount.toString(),
+        root: a.root,
+        transactionHash: a.transactionHash,
+        // Whether the anchored root is this store's root over the same first receipts.
+        matches: a.leafCount <= BigInt(history.size) && history.prefixRoot(Number(a.leafCount)) === a.root,
+      })),
     }));
     for (const line of lines) console.log(line);
     out.json = false; // the JSON lines are the output

@@ -332,8 +332,14 @@ describe("adversarial: issue 12 — no work after a close", function () {
     const closed = await submitUnilateral({ wallet: s.provider as Wallet, publicClient: s.pc, escrow: s.escrow.address, ref: s.opened.ref, ticket: newest });
     const commit = payerStore.latestCommit(s.opened.sessionId, "provider")!;
     expect([commit.commit.leafCount, commit.commit.root]).to.deep.equal([5n, history.root()]);
+    // The payer's watchtower sees the close and anchors the provider's newest signed commit.
+    const payerTower = new Watchtower({ publicClient: s.pc, wallet: s.payerWallet as Wallet, escrow: s.escrow.address, store: payerStore, fromBlock: s.fromBlock, name: "payer-tower", defend: ["payer"] });
+    await payerTower.runOnce();
+    await payerTower.runOnce(); // sees its own ReceiptCommitAnchored
+    expect(payerTower.anchoredCommits.map((a) => [a.leafCount, a.root, getAddress(a.by)])).to.deep.equal([[5n, history.root(), getAddress(s.payerWallet.account.address)]]);
+    // Anchoring the same root again (what `ioi close --unilateral` would do) is a no-op.
     const anchored = await anchorReceiptCommit({ wallet: s.payerWallet as Wallet, publicClient: s.pc, escrow: s.escrow.address, ref: s.opened.ref, commit });
-    expect(anchored.anchored).to.equal(true);
+    expect(anchored.anchored).to.equal(false);
     expect(await s.escrow.read.anchoredCommitOf([s.opened.sessionId, history.root()])).to.equal(5n);
 
     // Receipt 3, with its real artifacts, opens a case on the DisputeManager against the anchored root.
