@@ -2,6 +2,7 @@
  * Builds ChallengePackages the way a challenger's node does: from the artifacts it holds and the case id the
  * DisputeManager will assign (`nextCaseId`), so that the package hash can be committed when the case opens.
  */
+import type { SignedReceiptCommit } from "../channel-client/receipt-commit";
 import { keccak256, stringToBytes, zeroHash, type Address, type Hex } from "viem";
 
 import type { ClosingState } from "../channel-client/escrow";
@@ -65,6 +66,8 @@ export function buildSessionPackage(
     ref: ChannelRef;
     pricing: PricingTerms;
     closing: ClosingState;
+    /** The provider's signed receipt commit the payer anchored, when a receipt is proven against its root. */
+    commit?: SignedReceiptCommit;
     seq: bigint;
     receipts: ReceiptEvidence[];
   },
@@ -74,7 +77,12 @@ export function buildSessionPackage(
     throw new InvalidPackageError("receipts", `hold no receipt with seq ${parameters.seq}, the step being challenged.`);
   }
   const evidence: Evidence[] = [
-    makeEvidence("channel", { ref: parameters.ref, pricing: parameters.pricing, closing: parameters.closing }),
+    makeEvidence("channel", {
+      ref: parameters.ref,
+      pricing: parameters.pricing,
+      closing: parameters.closing,
+      ...(parameters.commit ? { commit: parameters.commit } : {}),
+    }),
     ...parameters.receipts.map((e) => makeEvidence("receipt", e)),
   ];
   const receipt = challenged.receipt.receipt;

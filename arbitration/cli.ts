@@ -66,7 +66,7 @@ import { ETH_UNIT, formatAmountWithBase } from "../cli/format";
 import { ContractRevertError, decodeRevert } from "../channel-client/chain/revert";
 import { checkedWrite } from "../channel-client/chain/write";
 import { BaseError, SizeLimitError } from "../channel-client/errors";
-import { type ClosingState, type Wallet } from "../channel-client/escrow";
+import { gasEscrowAbi, type ClosingState, type Wallet } from "../channel-client/escrow";
 import { sessionReceiptHash } from "../channel-client/receipt";
 import { paymentTicketHash } from "../channel-client/ticket";
 import { assertBundleHash, BUNDLE_LIMITS, bundleFromJson, bundleHash, expectBundlePath, type Bundle } from "./bundle";
@@ -714,28 +714,40 @@ async function runBuildSession(values: Values, out: Out): Promise<void> {
       throw new PackageMismatchError(`Only the session's payer ${payer} or funder ${funder} can dispute it; the acting key is ${account.address}.`);
     }
     const closing = await currentClosingState(publicClient, deployment.gasEscrow, sessionId, deployment.deploymentBlock);
+    const steps = store.steps(sessionId).filter((step) => step.receipt !== undefined && step.leaf !== undefined);
+    const tree = ReceiptAccumulator.fromLeaves(steps.map((step) => step.leaf!));
+    // A receipt the recorded root does not commit can still be proven against the provider's signed receipt
+    // commit the payer anchored (`ioi close --unilateral`, the payer's watchtower; decision 0003).
+    const commit = store.latestCommit(sessionId, "provider");
+    const commitCount = commit ? Number(commit.commit.leafCount) : 0;
+    const commitUsable =
+      commit !== undefined &&
+      seq <= commit.commit.leafCount &&
+      steps.length >= commitCount &&
+      tree.prefixRoot(commitCount) === commit.commit.root &&
+      (await publicClient.readContract({ address: deployment.gasEscrow, abi: gasEscrowAbi, functionName: "anchoredCommitOf", args: [sessionId, commit.commit.root] })) !== 0n;
     // The recorded ticket n carries the root over receipts 1..n-1 (docs/decisions/0003).
     const committed = closing.seq === 0n ? 0 : Number(closing.seq - 1n);
-    if (committed === 0) throw new UsageError(`The recorded close (ticket seq ${closing.seq}) commits no receipts; none can be disputed.`);
-    if (seq > BigInt(committed)) {
-      throw new UsageError(`--seq must name a receipt the recorded close commits (1 to ${committed}, ticket seq ${closing.seq} - 1); received ${seq}.`);
-    }
-    const steps = store.steps(sessionId).filter((step) => step.receipt !== undefined && step.leaf !== undefined);
-    if (steps.length < committed) {
-      throw new PackageMismatchError(`The recorded close commits ${committed} receipts, but the store holds only ${steps.length}; check --db.`);
-    }
-    const tree = ReceiptAccumulator.fromLeaves(steps.map((step) => step.leaf!));
-    if (tree.prefixRoot(committed) !== closing.receiptRoot) {
+    const recordedUsable = committed > 0 && seq <= BigInt(committed) && steps.length >= committed && tree.prefixRoot(committed) === closing.receiptRoot;
+    if (!recordedUsable && !commitUsable) {
+      if (committed === 0) throw new UsageError(`The recorded close (ticket seq ${closing.seq}) commits no receipts and no anchored receipt commit covers seq ${seq}; none can be disputed.`);
+      if (seq > BigInt(committed)) {
+        throw new UsageError(`--seq must name a receipt the recorded close commits (1 to ${committed}, ticket seq ${closing.seq} - 1) or an anchored receipt commit covers; received ${seq}.`);
+      }
+      if (steps.length < committed) {
+        throw new PackageMismatchError(`The recorded close commits ${committed} receipts, but the store holds only ${steps.length}; check --db.`);
+      }
       throw new PackageMismatchError(
         `The store's first ${committed} receipts hash to ${tree.prefixRoot(committed)}, not to the recorded root ${closing.receiptRoot}; they cannot be proven.`,
       );
     }
+    const size = recordedUsable ? committed : commitCount;
     const evidenceOf = (index: number): ReceiptEvidence => {
       const step = steps[index]!;
-      return { receipt: step.receipt!, ticket: step.ticket, leafIndex: BigInt(index), merkleProof: tree.proof(index, committed) };
+      return { receipt: step.receipt!, ticket: step.ticket, leafIndex: BigInt(index), merkleProof: tree.proof(index, size) };
     };
     const index = steps.findIndex((step) => step.seq === seq);
-    if (index < 0 || index >= committed) throw new PackageMismatchError(`The store holds no committed receipt with seq ${seq}.`);
+    if (index < 0 || index >= size) throw new PackageMismatchError(`The store holds no committed receipt with seq ${seq}.`);
     const receipts = index > 0 && steps[index - 1]!.seq === seq - 1n ? [evidenceOf(index - 1), evidenceOf(index)] : [evidenceOf(index)];
     const caseId = await nextCaseId(publicClient, deployment.disputeManager, 2, sessionId);
     const pkg = buildSessionPackage({
@@ -749,11 +761,18 @@ async function runBuildSession(values: Values, out: Out): Promise<void> {
       ref: channel.ref,
       pricing: channel.pricing,
       closing,
+      ...(recordedUsable ? {} : { commit: commit! }),
       seq,
       receipts,
     });
     writePackage(out, file, pkg);
-    Object.assign(out.result, { sessionId, seq: seq.toString(), closingSeq: closing.seq.toString(), committedReceipts: committed });
+    Object.assign(out.result, {
+      sessionId,
+      seq: seq.toString(),
+      closingSeq: closing.seq.toString(),
+      committedReceipts: size,
+      provenAgainst: recordedUsable ? "recorded root" : "anchored receipt commit",
+    });
   } finally {
     await store.close();
   }

@@ -14,6 +14,7 @@ import { gasEscrowDomain } from "../channel-client/eip712";
 import { verifyIdentityAnchor } from "../channel-client/identity";
 import { receiptLeaf } from "../channel-client/leaf";
 import { verifyProof } from "../channel-client/accumulator";
+import { verifyReceiptCommit } from "../channel-client/receipt-commit";
 import { GENESIS_RECEIPT_HASH, sessionReceiptHash, verifySessionReceipt } from "../channel-client/receipt";
 import { describePricing, missingReceiptBindings, modelAllowed, penaltyOf, priceOf, sessionIdOf, termsHashOf, type PricingTerms } from "../channel-client/terms";
 import { verifyPaymentTicket } from "../channel-client/ticket";
@@ -254,6 +255,22 @@ async function sessionChecks(c: Checks, pkg: ChallengePackage, ctx: CaseContext)
     "the package's closing state (and so its receipt root) was not the session's recorded state when the case opened",
   );
 
+  // The provider's signed receipt commit the payer anchored (decision 0003): a receipt may be proven against
+  // its root instead of the recorded one. Only a commit this provider signed for this session counts.
+  let commitRoot: Hex | null = null;
+  if (channel.commit) {
+    const commit = channel.commit;
+    const forSession = c.evidence(
+      "channel.commit_binding",
+      "COMMIT_BINDING_MISMATCH",
+      commit.commit.sessionId === session.sessionId && commit.commit.leafCount > 0n,
+      `the receipt commit names session ${commit.commit.sessionId} over ${commit.commit.leafCount} receipts`,
+    );
+    const before = c.reasons.size;
+    await signatureCheck(c, "channel.commit_signature", "COMMIT_SIGNATURE_INVALID", () => verifyReceiptCommit(domain, commit, terms.provider));
+    if (forSession && c.reasons.size === before) commitRoot = commit.commit.root;
+  }
+
   const receipts = evidenceOfKind(pkg, "receipt")
     .map((item) => item.content)
     .sort((a, b) => (a.receipt.receipt.seq < b.receipt.receipt.seq ? -1 : a.receipt.receipt.seq > b.receipt.receipt.seq ? 1 : 0));
@@ -262,7 +279,7 @@ async function sessionChecks(c: Checks, pkg: ChallengePackage, ctx: CaseContext)
 
   for (const e of receipts) {
     const at = `receipt[seq ${e.receipt.receipt.seq}]`;
-    await receiptEvidenceChecks(c, at, e, channel, domain, session.sessionId);
+    await receiptEvidenceChecks(c, at, e, channel, domain, session.sessionId, commitRoot);
   }
   const leaf = receiptLeaf(challenged!.receipt.receipt, challenged!.ticket.ticket);
   c.evidence(
@@ -332,6 +349,7 @@ async function receiptEvidenceChecks(
   channel: ChannelEvidence,
   domain: ReturnType<typeof gasEscrowDomain>,
   sessionId: Hex,
+  commitRoot: Hex | null,
 ): Promise<void> {
   const { terms } = channel.ref;
   const r = e.receipt.receipt;
@@ -352,11 +370,14 @@ async function receiptEvidenceChecks(
       t.seq === r.seq,
     "the receipt and ticket must name this session, its provider and terms, and the same seq",
   );
+  const leaf = receiptLeaf(r, t);
   c.evidence(
     `${at}.merkle_proof`,
     "MERKLE_PROOF_INVALID",
-    verifyProof(e.merkleProof, channel.closing.receiptRoot, receiptLeaf(r, t)),
-    `the leaf is not in the committed root ${channel.closing.receiptRoot}`,
+    verifyProof(e.merkleProof, channel.closing.receiptRoot, leaf) || (commitRoot !== null && verifyProof(e.merkleProof, commitRoot, leaf)),
+    commitRoot === null
+      ? `the leaf is not in the committed root ${channel.closing.receiptRoot}`
+      : `the leaf is in neither the committed root ${channel.closing.receiptRoot} nor the provider's anchored commit root ${commitRoot}`,
   );
 }
 

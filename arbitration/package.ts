@@ -9,6 +9,12 @@
 import type { Address, Hex } from "viem";
 
 import { artifactId } from "../channel-client/canonical";
+import {
+  receiptCommitToJson,
+  signedReceiptCommitFromJson,
+  type ReceiptCommitJson,
+  type SignedReceiptCommit,
+} from "../channel-client/receipt-commit";
 import { InvalidFieldError } from "../channel-client/errors";
 import {
   signedIdentityAnchorFromJson,
@@ -91,16 +97,21 @@ export type ReceiptEvidenceJson = {
   merkle_proof: Hex[];
 };
 
-/** A channel: its terms, its pricing document and the state it closed with. */
+/**
+ * A channel: its terms, its pricing document and the state it closed with; optionally the provider's signed
+ * receipt commit the payer anchored on-chain, whose root a receipt may be proven against instead (decision 0003).
+ */
 export type ChannelEvidence = {
   ref: ChannelRef;
   pricing: PricingTerms;
   closing: { deposit: bigint; seq: bigint; amount: bigint; receiptRoot: Hex; feeBps: number };
+  commit?: SignedReceiptCommit;
 };
 export type ChannelEvidenceJson = {
   ref: ChannelRefJson;
   pricing: PricingTermsJson;
   closing: { deposit: string; seq: string; amount: string; receipt_root: Hex; fee_bps: number };
+  commit?: { commit: ReceiptCommitJson; signature: Hex };
 };
 
 /** Evidence content by kind, in TypeScript and JSON form. */
@@ -322,9 +333,10 @@ function receiptEvidenceFromJson(value: unknown, path: string): ReceiptEvidence 
 }
 
 function channelEvidenceFromJson(value: unknown, path: string): ChannelEvidence {
-  const o = expectObject(value, path, ["ref", "pricing", "closing"]);
+  const o = expectObject(value, path, ["ref", "pricing", "closing"], ["commit"]);
   const closing = expectObject(o.closing, `${path}.closing`, ["deposit", "seq", "amount", "receipt_root", "fee_bps"]);
   return {
+    ...(o.commit === undefined ? {} : { commit: signedReceiptCommitFromJson(o.commit, `${path}.commit`) }),
     ref: channelRefFromJson(o.ref, `${path}.ref`),
     pricing: pricingTermsFromJson(o.pricing, `${path}.pricing`),
     closing: {
@@ -366,6 +378,7 @@ export function evidenceContentToJson(item: Evidence): EvidenceContentJson[Evide
           receipt_root: c.closing.receiptRoot,
           fee_bps: c.closing.feeBps,
         },
+        ...(c.commit ? { commit: { commit: receiptCommitToJson(c.commit.commit), signature: c.commit.signature } } : {}),
       };
     }
     case "identity":

@@ -34,6 +34,7 @@ import { canon } from "./canonical";
 import { gasEscrowDomain, type GasEscrowDomain } from "./eip712";
 import { secp256k1Backend } from "./secp256k1";
 import {
+  anchorReceiptCommit,
   challengeClose,
   closeCooperative,
   closeUnilateral,
@@ -643,6 +644,14 @@ async function runClose(values: Record<string, unknown>, out: Out): Promise<void
       await store.updateChannel(channel.sessionId, { status: "closing" });
       out.lines.push(`Closed unilaterally with seq ${closed.state.seq}; the challenge window ends at ${formatDate(closed.finalizesAt)} (in ${formatDuration(channel.ref.terms.challengeDuration)}); then \`ioi finalize\` (gas ${closed.gasUsed}).`);
       Object.assign(out.result, { sessionId: channel.sessionId, seq: closed.state.seq.toString(), finalizesAt: closed.finalizesAt.toString(), gasUsed: Number(closed.gasUsed) });
+      // The payer anchors the provider's newest signed receipt commit, so every receipt it covers stays
+      // provable whatever ticket ends up recorded (decision 0003, amendment "anchoring").
+      const commit = channel.role === "payer" ? store.latestCommit(channel.sessionId, "provider") : undefined;
+      if (commit) {
+        const anchored = await anchorReceiptCommit({ wallet: wallet!, publicClient, escrow, ref: channel.ref, commit });
+        out.lines.push(`Anchored the provider's receipt commit over ${anchored.leafCount} receipts (root ${anchored.root}, gas ${anchored.gasUsed}).`);
+        Object.assign(out.result, { anchoredCommit: { leafCount: anchored.leafCount.toString(), root: anchored.root, gasUsed: Number(anchored.gasUsed) } });
+      }
       return;
     }
     const { host, port } = peerOf(values, channel);
@@ -761,7 +770,10 @@ async function runExport(values: Record<string, unknown>, out: Out): Promise<voi
       logs: await getLogsPaged({ publicClient, address: escrow, fromBlock: channel.ref.openedAt, toBlock: await publicClient.getBlockNumber(), maxBlockRange: reading.batchBlocks, retry: reading.retry }),
     }).filter((log) => "sessionId" in log.args && log.args.sessionId === channel.sessionId);
     let onChain: Record<string, string> | null = null;
+    // Provider-signed receipt commits anchored on the session: a case may prove receipts against their roots.
+    const anchored: { leafCount: bigint; root: Hex; transactionHash: Hex }[] = [];
     for (const log of logs) {
+      if (log.eventName === "ReceiptCommitAnchored") anchored.push({ leafCount: log.args.leafCount, root: log.args.root, transactionHash: log.transactionHash });
       if (log.eventName === "ChannelSettled") onChain = { event: log.eventName, receiptRoot: log.args.receiptRoot, seq: log.args.finalSeq.toString(), transactionHash: log.transactionHash };
       else if (log.eventName === "ChannelClosing" || log.eventName === "ChannelChallenged") onChain = { event: log.eventName, receiptRoot: log.args.receiptRoot, seq: log.args.seq.toString(), transactionHash: log.transactionHash };
     }
@@ -780,6 +792,13 @@ async function runExport(values: Record<string, unknown>, out: Out): Promise<voi
       onChain,
       coveredReceipts: covered === null ? null : String(covered),
       matches: onChain !== null && onChain.receiptRoot === root,
+      anchoredCommits: anchored.map((a) => ({
+        leafCount: a.leafCount.toString(),
+        root: a.root,
+        transactionHash: a.transactionHash,
+        // Whether the anchored root is this store's root over the same first receipts.
+        matches: a.leafCount <= BigInt(history.size) && history.prefixRoot(Number(a.leafCount)) === a.root,
+      })),
     }));
     for (const line of lines) console.log(line);
     out.json = false; // the JSON lines are the output

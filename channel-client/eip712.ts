@@ -75,6 +75,12 @@ export const eip712Types = {
     { name: "finalReceiptRoot", type: "bytes32" },
     { name: "mode", type: "uint8" },
   ],
+  /** A party's signed receipt root over a session's first `leafCount` leaves; the provider's is anchorable. */
+  ReceiptCommit: [
+    { name: "sessionId", type: "bytes32" },
+    { name: "leafCount", type: "uint64" },
+    { name: "root", type: "bytes32" },
+  ],
 } as const;
 
 export type Eip712PrimaryType = keyof typeof eip712Types;

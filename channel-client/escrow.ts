@@ -20,6 +20,7 @@ import { gasEscrowDomain, toCompactSignature, type GasEscrowDomain } from "./eip
 import { unitsOf } from "./chain/revert";
 import { checkedWrite, type Wallet } from "./chain/write";
 import { BaseError } from "./errors";
+import type { SignedReceiptCommit } from "./receipt-commit";
 import type { SettlementSummary } from "./summary";
 import type { SignedPaymentTicket } from "./ticket";
 import type { ChannelRef, ChannelTerms } from "./terms";
@@ -46,7 +47,7 @@ export async function escrowDomain(publicClient: PublicClient, escrow: Address):
   return gasEscrowDomain({ chainId: await publicClient.getChainId(), verifyingContract: escrow });
 }
 
-type EscrowWrite = "open" | "deposit" | "closeCooperative" | "closeUnilateral" | "challenge" | "finalize" | "claim";
+type EscrowWrite = "open" | "deposit" | "closeCooperative" | "closeUnilateral" | "anchorReceiptCommit" | "challenge" | "finalize" | "claim";
 
 /**
  * One GasEscrow write, checked before it is sent (chain, code, funds, simulation: see `checkedWrite`); a
@@ -240,6 +241,34 @@ export async function closeUnilateral(parameters: {
     state: { deposit, seq, amount, receiptRoot, feeBps },
     finalizesAt: BigInt(finalizesAt),
   };
+}
+
+export type AnchoredCommit = TxResult & { leafCount: bigint; root: Hex; anchored: boolean };
+
+/**
+ * Anchors the provider's signed receipt commit on a closing or cooperatively settled channel (payer or
+ * funder only), so a dispute case can prove any receipt it covers (decision 0003). `anchored` is false when
+ * the same root was anchored before (the call is then a no-op on-chain).
+ */
+export async function anchorReceiptCommit(parameters: {
+  wallet: Wallet;
+  publicClient: PublicClient;
+  escrow: Address;
+  /** The deployment's chain id, checked against the RPC's before anything is sent. */
+  chainId?: number;
+  ref: ChannelRef;
+  commit: SignedReceiptCommit;
+}): Promise<AnchoredCommit> {
+  const { ref, commit } = parameters;
+  const { leafCount, root } = commit.commit;
+  const { hash, receipt } = await send(
+    parameters,
+    "anchorReceiptCommit",
+    [ref.terms, ref.openedAt, leafCount, root, toCompactSignature(commit.signature)],
+    { asset: ref.terms.asset },
+  );
+  const [anchored] = parseEventLogs({ abi: gasEscrowAbi, eventName: "ReceiptCommitAnchored", logs: receipt.logs });
+  return { hash, gasUsed: receipt.gasUsed, blockNumber: receipt.blockNumber, leafCount, root, anchored: anchored !== undefined };
 }
 
 /** Replaces the recorded ticket with a strictly newer one; the window does not move. */

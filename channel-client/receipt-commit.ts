@@ -1,19 +1,20 @@
 /**
  * ReceiptCommit: a party's signed statement of the receipt root over the first `leafCount` leaves of a
  * session, exchanged in PKT_RECEIPT_COMMIT so both sides can prove they agreed on the history so far.
+ *
+ * Signed as EIP-712 typed data `ReceiptCommit(bytes32 sessionId,uint64 leafCount,bytes32 root)` in the
+ * GasEscrow's domain (`eip712.ts`), so the provider's signature is the one `GasEscrow.anchorReceiptCommit`
+ * checks: the payer anchors it when it closes, and a dispute case proves receipts against its root
+ * (decision 0003, amendment "anchoring").
  */
-import { concat, keccak256, stringToBytes, type Address, type Hex, type LocalAccount } from "viem";
+import type { Address, Hex, LocalAccount } from "viem";
 
-import { artifactId } from "./canonical";
-import { assertDigestSigner, signDigest } from "./eip712";
+import { assertDigestSigner, hashTyped, signDigest, type GasEscrowDomain } from "./eip712";
 import { expectHash, expectObject, expectSignatureHex, expectUint, uintToJson } from "./validate";
 
 export type ReceiptCommit = { sessionId: Hex; leafCount: bigint; root: Hex };
 export type ReceiptCommitJson = { sessionId: Hex; leafCount: string; root: Hex };
 export type SignedReceiptCommit = { commit: ReceiptCommit; signature: Hex };
-
-export const RECEIPT_COMMIT_SIGNATURE_DOMAIN = "IOI_SIG_DOMAIN_RECEIPT_COMMIT_V1";
-const DOMAIN_HASH = keccak256(stringToBytes(RECEIPT_COMMIT_SIGNATURE_DOMAIN));
 
 export function receiptCommitToJson(commit: ReceiptCommit): ReceiptCommitJson {
   return { sessionId: commit.sessionId, leafCount: uintToJson(commit.leafCount), root: commit.root };
@@ -36,14 +37,19 @@ export function signedReceiptCommitFromJson(value: unknown, path = "SignedReceip
   };
 }
 
-export function receiptCommitDigest(commit: ReceiptCommit): Hex {
-  return keccak256(concat([DOMAIN_HASH, artifactId(receiptCommitToJson(commit))]));
+/** The EIP-712 digest of `commit` in the GasEscrow's `domain` (equal to `GasEscrow.hashReceiptCommit`). */
+export function receiptCommitDigest(domain: GasEscrowDomain, commit: ReceiptCommit): Hex {
+  return hashTyped(domain, "ReceiptCommit", commit);
 }
 
-export async function signReceiptCommit(account: LocalAccount, commit: ReceiptCommit): Promise<SignedReceiptCommit> {
-  return { commit, signature: await signDigest(account, receiptCommitDigest(commit)) };
+export async function signReceiptCommit(
+  account: LocalAccount,
+  domain: GasEscrowDomain,
+  commit: ReceiptCommit,
+): Promise<SignedReceiptCommit> {
+  return { commit, signature: await signDigest(account, receiptCommitDigest(domain, commit)) };
 }
 
-export async function verifyReceiptCommit(signed: SignedReceiptCommit, signer: Address): Promise<void> {
-  await assertDigestSigner(receiptCommitDigest(signed.commit), signed.signature, signer, "receipt commit");
+export async function verifyReceiptCommit(domain: GasEscrowDomain, signed: SignedReceiptCommit, signer: Address): Promise<void> {
+  await assertDigestSigner(receiptCommitDigest(domain, signed.commit), signed.signature, signer, "receipt commit");
 }

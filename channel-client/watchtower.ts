@@ -10,11 +10,11 @@
  *
  * It runs inside the provider node and on its own (`ioi watchtower`) against the same store.
  */
-import type { Address, Hex, PublicClient } from "viem";
+import { isAddressEqual, type Address, type Hex, type PublicClient } from "viem";
 
 import { ChainFollower, type EscrowEvent } from "./chain-follower";
 import { DEVNET_READING, type RetryOptions } from "./chain/logs";
-import { challengeClose, closeCooperative, finalizeClose, gasEscrowAbi, type ClosingState, type Wallet } from "./escrow";
+import { anchorReceiptCommit, challengeClose, closeCooperative, finalizeClose, gasEscrowAbi, type ClosingState, type Wallet } from "./escrow";
 import { errorText, type Logger } from "./log";
 import type { NodeMetrics } from "./node/metrics";
 import type { ChannelRole, ChannelStore } from "./store/store";
@@ -69,9 +69,14 @@ export type WatchtowerParameters = {
   metrics?: NodeMetrics;
 };
 
+/** A provider-signed receipt commit anchored on-chain (`ReceiptCommitAnchored`), as the tower saw it. */
+export type AnchoredCommitSeen = { sessionId: Hex; by: Address; leafCount: bigint; root: Hex; txHash: Hex };
+
 export class Watchtower {
   readonly follower: ChainFollower;
   readonly answers: WatchtowerAnswer[] = [];
+  /** Receipt commits anchored on the store's channels (by anyone), in chain order. */
+  readonly anchoredCommits: AnchoredCommitSeen[] = [];
 
   constructor(readonly parameters: WatchtowerParameters) {
     const { logger, metrics } = parameters;
@@ -195,6 +200,17 @@ export class Watchtower {
           await store.putClosing(sessionId, { state, finalizesAt: BigInt(finalizesAt), closer, txHash: event.transactionHash });
           await store.updateChannel(sessionId, { status: "closing" });
           await this.#defend(sessionId);
+          await this.#anchor(sessionId, BigInt(finalizesAt));
+          break;
+        }
+        case "ReceiptCommitAnchored": {
+          const { sessionId, by, leafCount, root } = event.args;
+          if (!store.getChannel(sessionId)) break;
+          this.anchoredCommits.push({ sessionId, by, leafCount, root, txHash: event.transactionHash });
+          this.parameters.logger?.info(
+            { event: "watchtower.commit_anchored", sessionId, by, leafCount: leafCount.toString(), root, block: event.blockNumber.toString(), txHash: event.transactionHash },
+            "receipt commit anchored",
+          );
           break;
         }
         case "ChannelChallenged": {
@@ -269,6 +285,30 @@ export class Watchtower {
       "stale close challenged with the newest ticket",
     );
     this.parameters.onAnswer?.(answer);
+  }
+
+  /**
+   * A payer's tower (`defend` includes "payer"): when its channel closes, anchors the newest receipt commit the
+   * provider signed, unless that root is anchored already, so every receipt it covers stays provable whatever
+   * ticket is recorded (decision 0003).
+   */
+  async #anchor(sessionId: Hex, finalizesAt: bigint): Promise<void> {
+    const { store, publicClient, wallet, escrow, defend = ["provider"] } = this.parameters;
+    const channel = store.getChannel(sessionId);
+    if (!channel || channel.role !== "payer" || !defend.includes("payer")) return;
+    // Only the payer or the funder may anchor; a tower paying gas from another account leaves it to `ioi close`.
+    const { payer, funder } = channel.ref.terms;
+    if (!isAddressEqual(wallet.account.address, payer) && !isAddressEqual(wallet.account.address, funder)) return;
+    const commit = store.latestCommit(sessionId, "provider");
+    if (!commit) return;
+    if ((await publicClient.getBlock()).timestamp >= finalizesAt) return;
+    const already = await publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "anchoredCommitOf", args: [sessionId, commit.commit.root] });
+    if (already !== 0n) return;
+    const anchored = await anchorReceiptCommit({ wallet, publicClient, escrow, ref: channel.ref, commit });
+    this.parameters.logger?.info(
+      { event: "watchtower.anchored", sessionId, leafCount: anchored.leafCount.toString(), root: anchored.root, txHash: anchored.hash },
+      "provider's receipt commit anchored",
+    );
   }
 
   /** Finalises every closing channel of the store whose window (and any dispute) has passed. */

@@ -47,6 +47,11 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
         "uint128 finalAmount,bytes32 finalReceiptRoot,uint8 mode)"
     );
 
+    /// @notice EIP-712 type of a provider's (or payer's) signed receipt root over a session's first `leafCount`
+    /// leaves. Mirrors `channel-client/eip712.ts`.
+    bytes32 public constant RECEIPT_COMMIT_TYPEHASH =
+        keccak256("ReceiptCommit(bytes32 sessionId,uint64 leafCount,bytes32 root)");
+
     /// @notice May set the routing fee and the treasury.
     bytes32 public constant GOVERNANCE_ROLE = keccak256("GOVERNANCE_ROLE");
 
@@ -118,6 +123,9 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
 
     /// @dev ERC-20 payouts the token refused (a blocklisted recipient), owed to the recipient until `claim`.
     mapping(address asset => mapping(address account => uint256 amount)) private _claimable;
+
+    /// @dev Provider-signed receipt commits anchored by the payer side: root => its leaf count (0: none).
+    mapping(bytes32 sessionId => mapping(bytes32 root => uint64 leafCount)) private _anchoredCommits;
 
     /// @dev Routing fee and treasury in one slot: bits 0..159 treasury, bits 160..175 fee in bps.
     uint256 private _feeConfig;
@@ -312,6 +320,32 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
             sessionId, CloseMode.Unilateral, recorded.seq, recorded.receiptRoot, toProvider, toFunder, fee
         );
         _settle(terms, toProvider, fee, toFunder);
+    }
+
+    /// @inheritdoc IGasEscrow
+    function anchorReceiptCommit(
+        ChannelTerms calldata terms,
+        uint64 openedAt,
+        uint64 leafCount,
+        bytes32 root,
+        Signature calldata providerSig
+    ) external {
+        bytes32 sessionId = _sessionId(terms, openedAt);
+        if (msg.sender != terms.payer && msg.sender != terms.funder) revert NotPayerOrFunder(sessionId, msg.sender);
+        uint256 word = _channels[sessionId];
+        uint256 tag = word >> _TAG_SHIFT;
+        bool anchorable = tag == _TAG_SETTLED
+            || (tag == _TAG_CLOSING && block.timestamp < ((word >> _FINALIZES_AT_SHIFT) & _FINALIZES_AT_MASK));
+        if (!anchorable) revert CommitNotAnchorable(sessionId, this.phaseOf(sessionId));
+        if (leafCount == 0) revert EmptyReceiptCommit(sessionId);
+        _requireSigner(
+            _hashTypedDataV4(keccak256(abi.encode(RECEIPT_COMMIT_TYPEHASH, sessionId, leafCount, root))),
+            providerSig,
+            terms.provider
+        );
+        if (_anchoredCommits[sessionId][root] != 0) return;
+        _anchoredCommits[sessionId][root] = leafCount;
+        emit ReceiptCommitAnchored(sessionId, msg.sender, leafCount, root);
     }
 
     /*//////////////////////////////////////////////////////////////
@@ -545,6 +579,16 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
         matches = word & _FINGERPRINT_MASK == _fingerprint(recorded);
         finalizesAt = uint40(word >> _FINALIZES_AT_SHIFT);
         openCases = uint8((word >> _CASES_SHIFT) & _CASES_MASK);
+    }
+
+    /// @inheritdoc IGasEscrow
+    function anchoredCommitOf(bytes32 sessionId, bytes32 root) external view returns (uint64) {
+        return _anchoredCommits[sessionId][root];
+    }
+
+    /// @inheritdoc IGasEscrow
+    function hashReceiptCommit(bytes32 sessionId, uint64 leafCount, bytes32 root) external view returns (bytes32) {
+        return _hashTypedDataV4(keccak256(abi.encode(RECEIPT_COMMIT_TYPEHASH, sessionId, leafCount, root)));
     }
 
     /// @inheritdoc IGasEscrow

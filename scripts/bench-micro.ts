@@ -182,8 +182,8 @@ export async function benchBatchedReceipts(batch: number, totalReceipts: number)
         prev = `0x${Buffer.from(hash.buffer, hash.byteOffset, 32).toString("hex")}`;
         accumulator.append(leaves.leaf(hash));
       }
-      const commit = await signReceiptCommit(provider, { sessionId: SESSION, leafCount: BigInt(accumulator.size), root: accumulator.root() });
-      await verifyReceiptCommit(commit, provider.address);
+      const commit = await signReceiptCommit(provider, domain, { sessionId: SESSION, leafCount: BigInt(accumulator.size), root: accumulator.root() });
+      await verifyReceiptCommit(domain, commit, provider.address);
     }
   };
   await run(Math.min(totalReceipts, batch * 5)); // warm-up

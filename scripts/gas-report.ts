@@ -14,6 +14,7 @@ import { keccak256, parseEther, parseEventLogs, stringToBytes, zeroHash, type Ha
 import { mnemonicToAccount } from "viem/accounts";
 
 import { toCompactSignature } from "../channel-client/eip712";
+import { signReceiptCommit } from "../channel-client/receipt-commit";
 import { signSettlementSummary, type SettlementSummary } from "../channel-client/summary";
 import { NATIVE_ASSET, sessionIdOf, type ChannelRef, type ChannelTerms } from "../channel-client/terms";
 import { signPaymentTicket } from "../channel-client/ticket";
@@ -98,6 +99,9 @@ export async function measureGas(): Promise<GasReport> {
   await gasOf("closeUnilateral (session-key ticket)", await escrow.write.closeUnilateral([d.ref.terms, d.ref.openedAt, keyTicket], { account: providerWallet.account }));
   await gasOf("revokeSessionKey", await escrow.write.revokeSessionKey([d.ref.terms, d.ref.openedAt, sessionKey.address], { account: payerWallet.account }));
   await gasOf("revokeAllSessionKeys", await escrow.write.revokeAllSessionKeys({ account: payerWallet.account }));
+  // The payer anchors the provider's signed receipt commit on the closing channel (decision 0003).
+  const commit = await signReceiptCommit(provider, domain, { sessionId: d.sessionId, leafCount: 4n, root: keccak256(stringToBytes("commit root")) });
+  await gasOf("anchorReceiptCommit", await escrow.write.anchorReceiptCommit([d.ref.terms, d.ref.openedAt, 4n, commit.commit.root, toCompactSignature(commit.signature)], { account: payerWallet.account }));
 
   await gasOf("setRoutingFee", await escrow.write.setRoutingFee([100, treasury.account.address], { account: governance.account }));
   const e = await open(undefined);

@@ -339,17 +339,17 @@ export class PayerClient {
    */
   async commitPrefix(): Promise<{ leafCount: bigint; root: Hex }> {
     if (this.#failure) throw this.#failure;
-    const { account, channel, store } = this.parameters;
+    const { account, domain, channel, store } = this.parameters;
     const leafCount = BigInt(this.session.accumulator.size);
     const root = this.session.accumulator.root();
-    const mine = await signReceiptCommit(account, { sessionId: channel.sessionId, leafCount, root });
+    const mine = await signReceiptCommit(account, domain, { sessionId: channel.sessionId, leafCount, root });
     await store.putCommit(channel.sessionId, "payer", mine);
     const answered = new Promise<ReceiptCommitPacket>((resolve, reject) => this.#commits.set(leafCount, { resolve, reject }));
     answered.catch(() => undefined);
     const packet: ReceiptCommitPacket = { pkt_version: "1", packet_type: "PKT_RECEIPT_COMMIT", issued_at: new Date().toISOString(), session_id: channel.sessionId, payload: { commit: mine } };
     await this.#connection.send(encodeMessage(packet));
     const theirs = (await answered).payload.commit;
-    await verifyReceiptCommit(theirs, channel.ref.terms.provider);
+    await verifyReceiptCommit(domain, theirs, channel.ref.terms.provider);
     if (theirs.commit.root !== root || theirs.commit.leafCount !== leafCount) {
       throw new ReceiptMismatchError(`The provider committed ${theirs.commit.root} over ${theirs.commit.leafCount} receipts; the payer holds ${root} over ${leafCount}.`);
     }
@@ -359,14 +359,14 @@ export class PayerClient {
 
   /** Exchanges signed receipt roots with the provider over everything accepted so far. */
   async commit(): Promise<{ leafCount: bigint; root: Hex }> {
-    const { account, channel, store } = this.parameters;
-    const mine = await signReceiptCommit(account, { sessionId: channel.sessionId, leafCount: BigInt(this.session.accumulator.size), root: this.session.accumulator.root() });
+    const { account, domain, channel, store } = this.parameters;
+    const mine = await signReceiptCommit(account, domain, { sessionId: channel.sessionId, leafCount: BigInt(this.session.accumulator.size), root: this.session.accumulator.root() });
     await store.putCommit(channel.sessionId, "payer", mine);
     const packet: ReceiptCommitPacket = { pkt_version: "1", packet_type: "PKT_RECEIPT_COMMIT", issued_at: new Date().toISOString(), session_id: channel.sessionId, payload: { commit: mine } };
     const answer = await this.#request(packet);
     if (!isPacket(answer) || answer.packet_type !== "PKT_RECEIPT_COMMIT") throw new BaseError("The provider did not answer the receipt commit.");
     const theirs = answer.payload.commit;
-    await verifyReceiptCommit(theirs, channel.ref.terms.provider);
+    await verifyReceiptCommit(domain, theirs, channel.ref.terms.provider);
     if (theirs.commit.root !== mine.commit.root || theirs.commit.leafCount !== mine.commit.leafCount) {
       throw new ReceiptMismatchError(`The provider committed ${theirs.commit.root} over ${theirs.commit.leafCount} receipts; the payer holds ${mine.commit.root}.`);
     }

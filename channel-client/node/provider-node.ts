@@ -481,13 +481,13 @@ export class ProviderNode {
     const { commit } = packet.payload;
     const seq = commit.commit.leafCount;
     try {
-      await verifyReceiptCommit(commit, b.record.ref.terms.payer);
+      await verifyReceiptCommit(this.parameters.domain, commit, b.record.ref.terms.payer);
       if (commit.commit.leafCount > BigInt(b.session.accumulator.size)) {
         throw new BindingMismatchError(`The payer commits ${commit.commit.leafCount} receipts; the provider issued ${b.session.accumulator.size}.`);
       }
       const ours = b.session.accumulator.prefixRoot(Number(commit.commit.leafCount));
       if (ours !== commit.commit.root) throw new BindingMismatchError(`The payer's root over ${seq} receipts is ${commit.commit.root}; the provider's is ${ours}.`);
-      const mine = await signReceiptCommit(this.parameters.account, commit.commit);
+      const mine = await signReceiptCommit(this.parameters.account, this.parameters.domain, commit.commit);
       this.parameters.logger?.debug({ event: "commit.agreed", sessionId: b.record.sessionId, leafCount: commit.commit.leafCount.toString(), root: commit.commit.root }, "receipt root agreed");
       await Promise.all([
         this.parameters.store.putCommit(b.record.sessionId, "payer", commit),

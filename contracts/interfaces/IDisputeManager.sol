@@ -361,7 +361,8 @@ interface IDisputeManager {
     function openGigCase(uint64 gigId, uint8 lane, bytes32 packageHash) external payable returns (bytes32 caseId);
 
     /// @notice The payer or funder of a closing session disputes one receipt step inside the challenge window:
-    /// the leaf of (`receiptHash`, `ticketHash`) must be proven against the recorded receipt root. Posts the
+    /// the leaf of (`receiptHash`, `ticketHash`) must be proven against the recorded receipt root, or against a
+    /// provider-signed receipt commit anchored on the session (`IGasEscrow.anchorReceiptCommit`). Posts the
     /// lane's bond, freezes the session's finalisation and locks the provider's SLA bond until the case ends.
     /// A cooperatively settled session is disputed the same way by its payer, until `settledDisputeWindow`
     /// after it settled, with `recorded` the summary as `IGasEscrow.settledState`: nothing is frozen (the escrow

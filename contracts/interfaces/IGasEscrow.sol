@@ -157,6 +157,11 @@ interface IGasEscrow {
     /// @notice `account` withdrew its claimable balance of `asset`.
     event Claimed(address indexed asset, address indexed account, uint256 amount);
 
+    /// @notice `by` (the payer or the funder) anchored the provider's signed ReceiptCommit over the first
+    /// `leafCount` receipts of a closing or cooperatively settled session: a dispute case may now prove a
+    /// receipt against `root` as well as against the recorded root (decision 0003).
+    event ReceiptCommitAnchored(bytes32 indexed sessionId, address indexed by, uint64 leafCount, bytes32 root);
+
     /*//////////////////////////////////////////////////////////////
                                  ERRORS
     //////////////////////////////////////////////////////////////*/
@@ -257,6 +262,16 @@ interface IGasEscrow {
 
     /// @notice The signature does not recover to any address.
     error InvalidSignature();
+
+    /// @notice Only the payer or the funder (the side that can dispute) may anchor a receipt commit.
+    error NotPayerOrFunder(bytes32 sessionId, address caller);
+
+    /// @notice A receipt commit is anchored only on a session a case can still be opened on: one closing
+    /// within its challenge window, or one settled cooperatively.
+    error CommitNotAnchorable(bytes32 sessionId, Phase phase);
+
+    /// @notice A receipt commit over no receipts commits nothing a case could prove.
+    error EmptyReceiptCommit(bytes32 sessionId);
 
     /// @notice The signature's `s` is in the upper half of the curve order (malleable form).
     error SignatureNotLowS(bytes32 s);
@@ -393,6 +408,29 @@ interface IGasEscrow {
         external
         view
         returns (bool matches, uint40 settledAt);
+
+    /// @notice Anchors the provider's EIP-712 signed `ReceiptCommit(sessionId, leafCount, root)`, so that a
+    /// receipt the provider committed to can be proven in a dispute case even when the root the session
+    /// closed or settled with does not contain it (decision 0003, amendment). Idempotent: anchoring a root
+    /// again changes nothing and emits nothing.
+    /// @dev Stores one slot per anchored root (`anchoredCommitOf`): the DisputeManager has no code left for
+    /// the commit in its calldata, so `DisputeRules.sessionSubject` accepts a proof against any anchored root.
+    /// Requirements: the caller is the payer or the funder; the session is Closing (window still open) or
+    /// Settled (the DisputeManager enforces its `settledDisputeWindow` when a case opens); `leafCount > 0`;
+    /// `providerSig` is the provider's low-s signature over the commit in this contract's domain.
+    function anchorReceiptCommit(
+        ChannelTerms calldata terms,
+        uint64 openedAt,
+        uint64 leafCount,
+        bytes32 root,
+        Signature calldata providerSig
+    ) external;
+
+    /// @notice The leaf count of the anchored provider-signed commit with `root` (0: none anchored).
+    function anchoredCommitOf(bytes32 sessionId, bytes32 root) external view returns (uint64 leafCount);
+
+    /// @notice The EIP-712 digest a provider signs for a ReceiptCommit.
+    function hashReceiptCommit(bytes32 sessionId, uint64 leafCount, bytes32 root) external view returns (bytes32);
 
     /// @notice The EIP-712 digest a payer (or its session key) signs for a PaymentTicket.
     function hashPaymentTicket(

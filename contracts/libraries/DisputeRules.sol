@@ -5,6 +5,7 @@ import {IDisputeManager} from "../interfaces/IDisputeManager.sol";
 import {IGasEscrow} from "../interfaces/IGasEscrow.sol";
 import {IProviderRegistry} from "../interfaces/IProviderRegistry.sol";
 import {Math} from "@openzeppelin/contracts/utils/math/Math.sol";
+import {MerkleProof} from "@openzeppelin/contracts/utils/cryptography/MerkleProof.sol";
 import {ReceiptLeaf} from "./ReceiptLeaf.sol";
 
 /// @title DisputeRules
@@ -241,7 +242,9 @@ library DisputeRules {
     /// DELEGATECALL) must be its payer or funder and `recorded` its recorded closing state. A cooperatively
     /// settled session: the caller must be its payer, `recorded` its summary (`IGasEscrow.settledState`), and the
     /// time within `settledWindow` of the settlement. Either way the leaf of (`receiptHash`, `ticketHash`) must
-    /// be proven against `recorded.receiptRoot`.
+    /// be proven against `recorded.receiptRoot` or against the root of a provider-signed receipt commit anchored
+    /// on the session (`IGasEscrow.anchorReceiptCommit`, whose signature the escrow checked): the provider
+    /// committed to both, and a same-amount ticket cannot displace either.
     /// @return sessionId The session.
     /// @return related The other of payer and funder, bound to the subject too (never drawn to judge it); for a
     /// settled session always the funder, who receives the refund.
@@ -273,10 +276,12 @@ library DisputeRules {
             if (block.timestamp > until) revert IDisputeManager.SettledDisputeWindowClosed(sessionId, until);
             settled = true;
         }
-        if (!ReceiptLeaf.verify(proof, recorded.receiptRoot, receiptHash, ticketHash)) {
+        leaf = ReceiptLeaf.leaf(receiptHash, ticketHash);
+        // Sorted-pair keccak, as ReceiptLeaf.verify (solady) and channel-client/accumulator.ts.
+        bytes32 root = MerkleProof.processProofCalldata(proof, leaf);
+        if (root != recorded.receiptRoot && gasEscrow.anchoredCommitOf(sessionId, root) == 0) {
             revert IDisputeManager.InvalidMerkleProof(sessionId, recorded.receiptRoot);
         }
-        leaf = ReceiptLeaf.leaf(receiptHash, ticketHash);
     }
 
     /// @notice If the session settled cooperatively (phase `Settled`: permanent, and a closing session can never

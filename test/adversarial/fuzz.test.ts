@@ -369,7 +369,7 @@ describe(`adversarial fuzz: hostile input to the nodes and the parsers (seed ${S
     const domain = fx.domain;
     const ticket = await signPaymentTicket({ account: fx.payer, domain, ticket: sampleTicket() });
     const receipt = await signSessionReceipt({ account: fx.provider, receipt: sampleReceipt() });
-    const commit = await signReceiptCommit(fx.provider, { sessionId: SESSION_ID, leafCount: 1n, root: h("root") });
+    const commit = await signReceiptCommit(fx.provider, fx.domain, { sessionId: SESSION_ID, leafCount: 1n, root: h("root") });
     const summary: SettlementSummary = { sessionId: SESSION_ID, provider: fx.provider.address, payer: fx.payer.address, termsHash: h("terms"), finalSeq: 3n, finalAmount: 3000n, finalReceiptRoot: h("root"), mode: "Cooperative" };
     const mcp = { jsonrpc: "2.0", id: "invoke-002", method: "tools/echo", params: { text: "hi", count: 3 } };
     const packets: Packet[] = [
@@ -783,7 +783,7 @@ describe(`adversarial fuzz: hostile input to the nodes and the parsers (seed ${S
       domain: fx.domain,
       ticket: { sessionId, provider: fx.provider.address, termsHash: fx.opened.ref.terms.termsHash, seq: latestSeq + 1n, cumulativeAmount: latestAmount + PRICE, receiptRoot: root },
     });
-    const commit = once(() => signReceiptCommit(fx.payer, { sessionId, leafCount: BigInt(tree.size), root }));
+    const commit = once(() => signReceiptCommit(fx.payer, fx.domain, { sessionId, leafCount: BigInt(tree.size), root }));
     const summary: SettlementSummary = { sessionId, provider: fx.provider.address, payer: fx.payer.address, termsHash: fx.opened.ref.terms.termsHash, finalSeq: latestSeq, finalAmount: latestAmount, finalReceiptRoot: tree.root(), mode: "Cooperative" };
     const close = once(async () => ({ summary, signature: await signSettlementSummary({ account: fx.payer, domain: fx.domain, summary }) }));
     stateCache = { size, latestSeq, latestAmount, root, prefixRoot: (n) => tree.prefixRoot(n), template, commit, close };
@@ -930,14 +930,14 @@ describe(`adversarial fuzz: hostile input to the nodes and the parsers (seed ${S
       ["another root", () => void (commit.root = randomHash(prng))],
       ["another session", () => void (commit.sessionId = randomHash(prng))],
       ["bad signature", () => void (signature = signatureVariant(prng, valid.signature).signature)],
-      ["signed by the provider's key", async () => void (signature = (await signReceiptCommit(fx.provider, commit)).signature)],
+      ["signed by the provider's key", async () => void (signature = (await signReceiptCommit(fx.provider, fx.domain, commit)).signature)],
       ["validly signed, one receipt more", async () => {
         commit.leafCount = BigInt(st.size + 1);
-        signature = (await signReceiptCommit(fx.payer, commit)).signature;
+        signature = (await signReceiptCommit(fx.payer, fx.domain, commit)).signature;
       }],
       ["validly signed, another root", async () => {
         commit.root = randomHash(prng);
-        signature = (await signReceiptCommit(fx.payer, commit)).signature;
+        signature = (await signReceiptCommit(fx.payer, fx.domain, commit)).signature;
       }],
       ["valid commit", () => undefined],
     ]);

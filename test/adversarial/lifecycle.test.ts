@@ -18,7 +18,7 @@ import { getAddress, parseEther, parseEventLogs, type Hex, type PublicClient } f
 import { ReceiptAccumulator } from "../../channel-client/accumulator";
 import { echoHandler } from "../../channel-client/cli";
 import { gasEscrowDomain } from "../../channel-client/eip712";
-import { closeCooperative as submitCooperative, closeUnilateral as submitUnilateral, finalizeClose, openChannel } from "../../channel-client/escrow";
+import { anchorReceiptCommit, closeCooperative as submitCooperative, closeUnilateral as submitUnilateral, finalizeClose, openChannel } from "../../channel-client/escrow";
 import { PayerClient, ProviderRejectedError } from "../../channel-client/node/payer-client";
 import { ProviderNode } from "../../channel-client/node/provider-node";
 import { sessionReceiptHash } from "../../channel-client/receipt";
@@ -28,8 +28,8 @@ import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../../channel-clie
 import { paymentTicketHash } from "../../channel-client/ticket";
 import { Watchtower } from "../../channel-client/watchtower";
 import { hardhatAccount, makeTerms } from "../helpers/fixtures";
-import { SYS, systemFixture } from "../helpers/system";
-import { expectDeltas, snapshot, type Wallet } from "./helpers";
+import { KIND, SYS, systemFixture } from "../helpers/system";
+import { expectDeltas, PACKAGE_HASH, snapshot, type Wallet } from "./helpers";
 
 const PRICE = parseEther("0.001");
 const DEPOSIT = parseEther("1");
@@ -313,5 +313,49 @@ describe("adversarial: issue 12 — no work after a close", function () {
     expect(settled.paidToProvider).to.equal(5n * PRICE);
     expect(settled.receiptRoot).to.equal(history.root());
     await expectDeltas(s, snap, { ETH: { provider: 5n * PRICE, client: DEPOSIT - 5n * PRICE, escrow: -DEPOSIT } });
+  });
+
+  it("attack surface: the provider closes a pipelined session (16 in flight) with its newest ticket, whose root proves nothing — the payer anchors the provider's signed receipt commit and a session case proves a receipt against it", async () => {
+    const s = await loadFixture(channelSystem);
+    const snap = await snapshot(s);
+    const provider = await startProvider(s);
+    const { client, store: payerStore } = await startPayer(s, provider.node.port);
+    await client.stream({ count: 5, inflight: 16, request });
+    await client.commit(); // PKT_RECEIPT_COMMIT: both sides sign the root over the five receipts
+    const steps = payerStore.steps(s.opened.sessionId);
+    const history = ReceiptAccumulator.fromLeaves(payerStore.leaves(s.opened.sessionId));
+    const newest = provider.store.latestTicket(s.opened.sessionId)!;
+    expect([newest.ticket.seq, newest.ticket.receiptRoot]).to.deep.equal([5n, history.prefixRoot(0)]);
+
+    // The provider closes first with its newest ticket: the recorded root is the root of no receipts, and the
+    // payer's same-amount closing ticket cannot replace it.
+    const closed = await submitUnilateral({ wallet: s.provider as Wallet, publicClient: s.pc, escrow: s.escrow.address, ref: s.opened.ref, ticket: newest });
+    const commit = payerStore.latestCommit(s.opened.sessionId, "provider")!;
+    expect([commit.commit.leafCount, commit.commit.root]).to.deep.equal([5n, history.root()]);
+    // The payer's watchtower sees the close and anchors the provider's newest signed commit.
+    const payerTower = new Watchtower({ publicClient: s.pc, wallet: s.payerWallet as Wallet, escrow: s.escrow.address, store: payerStore, fromBlock: s.fromBlock, name: "payer-tower", defend: ["payer"] });
+    await payerTower.runOnce();
+    await payerTower.runOnce(); // sees its own ReceiptCommitAnchored
+    expect(payerTower.anchoredCommits.map((a) => [a.leafCount, a.root, getAddress(a.by)])).to.deep.equal([[5n, history.root(), getAddress(s.payerWallet.account.address)]]);
+    // Anchoring the same root again (what `ioi close --unilateral` would do) is a no-op.
+    const anchored = await anchorReceiptCommit({ wallet: s.payerWallet as Wallet, publicClient: s.pc, escrow: s.escrow.address, ref: s.opened.ref, commit });
+    expect(anchored.anchored).to.equal(false);
+    expect(await s.escrow.read.anchoredCommitOf([s.opened.sessionId, history.root()])).to.equal(5n);
+
+    // Receipt 3, with its real artifacts, opens a case on the DisputeManager against the anchored root.
+    const step = steps[2]!;
+    const receiptHash = sessionReceiptHash(step.receipt!.receipt);
+    const ticketHash = paymentTicketHash(step.ticket.ticket);
+    const bond = await s.disputes.read.bondFor([NATIVE_ASSET, closed.state.amount, 1]);
+    const caseId = await s.disputes.read.nextCaseId([KIND.Session, s.opened.sessionId]);
+    const opened = await s.pc.waitForTransactionReceipt({
+      hash: await s.disputes.write.openSessionCase(
+        [s.opened.ref.terms, s.opened.ref.openedAt, closed.state, receiptHash, ticketHash, history.proof(2, history.size), 1, PACKAGE_HASH],
+        { account: s.payerWallet.account, value: bond },
+      ),
+    });
+    const [event] = parseEventLogs({ abi: s.disputes.abi, eventName: "CaseOpened", logs: opened.logs });
+    expect([event!.args.caseId, event!.args.leaf]).to.deep.equal([caseId, history.leaf(2)]);
+    await expectDeltas(s, snap, { ETH: { payer: -bond, disputes: bond } }); // the channel stays frozen in the escrow
   });
 });

@@ -19,7 +19,8 @@ import { FAULT_RECEIPT_FILE } from "../../arbitration/lane0";
 import { arbitrate, AuditLog, type ArbitrationRun } from "../../arbitration/runner";
 import { ReceiptAccumulator } from "../../channel-client/accumulator";
 import { gasEscrowDomain } from "../../channel-client/eip712";
-import { closeCooperative, closeUnilateral, openChannel } from "../../channel-client/escrow";
+import { anchorReceiptCommit, closeCooperative, closeUnilateral, openChannel } from "../../channel-client/escrow";
+import { signReceiptCommit, type SignedReceiptCommit } from "../../channel-client/receipt-commit";
 import { signSettlementSummary } from "../../channel-client/summary";
 import { receiptLeaf } from "../../channel-client/leaf";
 import { paymentTicketHash, signPaymentTicket } from "../../channel-client/ticket";
@@ -289,7 +290,7 @@ describe("arbitration: cases end to end", function () {
    * A 4-step session closed by the provider with ticket 4 (root over receipts 1..3), or — `settle` — settled
    * cooperatively with a summary over receipts 1..4; receipt `badSeq` carries `fault` (another policy by default).
    */
-  async function sessionCase(s: System, badSeq: bigint | null, fault: Fault = "policy", settle = false) {
+  async function sessionCase(s: System, badSeq: bigint | null, fault: Fault = "policy", settle = false, anchored = false) {
     const pricing: PricingTerms = { version: "1", unit: "invocation", pricePerInvocation: PRICE } as unknown as PricingTerms;
     const payer = hardhatAccount(SYS.payer);
     const provider = hardhatAccount(SYS.provider);
@@ -343,6 +344,13 @@ describe("arbitration: cases end to end", function () {
       closing = await closeUnilateral({ wallet: s.provider, publicClient: s.publicClient, escrow: getAddress(s.escrow.address), ref: opened.ref, ticket: steps[3]!.ticket });
       size = 3; // ticket 4 carries the root over receipts 1..3
     }
+    // `anchored`: the payer anchors the provider's signed commit over all 4 receipts and proves against it.
+    let commit: SignedReceiptCommit | undefined;
+    if (anchored) {
+      commit = await signReceiptCommit(provider, domain, { sessionId, leafCount: 4n, root: tree.root() });
+      await anchorReceiptCommit({ wallet: s.payerWallet, publicClient: s.publicClient, escrow: getAddress(s.escrow.address), ref: opened.ref, commit });
+      size = 4;
+    }
     const challengedSeq = badSeq ?? 2n;
     const receipts = steps.slice(0, size).map((step) => ({ receipt: step.receipt, ticket: step.ticket, leafIndex: BigInt(step.index), merkleProof: tree.proof(step.index, size) }));
     const caseId = await s.disputes.read.nextCaseId([KIND.Session, sessionId]);
@@ -357,6 +365,7 @@ describe("arbitration: cases end to end", function () {
       ref: opened.ref,
       pricing,
       closing: closing.state,
+      ...(commit ? { commit } : {}),
       seq: challengedSeq,
       receipts,
     });
@@ -440,6 +449,33 @@ describe("arbitration: cases end to end", function () {
     const refundInStake = (PRICE * 2n * ETH_STAKE_RATE) / 10n ** 18n;
     expect((await s.token.read.balanceOf([funder])) - before).to.equal(refundInStake);
     expect((await s.registry.read.bondOf([0, s.provider.account.address])).active).to.equal(bondBefore - refundInStake);
+  });
+
+  it("session: an over-metered receipt the closing ticket's lagging root omits, proven against the provider's anchored receipt commit → Lane 0 provider fault, identical from three arbitrators", async function () {
+    const s = await loadFixture(systemFixture);
+    const c = await sessionCase(s, 4n, "overmeter", false, true);
+    const runs = await threeRuns(s, c.caseId, c.pkg);
+    expect(new Set(runs.map((r) => r.resolutionHash)).size).to.equal(1);
+    const [run] = runs;
+    expect(run!.resolution.lane0.checks.find((check) => check.name === "channel.commit_signature")!.status).to.equal("pass");
+    expect(run!.resolution.lane0.checks.find((check) => check.name === "receipt[seq 4].merkle_proof")!.status).to.equal("pass");
+    expect(run!.resolution.aggregate.finalVerdict).to.equal("provider_fault");
+    expect(run!.message).to.deep.include({ verdict: 1, refund: PRICE * 2n, slash: 0n });
+    await enforce(s, run!);
+    const now = await currentClosingState(s.publicClient, getAddress(s.escrow.address), c.sessionId);
+    expect(now.amount).to.equal(c.closing.amount - PRICE * 2n);
+  });
+
+  it("session: a receipt commit signed by someone other than the provider → fail safe (COMMIT_SIGNATURE_INVALID)", async function () {
+    const s = await loadFixture(systemFixture);
+    const c = await sessionCase(s, 4n, "overmeter", false, true);
+    const forged = structuredClone(c.pkg);
+    const item = forged.evidence.find((e) => e.kind === "channel")!;
+    if (item.kind === "channel") item.content.commit = await signReceiptCommit(hardhatAccount(SYS.payer), gasEscrowDomain({ chainId: Number(s.chainId), verifyingContract: getAddress(s.escrow.address) }), item.content.commit!.commit);
+    const ctx = await loadCaseContext(s.publicClient, deploymentOf(s), c.caseId, forged);
+    const run = await arbitrate({ pkg: forged, ctx, actor: "arbitrator" });
+    expect(run.state).to.equal("fail_safe");
+    expect(run.resolution.aggregate.reasonCodes).to.include.members(["COMMIT_SIGNATURE_INVALID", "MERKLE_PROOF_INVALID"]);
   });
 
   it("session: receipts that all honour the policy → challenger fault", async function () {

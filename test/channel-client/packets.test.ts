@@ -15,7 +15,7 @@ const issued_at = "2026-02-22T10:16:00Z";
 async function samplePackets(): Promise<Packet[]> {
   const ticket = await signPaymentTicket({ account: hardhatAccount(ROLE.payer), domain, ticket: sampleTicket() });
   const receipt = await signSessionReceipt({ account: hardhatAccount(ROLE.provider), receipt: sampleReceipt() });
-  const commit = await signReceiptCommit(hardhatAccount(ROLE.provider), { sessionId: SESSION_ID, leafCount: 1n, root: h("root") });
+  const commit = await signReceiptCommit(hardhatAccount(ROLE.provider), domain, { sessionId: SESSION_ID, leafCount: 1n, root: h("root") });
   const mcp = { jsonrpc: "2.0", id: "invoke-002", method: "tools/echo", params: { text: "hi", count: 3 } };
   return [
     { pkt_version: "1", packet_type: "PKT_LEASE_ISSUE", issued_at, session_id: SESSION_ID, tenant_id: "tenant_acme", payload: { mcp } },

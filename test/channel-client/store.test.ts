@@ -108,7 +108,7 @@ async function signedStep(sessionId: Hex, seq: bigint, variant = ""): Promise<St
 }
 
 async function signedCommit(sessionId: Hex, leafCount: bigint, by: ChannelRole, root = h(`root ${leafCount}`)) {
-  return signReceiptCommit(by === "payer" ? payer : provider, { sessionId, leafCount, root });
+  return signReceiptCommit(by === "payer" ? payer : provider, domain, { sessionId, leafCount, root });
 }
 
 function closingRecord(seq: bigint): ClosingRecord {

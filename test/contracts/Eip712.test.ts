@@ -2,7 +2,10 @@ import { loadFixture } from "@nomicfoundation/hardhat-toolbox-viem/network-helpe
 import { expect } from "chai";
 import { keccak256, stringToBytes, type Hex } from "viem";
 
-import { hashTyped, typeHash } from "../../channel-client/eip712";
+import { privateKeyToAccount } from "viem/accounts";
+
+import { gasEscrowDomain, hashTyped, typeHash } from "../../channel-client/eip712";
+import { receiptCommitDigest, signReceiptCommit, verifyReceiptCommit } from "../../channel-client/receipt-commit";
 import { sessionIdOf } from "../../channel-client/terms";
 import { paymentTicketDigest, type PaymentTicket } from "../../channel-client/ticket";
 import { CLOSE_MODES, settlementSummaryDigest, type SettlementSummary } from "../../channel-client/summary";
@@ -17,6 +20,28 @@ describe("EIP-712: TypeScript and the GasEscrow agree", () => {
     expect(await escrow.read.SESSION_TYPEHASH()).to.equal(typeHash("Session"));
     expect(await escrow.read.PAYMENT_TICKET_TYPEHASH()).to.equal(typeHash("PaymentTicket"));
     expect(await escrow.read.SETTLEMENT_SUMMARY_TYPEHASH()).to.equal(typeHash("SettlementSummary"));
+    expect(await escrow.read.RECEIPT_COMMIT_TYPEHASH()).to.equal(typeHash("ReceiptCommit"));
+  });
+
+  it("pins the ReceiptCommit type hash, digest and signature to known answers", async () => {
+    expect(typeHash("ReceiptCommit")).to.equal(keccak256(stringToBytes("ReceiptCommit(bytes32 sessionId,uint64 leafCount,bytes32 root)")));
+    expect(typeHash("ReceiptCommit")).to.equal("0x7f201d8eadcb8c491ae4db57fad041fb15220cced3003a38d374f17e4e31b68a");
+    const domain = gasEscrowDomain({ chainId: 31337, verifyingContract: "0x5FbDB2315678afecb367f032d93F642f64180aa3" });
+    const commit = { sessionId: h("kat session"), leafCount: 5n, root: h("kat root") };
+    expect(receiptCommitDigest(domain, commit)).to.equal("0x271fd81cc3df6fcb2683390f12c6e88ae4d45a3ac1dfe3aa6be5c2958a8b4c38");
+    // Hardhat account 1 (RFC 6979, low s).
+    const signer = privateKeyToAccount("0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d");
+    const signed = await signReceiptCommit(signer, domain, commit);
+    expect(signed.signature).to.equal(
+      "0xe13be0b8ae62f63be1a362758711c322a0837ddedb071730c7312618a8ddaf0c6f9ac543f23c54254c64a5d6e3aef757598cadd215c27b1c4df0a5417cff39d31b",
+    );
+    await verifyReceiptCommit(domain, signed, signer.address);
+  });
+
+  it("computes the same ReceiptCommit digest", async () => {
+    const { escrow, domain } = await loadFixture(escrowFixture);
+    const commit = { sessionId: h("rc"), leafCount: (1n << 64n) - 1n, root: h("rc root") };
+    expect(await escrow.read.hashReceiptCommit([commit.sessionId, commit.leafCount, commit.root])).to.equal(receiptCommitDigest(domain, commit));
   });
 
   it("pins the type hashes to known answers", () => {
