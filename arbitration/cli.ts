@@ -20,7 +20,7 @@
  * the deployment record of the RPC's chain (channel-client/chain/deployment.ts); the escrows and the registry are the ones that DisputeManager is wired to
  * (read from it), and an address given by option or environment for them must agree.
  */
-import { appendFileSync, existsSync, lstatSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { ParseArgsConfig } from "node:util";
 import {
@@ -47,7 +47,8 @@ import { mnemonicToAccount } from "viem/accounts";
 import { ReceiptAccumulator } from "../channel-client/accumulator";
 import { canon } from "../channel-client/canonical";
 // Only the deployment-address resolution comes from the channel commands' module; it does not import this one.
-import { deployedContract, givenAddress, rpcClients } from "../channel-client/cli";
+import { deployedContract, givenAddress, readingOf, rpcClients } from "../cli/chain";
+import { readPaged } from "../channel-client/chain/logs";
 import {
   channelOf,
   gigIdOf,
@@ -69,7 +70,7 @@ import { BaseError, SizeLimitError } from "../channel-client/errors";
 import { type ClosingState, type Wallet } from "../channel-client/escrow";
 import { sessionReceiptHash } from "../channel-client/receipt";
 import { paymentTicketHash } from "../channel-client/ticket";
-import { assertBundleHash, BUNDLE_LIMITS, bundleFromJson, bundleHash, expectBundlePath, type Bundle } from "./bundle";
+import { assertBundleHash, bundleHash, type Bundle } from "./bundle";
 import { buildGigPackage, buildSessionPackage } from "./build";
 import {
   appealCase,
@@ -94,7 +95,6 @@ import {
 } from "./chain";
 import { CASE_STATUSES } from "./context";
 import { MAX_DOCUMENT_BYTES, parseDocument } from "./document";
-import { InvalidBundleError } from "./errors";
 import { icsFromJson, icsHash, type Ics } from "./ics";
 import { packageHash, packageToJson, parsePackage, soleEvidence, evidenceOfKind, type ChallengePackage, type ReceiptEvidence } from "./package";
 import {
@@ -109,6 +109,7 @@ import {
   type ResolutionMessage,
 } from "./resolution";
 import { arbitrate, judgeRuntimeHash, type ArbitrationRun } from "./runner";
+import { readBundleDirectory } from "./input-file";
 import { runVerifyUpip } from "./verify-upip";
 
 /*//////////////////////////////////////////////////////////////
@@ -172,8 +173,6 @@ const DEVNET_CHAIN_ID = 31337;
 const DEVNET_ACCOUNTS = 40;
 /** The largest panel (an appeal round of panelSize 8). */
 const MAX_PANEL = 15;
-/** Blocks scanned per `eth_getLogs` call by `ioi arbitrator cases`. */
-const LOG_PAGE_BLOCKS = 5_000n;
 /** Largest signature or resolution file read by `ioi case submit`. */
 const MAX_SIGNATURE_FILE_BYTES = 64 * 1024;
 
@@ -485,59 +484,6 @@ function readInput(name: string, file: string, maxBytes: number): Buffer {
 function readPackage(values: Values): { pkg: ChallengePackage; file: string } {
   const file = need(values, "package", "the ChallengePackage file (JSON or YAML)");
   return { pkg: parsePackage(readInput("package", file, MAX_DOCUMENT_BYTES)), file };
-}
-
-/**
- * Reads every regular file under `directory` into a bundle: paths relative to it with `/`, contents as
- * UTF-8 (a byte order mark kept as it is). Refuses symbolic links, devices and other special files, names
- * a bundle may not hold (hidden files among them), invalid UTF-8, and anything past the bundle limits —
- * checked while walking, so an oversized tree is never read in full.
- */
-export function readBundleDirectory(directory: string, option: string): Bundle {
-  const where = `--${option} ${directory}`;
-  let root;
-  try {
-    root = statSync(directory);
-  } catch (cause) {
-    throw new UsageError(`Cannot read ${where}: ${(cause as Error).message.split("\n")[0]}.`, { cause });
-  }
-  if (!root.isDirectory()) throw new UsageError(`${where} is not a directory.`);
-  const files: Record<string, string> = {};
-  let count = 0;
-  let total = 0;
-  const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
-  const walk = (absolute: string, relative: string): void => {
-    const entries = readdirSync(absolute).sort();
-    for (const name of entries) {
-      const rel = relative ? `${relative}/${name}` : name;
-      const file = path.join(absolute, name);
-      const label = `${where}: ${JSON.stringify(rel)}`;
-      expectBundlePath(rel, label);
-      const stat = lstatSync(file);
-      if (stat.isSymbolicLink()) throw new InvalidBundleError(label, "is a symbolic link; a bundle holds regular files only.");
-      if (stat.isDirectory()) {
-        walk(file, rel);
-        continue;
-      }
-      if (!stat.isFile()) throw new InvalidBundleError(label, "is not a regular file; a bundle holds regular files only.");
-      if (++count > BUNDLE_LIMITS.maxFiles) throw new InvalidBundleError(where, `holds more than ${BUNDLE_LIMITS.maxFiles} files; a bundle holds at most that many.`);
-      if (stat.size > BUNDLE_LIMITS.maxFileBytes) {
-        throw new InvalidBundleError(label, `is ${stat.size} bytes; a file may hold at most ${BUNDLE_LIMITS.maxFileBytes}.`);
-      }
-      total += stat.size;
-      if (total > BUNDLE_LIMITS.maxTotalBytes) {
-        throw new InvalidBundleError(where, `holds more than ${BUNDLE_LIMITS.maxTotalBytes} bytes in all; a bundle may hold at most that.`);
-      }
-      try {
-        files[rel] = decoder.decode(readFileSync(file));
-      } catch (cause) {
-        if (cause instanceof TypeError) throw new InvalidBundleError(label, "is not valid UTF-8; bundle files are UTF-8 text.");
-        throw new UsageError(`Cannot read ${label}: ${(cause as Error).message.split("\n")[0]}.`, { cause });
-      }
-    }
-  };
-  walk(directory, "");
-  return bundleFromJson({ files }, where);
 }
 
 /**
@@ -1404,17 +1350,18 @@ async function runArbitratorCases(values: Values, out: Out): Promise<void> {
   const who = arbitratorAddress(values);
   const fromOption = values["from-block"] === undefined ? undefined : uint(values, "from-block", "the first block to scan");
   const { publicClient, deployment } = await disputeClients(values);
-  const head = await publicClient.getBlockNumber();
-  let from = fromOption ?? deployment.deploymentBlock ?? 0n;
+  const reading = readingOf(values, await publicClient.getChainId());
   const found: { caseId: Hex; round: number; blockNumber: bigint }[] = [];
-  while (from <= head) {
-    const to = from + LOG_PAGE_BLOCKS - 1n < head ? from + LOG_PAGE_BLOCKS - 1n : head;
-    const logs = await publicClient.getContractEvents({ address: deployment.disputeManager, abi: disputeManagerAbi, eventName: "PanelDrawn", fromBlock: from, toBlock: to, strict: true });
-    for (const log of logs) {
-      if (log.args.panel.some((m) => isAddressEqual(m, who))) found.push({ caseId: log.args.caseId, round: log.args.round, blockNumber: log.blockNumber });
-    }
-    from = to + 1n;
-  }
+  await readPaged(
+    { fromBlock: fromOption ?? deployment.deploymentBlock ?? 0n, toBlock: await publicClient.getBlockNumber(), maxBlockRange: reading.batchBlocks, retry: reading.retry },
+    async (from, to) => {
+      const logs = await publicClient.getContractEvents({ address: deployment.disputeManager, abi: disputeManagerAbi, eventName: "PanelDrawn", fromBlock: from, toBlock: to, strict: true });
+      for (const log of logs) {
+        if (log.args.panel.some((m) => isAddressEqual(m, who))) found.push({ caseId: log.args.caseId, round: log.args.round, blockNumber: log.blockNumber });
+      }
+      return [];
+    },
+  );
   const cases = [];
   for (const f of found) {
     const c = await readStoredCase(publicClient, deployment.disputeManager, f.caseId);
