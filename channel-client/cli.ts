@@ -87,7 +87,7 @@ import {
   type Out,
 } from "../cli/common";
 import { deployedAddress, deployedContract, givenAddress, readingOf, rpcClients } from "../cli/chain";
-import { formatAmountWithBase, formatDate, formatDuration, formatMoment } from "../cli/format";
+import { formatAmountWithBase, formatDate, formatDuration, formatMoment } from "./format";
 import { parseDocument } from "../arbitration/document";
 import { icsFromJson, icsHash, type Ics } from "../arbitration/ics";
 import { LOG_OPTIONS, METRICS_OPTION, loggerFrom, startMetrics } from "./node/observability";

@@ -52,7 +52,7 @@ import {
   type CommandOptions,
   type Out,
 } from "./common";
-import { ETH_UNIT, formatAmount, formatAmountWithBase, formatDate, formatMoment, type AssetUnit } from "./format";
+import { ETH_UNIT, formatAmount, formatAmountWithBase, formatDate, formatMoment, type AssetUnit } from "../channel-client/format";
 
 /** A registry or money transaction that reverted or was refused by the node. */
 export class MoneyTransactionError extends BaseError {
