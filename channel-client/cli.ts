@@ -55,19 +55,18 @@ import {
   releaseGig,
   type SettledGig,
 } from "./gig";
-import { fetchTermsOffer, PayerClient, type InvocationOutcome } from "./node/payer-client";
+import type { InvocationOutcome, PayerClient } from "./node/payer-client";
 import { PayerSession } from "./payer-session";
 import { echoHandler } from "./node/echo-worker";
 import { EndpointError, listenHost, parsePeer } from "./node/endpoints";
-import { McpWorker } from "./node/mcp-worker";
-import { ProviderNode, type McpHandler } from "./node/provider-node";
+import type { McpWorker } from "./node/mcp-worker";
+import type { McpHandler } from "./node/provider-node";
 import { readRequestFile, requestFrom, RequestFileError } from "./node/requests";
 import { signedSessionReceiptToJson, sessionReceiptHash } from "./receipt";
 import type { ChannelRecord, ChannelStore } from "./store/store";
 import { channelRefToJson, NATIVE_ASSET, pricingTermsToJson, termsHashOf, type PricingTerms } from "./terms";
 import { paymentTicketHash, signedPaymentTicketToJson } from "./ticket";
 import type { JsonObject } from "./validate";
-import { Watchtower } from "./watchtower";
 import {
   addressOption,
   assetUnitOf,
@@ -91,6 +90,15 @@ import { formatAmountWithBase, formatDate, formatDuration, formatMoment } from "
 import { parseDocument } from "../arbitration/document";
 import { icsFromJson, icsHash, type Ics } from "../arbitration/ics";
 import { LOG_OPTIONS, METRICS_OPTION, loggerFrom, startMetrics } from "./node/observability";
+
+// The node, the payer client (with the sealed transport and ML-KEM/ML-DSA) and the watchtower load only when
+// a command that runs one is called, so `ioi --help` and the quick commands start fast (`npm run bench -- --cli`).
+const nodeModules = {
+  payerClient: () => import("./node/payer-client"),
+  providerNode: () => import("./node/provider-node"),
+  mcpWorker: () => import("./node/mcp-worker"),
+  watchtower: () => import("./watchtower"),
+};
 
 // The plumbing moved to cli/common.ts (issue 13); re-exported for modules that import it from here.
 export { addressOption, channelOf, gigIdOf, GLOBAL_HELP, hashOption, loadAccount, need, openStore, sessionOf, uint, UsageError, type Command, type Out } from "../cli/common";
@@ -261,13 +269,13 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
   let worker: McpWorker | undefined;
   let handler: McpHandler = echoHandler;
   if (argv !== undefined) {
-    worker = await McpWorker.start({ command: argv[0]!, args: argv.slice(1), timeoutMs: workerTimeout, log });
+    worker = await (await nodeModules.mcpWorker()).McpWorker.start({ command: argv[0]!, args: argv.slice(1), timeoutMs: workerTimeout, log });
     handler = worker.handler;
   }
   const store = openStore(values, "provider");
   const logger = loggerFrom(values, "provider");
   const metrics = await startMetrics(values);
-  const node = await ProviderNode.start({
+  const node = await (await nodeModules.providerNode()).ProviderNode.start({
     logger,
     metrics: metrics?.metrics,
     account,
@@ -284,7 +292,7 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
     await worker?.stop();
     throw error;
   });
-  const tower = new Watchtower({
+  const tower = new (await nodeModules.watchtower()).Watchtower({
     logger: logger.child({ component: "watchtower" }),
     metrics: metrics?.metrics,
     publicClient,
@@ -331,7 +339,7 @@ async function runOpen(values: Record<string, unknown>, out: Out): Promise<void>
   if (values.peer !== undefined) {
     const peer = values.peer as string;
     const { host, port } = asUsage(() => parsePeer(peer, values["allow-remote"] === true));
-    const offer = await fetchTermsOffer({ account, domain, provider: getAddress(provider), host, port });
+    const offer = await (await nodeModules.payerClient()).fetchTermsOffer({ account, domain, provider: getAddress(provider), host, port });
     if (values.price !== undefined) {
       const wanted = weiAmount(values, "price", "wei per invocation");
       if (wanted !== offer.pricing.pricePerInvocation) {
@@ -387,7 +395,7 @@ async function runStream(values: Record<string, unknown>, out: Out): Promise<voi
   try {
     const channel = channelOf(store, sessionId);
     const { host, port } = peerOf(values, channel);
-    const client = await PayerClient.connect({ account, domain, store, channel, host, port, logger: loggerFrom(values, "payer") });
+    const client = await (await nodeModules.payerClient()).PayerClient.connect({ account, domain, store, channel, host, port, logger: loggerFrom(values, "payer") });
     await assertAffordable(client, channel, count);
     const started = performance.now();
     const latencies = await client.stream({
@@ -454,7 +462,7 @@ async function runCall(values: Record<string, unknown>, out: Out): Promise<void>
   try {
     const channel = channelOf(store, sessionId);
     const { host, port } = peerOf(values, channel);
-    const client = await PayerClient.connect({ account, domain, store, channel, host, port });
+    const client = await (await nodeModules.payerClient()).PayerClient.connect({ account, domain, store, channel, host, port });
     await assertAffordable(client, channel, 1);
     try {
       const outcome = await client.invoke(request);
@@ -533,7 +541,7 @@ async function runClose(values: Record<string, unknown>, out: Out): Promise<void
     }
     const { host, port } = peerOf(values, channel);
     const logger = loggerFrom(values, "payer");
-    const client = await PayerClient.connect({ account, domain, store, channel, host, port, logger });
+    const client = await (await nodeModules.payerClient()).PayerClient.connect({ account, domain, store, channel, host, port, logger });
     const { summary, payerSignature, providerSignature } = await client.cooperativeClose();
     await client.close();
     const settled = await closeCooperative({ wallet: wallet!, publicClient, escrow, ref: channel.ref, summary, payerSignature, providerSignature });
@@ -587,7 +595,7 @@ async function runWatchtower(values: Record<string, unknown>, out: Out): Promise
   const store = openStore(values, "provider");
   const logger = loggerFrom(values, "watchtower");
   const metrics = await startMetrics(values);
-  const tower = new Watchtower({
+  const tower = new (await nodeModules.watchtower()).Watchtower({
     logger,
     metrics: metrics?.metrics,
     publicClient,

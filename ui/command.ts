@@ -7,7 +7,6 @@ import { deployedContract, readingOf, rpcClients } from "../cli/chain";
 import { loadAccount, openStore, uint, UsageError, type Command } from "../cli/common";
 import { DeploymentError } from "../channel-client/chain/deployment";
 import { EndpointError, listenHost } from "../channel-client/node/endpoints";
-import { startUi } from "./server";
 
 /** The address of an optional contract, or undefined when neither the option nor a deployment names it. */
 async function optionalAddress(
@@ -69,6 +68,8 @@ export const UI_COMMAND: Command = {
     if (metricsUrl !== undefined && !/^https?:\/\/[^\s]+$/.test(metricsUrl)) throw new UsageError(`--metrics-url must be an http URL such as http://127.0.0.1:9464/metrics; received "${metricsUrl}".`);
     const store = openStore(values, "provider");
     try {
+      // The page server (fastify) loads only when the page is served: `ioi --help` stays fast.
+      const { startUi } = await import("./server");
       const ui = await startUi({
         store,
         publicClient,
