@@ -41,7 +41,13 @@ const config: HardhatUserConfig = {
   networks: {
     // 40 funded accounts: the dispute tests and the devnet draw panels from up to 16 admitted arbitrators.
     // IOI_DEVNET_CHAIN_ID serves a second devnet under another chain id (test/channel-client/two-chains.test.ts).
-    hardhat: { accounts: { count: 40 }, ...(process.env.IOI_DEVNET_CHAIN_ID ? { chainId: Number(process.env.IOI_DEVNET_CHAIN_ID) } : {}) },
+    hardhat: {
+      accounts: { count: 40 },
+      ...(process.env.IOI_DEVNET_CHAIN_ID ? { chainId: Number(process.env.IOI_DEVNET_CHAIN_ID) } : {}),
+      // `npm run coverage`: instrumented contracts are several times larger and costlier to deploy than
+      // Osaka's per-transaction gas cap (EIP-7825, 2^24) and the contract size limit allow.
+      ...(process.env.SOLIDITY_COVERAGE === "true" ? { allowUnlimitedContractSize: true, blockGasLimit: 1_000_000_000, hardfork: "prague" } : {}),
+    },
     localhost: { url: `http://127.0.0.1:${process.env.IOI_DEVNET_PORT ?? 8545}` },
     ...(rpcUrl
       ? { remote: { url: rpcUrl, accounts: deployerKey ? [deployerKey] : [] } }

@@ -108,7 +108,7 @@ export async function loadCaseContext(
   if (onChain.kind === "gig") {
     const gigId = BigInt(onChain.subjectId);
     const gig = await publicClient.readContract({ address: deployment.gigEscrow, abi: gigEscrowAbi, functionName: "gigOf", args: [gigId] });
-    const funding = await readGigFunding(publicClient, deployment.gigEscrow, gigId);
+    const funding = await readGigFunding(publicClient, deployment.gigEscrow, gigId, { fromBlock: deployment.deploymentBlock ?? 0n });
     return {
       ...base,
       gig: {

@@ -20,12 +20,11 @@
  * the deployment record of the RPC's chain (channel-client/chain/deployment.ts); the escrows and the registry are the ones that DisputeManager is wired to
  * (read from it), and an address given by option or environment for them must agree.
  */
-import { appendFileSync, existsSync, lstatSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { ParseArgsConfig } from "node:util";
 import {
   erc20Abi,
-  formatEther,
   getAddress,
   isAddress,
   isAddressEqual,
@@ -47,7 +46,8 @@ import { mnemonicToAccount } from "viem/accounts";
 import { ReceiptAccumulator } from "../channel-client/accumulator";
 import { canon } from "../channel-client/canonical";
 // Only the deployment-address resolution comes from the channel commands' module; it does not import this one.
-import { deployedContract, givenAddress, rpcClients } from "../channel-client/cli";
+import { deployedContract, givenAddress, readingOf, rpcClients } from "../cli/chain";
+import { readPaged } from "../channel-client/chain/logs";
 import {
   channelOf,
   gigIdOf,
@@ -62,14 +62,14 @@ import {
   type Command,
   type Out,
 } from "../cli/common";
-import { ETH_UNIT, formatAmountWithBase } from "../cli/format";
+import { ETH_UNIT, formatAmount, formatAmountWithBase, formatDate, formatRelative } from "../channel-client/format";
 import { ContractRevertError, decodeRevert } from "../channel-client/chain/revert";
 import { checkedWrite } from "../channel-client/chain/write";
 import { BaseError, SizeLimitError } from "../channel-client/errors";
 import { gasEscrowAbi, type ClosingState, type Wallet } from "../channel-client/escrow";
 import { sessionReceiptHash } from "../channel-client/receipt";
 import { paymentTicketHash } from "../channel-client/ticket";
-import { assertBundleHash, BUNDLE_LIMITS, bundleFromJson, bundleHash, expectBundlePath, type Bundle } from "./bundle";
+import { assertBundleHash, bundleHash, type Bundle } from "./bundle";
 import { buildGigPackage, buildSessionPackage } from "./build";
 import {
   appealCase,
@@ -94,7 +94,6 @@ import {
 } from "./chain";
 import { CASE_STATUSES } from "./context";
 import { MAX_DOCUMENT_BYTES, parseDocument } from "./document";
-import { InvalidBundleError } from "./errors";
 import { icsFromJson, icsHash, type Ics } from "./ics";
 import { packageHash, packageToJson, parsePackage, soleEvidence, evidenceOfKind, type ChallengePackage, type ReceiptEvidence } from "./package";
 import {
@@ -109,6 +108,7 @@ import {
   type ResolutionMessage,
 } from "./resolution";
 import { arbitrate, judgeRuntimeHash, type ArbitrationRun } from "./runner";
+import { readBundleDirectory } from "./input-file";
 import { runVerifyUpip } from "./verify-upip";
 
 /*//////////////////////////////////////////////////////////////
@@ -172,8 +172,6 @@ const DEVNET_CHAIN_ID = 31337;
 const DEVNET_ACCOUNTS = 40;
 /** The largest panel (an appeal round of panelSize 8). */
 const MAX_PANEL = 15;
-/** Blocks scanned per `eth_getLogs` call by `ioi arbitrator cases`. */
-const LOG_PAGE_BLOCKS = 5_000n;
 /** Largest signature or resolution file read by `ioi case submit`. */
 const MAX_SIGNATURE_FILE_BYTES = 64 * 1024;
 
@@ -488,59 +486,6 @@ function readPackage(values: Values): { pkg: ChallengePackage; file: string } {
 }
 
 /**
- * Reads every regular file under `directory` into a bundle: paths relative to it with `/`, contents as
- * UTF-8 (a byte order mark kept as it is). Refuses symbolic links, devices and other special files, names
- * a bundle may not hold (hidden files among them), invalid UTF-8, and anything past the bundle limits —
- * checked while walking, so an oversized tree is never read in full.
- */
-export function readBundleDirectory(directory: string, option: string): Bundle {
-  const where = `--${option} ${directory}`;
-  let root;
-  try {
-    root = statSync(directory);
-  } catch (cause) {
-    throw new UsageError(`Cannot read ${where}: ${(cause as Error).message.split("\n")[0]}.`, { cause });
-  }
-  if (!root.isDirectory()) throw new UsageError(`${where} is not a directory.`);
-  const files: Record<string, string> = {};
-  let count = 0;
-  let total = 0;
-  const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
-  const walk = (absolute: string, relative: string): void => {
-    const entries = readdirSync(absolute).sort();
-    for (const name of entries) {
-      const rel = relative ? `${relative}/${name}` : name;
-      const file = path.join(absolute, name);
-      const label = `${where}: ${JSON.stringify(rel)}`;
-      expectBundlePath(rel, label);
-      const stat = lstatSync(file);
-      if (stat.isSymbolicLink()) throw new InvalidBundleError(label, "is a symbolic link; a bundle holds regular files only.");
-      if (stat.isDirectory()) {
-        walk(file, rel);
-        continue;
-      }
-      if (!stat.isFile()) throw new InvalidBundleError(label, "is not a regular file; a bundle holds regular files only.");
-      if (++count > BUNDLE_LIMITS.maxFiles) throw new InvalidBundleError(where, `holds more than ${BUNDLE_LIMITS.maxFiles} files; a bundle holds at most that many.`);
-      if (stat.size > BUNDLE_LIMITS.maxFileBytes) {
-        throw new InvalidBundleError(label, `is ${stat.size} bytes; a file may hold at most ${BUNDLE_LIMITS.maxFileBytes}.`);
-      }
-      total += stat.size;
-      if (total > BUNDLE_LIMITS.maxTotalBytes) {
-        throw new InvalidBundleError(where, `holds more than ${BUNDLE_LIMITS.maxTotalBytes} bytes in all; a bundle may hold at most that.`);
-      }
-      try {
-        files[rel] = decoder.decode(readFileSync(file));
-      } catch (cause) {
-        if (cause instanceof TypeError) throw new InvalidBundleError(label, "is not valid UTF-8; bundle files are UTF-8 text.");
-        throw new UsageError(`Cannot read ${label}: ${(cause as Error).message.split("\n")[0]}.`, { cause });
-      }
-    }
-  };
-  walk(directory, "");
-  return bundleFromJson({ files }, where);
-}
-
-/**
  * Runs a transaction; a revert (decoded by the shared decoder, channel-client/chain/revert.ts) becomes a
  * {@link DisputeTransactionError} naming the contract's error and what it means.
  */
@@ -836,7 +781,7 @@ async function runOpen(values: Values, out: Out): Promise<void> {
   }
   const stored = await readStoredCase(publicClient, deployment.disputeManager, opened.caseId);
   out.lines.push(
-    `Opened case ${opened.caseId} disputing ${packageSummary(pkg)} at lane ${pkg.lane}, posting a bond of ${assetAmount(opened.bond, stored.asset)} (gas ${opened.gasUsed}); the respondent may contest until ${isoTime(BigInt(stored.respondBy))}.`,
+    `Opened case ${opened.caseId} disputing ${packageSummary(pkg)} at lane ${pkg.lane}, posting a bond of ${assetAmount(opened.bond, stored.asset)} (gas ${opened.gasUsed}); the respondent may contest until ${formatDate(BigInt(stored.respondBy))}.`,
   );
   Object.assign(out.result, {
     caseId: opened.caseId,
@@ -865,26 +810,9 @@ async function assertNextCaseId(publicClient: PublicClient, disputeManager: Addr
                           FORMATTING HELPERS
 //////////////////////////////////////////////////////////////*/
 
-/** Unix seconds as an ISO date and time (UTC). */
-function isoTime(seconds: bigint): string {
-  return new Date(Number(seconds) * 1000).toISOString();
-}
-
-/** "in 1 d 2 h 3 min" / "3 min ago", for a deadline against the chain's clock. */
-function timeLeft(deadline: bigint, now: bigint): string {
-  const span = (s: bigint) => {
-    const d = s / 86_400n;
-    const h = (s % 86_400n) / 3_600n;
-    const m = (s % 3_600n) / 60n;
-    const parts = [d ? `${d} d` : "", h ? `${h} h` : "", m ? `${m} min` : ""].filter(Boolean);
-    return parts.length ? parts.join(" ") : `${s % 60n} s`;
-  };
-  return deadline >= now ? `in ${span(deadline - now)}` : `${span(now - deadline)} ago`;
-}
-
 /** An amount of the bond token with its unit: "5000 LGAS". */
 function tokens(amount: bigint, symbol: string): string {
-  return `${formatEther(amount)} ${symbol}`;
+  return formatAmount(amount, { symbol, decimals: 18 });
 }
 
 /** An amount of a case's asset: ETH in ether, a token in base units with its address. */
@@ -912,7 +840,7 @@ async function runRespond(values: Values, out: Out): Promise<void> {
   }
   if (c.respondentBond !== 0n) throw new DisputeTransactionError(`Case ${caseId} is already contested (respondent bond ${c.respondentBond}).`);
   const now = await nowOnChain(publicClient);
-  if (now >= BigInt(c.respondBy)) throw new DisputeTransactionError(`Case ${caseId}'s respond window closed at ${isoTime(BigInt(c.respondBy))}; it can no longer be contested.`);
+  if (now >= BigInt(c.respondBy)) throw new DisputeTransactionError(`Case ${caseId}'s respond window closed at ${formatDate(BigInt(c.respondBy))}; it can no longer be contested.`);
   const bond = c.challengerBond;
   const value = await bondValue(wallet!, publicClient, c.asset, deployment.disputeManager, bond);
   const { hash, receipt } = await write("DisputeManager.respond", wallet!, publicClient, { address: deployment.disputeManager, abi: disputeManagerAbi, functionName: "respond", args: [caseId], value });
@@ -933,7 +861,7 @@ async function runExpire(values: Values, out: Out): Promise<void> {
   if (!expirable) throw new CaseStateError(`Case ${caseId} is ${c.statusName}; only an open, deliberating or slow-path case can expire.`);
   const now = await nowOnChain(publicClient);
   if (now <= BigInt(c.deadline)) {
-    throw new CaseStateError(`Case ${caseId} (${c.statusName}) has until ${isoTime(BigInt(c.deadline))} (${timeLeft(BigInt(c.deadline), now)}); it cannot expire before.`);
+    throw new CaseStateError(`Case ${caseId} (${c.statusName}) has until ${formatDate(BigInt(c.deadline))} (${formatRelative(BigInt(c.deadline), now)}); it cannot expire before.`);
   }
   const recorded = await recordedStateOf(publicClient, deployment, caseId);
   const { hash, receipt } = await write("DisputeManager.expire", wallet!, publicClient, { address: deployment.disputeManager, abi: disputeManagerAbi, functionName: "expire", args: [caseId, recorded] });
@@ -941,7 +869,7 @@ async function runExpire(values: Values, out: Out): Promise<void> {
   const base = { caseId, transactionHash: hash, gasUsed: Number(receipt.gasUsed) };
   const slow = logs.find((log) => log.eventName === "CaseToSlowPath");
   if (slow && slow.eventName === "CaseToSlowPath") {
-    out.lines.push(`Case ${caseId} missed its deadline: moved to governance's slow path until ${isoTime(BigInt(slow.args.deadline))} (gas ${receipt.gasUsed}).`);
+    out.lines.push(`Case ${caseId} missed its deadline: moved to governance's slow path until ${formatDate(BigInt(slow.args.deadline))} (gas ${receipt.gasUsed}).`);
     Object.assign(out.result, { ...base, outcome: "slow_path", deadline: slow.args.deadline.toString() });
     return;
   }
@@ -1003,13 +931,13 @@ async function runCaseShow(values: Values, out: Out): Promise<void> {
   const deadline = BigInt(c.deadline);
   const appealWindowEnds = c.statusName === "decided" ? deadline : null;
   out.lines.push(...caseLines(caseId, c));
-  out.lines.push(`  round ${c.round}; ${c.statusName === "open" ? `respond by ${isoTime(BigInt(c.respondBy))}, ` : ""}deadline ${isoTime(deadline)} (${timeLeft(deadline, now)})`);
+  out.lines.push(`  round ${c.round}; ${c.statusName === "open" ? `respond by ${formatDate(BigInt(c.respondBy))}, ` : ""}deadline ${formatDate(deadline)} (${formatRelative(deadline, now)})`);
   for (const r of rounds) {
     const panel = r.panel.length ? r.panel.join(", ") : r.drawTicket ? `not drawn yet (randomness from block ${r.drawTicket})` : "not drawn yet";
     out.lines.push(`  round ${r.round} panel: ${panel}`);
     if (r.verdict !== 0) out.lines.push(`  round ${r.round} verdict ${VERDICT_NAMES[r.verdict] ?? r.verdict}, signed by ${r.signers.join(", ")}`);
   }
-  if (appealWindowEnds !== null) out.lines.push(`  appeal window ends ${isoTime(appealWindowEnds)} (${timeLeft(appealWindowEnds, now)}); then \`ioi case finalize\``);
+  if (appealWindowEnds !== null) out.lines.push(`  appeal window ends ${formatDate(appealWindowEnds)} (${formatRelative(appealWindowEnds, now)}); then \`ioi case finalize\``);
   for (const [who, amount] of Object.entries(claimable)) out.lines.push(`  claimable by ${who}: ${assetAmount(BigInt(amount), c.asset)}`);
   Object.assign(out.result, {
     ...caseToJson(caseId, c),
@@ -1018,7 +946,7 @@ async function runCaseShow(values: Values, out: Out): Promise<void> {
     panel: current.panel,
     signers: current.signers,
     rounds: rounds.map((r) => ({ round: r.round, panel: r.panel, signers: r.signers, verdict: r.verdict, drawTicket: r.drawTicket.toString() })),
-    appealWindowEnds: appealWindowEnds === null ? null : isoTime(appealWindowEnds),
+    appealWindowEnds: appealWindowEnds === null ? null : formatDate(appealWindowEnds),
     appealSecondsLeft: appealWindowEnds === null ? null : (appealWindowEnds > now ? appealWindowEnds - now : 0n).toString(),
     claimableFees: claimable,
   });
@@ -1068,7 +996,7 @@ async function runCaseDraw(values: Values, out: Out): Promise<void> {
   if (ticket === 0n) {
     const now = await nowOnChain(publicClient);
     if (now < BigInt(c.respondBy)) {
-      throw new CaseStateError(`Case ${caseId} is uncontested and its respond window runs until ${isoTime(BigInt(c.respondBy))} (${timeLeft(BigInt(c.respondBy), now)}); its panel can be requested after that.`);
+      throw new CaseStateError(`Case ${caseId} is uncontested and its respond window runs until ${formatDate(BigInt(c.respondBy))} (${formatRelative(BigInt(c.respondBy), now)}); its panel can be requested after that.`);
     }
     const requested = await draw();
     gas.push(Number(requested.gasUsed));
@@ -1089,10 +1017,10 @@ async function runCaseDraw(values: Values, out: Out): Promise<void> {
   const drawn = await draw();
   gas.push(Number(drawn.gasUsed));
   if (drawn.outcome === "drawn") {
-    out.lines.push(`Drew case ${caseId}'s round ${drawn.round} panel of ${drawn.panel.length}: ${drawn.panel.join(", ")}; verdict due by ${isoTime(drawn.deadline)} (gas ${drawn.gasUsed}).`);
+    out.lines.push(`Drew case ${caseId}'s round ${drawn.round} panel of ${drawn.panel.length}: ${drawn.panel.join(", ")}; verdict due by ${formatDate(drawn.deadline)} (gas ${drawn.gasUsed}).`);
     Object.assign(out.result, { caseId, outcome: "drawn", round: drawn.round, panel: drawn.panel, deadline: drawn.deadline.toString(), gasUsed: gas });
   } else if (drawn.outcome === "slow_path") {
-    out.lines.push(`Too few eligible arbitrators for case ${caseId}'s round ${drawn.round}: it moved to governance's slow path until ${isoTime(drawn.deadline)} (gas ${drawn.gasUsed}).`);
+    out.lines.push(`Too few eligible arbitrators for case ${caseId}'s round ${drawn.round}: it moved to governance's slow path until ${formatDate(drawn.deadline)} (gas ${drawn.gasUsed}).`);
     Object.assign(out.result, { caseId, outcome: "slow_path", round: drawn.round, deadline: drawn.deadline.toString(), gasUsed: gas });
   } else {
     out.lines.push(`Block ${ticket} is older than 256 blocks, so its hash is gone: requested new randomness from block ${drawn.ticket}; run \`ioi case draw --case ${caseId}\` again.`);
@@ -1200,8 +1128,8 @@ function submitSigned(wallet: Wallet, publicClient: PublicClient, deployment: De
 function reportSubmitted(out: Out, caseId: Hex, v: SubmittedVerdict): void {
   out.lines.push(
     v.outcome === "decided"
-      ? `Submitted case ${caseId}'s round ${v.round} verdict ${VERDICT_NAMES[v.verdict] ?? v.verdict} (refund ${v.refund}, slash ${v.slash}); the appeal window ends ${isoTime(v.deadline)}, then \`ioi case finalize\` (gas ${v.gasUsed}).`
-      : `Submitted: the verdict is undecidable, so case ${caseId} moved to governance's slow path until ${isoTime(v.deadline)} (gas ${v.gasUsed}).`,
+      ? `Submitted case ${caseId}'s round ${v.round} verdict ${VERDICT_NAMES[v.verdict] ?? v.verdict} (refund ${v.refund}, slash ${v.slash}); the appeal window ends ${formatDate(v.deadline)}, then \`ioi case finalize\` (gas ${v.gasUsed}).`
+      : `Submitted: the verdict is undecidable, so case ${caseId} moved to governance's slow path until ${formatDate(v.deadline)} (gas ${v.gasUsed}).`,
   );
   out.result.submitted = {
     outcome: v.outcome,
@@ -1210,7 +1138,7 @@ function reportSubmitted(out: Out, caseId: Hex, v: SubmittedVerdict): void {
     refund: v.refund.toString(),
     slash: v.slash.toString(),
     signedMask: v.signedMask,
-    ...(v.outcome === "decided" ? { appealWindowEnds: isoTime(v.deadline) } : { slowPathDeadline: isoTime(v.deadline) }),
+    ...(v.outcome === "decided" ? { appealWindowEnds: formatDate(v.deadline) } : { slowPathDeadline: formatDate(v.deadline) }),
     transactionHash: v.hash,
     gasUsed: Number(v.gasUsed),
   };
@@ -1226,14 +1154,14 @@ async function runCaseAppeal(values: Values, out: Out): Promise<void> {
     throw new DisputeTransactionError(`${account.address} is neither the challenger nor the respondent of case ${caseId}; only a party can appeal.`);
   }
   const now = await nowOnChain(publicClient);
-  if (now >= BigInt(c.deadline)) throw new CaseStateError(`Case ${caseId}'s appeal window closed at ${isoTime(BigInt(c.deadline))}; finalise it instead.`);
+  if (now >= BigInt(c.deadline)) throw new CaseStateError(`Case ${caseId}'s appeal window closed at ${formatDate(BigInt(c.deadline))}; finalise it instead.`);
   const params = await publicClient.readContract({ address: deployment.disputeManager, abi: disputeManagerAbi, functionName: "params" });
   if (c.round >= params.maxAppeals) throw new CaseStateError(`Case ${caseId} was already appealed ${c.round} time${c.round === 1 ? "" : "s"}, the most the DisputeManager allows.`);
   const appealed = await transact("DisputeManager.appeal", () => appealCase({ wallet: wallet!, publicClient, disputeManager: deployment.disputeManager, caseId }));
   out.lines.push(
     appealed.status === "open"
       ? `Appealed case ${caseId} to round ${appealed.round}, posting a bond of ${assetAmount(appealed.bond, c.asset)}; a fresh panel's randomness is requested: \`ioi case draw --case ${caseId}\` (gas ${appealed.gasUsed}).`
-      : `Appealed case ${caseId} a second time, posting a bond of ${assetAmount(appealed.bond, c.asset)}: it is on governance's slow path until ${isoTime(appealed.deadline)} (gas ${appealed.gasUsed}).`,
+      : `Appealed case ${caseId} a second time, posting a bond of ${assetAmount(appealed.bond, c.asset)}: it is on governance's slow path until ${formatDate(appealed.deadline)} (gas ${appealed.gasUsed}).`,
   );
   Object.assign(out.result, {
     caseId,
@@ -1255,7 +1183,7 @@ async function runCaseFinalize(values: Values, out: Out): Promise<void> {
   if (c.statusName !== "decided") throw new CaseStateError(`Case ${caseId} is ${c.statusName}; only a decided case can be finalised.`);
   const now = await nowOnChain(publicClient);
   if (now <= BigInt(c.deadline)) {
-    throw new CaseStateError(`Case ${caseId}'s appeal window runs until ${isoTime(BigInt(c.deadline))} (${timeLeft(BigInt(c.deadline), now)}); it can be finalised after that.`);
+    throw new CaseStateError(`Case ${caseId}'s appeal window runs until ${formatDate(BigInt(c.deadline))} (${formatRelative(BigInt(c.deadline), now)}); it can be finalised after that.`);
   }
   const f = await transact("DisputeManager.finalize", () => finalizeCase({ wallet: wallet!, publicClient, deployment, caseId }));
   // A slash of the respondent's SLA bond moves bond tokens in the registry: its Slashed events say what was burnt.
@@ -1352,7 +1280,7 @@ async function runArbitratorUnstake(values: Values, out: Out): Promise<void> {
   if (bond.active < amount) throw new UsageError(`${account.address} has ${tokens(bond.active, symbol)} active stake, less than the ${tokens(amount, symbol)} to unbond.`);
   const { hash, receipt } = await write("ProviderRegistry.requestUnbond", wallet!, publicClient, { address: deployment.registry, abi: providerRegistryAbi, functionName: "requestUnbond", args: [ARBITRATOR_ROLE, amount] });
   const after = await publicClient.readContract({ address: deployment.registry, abi: providerRegistryAbi, functionName: "bondOf", args: [ARBITRATOR_ROLE, account.address] });
-  out.lines.push(`Unbonding ${tokens(amount, symbol)}: ${tokens(after.pending, symbol)} withdrawable from ${isoTime(BigInt(after.unlockAt))} (gas ${receipt.gasUsed}).`);
+  out.lines.push(`Unbonding ${tokens(amount, symbol)}: ${tokens(after.pending, symbol)} withdrawable from ${formatDate(BigInt(after.unlockAt))} (gas ${receipt.gasUsed}).`);
   Object.assign(out.result, { arbitrator: account.address, unbonding: amount.toString(), pending: after.pending.toString(), unlockAt: after.unlockAt.toString(), transactionHash: hash, gasUsed: Number(receipt.gasUsed) });
 }
 
@@ -1363,7 +1291,7 @@ async function runArbitratorWithdraw(values: Values, out: Out): Promise<void> {
   const bond = await publicClient.readContract({ address: deployment.registry, abi: providerRegistryAbi, functionName: "bondOf", args: [ARBITRATOR_ROLE, account.address] });
   if (bond.pending === 0n) throw new UsageError(`${account.address} has nothing unbonding; run \`ioi arbitrator unstake\` first.`);
   const now = await nowOnChain(publicClient);
-  if (now < BigInt(bond.unlockAt)) throw new UsageError(`${tokens(bond.pending, symbol)} unbonds at ${isoTime(BigInt(bond.unlockAt))} (${timeLeft(BigInt(bond.unlockAt), now)}); withdraw after that.`);
+  if (now < BigInt(bond.unlockAt)) throw new UsageError(`${tokens(bond.pending, symbol)} unbonds at ${formatDate(BigInt(bond.unlockAt))} (${formatRelative(BigInt(bond.unlockAt), now)}); withdraw after that.`);
   const { hash, receipt } = await write("ProviderRegistry.withdraw", wallet!, publicClient, { address: deployment.registry, abi: providerRegistryAbi, functionName: "withdraw", args: [ARBITRATOR_ROLE] });
   out.lines.push(`Withdrew ${tokens(bond.pending, symbol)} of unbonded stake to ${account.address} (gas ${receipt.gasUsed}).`);
   Object.assign(out.result, { arbitrator: account.address, withdrawn: bond.pending.toString(), transactionHash: hash, gasUsed: Number(receipt.gasUsed) });
@@ -1400,8 +1328,8 @@ async function runArbitratorShow(values: Values, out: Out): Promise<void> {
   out.lines.push(
     `arbitrator ${who}: ${registered ? "registered" : "not registered"}, ${admitted ? "admitted" : "not admitted"}, ${active ? "active (drawable)" : "not drawable"}`,
     `  judge runtime ${record.judgeRuntimeHash}${registered ? (runtimeMatches ? " (the DisputeManager's)" : ` — the DisputeManager requires ${params.judgeRuntimeHash}: \`ioi arbitrator repin\``) : ""}`,
-    `  stake ${tokens(bond.active, symbol)} active, ${tokens(bond.pending, symbol)} unbonding (${phaseName}${bond.pending > 0n ? `, unlocks ${isoTime(BigInt(bond.unlockAt))}` : ""}), locked by ${locks} live case${locks === 1n ? "" : "s"}`,
-    `  claimable fees: ${formatEther(claimEth)} ETH, ${tokens(claimToken, symbol)}`,
+    `  stake ${tokens(bond.active, symbol)} active, ${tokens(bond.pending, symbol)} unbonding (${phaseName}${bond.pending > 0n ? `, unlocks ${formatDate(BigInt(bond.unlockAt))}` : ""}), locked by ${locks} live case${locks === 1n ? "" : "s"}`,
+    `  claimable fees: ${formatAmount(claimEth, ETH_UNIT)}, ${tokens(claimToken, symbol)}`,
   );
   Object.assign(out.result, {
     arbitrator: who,
@@ -1423,24 +1351,25 @@ async function runArbitratorCases(values: Values, out: Out): Promise<void> {
   const who = arbitratorAddress(values);
   const fromOption = values["from-block"] === undefined ? undefined : uint(values, "from-block", "the first block to scan");
   const { publicClient, deployment } = await disputeClients(values);
-  const head = await publicClient.getBlockNumber();
-  let from = fromOption ?? deployment.deploymentBlock ?? 0n;
+  const reading = readingOf(values, await publicClient.getChainId());
   const found: { caseId: Hex; round: number; blockNumber: bigint }[] = [];
-  while (from <= head) {
-    const to = from + LOG_PAGE_BLOCKS - 1n < head ? from + LOG_PAGE_BLOCKS - 1n : head;
-    const logs = await publicClient.getContractEvents({ address: deployment.disputeManager, abi: disputeManagerAbi, eventName: "PanelDrawn", fromBlock: from, toBlock: to, strict: true });
-    for (const log of logs) {
-      if (log.args.panel.some((m) => isAddressEqual(m, who))) found.push({ caseId: log.args.caseId, round: log.args.round, blockNumber: log.blockNumber });
-    }
-    from = to + 1n;
-  }
+  await readPaged(
+    { fromBlock: fromOption ?? deployment.deploymentBlock ?? 0n, toBlock: await publicClient.getBlockNumber(), maxBlockRange: reading.batchBlocks, retry: reading.retry },
+    async (from, to) => {
+      const logs = await publicClient.getContractEvents({ address: deployment.disputeManager, abi: disputeManagerAbi, eventName: "PanelDrawn", fromBlock: from, toBlock: to, strict: true });
+      for (const log of logs) {
+        if (log.args.panel.some((m) => isAddressEqual(m, who))) found.push({ caseId: log.args.caseId, round: log.args.round, blockNumber: log.blockNumber });
+      }
+      return [];
+    },
+  );
   const cases = [];
   for (const f of found) {
     const c = await readStoredCase(publicClient, deployment.disputeManager, f.caseId);
     cases.push({ caseId: f.caseId, round: f.round, drawnInBlock: f.blockNumber.toString(), status: c.statusName, currentRound: c.round, deadline: c.deadline.toString() });
   }
   out.lines.push(`${who} sits on ${cases.length} panel${cases.length === 1 ? "" : "s"}:`);
-  for (const c of cases) out.lines.push(`  case ${c.caseId} round ${c.round} (drawn in block ${c.drawnInBlock}): ${c.status}, deadline ${isoTime(BigInt(c.deadline))}`);
+  for (const c of cases) out.lines.push(`  case ${c.caseId} round ${c.round} (drawn in block ${c.drawnInBlock}): ${c.status}, deadline ${formatDate(BigInt(c.deadline))}`);
   Object.assign(out.result, { arbitrator: who, cases });
 }
 

@@ -6,7 +6,7 @@
  * The JSON form is snake_case, hashes and addresses lowercase hex, amounts and counters decimal strings;
  * in TypeScript the same data is camelCase with bigint amounts.
  */
-import type { Address, Hex } from "viem";
+import { getAddress, type Address, type Hex } from "viem";
 
 import { artifactId } from "../channel-client/canonical";
 import {
@@ -15,7 +15,6 @@ import {
   type ReceiptCommitJson,
   type SignedReceiptCommit,
 } from "../channel-client/receipt-commit";
-import { InvalidFieldError } from "../channel-client/errors";
 import {
   signedIdentityAnchorFromJson,
   signedIdentityAnchorToJson,
@@ -44,18 +43,10 @@ import {
   type SignedPaymentTicket,
   type SignedPaymentTicketJson,
 } from "../channel-client/ticket";
-import {
-  expectAddress,
-  expectHash,
-  expectLiteral,
-  expectObject,
-  expectString,
-  expectUint,
-  uintToJson,
-  type JsonObject,
-} from "../channel-client/validate";
+import { assertMatchesSchema } from "../channel-client/schemas";
+import { expectUint, uintToJson } from "../channel-client/validate";
 import { bundleFromJson, bundleToJson, type Bundle } from "./bundle";
-import { expectArray, expectBoolean, expectInt, parseDocument, type DocumentFormat } from "./document";
+import { parseDocument, type DocumentFormat } from "./document";
 import { ArtifactIdMismatchError, InvalidPackageError } from "./errors";
 import { icsFromJson, icsToJson, type Ics, type IcsJson } from "./ics";
 
@@ -181,41 +172,24 @@ export type ChallengePackageJson = {
   evidence: EvidenceJson[];
 };
 
-const FIELDS = [
-  "schema",
-  "case_id",
-  "chain_id",
-  "dispute_manager",
-  "subject",
-  "graph_id",
-  "step_id",
-  "policy_hash",
-  "policy_version",
-  "rubric_version",
-  "model_snapshot_id",
-  "lane",
-  "challenger",
-  "claims",
-  "evidence",
-] as const;
-
-const U32_MAX = 0xffff_ffff;
 const lower = (address: Address): Hex => address.toLowerCase() as Hex;
 
 /**
- * Validates a ChallengePackage received from outside: every field, every evidence item (including that its
- * `artifact_id` is the artifact id of its content), unique artifact ids and claim ids, and claims that cite
- * only evidence the package carries.
+ * Validates a ChallengePackage received from outside. First its structure against the published
+ * `schemas/challenge-package.schema.json` (every field, type, pattern, enum, count limit and evidence shape:
+ * one sentence naming the first bad field); then what a schema cannot state — one ICS at most, integer
+ * bounds held as decimal strings, bundle paths, each evidence item's `artifact_id` being the artifact id of
+ * its content, unique artifact ids and claim ids, and claims that cite only evidence the package carries.
  */
 export function packageFromJson(value: unknown, path = "ChallengePackage"): ChallengePackage {
-  const o = expectObject(value, path, FIELDS);
-  const rawEvidence = expectArray(o.evidence, `${path}.evidence`, 1, PACKAGE_LIMITS.maxEvidence);
+  assertMatchesSchema("challenge-package", value, path);
+  const o = value as ChallengePackageJson;
   // One ICS at most, counted before any is parsed: parsing an ICS compiles its JSON Schemas, which costs time.
-  const icsCount = rawEvidence.filter((item) => isObject(item) && item.kind === "ics").length;
+  const icsCount = o.evidence.filter((item) => item.kind === "ics").length;
   if (icsCount > 1) {
     throw new InvalidPackageError(`${path}.evidence`, `holds ${icsCount} ICS documents; a case is judged against one.`);
   }
-  const evidence = rawEvidence.map((item, i) => evidenceFromJson(item, `${path}.evidence[${i}]`));
+  const evidence = o.evidence.map((item, i) => evidenceContentFromJson(item, `${path}.evidence[${i}]`));
   const ids = new Set<Hex>();
   evidence.forEach((item, i) => {
     if (ids.has(item.artifactId)) {
@@ -223,130 +197,108 @@ export function packageFromJson(value: unknown, path = "ChallengePackage"): Chal
     }
     ids.add(item.artifactId);
   });
-  const claims = expectArray(o.claims, `${path}.claims`, 1, PACKAGE_LIMITS.maxClaims).map((claim, i) =>
-    claimFromJson(claim, `${path}.claims[${i}]`),
-  );
   const claimIds = new Set<string>();
-  claims.forEach((claim, i) => {
-    if (claimIds.has(claim.claimId)) {
-      throw new InvalidPackageError(`${path}.claims[${i}].claim_id`, `repeats ${JSON.stringify(claim.claimId)}; claim ids are unique.`);
-    }
-    claimIds.add(claim.claimId);
-    claim.evidenceRefs.forEach((ref, j) => {
-      if (!ids.has(ref)) {
-        throw new InvalidPackageError(`${path}.claims[${i}].evidence_refs[${j}]`, `names ${ref}, which is not the artifact_id of any evidence in the package.`);
-      }
+  const claims = o.claims.map((claim, i): Claim => {
+    const where = `${path}.claims[${i}]`;
+    if (claimIds.has(claim.claim_id)) throw new InvalidPackageError(`${where}.claim_id`, `repeats ${JSON.stringify(claim.claim_id)}; claim ids are unique.`);
+    claimIds.add(claim.claim_id);
+    claim.evidence_refs.forEach((ref, j) => {
+      if (!ids.has(ref)) throw new InvalidPackageError(`${where}.evidence_refs[${j}]`, `names ${ref}, which is not the artifact_id of any evidence in the package.`);
+      if (claim.evidence_refs.indexOf(ref) !== j) throw new InvalidPackageError(`${where}.evidence_refs[${j}]`, `repeats ${ref}.`);
     });
+    return { claimId: claim.claim_id, description: claim.description, evidenceRefs: [...claim.evidence_refs], objectiveFallback: claim.objective_fallback };
   });
-  const lane = expectInt(o.lane, `${path}.lane`, 0, 1) as 0 | 1;
+  const subject: Subject =
+    o.subject.kind === "gig"
+      ? { kind: "gig", gigEscrow: getAddress(o.subject.gig_escrow), gigId: expectUint(o.subject.gig_id, `${path}.subject.gig_id`, 64) }
+      : {
+          kind: "session",
+          gasEscrow: getAddress(o.subject.gas_escrow),
+          sessionId: o.subject.session_id,
+          seq: expectUint(o.subject.seq, `${path}.subject.seq`, 64),
+        };
   return {
-    schema: expectLiteral(o.schema, `${path}.schema`, [PACKAGE_SCHEMA]),
-    caseId: expectHash(o.case_id, `${path}.case_id`),
+    schema: o.schema,
+    caseId: o.case_id,
     chainId: expectUint(o.chain_id, `${path}.chain_id`, 64),
-    disputeManager: expectAddress(o.dispute_manager, `${path}.dispute_manager`),
-    subject: subjectFromJson(o.subject, `${path}.subject`),
-    graphId: expectHash(o.graph_id, `${path}.graph_id`),
-    stepId: expectHash(o.step_id, `${path}.step_id`),
-    policyHash: expectHash(o.policy_hash, `${path}.policy_hash`),
-    policyVersion: expectInt(o.policy_version, `${path}.policy_version`, 0, U32_MAX),
-    rubricVersion: expectInt(o.rubric_version, `${path}.rubric_version`, 0, U32_MAX),
-    modelSnapshotId: expectHash(o.model_snapshot_id, `${path}.model_snapshot_id`),
-    lane,
-    challenger: expectAddress(o.challenger, `${path}.challenger`),
+    disputeManager: getAddress(o.dispute_manager),
+    subject,
+    graphId: o.graph_id,
+    stepId: o.step_id,
+    policyHash: o.policy_hash,
+    policyVersion: o.policy_version,
+    rubricVersion: o.rubric_version,
+    modelSnapshotId: o.model_snapshot_id,
+    lane: o.lane,
+    challenger: getAddress(o.challenger),
     claims,
     evidence,
   };
 }
 
-function subjectFromJson(value: unknown, path: string): Subject {
-  if (!isObject(value)) throw new InvalidFieldError(path, "a subject object", value);
-  const kind = expectLiteral(value.kind, `${path}.kind`, ["gig", "session"]);
-  if (kind === "gig") {
-    const o = expectObject(value, path, ["kind", "gig_escrow", "gig_id"]);
-    return { kind, gigEscrow: expectAddress(o.gig_escrow, `${path}.gig_escrow`), gigId: expectUint(o.gig_id, `${path}.gig_id`, 64) };
-  }
-  const o = expectObject(value, path, ["kind", "gas_escrow", "session_id", "seq"]);
-  return {
-    kind,
-    gasEscrow: expectAddress(o.gas_escrow, `${path}.gas_escrow`),
-    sessionId: expectHash(o.session_id, `${path}.session_id`),
-    seq: expectUint(o.seq, `${path}.seq`, 64),
-  };
-}
-
-function claimFromJson(value: unknown, path: string): Claim {
-  const o = expectObject(value, path, ["claim_id", "description", "evidence_refs", "objective_fallback"]);
-  const refs = expectArray(o.evidence_refs, `${path}.evidence_refs`, 0, PACKAGE_LIMITS.maxEvidenceRefs).map((ref, i) =>
-    expectHash(ref, `${path}.evidence_refs[${i}]`),
-  );
-  const duplicate = refs.findIndex((ref, i) => refs.indexOf(ref) !== i);
-  if (duplicate >= 0) throw new InvalidPackageError(`${path}.evidence_refs[${duplicate}]`, `repeats ${refs[duplicate]}.`);
-  return {
-    claimId: expectString(o.claim_id, `${path}.claim_id`, PACKAGE_LIMITS.maxClaimIdLength),
-    description: expectString(o.description, `${path}.description`, PACKAGE_LIMITS.maxDescriptionLength),
-    evidenceRefs: refs,
-    objectiveFallback: expectBoolean(o.objective_fallback, `${path}.objective_fallback`),
-  };
-}
-
-/** Validates one evidence item and checks that its `artifact_id` is the artifact id of its content. */
+/**
+ * Validates one evidence item received on its own (against the schema's `evidence` definition) and checks
+ * that its `artifact_id` is the artifact id of its content.
+ */
 export function evidenceFromJson(value: unknown, path = "Evidence"): Evidence {
-  if (!isObject(value)) throw new InvalidFieldError(path, "an evidence object { kind, artifact_id, content }", value);
-  const kind = expectLiteral(value.kind, `${path}.kind`, EVIDENCE_KINDS);
-  const o = expectObject(value, path, ["kind", "artifact_id", "content"]);
-  const claimed = expectHash(o.artifact_id, `${path}.artifact_id`);
+  assertMatchesSchema("challenge-package", value, path, "evidence");
+  return evidenceContentFromJson(value as EvidenceJson, path);
+}
+
+/** Converts a schema-valid evidence item, applying the rules its schema cannot state, and checks its `artifact_id`. */
+function evidenceContentFromJson(value: EvidenceJson, path: string): Evidence {
+  const claimed = value.artifact_id;
   const content = `${path}.content`;
   let item: Evidence;
-  switch (kind) {
+  switch (value.kind) {
     case "ics":
-      item = { kind, artifactId: claimed, content: icsFromJson(o.content, content) };
+      item = { kind: value.kind, artifactId: claimed, content: icsFromJson(value.content, content) };
       break;
     case "test_suite":
     case "deliverable":
-      item = { kind, artifactId: claimed, content: bundleFromJson(o.content, content) };
+      item = { kind: value.kind, artifactId: claimed, content: bundleFromJson(value.content, content) };
       break;
-    case "receipt":
-      item = { kind, artifactId: claimed, content: receiptEvidenceFromJson(o.content, content) };
+    case "receipt": {
+      const c = value.content;
+      item = {
+        kind: value.kind,
+        artifactId: claimed,
+        content: {
+          receipt: signedSessionReceiptFromJson(c.receipt, `${content}.receipt`),
+          ticket: signedPaymentTicketFromJson(c.ticket, `${content}.ticket`),
+          leafIndex: expectUint(c.leaf_index, `${content}.leaf_index`, 64),
+          merkleProof: [...c.merkle_proof],
+        },
+      };
       break;
-    case "channel":
-      item = { kind, artifactId: claimed, content: channelEvidenceFromJson(o.content, content) };
+    }
+    case "channel": {
+      const c = value.content;
+      item = {
+        kind: value.kind,
+        artifactId: claimed,
+        content: {
+          ref: channelRefFromJson(c.ref, `${content}.ref`),
+          pricing: pricingTermsFromJson(c.pricing, `${content}.pricing`),
+          closing: {
+            deposit: expectUint(c.closing.deposit, `${content}.closing.deposit`, 128),
+            seq: expectUint(c.closing.seq, `${content}.closing.seq`, 64),
+            amount: expectUint(c.closing.amount, `${content}.closing.amount`, 128),
+            receiptRoot: c.closing.receipt_root,
+            feeBps: c.closing.fee_bps,
+          },
+          ...(c.commit === undefined ? {} : { commit: signedReceiptCommitFromJson(c.commit, `${content}.commit`) }),
+        },
+      };
       break;
+    }
     case "identity":
-      item = { kind, artifactId: claimed, content: signedIdentityAnchorFromJson(o.content, content) };
+      item = { kind: value.kind, artifactId: claimed, content: signedIdentityAnchorFromJson(value.content, content) };
       break;
   }
   const actual = artifactId(evidenceContentToJson(item));
   if (actual !== claimed) throw new ArtifactIdMismatchError(path, claimed, actual);
   return item;
-}
-
-function receiptEvidenceFromJson(value: unknown, path: string): ReceiptEvidence {
-  const o = expectObject(value, path, ["receipt", "ticket", "leaf_index", "merkle_proof"]);
-  return {
-    receipt: signedSessionReceiptFromJson(o.receipt, `${path}.receipt`),
-    ticket: signedPaymentTicketFromJson(o.ticket, `${path}.ticket`),
-    leafIndex: expectUint(o.leaf_index, `${path}.leaf_index`, 64),
-    merkleProof: expectArray(o.merkle_proof, `${path}.merkle_proof`, 0, PACKAGE_LIMITS.maxMerkleProof).map((node, i) =>
-      expectHash(node, `${path}.merkle_proof[${i}]`),
-    ),
-  };
-}
-
-function channelEvidenceFromJson(value: unknown, path: string): ChannelEvidence {
-  const o = expectObject(value, path, ["ref", "pricing", "closing"], ["commit"]);
-  const closing = expectObject(o.closing, `${path}.closing`, ["deposit", "seq", "amount", "receipt_root", "fee_bps"]);
-  return {
-    ...(o.commit === undefined ? {} : { commit: signedReceiptCommitFromJson(o.commit, `${path}.commit`) }),
-    ref: channelRefFromJson(o.ref, `${path}.ref`),
-    pricing: pricingTermsFromJson(o.pricing, `${path}.pricing`),
-    closing: {
-      deposit: expectUint(closing.deposit, `${path}.closing.deposit`, 128),
-      seq: expectUint(closing.seq, `${path}.closing.seq`, 64),
-      amount: expectUint(closing.amount, `${path}.closing.amount`, 128),
-      receiptRoot: expectHash(closing.receipt_root, `${path}.closing.receipt_root`),
-      feeBps: expectInt(closing.fee_bps, `${path}.closing.fee_bps`, 0, 10_000),
-    },
-  };
 }
 
 /** The JSON form of an evidence item's content (what its `artifact_id` hashes). */
@@ -454,8 +406,4 @@ export function soleEvidence<K extends EvidenceKind>(p: ChallengePackage, kind: 
 /** The evidence item with `artifactId`, or undefined. */
 export function evidenceById(p: ChallengePackage, id: Hex): Evidence | undefined {
   return p.evidence.find((item) => item.artifactId === id);
-}
-
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

@@ -14,6 +14,7 @@ import { getAddress, keccak256, type Address, type Hex, type PublicClient } from
 
 import { artifactId } from "../channel-client/canonical";
 import { gigEscrowAbi } from "../abi/GigEscrow";
+import { readPaged, type RetryOptions } from "../channel-client/chain/logs";
 import { BaseError } from "../channel-client/errors";
 import type { PinnedInputs } from "./replay";
 
@@ -48,17 +49,22 @@ export function alternateInputs(inputs: PinnedInputs): PinnedInputs {
   return { clockMs: inputs.clockMs + ALTERNATE_CLOCK_OFFSET_MS, seed: keccak256(`${inputs.seed}${"a1".repeat(32)}` as Hex) };
 }
 
-/** Reads when (block and timestamp) a gig was funded, from its `GigFunded` event. */
-export async function readGigFunding(publicClient: PublicClient, gigEscrow: Address, gigId: bigint): Promise<GigFunding> {
-  const [funded] = await publicClient.getContractEvents({
-    address: gigEscrow,
-    abi: gigEscrowAbi,
-    eventName: "GigFunded",
-    args: { gigId },
-    fromBlock: 0n,
-    strict: true,
-  });
-  if (!funded) throw new GigFundingNotFoundError(`Gig ${gigId} has no GigFunded event on ${gigEscrow}.`);
+/**
+ * Reads when (block and timestamp) a gig was funded, from its `GigFunded` event: searched from `fromBlock`
+ * (the GigEscrow's deployment block) to the head in bounded pages (`channel-client/chain/logs.ts`), so a
+ * hosted RPC's range limit is respected; the search stops at the page that holds the event.
+ */
+export async function readGigFunding(
+  publicClient: PublicClient,
+  gigEscrow: Address,
+  gigId: bigint,
+  reading: { fromBlock: bigint; maxBlockRange?: bigint; retry?: RetryOptions },
+): Promise<GigFunding> {
+  const toBlock = await publicClient.getBlockNumber();
+  const [funded] = await readPaged<{ blockNumber: bigint }>({ ...reading, toBlock, done: (found) => found.length > 0 }, (from, to) =>
+    publicClient.getContractEvents({ address: gigEscrow, abi: gigEscrowAbi, eventName: "GigFunded", args: { gigId }, fromBlock: from, toBlock: to, strict: true }),
+  );
+  if (!funded) throw new GigFundingNotFoundError(`Gig ${gigId} has no GigFunded event on ${gigEscrow} from block ${reading.fromBlock} on.`);
   const block = await publicClient.getBlock({ blockNumber: funded.blockNumber });
   return { fundedAt: block.timestamp, fundedInBlock: funded.blockNumber };
 }

@@ -6,24 +6,16 @@
  * `resolutionHash = keccak256(canon(resolution JSON))`: arbitrators replaying the same package with the same
  * judge runtime reach byte-identical resolutions, so equal hashes are the panel's agreement.
  */
-import { hashTypedData, type Address, type Hex, type LocalAccount } from "viem";
+import { getAddress, hashTypedData, type Address, type Hex, type LocalAccount } from "viem";
 
 import { artifactId } from "../channel-client/canonical";
 import { assertDigestSigner, signDigest } from "../channel-client/eip712";
 import { InvalidFieldError } from "../channel-client/errors";
-import {
-  expectAddress,
-  expectHash,
-  expectLiteral,
-  expectObject,
-  expectString,
-  expectUint,
-  uintToJson,
-} from "../channel-client/validate";
+import { assertMatchesSchema } from "../channel-client/schemas";
+import { expectHash, expectUint, uintToJson } from "../channel-client/validate";
 import type { ObjectiveCheck } from "./checks";
-import { expectArray, expectBoolean, expectInt, expectNullable, expectPattern } from "./document";
 import { InvalidResolutionError } from "./errors";
-import { EVIDENCE_KINDS, PACKAGE_LIMITS, type EvidenceKind } from "./package";
+import type { EvidenceKind } from "./package";
 import { upipFromJson, type UpipRecord } from "./upip";
 
 /** The `schema` tag of every resolution. */
@@ -127,8 +119,6 @@ export const RESOLUTION_LIMITS = {
   maxDetailLength: 4096,
 } as const;
 
-const REASON_CODE = /^[A-Z0-9_]{1,64}$/;
-const U32_MAX = 0xffff_ffff;
 const lower = (address: Address): Hex => address.toLowerCase() as Hex;
 
 /** The JSON form of a resolution (what {@link resolutionHash} hashes). */
@@ -169,163 +159,82 @@ export function resolutionToJson(r: Resolution): ResolutionJson {
   };
 }
 
-const FIELDS = [
-  "schema",
-  "case_id",
-  "chain_id",
-  "dispute_manager",
-  "package_hash",
-  "graph_id",
-  "step_id",
-  "policy_hash",
-  "policy_version",
-  "rubric_version",
-  "model_snapshot_id",
-  "judge_runtime_hash",
-  "evidence",
-  "lane0",
-  "objective_checks",
-  "replays",
-  "claims",
-  "aggregate",
-  "remedy",
-] as const;
-
 /**
- * Validates a resolution received from outside, so that one built elsewhere can be re-checked: every field
- * and every UPIP record (hashes recomputed), plus the rules tying the parts together —
+ * Validates a resolution received from outside, so that one built elsewhere can be re-checked: its structure
+ * against the published `schemas/resolution.schema.json` first (every field, type, pattern, enum and count
+ * limit), then every UPIP record (hashes recomputed) and the rules a schema cannot state —
  * merkle proofs only for receipts, unique evidence, claims citing only listed evidence, `lane0.passed`
  * equal to all Lane 0 checks passing, sorted unique reason codes, `unresolved` and a zero confidence
  * exactly when undecidable, the remedy's verdict code matching the final verdict, no slash unless the
  * provider is at fault and no refund when the challenger is at fault or the case is undecidable.
  */
 export function resolutionFromJson(value: unknown, path = "Resolution"): Resolution {
-  const o = expectObject(value, path, FIELDS);
-  const evidence = expectArray(o.evidence, `${path}.evidence`, 0, PACKAGE_LIMITS.maxEvidence).map((item, i) =>
-    evidenceFromJson(item, `${path}.evidence[${i}]`),
-  );
+  assertMatchesSchema("resolution", value, path);
+  const o = value as ResolutionJson;
   const ids = new Set<Hex>();
-  evidence.forEach((item, i) => {
-    if (ids.has(item.artifactId)) throw new InvalidResolutionError(`${path}.evidence[${i}].artifact_id`, `repeats ${item.artifactId}.`);
-    ids.add(item.artifactId);
+  const evidence = o.evidence.map((item, i): ResolutionEvidence => {
+    const where = `${path}.evidence[${i}]`;
+    if (item.kind !== "receipt" && item.merkle_proof.length > 0) {
+      throw new InvalidResolutionError(`${where}.merkle_proof`, `must be empty for evidence of kind ${item.kind}; only receipts carry proofs.`);
+    }
+    if (ids.has(item.artifact_id)) throw new InvalidResolutionError(`${where}.artifact_id`, `repeats ${item.artifact_id}.`);
+    ids.add(item.artifact_id);
+    return { artifactId: item.artifact_id, kind: item.kind, merkleProof: [...item.merkle_proof] };
   });
 
-  const lane0Object = expectObject(o.lane0, `${path}.lane0`, ["passed", "checks"]);
-  const lane0 = {
-    passed: expectBoolean(lane0Object.passed, `${path}.lane0.passed`),
-    checks: expectArray(lane0Object.checks, `${path}.lane0.checks`, 0, RESOLUTION_LIMITS.maxChecks).map((c, i) =>
-      lane0CheckFromJson(c, `${path}.lane0.checks[${i}]`),
-    ),
-  };
+  const lane0 = { passed: o.lane0.passed, checks: o.lane0.checks.map((c) => ({ ...c })) };
   if (lane0.passed !== lane0.checks.every((c) => c.status === "pass")) {
     throw new InvalidResolutionError(`${path}.lane0.passed`, "must be true exactly when every Lane 0 check has status \"pass\".");
   }
 
-  const claims = expectArray(o.claims, `${path}.claims`, 0, PACKAGE_LIMITS.maxClaims).map((c, i) => claimFromJson(c, `${path}.claims[${i}]`));
-  claims.forEach((claim, i) =>
-    claim.evidenceRefs.forEach((ref, j) => {
+  const claims = o.claims.map((c, i): ResolutionClaim => {
+    c.evidence_refs.forEach((ref, j) => {
       if (!ids.has(ref)) throw new InvalidResolutionError(`${path}.claims[${i}].evidence_refs[${j}]`, `names ${ref}, which is not in the evidence list.`);
-    }),
-  );
+    });
+    return { claimId: c.claim_id, description: c.description, evidenceRefs: [...c.evidence_refs], objectiveFallback: c.objective_fallback, prosecutor: null, defender: null, resolver: null };
+  });
 
   const aggregate = aggregateFromJson(o.aggregate, `${path}.aggregate`);
-  const remedy = remedyFromJson(o.remedy, `${path}.remedy`);
+  const remedy: Remedy = {
+    verdict: o.remedy.verdict,
+    refund: expectUint(o.remedy.refund, `${path}.remedy.refund`, 128),
+    slash: expectUint(o.remedy.slash, `${path}.remedy.slash`, 128),
+  };
   assertRemedyMatches(aggregate, remedy, path);
 
   return {
-    schema: expectLiteral(o.schema, `${path}.schema`, [RESOLUTION_SCHEMA]),
-    caseId: expectHash(o.case_id, `${path}.case_id`),
+    schema: o.schema,
+    caseId: o.case_id,
     chainId: expectUint(o.chain_id, `${path}.chain_id`, 64),
-    disputeManager: expectAddress(o.dispute_manager, `${path}.dispute_manager`),
-    packageHash: expectHash(o.package_hash, `${path}.package_hash`),
-    graphId: expectHash(o.graph_id, `${path}.graph_id`),
-    stepId: expectHash(o.step_id, `${path}.step_id`),
-    policyHash: expectHash(o.policy_hash, `${path}.policy_hash`),
-    policyVersion: expectInt(o.policy_version, `${path}.policy_version`, 0, U32_MAX),
-    rubricVersion: expectInt(o.rubric_version, `${path}.rubric_version`, 0, U32_MAX),
-    modelSnapshotId: expectHash(o.model_snapshot_id, `${path}.model_snapshot_id`),
-    judgeRuntimeHash: expectHash(o.judge_runtime_hash, `${path}.judge_runtime_hash`),
+    disputeManager: getAddress(o.dispute_manager),
+    packageHash: o.package_hash,
+    graphId: o.graph_id,
+    stepId: o.step_id,
+    policyHash: o.policy_hash,
+    policyVersion: o.policy_version,
+    rubricVersion: o.rubric_version,
+    modelSnapshotId: o.model_snapshot_id,
+    judgeRuntimeHash: o.judge_runtime_hash,
     evidence,
     lane0,
-    objectiveChecks: expectArray(o.objective_checks, `${path}.objective_checks`, 0, RESOLUTION_LIMITS.maxChecks).map((c, i) =>
-      objectiveCheckFromJson(c, `${path}.objective_checks[${i}]`),
-    ),
-    replays: expectArray(o.replays, `${path}.replays`, 0, RESOLUTION_LIMITS.maxReplays).map((r, i) => upipFromJson(r, `${path}.replays[${i}]`)),
+    objectiveChecks: o.objective_checks.map((c) => ({ ...c })),
+    // Each replay's own rules (its layer hashes recomputed) are the UPIP parser's.
+    replays: o.replays.map((r, i) => upipFromJson(r, `${path}.replays[${i}]`)),
     claims,
     aggregate,
     remedy,
   };
 }
 
-function evidenceFromJson(value: unknown, path: string): ResolutionEvidence {
-  const o = expectObject(value, path, ["artifact_id", "kind", "merkle_proof"]);
-  const kind = expectLiteral(o.kind, `${path}.kind`, EVIDENCE_KINDS);
-  const merkleProof = expectArray(o.merkle_proof, `${path}.merkle_proof`, 0, PACKAGE_LIMITS.maxMerkleProof).map((node, i) =>
-    expectHash(node, `${path}.merkle_proof[${i}]`),
-  );
-  if (kind !== "receipt" && merkleProof.length > 0) {
-    throw new InvalidResolutionError(`${path}.merkle_proof`, `must be empty for evidence of kind ${kind}; only receipts carry proofs.`);
-  }
-  return { artifactId: expectHash(o.artifact_id, `${path}.artifact_id`), kind, merkleProof };
-}
-
-const expectDetail = (value: unknown, path: string): string | null =>
-  expectNullable(value, path, (v, p) => expectString(v, p, RESOLUTION_LIMITS.maxDetailLength));
-
-function lane0CheckFromJson(value: unknown, path: string): Lane0Check {
-  const o = expectObject(value, path, ["name", "status", "detail"]);
-  return {
-    name: expectString(o.name, `${path}.name`, RESOLUTION_LIMITS.maxNameLength),
-    status: expectLiteral(o.status, `${path}.status`, ["pass", "fail", "missing"]),
-    detail: expectDetail(o.detail, `${path}.detail`),
-  };
-}
-
-/** Validates one objective check (the shape `checks.ts` produces). */
+/** Validates one objective check (the shape `checks.ts` produces) against the schema's `objectiveCheck`. */
 export function objectiveCheckFromJson(value: unknown, path = "ObjectiveCheck"): ObjectiveCheck {
-  const o = expectObject(value, path, ["name", "status", "hash", "detail"]);
-  return {
-    name: expectString(o.name, `${path}.name`, RESOLUTION_LIMITS.maxNameLength),
-    status: expectBoolean(o.status, `${path}.status`),
-    hash: expectNullable(o.hash, `${path}.hash`, expectHash),
-    detail: expectDetail(o.detail, `${path}.detail`),
-  };
+  assertMatchesSchema("resolution", value, path, "objectiveCheck");
+  return { ...(value as ObjectiveCheck) };
 }
 
-function claimFromJson(value: unknown, path: string): ResolutionClaim {
-  const o = expectObject(value, path, [
-    "claim_id",
-    "description",
-    "evidence_refs",
-    "objective_fallback",
-    "prosecutor",
-    "defender",
-    "resolver",
-  ]);
-  for (const phase of ["prosecutor", "defender", "resolver"] as const) {
-    if (o[phase] !== null) throw new InvalidFieldError(`${path}.${phase}`, "null (Lane 2 is not part of this arbitrator)", o[phase]);
-  }
-  return {
-    claimId: expectString(o.claim_id, `${path}.claim_id`, PACKAGE_LIMITS.maxClaimIdLength),
-    description: expectString(o.description, `${path}.description`, PACKAGE_LIMITS.maxDescriptionLength),
-    evidenceRefs: expectArray(o.evidence_refs, `${path}.evidence_refs`, 0, PACKAGE_LIMITS.maxEvidenceRefs).map((ref, i) =>
-      expectHash(ref, `${path}.evidence_refs[${i}]`),
-    ),
-    objectiveFallback: expectBoolean(o.objective_fallback, `${path}.objective_fallback`),
-    prosecutor: null,
-    defender: null,
-    resolver: null,
-  };
-}
-
-function aggregateFromJson(value: unknown, path: string): Aggregate {
-  const o = expectObject(value, path, ["final_verdict", "aggregate_confidence", "unresolved", "reason_codes"]);
-  const finalVerdict = expectLiteral(o.final_verdict, `${path}.final_verdict`, FINAL_VERDICTS);
-  const aggregateConfidence = expectInt(o.aggregate_confidence, `${path}.aggregate_confidence`, 0, 1) as 0 | 1;
-  const unresolved = expectBoolean(o.unresolved, `${path}.unresolved`);
-  const reasonCodes = expectArray(o.reason_codes, `${path}.reason_codes`, 0, RESOLUTION_LIMITS.maxReasonCodes).map((code, i) =>
-    expectPattern(code, `${path}.reason_codes[${i}]`, REASON_CODE, 64, "a reason code of A-Z, 0-9 and _"),
-  );
+/** The rules of a schema-valid aggregate the schema cannot state: sorted reason codes, `unresolved` and the confidence. */
+function aggregateFromJson(o: ResolutionJson["aggregate"], path: string): Aggregate {
+  const { final_verdict: finalVerdict, aggregate_confidence: aggregateConfidence, unresolved, reason_codes: reasonCodes } = o;
   reasonCodes.forEach((code, i) => {
     if (i > 0 && reasonCodes[i - 1]! >= code) {
       throw new InvalidResolutionError(`${path}.reason_codes`, "must be sorted in ascending order without repeats.");
@@ -338,16 +247,7 @@ function aggregateFromJson(value: unknown, path: string): Aggregate {
   if (aggregateConfidence !== (undecidable ? 0 : 1)) {
     throw new InvalidResolutionError(`${path}.aggregate_confidence`, "must be 0 for an undecidable case and 1 for a decided one.");
   }
-  return { finalVerdict, aggregateConfidence, unresolved, reasonCodes };
-}
-
-function remedyFromJson(value: unknown, path: string): Remedy {
-  const o = expectObject(value, path, ["verdict", "refund", "slash"]);
-  return {
-    verdict: expectInt(o.verdict, `${path}.verdict`, 1, 4) as VerdictCode,
-    refund: expectUint(o.refund, `${path}.refund`, 128),
-    slash: expectUint(o.slash, `${path}.slash`, 128),
-  };
+  return { finalVerdict, aggregateConfidence, unresolved, reasonCodes: [...reasonCodes] };
 }
 
 function assertRemedyMatches(aggregate: Aggregate, remedy: Remedy, path: string): void {

@@ -18,9 +18,8 @@ import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
 import type { Hex } from "viem";
 
 import { canon, canonBytes } from "../channel-client/canonical";
-import { expectHash, expectLiteral, expectObject, expectString } from "../channel-client/validate";
+import { assertMatchesSchema } from "../channel-client/schemas";
 import { bundleHash, bundleToJson, type Bundle } from "./bundle";
-import { expectArray, expectBoolean, expectInt, expectNullable, expectPattern } from "./document";
 import { ENGINE, engineWasmSha256 } from "./engine";
 import { InvalidUpipError } from "./errors";
 import { HARNESS_SHA256 } from "./prelude";
@@ -185,102 +184,24 @@ export function verifyUpip(original: UpipRecord, reproduced: UpipRecord): UpipVe
                              PARSING
 //////////////////////////////////////////////////////////////*/
 
-const STATE_HASH = /^files:sha256:[0-9a-f]{64}$/;
-const DEPS_HASH = /^deps:sha256:[0-9a-f]{64}$/;
-const HEX64 = /^[0-9a-f]{64}$/;
-const SHA256 = /^sha256:[0-9a-f]{64}$/;
-const STACK_HASH = /^upip:sha256:[0-9a-f]{64}$/;
-const VERSION = /^[0-9A-Za-z.+_/@-]+$/;
-const CODE = /^[A-Z0-9_]{1,64}$/;
-const MAX_STEPS = Number.MAX_SAFE_INTEGER;
-
-function inputsFromJson(value: unknown, path: string): UpipInputs {
-  const o = expectObject(value, path, ["clock_ms", "seed"]);
-  return { clock_ms: expectInt(o.clock_ms, `${path}.clock_ms`, 0, 8_640_000_000_000_000), seed: expectHash(o.seed, `${path}.seed`) };
-}
-
 /**
- * Validates a record received from outside (e.g. inside a Resolution): every field, the deps hash and the
- * stack hash recomputed, and a result consistent with itself. The state and result hashes cover data the
- * record does not carry; they are checked by replaying.
+ * Validates a record received from outside (e.g. inside a Resolution): its structure against the published
+ * `schemas/upip.schema.json` first (every field, pattern and bound: one sentence naming the first bad
+ * field), then what a schema cannot state — the judge's package list and deps hash recomputed, a result
+ * consistent with itself (exit code, success, failed tests), and the stack hash recomputed. The state and
+ * result hashes cover data the record does not carry; they are checked by replaying.
  */
 export function upipFromJson(value: unknown, path = "UpipRecord"): UpipRecord {
-  const o = expectObject(value, path, ["protocol", "version", "state", "deps", "process", "result", "stack_hash"]);
-  expectLiteral(o.protocol, `${path}.protocol`, ["UPIP"]);
-  expectLiteral(o.version, `${path}.version`, ["1.1"]);
+  assertMatchesSchema("upip", value, path);
+  const o = value as UpipRecord;
 
-  const s = expectObject(o.state, `${path}.state`, ["state_type", "state_hash", "suite_hash", "deliverable_hash"]);
-  const state: UpipState = {
-    state_type: expectLiteral(s.state_type, `${path}.state.state_type`, ["files"]),
-    state_hash: expectPattern(s.state_hash, `${path}.state.state_hash`, STATE_HASH, 80, "files:sha256: and 64 lowercase hex digits"),
-    suite_hash: expectHash(s.suite_hash, `${path}.state.suite_hash`),
-    deliverable_hash: expectHash(s.deliverable_hash, `${path}.state.deliverable_hash`),
-  };
-
-  const d = expectObject(o.deps, `${path}.deps`, ["runtime", "engine_sha256", "harness_sha256", "runner", "packages", "deps_hash"]);
-  expectLiteral(d.runtime, `${path}.deps.runtime`, ["quickjs-wasm"]);
-  const deps = upipDeps({
-    engineSha256: expectPattern(d.engine_sha256, `${path}.deps.engine_sha256`, HEX64, 64, "64 lowercase hex digits"),
-    harnessSha256: expectPattern(d.harness_sha256, `${path}.deps.harness_sha256`, HEX64, 64, "64 lowercase hex digits"),
-    runner: expectPattern(d.runner, `${path}.deps.runner`, VERSION, 64, "a runner version such as ioi-arbitration/3"),
-  });
-  if (canon(d.packages) !== canon(deps.packages)) {
-    throw new InvalidUpipError(`${path}.deps.packages`, `are ${canon(d.packages)}; a record of this judge names ${canon(deps.packages)}.`);
+  const deps = upipDeps({ engineSha256: o.deps.engine_sha256, harnessSha256: o.deps.harness_sha256, runner: o.deps.runner });
+  if (canon(o.deps.packages) !== canon(deps.packages)) {
+    throw new InvalidUpipError(`${path}.deps.packages`, `are ${canon(o.deps.packages)}; a record of this judge names ${canon(deps.packages)}.`);
   }
-  const claimedDeps = expectPattern(d.deps_hash, `${path}.deps.deps_hash`, DEPS_HASH, 80, "deps:sha256: and 64 lowercase hex digits");
-  if (claimedDeps !== deps.deps_hash) throw new InvalidUpipError(`${path}.deps.deps_hash`, `is ${claimedDeps}, but the dependencies hash to ${deps.deps_hash}.`);
+  if (o.deps.deps_hash !== deps.deps_hash) throw new InvalidUpipError(`${path}.deps.deps_hash`, `is ${o.deps.deps_hash}, but the dependencies hash to ${deps.deps_hash}.`);
 
-  const p = expectObject(o.process, `${path}.process`, ["command", "intent", "actor", "env_vars", "working_dir", "inputs", "budgets"]);
-  const envVars = expectObject(p.env_vars, `${path}.process.env_vars`, []);
-  if (Object.keys(envVars).length) throw new InvalidUpipError(`${path}.process.env_vars`, "must be empty: the engine has no environment.");
-  const inputs = expectObject(p.inputs, `${path}.process.inputs`, ["suite", "deliverable"]);
-  const budgets = expectObject(p.budgets, `${path}.process.budgets`, ["steps_per_test", "memory_bytes", "max_output_bytes"]);
-  const processLayer: UpipProcess = {
-    command: expectArray(p.command, `${path}.process.command`, 2, 16).map((arg, i) => expectString(arg, `${path}.process.command[${i}]`, 1024)),
-    intent: expectString(p.intent, `${path}.process.intent`, 4096),
-    actor: expectString(p.actor, `${path}.process.actor`, 256),
-    env_vars: {},
-    working_dir: expectLiteral(p.working_dir, `${path}.process.working_dir`, ["."]),
-    inputs: { suite: inputsFromJson(inputs.suite, `${path}.process.inputs.suite`), deliverable: inputsFromJson(inputs.deliverable, `${path}.process.inputs.deliverable`) },
-    budgets: {
-      steps_per_test: expectInt(budgets.steps_per_test, `${path}.process.budgets.steps_per_test`, 1, 1 << 30),
-      memory_bytes: expectInt(budgets.memory_bytes, `${path}.process.budgets.memory_bytes`, 1, 2 ** 32),
-      max_output_bytes: expectInt(budgets.max_output_bytes, `${path}.process.budgets.max_output_bytes`, 1, 1 << 30),
-    },
-  };
-
-  const r = expectObject(o.result, `${path}.result`, [
-    "success",
-    "exit_code",
-    "tests",
-    "failed_tests",
-    "deliverable_faults",
-    "suite_fault",
-    "steps",
-    "stdout_sha256",
-    "stderr_sha256",
-    "result_hash",
-  ]);
-  const hash = (v: unknown, p2: string): string => expectPattern(v, p2, SHA256, 80, "sha256: and 64 lowercase hex digits");
-  const steps = expectObject(r.steps, `${path}.result.steps`, ["suite", "deliverable"]);
-  const result: UpipResult = {
-    success: expectBoolean(r.success, `${path}.result.success`),
-    exit_code: expectInt(r.exit_code, `${path}.result.exit_code`, 0, 2) as 0 | 1 | 2,
-    tests: expectInt(r.tests, `${path}.result.tests`, 0, 10_000),
-    failed_tests: expectArray(r.failed_tests, `${path}.result.failed_tests`, 0, 10_000).map((name, i) => expectString(name, `${path}.result.failed_tests[${i}]`, 256)),
-    deliverable_faults: expectArray(r.deliverable_faults, `${path}.result.deliverable_faults`, 0, 10_000).map((item, i) => {
-      const f = expectObject(item, `${path}.result.deliverable_faults[${i}]`, ["test", "fault"]);
-      return {
-        test: expectString(f.test, `${path}.result.deliverable_faults[${i}].test`, 256),
-        fault: expectPattern(f.fault, `${path}.result.deliverable_faults[${i}].fault`, CODE, 64, "a fault code"),
-      };
-    }),
-    suite_fault: expectNullable(r.suite_fault, `${path}.result.suite_fault`, (v, p2) => expectPattern(v, p2, CODE, 64, "a fault code")),
-    steps: { suite: expectInt(steps.suite, `${path}.result.steps.suite`, 0, MAX_STEPS), deliverable: expectInt(steps.deliverable, `${path}.result.steps.deliverable`, 0, MAX_STEPS) },
-    stdout_sha256: hash(r.stdout_sha256, `${path}.result.stdout_sha256`),
-    stderr_sha256: hash(r.stderr_sha256, `${path}.result.stderr_sha256`),
-    result_hash: hash(r.result_hash, `${path}.result.result_hash`),
-  };
+  const result = o.result;
   const expectedExit = result.suite_fault !== null ? 2 : result.failed_tests.length > 0 ? 1 : 0;
   if (result.exit_code !== expectedExit) {
     throw new InvalidUpipError(`${path}.result.exit_code`, `is ${result.exit_code}; it must be 2 with a suite fault, else 1 with failed tests, else 0.`);
@@ -288,10 +209,11 @@ export function upipFromJson(value: unknown, path = "UpipRecord"): UpipRecord {
   if (result.success !== (result.exit_code === 0)) throw new InvalidUpipError(`${path}.result.success`, "must be true exactly when exit_code is 0.");
   if (result.failed_tests.length > result.tests) throw new InvalidUpipError(`${path}.result.failed_tests`, "list more tests than the suite has.");
 
-  const stackHash = expectPattern(o.stack_hash, `${path}.stack_hash`, STACK_HASH, 80, "upip:sha256: and 64 lowercase hex digits");
-  const record = upipRecord({ state, deps, process: processLayer, result });
-  if (record.stack_hash !== stackHash) {
-    throw new InvalidUpipError(`${path}.stack_hash`, `is ${stackHash}, but the layers hash to ${record.stack_hash}.`);
+  // A private copy in plain JSON, rebuilt layer by layer, whose stack hash is recomputed.
+  const layers = JSON.parse(canon({ state: o.state, process: o.process, result: o.result })) as Pick<UpipRecord, "state" | "process" | "result">;
+  const record = upipRecord({ ...layers, deps });
+  if (record.stack_hash !== o.stack_hash) {
+    throw new InvalidUpipError(`${path}.stack_hash`, `is ${o.stack_hash}, but the layers hash to ${record.stack_hash}.`);
   }
   return record;
 }

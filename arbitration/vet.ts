@@ -15,14 +15,13 @@
  */
 import { getAddress, isAddress, type Hex } from "viem";
 
-import { deployedAddress, rpcClients } from "../channel-client/cli";
+import { deployedContract, readingOf, rpcClients } from "../cli/chain";
 import { gigIdOf, need, uint, UsageError, type Command, type Out } from "../cli/common";
 import { assertBundleHash, type Bundle } from "./bundle";
 import { runObjectiveChecks, type ObjectiveCheck } from "./checks";
-import { readBundleDirectory } from "./cli";
 import { parseDocument } from "./document";
 import { icsFromJson, icsHash, type Ics } from "./ics";
-import { readOptionFile } from "./input-file";
+import { readBundleDirectory, readOptionFile } from "./input-file";
 import { alternateInputs, DEFAULT_INPUTS, gigInputs, readGigFunding } from "./pinned";
 import { replay as engineReplay, type PinnedInputs, type ReplayOutcome, type ReplayParameters } from "./replay";
 import type { UpipRecord } from "./upip";
@@ -157,7 +156,7 @@ async function inputsOf(values: Values): Promise<{ inputs: PinnedInputs; source:
     // Pinned offline: the gig's escrow as given, or the one the RPC's deployment record names.
     const given = (values["gig-escrow"] as string | undefined) ?? process.env.IOI_GIG_ESCROW;
     if (given !== undefined && given !== "" && !isAddress(given)) throw new UsageError(`--gig-escrow must be an address; received "${given}".`);
-    const gigEscrow = given ? getAddress(given) : await deployedAddress(values, (await rpcClients(values)).publicClient, "gig-escrow", "IOI_GIG_ESCROW", "GigEscrow");
+    const gigEscrow = given ? getAddress(given) : (await deployedContract(values, (await rpcClients(values)).publicClient, "gig-escrow", "IOI_GIG_ESCROW", "GigEscrow")).address;
     const fundedAt = uint(values, "funded-at", "the timestamp, in seconds, of the block the gig was funded in");
     if (fundedAt > 8_640_000_000_000n) throw new UsageError(`--funded-at must be a block timestamp in seconds; received ${fundedAt}.`);
     const chainId = uint(values, "chain-id", "the chain id, needed with --funded-at");
@@ -165,8 +164,9 @@ async function inputsOf(values: Values): Promise<{ inputs: PinnedInputs; source:
   }
   if (values["chain-id"] !== undefined) throw new UsageError("--chain-id is read from the node unless --funded-at is given too.");
   const { publicClient, chainId } = await rpcClients(values);
-  const gigEscrow = await deployedAddress(values, publicClient, "gig-escrow", "IOI_GIG_ESCROW", "GigEscrow");
-  const funding = await readGigFunding(publicClient, gigEscrow, gigId);
+  const { address: gigEscrow, fromBlock } = await deployedContract(values, publicClient, "gig-escrow", "IOI_GIG_ESCROW", "GigEscrow");
+  const reading = readingOf(values, chainId);
+  const funding = await readGigFunding(publicClient, gigEscrow, gigId, { fromBlock, maxBlockRange: reading.batchBlocks, retry: reading.retry });
   return {
     inputs: gigInputs({ chainId: BigInt(chainId), gigEscrow, gigId, fundedAt: funding.fundedAt }),
     source: `gig ${gigId}'s inputs on chain ${chainId} (funded at ${funding.fundedAt}, block ${funding.fundedInBlock})`,

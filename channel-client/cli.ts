@@ -12,11 +12,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import {
-  createPublicClient,
-  createWalletClient,
-  defineChain,
   getAddress,
-  http,
   isAddress,
   isAddressEqual,
   keccak256,
@@ -44,9 +40,7 @@ import {
   type Wallet,
   CHANNEL_PHASES,
 } from "./escrow";
-import { contractOf, resolveDeployment, type ContractName, type ResolvedDeployment } from "./chain/deployment";
-import { chainReading, getLogsPaged } from "./chain/logs";
-import { assertCode } from "./chain/write";
+import { getLogsPaged } from "./chain/logs";
 import {
   acceptGig,
   acceptGigDelivery,
@@ -62,19 +56,18 @@ import {
   releaseGig,
   type SettledGig,
 } from "./gig";
-import { fetchTermsOffer, PayerClient, type InvocationOutcome } from "./node/payer-client";
+import type { InvocationOutcome, PayerClient } from "./node/payer-client";
 import { PayerSession } from "./payer-session";
 import { echoHandler } from "./node/echo-worker";
 import { EndpointError, listenHost, parsePeer } from "./node/endpoints";
-import { McpWorker } from "./node/mcp-worker";
-import { ProviderNode, type McpHandler } from "./node/provider-node";
+import type { McpWorker } from "./node/mcp-worker";
+import type { McpHandler } from "./node/provider-node";
 import { readRequestFile, requestFrom, RequestFileError } from "./node/requests";
 import { signedSessionReceiptToJson, sessionReceiptHash } from "./receipt";
 import type { ChannelRecord, ChannelStore } from "./store/store";
 import { channelRefToJson, describePricing, modelAllowed, NATIVE_ASSET, prepaidPerCall, pricingTermsFromJson, pricingTermsToJson, termsHashOf, type PricingTerms } from "./terms";
 import { paymentTicketHash, signedPaymentTicketToJson } from "./ticket";
 import type { JsonObject } from "./validate";
-import { Watchtower } from "./watchtower";
 import {
   addressOption,
   assetUnitOf,
@@ -93,10 +86,20 @@ import {
   type CommandOptions,
   type Out,
 } from "../cli/common";
-import { formatAmountWithBase, formatDate, formatDuration, formatMoment } from "../cli/format";
+import { deployedAddress, deployedContract, givenAddress, readingOf, rpcClients } from "../cli/chain";
+import { formatAmountWithBase, formatDate, formatDuration, formatMoment } from "./format";
 import { parseDocument } from "../arbitration/document";
 import { icsFromJson, icsHash, type Ics } from "../arbitration/ics";
 import { LOG_OPTIONS, METRICS_OPTION, loggerFrom, startMetrics } from "./node/observability";
+
+// The node, the payer client (with the sealed transport and ML-KEM/ML-DSA) and the watchtower load only when
+// a command that runs one is called, so `ioi --help` and the quick commands start fast (`npm run bench -- --cli`).
+const nodeModules = {
+  payerClient: () => import("./node/payer-client"),
+  providerNode: () => import("./node/provider-node"),
+  mcpWorker: () => import("./node/mcp-worker"),
+  watchtower: () => import("./watchtower"),
+};
 
 // The plumbing moved to cli/common.ts (issue 13); re-exported for modules that import it from here.
 export { addressOption, channelOf, gigIdOf, GLOBAL_HELP, hashOption, loadAccount, need, openStore, sessionOf, uint, UsageError, type Command, type Out } from "../cli/common";
@@ -199,95 +202,6 @@ export const COMMANDS: Record<string, Command> = {
                               PLUMBING
 //////////////////////////////////////////////////////////////*/
 
-/**
- * The deployment record for the chain the RPC serves (decision 0019): --deployment FILE (or $IOI_DEPLOYMENT),
- * else --network NAME (or $IOI_NETWORK), else deployments/chain-<chainId>.json; its chain id must be the RPC's.
- */
-export function cliDeployment(values: Record<string, unknown>, publicClient: PublicClient): Promise<ResolvedDeployment> {
-  return resolveDeployment({
-    publicClient,
-    network: (values.network as string | undefined) ?? process.env.IOI_NETWORK,
-    deploymentFile: (values.deployment as string | undefined) ?? process.env.IOI_DEPLOYMENT,
-  });
-}
-
-/**
- * A contract's address and the block to read its events from: from its option or environment variable
- * (checked to hold code on the RPC's chain), else from the chain's deployment record.
- */
-export async function deployedContract(
-  values: Record<string, unknown>,
-  publicClient: PublicClient,
-  option: "escrow" | "gig-escrow" | "dispute-manager" | "registry",
-  envName: "IOI_ESCROW" | "IOI_GIG_ESCROW" | "IOI_DISPUTE_MANAGER" | "IOI_REGISTRY",
-  contract: ContractName,
-): Promise<{ address: Address; fromBlock: bigint }> {
-  const given = givenAddress(values, option, envName);
-  if (given) {
-    await assertCode(publicClient, { [`${contract} given by ${given.source}`]: given.address });
-    return { address: given.address, fromBlock: 0n };
-  }
-  const deployment = await cliDeployment(values, publicClient);
-  return { address: contractOf(deployment, contract), fromBlock: deployment.blocks[contract] ?? deployment.deploymentBlock };
-}
-
-/** The address given by option or environment variable (checked to be one), or undefined. */
-export function givenAddress(values: Record<string, unknown>, option: string, envName: string): { address: Address; source: string } | undefined {
-  const fromOption = values[option] as string | undefined;
-  const given = fromOption ?? process.env[envName];
-  if (given === undefined || given === "") return undefined;
-  const source = fromOption !== undefined ? `--${option}` : `$${envName}`;
-  if (!isAddress(given)) throw new UsageError(`${source} must be an address; received "${given}".`);
-  return { address: getAddress(given), source };
-}
-
-/** A contract's address: see {@link deployedContract}. */
-export async function deployedAddress(
-  values: Record<string, unknown>,
-  publicClient: PublicClient,
-  option: "escrow" | "gig-escrow" | "dispute-manager" | "registry",
-  envName: "IOI_ESCROW" | "IOI_GIG_ESCROW" | "IOI_DISPUTE_MANAGER" | "IOI_REGISTRY",
-  contract: ContractName,
-): Promise<Address> {
-  return (await deployedContract(values, publicClient, option, envName, contract)).address;
-}
-
-/**
- * How to read the chain (decision 0019): the chain's defaults (a devnet: no confirmations, 250 ms polls; any
- * other chain: 12 confirmations, 12 s polls), then $IOI_CONFIRMATIONS, $IOI_LOG_RANGE, $IOI_POLL_MS, then
- * --confirmations, --log-range and --poll-ms.
- */
-export function readingOf(values: Record<string, unknown>, chainId: number) {
-  let reading;
-  try {
-    reading = chainReading(chainId);
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
-  const confirmations = values.confirmations === undefined ? reading.confirmations : uint(values, "confirmations", "blocks to stay behind the head");
-  const batchBlocks = values["log-range"] === undefined ? reading.maxBlockRange : uint(values, "log-range", "most blocks per eth_getLogs call");
-  if (batchBlocks === 0n) throw new UsageError("--log-range must be at least 1 block.");
-  const pollMs = values["poll-ms"] === undefined ? reading.pollMs : Number(uint(values, "poll-ms", "milliseconds between polls"));
-  if (pollMs < 10) throw new UsageError("--poll-ms must be at least 10.");
-  return { confirmations, batchBlocks, pollMs, retry: reading.retry };
-}
-
-/** A public client (and a wallet for `account`) on the node at --rpc, with the chain id it reports. */
-export async function rpcClients(values: Record<string, unknown>, account?: LocalAccount) {
-  const url = (values.rpc as string | undefined) ?? process.env.IOI_RPC_URL ?? "http://127.0.0.1:8545";
-  const probe = createPublicClient({ transport: http(url) });
-  let chainId: number;
-  try {
-    chainId = await probe.getChainId();
-  } catch (cause) {
-    throw new UsageError(`No EVM node answers at ${url}; start one with \`npm run devnet\` or pass --rpc.`, { cause });
-  }
-  const chain = defineChain({ id: chainId, name: `chain-${chainId}`, nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [url] } } });
-  const publicClient = createPublicClient({ chain, transport: http(url) }) as PublicClient;
-  const wallet = account ? (createWalletClient({ account, chain, transport: http(url) }) as Wallet) : undefined;
-  return { publicClient, wallet, chainId };
-}
-
 async function chainClients(values: Record<string, unknown>, account?: LocalAccount) {
   givenAddress(values, "escrow", "IOI_ESCROW"); // a malformed address is refused before any RPC call
   const { publicClient, wallet, chainId } = await rpcClients(values, account);
@@ -365,13 +279,13 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
   let worker: McpWorker | undefined;
   let handler: McpHandler = echoHandler;
   if (argv !== undefined) {
-    worker = await McpWorker.start({ command: argv[0]!, args: argv.slice(1), timeoutMs: workerTimeout, log });
+    worker = await (await nodeModules.mcpWorker()).McpWorker.start({ command: argv[0]!, args: argv.slice(1), timeoutMs: workerTimeout, log });
     handler = worker.handler;
   }
   const store = openStore(values, "provider");
   const logger = loggerFrom(values, "provider");
   const metrics = await startMetrics(values);
-  const node = await ProviderNode.start({
+  const node = await (await nodeModules.providerNode()).ProviderNode.start({
     logger,
     metrics: metrics?.metrics,
     account,
@@ -388,7 +302,7 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
     await worker?.stop();
     throw error;
   });
-  const tower = new Watchtower({
+  const tower = new (await nodeModules.watchtower()).Watchtower({
     logger: logger.child({ component: "watchtower" }),
     metrics: metrics?.metrics,
     publicClient,
@@ -437,7 +351,7 @@ async function runOpen(values: Record<string, unknown>, out: Out): Promise<void>
   if (values.peer !== undefined) {
     const peer = values.peer as string;
     const { host, port } = asUsage(() => parsePeer(peer, values["allow-remote"] === true));
-    const offer = await fetchTermsOffer({ account, domain, provider: getAddress(provider), host, port });
+    const offer = await (await nodeModules.payerClient()).fetchTermsOffer({ account, domain, provider: getAddress(provider), host, port });
     if (values.price !== undefined) {
       const wanted = weiAmount(values, "price", "wei per invocation");
       if (offer.pricing.version !== "1") {
@@ -501,7 +415,7 @@ async function runStream(values: Record<string, unknown>, out: Out): Promise<voi
   try {
     const channel = channelOf(store, sessionId);
     const { host, port } = peerOf(values, channel);
-    const client = await PayerClient.connect({ account, domain, store, channel, host, port, logger: loggerFrom(values, "payer") });
+    const client = await (await nodeModules.payerClient()).PayerClient.connect({ account, domain, store, channel, host, port, logger: loggerFrom(values, "payer") });
     await assertAffordable(client, channel, count);
     const started = performance.now();
     const latencies = await client.stream({
@@ -569,7 +483,7 @@ async function runCall(values: Record<string, unknown>, out: Out): Promise<void>
   try {
     const channel = channelOf(store, sessionId);
     const { host, port } = peerOf(values, channel);
-    const client = await PayerClient.connect({ account, domain, store, channel, host, port });
+    const client = await (await nodeModules.payerClient()).PayerClient.connect({ account, domain, store, channel, host, port });
     await assertAffordable(client, channel, 1);
     try {
       const outcome = await client.invoke(request);
@@ -656,7 +570,7 @@ async function runClose(values: Record<string, unknown>, out: Out): Promise<void
     }
     const { host, port } = peerOf(values, channel);
     const logger = loggerFrom(values, "payer");
-    const client = await PayerClient.connect({ account, domain, store, channel, host, port, logger });
+    const client = await (await nodeModules.payerClient()).PayerClient.connect({ account, domain, store, channel, host, port, logger });
     const { summary, payerSignature, providerSignature } = await client.cooperativeClose();
     await client.close();
     const settled = await closeCooperative({ wallet: wallet!, publicClient, escrow, ref: channel.ref, summary, payerSignature, providerSignature });
@@ -710,7 +624,7 @@ async function runWatchtower(values: Record<string, unknown>, out: Out): Promise
   const store = openStore(values, "provider");
   const logger = loggerFrom(values, "watchtower");
   const metrics = await startMetrics(values);
-  const tower = new Watchtower({
+  const tower = new (await nodeModules.watchtower()).Watchtower({
     logger,
     metrics: metrics?.metrics,
     publicClient,

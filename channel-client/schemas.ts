@@ -28,14 +28,20 @@ export function jsonSchemaOf(name: SchemaName): Record<string, unknown> {
   return JSON.parse(readFileSync(schemaPath(name), "utf8")) as Record<string, unknown>;
 }
 
-/** The compiled validator of a published schema (compiled once per process). */
-export function schemaValidator(name: SchemaName): ValidateFunction {
+/**
+ * The compiled validator of a published schema (compiled once per process), or of one of its
+ * `definitions` (`schemaValidator("challenge-package", "evidence")`) for a parser of a part of a document.
+ */
+export function schemaValidator(name: SchemaName, definition?: string): ValidateFunction {
   let validate = compiled.get(name);
   if (!validate) {
     validate = ajv.compile(jsonSchemaOf(name));
     compiled.set(name, validate);
   }
-  return validate;
+  if (definition === undefined) return validate;
+  const part = ajv.getSchema(`${(validate.schema as { $id: string }).$id}#/definitions/${definition}`);
+  if (!part) throw new RangeError(`The ${name} schema has no definition "${definition}".`);
+  return part;
 }
 
 /** `/rubric/items/0/id` → `.rubric.items[0].id`. */
@@ -93,12 +99,12 @@ function expectation(error: ErrorObject): string {
 }
 
 /**
- * Checks `document` against the published schema `name`; throws the typed error of the first violation:
+ * Checks `document` against the published schema `name` (or its definition `definition`); throws the typed error of the first violation:
  * `UnknownFieldError` for a field the schema does not define, `AmountAsNumberError` for a JSON number where a
  * decimal string is required, otherwise `InvalidFieldError` naming the field, what it must be and what it was.
  */
-export function assertMatchesSchema(name: SchemaName, document: unknown, root: string): void {
-  const validate = schemaValidator(name);
+export function assertMatchesSchema(name: SchemaName, document: unknown, root: string, definition?: string): void {
+  const validate = schemaValidator(name, definition);
   if (validate(document)) return;
   const error = validate.errors![0]!;
   const field = fieldPath(root, error.instancePath);

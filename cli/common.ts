@@ -13,7 +13,7 @@ import { signingAccount } from "../channel-client/eip712";
 import { BaseError } from "../channel-client/errors";
 import { SqliteStore } from "../channel-client/store/sqlite-store";
 import type { ChannelRecord, ChannelStore } from "../channel-client/store/store";
-import { ETH_UNIT, isNative, type AssetUnit } from "./format";
+import { ETH_UNIT, isNative, type AssetUnit } from "../channel-client/format";
 
 /** A command-line mistake: printed as one sentence with the usage, never as a stack trace. */
 export class UsageError extends BaseError {

@@ -30,7 +30,8 @@ import {
 } from "viem";
 
 import { providerRegistryAbi, disputeManagerAbi } from "../arbitration/chain";
-import { deployedAddress, givenAddress, rpcClients } from "../channel-client/cli";
+import { deployedAddress, deployedContract, givenAddress, readingOf, rpcClients } from "./chain";
+import { readPaged } from "../channel-client/chain/logs";
 import { CHANNEL_PHASES, gasEscrowAbi, depositToChannel, type Wallet } from "../channel-client/escrow";
 import { BaseError } from "../channel-client/errors";
 import { gigEscrowAbi, readGig } from "../channel-client/gig";
@@ -51,7 +52,7 @@ import {
   type CommandOptions,
   type Out,
 } from "./common";
-import { ETH_UNIT, formatAmount, formatAmountWithBase, formatDate, formatMoment, type AssetUnit } from "./format";
+import { ETH_UNIT, formatAmount, formatAmountWithBase, formatDate, formatMoment, type AssetUnit } from "../channel-client/format";
 
 /** A registry or money transaction that reverted or was refused by the node. */
 export class MoneyTransactionError extends BaseError {
@@ -74,8 +75,6 @@ const PROVIDER_ROLE = 0;
 const ARBITRATOR_ROLE = 1;
 const UNBOND_PHASES = ["none", "unbonding", "withdrawable"] as const;
 const PHASES = CHANNEL_PHASES;
-/** Blocks asked of `eth_getLogs` per call: hosted RPCs refuse wide ranges. */
-const LOG_PAGE_BLOCKS = 5_000n;
 
 /*//////////////////////////////////////////////////////////////
                                PLUMBING
@@ -144,15 +143,13 @@ async function registryClients(values: Values, account?: LocalAccount) {
   return { publicClient, wallet, registry, ...(await bondUnitOf(publicClient, registry)) };
 }
 
-/** Scans `eth_getLogs` in bounded pages from `fromBlock` to the head. */
-async function pagedEvents<T>(publicClient: PublicClient, fromBlock: bigint, page: (from: bigint, to: bigint) => Promise<T[]>): Promise<T[]> {
-  const head = await publicClient.getBlockNumber();
-  const found: T[] = [];
-  for (let from = fromBlock; from <= head; from += LOG_PAGE_BLOCKS) {
-    const to = from + LOG_PAGE_BLOCKS - 1n < head ? from + LOG_PAGE_BLOCKS - 1n : head;
-    found.push(...(await page(from, to)));
-  }
-  return found;
+/**
+ * Scans from `fromBlock` to the head in bounded pages with back-off (`readPaged`, decision 0019), the page
+ * size from --log-range / $IOI_LOG_RANGE / the chain's default.
+ */
+async function pagedEvents<T>(values: Values, publicClient: PublicClient, fromBlock: bigint, page: (from: bigint, to: bigint) => Promise<T[]>): Promise<T[]> {
+  const reading = readingOf(values, await publicClient.getChainId());
+  return readPaged({ fromBlock, toBlock: await publicClient.getBlockNumber(), maxBlockRange: reading.batchBlocks, retry: reading.retry }, page);
 }
 
 /*//////////////////////////////////////////////////////////////
@@ -317,8 +314,6 @@ const escrowAddress = (values: Values, publicClient: PublicClient): Promise<Addr
   deployedAddress(values, publicClient, "escrow", "IOI_ESCROW", "GasEscrow");
 const gigEscrowAddress = (values: Values, publicClient: PublicClient): Promise<Address> =>
   deployedAddress(values, publicClient, "gig-escrow", "IOI_GIG_ESCROW", "GigEscrow");
-const disputeManagerAddress = (values: Values, publicClient: PublicClient): Promise<Address> =>
-  deployedAddress(values, publicClient, "dispute-manager", "IOI_DISPUTE_MANAGER", "DisputeManager");
 
 async function runDeposit(values: Values, out: Out): Promise<void> {
   const account = loadAccount(values);
@@ -465,10 +460,10 @@ async function runGigs(values: Values, out: Out): Promise<void> {
   const who = mine ? subjectAddress(values) : undefined;
   checkOverride(values, "gig-escrow", "IOI_GIG_ESCROW");
   const { publicClient } = await rpcClients(values);
-  const gigEscrow = await gigEscrowAddress(values, publicClient);
-  const fromBlock = uint(values, "from-block", "the first block to scan", 0n);
+  const { address: gigEscrow, fromBlock: deployedAt } = await deployedContract(values, publicClient, "gig-escrow", "IOI_GIG_ESCROW", "GigEscrow");
+  const fromBlock = uint(values, "from-block", "the first block to scan", deployedAt);
   const ids = new Set<bigint>();
-  await pagedEvents(publicClient, fromBlock, async (from, to) => {
+  await pagedEvents(values, publicClient, fromBlock, async (from, to) => {
     const funded = await publicClient.getContractEvents({ address: gigEscrow, abi: gigEscrowAbi, eventName: "GigFunded", fromBlock: from, toBlock: to, strict: true });
     const accepted = who ? await publicClient.getContractEvents({ address: gigEscrow, abi: gigEscrowAbi, eventName: "GigAccepted", args: { provider: who }, fromBlock: from, toBlock: to, strict: true }) : [];
     for (const log of funded) if (!who || isAddressEqual(log.args.client, who) || isAddressEqual(log.args.provider, who)) ids.add(BigInt(log.args.gigId));
@@ -494,9 +489,9 @@ async function runCases(values: Values, out: Out): Promise<void> {
   const who = mine ? subjectAddress(values) : undefined;
   checkOverride(values, "dispute-manager", "IOI_DISPUTE_MANAGER");
   const { publicClient } = await rpcClients(values);
-  const disputeManager = await disputeManagerAddress(values, publicClient);
-  const fromBlock = uint(values, "from-block", "the first block to scan", 0n);
-  const opened = await pagedEvents(publicClient, fromBlock, (from, to) =>
+  const { address: disputeManager, fromBlock: deployedAt } = await deployedContract(values, publicClient, "dispute-manager", "IOI_DISPUTE_MANAGER", "DisputeManager");
+  const fromBlock = uint(values, "from-block", "the first block to scan", deployedAt);
+  const opened = await pagedEvents(values, publicClient, fromBlock, (from, to) =>
     publicClient.getContractEvents({ address: disputeManager, abi: disputeManagerAbi, eventName: "CaseOpened", fromBlock: from, toBlock: to, strict: true }),
   );
   const now = await nowOnChain(publicClient);

@@ -3,10 +3,10 @@
  */
 import type { Address, PublicClient } from "viem";
 
-import { deployedAddress, loadAccount, openStore, rpcClients, uint, UsageError, type Command } from "../channel-client/cli";
+import { deployedContract, readingOf, rpcClients } from "../cli/chain";
+import { loadAccount, openStore, uint, UsageError, type Command } from "../cli/common";
 import { DeploymentError } from "../channel-client/chain/deployment";
 import { EndpointError, listenHost } from "../channel-client/node/endpoints";
-import { startUi } from "./server";
 
 /** The address of an optional contract, or undefined when neither the option nor a deployment names it. */
 async function optionalAddress(
@@ -15,9 +15,9 @@ async function optionalAddress(
   option: "gig-escrow" | "dispute-manager",
   env: "IOI_GIG_ESCROW" | "IOI_DISPUTE_MANAGER",
   contract: "GigEscrow" | "DisputeManager",
-): Promise<Address | undefined> {
+): Promise<{ address: Address; fromBlock: bigint } | undefined> {
   try {
-    return await deployedAddress(values, publicClient, option, env, contract);
+    return await deployedContract(values, publicClient, option, env, contract);
   } catch (error) {
     // Only a deployment record that names no such contract leaves it out; a bad address the user gave is an error.
     if (error instanceof DeploymentError && values[option] === undefined && process.env[env] === undefined) return undefined;
@@ -57,18 +57,26 @@ export const UI_COMMAND: Command = {
       throw new UsageError((error as EndpointError).shortMessage.replace("the provider node", "the page"));
     }
     const account = values["allow-actions"] ? loadAccount(values) : undefined;
-    const { publicClient, wallet } = await rpcClients(values, account);
-    const escrow = await deployedAddress(values, publicClient, "escrow", "IOI_ESCROW", "GasEscrow");
+    const { publicClient, wallet, chainId } = await rpcClients(values, account);
+    const reading = readingOf(values, chainId);
+    const { address: escrow, fromBlock: escrowBlock } = await deployedContract(values, publicClient, "escrow", "IOI_ESCROW", "GasEscrow");
+    const disputeManager = await optionalAddress(values, publicClient, "dispute-manager", "IOI_DISPUTE_MANAGER", "DisputeManager");
+    const gigEscrow = await optionalAddress(values, publicClient, "gig-escrow", "IOI_GIG_ESCROW", "GigEscrow");
+    // Cases and gigs are read from the earliest deployment block of the contracts shown, in bounded pages.
+    const fromBlock = [escrowBlock, disputeManager?.fromBlock, gigEscrow?.fromBlock].reduce<bigint>((a, b) => (b !== undefined && b < a ? b : a), escrowBlock);
     const metricsUrl = values["metrics-url"] as string | undefined;
     if (metricsUrl !== undefined && !/^https?:\/\/[^\s]+$/.test(metricsUrl)) throw new UsageError(`--metrics-url must be an http URL such as http://127.0.0.1:9464/metrics; received "${metricsUrl}".`);
     const store = openStore(values, "provider");
     try {
+      // The page server (fastify) loads only when the page is served: `ioi --help` stays fast.
+      const { startUi } = await import("./server");
       const ui = await startUi({
         store,
         publicClient,
         escrow,
-        disputeManager: await optionalAddress(values, publicClient, "dispute-manager", "IOI_DISPUTE_MANAGER", "DisputeManager"),
-        gigEscrow: await optionalAddress(values, publicClient, "gig-escrow", "IOI_GIG_ESCROW", "GigEscrow"),
+        disputeManager: disputeManager?.address,
+        gigEscrow: gigEscrow?.address,
+        reading: { fromBlock, maxBlockRange: reading.batchBlocks, retry: reading.retry },
         recordsDir: values.records as string | undefined,
         benchFile: values.bench as string | undefined,
         metricsUrl,

@@ -14,6 +14,7 @@ import { disputeManagerAbi } from "../arbitration/chain";
 import { CASE_STATUSES } from "../arbitration/context";
 import { packageFromJson, packageHash } from "../arbitration/package";
 import { resolutionFromJson, resolutionHash, type Resolution } from "../arbitration/resolution";
+import { getLogsPaged, type RetryOptions } from "../channel-client/chain/logs";
 import { CHANNEL_PHASES, gasEscrowAbi } from "../channel-client/escrow";
 import { gigEscrowAbi, readGig } from "../channel-client/gig";
 import { paymentTicketHash } from "../channel-client/ticket";
@@ -102,9 +103,17 @@ export function listReceipts(store: ChannelStore, sessionId: Hex, offset: number
   return { total: index, receipts };
 }
 
+/** Where the page starts reading events (the deployment block; default 0) and how large a page is. */
+export type PageReading = { fromBlock?: bigint; maxBlockRange?: bigint; retry?: RetryOptions };
+
+/** The contract's logs from the reading's first block to the head, in bounded pages with back-off. */
+async function pagedLogs(publicClient: PublicClient, address: Address, reading: PageReading) {
+  return getLogsPaged({ publicClient, address, fromBlock: reading.fromBlock ?? 0n, toBlock: await publicClient.getBlockNumber(), maxBlockRange: reading.maxBlockRange, retry: reading.retry });
+}
+
 /** The receipt root the chain recorded for a session (a settlement's, else the newest close or challenge). */
-export async function onChainRoot(publicClient: PublicClient, escrow: Address, sessionId: Hex, fromBlock: bigint) {
-  const logs = parseEventLogs({ abi: gasEscrowAbi, logs: await publicClient.getLogs({ address: escrow, fromBlock }) }).filter(
+export async function onChainRoot(publicClient: PublicClient, escrow: Address, sessionId: Hex, fromBlock: bigint, reading: PageReading = {}) {
+  const logs = parseEventLogs({ abi: gasEscrowAbi, logs: await pagedLogs(publicClient, escrow, { ...reading, fromBlock }) }).filter(
     (log) => "sessionId" in log.args && log.args.sessionId === sessionId,
   );
   let found: { root: Hex; event: string; seq: string; transactionHash: Hex; blockNumber: string } | null = null;
@@ -207,8 +216,8 @@ export type CaseView = {
   records: { package: string | null; resolution: string | null; upip: number };
 };
 
-export async function listCases(publicClient: PublicClient, disputeManager: Address, records: Records): Promise<CaseView[]> {
-  const logs = parseEventLogs({ abi: disputeManagerAbi, logs: await publicClient.getLogs({ address: disputeManager, fromBlock: 0n }) });
+export async function listCases(publicClient: PublicClient, disputeManager: Address, records: Records, reading: PageReading = {}): Promise<CaseView[]> {
+  const logs = parseEventLogs({ abi: disputeManagerAbi, logs: await pagedLogs(publicClient, disputeManager, reading) });
   const now = (await publicClient.getBlock()).timestamp;
   const cases = new Map<Hex, CaseView>();
   for (const log of logs) {
@@ -299,8 +308,8 @@ export async function listCases(publicClient: PublicClient, disputeManager: Addr
 
 export type GigRow = { gigId: string; status: string; client: Address; provider: Address; amount: string; asset: Address; windowEndsAt: string; cases: Hex[] };
 
-export async function listGigs(publicClient: PublicClient, gigEscrow: Address, cases: CaseView[]): Promise<GigRow[]> {
-  const funded = parseEventLogs({ abi: gigEscrowAbi, eventName: "GigFunded", logs: await publicClient.getLogs({ address: gigEscrow, fromBlock: 0n }) });
+export async function listGigs(publicClient: PublicClient, gigEscrow: Address, cases: CaseView[], reading: PageReading = {}): Promise<GigRow[]> {
+  const funded = parseEventLogs({ abi: gigEscrowAbi, eventName: "GigFunded", logs: await pagedLogs(publicClient, gigEscrow, reading) });
   return Promise.all(
     funded.map(async (log) => {
       const gigId = BigInt(log.args.gigId);

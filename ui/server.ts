@@ -22,7 +22,7 @@ import type { Address, Hex, PublicClient } from "viem";
 import { ReceiptAccumulator } from "../channel-client/accumulator";
 import { challengeClose, claimableOf, claimPayout, closeUnilateral, finalizeClose, type Wallet } from "../channel-client/escrow";
 import type { ChannelStore } from "../channel-client/store/store";
-import { listCases, listChannels, listGigs, listReceipts, loadRecords, onChainRoot, upipRecord } from "./data";
+import { listCases, listChannels, listGigs, listReceipts, loadRecords, onChainRoot, upipRecord, type PageReading } from "./data";
 
 export type UiParameters = {
   store: ChannelStore;
@@ -30,6 +30,11 @@ export type UiParameters = {
   escrow: Address;
   disputeManager?: Address;
   gigEscrow?: Address;
+  /**
+   * Where and how cases and gigs are read: from `fromBlock` (the deployment block; default 0) in pages of
+   * `maxBlockRange` blocks with back-off (`channel-client/chain/logs.ts`).
+   */
+  reading?: PageReading;
   /** Directory of challenge packages and resolutions (JSON) shown with their cases. */
   recordsDir?: string;
   /** `bench/results.json`. */
@@ -168,7 +173,7 @@ export async function startUi(p: UiParameters): Promise<UiServer> {
     if (!sessionId) return reply;
     const channel = p.store.getChannel(sessionId)!;
     const leaves = p.store.leaves(sessionId);
-    const recorded = await onChainRoot(p.publicClient, p.escrow, sessionId, channel.ref.openedAt);
+    const recorded = await onChainRoot(p.publicClient, p.escrow, sessionId, channel.ref.openedAt, p.reading);
     let covered: number | null = null;
     if (recorded) {
       const tree = ReceiptAccumulator.fromLeaves(leaves);
@@ -182,8 +187,8 @@ export async function startUi(p: UiParameters): Promise<UiServer> {
   const records = () => loadRecords(p.recordsDir);
   app.get("/api/cases", async () => {
     if (!p.disputeManager) return { cases: [], gigs: [], note: "No DisputeManager address: start ioi ui with --dispute-manager or a deployment record." };
-    const cases = await listCases(p.publicClient, p.disputeManager, records());
-    const gigs = p.gigEscrow ? await listGigs(p.publicClient, p.gigEscrow, cases) : [];
+    const cases = await listCases(p.publicClient, p.disputeManager, records(), p.reading);
+    const gigs = p.gigEscrow ? await listGigs(p.publicClient, p.gigEscrow, cases, p.reading) : [];
     return { cases, gigs };
   });
 

@@ -100,32 +100,48 @@ export async function withBackoff<T>(
   }
 }
 
-export type GetLogsPagedParameters = {
+export type GetLogsPagedParameters = ReadPagedParameters<Log> & {
   publicClient: PublicClient;
   address: Address | Address[];
+};
+
+/** Every log of `address` from `fromBlock` to `toBlock` (inclusive), read page by page (none kept with `onPage`). */
+export async function getLogsPaged(parameters: GetLogsPagedParameters): Promise<Log[]> {
+  const { publicClient, address } = parameters;
+  return readPaged(parameters, (from, to) => publicClient.getLogs({ address, fromBlock: from, toBlock: to }));
+}
+
+export type ReadPagedParameters<T> = {
   fromBlock: bigint;
   toBlock: bigint;
   /** Most blocks per call (default 2,000); halved, down to one block, when the node refuses a range. */
   maxBlockRange?: bigint;
   retry?: RetryOptions;
   onRetry?: (error: unknown, attempt: number, waitMs: number) => void;
-  /** Called after each page with its last block and its logs (a follower advances its cursor here). */
-  onPage?: (page: { fromBlock: bigint; toBlock: bigint; logs: Log[] }) => Promise<void> | void;
+  /** Called after each page with its range and its items (a follower advances its cursor here). */
+  onPage?: (page: { fromBlock: bigint; toBlock: bigint; logs: T[] }) => Promise<void> | void;
+  /** Stops after the first page for which this is true (a search that found what it looked for). */
+  done?: (itemsSoFar: readonly T[]) => boolean;
 };
 
-/** Every log of `address` from `fromBlock` to `toBlock` (inclusive), read page by page (none kept with `onPage`). */
-export async function getLogsPaged(parameters: GetLogsPagedParameters): Promise<Log[]> {
-  const { publicClient, address, toBlock, onPage, onRetry } = parameters;
+/**
+ * Any range query (`getLogs`, `getContractEvents` with an event and its indexed arguments, …) run the same
+ * public-chain-safe way as {@link getLogsPaged}: bounded pages from `fromBlock` to `toBlock` (inclusive), the
+ * page halved when the node refuses a range, back-off on other errors; the items of every page in order
+ * (none kept with `onPage`).
+ */
+export async function readPaged<T>(parameters: ReadPagedParameters<NoInfer<T>>, read: (fromBlock: bigint, toBlock: bigint) => Promise<T[]>): Promise<T[]> {
+  const { toBlock, onPage, onRetry } = parameters;
   const retry = parameters.retry ?? PUBLIC_CHAIN_READING.retry;
   let range = parameters.maxBlockRange ?? 2_000n;
   if (range < 1n) throw new RangeError("maxBlockRange must be at least one block.");
-  const all: Log[] = [];
+  const all: T[] = [];
   let from = parameters.fromBlock;
   while (from <= toBlock) {
     const to = from + range - 1n < toBlock ? from + range - 1n : toBlock;
-    let logs: Log[];
+    let items: T[];
     try {
-      logs = await withBackoff(() => publicClient.getLogs({ address, fromBlock: from, toBlock: to }), {
+      items = await withBackoff(() => read(from, to), {
         ...retry,
         onRetry,
         shouldRetry: (error) => !(isRangeError(error) && range > 1n),
@@ -138,8 +154,9 @@ export async function getLogsPaged(parameters: GetLogsPagedParameters): Promise<
       throw error;
     }
     // With `onPage` the caller consumes each page: nothing is kept, so memory stays bounded by one page.
-    if (onPage) await onPage({ fromBlock: from, toBlock: to, logs });
-    else all.push(...logs);
+    if (onPage) await onPage({ fromBlock: from, toBlock: to, logs: items });
+    else all.push(...items);
+    if (parameters.done?.(all)) break;
     from = to + 1n;
   }
   return all;

@@ -10,7 +10,6 @@ import {
   BaseError as ViemBaseError,
   ContractFunctionRevertedError,
   decodeErrorResult,
-  formatUnits,
   isHex,
   parseAbi,
   toFunctionSelector,
@@ -30,6 +29,7 @@ import {
   timelockAbi,
 } from "../../abi";
 import { BaseError, type BaseErrorParameters } from "../errors";
+import { ETH_UNIT, formatAmount, formatDuration, formatMoment, type AssetUnit } from "../format";
 
 /** An `error` item of an ABI. */
 export type AbiError = Extract<Abi[number], { type: "error" }>;
@@ -66,15 +66,12 @@ function canonicalType(p: AbiParameter): string {
 }
 
 /** An asset as the sentences name it: ETH, LGAS, or any ERC-20 whose symbol and decimals the caller read. */
-export type AssetUnits = { symbol: string; decimals: number };
-
-export const ETH_UNITS: AssetUnits = { symbol: "ETH", decimals: 18 };
 
 export type DescribeContext = {
   /** The time "now" is measured from (unix seconds): the chain's latest block; default the wall clock. */
   now?: bigint;
   /** The units of the amounts in the error, when the call's asset is known. */
-  asset?: AssetUnits;
+  asset?: AssetUnit;
 };
 
 export type DecodedRevert = {
@@ -106,37 +103,6 @@ function argText(value: unknown): string {
   return String(value);
 }
 
-/*//////////////////////////////////////////////////////////////
-                              FORMATTING
-//////////////////////////////////////////////////////////////*/
-
-/** "1 d 2 h", "1 h 59 min", "42 s": the two largest units of a duration in seconds. */
-export function formatDuration(seconds: bigint): string {
-  let s = seconds < 0n ? -seconds : seconds;
-  const parts: string[] = [];
-  for (const [unit, size] of [["d", 86_400n], ["h", 3_600n], ["min", 60n], ["s", 1n]] as const) {
-    if (s >= size || (unit === "s" && parts.length === 0)) {
-      parts.push(`${s / size} ${unit}`);
-      s %= size;
-    }
-    if (parts.length === 2) break;
-  }
-  return parts.join(" ");
-}
-
-/** "2026-11-24T10:00:00Z (in 1 h 59 min)" or "… (3 min ago)". */
-export function formatTime(unix: bigint, now: bigint = BigInt(Math.floor(Date.now() / 1000))): string {
-  const iso = unix <= 8_640_000_000_000n ? new Date(Number(unix) * 1000).toISOString().replace(/\.000Z$/, "Z") : `unix ${unix}`;
-  if (unix === now) return `${iso} (now)`;
-  return unix > now ? `${iso} (in ${formatDuration(unix - now)})` : `${iso} (${formatDuration(now - unix)} ago)`;
-}
-
-/** "0.5 ETH", "150 LGAS"; without known units, "150000 base units". */
-export function formatAmount(amount: bigint, asset?: AssetUnits): string {
-  if (!asset) return `${amount} base units`;
-  return `${formatUnits(amount, asset.decimals)} ${asset.symbol}`;
-}
-
 const ENUMS: Record<string, readonly string[]> = {
   "enum IGigEscrow.Status": ["None", "Funded", "Accepted", "Delivered", "Disputed", "Released", "Refunded"],
   "enum IDisputeManager.CaseStatus": ["None", "Open", "Deliberating", "Decided", "SlowPath", "Resolved", "Expired"],
@@ -162,7 +128,7 @@ function formatArg(errorName: string, input: AbiParameter, value: unknown, conte
   if (ENUMS[internalType] && typeof value === "number") return ENUMS[internalType]![value] ?? `${value}`;
   if (typeof value === "bigint" || typeof value === "number") {
     const n = BigInt(value);
-    if (TIME_NAMES.test(name) && n > 0n) return formatTime(n, context.now);
+    if (TIME_NAMES.test(name) && n > 0n) return formatMoment(n, context.now);
     if (DURATION_NAMES.test(name)) return `${n} s${n >= 60n ? ` (${formatDuration(n)})` : ""}`;
     if (/Bps$/.test(name)) return `${n} bps (${Number(n) / 100}%)`;
     if (AMOUNT_NAMES.test(name) && !COUNT_ERRORS.has(errorName) && !/^(bytes|uint8|uint16)/.test(input.type)) return formatAmount(n, context.asset);
@@ -283,7 +249,7 @@ export function decodeRevert(error: unknown, context: DescribeContext = {}): Dec
     const text = `${(e as { details?: string }).details ?? ""} ${e.message}`;
     if (INSUFFICIENT_FUNDS.test(text) || e.name === "InsufficientFundsError") {
       const detail = /max upfront cost is: (\d+) and the sender's balance is: (\d+)/.exec(text);
-      const units = context.asset ?? ETH_UNITS;
+      const units = context.asset ?? ETH_UNIT;
       const args = detail ? [BigInt(detail[1]!), BigInt(detail[2]!)] : [];
       const formatted = detail ? `it costs up to ${formatAmount(args[0]!, units)} and the balance is ${formatAmount(args[1]!, units)}` : "";
       return {
@@ -298,8 +264,8 @@ export function decodeRevert(error: unknown, context: DescribeContext = {}): Dec
 }
 
 /** A known asset's units: ETH for the zero address, the caller's table otherwise. */
-export function unitsOf(asset: Address | undefined, known: Record<string, AssetUnits> = {}): AssetUnits | undefined {
+export function unitsOf(asset: Address | undefined, known: Record<string, AssetUnit> = {}): AssetUnit | undefined {
   if (asset === undefined) return undefined;
-  if (BigInt(asset) === 0n) return ETH_UNITS;
+  if (BigInt(asset) === 0n) return ETH_UNIT;
   return known[asset.toLowerCase()];
 }

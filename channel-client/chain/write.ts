@@ -19,7 +19,8 @@ import {
 } from "viem";
 
 import { BaseError } from "../errors";
-import { ContractRevertError, decodeRevert, ETH_UNITS, formatAmount, type AssetUnits } from "./revert";
+import { ETH_UNIT, formatAmount, type AssetUnit } from "../format";
+import { ContractRevertError, decodeRevert } from "./revert";
 
 export type Wallet = WalletClient<Transport, Chain, Account>;
 
@@ -100,7 +101,7 @@ export type CheckedWriteParameters<abi extends Abi, functionName extends Contrac
   /** Other addresses the call relies on (a token, the registry), checked for code too. */
   uses?: Record<string, Address>;
   /** The units of the amounts in a revert's sentence, when the call's asset is known. */
-  asset?: AssetUnits;
+  asset?: AssetUnit;
 };
 
 export type CheckedWriteReturnType = { hash: Hash; receipt: TransactionReceipt };
@@ -121,7 +122,7 @@ export async function checkedWrite<abi extends Abi, functionName extends Contrac
   if (value > 0n) {
     const balance = await publicClient.getBalance({ address: sender });
     if (balance < value) {
-      throw new InsufficientFundsError(`${sender} holds ${formatAmount(balance, ETH_UNITS)}, less than the ${formatAmount(value, ETH_UNITS)} ${what} sends; nothing was sent.`);
+      throw new InsufficientFundsError(`${sender} holds ${formatAmount(balance, ETH_UNIT)}, less than the ${formatAmount(value, ETH_UNIT)} ${what} sends; nothing was sent.`);
     }
   }
   const now = async () => (await publicClient.getBlock().catch(() => undefined))?.timestamp;

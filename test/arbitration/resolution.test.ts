@@ -172,6 +172,11 @@ describe("arbitration/resolution", function () {
           "InvalidResolutionError",
           "Resolution.remedy.refund",
         ],
+        // Limits the published schema states (and the parser no longer restates).
+        ["65 evidence items", (j) => (j.evidence = Array.from({ length: 65 }, () => j.evidence[0])), "InvalidFieldError", "Resolution.evidence must be an array of at most 64 items"],
+        ["17 claims", (j) => (j.claims = Array.from({ length: 17 }, () => j.claims[0])), "InvalidFieldError", "Resolution.claims must be an array of at most 16 items"],
+        ["a claim description of 4097 characters", (j) => (j.claims[0].description = "x".repeat(4097)), "InvalidFieldError", "Resolution.claims[0].description must be a string of at most 4096 characters"],
+        ["a receipt proof of 65 nodes", (j) => (j.evidence[0].merkle_proof = Array.from({ length: 65 }, () => j.evidence[0].artifact_id)), "InvalidFieldError", "Resolution.evidence[0].merkle_proof must be an array of at most 64 items"],
       ];
       for (const [label, edit, name, where] of cases) {
         it(label, () => {

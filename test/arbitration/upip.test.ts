@@ -61,4 +61,40 @@ describe("arbitration/upip", function () {
     badExit.result.exit_code = 0;
     expect(thrown(() => upipFromJson(badExit)).name).to.equal("InvalidUpipError");
   });
+
+  describe("a malformed record is refused with one sentence naming the field", () => {
+    type Edit = (r: Record<string, any>) => void;
+    const cases: Array<[string, Edit, string, string]> = [
+      ["another protocol", (r) => (r.protocol = "UPIQ"), "InvalidFieldError", 'UpipRecord.protocol must be "UPIP"'],
+      ["an unknown layer", (r) => (r.extra = {}), "UnknownFieldError", "UpipRecord.extra is not a field"],
+      ["a missing result", (r) => delete r.result, "InvalidFieldError", "UpipRecord.result must be present"],
+      ["an uppercase engine hash", (r) => (r.deps.engine_sha256 = r.deps.engine_sha256.toUpperCase()), "InvalidFieldError", "UpipRecord.deps.engine_sha256 must be 64 lowercase hex digits"],
+      ["a runner with a space", (r) => (r.deps.runner = "ioi arbitration"), "InvalidFieldError", "UpipRecord.deps.runner must be a runner version"],
+      ["an environment variable", (r) => (r.process.env_vars = { HOME: "/root" }), "InvalidFieldError", "UpipRecord.process.env_vars must be an object with at most 0 entries"],
+      ["a one-word command", (r) => (r.process.command = ["node"]), "InvalidFieldError", "UpipRecord.process.command must be an array of at least 2 items"],
+      ["a negative clock", (r) => (r.process.inputs.suite.clock_ms = -1), "InvalidFieldError", "UpipRecord.process.inputs.suite.clock_ms must be at least 0"],
+      ["a zero step budget", (r) => (r.process.budgets.steps_per_test = 0), "InvalidFieldError", "UpipRecord.process.budgets.steps_per_test must be at least 1"],
+      ["a lowercase fault code", (r) => (r.result.suite_fault = "timeout"), "InvalidFieldError", "UpipRecord.result.suite_fault must be null, or a fault code"],
+      ["exit code 3", (r) => (r.result.exit_code = 3), "InvalidFieldError", "UpipRecord.result.exit_code must be one of 0, 1, 2"],
+      ["a bare stdout hash", (r) => (r.result.stdout_sha256 = r.result.stdout_sha256.replace("sha256:", "")), "InvalidFieldError", "UpipRecord.result.stdout_sha256 must be sha256: and 64 lowercase hex digits"],
+      ["another judge's package list", (r) => (r.deps.packages = { other: "1" }), "InvalidUpipError", "UpipRecord.deps.packages"],
+      ["a deps hash of other dependencies", (r) => (r.deps.deps_hash = `deps:sha256:${"0".repeat(64)}`), "InvalidUpipError", "UpipRecord.deps.deps_hash"],
+      ["more failed tests than tests", (r) => (r.result.tests = 2), "InvalidUpipError", "UpipRecord.result.failed_tests"],
+      ["an edited stack hash", (r) => (r.stack_hash = `upip:sha256:${"0".repeat(64)}`), "InvalidUpipError", "UpipRecord.stack_hash"],
+    ];
+    let sample: UpipRecord;
+    before(async () => {
+      sample = await record();
+    });
+    for (const [label, edit, name, message] of cases) {
+      it(label, () => {
+        const r = mutable(sample) as Record<string, any>;
+        edit(r);
+        const error = thrown(() => upipFromJson(r));
+        expect(error.name, error.message).to.equal(name);
+        expect(error.message).to.contain(message);
+        expect(error.message.split("\n")).to.have.length(1);
+      });
+    }
+  });
 });

@@ -88,6 +88,13 @@ describe("JSON Schemas of the documents third parties produce and check", () => 
     expect(schemaValidator("ics")(pkg.evidence.find((e) => e.kind === "ics")!.content)).to.equal(true);
   });
 
+  it("the Resolution schema's UPIP record is the UPIP schema itself (one definition, copied so each schema stands alone)", () => {
+    const { $schema: _s, $id: _i, title: _t, description: _d, definitions, ...upip } = jsonSchemaOf("upip") as Record<string, any>;
+    const resolution = jsonSchemaOf("resolution") as { definitions: Record<string, unknown> };
+    expect(resolution.definitions.upip).to.deep.equal(upip);
+    expect(resolution.definitions.upipInputs).to.deep.equal(definitions.upipInputs);
+  });
+
   describe("a violation is one sentence naming the field", () => {
     const terms = () => JSON.parse(readFileSync(path.join(ROOT, "examples", "documents", "terms.json"), "utf8")) as Record<string, unknown>;
     const invoke = () => JSON.parse(readFileSync(path.join(ROOT, "examples", "documents", "packet-invoke.json"), "utf8")) as Record<string, any>;

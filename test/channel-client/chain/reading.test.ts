@@ -7,13 +7,23 @@
 import { loadFixture } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
 import { expect } from "chai";
 import hre from "hardhat";
+import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
 import { parseEther, type Log, type PublicClient } from "viem";
 
 import { ChainFollower, type EscrowEvent } from "../../../channel-client/chain-follower";
+import { readGigFunding } from "../../../arbitration/pinned";
 import { chainReading, getLogsPaged, withBackoff } from "../../../channel-client/chain/logs";
 import { openChannel, type Wallet } from "../../../channel-client/escrow";
 import { rejection } from "../../helpers/assert";
 import { escrowFixture, makeTerms } from "../../helpers/fixtures";
+
+const ROOT = path.join(__dirname, "..", "..", "..");
+/**
+ * Modules that may start at block 0, and why: an address given by option or variable that no deployment
+ * record of the chain lists has no known first block (`--from-block` narrows the scan).
+ */
+const GENESIS_ALLOWED = new Set([path.join("channel-client", "cli.ts")]);
 
 /** A fake node whose logs are one per block, that refuses ranges wider than `limit` and rate-limits twice. */
 function fakeNode(limit: bigint) {
@@ -40,6 +50,44 @@ describe("public-chain-safe reading", function () {
     expect(calls.every((c) => c.toBlock - c.fromBlock + 1n <= 2_000n)).to.equal(true);
     // 2 rate-limited tries, then 2000 → 1000 → 500 blocks; four pages of 500 in all.
     expect(calls.filter((c) => c.toBlock - c.fromBlock + 1n === 500n)).to.have.length(4);
+  });
+
+  it("finds a gig's funding from the deployment block in bounded pages, stopping at the page that holds it", async () => {
+    const calls: { fromBlock: bigint; toBlock: bigint }[] = [];
+    const client = {
+      getBlockNumber: async () => 1_000_000n,
+      async getContractEvents({ fromBlock, toBlock, args }: { fromBlock: bigint; toBlock: bigint; args: { gigId: bigint } }) {
+        calls.push({ fromBlock, toBlock });
+        if (toBlock - fromBlock + 1n > 500n) throw Object.assign(new Error("query exceeds max block range 500"), { code: -32005 });
+        return fromBlock <= 5_321n && 5_321n <= toBlock ? [{ blockNumber: 5_321n, args: { gigId: args.gigId } }] : [];
+      },
+      getBlock: async ({ blockNumber }: { blockNumber: bigint }) => ({ timestamp: 1_700_000_000n + blockNumber }),
+    } as unknown as PublicClient;
+    const funding = await readGigFunding(client, "0x00000000000000000000000000000000000000b2", 7n, { fromBlock: 4_000n, maxBlockRange: 2_000n, retry: { attempts: 2, baseMs: 1, maxMs: 2 } });
+    expect(funding).to.deep.equal({ fundedAt: 1_700_005_321n, fundedInBlock: 5_321n });
+    expect(calls[0]!.fromBlock).to.equal(4_000n);
+    expect(calls.filter((c) => c.toBlock - c.fromBlock + 1n <= 500n).every((c) => c.fromBlock >= 4_000n && c.toBlock <= 5_499n)).to.equal(true);
+    // 2000 → 1000 → 500, then pages of 500 from block 4000 until the one holding block 5321 (no scan to the head).
+    expect(calls.at(-1)).to.deep.equal({ fromBlock: 5_000n, toBlock: 5_499n });
+  });
+
+  it("no source module asks the node for an unbounded log range", () => {
+    const offenders: string[] = [];
+    const walk = (dir: string): void => {
+      for (const entry of readdirSync(dir, { withFileTypes: true })) {
+        const file = path.join(dir, entry.name);
+        if (entry.isDirectory()) walk(file);
+        else if (entry.name.endsWith(".ts")) {
+          readFileSync(file, "utf8").split("\n").forEach((line, i) => {
+            // Every range query names both ends (the paged readers pass one bounded page), and none starts at genesis.
+            if (/\.(getLogs|getContractEvents)\(/.test(line) && !(/fromBlock/.test(line) && /toBlock/.test(line))) offenders.push(`${path.relative(ROOT, file)}:${i + 1}`);
+            if (/fromBlock: 0n/.test(line) && !GENESIS_ALLOWED.has(path.relative(ROOT, file))) offenders.push(`${path.relative(ROOT, file)}:${i + 1} (fromBlock: 0n)`);
+          });
+        }
+      }
+    };
+    for (const dir of ["channel-client", "arbitration", "cli", "roles", "ui"]) walk(path.join(ROOT, dir));
+    expect(offenders).to.deep.equal([]);
   });
 
   it("gives up after the bounded number of tries with the node's error", async () => {

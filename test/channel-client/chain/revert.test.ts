@@ -7,15 +7,8 @@ import { loadFixture } from "@nomicfoundation/hardhat-toolbox-viem/network-helpe
 import { expect } from "chai";
 import { encodeErrorResult, parseEther, zeroHash, type Abi, type AbiParameter, type Hex, type PublicClient } from "viem";
 
-import {
-  ContractRevertError,
-  decodeRevert,
-  describeRevert,
-  formatDuration,
-  formatTime,
-  revertAbi,
-  ETH_UNITS,
-} from "../../../channel-client/chain/revert";
+import { ContractRevertError, decodeRevert, describeRevert, revertAbi } from "../../../channel-client/chain/revert";
+import { ETH_UNIT, formatDuration, formatMoment } from "../../../channel-client/format";
 import { closeUnilateral, finalizeClose, openChannel, type Wallet } from "../../../channel-client/escrow";
 import { rejection } from "../../helpers/assert";
 import { escrowFixture, makeTerms } from "../../helpers/fixtures";
@@ -62,14 +55,14 @@ describe("revert decoder (channel-client/chain/revert.ts)", function () {
     const finalizesAt = 1_795_514_400n; // 2026-11-24T10:00:00Z
     const decoded = describeRevert(item, "ChallengeWindowOpen", [zeroHash, Number(finalizesAt)], { now: finalizesAt - 7_140n });
     expect(decoded.sentence).to.equal("ChallengeWindowOpen: the challenge window is open until 2026-11-24T10:00:00Z (in 1 h 59 min)");
-    expect(formatTime(finalizesAt, finalizesAt + 90n)).to.equal("2026-11-24T10:00:00Z (1 min 30 s ago)");
+    expect(formatMoment(finalizesAt, finalizesAt + 90n)).to.equal("2026-11-24T10:00:00Z (1 min 30 s ago)");
     expect(formatDuration(90_061n)).to.equal("1 d 1 h");
   });
 
   it("gives amounts in the asset's units when the asset is known, base units otherwise", () => {
     const item = revertAbi.find((i) => i.name === "AmountExceedsDeposit")!;
     const args = [zeroHash, parseEther("1.5"), parseEther("1")];
-    expect(describeRevert(item, item.name, args, { asset: ETH_UNITS }).sentence).to.equal("AmountExceedsDeposit: the ticket's amount 1.5 ETH exceeds the channel's deposit 1 ETH");
+    expect(describeRevert(item, item.name, args, { asset: ETH_UNIT }).sentence).to.equal("AmountExceedsDeposit: the ticket's amount 1.5 ETH exceeds the channel's deposit 1 ETH");
     expect(describeRevert(item, item.name, args).sentence).to.contain("1500000000000000000 base units");
   });
 
