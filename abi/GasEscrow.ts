@@ -200,6 +200,17 @@ export const gasEscrowAbi = [
   {
     "inputs": [
       {
+        "internalType": "bytes32",
+        "name": "sessionId",
+        "type": "bytes32"
+      }
+    ],
+    "name": "EmptyKeyTicket",
+    "type": "error"
+  },
+  {
+    "inputs": [
+      {
         "internalType": "uint128",
         "name": "amount",
         "type": "uint128"
@@ -243,22 +254,6 @@ export const gasEscrowAbi = [
       }
     ],
     "name": "FrozenByDispute",
-    "type": "error"
-  },
-  {
-    "inputs": [
-      {
-        "internalType": "address",
-        "name": "key",
-        "type": "address"
-      },
-      {
-        "internalType": "uint40",
-        "name": "expiry",
-        "type": "uint40"
-      }
-    ],
-    "name": "InvalidSessionKey",
     "type": "error"
   },
   {
@@ -337,14 +332,9 @@ export const gasEscrowAbi = [
         "type": "address"
       },
       {
-        "internalType": "uint64",
-        "name": "keyEpoch",
-        "type": "uint64"
-      },
-      {
-        "internalType": "uint64",
-        "name": "currentEpoch",
-        "type": "uint64"
+        "internalType": "uint40",
+        "name": "revokedAt",
+        "type": "uint40"
       }
     ],
     "name": "RevokedSessionKey",
@@ -385,9 +375,30 @@ export const gasEscrowAbi = [
         "type": "address"
       },
       {
-        "internalType": "uint40",
+        "internalType": "uint64",
+        "name": "keyEpoch",
+        "type": "uint64"
+      },
+      {
+        "internalType": "uint64",
+        "name": "currentEpoch",
+        "type": "uint64"
+      }
+    ],
+    "name": "SessionKeyEpochAhead",
+    "type": "error"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "address",
+        "name": "key",
+        "type": "address"
+      },
+      {
+        "internalType": "uint64",
         "name": "expiry",
-        "type": "uint40"
+        "type": "uint64"
       }
     ],
     "name": "SessionKeyExpired",
@@ -514,11 +525,16 @@ export const gasEscrowAbi = [
       },
       {
         "internalType": "address",
+        "name": "key",
+        "type": "address"
+      },
+      {
+        "internalType": "address",
         "name": "signer",
         "type": "address"
       }
     ],
-    "name": "UnauthorizedTicketSigner",
+    "name": "UnauthorizedSessionKey",
     "type": "error"
   },
   {
@@ -1017,39 +1033,8 @@ export const gasEscrowAbi = [
       {
         "indexed": false,
         "internalType": "uint40",
-        "name": "expiry",
+        "name": "revokedAt",
         "type": "uint40"
-      },
-      {
-        "indexed": false,
-        "internalType": "uint128",
-        "name": "spendCap",
-        "type": "uint128"
-      },
-      {
-        "indexed": false,
-        "internalType": "uint64",
-        "name": "epoch",
-        "type": "uint64"
-      }
-    ],
-    "name": "SessionKeyAuthorized",
-    "type": "event"
-  },
-  {
-    "anonymous": false,
-    "inputs": [
-      {
-        "indexed": true,
-        "internalType": "bytes32",
-        "name": "sessionId",
-        "type": "bytes32"
-      },
-      {
-        "indexed": true,
-        "internalType": "address",
-        "name": "key",
-        "type": "address"
       }
     ],
     "name": "SessionKeyRevoked",
@@ -1069,6 +1054,12 @@ export const gasEscrowAbi = [
         "internalType": "uint64",
         "name": "epoch",
         "type": "uint64"
+      },
+      {
+        "indexed": false,
+        "internalType": "uint40",
+        "name": "revokedAt",
+        "type": "uint40"
       }
     ],
     "name": "SessionKeysRevoked",
@@ -1180,6 +1171,19 @@ export const gasEscrowAbi = [
   },
   {
     "inputs": [],
+    "name": "SESSION_KEY_TYPEHASH",
+    "outputs": [
+      {
+        "internalType": "bytes32",
+        "name": "",
+        "type": "bytes32"
+      }
+    ],
+    "stateMutability": "view",
+    "type": "function"
+  },
+  {
+    "inputs": [],
     "name": "SESSION_TYPEHASH",
     "outputs": [
       {
@@ -1221,81 +1225,6 @@ export const gasEscrowAbi = [
       }
     ],
     "stateMutability": "view",
-    "type": "function"
-  },
-  {
-    "inputs": [
-      {
-        "components": [
-          {
-            "internalType": "address",
-            "name": "payer",
-            "type": "address"
-          },
-          {
-            "internalType": "address",
-            "name": "provider",
-            "type": "address"
-          },
-          {
-            "internalType": "address",
-            "name": "funder",
-            "type": "address"
-          },
-          {
-            "internalType": "address",
-            "name": "asset",
-            "type": "address"
-          },
-          {
-            "internalType": "bytes32",
-            "name": "termsHash",
-            "type": "bytes32"
-          },
-          {
-            "internalType": "bytes32",
-            "name": "policyHash",
-            "type": "bytes32"
-          },
-          {
-            "internalType": "uint64",
-            "name": "challengeDuration",
-            "type": "uint64"
-          },
-          {
-            "internalType": "uint64",
-            "name": "nonce",
-            "type": "uint64"
-          }
-        ],
-        "internalType": "struct IGasEscrow.ChannelTerms",
-        "name": "terms",
-        "type": "tuple"
-      },
-      {
-        "internalType": "uint64",
-        "name": "openedAt",
-        "type": "uint64"
-      },
-      {
-        "internalType": "address",
-        "name": "key",
-        "type": "address"
-      },
-      {
-        "internalType": "uint40",
-        "name": "expiry",
-        "type": "uint40"
-      },
-      {
-        "internalType": "uint128",
-        "name": "spendCap",
-        "type": "uint128"
-      }
-    ],
-    "name": "authorizeSessionKey",
-    "outputs": [],
-    "stateMutability": "nonpayable",
     "type": "function"
   },
   {
@@ -1425,6 +1354,186 @@ export const gasEscrowAbi = [
       }
     ],
     "name": "challenge",
+    "outputs": [],
+    "stateMutability": "nonpayable",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "components": [
+          {
+            "internalType": "address",
+            "name": "payer",
+            "type": "address"
+          },
+          {
+            "internalType": "address",
+            "name": "provider",
+            "type": "address"
+          },
+          {
+            "internalType": "address",
+            "name": "funder",
+            "type": "address"
+          },
+          {
+            "internalType": "address",
+            "name": "asset",
+            "type": "address"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "termsHash",
+            "type": "bytes32"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "policyHash",
+            "type": "bytes32"
+          },
+          {
+            "internalType": "uint64",
+            "name": "challengeDuration",
+            "type": "uint64"
+          },
+          {
+            "internalType": "uint64",
+            "name": "nonce",
+            "type": "uint64"
+          }
+        ],
+        "internalType": "struct IGasEscrow.ChannelTerms",
+        "name": "terms",
+        "type": "tuple"
+      },
+      {
+        "internalType": "uint64",
+        "name": "openedAt",
+        "type": "uint64"
+      },
+      {
+        "components": [
+          {
+            "internalType": "uint128",
+            "name": "deposit",
+            "type": "uint128"
+          },
+          {
+            "internalType": "uint64",
+            "name": "seq",
+            "type": "uint64"
+          },
+          {
+            "internalType": "uint128",
+            "name": "amount",
+            "type": "uint128"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "receiptRoot",
+            "type": "bytes32"
+          },
+          {
+            "internalType": "uint16",
+            "name": "feeBps",
+            "type": "uint16"
+          }
+        ],
+        "internalType": "struct IGasEscrow.ClosingState",
+        "name": "recorded",
+        "type": "tuple"
+      },
+      {
+        "components": [
+          {
+            "internalType": "uint64",
+            "name": "seq",
+            "type": "uint64"
+          },
+          {
+            "internalType": "uint128",
+            "name": "cumulativeAmount",
+            "type": "uint128"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "receiptRoot",
+            "type": "bytes32"
+          },
+          {
+            "components": [
+              {
+                "internalType": "bytes32",
+                "name": "r",
+                "type": "bytes32"
+              },
+              {
+                "internalType": "bytes32",
+                "name": "vs",
+                "type": "bytes32"
+              }
+            ],
+            "internalType": "struct IGasEscrow.Signature",
+            "name": "sig",
+            "type": "tuple"
+          }
+        ],
+        "internalType": "struct IGasEscrow.Ticket",
+        "name": "ticket",
+        "type": "tuple"
+      },
+      {
+        "components": [
+          {
+            "internalType": "address",
+            "name": "key",
+            "type": "address"
+          },
+          {
+            "internalType": "uint64",
+            "name": "expiry",
+            "type": "uint64"
+          },
+          {
+            "internalType": "uint128",
+            "name": "spendCap",
+            "type": "uint128"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "capabilities",
+            "type": "bytes32"
+          },
+          {
+            "internalType": "uint64",
+            "name": "epoch",
+            "type": "uint64"
+          },
+          {
+            "components": [
+              {
+                "internalType": "bytes32",
+                "name": "r",
+                "type": "bytes32"
+              },
+              {
+                "internalType": "bytes32",
+                "name": "vs",
+                "type": "bytes32"
+              }
+            ],
+            "internalType": "struct IGasEscrow.Signature",
+            "name": "sig",
+            "type": "tuple"
+          }
+        ],
+        "internalType": "struct IGasEscrow.SessionKeyGrant",
+        "name": "grant",
+        "type": "tuple"
+      }
+    ],
+    "name": "challengeWithKey",
     "outputs": [],
     "stateMutability": "nonpayable",
     "type": "function"
@@ -1683,6 +1792,154 @@ export const gasEscrowAbi = [
   {
     "inputs": [
       {
+        "components": [
+          {
+            "internalType": "address",
+            "name": "payer",
+            "type": "address"
+          },
+          {
+            "internalType": "address",
+            "name": "provider",
+            "type": "address"
+          },
+          {
+            "internalType": "address",
+            "name": "funder",
+            "type": "address"
+          },
+          {
+            "internalType": "address",
+            "name": "asset",
+            "type": "address"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "termsHash",
+            "type": "bytes32"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "policyHash",
+            "type": "bytes32"
+          },
+          {
+            "internalType": "uint64",
+            "name": "challengeDuration",
+            "type": "uint64"
+          },
+          {
+            "internalType": "uint64",
+            "name": "nonce",
+            "type": "uint64"
+          }
+        ],
+        "internalType": "struct IGasEscrow.ChannelTerms",
+        "name": "terms",
+        "type": "tuple"
+      },
+      {
+        "internalType": "uint64",
+        "name": "openedAt",
+        "type": "uint64"
+      },
+      {
+        "components": [
+          {
+            "internalType": "uint64",
+            "name": "seq",
+            "type": "uint64"
+          },
+          {
+            "internalType": "uint128",
+            "name": "cumulativeAmount",
+            "type": "uint128"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "receiptRoot",
+            "type": "bytes32"
+          },
+          {
+            "components": [
+              {
+                "internalType": "bytes32",
+                "name": "r",
+                "type": "bytes32"
+              },
+              {
+                "internalType": "bytes32",
+                "name": "vs",
+                "type": "bytes32"
+              }
+            ],
+            "internalType": "struct IGasEscrow.Signature",
+            "name": "sig",
+            "type": "tuple"
+          }
+        ],
+        "internalType": "struct IGasEscrow.Ticket",
+        "name": "ticket",
+        "type": "tuple"
+      },
+      {
+        "components": [
+          {
+            "internalType": "address",
+            "name": "key",
+            "type": "address"
+          },
+          {
+            "internalType": "uint64",
+            "name": "expiry",
+            "type": "uint64"
+          },
+          {
+            "internalType": "uint128",
+            "name": "spendCap",
+            "type": "uint128"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "capabilities",
+            "type": "bytes32"
+          },
+          {
+            "internalType": "uint64",
+            "name": "epoch",
+            "type": "uint64"
+          },
+          {
+            "components": [
+              {
+                "internalType": "bytes32",
+                "name": "r",
+                "type": "bytes32"
+              },
+              {
+                "internalType": "bytes32",
+                "name": "vs",
+                "type": "bytes32"
+              }
+            ],
+            "internalType": "struct IGasEscrow.Signature",
+            "name": "sig",
+            "type": "tuple"
+          }
+        ],
+        "internalType": "struct IGasEscrow.SessionKeyGrant",
+        "name": "grant",
+        "type": "tuple"
+      }
+    ],
+    "name": "closeUnilateralWithKey",
+    "outputs": [],
+    "stateMutability": "nonpayable",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
         "internalType": "bytes32",
         "name": "sessionId",
         "type": "bytes32"
@@ -1907,6 +2164,30 @@ export const gasEscrowAbi = [
         "internalType": "uint256[]",
         "name": "extensions",
         "type": "uint256[]"
+      }
+    ],
+    "stateMutability": "view",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "address",
+        "name": "payer",
+        "type": "address"
+      },
+      {
+        "internalType": "uint64",
+        "name": "epoch",
+        "type": "uint64"
+      }
+    ],
+    "name": "epochRevokedAt",
+    "outputs": [
+      {
+        "internalType": "uint40",
+        "name": "",
+        "type": "uint40"
       }
     ],
     "stateMutability": "view",
@@ -2144,6 +2425,50 @@ export const gasEscrowAbi = [
       }
     ],
     "name": "hashPaymentTicket",
+    "outputs": [
+      {
+        "internalType": "bytes32",
+        "name": "",
+        "type": "bytes32"
+      }
+    ],
+    "stateMutability": "view",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "bytes32",
+        "name": "sessionId",
+        "type": "bytes32"
+      },
+      {
+        "internalType": "address",
+        "name": "key",
+        "type": "address"
+      },
+      {
+        "internalType": "uint64",
+        "name": "expiry",
+        "type": "uint64"
+      },
+      {
+        "internalType": "uint128",
+        "name": "spendCap",
+        "type": "uint128"
+      },
+      {
+        "internalType": "bytes32",
+        "name": "capabilities",
+        "type": "bytes32"
+      },
+      {
+        "internalType": "uint64",
+        "name": "epoch",
+        "type": "uint64"
+      }
+    ],
+    "name": "hashSessionKey",
     "outputs": [
       {
         "internalType": "bytes32",
@@ -2573,22 +2898,12 @@ export const gasEscrowAbi = [
         "type": "address"
       }
     ],
-    "name": "sessionKeyOf",
+    "name": "sessionKeyRevokedAt",
     "outputs": [
       {
         "internalType": "uint40",
-        "name": "expiry",
+        "name": "",
         "type": "uint40"
-      },
-      {
-        "internalType": "uint128",
-        "name": "spendCap",
-        "type": "uint128"
-      },
-      {
-        "internalType": "uint64",
-        "name": "epoch",
-        "type": "uint64"
       }
     ],
     "stateMutability": "view",

@@ -79,6 +79,10 @@ contract GigEscrow is IGigEscrow, AccessControl, ReentrancyGuardTransient {
 
     mapping(uint64 gigId => GigRecord) private _gigs;
 
+    /// @dev The funder of a sponsored gig (`fundFor`), who receives its refunds; unset when it is the client,
+    /// so an ordinary gig pays for no eighth word.
+    mapping(uint64 gigId => address funder) private _sponsors;
+
     uint64 private _gigCount;
 
     /// @dev ERC-20 payouts the token refused (a blocklisted recipient), owed to the recipient until `claim`.
@@ -107,6 +111,37 @@ contract GigEscrow is IGigEscrow, AccessControl, ReentrancyGuardTransient {
         uint40 deadline,
         uint40 disputeWindow
     ) external payable nonReentrant returns (uint64 gigId) {
+        return _fund(msg.sender, provider, asset, amount, icsHash, deadline, disputeWindow);
+    }
+
+    /// @inheritdoc IGigEscrow
+    function fundFor(
+        address client,
+        address provider,
+        address asset,
+        uint128 amount,
+        bytes32 icsHash,
+        uint40 deadline,
+        uint40 disputeWindow
+    ) external payable nonReentrant returns (uint64 gigId) {
+        if (client == address(0)) revert ZeroClient();
+        gigId = _fund(client, provider, asset, amount, icsHash, deadline, disputeWindow);
+        if (client != msg.sender) {
+            _sponsors[gigId] = msg.sender;
+            emit GigSponsored(gigId, msg.sender);
+        }
+    }
+
+    /// @dev Pulls the bounty from the caller and writes the gig for `client`.
+    function _fund(
+        address client,
+        address provider,
+        address asset,
+        uint128 amount,
+        bytes32 icsHash,
+        uint40 deadline,
+        uint40 disputeWindow
+    ) private returns (uint64 gigId) {
         if (amount == 0) revert ZeroAmount();
         if (icsHash == bytes32(0)) revert ZeroIcsHash();
         uint256 latest = block.timestamp + MAX_DEADLINE;
@@ -129,12 +164,12 @@ contract GigEscrow is IGigEscrow, AccessControl, ReentrancyGuardTransient {
         g.deadline = deadline;
         g.disputeWindow = disputeWindow;
         g.status = Status.Funded;
-        g.client = msg.sender;
+        g.client = client;
         // Zero fields are left unwritten: an open gig has no provider yet, and an ETH gig no asset.
         if (provider != address(0)) g.provider = provider;
         if (asset != address(0)) g.asset = asset;
         g.icsHash = icsHash;
-        emit GigFunded(gigId, msg.sender, provider, asset, uint128(received), icsHash, deadline, disputeWindow);
+        emit GigFunded(gigId, client, provider, asset, uint128(received), icsHash, deadline, disputeWindow);
     }
 
     /// @inheritdoc IGigEscrow
@@ -319,6 +354,12 @@ contract GigEscrow is IGigEscrow, AccessControl, ReentrancyGuardTransient {
     }
 
     /// @inheritdoc IGigEscrow
+    function funderOf(uint64 gigId) external view returns (address) {
+        address sponsor = _sponsors[gigId];
+        return sponsor != address(0) ? sponsor : _gigs[gigId].client;
+    }
+
+    /// @inheritdoc IGigEscrow
     function gigCount() external view returns (uint64) {
         return _gigCount;
     }
@@ -362,7 +403,10 @@ contract GigEscrow is IGigEscrow, AccessControl, ReentrancyGuardTransient {
         if (locked) registry.unlockBond(IProviderRegistry.Role.Provider, g.provider);
         address asset = g.asset;
         _pay(asset, g.provider, toProvider);
-        _pay(asset, g.client, toClient);
+        if (toClient != 0) {
+            address sponsor = _sponsors[gigId];
+            _pay(asset, sponsor != address(0) ? sponsor : g.client, toClient);
+        }
     }
 
     function _receiveEth(uint256 amount) private view returns (uint256) {
