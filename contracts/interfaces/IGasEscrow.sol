@@ -48,6 +48,8 @@ interface IGasEscrow {
     /// the provider checks it off-chain with no transaction, and a key-signed ticket carries it on-chain.
     /// @dev The session id is not a field: it comes from the channel's terms. `capabilities` cannot be
     /// checked here (a ticket does not name the method it pays for); providers and Lane 0 check it.
+    /// Never stored (calldata only), so its field order follows the signed type, not slot packing.
+    // solhint-disable-next-line gas-struct-packing
     struct SessionKeyGrant {
         address key;
         uint64 expiry;
