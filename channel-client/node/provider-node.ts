@@ -136,9 +136,20 @@ export class ProviderNode {
    */
   applyEscrowEvents(events: readonly EscrowEvent[]): void {
     for (const event of events) {
+      if (event.eventName === "SessionKeysRevoked") {
+        // The payer left an epoch (decision 0025): its older grants are refused from this block on.
+        for (const b of this.#sessions.values()) {
+          if (b.record.ref.terms.payer.toLowerCase() === event.args.payer.toLowerCase()) b.session.noteKeyEpoch(event.args.epoch);
+        }
+        continue;
+      }
       const sessionId = "sessionId" in event.args ? (event.args.sessionId as Hex) : undefined;
       if (sessionId === undefined) continue;
       const b = this.#sessions.get(sessionId);
+      if (event.eventName === "SessionKeyRevoked") {
+        b?.session.noteKeyRevoked(event.args.key, BigInt(event.args.revokedAt));
+        continue;
+      }
       if (event.eventName === "ChannelClosing" || event.eventName === "ChannelChallenged" || event.eventName === "ChannelFrozen") {
         this.#advance(sessionId, b, "closing", `it is closing on-chain (${event.eventName} in block ${event.blockNumber})`);
       } else if (event.eventName === "ChannelSettled") {
