@@ -55,7 +55,7 @@ contract GigEscrow is IGigEscrow, AccessControl, ReentrancyGuardTransient {
     /// transition reads or writes apart from the parties shares the first word (the interface's order spreads
     /// status and the window over two words, which costs `deliver` a second write). 7 words:
     ///   0: amount (128) | deadline (40) | disputeWindow (40) | windowEndsAt (40) | status (8)
-    ///   1: client       2: provider | frozenAt (40) | tentative (8)       3: asset
+    ///   1: client       2: provider | frozenAt (40) | tentative (8) | sponsored (8)      3: asset
     ///   4: icsHash      5: deliverableHash                6: receiptRoot
     /// uint128 amounts exceed any asset's supply worth escrowing; uint40 times last until year 36812.
     struct GigRecord {
@@ -68,6 +68,9 @@ contract GigEscrow is IGigEscrow, AccessControl, ReentrancyGuardTransient {
         address provider;
         uint40 frozenAt;
         bool tentative;
+        /// @dev Funded with `fundFor` by someone else: the funder is in `_sponsors`. Kept beside the provider,
+        /// which every settlement reads anyway, so an ordinary gig's refund costs no extra slot read.
+        bool sponsored;
         address asset;
         bytes32 icsHash;
         bytes32 deliverableHash;
@@ -127,6 +130,7 @@ contract GigEscrow is IGigEscrow, AccessControl, ReentrancyGuardTransient {
         if (client == address(0)) revert ZeroClient();
         gigId = _fund(client, provider, asset, amount, icsHash, deadline, disputeWindow);
         if (client != msg.sender) {
+            _gigs[gigId].sponsored = true;
             _sponsors[gigId] = msg.sender;
             emit GigSponsored(gigId, msg.sender);
         }
@@ -355,8 +359,8 @@ contract GigEscrow is IGigEscrow, AccessControl, ReentrancyGuardTransient {
 
     /// @inheritdoc IGigEscrow
     function funderOf(uint64 gigId) external view returns (address) {
-        address sponsor = _sponsors[gigId];
-        return sponsor != address(0) ? sponsor : _gigs[gigId].client;
+        GigRecord storage g = _gigs[gigId];
+        return g.sponsored ? _sponsors[gigId] : g.client;
     }
 
     /// @inheritdoc IGigEscrow
@@ -403,10 +407,7 @@ contract GigEscrow is IGigEscrow, AccessControl, ReentrancyGuardTransient {
         if (locked) registry.unlockBond(IProviderRegistry.Role.Provider, g.provider);
         address asset = g.asset;
         _pay(asset, g.provider, toProvider);
-        if (toClient != 0) {
-            address sponsor = _sponsors[gigId];
-            _pay(asset, sponsor != address(0) ? sponsor : g.client, toClient);
-        }
+        if (toClient != 0) _pay(asset, g.sponsored ? _sponsors[gigId] : g.client, toClient);
     }
 
     function _receiveEth(uint256 amount) private view returns (uint256) {
