@@ -9,7 +9,7 @@
  * variable named by --key-env (default IOI_PRIVATE_KEY). Every command prints readable lines, or with
  * --json one JSON object on the last line.
  */
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import {
   createPublicClient,
@@ -125,9 +125,15 @@ export const COMMANDS: Record<string, Command> = {
     run: runProvider,
   },
   open: {
-    summary: "open and fund an ETH channel to a provider; the acting key is payer and funder",
-    usage: "ioi open --provider ADDR --deposit WEI [--peer HOST:PORT] [--price WEI] [--challenge SECONDS]",
+    summary: "open and fund an ETH channel to a provider; the acting key is the funder and, unless --payer names another, the payer",
+    usage: "ioi open --provider ADDR --deposit WEI [--peer HOST:PORT] [--price WEI] [--challenge SECONDS] [--payer ADDR [--ref-out FILE]]",
+    notes: [
+      "  --payer ADDR     a sponsored channel: ADDR signs the tickets (it needs no funds); the acting key funds it and",
+      "                   receives every refund; the channel is not stored as the acting key's to stream on",
+    ],
     options: {
+      payer: { type: "string" },
+      "ref-out": { type: "string" },
       provider: { type: "string" },
       price: { type: "string" },
       deposit: { type: "string" },
@@ -283,7 +289,7 @@ export async function rpcClients(values: Record<string, unknown>, account?: Loca
   return { publicClient, wallet, chainId };
 }
 
-async function chainClients(values: Record<string, unknown>, account?: LocalAccount) {
+export async function chainClients(values: Record<string, unknown>, account?: LocalAccount) {
   givenAddress(values, "escrow", "IOI_ESCROW"); // a malformed address is refused before any RPC call
   const { publicClient, wallet, chainId } = await rpcClients(values, account);
   const { address: escrow, fromBlock } = await deployedContract(values, publicClient, "escrow", "IOI_ESCROW", "GasEscrow");
@@ -412,6 +418,10 @@ async function runOpen(values: Record<string, unknown>, out: Out): Promise<void>
   const account = loadAccount(values);
   const provider = need(values, "provider", "the provider's address");
   if (!isAddress(provider)) throw new UsageError(`--provider must be an address; received "${provider}".`);
+  // A sponsored channel (issue 14): the acting key funds it for another payer.
+  const payer = values.payer === undefined ? account.address : addressOption(values, "payer", "the payer who signs the tickets");
+  const sponsored = payer.toLowerCase() !== account.address.toLowerCase();
+  if (values["ref-out"] !== undefined && !sponsored) throw new UsageError("--ref-out is for a sponsored channel (--payer ADDR): the payer's own store keeps its channels.");
   const deposit = weiAmount(values, "deposit", "wei to lock in the channel");
   if (deposit === 0n) throw new UsageError("--deposit must be more than zero: a channel with nothing in it can pay for nothing.");
   // Every option is checked before reaching for a node.
@@ -446,7 +456,7 @@ async function runOpen(values: Record<string, unknown>, out: Out): Promise<void>
       escrow,
       amount: deposit,
       terms: {
-        payer: account.address,
+        payer,
         provider: getAddress(provider),
         funder: account.address,
         asset: NATIVE_ASSET,
@@ -456,9 +466,24 @@ async function runOpen(values: Record<string, unknown>, out: Out): Promise<void>
         nonce: BigInt(Date.now()),
       },
     });
-    await store.putChannel({ sessionId: opened.sessionId, role: "payer", ref: opened.ref, pricing, escrow, chainId, deposit: opened.deposit, status: "open", ...(values.peer ? { peer: values.peer as string } : {}) });
+    if (!sponsored) {
+      await store.putChannel({ sessionId: opened.sessionId, role: "payer", ref: opened.ref, pricing, escrow, chainId, deposit: opened.deposit, status: "open", ...(values.peer ? { peer: values.peer as string } : {}) });
+    }
     out.lines.push(`Opened session ${opened.sessionId} with ${formatAmountWithBase(opened.deposit)} at ${formatAmountWithBase(pricing.pricePerInvocation)} per invocation (gas ${opened.gasUsed}).`);
-    Object.assign(out.result, { sessionId: opened.sessionId, openedAt: opened.ref.openedAt.toString(), deposit: opened.deposit.toString(), gasUsed: Number(opened.gasUsed), domain: { chainId: domain.chainId, escrow }, pricePerInvocation: pricing.pricePerInvocation.toString(), termsChecked });
+    const ref = channelRefToJson(opened.ref);
+    if (sponsored) {
+      out.lines.push(`Sponsored: ${payer} signs the tickets (it holds no funds); refunds come back to ${account.address}.`);
+      const refOut = values["ref-out"] as string | undefined;
+      if (refOut) {
+        try {
+          writeFileSync(refOut, `${JSON.stringify(ref, null, 2)}\n`);
+        } catch (cause) {
+          throw new UsageError(`Cannot write --ref-out ${refOut}: ${(cause as Error).message.split("\n")[0]}.`, { cause });
+        }
+        out.lines.push(`Wrote the channel reference for the payer to ${refOut} (ioi session-key authorize --ref ${refOut}).`);
+      }
+    }
+    Object.assign(out.result, { sessionId: opened.sessionId, openedAt: opened.ref.openedAt.toString(), deposit: opened.deposit.toString(), gasUsed: Number(opened.gasUsed), domain: { chainId: domain.chainId, escrow }, pricePerInvocation: pricing.pricePerInvocation.toString(), termsChecked, payer, funder: account.address, ref });
   } finally {
     await store.close();
   }
@@ -780,8 +805,10 @@ export const GIG_COMMANDS: Record<string, Command> = {
   fund: {
     summary: "escrow a bounty for a gig bound to an Intent Contract Schema; prints the gig id (the acting key is the client)",
     usage:
-      "ioi gig fund --amount WEI (--ics HASH | --ics-file PATH) [--provider ADDR] [--asset ADDR] [--deadline SECONDS] [--dispute-window SECONDS]",
+      "ioi gig fund --amount WEI (--ics HASH | --ics-file PATH) [--provider ADDR] [--asset ADDR] [--deadline SECONDS] [--dispute-window SECONDS] [--client ADDR]",
+    notes: ["  --client ADDR    a sponsored gig: ADDR is the client who alone acts on it; the acting key pays and receives every refund"],
     options: {
+      client: { type: "string" },
       amount: { type: "string" },
       ics: { type: "string" },
       "ics-file": { type: "string" },
@@ -887,6 +914,8 @@ async function runGigFund(values: Record<string, unknown>, out: Out): Promise<vo
   const amount = uint(values, "amount", "the bounty in wei (or the token's smallest unit)");
   const { icsHash, icsFile, ics } = icsHashOf(values);
   const provider = values.provider === undefined ? zeroAddress : addressOption(values, "provider", "the one provider who may accept");
+  const client = values.client === undefined ? undefined : addressOption(values, "client", "the gig's client, who alone acts on it");
+  if (client !== undefined && BigInt(client) === 0n) throw new UsageError("--client must be a real address, not the zero address.");
   const assetText = values.asset as string | undefined;
   const asset = assetText === undefined || assetText.toLowerCase() === "eth" ? NATIVE_ASSET : addressOption(values, "asset", "the ERC-20 to escrow, or eth");
   const deadlineIn = uint(values, "deadline", "seconds from now until the gig must be delivered", 7n * 86_400n);
@@ -901,8 +930,9 @@ async function runGigFund(values: Record<string, unknown>, out: Out): Promise<vo
   // "From now" on the chain's clock, which a devnet may have moved ahead of the wall clock.
   const now = (await publicClient.getBlock()).timestamp;
   if (ics) checkGigAgainstIcs(ics, icsFile!, { asset, amount, deadline: now + deadlineIn });
-  const funded = await fundGig({ wallet: wallet!, publicClient, gigEscrow, provider, asset, amount, icsHash, deadline: now + deadlineIn, disputeWindow });
+  const funded = await fundGig({ wallet: wallet!, publicClient, gigEscrow, provider, asset, amount, icsHash, deadline: now + deadlineIn, disputeWindow, ...(client ? { client } : {}) });
   const who = BigInt(provider) === 0n ? "any active provider" : provider;
+  if (client) out.lines.push(`Sponsored: ${client} is the gig's client; refunds come back to ${account.address}.`);
   out.lines.push(
     `Funded gig ${funded.gigId}: ${formatAmountWithBase(funded.amount, await assetUnitOf(publicClient, asset))} for ${who}, due by ${formatMoment(now + deadlineIn, now)}, dispute window ${formatDuration(disputeWindow)} (gas ${funded.gasUsed}${funded.approval ? `, approval gas ${funded.approval.gasUsed}` : ""}).`,
   );
@@ -915,6 +945,8 @@ async function runGigFund(values: Record<string, unknown>, out: Out): Promise<vo
     ...(icsFile ? { icsFile } : {}),
     deadline: (now + deadlineIn).toString(),
     disputeWindow: disputeWindow.toString(),
+    client: client ?? account.address,
+    funder: account.address,
     gasUsed: Number(funded.gasUsed),
     ...(funded.approval ? { approvalGasUsed: Number(funded.approval.gasUsed) } : {}),
   });
