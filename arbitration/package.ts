@@ -48,6 +48,12 @@ import {
   uintToJson,
   type JsonObject,
 } from "../channel-client/validate";
+import {
+  signedSessionKeyGrantFromJson,
+  signedSessionKeyGrantToJson,
+  type SignedSessionKeyGrant,
+  type SignedSessionKeyGrantJson,
+} from "../channel-client/session-key";
 import { bundleFromJson, bundleToJson, type Bundle } from "./bundle";
 import { expectArray, expectBoolean, expectInt, parseDocument, type DocumentFormat } from "./document";
 import { ArtifactIdMismatchError, InvalidPackageError } from "./errors";
@@ -83,12 +89,15 @@ export type ReceiptEvidence = {
   ticket: SignedPaymentTicket;
   leafIndex: bigint;
   merkleProof: Hex[];
+  /** The payer's grant when a session key signed the ticket (decision 0025); absent: the payer signed it. */
+  sessionKey?: SignedSessionKeyGrant;
 };
 export type ReceiptEvidenceJson = {
   receipt: SignedSessionReceiptJson;
   ticket: SignedPaymentTicketJson;
   leaf_index: string;
   merkle_proof: Hex[];
+  session_key?: SignedSessionKeyGrantJson;
 };
 
 /** A channel: its terms, its pricing document and the state it closed with. */
@@ -310,7 +319,7 @@ export function evidenceFromJson(value: unknown, path = "Evidence"): Evidence {
 }
 
 function receiptEvidenceFromJson(value: unknown, path: string): ReceiptEvidence {
-  const o = expectObject(value, path, ["receipt", "ticket", "leaf_index", "merkle_proof"]);
+  const o = expectObject(value, path, ["receipt", "ticket", "leaf_index", "merkle_proof"], ["session_key"]);
   return {
     receipt: signedSessionReceiptFromJson(o.receipt, `${path}.receipt`),
     ticket: signedPaymentTicketFromJson(o.ticket, `${path}.ticket`),
@@ -318,6 +327,7 @@ function receiptEvidenceFromJson(value: unknown, path: string): ReceiptEvidence 
     merkleProof: expectArray(o.merkle_proof, `${path}.merkle_proof`, 0, PACKAGE_LIMITS.maxMerkleProof).map((node, i) =>
       expectHash(node, `${path}.merkle_proof[${i}]`),
     ),
+    ...(o.session_key === undefined ? {} : { sessionKey: signedSessionKeyGrantFromJson(o.session_key, `${path}.session_key`) }),
   };
 }
 
@@ -352,6 +362,7 @@ export function evidenceContentToJson(item: Evidence): EvidenceContentJson[Evide
         ticket: signedPaymentTicketToJson(c.ticket),
         leaf_index: uintToJson(c.leafIndex),
         merkle_proof: [...c.merkleProof],
+        ...(c.sessionKey ? { session_key: signedSessionKeyGrantToJson(c.sessionKey) } : {}),
       };
     }
     case "channel": {

@@ -157,7 +157,23 @@ export async function verifySessionKeyGrant(parameters: {
   now: bigint;
   chain: SessionKeyChainState;
 }): Promise<void> {
-  const { domain, signed, payer, sessionId, now, chain } = parameters;
+  const { signed, now, chain } = parameters;
+  await verifySessionKeyGrantSignature(parameters);
+  assertSessionKeyLive(signed, now, chain);
+}
+
+/**
+ * The time-free part of a grant's validity: signed by `payer` for `sessionId`, its methods matching its
+ * capabilities. What an arbitrator can check long after the session (Lane 0), when the key's expiry and any
+ * revocation were already judged by the chain at the close.
+ */
+export async function verifySessionKeyGrantSignature(parameters: {
+  domain: GasEscrowDomain;
+  signed: SignedSessionKeyGrant;
+  payer: Address;
+  sessionId: Hex;
+}): Promise<void> {
+  const { domain, signed, payer, sessionId } = parameters;
   const { grant } = signed;
   if (grant.sessionId !== sessionId) {
     throw new BindingMismatchError(`The session key grant is for session ${grant.sessionId}, not ${sessionId}.`);
@@ -170,7 +186,6 @@ export async function verifySessionKeyGrant(parameters: {
   } catch (cause) {
     throw new SessionKeyError(`The grant of session key ${grant.key} was not signed by the payer ${payer}.`, { cause });
   }
-  assertSessionKeyLive(signed, now, chain);
 }
 
 /** The time-and-chain part of a grant's validity, re-checked for every ticket. */
