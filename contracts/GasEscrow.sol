@@ -751,7 +751,8 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
         private
         view
     {
-        _requireSigner(_ticketDigest(sessionId, terms, ticket), ticket.sig, terms.payer);
+        address signer = _recover(_ticketDigest(sessionId, terms, ticket), ticket.sig);
+        if (signer != terms.payer) revert UnauthorizedTicketSigner(sessionId, signer);
     }
 
     /// @dev Reverts unless `grant` is the payer's delegation to the ticket's signer for this session, the

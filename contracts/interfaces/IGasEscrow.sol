@@ -248,6 +248,10 @@ interface IGasEscrow {
     /// @notice At most 15 dispute cases can be open on one session at a time.
     error TooManyOpenCases(bytes32 sessionId);
 
+    /// @notice The ticket's signer is not the payer (a session key's ticket goes through `closeUnilateralWithKey`
+    /// or `challengeWithKey`, with its grant).
+    error UnauthorizedTicketSigner(bytes32 sessionId, address signer);
+
     /// @notice The grant was not signed by the session's payer (`signer` recovered instead).
     error UnauthorizedSessionKey(bytes32 sessionId, address key, address signer);
 

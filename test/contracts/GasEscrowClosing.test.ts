@@ -1291,11 +1291,11 @@ describe("GasEscrow closing", () => {
           await expectBacked(c, []);
         });
 
-        it("the plain closeUnilateral and challenge take only the payer's own signature: SignerMismatch for a key", async () => {
+        it("the plain closeUnilateral and challenge take only the payer's own signature: UnauthorizedTicketSigner for a key", async () => {
           const c = await loadFixture(OPENED[kind]);
-          await expectRevert(close(c, await keyTicket(c, 3n), c.providerWallet), "SignerMismatch", [PAYER.address, SESSION_KEY.address]);
+          await expectRevert(close(c, await keyTicket(c, 3n), c.providerWallet), "UnauthorizedTicketSigner", [c.sessionId, SESSION_KEY.address]);
           const { recorded } = await closeWith(c, await signTicket(c, { seq: 3n }), c.providerWallet);
-          await expectRevert(challenge(c, recorded, await keyTicket(c, 4n), c.providerWallet), "SignerMismatch", [PAYER.address, SESSION_KEY.address]);
+          await expectRevert(challenge(c, recorded, await keyTicket(c, 4n), c.providerWallet), "UnauthorizedTicketSigner", [c.sessionId, SESSION_KEY.address]);
         });
 
         it("a grant signed by anyone but the payer, or for another session, is UnauthorizedSessionKey", async () => {

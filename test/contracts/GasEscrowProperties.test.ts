@@ -695,7 +695,7 @@ class Run {
     if (ch.status !== "open") predicted = "ChannelNotOpen";
     else if (who === "operator") predicted = "NotAParty";
     else if (ticket.seq === 0n && (ticket.cumulativeAmount !== 0n || ticket.receiptRoot !== zeroHash)) predicted = "EmptyTicketNotZero";
-    else if (forged) predicted = "SignerMismatch";
+    else if (forged) predicted = "UnauthorizedTicketSigner";
     const at = this.now + 1n;
     const ok = await this.tx(
       `closeUnilateral ${ch.label} with ${kind} ticket seq ${ticket.seq} amount ${eth(ticket.cumulativeAmount)}`,
@@ -726,7 +726,7 @@ class Run {
     else if (at >= ch.finalizesAt) predicted = "ChallengeWindowClosed";
     else if (ticket.cumulativeAmount < recorded.amount) predicted = "TicketAmountDecreased";
     else if (ticket.seq === 0n || ticket.cumulativeAmount === recorded.amount) predicted = "TicketNotNewer";
-    else if (forged) predicted = "SignerMismatch";
+    else if (forged) predicted = "UnauthorizedTicketSigner";
     if (ch.status === "closing" && at === ch.finalizesAt - 1n) this.count("edge: challenge mined 1s before the window ends");
     if (ch.status === "closing" && at === ch.finalizesAt) this.count("edge: challenge mined at finalizesAt");
     const ok = await this.tx(
