@@ -31,7 +31,8 @@ import {
 
 import { ReceiptAccumulator } from "./accumulator";
 import { canon } from "./canonical";
-import { gasEscrowDomain, type GasEscrowDomain } from "./eip712";
+import { gasEscrowDomain, signingAccount, type GasEscrowDomain } from "./eip712";
+import { signedSessionKeyGrantFromJson, type SignedSessionKeyGrant } from "./session-key";
 import { secp256k1Backend } from "./secp256k1";
 import {
   challengeClose,
@@ -148,14 +149,14 @@ export const COMMANDS: Record<string, Command> = {
     summary: "stream paid invocations to the channel's provider over the sealed socket (synthetic, or a request file)",
     usage: "ioi stream --session ID (-n N | --request-file F) [--inflight K] [--peer HOST:PORT [--allow-remote]] [--commit-every N] [--commit-seconds T]",
     notes: ["  --request-file F  JSON-RPC requests, one per line; each result (or error) is printed as a JSON line"],
-    options: { session: { type: "string" }, n: { type: "string", short: "n" }, inflight: { type: "string" }, peer: { type: "string" }, "allow-remote": { type: "boolean" }, "request-file": { type: "string" }, "commit-every": { type: "string" }, "commit-seconds": { type: "string" }, ...LOG_OPTIONS },
+    options: { session: { type: "string" }, n: { type: "string", short: "n" }, inflight: { type: "string" }, peer: { type: "string" }, "allow-remote": { type: "boolean" }, "request-file": { type: "string" }, "commit-every": { type: "string" }, "commit-seconds": { type: "string" }, "session-key": { type: "string" }, ...LOG_OPTIONS },
     run: runStream,
   },
   call: {
     summary: "send one paid MCP request to the channel's provider and print its result",
     usage: "ioi call --session ID (--request-file F | --method M [--params JSON]) [--peer HOST:PORT [--allow-remote]]",
     notes: ["  e.g. ioi call --session 0x… --method tools/call --params '{\"name\":\"add\",\"arguments\":{\"a\":2,\"b\":3}}'"],
-    options: { session: { type: "string" }, "request-file": { type: "string" }, method: { type: "string" }, params: { type: "string" }, peer: { type: "string" }, "allow-remote": { type: "boolean" } },
+    options: { session: { type: "string" }, "request-file": { type: "string" }, method: { type: "string" }, params: { type: "string" }, peer: { type: "string" }, "allow-remote": { type: "boolean" }, "session-key": { type: "string" } },
     run: runCall,
   },
   status: {
@@ -489,6 +490,29 @@ async function runOpen(values: Record<string, unknown>, out: Out): Promise<void>
   }
 }
 
+/**
+ * `--session-key FILE` (decision 0025): the grant and private key `ioi session-key authorize --out` wrote; the
+ * tickets are then signed by that key, and the grant must be for this session.
+ */
+function sessionKeyOf(values: Record<string, unknown>, sessionId: Hex): { account: LocalAccount; grant: SignedSessionKeyGrant } | undefined {
+  const file = values["session-key"] as string | undefined;
+  if (file === undefined) return undefined;
+  let raw: { grant?: unknown; privateKey?: unknown };
+  try {
+    raw = JSON.parse(readFileSync(file, "utf8")) as typeof raw;
+  } catch {
+    throw new UsageError(`Cannot read --session-key ${file}: it must be the file \`ioi session-key authorize --out\` wrote.`);
+  }
+  const grant = asUsage(() => signedSessionKeyGrantFromJson(raw.grant, "session-key.grant"));
+  if (typeof raw.privateKey !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(raw.privateKey)) {
+    throw new UsageError(`--session-key ${file} holds no private key (a grant for a key you hold elsewhere cannot sign here).`);
+  }
+  const account = signingAccount(raw.privateKey as Hex);
+  if (account.address !== grant.grant.key) throw new UsageError(`--session-key ${file}: its private key is not the granted key ${grant.grant.key}.`);
+  if (grant.grant.sessionId !== sessionId) throw new UsageError(`--session-key ${file} is a grant for session ${grant.grant.sessionId}, not ${sessionId}.`);
+  return { account, grant };
+}
+
 async function runStream(values: Record<string, unknown>, out: Out): Promise<void> {
   const account = loadAccount(values);
   // Every option is checked before the chain or the store is touched.
@@ -500,13 +524,14 @@ async function runStream(values: Record<string, unknown>, out: Out): Promise<voi
   const commitEvery = Number(boundedUint(values, "commit-every", "receipts between two receipt commits (0: none mid-stream)", 0n, 10_000_000n, 100n));
   const commitIntervalMs = Number(boundedUint(values, "commit-seconds", "seconds between two receipt commits (0: none)", 0n, 86_400n, 0n)) * 1000;
   const sessionId = sessionOf(values);
+  const sessionKey = sessionKeyOf(values, sessionId);
   if (values.peer !== undefined) peerOf(values, undefined);
   const { domain } = await chainClients(values);
   const store = openStore(values, "payer");
   try {
     const channel = channelOf(store, sessionId);
     const { host, port } = peerOf(values, channel);
-    const client = await PayerClient.connect({ account, domain, store, channel, host, port, logger: loggerFrom(values, "payer") });
+    const client = await PayerClient.connect({ account, domain, store, channel, host, port, logger: loggerFrom(values, "payer"), ...(sessionKey ? { sessionKey } : {}) });
     await assertAffordable(client, channel, count);
     const started = performance.now();
     const latencies = await client.stream({
@@ -567,13 +592,14 @@ async function runCall(values: Record<string, unknown>, out: Out): Promise<void>
     return requests[0]!;
   });
   const sessionId = sessionOf(values);
+  const sessionKey = sessionKeyOf(values, sessionId);
   if (values.peer !== undefined) peerOf(values, undefined);
   const { domain } = await chainClients(values);
   const store = openStore(values, "payer");
   try {
     const channel = channelOf(store, sessionId);
     const { host, port } = peerOf(values, channel);
-    const client = await PayerClient.connect({ account, domain, store, channel, host, port });
+    const client = await PayerClient.connect({ account, domain, store, channel, host, port, ...(sessionKey ? { sessionKey } : {}) });
     await assertAffordable(client, channel, 1);
     try {
       const outcome = await client.invoke(request);

@@ -61,6 +61,7 @@ export const OPTION_HELP: Record<string, OptionHelp> = {
   "expires-in": { value: "SECONDS", text: "seconds from now until the session key expires (default: 3600)" },
   methods: { value: "LIST", text: "MCP methods the session key may pay for, comma-separated (default: *, any)" },
   key: { value: "ADDR", text: "the session key's address" },
+  "session-key": { value: "FILE", text: "sign the tickets with this session key (the file `ioi session-key authorize --out` wrote)" },
   all: { text: "revoke every session key of the acting payer, on every channel" },
   grant: { value: "FILE", text: "a session-key grant file (as `ioi session-key authorize --out` writes) to check" },
   client: { value: "ADDR", text: "the gig's client, when not the acting key (which then only funds and receives refunds: a sponsored gig)" },

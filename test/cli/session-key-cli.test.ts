@@ -94,6 +94,7 @@ describe("ioi open --payer and ioi session-key", function () {
       [["session-key", "authorize", "--ref", path.join(dir, "missing.json"), "--cap", "1"], "Cannot read --ref"],
       [["session-key", "revoke", "--all", "--key", fx.provider.address], "--all revokes every key on every channel"],
       [["gig", "fund", "--amount", "1", "--ics", `0x${"11".repeat(32)}`, "--client", "nobody"], "--client must be an address"],
+      [["stream", "--session", `0x${"22".repeat(32)}`, "-n", "1", "--session-key", path.join(dir, "missing.json")], "Cannot read --session-key"],
     ];
     for (const [argv, sentence] of cases) {
       const result = await runCli([...argv, ...chain, "--db", path.join(dir, "x.db")], keyOf(ROLE.payer));
