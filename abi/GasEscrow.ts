@@ -221,6 +221,17 @@ export const gasEscrowAbi = [
         "type": "bytes32"
       }
     ],
+    "name": "EmptyKeyTicket",
+    "type": "error"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "bytes32",
+        "name": "sessionId",
+        "type": "bytes32"
+      }
+    ],
     "name": "EmptyReceiptCommit",
     "type": "error"
   },
@@ -270,22 +281,6 @@ export const gasEscrowAbi = [
       }
     ],
     "name": "FrozenByDispute",
-    "type": "error"
-  },
-  {
-    "inputs": [
-      {
-        "internalType": "address",
-        "name": "key",
-        "type": "address"
-      },
-      {
-        "internalType": "uint40",
-        "name": "expiry",
-        "type": "uint40"
-      }
-    ],
-    "name": "InvalidSessionKey",
     "type": "error"
   },
   {
@@ -380,14 +375,9 @@ export const gasEscrowAbi = [
         "type": "address"
       },
       {
-        "internalType": "uint64",
-        "name": "keyEpoch",
-        "type": "uint64"
-      },
-      {
-        "internalType": "uint64",
-        "name": "currentEpoch",
-        "type": "uint64"
+        "internalType": "uint40",
+        "name": "revokedAt",
+        "type": "uint40"
       }
     ],
     "name": "RevokedSessionKey",
@@ -428,9 +418,30 @@ export const gasEscrowAbi = [
         "type": "address"
       },
       {
-        "internalType": "uint40",
+        "internalType": "uint64",
+        "name": "keyEpoch",
+        "type": "uint64"
+      },
+      {
+        "internalType": "uint64",
+        "name": "currentEpoch",
+        "type": "uint64"
+      }
+    ],
+    "name": "SessionKeyEpochAhead",
+    "type": "error"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "address",
+        "name": "key",
+        "type": "address"
+      },
+      {
+        "internalType": "uint64",
         "name": "expiry",
-        "type": "uint40"
+        "type": "uint64"
       }
     ],
     "name": "SessionKeyExpired",
@@ -546,6 +557,27 @@ export const gasEscrowAbi = [
       }
     ],
     "name": "TooManyOpenCases",
+    "type": "error"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "bytes32",
+        "name": "sessionId",
+        "type": "bytes32"
+      },
+      {
+        "internalType": "address",
+        "name": "key",
+        "type": "address"
+      },
+      {
+        "internalType": "address",
+        "name": "signer",
+        "type": "address"
+      }
+    ],
+    "name": "UnauthorizedSessionKey",
     "type": "error"
   },
   {
@@ -1091,39 +1123,8 @@ export const gasEscrowAbi = [
       {
         "indexed": false,
         "internalType": "uint40",
-        "name": "expiry",
+        "name": "revokedAt",
         "type": "uint40"
-      },
-      {
-        "indexed": false,
-        "internalType": "uint128",
-        "name": "spendCap",
-        "type": "uint128"
-      },
-      {
-        "indexed": false,
-        "internalType": "uint64",
-        "name": "epoch",
-        "type": "uint64"
-      }
-    ],
-    "name": "SessionKeyAuthorized",
-    "type": "event"
-  },
-  {
-    "anonymous": false,
-    "inputs": [
-      {
-        "indexed": true,
-        "internalType": "bytes32",
-        "name": "sessionId",
-        "type": "bytes32"
-      },
-      {
-        "indexed": true,
-        "internalType": "address",
-        "name": "key",
-        "type": "address"
       }
     ],
     "name": "SessionKeyRevoked",
@@ -1143,6 +1144,12 @@ export const gasEscrowAbi = [
         "internalType": "uint64",
         "name": "epoch",
         "type": "uint64"
+      },
+      {
+        "indexed": false,
+        "internalType": "uint40",
+        "name": "revokedAt",
+        "type": "uint40"
       }
     ],
     "name": "SessionKeysRevoked",
@@ -1255,6 +1262,19 @@ export const gasEscrowAbi = [
   {
     "inputs": [],
     "name": "RECEIPT_COMMIT_TYPEHASH",
+    "outputs": [
+      {
+        "internalType": "bytes32",
+        "name": "",
+        "type": "bytes32"
+      }
+    ],
+    "stateMutability": "view",
+    "type": "function"
+  },
+  {
+    "inputs": [],
+    "name": "SESSION_KEY_TYPEHASH",
     "outputs": [
       {
         "internalType": "bytes32",
@@ -1476,22 +1496,78 @@ export const gasEscrowAbi = [
         "type": "uint64"
       },
       {
-        "internalType": "address",
-        "name": "key",
-        "type": "address"
+        "components": [
+          {
+            "internalType": "uint128",
+            "name": "deposit",
+            "type": "uint128"
+          },
+          {
+            "internalType": "uint64",
+            "name": "seq",
+            "type": "uint64"
+          },
+          {
+            "internalType": "uint128",
+            "name": "amount",
+            "type": "uint128"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "receiptRoot",
+            "type": "bytes32"
+          },
+          {
+            "internalType": "uint16",
+            "name": "feeBps",
+            "type": "uint16"
+          }
+        ],
+        "internalType": "struct IGasEscrow.ClosingState",
+        "name": "recorded",
+        "type": "tuple"
       },
       {
-        "internalType": "uint40",
-        "name": "expiry",
-        "type": "uint40"
-      },
-      {
-        "internalType": "uint128",
-        "name": "spendCap",
-        "type": "uint128"
+        "components": [
+          {
+            "internalType": "uint64",
+            "name": "seq",
+            "type": "uint64"
+          },
+          {
+            "internalType": "uint128",
+            "name": "cumulativeAmount",
+            "type": "uint128"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "receiptRoot",
+            "type": "bytes32"
+          },
+          {
+            "components": [
+              {
+                "internalType": "bytes32",
+                "name": "r",
+                "type": "bytes32"
+              },
+              {
+                "internalType": "bytes32",
+                "name": "vs",
+                "type": "bytes32"
+              }
+            ],
+            "internalType": "struct IGasEscrow.Signature",
+            "name": "sig",
+            "type": "tuple"
+          }
+        ],
+        "internalType": "struct IGasEscrow.Ticket",
+        "name": "ticket",
+        "type": "tuple"
       }
     ],
-    "name": "authorizeSessionKey",
+    "name": "challenge",
     "outputs": [],
     "stateMutability": "nonpayable",
     "type": "function"
@@ -1620,9 +1696,58 @@ export const gasEscrowAbi = [
         "internalType": "struct IGasEscrow.Ticket",
         "name": "ticket",
         "type": "tuple"
+      },
+      {
+        "components": [
+          {
+            "internalType": "address",
+            "name": "key",
+            "type": "address"
+          },
+          {
+            "internalType": "uint64",
+            "name": "expiry",
+            "type": "uint64"
+          },
+          {
+            "internalType": "uint128",
+            "name": "spendCap",
+            "type": "uint128"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "capabilities",
+            "type": "bytes32"
+          },
+          {
+            "internalType": "uint64",
+            "name": "epoch",
+            "type": "uint64"
+          },
+          {
+            "components": [
+              {
+                "internalType": "bytes32",
+                "name": "r",
+                "type": "bytes32"
+              },
+              {
+                "internalType": "bytes32",
+                "name": "vs",
+                "type": "bytes32"
+              }
+            ],
+            "internalType": "struct IGasEscrow.Signature",
+            "name": "sig",
+            "type": "tuple"
+          }
+        ],
+        "internalType": "struct IGasEscrow.SessionKeyGrant",
+        "name": "grant",
+        "type": "tuple"
       }
     ],
-    "name": "challenge",
+    "name": "challengeWithKey",
     "outputs": [],
     "stateMutability": "nonpayable",
     "type": "function"
@@ -1881,6 +2006,154 @@ export const gasEscrowAbi = [
   {
     "inputs": [
       {
+        "components": [
+          {
+            "internalType": "address",
+            "name": "payer",
+            "type": "address"
+          },
+          {
+            "internalType": "address",
+            "name": "provider",
+            "type": "address"
+          },
+          {
+            "internalType": "address",
+            "name": "funder",
+            "type": "address"
+          },
+          {
+            "internalType": "address",
+            "name": "asset",
+            "type": "address"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "termsHash",
+            "type": "bytes32"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "policyHash",
+            "type": "bytes32"
+          },
+          {
+            "internalType": "uint64",
+            "name": "challengeDuration",
+            "type": "uint64"
+          },
+          {
+            "internalType": "uint64",
+            "name": "nonce",
+            "type": "uint64"
+          }
+        ],
+        "internalType": "struct IGasEscrow.ChannelTerms",
+        "name": "terms",
+        "type": "tuple"
+      },
+      {
+        "internalType": "uint64",
+        "name": "openedAt",
+        "type": "uint64"
+      },
+      {
+        "components": [
+          {
+            "internalType": "uint64",
+            "name": "seq",
+            "type": "uint64"
+          },
+          {
+            "internalType": "uint128",
+            "name": "cumulativeAmount",
+            "type": "uint128"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "receiptRoot",
+            "type": "bytes32"
+          },
+          {
+            "components": [
+              {
+                "internalType": "bytes32",
+                "name": "r",
+                "type": "bytes32"
+              },
+              {
+                "internalType": "bytes32",
+                "name": "vs",
+                "type": "bytes32"
+              }
+            ],
+            "internalType": "struct IGasEscrow.Signature",
+            "name": "sig",
+            "type": "tuple"
+          }
+        ],
+        "internalType": "struct IGasEscrow.Ticket",
+        "name": "ticket",
+        "type": "tuple"
+      },
+      {
+        "components": [
+          {
+            "internalType": "address",
+            "name": "key",
+            "type": "address"
+          },
+          {
+            "internalType": "uint64",
+            "name": "expiry",
+            "type": "uint64"
+          },
+          {
+            "internalType": "uint128",
+            "name": "spendCap",
+            "type": "uint128"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "capabilities",
+            "type": "bytes32"
+          },
+          {
+            "internalType": "uint64",
+            "name": "epoch",
+            "type": "uint64"
+          },
+          {
+            "components": [
+              {
+                "internalType": "bytes32",
+                "name": "r",
+                "type": "bytes32"
+              },
+              {
+                "internalType": "bytes32",
+                "name": "vs",
+                "type": "bytes32"
+              }
+            ],
+            "internalType": "struct IGasEscrow.Signature",
+            "name": "sig",
+            "type": "tuple"
+          }
+        ],
+        "internalType": "struct IGasEscrow.SessionKeyGrant",
+        "name": "grant",
+        "type": "tuple"
+      }
+    ],
+    "name": "closeUnilateralWithKey",
+    "outputs": [],
+    "stateMutability": "nonpayable",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
         "internalType": "bytes32",
         "name": "sessionId",
         "type": "bytes32"
@@ -2105,6 +2378,30 @@ export const gasEscrowAbi = [
         "internalType": "uint256[]",
         "name": "extensions",
         "type": "uint256[]"
+      }
+    ],
+    "stateMutability": "view",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "address",
+        "name": "payer",
+        "type": "address"
+      },
+      {
+        "internalType": "uint64",
+        "name": "epoch",
+        "type": "uint64"
+      }
+    ],
+    "name": "epochRevokedAt",
+    "outputs": [
+      {
+        "internalType": "uint40",
+        "name": "",
+        "type": "uint40"
       }
     ],
     "stateMutability": "view",
@@ -2371,6 +2668,50 @@ export const gasEscrowAbi = [
       }
     ],
     "name": "hashReceiptCommit",
+    "outputs": [
+      {
+        "internalType": "bytes32",
+        "name": "",
+        "type": "bytes32"
+      }
+    ],
+    "stateMutability": "view",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "bytes32",
+        "name": "sessionId",
+        "type": "bytes32"
+      },
+      {
+        "internalType": "address",
+        "name": "key",
+        "type": "address"
+      },
+      {
+        "internalType": "uint64",
+        "name": "expiry",
+        "type": "uint64"
+      },
+      {
+        "internalType": "uint128",
+        "name": "spendCap",
+        "type": "uint128"
+      },
+      {
+        "internalType": "bytes32",
+        "name": "capabilities",
+        "type": "bytes32"
+      },
+      {
+        "internalType": "uint64",
+        "name": "epoch",
+        "type": "uint64"
+      }
+    ],
+    "name": "hashSessionKey",
     "outputs": [
       {
         "internalType": "bytes32",
@@ -2800,22 +3141,12 @@ export const gasEscrowAbi = [
         "type": "address"
       }
     ],
-    "name": "sessionKeyOf",
+    "name": "sessionKeyRevokedAt",
     "outputs": [
       {
         "internalType": "uint40",
-        "name": "expiry",
+        "name": "",
         "type": "uint40"
-      },
-      {
-        "internalType": "uint128",
-        "name": "spendCap",
-        "type": "uint128"
-      },
-      {
-        "internalType": "uint64",
-        "name": "epoch",
-        "type": "uint64"
       }
     ],
     "stateMutability": "view",

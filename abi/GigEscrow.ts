@@ -300,6 +300,11 @@ export const gigEscrowAbi = [
   },
   {
     "inputs": [],
+    "name": "ZeroClient",
+    "type": "error"
+  },
+  {
+    "inputs": [],
     "name": "ZeroDeliverableHash",
     "type": "error"
   },
@@ -518,6 +523,25 @@ export const gigEscrowAbi = [
       }
     ],
     "name": "GigSettled",
+    "type": "event"
+  },
+  {
+    "anonymous": false,
+    "inputs": [
+      {
+        "indexed": true,
+        "internalType": "uint64",
+        "name": "gigId",
+        "type": "uint64"
+      },
+      {
+        "indexed": true,
+        "internalType": "address",
+        "name": "funder",
+        "type": "address"
+      }
+    ],
+    "name": "GigSponsored",
     "type": "event"
   },
   {
@@ -884,6 +908,74 @@ export const gigEscrowAbi = [
       }
     ],
     "stateMutability": "payable",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "address",
+        "name": "client",
+        "type": "address"
+      },
+      {
+        "internalType": "address",
+        "name": "provider",
+        "type": "address"
+      },
+      {
+        "internalType": "address",
+        "name": "asset",
+        "type": "address"
+      },
+      {
+        "internalType": "uint128",
+        "name": "amount",
+        "type": "uint128"
+      },
+      {
+        "internalType": "bytes32",
+        "name": "icsHash",
+        "type": "bytes32"
+      },
+      {
+        "internalType": "uint40",
+        "name": "deadline",
+        "type": "uint40"
+      },
+      {
+        "internalType": "uint40",
+        "name": "disputeWindow",
+        "type": "uint40"
+      }
+    ],
+    "name": "fundFor",
+    "outputs": [
+      {
+        "internalType": "uint64",
+        "name": "gigId",
+        "type": "uint64"
+      }
+    ],
+    "stateMutability": "payable",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "uint64",
+        "name": "gigId",
+        "type": "uint64"
+      }
+    ],
+    "name": "funderOf",
+    "outputs": [
+      {
+        "internalType": "address",
+        "name": "",
+        "type": "address"
+      }
+    ],
+    "stateMutability": "view",
     "type": "function"
   },
   {

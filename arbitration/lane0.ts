@@ -18,6 +18,7 @@ import { verifyReceiptCommit } from "../channel-client/receipt-commit";
 import { GENESIS_RECEIPT_HASH, sessionReceiptHash, verifySessionReceipt } from "../channel-client/receipt";
 import { describePricing, missingReceiptBindings, modelAllowed, penaltyOf, priceOf, sessionIdOf, termsHashOf, type PricingTerms } from "../channel-client/terms";
 import { verifyPaymentTicket } from "../channel-client/ticket";
+import { assertWithinGrant, verifySessionKeyGrantSignature } from "../channel-client/session-key";
 import { bundleHash } from "./bundle";
 import type { CaseContext } from "./context";
 import { icsHash } from "./ics";
@@ -357,9 +358,16 @@ async function receiptEvidenceChecks(
   await signatureCheck(c, `${at}.receipt_signature`, "RECEIPT_SIGNATURE_INVALID", () =>
     verifySessionReceipt({ signed: e.receipt, signer: terms.provider }),
   );
-  await signatureCheck(c, `${at}.ticket_signature`, "TICKET_SIGNATURE_INVALID", () =>
-    verifyPaymentTicket({ domain, signed: e.ticket, signer: terms.payer }),
-  );
+  // A ticket signed by a session key (decision 0025) counts as the payer's when the payer's grant for this
+  // session names its signer and covers its amount. Expiry and revocation are not judged here: the chain
+  // accepted the ticket within the key's grace when the close or challenge recorded it.
+  const grant = e.sessionKey;
+  await signatureCheck(c, `${at}.ticket_signature`, "TICKET_SIGNATURE_INVALID", async () => {
+    if (!grant) return verifyPaymentTicket({ domain, signed: e.ticket, signer: terms.payer });
+    await verifySessionKeyGrantSignature({ domain, signed: grant, payer: terms.payer, sessionId });
+    await verifyPaymentTicket({ domain, signed: e.ticket, signer: grant.grant.key });
+    assertWithinGrant(grant, t.cumulativeAmount, undefined);
+  });
   c.evidence(
     `${at}.binding`,
     "RECEIPT_BINDING_MISMATCH",

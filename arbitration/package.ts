@@ -45,6 +45,12 @@ import {
 } from "../channel-client/ticket";
 import { assertMatchesSchema } from "../channel-client/schemas";
 import { expectUint, uintToJson } from "../channel-client/validate";
+import {
+  signedSessionKeyGrantFromJson,
+  signedSessionKeyGrantToJson,
+  type SignedSessionKeyGrant,
+  type SignedSessionKeyGrantJson,
+} from "../channel-client/session-key";
 import { bundleFromJson, bundleToJson, type Bundle } from "./bundle";
 import { parseDocument, type DocumentFormat } from "./document";
 import { ArtifactIdMismatchError, InvalidPackageError } from "./errors";
@@ -80,12 +86,15 @@ export type ReceiptEvidence = {
   ticket: SignedPaymentTicket;
   leafIndex: bigint;
   merkleProof: Hex[];
+  /** The payer's grant when a session key signed the ticket (decision 0025); absent: the payer signed it. */
+  sessionKey?: SignedSessionKeyGrant;
 };
 export type ReceiptEvidenceJson = {
   receipt: SignedSessionReceiptJson;
   ticket: SignedPaymentTicketJson;
   leaf_index: string;
   merkle_proof: Hex[];
+  session_key?: SignedSessionKeyGrantJson;
 };
 
 /**
@@ -268,6 +277,7 @@ function evidenceContentFromJson(value: EvidenceJson, path: string): Evidence {
           ticket: signedPaymentTicketFromJson(c.ticket, `${content}.ticket`),
           leafIndex: expectUint(c.leaf_index, `${content}.leaf_index`, 64),
           merkleProof: [...c.merkle_proof],
+          ...(c.session_key === undefined ? {} : { sessionKey: signedSessionKeyGrantFromJson(c.session_key, `${content}.session_key`) }),
         },
       };
       break;
@@ -316,6 +326,7 @@ export function evidenceContentToJson(item: Evidence): EvidenceContentJson[Evide
         ticket: signedPaymentTicketToJson(c.ticket),
         leaf_index: uintToJson(c.leafIndex),
         merkle_proof: [...c.merkleProof],
+        ...(c.sessionKey ? { session_key: signedSessionKeyGrantToJson(c.sessionKey) } : {}),
       };
     }
     case "channel": {

@@ -9,7 +9,7 @@
  * variable named by --key-env (default IOI_PRIVATE_KEY). Every command prints readable lines, or with
  * --json one JSON object on the last line.
  */
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import {
   getAddress,
@@ -27,7 +27,8 @@ import {
 
 import { ReceiptAccumulator } from "./accumulator";
 import { canon } from "./canonical";
-import { gasEscrowDomain, type GasEscrowDomain } from "./eip712";
+import { gasEscrowDomain, signingAccount, type GasEscrowDomain } from "./eip712";
+import { signedSessionKeyGrantFromJson, type SignedSessionKeyGrant } from "./session-key";
 import { secp256k1Backend } from "./secp256k1";
 import {
   anchorReceiptCommit,
@@ -132,9 +133,15 @@ export const COMMANDS: Record<string, Command> = {
     run: runProvider,
   },
   open: {
-    summary: "open and fund an ETH channel to a provider; the acting key is payer and funder",
-    usage: "ioi open --provider ADDR --deposit WEI [--peer HOST:PORT] [--price WEI | --terms-file FILE] [--challenge SECONDS]",
+    summary: "open and fund an ETH channel to a provider; the acting key is the funder and, unless --payer names another, the payer",
+    usage: "ioi open --provider ADDR --deposit WEI [--peer HOST:PORT] [--price WEI | --terms-file FILE] [--challenge SECONDS] [--payer ADDR [--ref-out FILE]]",
+    notes: [
+      "  --payer ADDR     a sponsored channel: ADDR signs the tickets (it needs no funds); the acting key funds it and",
+      "                   receives every refund; the channel is not stored as the acting key's to stream on",
+    ],
     options: {
+      payer: { type: "string" },
+      "ref-out": { type: "string" },
       provider: { type: "string" },
       price: { type: "string" },
       "terms-file": { type: "string" },
@@ -150,14 +157,14 @@ export const COMMANDS: Record<string, Command> = {
     summary: "stream paid invocations to the channel's provider over the sealed socket (synthetic, or a request file)",
     usage: "ioi stream --session ID (-n N | --request-file F) [--inflight K] [--peer HOST:PORT [--allow-remote]] [--commit-every N] [--commit-seconds T]",
     notes: ["  --request-file F  JSON-RPC requests, one per line; each result (or error) is printed as a JSON line"],
-    options: { session: { type: "string" }, n: { type: "string", short: "n" }, inflight: { type: "string" }, peer: { type: "string" }, "allow-remote": { type: "boolean" }, "request-file": { type: "string" }, "commit-every": { type: "string" }, "commit-seconds": { type: "string" }, ...LOG_OPTIONS },
+    options: { session: { type: "string" }, n: { type: "string", short: "n" }, inflight: { type: "string" }, peer: { type: "string" }, "allow-remote": { type: "boolean" }, "request-file": { type: "string" }, "commit-every": { type: "string" }, "commit-seconds": { type: "string" }, "session-key": { type: "string" }, ...LOG_OPTIONS },
     run: runStream,
   },
   call: {
     summary: "send one paid MCP request to the channel's provider and print its result",
     usage: "ioi call --session ID (--request-file F | --method M [--params JSON]) [--peer HOST:PORT [--allow-remote]]",
     notes: ["  e.g. ioi call --session 0x… --method tools/call --params '{\"name\":\"add\",\"arguments\":{\"a\":2,\"b\":3}}'"],
-    options: { session: { type: "string" }, "request-file": { type: "string" }, method: { type: "string" }, params: { type: "string" }, peer: { type: "string" }, "allow-remote": { type: "boolean" } },
+    options: { session: { type: "string" }, "request-file": { type: "string" }, method: { type: "string" }, params: { type: "string" }, peer: { type: "string" }, "allow-remote": { type: "boolean" }, "session-key": { type: "string" } },
     run: runCall,
   },
   status: {
@@ -202,7 +209,7 @@ export const COMMANDS: Record<string, Command> = {
                               PLUMBING
 //////////////////////////////////////////////////////////////*/
 
-async function chainClients(values: Record<string, unknown>, account?: LocalAccount) {
+export async function chainClients(values: Record<string, unknown>, account?: LocalAccount) {
   givenAddress(values, "escrow", "IOI_ESCROW"); // a malformed address is refused before any RPC call
   const { publicClient, wallet, chainId } = await rpcClients(values, account);
   const { address: escrow, fromBlock } = await deployedContract(values, publicClient, "escrow", "IOI_ESCROW", "GasEscrow");
@@ -336,6 +343,10 @@ async function runOpen(values: Record<string, unknown>, out: Out): Promise<void>
   const account = loadAccount(values);
   const provider = need(values, "provider", "the provider's address");
   if (!isAddress(provider)) throw new UsageError(`--provider must be an address; received "${provider}".`);
+  // A sponsored channel (issue 14): the acting key funds it for another payer.
+  const payer = values.payer === undefined ? account.address : addressOption(values, "payer", "the payer who signs the tickets");
+  const sponsored = payer.toLowerCase() !== account.address.toLowerCase();
+  if (values["ref-out"] !== undefined && !sponsored) throw new UsageError("--ref-out is for a sponsored channel (--payer ADDR): the payer's own store keeps its channels.");
   const deposit = weiAmount(values, "deposit", "wei to lock in the channel");
   if (deposit === 0n) throw new UsageError("--deposit must be more than zero: a channel with nothing in it can pay for nothing.");
   // Every option is checked before reaching for a node.
@@ -380,7 +391,7 @@ async function runOpen(values: Record<string, unknown>, out: Out): Promise<void>
       escrow,
       amount: deposit,
       terms: {
-        payer: account.address,
+        payer,
         provider: getAddress(provider),
         funder: account.address,
         asset: NATIVE_ASSET,
@@ -390,12 +401,50 @@ async function runOpen(values: Record<string, unknown>, out: Out): Promise<void>
         nonce: BigInt(Date.now()),
       },
     });
-    await store.putChannel({ sessionId: opened.sessionId, role: "payer", ref: opened.ref, pricing, escrow, chainId, deposit: opened.deposit, status: "open", ...(values.peer ? { peer: values.peer as string } : {}) });
+    if (!sponsored) {
+      await store.putChannel({ sessionId: opened.sessionId, role: "payer", ref: opened.ref, pricing, escrow, chainId, deposit: opened.deposit, status: "open", ...(values.peer ? { peer: values.peer as string } : {}) });
+    }
     out.lines.push(`Opened session ${opened.sessionId} with ${formatAmountWithBase(opened.deposit)} ${pricing.version === "1" ? ` at ${formatAmountWithBase(pricing.pricePerInvocation)} per invocation` : ` on terms ${termsHashOf(pricing)} (${describePricing(pricing)})`} (gas ${opened.gasUsed}).`);
-    Object.assign(out.result, { sessionId: opened.sessionId, openedAt: opened.ref.openedAt.toString(), deposit: opened.deposit.toString(), gasUsed: Number(opened.gasUsed), domain: { chainId: domain.chainId, escrow }, ...(pricing.version === "1" ? { pricePerInvocation: pricing.pricePerInvocation.toString() } : {}), termsHash: termsHashOf(pricing), termsChecked });
+    const ref = channelRefToJson(opened.ref);
+    if (sponsored) {
+      out.lines.push(`Sponsored: ${payer} signs the tickets (it holds no funds); refunds come back to ${account.address}.`);
+      const refOut = values["ref-out"] as string | undefined;
+      if (refOut) {
+        try {
+          writeFileSync(refOut, `${JSON.stringify(ref, null, 2)}\n`);
+        } catch (cause) {
+          throw new UsageError(`Cannot write --ref-out ${refOut}: ${(cause as Error).message.split("\n")[0]}.`, { cause });
+        }
+        out.lines.push(`Wrote the channel reference for the payer to ${refOut} (ioi session-key authorize --ref ${refOut}).`);
+      }
+    }
+    Object.assign(out.result, { sessionId: opened.sessionId, openedAt: opened.ref.openedAt.toString(), deposit: opened.deposit.toString(), gasUsed: Number(opened.gasUsed), domain: { chainId: domain.chainId, escrow }, ...(pricing.version === "1" ? { pricePerInvocation: pricing.pricePerInvocation.toString() } : {}), termsHash: termsHashOf(pricing), termsChecked, payer, funder: account.address, ref });
   } finally {
     await store.close();
   }
+}
+
+/**
+ * `--session-key FILE` (decision 0025): the grant and private key `ioi session-key authorize --out` wrote; the
+ * tickets are then signed by that key, and the grant must be for this session.
+ */
+function sessionKeyOf(values: Record<string, unknown>, sessionId: Hex): { account: LocalAccount; grant: SignedSessionKeyGrant } | undefined {
+  const file = values["session-key"] as string | undefined;
+  if (file === undefined) return undefined;
+  let raw: { grant?: unknown; privateKey?: unknown };
+  try {
+    raw = JSON.parse(readFileSync(file, "utf8")) as typeof raw;
+  } catch {
+    throw new UsageError(`Cannot read --session-key ${file}: it must be the file \`ioi session-key authorize --out\` wrote.`);
+  }
+  const grant = asUsage(() => signedSessionKeyGrantFromJson(raw.grant, "session-key.grant"));
+  if (typeof raw.privateKey !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(raw.privateKey)) {
+    throw new UsageError(`--session-key ${file} holds no private key (a grant for a key you hold elsewhere cannot sign here).`);
+  }
+  const account = signingAccount(raw.privateKey as Hex);
+  if (account.address !== grant.grant.key) throw new UsageError(`--session-key ${file}: its private key is not the granted key ${grant.grant.key}.`);
+  if (grant.grant.sessionId !== sessionId) throw new UsageError(`--session-key ${file} is a grant for session ${grant.grant.sessionId}, not ${sessionId}.`);
+  return { account, grant };
 }
 
 async function runStream(values: Record<string, unknown>, out: Out): Promise<void> {
@@ -409,13 +458,14 @@ async function runStream(values: Record<string, unknown>, out: Out): Promise<voi
   const commitEvery = Number(boundedUint(values, "commit-every", "receipts between two receipt commits (0: none mid-stream)", 0n, 10_000_000n, 100n));
   const commitIntervalMs = Number(boundedUint(values, "commit-seconds", "seconds between two receipt commits (0: none)", 0n, 86_400n, 0n)) * 1000;
   const sessionId = sessionOf(values);
+  const sessionKey = sessionKeyOf(values, sessionId);
   if (values.peer !== undefined) peerOf(values, undefined);
   const { domain } = await chainClients(values);
   const store = openStore(values, "payer");
   try {
     const channel = channelOf(store, sessionId);
     const { host, port } = peerOf(values, channel);
-    const client = await (await nodeModules.payerClient()).PayerClient.connect({ account, domain, store, channel, host, port, logger: loggerFrom(values, "payer") });
+    const client = await (await nodeModules.payerClient()).PayerClient.connect({ account, domain, store, channel, host, port, logger: loggerFrom(values, "payer"), ...(sessionKey ? { sessionKey } : {}) });
     await assertAffordable(client, channel, count);
     const started = performance.now();
     const latencies = await client.stream({
@@ -477,13 +527,14 @@ async function runCall(values: Record<string, unknown>, out: Out): Promise<void>
     return requests[0]!;
   });
   const sessionId = sessionOf(values);
+  const sessionKey = sessionKeyOf(values, sessionId);
   if (values.peer !== undefined) peerOf(values, undefined);
   const { domain } = await chainClients(values);
   const store = openStore(values, "payer");
   try {
     const channel = channelOf(store, sessionId);
     const { host, port } = peerOf(values, channel);
-    const client = await (await nodeModules.payerClient()).PayerClient.connect({ account, domain, store, channel, host, port });
+    const client = await (await nodeModules.payerClient()).PayerClient.connect({ account, domain, store, channel, host, port, ...(sessionKey ? { sessionKey } : {}) });
     await assertAffordable(client, channel, 1);
     try {
       const outcome = await client.invoke(request);
@@ -733,8 +784,10 @@ export const GIG_COMMANDS: Record<string, Command> = {
   fund: {
     summary: "escrow a bounty for a gig bound to an Intent Contract Schema; prints the gig id (the acting key is the client)",
     usage:
-      "ioi gig fund --amount WEI (--ics HASH | --ics-file PATH) [--provider ADDR] [--asset ADDR] [--deadline SECONDS] [--dispute-window SECONDS]",
+      "ioi gig fund --amount WEI (--ics HASH | --ics-file PATH) [--provider ADDR] [--asset ADDR] [--deadline SECONDS] [--dispute-window SECONDS] [--client ADDR]",
+    notes: ["  --client ADDR    a sponsored gig: ADDR is the client who alone acts on it; the acting key pays and receives every refund"],
     options: {
+      client: { type: "string" },
       amount: { type: "string" },
       ics: { type: "string" },
       "ics-file": { type: "string" },
@@ -860,6 +913,8 @@ async function runGigFund(values: Record<string, unknown>, out: Out): Promise<vo
   const amount = uint(values, "amount", "the bounty in wei (or the token's smallest unit)");
   const { icsHash, icsFile, ics } = icsHashOf(values);
   const provider = values.provider === undefined ? zeroAddress : addressOption(values, "provider", "the one provider who may accept");
+  const client = values.client === undefined ? undefined : addressOption(values, "client", "the gig's client, who alone acts on it");
+  if (client !== undefined && BigInt(client) === 0n) throw new UsageError("--client must be a real address, not the zero address.");
   const assetText = values.asset as string | undefined;
   const asset = assetText === undefined || assetText.toLowerCase() === "eth" ? NATIVE_ASSET : addressOption(values, "asset", "the ERC-20 to escrow, or eth");
   const deadlineIn = uint(values, "deadline", "seconds from now until the gig must be delivered", 7n * 86_400n);
@@ -874,8 +929,9 @@ async function runGigFund(values: Record<string, unknown>, out: Out): Promise<vo
   // "From now" on the chain's clock, which a devnet may have moved ahead of the wall clock.
   const now = (await publicClient.getBlock()).timestamp;
   if (ics) checkGigAgainstIcs(ics, icsFile!, { asset, amount, deadline: now + deadlineIn });
-  const funded = await fundGig({ wallet: wallet!, publicClient, gigEscrow, provider, asset, amount, icsHash, deadline: now + deadlineIn, disputeWindow });
+  const funded = await fundGig({ wallet: wallet!, publicClient, gigEscrow, provider, asset, amount, icsHash, deadline: now + deadlineIn, disputeWindow, ...(client ? { client } : {}) });
   const who = BigInt(provider) === 0n ? "any active provider" : provider;
+  if (client) out.lines.push(`Sponsored: ${client} is the gig's client; refunds come back to ${account.address}.`);
   out.lines.push(
     `Funded gig ${funded.gigId}: ${formatAmountWithBase(funded.amount, await assetUnitOf(publicClient, asset))} for ${who}, due by ${formatMoment(now + deadlineIn, now)}, dispute window ${formatDuration(disputeWindow)} (gas ${funded.gasUsed}${funded.approval ? `, approval gas ${funded.approval.gasUsed}` : ""}).`,
   );
@@ -888,6 +944,8 @@ async function runGigFund(values: Record<string, unknown>, out: Out): Promise<vo
     ...(icsFile ? { icsFile } : {}),
     deadline: (now + deadlineIn).toString(),
     disputeWindow: disputeWindow.toString(),
+    client: client ?? account.address,
+    funder: account.address,
     gasUsed: Number(funded.gasUsed),
     ...(funded.approval ? { approvalGasUsed: Number(funded.approval.gasUsed) } : {}),
   });

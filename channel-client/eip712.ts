@@ -65,6 +65,15 @@ export const eip712Types = {
     { name: "cumulativeAmount", type: "uint128" },
     { name: "receiptRoot", type: "bytes32" },
   ],
+  /** A payer's delegation to a session key (decision 0025); `session-key.ts` owns its JSON form. */
+  SessionKey: [
+    { name: "sessionId", type: "bytes32" },
+    { name: "key", type: "address" },
+    { name: "expiry", type: "uint64" },
+    { name: "spendCap", type: "uint128" },
+    { name: "capabilities", type: "bytes32" },
+    { name: "epoch", type: "uint64" },
+  ],
   SettlementSummary: [
     { name: "sessionId", type: "bytes32" },
     { name: "provider", type: "address" },

@@ -155,3 +155,32 @@ export class ReceiptOverpricedError extends BaseError {
 export class RequiredReceiptMissingError extends BaseError {
   override name = "RequiredReceiptMissingError" as const;
 }
+
+/**
+ * A ticket signed by a session key is outside what the payer's grant allows (decision 0025): the grant is
+ * not the payer's or not for this session, the key expired or was revoked, the ticket exceeds its spend
+ * cap, or the call is for a method outside its capabilities.
+ */
+export class SessionKeyError extends BaseError {
+  override name = "SessionKeyError" as const;
+}
+
+/** The session key expired (its grant's `expiry` has passed). */
+export class SessionKeyExpiredError extends BaseError {
+  override name = "SessionKeyExpiredError" as const;
+}
+
+/** The payer revoked the session key on-chain (one key, or its whole epoch). */
+export class SessionKeyRevokedError extends BaseError {
+  override name = "SessionKeyRevokedError" as const;
+}
+
+/** The ticket authorises more than the session key's spend cap. */
+export class SessionKeyCapExceededError extends BaseError {
+  override name = "SessionKeyCapExceededError" as const;
+}
+
+/** The call is for a method the session key may not pay for. */
+export class SessionKeyCapabilityError extends BaseError {
+  override name = "SessionKeyCapabilityError" as const;
+}

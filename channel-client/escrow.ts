@@ -23,6 +23,7 @@ import { BaseError } from "./errors";
 import type { SignedReceiptCommit } from "./receipt-commit";
 import type { SettlementSummary } from "./summary";
 import type { SignedPaymentTicket } from "./ticket";
+import { sessionKeyGrantArg, type SessionKeyChainState, type SignedSessionKeyGrant } from "./session-key";
 import type { ChannelRef, ChannelTerms } from "./terms";
 
 /**
@@ -47,7 +48,19 @@ export async function escrowDomain(publicClient: PublicClient, escrow: Address):
   return gasEscrowDomain({ chainId: await publicClient.getChainId(), verifyingContract: escrow });
 }
 
-type EscrowWrite = "open" | "deposit" | "closeCooperative" | "closeUnilateral" | "anchorReceiptCommit" | "challenge" | "finalize" | "claim";
+type EscrowWrite =
+  | "open"
+  | "deposit"
+  | "closeCooperative"
+  | "closeUnilateral"
+  | "closeUnilateralWithKey"
+  | "anchorReceiptCommit"
+  | "challenge"
+  | "challengeWithKey"
+  | "finalize"
+  | "claim"
+  | "revokeSessionKey"
+  | "revokeAllSessionKeys";
 
 /**
  * One GasEscrow write, checked before it is sent (chain, code, funds, simulation: see `checkedWrite`); a
@@ -228,9 +241,13 @@ export async function closeUnilateral(parameters: {
   chainId?: number;
   ref: ChannelRef;
   ticket: SignedPaymentTicket | undefined;
+  /** The payer's grant when a session key signed `ticket` (decision 0025): closes with `closeUnilateralWithKey`. */
+  grant?: SignedSessionKeyGrant;
 }): Promise<ClosingChannel> {
-  const { ref, ticket } = parameters;
-  const { hash, receipt } = await send(parameters, "closeUnilateral", [ref.terms, ref.openedAt, ticketArg(ticket)], { asset: ref.terms.asset });
+  const { ref, ticket, grant } = parameters;
+  const { hash, receipt } = grant
+    ? await send(parameters, "closeUnilateralWithKey", [ref.terms, ref.openedAt, ticketArg(ticket), sessionKeyGrantArg(grant, toCompactSignature)], { asset: ref.terms.asset })
+    : await send(parameters, "closeUnilateral", [ref.terms, ref.openedAt, ticketArg(ticket)], { asset: ref.terms.asset });
   const [closing] = parseEventLogs({ abi: gasEscrowAbi, eventName: "ChannelClosing", logs: receipt.logs });
   if (!closing) throw new EscrowTransactionError(`Transaction ${hash} closed no channel.`);
   const { seq, amount, receiptRoot, deposit, feeBps, finalizesAt } = closing.args;
@@ -281,9 +298,13 @@ export async function challengeClose(parameters: {
   ref: ChannelRef;
   recorded: ClosingState;
   ticket: SignedPaymentTicket;
+  /** The payer's grant when a session key signed `ticket` (decision 0025): challenges with `challengeWithKey`. */
+  grant?: SignedSessionKeyGrant;
 }): Promise<ClosingChannel> {
-  const { ref, recorded, ticket } = parameters;
-  const { hash, receipt } = await send(parameters, "challenge", [ref.terms, ref.openedAt, recorded, ticketArg(ticket)], { asset: ref.terms.asset });
+  const { ref, recorded, ticket, grant } = parameters;
+  const { hash, receipt } = grant
+    ? await send(parameters, "challengeWithKey", [ref.terms, ref.openedAt, recorded, ticketArg(ticket), sessionKeyGrantArg(grant, toCompactSignature)], { asset: ref.terms.asset })
+    : await send(parameters, "challenge", [ref.terms, ref.openedAt, recorded, ticketArg(ticket)], { asset: ref.terms.asset });
   const [challenged] = parseEventLogs({ abi: gasEscrowAbi, eventName: "ChannelChallenged", logs: receipt.logs });
   if (!challenged) throw new EscrowTransactionError(`Transaction ${hash} challenged nothing.`);
   const { seq, amount, receiptRoot, finalizesAt } = challenged.args;
@@ -323,4 +344,58 @@ export async function claimPayout(parameters: { wallet: Wallet; publicClient: Pu
   const { hash, receipt } = await send(parameters, "claim", [asset], { asset });
   const [claimed] = parseEventLogs({ abi: gasEscrowAbi, eventName: "Claimed", logs: receipt.logs });
   return { hash, gasUsed: receipt.gasUsed, blockNumber: receipt.blockNumber, amount: claimed?.args.amount ?? 0n };
+}
+
+/**
+ * Revokes one session key of the channel from this block on (only the payer may). Revoking it again is a
+ * no-op on-chain and returns the first revocation's time.
+ */
+export async function revokeSessionKey(parameters: {
+  wallet: Wallet;
+  publicClient: PublicClient;
+  escrow: Address;
+  chainId?: number;
+  ref: ChannelRef;
+  key: Address;
+}): Promise<TxResult & { revokedAt: bigint }> {
+  const { ref, key, publicClient, escrow } = parameters;
+  if (parameters.wallet.account.address.toLowerCase() !== ref.terms.payer.toLowerCase()) {
+    throw new EscrowTransactionError(`Only the channel's payer (${ref.terms.payer}) may revoke its session keys, not ${parameters.wallet.account.address}.`);
+  }
+  const { hash, receipt } = await send(parameters, "revokeSessionKey", [ref.terms, ref.openedAt, key], { asset: ref.terms.asset });
+  const [revoked] = parseEventLogs({ abi: gasEscrowAbi, eventName: "SessionKeyRevoked", logs: receipt.logs });
+  const sessionId = await publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "sessionIdOf", args: [ref.terms, ref.openedAt] });
+  const revokedAt = revoked
+    ? BigInt(revoked.args.revokedAt)
+    : BigInt(await publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "sessionKeyRevokedAt", args: [sessionId, key] }));
+  return { hash, gasUsed: receipt.gasUsed, blockNumber: receipt.blockNumber, revokedAt };
+}
+
+/** Revokes every session key the wallet granted in its current epoch, on every channel; returns the new epoch. */
+export async function revokeAllSessionKeys(parameters: {
+  wallet: Wallet;
+  publicClient: PublicClient;
+  escrow: Address;
+  chainId?: number;
+}): Promise<TxResult & { epoch: bigint; revokedAt: bigint }> {
+  const { hash, receipt } = await send(parameters, "revokeAllSessionKeys", [], { asset: zeroAddress });
+  const [revoked] = parseEventLogs({ abi: gasEscrowAbi, eventName: "SessionKeysRevoked", logs: receipt.logs });
+  if (!revoked) throw new EscrowTransactionError(`Transaction ${hash} revoked no session keys.`);
+  return { hash, gasUsed: receipt.gasUsed, blockNumber: receipt.blockNumber, epoch: revoked.args.epoch, revokedAt: BigInt(revoked.args.revokedAt) };
+}
+
+/** What the chain says of a session key now: its revocation time on the session (0n: none) and the payer's epoch. */
+export async function readSessionKeyChainState(parameters: {
+  publicClient: PublicClient;
+  escrow: Address;
+  sessionId: Hex;
+  payer: Address;
+  key: Address;
+}): Promise<SessionKeyChainState> {
+  const { publicClient, escrow, sessionId, payer, key } = parameters;
+  const [revokedAt, currentEpoch] = await Promise.all([
+    publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "sessionKeyRevokedAt", args: [sessionId, key] }),
+    publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "keyEpochOf", args: [payer] }),
+  ]);
+  return { revokedAt: BigInt(revokedAt), currentEpoch };
 }

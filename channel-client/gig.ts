@@ -120,7 +120,7 @@ function gigIdArg(value: unknown): bigint {
  */
 async function send(
   parameters: GigWriteParameters,
-  functionName: "fund" | "cancel" | "accept" | "confirmProvider" | "dismissProvider" | "deliver" | "acceptDelivery" | "release" | "refund" | "claim",
+  functionName: "fund" | "fundFor" | "cancel" | "accept" | "confirmProvider" | "dismissProvider" | "deliver" | "acceptDelivery" | "release" | "refund" | "claim",
   args: readonly unknown[],
   value = 0n,
   asset?: Address,
@@ -162,6 +162,11 @@ function settledFrom(hash: Hash, receipt: TransactionReceipt): SettledGig {
 //////////////////////////////////////////////////////////////*/
 
 export type FundGigParameters = GigWriteParameters & {
+  /**
+   * A sponsored gig (issue 14): the client who alone acts on the gig, when it is not the wallet. The wallet
+   * pays (`GigEscrow.fundFor`) and receives every refund; omitted: the wallet is the client.
+   */
+  client?: Address;
   /** The one provider who may accept; omitted or zero: any provider with an active bond. */
   provider?: Address;
   /** The ERC-20 to escrow; omitted or zero: native ETH. */
@@ -208,19 +213,29 @@ export async function fundGig(parameters: FundGigParameters): Promise<FundGigRet
       approval = txResult(approved.hash, approved.receipt);
     }
   }
-  const { hash, receipt } = await send(
-    parameters,
-    "fund",
-    [provider, asset, amount, icsHash, Number(deadline), Number(disputeWindow)],
-    isEth ? amount : 0n,
-    asset,
-  );
+  const client = parameters.client === undefined ? undefined : addressArg(parameters.client, "client");
+  if (client !== undefined && BigInt(client) === 0n) throw new GigTransactionError("A sponsored gig needs a client address, not the zero address.");
+  const { hash, receipt } =
+    client === undefined
+      ? await send(parameters, "fund", [provider, asset, amount, icsHash, Number(deadline), Number(disputeWindow)], isEth ? amount : 0n, asset)
+      : await send(parameters, "fundFor", [client, provider, asset, amount, icsHash, Number(deadline), Number(disputeWindow)], isEth ? amount : 0n, asset);
   const [funded] = parseEventLogs({ abi: gigEscrowAbi, eventName: "GigFunded", logs: receipt.logs });
   if (!funded) throw new GigTransactionError(`Transaction ${hash} funded no gig.`);
   return { ...txResult(hash, receipt), gigId: funded.args.gigId, amount: funded.args.amount, approval };
 }
 
-/** The client takes a gig no provider accepted yet back at once. */
+/** `fundGig` for `client`, paid by the wallet (a sponsored gig: refunds go to the wallet). */
+export async function fundGigFor(parameters: FundGigParameters & { client: Address }): Promise<FundGigReturnType> {
+  return fundGig(parameters);
+}
+
+/** Who receives the gig's refunds: its funder (the client unless it was sponsored). */
+export async function readGigFunder(parameters: { publicClient: PublicClient; gigEscrow: Address; gigId: bigint }): Promise<Address> {
+  const { publicClient, gigEscrow, gigId } = parameters;
+  return publicClient.readContract({ address: gigEscrow, abi: gigEscrowAbi, functionName: "funderOf", args: [gigIdArg(gigId)] });
+}
+
+/** The client takes a gig no provider accepted yet back at once (the refund goes to the funder). */
 export async function cancelGig(parameters: GigWriteParameters & { gigId: bigint }): Promise<SettledGig> {
   const { hash, receipt } = await send(parameters, "cancel", [gigIdArg(parameters.gigId)]);
   return settledFrom(hash, receipt);

@@ -19,9 +19,17 @@ import type { StepRecord } from "./store/store";
 import { signSettlementSummary, type SettlementSummary } from "./summary";
 import { describePricing, missingReceiptBindings, modelAllowed, prepaidPerCall, priceOf, type ChannelRef, type PricingTerms } from "./terms";
 import { paymentTicketHash, signPaymentTicket, type PaymentTicket, type SignedPaymentTicket } from "./ticket";
+import { SessionKeyCapExceededError } from "./errors";
+import type { SignedSessionKeyGrant } from "./session-key";
 
 export type PayerSessionParameters = {
+  /** The payer: signs the cooperative close, the closing ticket, and tickets when no session key is set. */
   account: LocalAccount;
+  /**
+   * A session key and the payer's grant for it (decision 0025): tickets are signed by `account` here, so the
+   * payer's funding key stays out of the hot loop. The session refuses to sign past the grant's cap.
+   */
+  sessionKey?: { account: LocalAccount; grant: SignedSessionKeyGrant };
   domain: GasEscrowDomain;
   ref: ChannelRef;
   sessionId: Hex;
@@ -103,10 +111,16 @@ export class PayerSession {
 
   /** Signs the ticket that prepays the next invocation of `input`. */
   async nextTicket(input: Uint8Array): Promise<NextTicket> {
-    const { account, domain, ref, sessionId, pricing, deposit } = this.parameters;
+    const { domain, ref, sessionId, pricing, deposit, sessionKey } = this.parameters;
+    const account = sessionKey?.account ?? this.parameters.account;
     const amount = this.#amount + prepaidPerCall(pricing);
     if (amount > deposit) {
       throw new DepositExceededError(`Paying ${amount} in total would exceed the channel's deposit of ${deposit}.`);
+    }
+    if (sessionKey && amount > sessionKey.grant.grant.spendCap) {
+      throw new SessionKeyCapExceededError(
+        `Paying ${amount} in total would exceed session key ${sessionKey.account.address}'s spend cap of ${sessionKey.grant.grant.spendCap}.`,
+      );
     }
     const ticket: PaymentTicket = {
       sessionId,

@@ -28,6 +28,13 @@ import {
 } from "./ticket";
 import { keccak256Hex } from "./keccak";
 import { assertDigestSigner } from "./eip712";
+import {
+  assertSessionKeyLive,
+  assertWithinGrant,
+  verifySessionKeyGrant,
+  type SessionKeyChainState,
+  type SignedSessionKeyGrant,
+} from "./session-key";
 
 /**
  * The work a provider sells: bytes in, bytes out, and how many metered units it consumed. `charged: false`
@@ -46,6 +53,8 @@ export type ProviderSessionParameters = {
   deposit: bigint;
   modelSnapshotId: string;
   handler: WorkHandler;
+  /** Unix seconds now, for session-key expiry (default: the system clock). */
+  now?: () => bigint;
 };
 
 /**
@@ -67,6 +76,11 @@ export class ProviderSession {
   #deposit: bigint;
   /** What the receipts charged in total: the cooperative close's amount (failed calls charge 0). */
   #charged = 0n;
+  /** The payer's session-key grant bound to this session, and what the chain says of it (decision 0025). */
+  #grant: SignedSessionKeyGrant | undefined;
+  #keyChain: SessionKeyChainState = { revokedAt: 0n, currentEpoch: 0n };
+  /** The grant the newest accepted ticket was signed under (undefined: signed by the payer itself). */
+  #latestGrant: SignedSessionKeyGrant | undefined;
 
   constructor(readonly parameters: ProviderSessionParameters) {
     this.#deposit = parameters.deposit;
@@ -90,6 +104,56 @@ export class ProviderSession {
     return this.#latest;
   }
 
+  /** The session-key grant the newest ticket needs on-chain (`closeUnilateralWithKey`), if a key signed it. */
+  get latestGrant(): SignedSessionKeyGrant | undefined {
+    return this.#latestGrant;
+  }
+
+  /** The session-key grant bound to this session, if any. */
+  get sessionKey(): SignedSessionKeyGrant | undefined {
+    return this.#grant;
+  }
+
+  #now(): bigint {
+    return this.parameters.now?.() ?? BigInt(Math.floor(Date.now() / 1000));
+  }
+
+  /**
+   * Binds the payer's grant after checking it (payer's signature, this session, not revoked or expired, the
+   * payer's current epoch as `chain` reports it); from now on tickets signed by its key are accepted within
+   * its cap, expiry and capabilities. Throws a typed error and changes nothing otherwise.
+   */
+  async bindSessionKey(signed: SignedSessionKeyGrant, chain: SessionKeyChainState): Promise<void> {
+    const { domain, ref, sessionId } = this.parameters;
+    await verifySessionKeyGrant({ domain, signed, payer: ref.terms.payer, sessionId, now: this.#now(), chain });
+    this.#grant = signed;
+    this.#keyChain = { ...chain };
+    const latest = this.#latest;
+    if (latest) {
+      try {
+        await verifyPaymentTicket({ domain, signed: latest, signer: signed.grant.key });
+        this.#latestGrant = signed;
+      } catch {
+        // the newest ticket was the payer's own
+      }
+    }
+  }
+
+  /**
+   * The chain follower saw `SessionKeyRevoked(sessionId, key, revokedAt)`: the key's tickets are refused from
+   * now on. Those accepted before stay valid on-chain for the challenge duration after `revokedAt`.
+   */
+  noteKeyRevoked(key: string, revokedAt: bigint): void {
+    if (this.#grant && this.#grant.grant.key.toLowerCase() === key.toLowerCase() && this.#keyChain.revokedAt === 0n) {
+      this.#keyChain = { ...this.#keyChain, revokedAt };
+    }
+  }
+
+  /** The chain follower saw `SessionKeysRevoked(payer, epoch)`: grants of older epochs are refused. */
+  noteKeyEpoch(epoch: bigint): void {
+    if (epoch > this.#keyChain.currentEpoch) this.#keyChain = { ...this.#keyChain, currentEpoch: epoch };
+  }
+
   /** Raise the known deposit after a top-up was seen on-chain. */
   set deposit(value: bigint) {
     this.#deposit = value;
@@ -101,8 +165,8 @@ export class ProviderSession {
    * payer's hint; default: all so far). Throws a typed error (BindingMismatchError, TicketNotNewerError,
    * TicketUnderpaidError, DepositExceededError, InvalidSignatureError) and changes nothing otherwise.
    */
-  async invoke(signed: SignedPaymentTicket, input: Uint8Array, leafCount?: number): Promise<InvocationResult> {
-    await this.checkTicket(signed, leafCount);
+  async invoke(signed: SignedPaymentTicket, input: Uint8Array, leafCount?: number, method?: string): Promise<InvocationResult> {
+    const grant = await this.checkTicket(signed, leafCount, method);
     const { output, units, charged = true } = await this.parameters.handler(input);
     const ticket = signed.ticket;
     const previousAmount = this.#latest?.ticket.cumulativeAmount ?? 0n;
@@ -121,13 +185,22 @@ export class ProviderSession {
     const leaf = receiptLeafFromHashes(receiptHash, paymentTicketHash(ticket));
     this.accumulator.append(leaf);
     this.#latest = signed;
+    this.#latestGrant = grant;
     this.#prevReceiptHash = receiptHash;
     this.#charged += receipt.metering.amount;
     return { output, charged, step: { seq: ticket.seq, ticket: signed, receipt: signedReceipt, leaf } };
   }
 
-  /** Every rule a ticket must meet before the provider spends anything on it. */
-  async checkTicket(signed: SignedPaymentTicket, leafCount: number = this.accumulator.size): Promise<void> {
+  /**
+   * Every rule a ticket must meet before the provider spends anything on it. `method` is the MCP method the
+   * ticket pays for, checked against a session key's capabilities. Returns the grant whose key signed the
+   * ticket (undefined: the payer signed it).
+   */
+  async checkTicket(
+    signed: SignedPaymentTicket,
+    leafCount: number = this.accumulator.size,
+    method?: string,
+  ): Promise<SignedSessionKeyGrant | undefined> {
     const { ref, sessionId, pricing, domain } = this.parameters;
     const ticket: PaymentTicket = signed.ticket;
     if (ticket.sessionId !== sessionId) {
@@ -163,7 +236,21 @@ export class ProviderSession {
         `Ticket seq ${ticket.seq} commits receipt root ${ticket.receiptRoot}; the provider's root over the first ${leafCount} receipts is ${root}.`,
       );
     }
+    const grant = this.#grant;
+    if (grant) {
+      try {
+        await verifyPaymentTicket({ domain, signed, signer: grant.grant.key });
+      } catch {
+        await verifyPaymentTicket({ domain, signed, signer: ref.terms.payer });
+        return undefined;
+      }
+      // Every ticket, not only the first: a revocation or the expiry may have come since the last one.
+      assertSessionKeyLive(grant, this.#now(), this.#keyChain);
+      assertWithinGrant(grant, ticket.cumulativeAmount, method);
+      return grant;
+    }
     await verifyPaymentTicket({ domain, signed, signer: ref.terms.payer });
+    return undefined;
   }
 
   /** What the receipts issued so far charged in total (the newest ticket's amount minus failed calls). */

@@ -24,6 +24,7 @@ import { UI_COMMAND } from "../ui/command";
 import { GLOBAL_HELP, GLOBAL_OPTIONS, UsageError, type Command, type CommandOptions, type Out } from "./common";
 import { MONEY_COMMANDS, PROVIDER_COMMANDS, REGISTRY_HELP, REGISTRY_OPTIONS } from "./money";
 import { OPTION_HELP } from "./option-help";
+import { SESSION_KEY_COMMANDS } from "./session-key";
 
 /** The package's version, from the package.json above this file (in the source tree or a built dist/). */
 export function packageVersion(): string {
@@ -100,6 +101,8 @@ function buildProgram(io: CliState): Commander {
   leaf(program, "ui", UI_COMMAND, {}, [], "", io);
   for (const [name, command] of Object.entries(MONEY_COMMANDS)) leaf(program, name, command, REGISTRY_OPTIONS, REGISTRY_HELP, "Registry options:", io);
 
+  const sessionKey = program.command("session-key").description("session keys of a channel: authorize (a signed grant), revoke, list (ioi session-key --help)");
+  group(sessionKey, "session-key", SESSION_KEY_COMMANDS, {}, [], "", io);
   const gig = program.command("gig").description("outcome-based gigs: fund, accept, deliver, settle (ioi gig --help)");
   group(gig, "gig", { ...GIG_COMMANDS, vet: VET_COMMAND }, GIG_OPTIONS, GIG_HELP, "Gig options:", io);
   for (const [name, g] of Object.entries(DISPUTE_GROUPS)) {

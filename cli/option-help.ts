@@ -54,6 +54,18 @@ export const OPTION_HELP: Record<string, OptionHelp> = {
   once: { text: "scan once and exit instead of watching until Ctrl-C" },
   "min-received": { value: "WEI", text: "refuse unless the channel's deposit grows by at least this much (default: the amount)" },
   amount: { value: "AMOUNT", text: "the amount (see the command's usage for its unit)" },
+  // Session keys and sponsors (issue 14, decision 0025)
+  payer: { value: "ADDR", text: "the payer who signs the channel's tickets, when not the acting key (which then only funds: a sponsored channel)" },
+  "ref-out": { value: "FILE", text: "write the channel reference (terms and opening block) the payer needs, as JSON" },
+  ref: { value: "FILE", text: "a channel reference file (as `ioi open --ref-out` writes), instead of --session" },
+  cap: { value: "WEI", text: "the most the session key's tickets may authorise in total (or with a unit: 0.01eth)" },
+  "expires-in": { value: "SECONDS", text: "seconds from now until the session key expires (default: 3600)" },
+  methods: { value: "LIST", text: "MCP methods the session key may pay for, comma-separated (default: *, any)" },
+  key: { value: "ADDR", text: "the session key's address" },
+  "session-key": { value: "FILE", text: "sign the tickets with this session key (the file `ioi session-key authorize --out` wrote)" },
+  all: { text: "revoke every session key of the acting payer, on every channel" },
+  grant: { value: "FILE", text: "a session-key grant file (as `ioi session-key authorize --out` writes) to check" },
+  client: { value: "ADDR", text: "the gig's client, when not the acting key (which then only funds and receives refunds: a sponsored gig)" },
   // Gigs and disputes
   gig: { value: "ID", text: "the gig id, a whole number from 1" },
   ics: { value: "HASH", text: "hash of the Intent Contract Schema (keccak-256 of its canonical JSON)" },

@@ -51,6 +51,10 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
     /// leaves. Mirrors `channel-client/eip712.ts`.
     bytes32 public constant RECEIPT_COMMIT_TYPEHASH =
         keccak256("ReceiptCommit(bytes32 sessionId,uint64 leafCount,bytes32 root)");
+    /// @notice EIP-712 type of a payer's session-key delegation (decision 0025). Mirrors `channel-client/eip712.ts`.
+    bytes32 public constant SESSION_KEY_TYPEHASH = keccak256(
+        "SessionKey(bytes32 sessionId,address key,uint64 expiry,uint128 spendCap,bytes32 capabilities,uint64 epoch)"
+    );
 
     /// @notice May set the routing fee and the treasury.
     bytes32 public constant GOVERNANCE_ROLE = keccak256("GOVERNANCE_ROLE");
@@ -102,10 +106,6 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
     uint256 private constant _FINALIZES_AT_MASK = type(uint40).max;
     uint256 private constant _FINGERPRINT_MASK = (1 << 210) - 1;
 
-    // Session key record, `_sessionKeys[sessionId][key]`:
-    //   bits 0..39 expiry (uint40)   bits 40..167 spend cap (uint128)   bits 168..231 payer's epoch (uint64)
-    uint256 private constant _KEY_CAP_SHIFT = 40;
-    uint256 private constant _KEY_EPOCH_SHIFT = 168;
 
     /*//////////////////////////////////////////////////////////////
                                 STORAGE
@@ -113,10 +113,15 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
 
     mapping(bytes32 sessionId => uint256 word) private _channels;
 
-    mapping(bytes32 sessionId => mapping(address key => uint256 record)) private _sessionKeys;
+    /// @dev When a session key was revoked on a session (0: never). Session keys are granted off-chain
+    /// (decision 0025); only revocations, which must be public, are written.
+    mapping(bytes32 sessionId => mapping(address key => uint40 revokedAt)) private _keyRevokedAt;
 
-    /// @dev Revocation epoch per payer; a key authorised in an older epoch is revoked.
+    /// @dev Revocation epoch per payer; a grant naming an older epoch was revoked when that epoch ended.
     mapping(address payer => uint64 epoch) private _keyEpochs;
+
+    /// @dev When each of a payer's epochs ended (`revokeAllSessionKeys`).
+    mapping(address payer => mapping(uint64 epoch => uint40 endedAt)) private _epochEndedAt;
 
     /// @dev Fees collected for the treasury per asset, not yet withdrawn.
     mapping(address asset => uint256 amount) private _accruedFees;
@@ -232,9 +237,7 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
     function closeUnilateral(ChannelTerms calldata terms, uint64 openedAt, Ticket calldata ticket) external {
         bytes32 sessionId = _sessionId(terms, openedAt);
         uint256 word = _requireOpen(sessionId);
-        if (msg.sender != terms.payer && msg.sender != terms.provider && msg.sender != terms.funder) {
-            revert NotAParty(sessionId, msg.sender);
-        }
+        _requireParty(sessionId, terms);
         if (ticket.seq == 0) {
             if (ticket.cumulativeAmount != 0 || ticket.receiptRoot != 0) {
                 revert EmptyTicketNotZero(ticket.cumulativeAmount, ticket.receiptRoot);
@@ -242,7 +245,28 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
         } else {
             _requireTicketSigner(sessionId, terms, ticket);
         }
+        _startClosing(sessionId, word, terms, ticket);
+    }
 
+    /// @inheritdoc IGasEscrow
+    function closeUnilateralWithKey(
+        ChannelTerms calldata terms,
+        uint64 openedAt,
+        Ticket calldata ticket,
+        SessionKeyGrant calldata grant
+    ) external {
+        bytes32 sessionId = _sessionId(terms, openedAt);
+        uint256 word = _requireOpen(sessionId);
+        _requireParty(sessionId, terms);
+        if (ticket.seq == 0) revert EmptyKeyTicket(sessionId);
+        _requireKeyTicket(sessionId, terms, ticket, grant);
+        _startClosing(sessionId, word, terms, ticket);
+    }
+
+    /// @dev Records the close: the ticket's state, a window of the channel's challenge duration from now.
+    function _startClosing(bytes32 sessionId, uint256 word, ChannelTerms calldata terms, Ticket calldata ticket)
+        private
+    {
         ClosingState memory state = ClosingState({
             deposit: uint128(word), // the low 128 bits
             seq: ticket.seq,
@@ -276,7 +300,33 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
         Ticket calldata ticket
     ) external {
         bytes32 sessionId = _sessionId(terms, openedAt);
-        (uint256 cases, uint40 finalizesAt) = _requireClosingState(sessionId, recorded);
+        (uint256 cases, uint40 finalizesAt) = _requireChallengeable(sessionId, recorded, ticket);
+        _requireTicketSigner(sessionId, terms, ticket);
+        _recordChallenge(sessionId, cases, finalizesAt, recorded, ticket);
+    }
+
+    /// @inheritdoc IGasEscrow
+    function challengeWithKey(
+        ChannelTerms calldata terms,
+        uint64 openedAt,
+        ClosingState calldata recorded,
+        Ticket calldata ticket,
+        SessionKeyGrant calldata grant
+    ) external {
+        bytes32 sessionId = _sessionId(terms, openedAt);
+        (uint256 cases, uint40 finalizesAt) = _requireChallengeable(sessionId, recorded, ticket);
+        _requireKeyTicket(sessionId, terms, ticket, grant);
+        _recordChallenge(sessionId, cases, finalizesAt, recorded, ticket);
+    }
+
+    /// @dev Reverts unless the channel is closing with `recorded`, its window is open, and `ticket` owes the
+    /// provider strictly more; returns the channel's open cases and window end.
+    function _requireChallengeable(bytes32 sessionId, ClosingState calldata recorded, Ticket calldata ticket)
+        private
+        view
+        returns (uint256 cases, uint40 finalizesAt)
+    {
+        (cases, finalizesAt) = _requireClosingState(sessionId, recorded);
         if (block.timestamp >= finalizesAt) revert ChallengeWindowClosed(sessionId, finalizesAt);
         // The provider is owed the most the payer ever promised: a higher cumulative amount wins whatever its
         // seq (the payer signs seq, so ranking by seq alone would let a payer close with a fresh ticket of
@@ -291,8 +341,16 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
         if (ticket.seq == 0 || ticket.cumulativeAmount == recorded.amount) {
             revert TicketNotNewer(sessionId, ticket.seq, recorded.seq);
         }
-        _requireTicketSigner(sessionId, terms, ticket);
+    }
 
+    /// @dev Replaces the recorded ticket with `ticket` (already checked), keeping the window's end.
+    function _recordChallenge(
+        bytes32 sessionId,
+        uint256 cases,
+        uint40 finalizesAt,
+        ClosingState calldata recorded,
+        Ticket calldata ticket
+    ) private {
         ClosingState memory state = ClosingState({
             deposit: recorded.deposit,
             seq: ticket.seq,
@@ -401,36 +459,28 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
     //////////////////////////////////////////////////////////////*/
 
     /// @inheritdoc IGasEscrow
-    function authorizeSessionKey(
-        ChannelTerms calldata terms,
-        uint64 openedAt,
-        address key,
-        uint40 expiry,
-        uint128 spendCap
-    ) external {
-        bytes32 sessionId = _sessionId(terms, openedAt);
-        _requireOpen(sessionId);
-        if (msg.sender != terms.payer) revert NotThePayer(sessionId, msg.sender);
-        if (key == address(0) || key == terms.payer || expiry <= block.timestamp) revert InvalidSessionKey(key, expiry);
-        uint64 epoch = _keyEpochs[msg.sender];
-        _sessionKeys[sessionId][key] =
-            uint256(expiry) | (uint256(spendCap) << _KEY_CAP_SHIFT) | (uint256(epoch) << _KEY_EPOCH_SHIFT);
-        emit SessionKeyAuthorized(sessionId, key, expiry, spendCap, epoch);
-    }
-
-    /// @inheritdoc IGasEscrow
+    /// @dev Allowed in any phase: a revocation during a close still ends the key's grace.
     function revokeSessionKey(ChannelTerms calldata terms, uint64 openedAt, address key) external {
         bytes32 sessionId = _sessionId(terms, openedAt);
         if (msg.sender != terms.payer) revert NotThePayer(sessionId, msg.sender);
-        delete _sessionKeys[sessionId][key];
-        emit SessionKeyRevoked(sessionId, key);
+        // Idempotent: a second revocation must not move the first one's time, which would extend the grace.
+        if (_keyRevokedAt[sessionId][key] != 0) return;
+        uint40 revokedAt = uint40(block.timestamp); // fits until year 36812
+        _keyRevokedAt[sessionId][key] = revokedAt;
+        emit SessionKeyRevoked(sessionId, key, revokedAt);
     }
 
     /// @inheritdoc IGasEscrow
     function revokeAllSessionKeys() external {
-        uint64 epoch = _keyEpochs[msg.sender] + 1;
+        uint64 epoch = _keyEpochs[msg.sender];
+        uint40 revokedAt = uint40(block.timestamp); // fits until year 36812
+        _epochEndedAt[msg.sender][epoch] = revokedAt;
+        // Cannot overflow: every epoch costs a transaction, and 2^64 of them will never be mined.
+        unchecked {
+            ++epoch;
+        }
         _keyEpochs[msg.sender] = epoch;
-        emit SessionKeysRevoked(msg.sender, epoch);
+        emit SessionKeysRevoked(msg.sender, epoch, revokedAt);
     }
 
     /*//////////////////////////////////////////////////////////////
@@ -533,14 +583,28 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
         return _keyEpochs[payer];
     }
 
-    /// @notice A session key's limits as stored (all zero if never authorised or revoked one by one).
-    function sessionKeyOf(bytes32 sessionId, address key)
-        external
-        view
-        returns (uint40 expiry, uint128 spendCap, uint64 epoch)
-    {
-        uint256 record = _sessionKeys[sessionId][key];
-        return (uint40(record), uint128(record >> _KEY_CAP_SHIFT), uint64(record >> _KEY_EPOCH_SHIFT));
+    /// @inheritdoc IGasEscrow
+    function sessionKeyRevokedAt(bytes32 sessionId, address key) external view returns (uint40) {
+        return _keyRevokedAt[sessionId][key];
+    }
+
+    /// @inheritdoc IGasEscrow
+    function epochRevokedAt(address payer, uint64 epoch) external view returns (uint40) {
+        return _epochEndedAt[payer][epoch];
+    }
+
+    /// @inheritdoc IGasEscrow
+    function hashSessionKey(
+        bytes32 sessionId,
+        address key,
+        uint64 expiry,
+        uint128 spendCap,
+        bytes32 capabilities,
+        uint64 epoch
+    ) external view returns (bytes32) {
+        return _hashTypedDataV4(
+            keccak256(abi.encode(SESSION_KEY_TYPEHASH, sessionId, key, expiry, spendCap, capabilities, epoch))
+        );
     }
 
     /// @inheritdoc IGasEscrow
@@ -707,30 +771,74 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
         );
     }
 
-    /// @dev Reverts unless the ticket is signed by the payer, or by a session key the payer authorised for
-    /// this session that is unexpired, not revoked, and within its spend cap.
-    function _requireTicketSigner(bytes32 sessionId, ChannelTerms calldata terms, Ticket calldata ticket)
+    function _requireParty(bytes32 sessionId, ChannelTerms calldata terms) private view {
+        if (msg.sender != terms.payer && msg.sender != terms.provider && msg.sender != terms.funder) {
+            revert NotAParty(sessionId, msg.sender);
+        }
+    }
+
+    function _ticketDigest(bytes32 sessionId, ChannelTerms calldata terms, Ticket calldata ticket)
         private
         view
+        returns (bytes32)
     {
-        bytes32 digest = _hashTypedDataV4(
+        return _hashTypedDataV4(
             _ticketStructHash(
                 sessionId, terms.provider, terms.termsHash, ticket.seq, ticket.cumulativeAmount, ticket.receiptRoot
             )
         );
-        address signer = _recover(digest, ticket.sig);
-        if (signer == terms.payer) return;
+    }
 
-        uint256 record = _sessionKeys[sessionId][signer];
-        if (record == 0) revert UnauthorizedTicketSigner(sessionId, signer);
-        uint64 keyEpoch = uint64(record >> _KEY_EPOCH_SHIFT);
+    /// @dev Reverts unless the ticket is signed by the payer itself.
+    function _requireTicketSigner(bytes32 sessionId, ChannelTerms calldata terms, Ticket calldata ticket)
+        private
+        view
+    {
+        address signer = _recover(_ticketDigest(sessionId, terms, ticket), ticket.sig);
+        if (signer != terms.payer) revert UnauthorizedTicketSigner(sessionId, signer);
+    }
+
+    /// @dev Reverts unless `grant` is the payer's delegation to the ticket's signer for this session, the
+    /// ticket is within its cap, and the key's grace has not run out (decision 0025). The grace after an
+    /// expiry or a revocation is the channel's challenge duration: a provider that stops accepting a key's
+    /// tickets when it sees the expiry or the revocation's block has that long to put its newest one on-chain,
+    /// so no ticket it accepted before it could know is lost. The capabilities are not checkable here.
+    function _requireKeyTicket(
+        bytes32 sessionId,
+        ChannelTerms calldata terms,
+        Ticket calldata ticket,
+        SessionKeyGrant calldata grant
+    ) private view {
+        address key = grant.key;
+        _requireSigner(_ticketDigest(sessionId, terms, ticket), ticket.sig, key);
+        bytes32 grantDigest = _hashTypedDataV4(
+            keccak256(
+                abi.encode(
+                    SESSION_KEY_TYPEHASH,
+                    sessionId,
+                    key,
+                    grant.expiry,
+                    grant.spendCap,
+                    grant.capabilities,
+                    grant.epoch
+                )
+            )
+        );
+        address granter = _recover(grantDigest, grant.sig);
+        if (granter != terms.payer) revert UnauthorizedSessionKey(sessionId, key, granter);
+        if (ticket.cumulativeAmount > grant.spendCap) {
+            revert SessionKeySpendCapExceeded(key, ticket.cumulativeAmount, grant.spendCap);
+        }
+        uint256 grace = terms.challengeDuration;
+        // uint256 sums: an expiry near 2^64 plus the grace cannot wrap.
+        if (block.timestamp >= uint256(grant.expiry) + grace) revert SessionKeyExpired(key, grant.expiry);
+        uint40 revokedAt = _keyRevokedAt[sessionId][key];
+        if (revokedAt != 0 && block.timestamp >= uint256(revokedAt) + grace) revert RevokedSessionKey(key, revokedAt);
         uint64 currentEpoch = _keyEpochs[terms.payer];
-        if (keyEpoch != currentEpoch) revert RevokedSessionKey(signer, keyEpoch, currentEpoch);
-        uint40 expiry = uint40(record);
-        if (block.timestamp >= expiry) revert SessionKeyExpired(signer, expiry);
-        uint128 spendCap = uint128(record >> _KEY_CAP_SHIFT);
-        if (ticket.cumulativeAmount > spendCap) {
-            revert SessionKeySpendCapExceeded(signer, ticket.cumulativeAmount, spendCap);
+        if (grant.epoch != currentEpoch) {
+            if (grant.epoch > currentEpoch) revert SessionKeyEpochAhead(key, grant.epoch, currentEpoch);
+            uint40 endedAt = _epochEndedAt[terms.payer][grant.epoch];
+            if (block.timestamp >= uint256(endedAt) + grace) revert RevokedSessionKey(key, endedAt);
         }
     }
 

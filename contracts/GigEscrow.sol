@@ -55,7 +55,7 @@ contract GigEscrow is IGigEscrow, AccessControl, ReentrancyGuardTransient {
     /// transition reads or writes apart from the parties shares the first word (the interface's order spreads
     /// status and the window over two words, which costs `deliver` a second write). 7 words:
     ///   0: amount (128) | deadline (40) | disputeWindow (40) | windowEndsAt (40) | status (8)
-    ///   1: client       2: provider | frozenAt (40) | tentative (8)       3: asset
+    ///   1: client       2: provider | frozenAt (40) | tentative (8) | sponsored (8)      3: asset
     ///   4: icsHash      5: deliverableHash                6: receiptRoot
     /// uint128 amounts exceed any asset's supply worth escrowing; uint40 times last until year 36812.
     struct GigRecord {
@@ -68,6 +68,9 @@ contract GigEscrow is IGigEscrow, AccessControl, ReentrancyGuardTransient {
         address provider;
         uint40 frozenAt;
         bool tentative;
+        /// @dev Funded with `fundFor` by someone else: the funder is in `_sponsors`. Kept beside the provider,
+        /// which every settlement reads anyway, so an ordinary gig's refund costs no extra slot read.
+        bool sponsored;
         address asset;
         bytes32 icsHash;
         bytes32 deliverableHash;
@@ -78,6 +81,10 @@ contract GigEscrow is IGigEscrow, AccessControl, ReentrancyGuardTransient {
     IProviderRegistry public immutable registry;
 
     mapping(uint64 gigId => GigRecord) private _gigs;
+
+    /// @dev The funder of a sponsored gig (`fundFor`), who receives its refunds; unset when it is the client,
+    /// so an ordinary gig pays for no eighth word.
+    mapping(uint64 gigId => address funder) private _sponsors;
 
     uint64 private _gigCount;
 
@@ -107,6 +114,38 @@ contract GigEscrow is IGigEscrow, AccessControl, ReentrancyGuardTransient {
         uint40 deadline,
         uint40 disputeWindow
     ) external payable nonReentrant returns (uint64 gigId) {
+        return _fund(msg.sender, provider, asset, amount, icsHash, deadline, disputeWindow);
+    }
+
+    /// @inheritdoc IGigEscrow
+    function fundFor(
+        address client,
+        address provider,
+        address asset,
+        uint128 amount,
+        bytes32 icsHash,
+        uint40 deadline,
+        uint40 disputeWindow
+    ) external payable nonReentrant returns (uint64 gigId) {
+        if (client == address(0)) revert ZeroClient();
+        gigId = _fund(client, provider, asset, amount, icsHash, deadline, disputeWindow);
+        if (client != msg.sender) {
+            _gigs[gigId].sponsored = true;
+            _sponsors[gigId] = msg.sender;
+            emit GigSponsored(gigId, msg.sender);
+        }
+    }
+
+    /// @dev Pulls the bounty from the caller and writes the gig for `client`.
+    function _fund(
+        address client,
+        address provider,
+        address asset,
+        uint128 amount,
+        bytes32 icsHash,
+        uint40 deadline,
+        uint40 disputeWindow
+    ) private returns (uint64 gigId) {
         if (amount == 0) revert ZeroAmount();
         if (icsHash == bytes32(0)) revert ZeroIcsHash();
         uint256 latest = block.timestamp + MAX_DEADLINE;
@@ -129,12 +168,12 @@ contract GigEscrow is IGigEscrow, AccessControl, ReentrancyGuardTransient {
         g.deadline = deadline;
         g.disputeWindow = disputeWindow;
         g.status = Status.Funded;
-        g.client = msg.sender;
+        g.client = client;
         // Zero fields are left unwritten: an open gig has no provider yet, and an ETH gig no asset.
         if (provider != address(0)) g.provider = provider;
         if (asset != address(0)) g.asset = asset;
         g.icsHash = icsHash;
-        emit GigFunded(gigId, msg.sender, provider, asset, uint128(received), icsHash, deadline, disputeWindow);
+        emit GigFunded(gigId, client, provider, asset, uint128(received), icsHash, deadline, disputeWindow);
     }
 
     /// @inheritdoc IGigEscrow
@@ -319,6 +358,12 @@ contract GigEscrow is IGigEscrow, AccessControl, ReentrancyGuardTransient {
     }
 
     /// @inheritdoc IGigEscrow
+    function funderOf(uint64 gigId) external view returns (address) {
+        GigRecord storage g = _gigs[gigId];
+        return g.sponsored ? _sponsors[gigId] : g.client;
+    }
+
+    /// @inheritdoc IGigEscrow
     function gigCount() external view returns (uint64) {
         return _gigCount;
     }
@@ -362,7 +407,7 @@ contract GigEscrow is IGigEscrow, AccessControl, ReentrancyGuardTransient {
         if (locked) registry.unlockBond(IProviderRegistry.Role.Provider, g.provider);
         address asset = g.asset;
         _pay(asset, g.provider, toProvider);
-        _pay(asset, g.client, toClient);
+        if (toClient != 0) _pay(asset, g.sponsored ? _sponsors[gigId] : g.client, toClient);
     }
 
     function _receiveEth(uint256 amount) private view returns (uint256) {

@@ -206,3 +206,17 @@ export { gasEscrowAbi } from "../abi/GasEscrow";
 export type { Deployment, ContractName } from "./deployment";
 export { contractAddress, assertDeployed, DeploymentError } from "./deployment";
 export type { Wallet } from "../channel-client/escrow";
+
+// Session keys and sponsored sessions (issue 14, decision 0025): the payer signs a grant (no transaction),
+// `PayerSession` signs tickets with the key (`sessionKey` parameter), the payer revokes on-chain.
+export {
+  signSessionKeyGrant,
+  capabilitiesHash,
+  signedSessionKeyGrantToJson,
+  signedSessionKeyGrantFromJson,
+  ANY_METHOD,
+  type SessionKeyGrant,
+  type SignedSessionKeyGrant,
+} from "../channel-client/session-key";
+export { revokeSessionKey, revokeAllSessionKeys, readSessionKeyChainState } from "../channel-client/escrow";
+export { fundGigFor, readGigFunder } from "../channel-client/gig";

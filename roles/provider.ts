@@ -73,3 +73,18 @@ export { ProviderNode, REPLAYED_RESULT_CODE, type McpHandler, type ProviderNodeP
 export { SqliteStore } from "../channel-client/store/sqlite-store";
 export type { PricingTerms } from "../channel-client/terms";
 export type { Deployment } from "./deployment";
+
+// Session keys (issue 14, decision 0025): `ProviderSession.bindSessionKey` checks a payer's grant and then every
+// key-signed ticket's key, cap, expiry, capability and revocation; these verify a grant on their own and read
+// what the chain says of a key; `closeUnilateral`/`challengeClose` take the grant of a key-signed ticket.
+export {
+  verifySessionKeyGrant,
+  verifySessionKeyGrantSignature,
+  assertSessionKeyLive,
+  assertWithinGrant,
+  signedSessionKeyGrantFromJson,
+  type SessionKeyChainState,
+  type SignedSessionKeyGrant,
+} from "../channel-client/session-key";
+export { ProviderSession } from "../channel-client/provider-session";
+export { readSessionKeyChainState, closeUnilateral, challengeClose } from "../channel-client/escrow";

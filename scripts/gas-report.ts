@@ -18,6 +18,7 @@ import { signReceiptCommit } from "../channel-client/receipt-commit";
 import { signSettlementSummary, type SettlementSummary } from "../channel-client/summary";
 import { NATIVE_ASSET, sessionIdOf, type ChannelRef, type ChannelTerms } from "../channel-client/terms";
 import { signPaymentTicket } from "../channel-client/ticket";
+import { sessionKeyGrantArg, signSessionKeyGrant } from "../channel-client/session-key";
 import { gasEscrowDomain } from "../channel-client/eip712";
 import { measureDisputeGas } from "./gas-disputes";
 
@@ -93,10 +94,17 @@ export async function measureGas(): Promise<GasReport> {
   // variants: no-ticket close, session-key tickets, routing fee
   const c = await open(undefined);
   await gasOf("closeUnilateral (payer, no ticket)", await escrow.write.closeUnilateral([c.ref.terms, c.ref.openedAt, { seq: 0n, cumulativeAmount: 0n, receiptRoot: zeroHash, sig: { r: zeroHash, vs: zeroHash } }], { account: payerWallet.account }));
+  // Session keys (decision 0025): the grant is signed off-chain and travels with the key's ticket.
   const d = await open(undefined);
-  await gasOf("authorizeSessionKey", await escrow.write.authorizeSessionKey([d.ref.terms, d.ref.openedAt, sessionKey.address, 2_000_000_000, parseEther("1")], { account: payerWallet.account }));
-  const keyTicket = await ticket(d.sessionId, d.ref, 5n, sessionKey);
-  await gasOf("closeUnilateral (session-key ticket)", await escrow.write.closeUnilateral([d.ref.terms, d.ref.openedAt, keyTicket], { account: providerWallet.account }));
+  const grant = sessionKeyGrantArg(
+    await signSessionKeyGrant({ account: payer, domain, sessionId: d.sessionId, key: sessionKey.address, expiry: 2_000_000_000n, spendCap: parseEther("1"), methods: ["tools/call"], epoch: 0n }),
+    toCompactSignature,
+  );
+  const keyStale = await ticket(d.sessionId, d.ref, 5n, sessionKey);
+  await gasOf("closeUnilateralWithKey (session-key ticket)", await escrow.write.closeUnilateralWithKey([d.ref.terms, d.ref.openedAt, keyStale, grant], { account: providerWallet.account }));
+  const keyNewest = await ticket(d.sessionId, d.ref, 9n, sessionKey);
+  const keyRecorded = { deposit: parseEther("1"), seq: keyStale.seq, amount: keyStale.cumulativeAmount, receiptRoot: keyStale.receiptRoot, feeBps: 0 };
+  await gasOf("challengeWithKey (session-key ticket)", await escrow.write.challengeWithKey([d.ref.terms, d.ref.openedAt, keyRecorded, keyNewest, grant], { account: providerWallet.account }));
   await gasOf("revokeSessionKey", await escrow.write.revokeSessionKey([d.ref.terms, d.ref.openedAt, sessionKey.address], { account: payerWallet.account }));
   await gasOf("revokeAllSessionKeys", await escrow.write.revokeAllSessionKeys({ account: payerWallet.account }));
   // The payer anchors the provider's signed receipt commit on the closing channel (decision 0003).
@@ -182,6 +190,14 @@ export async function measureGas(): Promise<GasReport> {
   await gasOf("gig refund", await gigEscrow.write.refund([g3], { account: stranger.account }));
   await fundGig(undefined, token.address);
   await fundGig("gig fund (ERC-20)", token.address);
+  // Issue 14: a sponsored gig (the funder pays for a client; refunds go to the funder).
+  await gasOf(
+    "gig fundFor (ETH, sponsored)",
+    await gigEscrow.write.fundFor([stranger.account.address, providerWallet.account.address, NATIVE_ASSET, parseEther("1"), h("intent contract schema"), Number((await publicClient.getBlock()).timestamp) + DAY, WINDOW], {
+      account: funder.account,
+      value: parseEther("1"),
+    }),
+  );
 
   // Issue 12: an open gig's tentative provider confirmed by the client, another dismissed.
   const fundOpenGig = async (): Promise<bigint> => {

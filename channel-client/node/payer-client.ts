@@ -14,6 +14,7 @@ import type { GasEscrowDomain } from "../eip712";
 import { BaseError, ReceiptMismatchError } from "../errors";
 import type { ActionInvokePacket, ActionResultPacket, ReceiptCommitPacket } from "../packets";
 import { PayerSession } from "../payer-session";
+import type { SignedSessionKeyGrant } from "../session-key";
 import { signReceiptCommit, verifyReceiptCommit } from "../receipt-commit";
 import type { ChannelRecord, ChannelStore } from "../store/store";
 import type { SettlementSummary } from "../summary";
@@ -98,6 +99,8 @@ export type PayerClientParameters = {
   timeoutMs?: number;
   /** Structured JSON-line logs (issue 16): the bound session, refusals, agreed roots, co-signed closes. */
   logger?: Logger;
+  /** Sign tickets with a session key under the payer's grant (decision 0025); the grant is sent at binding. */
+  sessionKey?: { account: LocalAccount; grant: SignedSessionKeyGrant };
 };
 
 export class PayerClient {
@@ -126,7 +129,7 @@ export class PayerClient {
     const { account, domain, store, channel, host = "127.0.0.1", port, timeoutMs } = parameters;
     const connection = await connectSecure({ host, port, account, sessionId: channel.sessionId, expectedPeer: channel.ref.terms.provider, timeoutMs });
     const session = PayerSession.restore(
-      { account, domain, ref: channel.ref, sessionId: channel.sessionId, pricing: channel.pricing, deposit: channel.deposit },
+      { account, domain, ref: channel.ref, sessionId: channel.sessionId, pricing: channel.pricing, deposit: channel.deposit, ...(parameters.sessionKey ? { sessionKey: parameters.sessionKey } : {}) },
       store.steps(channel.sessionId),
     );
     const first = new Promise<NodeMessage>((resolve, reject) => {
@@ -139,7 +142,9 @@ export class PayerClient {
       });
       connection.once("close", (error) => reject(error ?? new BaseError("The provider closed the connection while binding the session.")));
     });
-    await connection.send(encodeMessage({ type: "session.open", ref: channel.ref, pricing: channel.pricing }));
+    await connection.send(
+      encodeMessage({ type: "session.open", ref: channel.ref, pricing: channel.pricing, ...(parameters.sessionKey ? { sessionKey: parameters.sessionKey.grant } : {}) }),
+    );
     const ready = await first;
     if (isPacket(ready) || ready.type !== "session.ready") throw new BaseError("The provider did not confirm the session.");
     const client = new PayerClient(parameters, connection, session, ready);

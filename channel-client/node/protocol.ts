@@ -8,6 +8,7 @@ import type { Hex } from "viem";
 
 import { canon, parseJson } from "../canonical";
 import { encodePacket, MAX_PACKET_BYTES, packetFromJson, type Packet } from "../packets";
+import { signedSessionKeyGrantFromJson, signedSessionKeyGrantToJson, type SignedSessionKeyGrant } from "../session-key";
 import { settlementSummaryFromJson, settlementSummaryToJson, type SettlementSummary } from "../summary";
 import { signedTermsOfferFromJson, signedTermsOfferToJson, type SignedTermsOffer } from "../terms-offer";
 import {
@@ -20,8 +21,11 @@ import {
 } from "../terms";
 import { expectLiteral, expectObject, expectSignatureHex, expectString, expectUint, uintToJson } from "../validate";
 
-/** Payer → provider, first message: which channel this connection is for and its pricing document. */
-export type SessionOpenMessage = { type: "session.open"; ref: ChannelRef; pricing: PricingTerms };
+/**
+ * Payer → provider, first message: which channel this connection is for and its pricing document, and the
+ * payer's grant when a session key signs the tickets (decision 0025).
+ */
+export type SessionOpenMessage = { type: "session.open"; ref: ChannelRef; pricing: PricingTerms; sessionKey?: SignedSessionKeyGrant };
 
 /** Provider → payer: the session is bound; where the provider stands (so the payer can resume). */
 export type SessionReadyMessage = { type: "session.ready"; lastSeq: bigint; leafCount: bigint; deposit: bigint };
@@ -66,7 +70,12 @@ export function encodeMessage(message: NodeMessage): Uint8Array {
 function controlToJson(message: ControlMessage): Record<string, unknown> {
   switch (message.type) {
     case "session.open":
-      return { type: message.type, ref: channelRefToJson(message.ref), pricing: pricingTermsToJson(message.pricing) };
+      return {
+        type: message.type,
+        ref: channelRefToJson(message.ref),
+        pricing: pricingTermsToJson(message.pricing),
+        ...(message.sessionKey ? { sessionKey: signedSessionKeyGrantToJson(message.sessionKey) } : {}),
+      };
     case "session.ready":
       return {
         type: message.type,
@@ -91,12 +100,17 @@ function controlToJson(message: ControlMessage): Record<string, unknown> {
 export function decodeMessage(bytes: Uint8Array): NodeMessage {
   const raw = parseJson(bytes, { maxBytes: MAX_PACKET_BYTES, what: "The message" });
   if (typeof raw === "object" && raw !== null && !Array.isArray(raw) && "packet_type" in raw) return packetFromJson(raw);
-  const head = expectObject(raw, "message", ["type"], ["ref", "pricing", "lastSeq", "leafCount", "deposit", "seq", "error", "message", "summary", "signature", "offer"]);
+  const head = expectObject(raw, "message", ["type"], ["ref", "pricing", "sessionKey", "lastSeq", "leafCount", "deposit", "seq", "error", "message", "summary", "signature", "offer"]);
   const type = expectLiteral(head.type, "message.type", CONTROL_TYPES);
   switch (type) {
     case "session.open": {
-      const o = expectObject(raw, "message", ["type", "ref", "pricing"]);
-      return { type, ref: channelRefFromJson(o.ref, "message.ref"), pricing: pricingTermsFromJson(o.pricing, "message.pricing") };
+      const o = expectObject(raw, "message", ["type", "ref", "pricing"], ["sessionKey"]);
+      return {
+        type,
+        ref: channelRefFromJson(o.ref, "message.ref"),
+        pricing: pricingTermsFromJson(o.pricing, "message.pricing"),
+        ...(o.sessionKey === undefined ? {} : { sessionKey: signedSessionKeyGrantFromJson(o.sessionKey, "message.sessionKey") }),
+      };
     }
     case "session.ready": {
       const o = expectObject(raw, "message", ["type", "lastSeq", "leafCount", "deposit"]);

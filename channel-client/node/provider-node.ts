@@ -9,7 +9,8 @@ import type { Address, Hex, LocalAccount, PublicClient } from "viem";
 import { ChainFollower, type EscrowEvent } from "../chain-follower";
 import { canonBytes } from "../canonical";
 import type { GasEscrowDomain } from "../eip712";
-import { CHANNEL_PHASES, gasEscrowAbi } from "../escrow";
+import { CHANNEL_PHASES, gasEscrowAbi, readSessionKeyChainState } from "../escrow";
+import type { SignedSessionKeyGrant } from "../session-key";
 import { BaseError, BindingMismatchError, ChannelNotOpenError, DepositExceededError } from "../errors";
 import type { ActionInvokePacket, ActionResultPacket, ReceiptCommitPacket } from "../packets";
 import { ProviderSession } from "../provider-session";
@@ -142,9 +143,20 @@ export class ProviderNode {
    */
   applyEscrowEvents(events: readonly EscrowEvent[]): void {
     for (const event of events) {
+      if (event.eventName === "SessionKeysRevoked") {
+        // The payer left an epoch (decision 0025): its older grants are refused from this block on.
+        for (const b of this.#sessions.values()) {
+          if (b.record.ref.terms.payer.toLowerCase() === event.args.payer.toLowerCase()) b.session.noteKeyEpoch(event.args.epoch);
+        }
+        continue;
+      }
       const sessionId = "sessionId" in event.args ? (event.args.sessionId as Hex) : undefined;
       if (sessionId === undefined) continue;
       const b = this.#sessions.get(sessionId);
+      if (event.eventName === "SessionKeyRevoked") {
+        b?.session.noteKeyRevoked(event.args.key, BigInt(event.args.revokedAt));
+        continue;
+      }
       if (event.eventName === "ChannelClosing" || event.eventName === "ChannelChallenged" || event.eventName === "ChannelFrozen") {
         this.#advance(sessionId, b, "closing", `it is closing on-chain (${event.eventName} in block ${event.blockNumber})`);
       } else if (event.eventName === "ChannelSettled") {
@@ -266,6 +278,18 @@ export class ProviderNode {
   }
 
   /** Verifies the channel the payer names (terms, pricing, on-chain deposit) and loads or creates its session. */
+  /** Checks the payer's grant against the chain now (revocation, epoch) and binds it (decision 0025). */
+  async #bindSessionKey(b: Bound, grant: SignedSessionKeyGrant): Promise<void> {
+    const chain = await readSessionKeyChainState({
+      publicClient: this.parameters.publicClient,
+      escrow: this.parameters.domain.verifyingContract,
+      sessionId: b.record.sessionId,
+      payer: b.record.ref.terms.payer,
+      key: grant.grant.key,
+    });
+    await b.session.bindSessionKey(grant, chain);
+  }
+
   async #bind(connection: SecureConnection, message: SessionOpenMessage): Promise<Bound> {
     const { domain, account, pricing, publicClient, store } = this.parameters;
     const { ref } = message;
@@ -277,7 +301,10 @@ export class ProviderNode {
       throw new BindingMismatchError("The channel's terms hash is not this provider's price list.");
     }
     const existing = this.#sessions.get(sessionId);
-    if (existing) return existing;
+    if (existing) {
+      if (message.sessionKey) await this.#bindSessionKey(existing, message.sessionKey);
+      return existing;
+    }
 
     const escrow = domain.verifyingContract;
     const [deposit, onChain] = await Promise.all([
@@ -320,6 +347,7 @@ export class ProviderNode {
     else if (store.getCooperativeClose(sessionId) || record.status === "closing") this.#advance(sessionId, bound, "closed", "the store holds its close");
     const learnt = this.#phases.get(sessionId);
     if (learnt) this.#advance(sessionId, bound, learnt, "an escrow event said so");
+    if (message.sessionKey) await this.#bindSessionKey(bound, message.sessionKey);
     this.#sessions.set(sessionId, bound);
     if (bound.phase === "open") {
       this.parameters.metrics?.sessionOpen(sessionId);
@@ -390,17 +418,19 @@ export class ProviderNode {
       return reject(error); // an mcp canonical JSON cannot hold (NaN, ±Infinity, a lone surrogate): typed refusal
     }
     const leafCount = packet.payload.leaf_count === undefined ? undefined : Number(packet.payload.leaf_count);
+    // What a session key's capabilities are checked against (decision 0025).
+    const method = typeof packet.payload.mcp.method === "string" ? packet.payload.mcp.method : undefined;
     let result;
     const started = performance.now();
     try {
-      result = await b.session.invoke(signed, input, leafCount);
+      result = await b.session.invoke(signed, input, leafCount, method);
     } catch (error) {
       if (!(error instanceof DepositExceededError) || !(await this.#refreshDeposit(b))) return reject(error);
       if (b.phase !== "open") {
         return reject(new ChannelNotOpenError(`Session ${b.record.sessionId} is ${b.phase}; ticket seq ${seq} is refused and no work is done.`));
       }
       try {
-        result = await b.session.invoke(signed, input, leafCount);
+        result = await b.session.invoke(signed, input, leafCount, method);
       } catch (retryError) {
         return reject(retryError);
       }

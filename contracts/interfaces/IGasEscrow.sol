@@ -42,6 +42,23 @@ interface IGasEscrow {
         Signature sig;
     }
 
+    /// @notice A payer's EIP-712 `SessionKey` delegation (decision 0025): `key` may sign this session's
+    /// tickets for cumulative amounts up to `spendCap` until `expiry`, paying only for the MCP methods whose
+    /// set hashes to `capabilities`; it lives in the payer's revocation epoch `epoch`. It is never stored:
+    /// the provider checks it off-chain with no transaction, and a key-signed ticket carries it on-chain.
+    /// @dev The session id is not a field: it comes from the channel's terms. `capabilities` cannot be
+    /// checked here (a ticket does not name the method it pays for); providers and Lane 0 check it.
+    /// Never stored (calldata only), so its field order follows the signed type, not slot packing.
+    // solhint-disable-next-line gas-struct-packing
+    struct SessionKeyGrant {
+        address key;
+        uint64 expiry;
+        uint128 spendCap;
+        bytes32 capabilities;
+        uint64 epoch;
+        Signature sig;
+    }
+
     /// @notice What a unilateral close recorded. Only its fingerprint is stored; callers re-supply it
     /// (every field is in the `ChannelClosing` / `ChannelChallenged` events).
     /// @dev Never stored (only hashed), so its field order follows meaning, not slot packing.
@@ -131,16 +148,13 @@ interface IGasEscrow {
     /// (it goes to the funder at finalisation) and `amount` is the provider's recorded amount now.
     event ChannelReleased(bytes32 indexed sessionId, uint8 openCases, uint128 refund, uint128 amount);
 
-    /// @notice The payer authorised `key` to sign tickets for the session until `expiry`, up to `spendCap`.
-    event SessionKeyAuthorized(
-        bytes32 indexed sessionId, address indexed key, uint40 expiry, uint128 spendCap, uint64 epoch
-    );
+    /// @notice The payer revoked one session key of the session at `revokedAt` (this block's time). Its
+    /// tickets still settle in a close or challenge submitted before `revokedAt + challengeDuration`.
+    event SessionKeyRevoked(bytes32 indexed sessionId, address indexed key, uint40 revokedAt);
 
-    /// @notice The payer revoked one session key.
-    event SessionKeyRevoked(bytes32 indexed sessionId, address indexed key);
-
-    /// @notice The payer revoked every session key it had authorised, on every channel, by moving to `epoch`.
-    event SessionKeysRevoked(address indexed payer, uint64 epoch);
+    /// @notice The payer revoked every session key it granted in epoch `epoch - 1`, on every channel, at
+    /// `revokedAt`; grants must now name `epoch`. Same grace as `SessionKeyRevoked`.
+    event SessionKeysRevoked(address indexed payer, uint64 epoch, uint40 revokedAt);
 
     /// @notice Governance set the routing fee (basis points of the provider's payout) and the treasury.
     event RoutingFeeSet(uint16 feeBps, address treasury);
@@ -239,20 +253,29 @@ interface IGasEscrow {
     /// @notice At most 15 dispute cases can be open on one session at a time.
     error TooManyOpenCases(bytes32 sessionId);
 
-    /// @notice The ticket's signer is neither the payer nor a session key the payer authorised for this session.
+    /// @notice The ticket's signer is not the payer (a session key's ticket goes through `closeUnilateralWithKey`
+    /// or `challengeWithKey`, with its grant).
     error UnauthorizedTicketSigner(bytes32 sessionId, address signer);
 
-    /// @notice The session key expired at `expiry`.
-    error SessionKeyExpired(address key, uint40 expiry);
+    /// @notice The grant was not signed by the session's payer (`signer` recovered instead).
+    error UnauthorizedSessionKey(bytes32 sessionId, address key, address signer);
 
-    /// @notice The session key was revoked (the payer moved past the epoch it was authorised in).
-    error RevokedSessionKey(address key, uint64 keyEpoch, uint64 currentEpoch);
+    /// @notice The session key expired at `expiry` and the grace after it (the channel's challenge
+    /// duration) has passed too, so its tickets no longer settle.
+    error SessionKeyExpired(address key, uint64 expiry);
+
+    /// @notice The session key was revoked at `revokedAt` and the grace after it (the channel's challenge
+    /// duration) has passed, so its tickets no longer settle.
+    error RevokedSessionKey(address key, uint40 revokedAt);
+
+    /// @notice The grant names revocation epoch `keyEpoch`, which the payer has not reached (`currentEpoch`).
+    error SessionKeyEpochAhead(address key, uint64 keyEpoch, uint64 currentEpoch);
 
     /// @notice The ticket authorises more than the session key's spend cap.
     error SessionKeySpendCapExceeded(address key, uint128 amount, uint128 spendCap);
 
-    /// @notice A session key must expire in the future and may not be the zero address or the payer.
-    error InvalidSessionKey(address key, uint40 expiry);
+    /// @notice A key-signed ticket must be a real ticket (seq > 0): "no ticket" closes need no key.
+    error EmptyKeyTicket(bytes32 sessionId);
 
     /// @notice The routing fee may not exceed `maxBps`.
     error RoutingFeeTooHigh(uint16 feeBps, uint16 maxBps);
@@ -319,8 +342,21 @@ interface IGasEscrow {
     /// @notice Starts a unilateral close with the newest ticket the caller holds (or none: `seq == 0`),
     /// opening a challenge window of the channel's `challengeDuration`.
     /// Requirements: the channel is open; the caller is its payer, provider or funder; a ticket is signed
-    /// by the payer or by a live session key of the payer for this session.
+    /// by the payer (a session key's ticket goes through `closeUnilateralWithKey`).
     function closeUnilateral(ChannelTerms calldata terms, uint64 openedAt, Ticket calldata ticket) external;
+
+    /// @notice `closeUnilateral` with a ticket signed by a session key, which `grant` (signed by the payer)
+    /// authorises. Requirements as `closeUnilateral`, and: `ticket.seq > 0`; the grant names this session's
+    /// payer as signer and the ticket's signer as key; the amount is within its cap; it is not in an epoch
+    /// the payer has not reached; and now is before `expiry + challengeDuration` and before
+    /// `revokedAt + challengeDuration` for any revocation of the key (decision 0025: tickets the provider
+    /// accepted before it could know of an expiry or revocation still settle).
+    function closeUnilateralWithKey(
+        ChannelTerms calldata terms,
+        uint64 openedAt,
+        Ticket calldata ticket,
+        SessionKeyGrant calldata grant
+    ) external;
 
     /// @notice Replaces the recorded ticket with one that owes the provider more (a strictly higher
     /// cumulative amount) while the window is open. Does not extend the window. Anyone may submit: the
@@ -330,6 +366,16 @@ interface IGasEscrow {
         uint64 openedAt,
         ClosingState calldata recorded,
         Ticket calldata ticket
+    ) external;
+
+    /// @notice `challenge` with a ticket signed by a session key that `grant` authorises; the key's checks
+    /// are those of `closeUnilateralWithKey`, made at the time of the challenge.
+    function challengeWithKey(
+        ChannelTerms calldata terms,
+        uint64 openedAt,
+        ClosingState calldata recorded,
+        Ticket calldata ticket,
+        SessionKeyGrant calldata grant
     ) external;
 
     /// @notice After the window, pays the provider the recorded amount (capped at the deposit) less the
@@ -347,21 +393,30 @@ interface IGasEscrow {
     /// @return applied False if the session was already settled (then nothing changes).
     function release(bytes32 sessionId, ClosingState calldata recorded, uint128 refund) external returns (bool applied);
 
-    /// @notice Authorises `key` to sign tickets for this session until `expiry`, for cumulative amounts up
-    /// to `spendCap`. Re-authorising a key replaces its limits. Only the payer may call.
-    function authorizeSessionKey(
-        ChannelTerms calldata terms,
-        uint64 openedAt,
-        address key,
-        uint40 expiry,
-        uint128 spendCap
-    ) external;
-
-    /// @notice Revokes one session key of this session at once. Only the payer may call.
+    /// @notice Revokes one session key of this session from this block on: any grant of it, for good.
+    /// Not retroactive: its tickets settle in a close or challenge submitted before
+    /// `revokedAt + challengeDuration`. Revoking again is a no-op (the first time stands). Only the payer.
     function revokeSessionKey(ChannelTerms calldata terms, uint64 openedAt, address key) external;
 
-    /// @notice Revokes every session key the caller ever authorised, on every channel, at once.
+    /// @notice Revokes every session key the caller granted in its current epoch, on every channel, and
+    /// moves to the next epoch; same grace as `revokeSessionKey`.
     function revokeAllSessionKeys() external;
+
+    /// @notice When `key` was revoked on the session (0: never).
+    function sessionKeyRevokedAt(bytes32 sessionId, address key) external view returns (uint40);
+
+    /// @notice When `payer` left revocation epoch `epoch` (0: not yet).
+    function epochRevokedAt(address payer, uint64 epoch) external view returns (uint40);
+
+    /// @notice The EIP-712 digest a payer signs for a SessionKey grant.
+    function hashSessionKey(
+        bytes32 sessionId,
+        address key,
+        uint64 expiry,
+        uint128 spendCap,
+        bytes32 capabilities,
+        uint64 epoch
+    ) external view returns (bytes32);
 
     /// @notice Sends the accrued fees in `asset` to the treasury. Anyone may call. If the token refuses the
     /// transfer, the fees are credited to the treasury's claimable balance (`PayoutDeferred`).

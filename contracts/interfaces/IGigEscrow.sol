@@ -57,6 +57,9 @@ interface IGigEscrow {
         uint40 disputeWindow
     );
 
+    /// @notice `funder` paid for the gig on the client's behalf (`fundFor`): refunds go to `funder`.
+    event GigSponsored(uint64 indexed gigId, address indexed funder);
+
     /// @notice `provider` accepted the gig.
     event GigAccepted(uint64 indexed gigId, address indexed provider);
 
@@ -66,7 +69,8 @@ interface IGigEscrow {
     /// @notice A dispute froze the gig's payout until it is resolved.
     event GigFrozen(uint64 indexed gigId);
 
-    /// @notice The gig paid out for good: `toProvider` to the provider and `toClient` back to the client.
+    /// @notice The gig paid out for good: `toProvider` to the provider and `toClient` back to the client
+    /// (to its funder, for a sponsored gig).
     event GigSettled(uint64 indexed gigId, Status status, uint128 toProvider, uint128 toClient);
 
     /// @notice The client confirmed the provider that accepted its open gig: it can no longer be dismissed.
@@ -121,6 +125,9 @@ interface IGigEscrow {
     /// @notice Only the gig's client may do this.
     error NotTheClient(uint64 gigId, address caller);
 
+    /// @notice A sponsored gig's client may not be the zero address.
+    error ZeroClient();
+
     /// @notice Only the gig's provider may do this.
     error NotTheProvider(uint64 gigId, address caller);
 
@@ -165,6 +172,23 @@ interface IGigEscrow {
         uint40 deadline,
         uint40 disputeWindow
     ) external payable returns (uint64 gigId);
+
+    /// @notice `fund` paid by the caller (the funder) for a gig whose client is `client` (issue 14): the
+    /// client alone acts on the gig (cancel, confirm or dismiss, accept the delivery, dispute); every refund
+    /// (cancel, deadline, dispute) goes to the funder. Emits `GigFunded` (naming the client) and
+    /// `GigSponsored`. Requirements: those of `fund`, and a non-zero client.
+    function fundFor(
+        address client,
+        address provider,
+        address asset,
+        uint128 amount,
+        bytes32 icsHash,
+        uint40 deadline,
+        uint40 disputeWindow
+    ) external payable returns (uint64 gigId);
+
+    /// @notice Who receives the gig's refunds: its funder (the client unless it was funded with `fundFor`).
+    function funderOf(uint64 gigId) external view returns (address);
 
     /// @notice The client takes a funded gig back before any provider accepted it.
     function cancel(uint64 gigId) external;

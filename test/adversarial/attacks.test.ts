@@ -104,10 +104,6 @@ const KINDS = ["ETH", "LGAS"] as const;
 const WINDOW = 3600n;
 const FEE_BPS = 100;
 const REENTRANCY: Hex = toFunctionSelector("Reentrancy()");
-/** Hardhat accounts the system fixture leaves unused: extra session keys, a late arbitrator. */
-const KEY_A = hardhatAccount(7);
-const KEY_B = hardhatAccount(16);
-const KEY_C = hardhatAccount(17);
 
 /** 0.1 per invocation: ticket `seq` authorises `seq` tenths. */
 const tenths = (seq: bigint): bigint => ether("0.1") * seq;
@@ -308,17 +304,6 @@ async function openSessionCase(
   return { caseId, bond };
 }
 
-/** Sends `send()` with automining off and mines it alone in the next block (e.g. at a set timestamp). */
-async function sendInOwnBlock(send: () => Promise<Hash>): Promise<Hash> {
-  await hre.network.provider.send("evm_setAutomine", [false]);
-  try {
-    const hash = await send();
-    await hre.network.provider.send("evm_mine", []);
-    return hash;
-  } finally {
-    await hre.network.provider.send("evm_setAutomine", [true]);
-  }
-}
 
 /** Parent of two nodes in the receipt tree: keccak256 of the sorted 64-byte pair. */
 function parentOf(a: Hex, b: Hex): Hex {
@@ -541,103 +526,7 @@ describe("adversarial: attacks that must fail", function () {
     });
   });
 
-  /*////////////////////////////// session keys //////////////////////////////*/
-
-  it("attack: a ticket signed by an expired session key", async function () {
-    const s = await loadFixture(system);
-    const session = await openSession(s, zeroAddress);
-    const expiry = (await time.latest()) + 600;
-    await mined(s, s.escrow.write.authorizeSessionKey([session.ref.terms, session.ref.openedAt, KEY_A.address, expiry, ether("1.5")], { account: s.payerWallet.account }));
-    const payerTicket = await signTicket(session, 2n, tenths(2n));
-    const beforeExpiry = await signTicket(session, 5n, tenths(5n), { signer: KEY_A }); // signed while valid
-    const snap = await snapshot(s);
-
-    // The key holder signs after the key's life and the provider submits it — first in the very block
-    // whose timestamp equals the expiry (expiry is exclusive), then later.
-    const forged = await signTicket(session, 8n, tenths(8n), { signer: KEY_A });
-    await time.setNextBlockTimestamp(expiry);
-    const hash = await sendInOwnBlock(() =>
-      s.escrow.write.closeUnilateral([session.ref.terms, session.ref.openedAt, forged], { account: s.provider.account, gas: 300_000n }),
-    );
-    const { error } = await minedRevert(s, hash, s.escrow.abi);
-    expect([error.errorName, error.args]).to.deep.equal(["SessionKeyExpired", [getAddress(KEY_A.address), expiry]]);
-    await expectRevert(closeUnilateral(session, forged, s.provider), "SessionKeyExpired", [getAddress(KEY_A.address), expiry]);
-    // A key ticket is only as good as the key at submission (docs/decisions/0005): the one signed in time
-    // is dead too.
-    await expectRevert(closeUnilateral(session, beforeExpiry, s.provider), "SessionKeyExpired", [getAddress(KEY_A.address), expiry]);
-
-    const closed = await mined(s, closeUnilateral(session, payerTicket, s.provider));
-    // As a challenge, from a watcher working for the key holder.
-    await expectRevert(challenge(session, stateOf(session, payerTicket), forged, s.watcher), "SessionKeyExpired", [getAddress(KEY_A.address), expiry]);
-    await time.increaseTo((await blockTime(s, closed)) + WINDOW);
-    await mined(s, finalize(session, stateOf(session, payerTicket), s.watcher));
-    await expectDeltas(s, snap, { ETH: { provider: tenths(2n), client: session.deposit - tenths(2n), escrow: -session.deposit } });
-  });
-
-  it("attack: a ticket signed by a revoked session key (single revoke and revoke-all epoch)", async function () {
-    const s = await loadFixture(system);
-    const A = await openSession(s, zeroAddress);
-    const B = await openSession(s, zeroAddress, { deposit: ether("1"), terms: { nonce: 2n } });
-    const expiry = (await time.latest()) + 86_400;
-    const authorize = (session: Session, key: LocalAccount) =>
-      mined(s, s.escrow.write.authorizeSessionKey([session.ref.terms, session.ref.openedAt, key.address, expiry, ether("2")], { account: s.payerWallet.account }));
-    await authorize(A, KEY_A);
-    await authorize(A, KEY_B);
-    await authorize(B, KEY_B);
-    await mined(s, s.escrow.write.revokeSessionKey([A.ref.terms, A.ref.openedAt, KEY_A.address], { account: s.payerWallet.account }));
-    await mined(s, s.escrow.write.revokeAllSessionKeys({ account: s.payerWallet.account })); // epoch 0 → 1, everywhere
-    await authorize(A, KEY_C); // authorised in the new epoch
-    const payerTicket = await signTicket(A, 1n, tenths(1n));
-    const revoked = await signTicket(A, 6n, tenths(6n), { signer: KEY_A });
-    const staleEpoch = await signTicket(A, 7n, tenths(7n), { signer: KEY_B });
-    const staleEpochB = await signTicket(B, 7n, tenths(7n), { signer: KEY_B });
-    const fresh = await signTicket(A, 8n, tenths(8n), { signer: KEY_C });
-    const snap = await snapshot(s);
-
-    const unauthorized = ["UnauthorizedTicketSigner", [A.sessionId, getAddress(KEY_A.address)]] as const;
-    const epoch = ["RevokedSessionKey", [getAddress(KEY_B.address), 0n, 1n]] as const;
-    await expectRevert(closeUnilateral(A, revoked, s.provider), ...unauthorized);
-    await expectRevert(closeUnilateral(A, staleEpoch, s.provider), ...epoch);
-    await expectRevert(closeUnilateral(B, staleEpochB, s.provider), ...epoch); // the other session too
-    const closed = await mined(s, closeUnilateral(A, payerTicket, s.provider));
-    await expectRevert(challenge(A, stateOf(A, payerTicket), revoked, s.provider), ...unauthorized);
-    await expectRevert(challenge(A, stateOf(A, payerTicket), staleEpoch, s.provider), ...epoch);
-    await mined(s, challenge(A, stateOf(A, payerTicket), fresh, s.provider)); // control: the new-epoch key works
-    // B: the funder takes everything back with a no-ticket close; the revoked key cannot raise it.
-    const none: Ticket = { seq: 0n, cumulativeAmount: 0n, receiptRoot: zeroHash, sig: { r: zeroHash, vs: zeroHash } };
-    await mined(s, closeUnilateral(B, none, s.client));
-    await expectRevert(challenge(B, stateOf(B, none), staleEpochB, s.provider), ...epoch);
-
-    await time.increaseTo((await blockTime(s, closed)) + WINDOW + 10n);
-    await mined(s, finalize(A, stateOf(A, fresh), s.watcher));
-    await mined(s, finalize(B, stateOf(B, none), s.watcher));
-    await expectDeltas(s, snap, {
-      ETH: { provider: tenths(8n), client: A.deposit - tenths(8n) + B.deposit, escrow: -(A.deposit + B.deposit) },
-    });
-  });
-
-  it("attack: a ticket signed by a session key over its spend cap", async function () {
-    const s = await loadFixture(system);
-    const session = await openSession(s, s.token.address);
-    const cap = ether("0.5");
-    await mined(s, s.escrow.write.authorizeSessionKey([session.ref.terms, session.ref.openedAt, KEY_A.address, (await time.latest()) + 86_400, cap], { account: s.payerWallet.account }));
-    const payerTicket = await signTicket(session, 2n, tenths(2n));
-    const overByOne = await signTicket(session, 6n, cap + 1n, { signer: KEY_A });
-    const overAll = await signTicket(session, 9n, session.deposit, { signer: KEY_A });
-    const atCap = await signTicket(session, 5n, cap, { signer: KEY_A });
-    const snap = await snapshot(s);
-    const key = getAddress(KEY_A.address);
-
-    await expectRevert(closeUnilateral(session, overByOne, s.provider), "SessionKeySpendCapExceeded", [key, cap + 1n, cap]);
-    const closed = await mined(s, closeUnilateral(session, payerTicket, s.provider));
-    await expectRevert(challenge(session, stateOf(session, payerTicket), overByOne, s.provider), "SessionKeySpendCapExceeded", [key, cap + 1n, cap]);
-    await expectRevert(challenge(session, stateOf(session, payerTicket), overAll, s.provider), "SessionKeySpendCapExceeded", [key, session.deposit, cap]);
-    await mined(s, challenge(session, stateOf(session, payerTicket), atCap, s.provider)); // exactly the cap is fine
-    await expectRevert(challenge(session, stateOf(session, atCap), overAll, s.provider), "SessionKeySpendCapExceeded", [key, session.deposit, cap]);
-    await time.increaseTo((await blockTime(s, closed)) + WINDOW);
-    await mined(s, finalize(session, stateOf(session, atCap), s.watcher));
-    await expectDeltas(s, snap, { LGAS: { provider: cap, client: session.deposit - cap, escrow: -session.deposit } });
-  });
+  // Session-key attacks live in session-keys.test.ts (decision 0025).
 
   /*////////////////////////////// Merkle proofs //////////////////////////////*/
 

@@ -16,6 +16,7 @@ import { makeEvidence, packageHash, parsePackage, packageToJson, type ChallengeP
 import { didHashOf, mldsaKeyPair, signIdentityAnchor } from "../../channel-client/identity";
 import { disputeManagerDomain, resolutionDigest, resolutionToJson, signResolution } from "../../arbitration/resolution";
 import { FAULT_RECEIPT_FILE } from "../../arbitration/lane0";
+import { signSessionKeyGrant } from "../../channel-client/session-key";
 import { arbitrate, AuditLog, type ArbitrationRun } from "../../arbitration/runner";
 import { ReceiptAccumulator } from "../../channel-client/accumulator";
 import { gasEscrowDomain } from "../../channel-client/eip712";
@@ -290,7 +291,7 @@ describe("arbitration: cases end to end", function () {
    * A 4-step session closed by the provider with ticket 4 (root over receipts 1..3), or — `settle` — settled
    * cooperatively with a summary over receipts 1..4; receipt `badSeq` carries `fault` (another policy by default).
    */
-  async function sessionCase(s: System, badSeq: bigint | null, fault: Fault = "policy", settle = false, anchored = false) {
+  async function sessionCase(s: System, badSeq: bigint | null, fault: Fault = "policy", settle = false, anchored = false, keyed: "no" | "granted" = "no") {
     const pricing: PricingTerms = { version: "1", unit: "invocation", pricePerInvocation: PRICE } as unknown as PricingTerms;
     const payer = hardhatAccount(SYS.payer);
     const provider = hardhatAccount(SYS.provider);
@@ -310,10 +311,16 @@ describe("arbitration: cases end to end", function () {
     const sessionId = sessionIdOf(domain, opened.ref);
     const tree = new ReceiptAccumulator();
     const steps = [];
+    // Issue 14: tickets signed by a session key under the payer's grant.
+    const sessionKey = hardhatAccount(7);
+    const grant =
+      keyed === "no"
+        ? undefined
+        : await signSessionKeyGrant({ account: payer, domain, sessionId, key: sessionKey.address, expiry: 4_000_000_000n, spendCap: parseEther("1"), methods: ["tools/call"], epoch: 0n });
     let prev: Hex = zeroHash;
     for (let seq = 1n; seq <= 4n; seq++) {
       const ticket = { sessionId, provider: provider.address, termsHash: terms.termsHash, seq, cumulativeAmount: PRICE * seq, receiptRoot: tree.root() };
-      const signedTicket = await signPaymentTicket({ account: payer, domain, ticket });
+      const signedTicket = await signPaymentTicket({ account: grant ? sessionKey : payer, domain, ticket });
       const receipt: SessionReceipt = {
         sessionId,
         seq,
@@ -341,7 +348,7 @@ describe("arbitration: cases end to end", function () {
       closing = { state: await s.escrow.read.settledState([4n, PRICE * 4n, tree.root()]) };
       size = 4;
     } else {
-      closing = await closeUnilateral({ wallet: s.provider, publicClient: s.publicClient, escrow: getAddress(s.escrow.address), ref: opened.ref, ticket: steps[3]!.ticket });
+      closing = await closeUnilateral({ wallet: s.provider, publicClient: s.publicClient, escrow: getAddress(s.escrow.address), ref: opened.ref, ticket: steps[3]!.ticket, grant });
       size = 3; // ticket 4 carries the root over receipts 1..3
     }
     // `anchored`: the payer anchors the provider's signed commit over all 4 receipts and proves against it.
@@ -352,7 +359,7 @@ describe("arbitration: cases end to end", function () {
       size = 4;
     }
     const challengedSeq = badSeq ?? 2n;
-    const receipts = steps.slice(0, size).map((step) => ({ receipt: step.receipt, ticket: step.ticket, leafIndex: BigInt(step.index), merkleProof: tree.proof(step.index, size) }));
+    const receipts = steps.slice(0, size).map((step) => ({ receipt: step.receipt, ticket: step.ticket, leafIndex: BigInt(step.index), merkleProof: tree.proof(step.index, size), ...(grant ? { sessionKey: grant } : {}) }));
     const caseId = await s.disputes.read.nextCaseId([KIND.Session, sessionId]);
     const pkg = buildSessionPackage({
       caseId,
@@ -476,6 +483,20 @@ describe("arbitration: cases end to end", function () {
     const run = await arbitrate({ pkg: forged, ctx, actor: "arbitrator" });
     expect(run.state).to.equal("fail_safe");
     expect(run.resolution.aggregate.reasonCodes).to.include.members(["COMMIT_SIGNATURE_INVALID", "MERKLE_PROOF_INVALID"]);
+  });
+
+  it("session: tickets signed by a session key under the payer's grant → Lane 0 accepts them and decides the receipt (provider fault)", async function () {
+    const s = await loadFixture(systemFixture);
+    const c = await sessionCase(s, 2n, "policy", false, false, "granted");
+    const runs = await threeRuns(s, c.caseId, c.pkg);
+    expect(new Set(runs.map((r) => r.resolutionHash)).size).to.equal(1);
+    const [run] = runs;
+    expect(run!.resolution.lane0.checks.find((check) => check.name === "receipt[seq 2].ticket_signature")!.status).to.equal("pass");
+    expect(run!.resolution.aggregate.finalVerdict).to.equal("provider_fault");
+    expect(run!.message).to.deep.include({ verdict: 1, refund: PRICE, slash: 0n });
+    await enforce(s, run!);
+    const now = await currentClosingState(s.publicClient, getAddress(s.escrow.address), c.sessionId);
+    expect(now.amount).to.equal(c.closing.amount - PRICE);
   });
 
   it("session: receipts that all honour the policy → challenger fault", async function () {

@@ -15,6 +15,7 @@ import {
   parseEther,
   parseEventLogs,
   recoverAddress,
+  serializeSignature,
   stringToBytes,
   zeroAddress,
   zeroHash,
@@ -26,7 +27,8 @@ import {
   type TransactionReceipt,
 } from "viem";
 
-import { gasEscrowDomain, toCompactSignature, type GasEscrowDomain } from "../../channel-client/eip712";
+import { gasEscrowDomain, recoverDigestSigner, toCompactSignature, typeHash, type GasEscrowDomain } from "../../channel-client/eip712";
+import { capabilitiesHash, sessionKeyGrantArg, sessionKeyGrantDigest, signSessionKeyGrant } from "../../channel-client/session-key";
 import { sessionIdOf, type ChannelRef, type ChannelTerms } from "../../channel-client/terms";
 import { paymentTicketDigest, signPaymentTicket, type PaymentTicket } from "../../channel-client/ticket";
 import { escrowFixture, hardhatAccount, makeTerms, ROLE, signedCooperativeSummary } from "../helpers/fixtures";
@@ -1230,202 +1232,190 @@ describe("GasEscrow closing", () => {
       });
 
       /*////////////////////////////// session keys //////////////////////////////*/
+      // Decision 0025: a key's authority is the payer's EIP-712 grant, carried with its ticket; revocations and
+      // expiry are honoured only after a grace of one challenge duration (not retroactive).
       describe("session keys", () => {
         const CAP = amountOf(10n);
-        const authorize = (c: Opened, expiry: number, cap = CAP, key: Address = SESSION_KEY.address, from: Wallet = c.payerWallet, channel: Channel = c) =>
-          c.escrow.write.authorizeSessionKey([channel.ref.terms, channel.ref.openedAt, key, expiry, cap], { account: from.account });
-        const keyTicket = (c: Opened, seq: bigint, amount?: bigint, channel?: Channel) =>
-          signTicket(c, { seq, amount, signer: SESSION_KEY, channel });
-        const inADay = async () => (await time.latest()) + 86_400;
+        type GrantParameters = { expiry?: bigint; cap?: bigint; epoch?: bigint; key?: Address; signer?: typeof PAYER; channel?: Channel };
+        const grantOf = async (c: Opened, p: GrantParameters = {}) => {
+          const signed = await signSessionKeyGrant({
+            account: p.signer ?? PAYER,
+            domain: c.domain,
+            sessionId: (p.channel ?? c).sessionId,
+            key: p.key ?? SESSION_KEY.address,
+            expiry: p.expiry ?? BigInt(await time.latest()) + 86_400n,
+            spendCap: p.cap ?? CAP,
+            methods: ["tools/call"],
+            epoch: p.epoch ?? 0n,
+          });
+          return sessionKeyGrantArg(signed, toCompactSignature);
+        };
+        type GrantArg = Awaited<ReturnType<typeof grantOf>>;
+        /** Whom the escrow recovers from `grant` read as a grant for `c`'s session. */
+        const recoverGrantSigner = (c: Opened, grant: GrantArg) =>
+          recoverDigestSigner(
+            sessionKeyGrantDigest(c.domain, { sessionId: c.sessionId, key: grant.key, expiry: grant.expiry, spendCap: grant.spendCap, capabilities: grant.capabilities, epoch: grant.epoch }),
+            serializeSignature(compactSignatureToSignature({ r: grant.sig.r, yParityAndS: grant.sig.vs })),
+          );
+        const keyTicket = (c: Opened, seq: bigint, amount?: bigint, channel?: Channel) => signTicket(c, { seq, amount, signer: SESSION_KEY, channel });
+        const closeKey = (c: Opened, ticket: Ticket, grant: GrantArg, from: Wallet = c.providerWallet, channel: Channel = c) =>
+          c.escrow.write.closeUnilateralWithKey([channel.ref.terms, channel.ref.openedAt, ticket, grant], { account: from.account });
+        const challengeKey = (c: Opened, recorded: ClosingState, ticket: Ticket, grant: GrantArg, from: Wallet = c.providerWallet) =>
+          c.escrow.write.challengeWithKey([c.ref.terms, c.ref.openedAt, recorded, ticket, grant], { account: from.account });
+        const revokeKey = (c: Opened, from: Wallet = c.payerWallet) =>
+          c.escrow.write.revokeSessionKey([c.ref.terms, c.ref.openedAt, SESSION_KEY.address], { account: from.account });
 
-        it("authorises a key (SessionKeyAuthorized, sessionKeyOf) whose tickets close, challenge and settle", async () => {
+        it("hashSessionKey equals the client's digest and SESSION_KEY_TYPEHASH its type hash", async () => {
           const c = await loadFixture(OPENED[kind]);
-          const expiry = await inADay();
-          const receipt = await mined(c, await authorize(c, expiry));
-          expect(escrowEvents(c, receipt)).to.deep.equal([
-            {
-              eventName: "SessionKeyAuthorized",
-              args: { sessionId: c.sessionId, key: SESSION_KEY.address, expiry, spendCap: CAP, epoch: 0n },
-            },
-          ]);
-          expect(await c.escrow.read.sessionKeyOf([c.sessionId, SESSION_KEY.address])).to.deep.equal([expiry, CAP, 0n]);
+          const grant = { sessionId: c.sessionId, key: SESSION_KEY.address, expiry: 123n, spendCap: CAP, capabilities: capabilitiesHash(["tools/call"]), epoch: 4n };
+          expect(await c.escrow.read.SESSION_KEY_TYPEHASH()).to.equal(typeHash("SessionKey"));
+          expect(await c.escrow.read.hashSessionKey([grant.sessionId, grant.key, grant.expiry, grant.spendCap, grant.capabilities, grant.epoch])).to.equal(
+            sessionKeyGrantDigest(c.domain, grant),
+          );
+        });
 
+        it("a granted key's tickets close, challenge and settle with no authorising transaction", async () => {
+          const c = await loadFixture(OPENED[kind]);
+          const grant = await grantOf(c);
           const first = await keyTicket(c, 3n);
-          const { recorded, finalizesAt } = await closeWith(c, first, c.providerWallet);
+          const receipt = await mined(c, await closeKey(c, first, grant));
+          const recorded = stateOf(first, AMOUNT);
+          const finalizesAt = (await blockTime(c, receipt)) + DURATION;
           expect(await c.escrow.read.closingInfo([c.sessionId, recorded])).to.deep.equal([true, finalizesAt, 0]);
           const second = await keyTicket(c, 8n);
-          await mined(c, await challenge(c, recorded, second, c.watcher));
+          await mined(c, await challengeKey(c, recorded, second, grant, c.watcher));
           const final = stateOf(second, AMOUNT);
-          expect(await c.escrow.read.closingInfo([c.sessionId, final])).to.deep.equal([true, finalizesAt, 0]);
           await time.setNextBlockTimestamp(finalizesAt);
           const { deltas } = await withDeltas(c, () => finalize(c, final));
           expect(deltas).to.deep.equal({ ...NOTHING_MOVED, provider: amountOf(8n), funder: AMOUNT - amountOf(8n), escrow: -AMOUNT });
           await expectBacked(c, []);
         });
 
-        it("accepts a key's ticket at expiry - 1 and rejects it from expiry with SessionKeyExpired(key, expiry)", async () => {
+        it("the plain closeUnilateral and challenge take only the payer's own signature: UnauthorizedTicketSigner for a key", async () => {
           const c = await loadFixture(OPENED[kind]);
-          const expiry = (await time.latest()) + 1000;
-          await mined(c, await authorize(c, expiry));
-          await time.setNextBlockTimestamp(expiry - 1);
-          const { recorded, finalizesAt } = await closeWith(c, await keyTicket(c, 3n), c.providerWallet);
-          expect(finalizesAt).to.equal(expiry - 1 + DURATION);
-          await time.setNextBlockTimestamp(expiry);
-          await expectRevert(challenge(c, recorded, await keyTicket(c, 4n), c.providerWallet), "SessionKeyExpired", [SESSION_KEY.address, expiry]);
-          // The payer's own ticket is unaffected.
-          await mined(c, await challenge(c, recorded, await signTicket(c, { seq: 4n }), c.providerWallet));
-        });
-
-        it("rejects an expired key's ticket in closeUnilateral too", async () => {
-          const c = await loadFixture(OPENED[kind]);
-          const expiry = (await time.latest()) + 1000;
-          await mined(c, await authorize(c, expiry));
-          await time.setNextBlockTimestamp(expiry + 5000);
-          await expectRevert(close(c, await keyTicket(c, 3n), c.providerWallet), "SessionKeyExpired", [SESSION_KEY.address, expiry]);
-          expect(await c.escrow.read.phaseOf([c.sessionId])).to.equal(PHASE.Open);
-        });
-
-        it("revokeAllSessionKeys (SessionKeysRevoked, keyEpochOf) revokes the key: RevokedSessionKey; re-authorising restores it", async () => {
-          const c = await loadFixture(OPENED[kind]);
-          await mined(c, await authorize(c, await inADay()));
-          const receipt = await mined(c, await c.escrow.write.revokeAllSessionKeys({ account: c.payerWallet.account }));
-          expect(escrowEvents(c, receipt)).to.deep.equal([{ eventName: "SessionKeysRevoked", args: { payer: PAYER.address, epoch: 1n } }]);
-          expect(await c.escrow.read.keyEpochOf([PAYER.address])).to.equal(1n);
-          await expectRevert(close(c, await keyTicket(c, 3n), c.providerWallet), "RevokedSessionKey", [SESSION_KEY.address, 0n, 1n]);
-
-          const expiry = await inADay();
-          const again = await mined(c, await authorize(c, expiry));
-          expect(eventArgs(c, again, "SessionKeyAuthorized").epoch).to.equal(1n);
-          expect(await c.escrow.read.sessionKeyOf([c.sessionId, SESSION_KEY.address])).to.deep.equal([expiry, CAP, 1n]);
-          await mined(c, await close(c, await keyTicket(c, 3n), c.providerWallet));
-        });
-
-        it("revokes a key during the window: a challenge with it fails with RevokedSessionKey", async () => {
-          const c = await loadFixture(OPENED[kind]);
-          await mined(c, await authorize(c, await inADay()));
-          const { recorded } = await closeWith(c, await keyTicket(c, 3n), c.providerWallet);
-          await mined(c, await c.escrow.write.revokeAllSessionKeys({ account: c.payerWallet.account }));
-          await expectRevert(challenge(c, recorded, await keyTicket(c, 4n), c.providerWallet), "RevokedSessionKey", [SESSION_KEY.address, 0n, 1n]);
-        });
-
-        // Documents current behaviour that providers must know about: revocation is checked at submission,
-        // not at signing, so key-signed tickets the provider has not yet put on chain lose all value.
-        it("revocation is retroactive: after revokeAllSessionKeys and a no-ticket close, the provider's key-signed ticket cannot be claimed", async () => {
-          const c = await loadFixture(OPENED[kind]);
-          await mined(c, await authorize(c, await inADay()));
-          const earned = await keyTicket(c, 8n); // the provider holds this, for work it delivered
-          await mined(c, await c.escrow.write.revokeAllSessionKeys({ account: c.payerWallet.account }));
-          const { recorded, finalizesAt } = await closeWith(c, NO_TICKET, c.payerWallet);
-          await expectRevert(challenge(c, recorded, earned, c.providerWallet), "RevokedSessionKey", [SESSION_KEY.address, 0n, 1n]);
-          await time.setNextBlockTimestamp(finalizesAt);
-          const { deltas } = await withDeltas(c, () => finalize(c, recorded));
-          expect(deltas).to.deep.equal({ ...NOTHING_MOVED, funder: AMOUNT, escrow: -AMOUNT });
-          await expectBacked(c, []);
-        });
-
-        it("another account's revokeAllSessionKeys does not touch the payer's keys", async () => {
-          const c = await loadFixture(OPENED[kind]);
-          await mined(c, await authorize(c, await inADay()));
-          await mined(c, await c.escrow.write.revokeAllSessionKeys({ account: c.providerWallet.account }));
-          expect(await c.escrow.read.keyEpochOf([PROVIDER.address])).to.equal(1n);
-          expect(await c.escrow.read.keyEpochOf([PAYER.address])).to.equal(0n);
-          await mined(c, await close(c, await keyTicket(c, 3n), c.providerWallet));
-        });
-
-        it("revokeSessionKey (SessionKeyRevoked) clears the record: UnauthorizedTicketSigner", async () => {
-          const c = await loadFixture(OPENED[kind]);
-          await mined(c, await authorize(c, await inADay()));
-          const receipt = await mined(
-            c,
-            await c.escrow.write.revokeSessionKey([c.ref.terms, c.ref.openedAt, SESSION_KEY.address], { account: c.payerWallet.account }),
-          );
-          expect(escrowEvents(c, receipt)).to.deep.equal([{ eventName: "SessionKeyRevoked", args: { sessionId: c.sessionId, key: SESSION_KEY.address } }]);
-          expect(await c.escrow.read.sessionKeyOf([c.sessionId, SESSION_KEY.address])).to.deep.equal([0, 0n, 0n]);
           await expectRevert(close(c, await keyTicket(c, 3n), c.providerWallet), "UnauthorizedTicketSigner", [c.sessionId, SESSION_KEY.address]);
+          const { recorded } = await closeWith(c, await signTicket(c, { seq: 3n }), c.providerWallet);
+          await expectRevert(challenge(c, recorded, await keyTicket(c, 4n), c.providerWallet), "UnauthorizedTicketSigner", [c.sessionId, SESSION_KEY.address]);
         });
 
-        it("rejects a key authorised on another session with UnauthorizedTicketSigner", async () => {
+        it("a grant signed by anyone but the payer, or for another session, is UnauthorizedSessionKey", async () => {
           const c = await loadFixture(OPENED[kind]);
+          const byStranger = await grantOf(c, { signer: STRANGER });
+          await expectRevert(closeKey(c, await keyTicket(c, 3n), byStranger), "UnauthorizedSessionKey", [c.sessionId, SESSION_KEY.address, STRANGER.address]);
           const other = await openChannel(c, c.spec.terms({ nonce: 2n }), TOP_UP);
-          await mined(c, await authorize(c, await inADay(), CAP, SESSION_KEY.address, c.payerWallet, other));
-          await expectRevert(close(c, await keyTicket(c, 3n), c.providerWallet), "UnauthorizedTicketSigner", [c.sessionId, SESSION_KEY.address]);
-          // ... while it does sign for the session it was authorised on.
-          await mined(c, await close(c, await keyTicket(c, 3n, undefined, other), c.providerWallet, other));
+          const forOther = await grantOf(c, { channel: other });
+          await expectRevert(closeKey(c, await keyTicket(c, 3n), forOther), "UnauthorizedSessionKey", [c.sessionId, SESSION_KEY.address, await recoverGrantSigner(c, forOther)]);
+          // ... while it does sign for the session it was granted on.
+          await mined(c, await closeKey(c, await keyTicket(c, 3n, undefined, other), forOther, c.providerWallet, other));
           await expectBacked(c, [AMOUNT, TOP_UP]);
         });
 
-        it("accepts a ticket at the spend cap and rejects one above it with SessionKeySpendCapExceeded", async () => {
+        it("a ticket signed by a key other than the granted one is SignerMismatch(key, signer)", async () => {
           const c = await loadFixture(OPENED[kind]);
-          await mined(c, await authorize(c, await inADay()));
-          await expectRevert(close(c, await keyTicket(c, 3n, CAP + 1n), c.providerWallet), "SessionKeySpendCapExceeded", [
-            SESSION_KEY.address,
-            CAP + 1n,
-            CAP,
-          ]);
-          const { recorded } = await closeWith(c, await keyTicket(c, 3n, CAP), c.providerWallet);
-          await expectRevert(challenge(c, recorded, await keyTicket(c, 4n, CAP + 1n), c.watcher), "SessionKeySpendCapExceeded", [
-            SESSION_KEY.address,
-            CAP + 1n,
-            CAP,
-          ]);
-          // The payer itself is not capped.
+          const grant = await grantOf(c, { key: STRANGER.address });
+          await expectRevert(closeKey(c, await keyTicket(c, 3n), grant), "SignerMismatch", [STRANGER.address, SESSION_KEY.address]);
+        });
+
+        it("a key-signed 'no ticket' (seq 0) is EmptyKeyTicket", async () => {
+          const c = await loadFixture(OPENED[kind]);
+          await expectRevert(closeKey(c, await keyTicket(c, 0n, 0n), await grantOf(c)), "EmptyKeyTicket", [c.sessionId]);
+        });
+
+        it("accepts a ticket at the spend cap and rejects one above it with SessionKeySpendCapExceeded; the payer is not capped", async () => {
+          const c = await loadFixture(OPENED[kind]);
+          const grant = await grantOf(c);
+          await expectRevert(closeKey(c, await keyTicket(c, 3n, CAP + 1n), grant), "SessionKeySpendCapExceeded", [SESSION_KEY.address, CAP + 1n, CAP]);
+          const atCap = await keyTicket(c, 3n, CAP);
+          await mined(c, await closeKey(c, atCap, grant));
+          const recorded = stateOf(atCap, AMOUNT);
+          await expectRevert(challengeKey(c, recorded, await keyTicket(c, 4n, CAP + 1n), grant), "SessionKeySpendCapExceeded", [SESSION_KEY.address, CAP + 1n, CAP]);
           await mined(c, await challenge(c, recorded, await signTicket(c, { seq: 4n, amount: CAP + 1n }), c.watcher));
         });
 
-        it("re-authorising a key replaces its limits", async () => {
+        it("expiry is not retroactive: a key's ticket settles until expiry + challenge duration, SessionKeyExpired from then", async () => {
           const c = await loadFixture(OPENED[kind]);
-          await mined(c, await authorize(c, await inADay()));
-          const expiry = (await time.latest()) + 7 * 86_400;
-          await mined(c, await authorize(c, expiry, 1n));
-          expect(await c.escrow.read.sessionKeyOf([c.sessionId, SESSION_KEY.address])).to.deep.equal([expiry, 1n, 0n]);
-          await expectRevert(close(c, await keyTicket(c, 3n), c.providerWallet), "SessionKeySpendCapExceeded", [SESSION_KEY.address, amountOf(3n), 1n]);
+          const expiry = BigInt(await time.latest()) + 1000n;
+          const grant = await grantOf(c, { expiry });
+          const earned = await keyTicket(c, 3n); // accepted by the provider before the expiry
+          await time.setNextBlockTimestamp(Number(expiry) + DURATION);
+          await expectRevert(closeKey(c, earned, grant), "SessionKeyExpired", [SESSION_KEY.address, expiry]);
+          expect(await c.escrow.read.phaseOf([c.sessionId])).to.equal(PHASE.Open);
+        });
+
+        it("expiry grace boundary: at expiry + duration - 1 the close succeeds", async () => {
+          const c = await loadFixture(OPENED[kind]);
+          const expiry = BigInt(await time.latest()) + 1000n;
+          const grant = await grantOf(c, { expiry });
+          await time.setNextBlockTimestamp(Number(expiry) + DURATION - 1);
+          await mined(c, await closeKey(c, await keyTicket(c, 3n), grant));
+        });
+
+        it("revocation is not retroactive: after revokeSessionKey and a payer's no-ticket close, the provider's key ticket still wins inside the grace", async () => {
+          const c = await loadFixture(OPENED[kind]);
+          const grant = await grantOf(c);
+          const earned = await keyTicket(c, 8n); // the provider holds this, for work it delivered
+          const revoked = await mined(c, await revokeKey(c));
+          const revokedAt = await blockTime(c, revoked);
+          expect(escrowEvents(c, revoked)).to.deep.equal([{ eventName: "SessionKeyRevoked", args: { sessionId: c.sessionId, key: SESSION_KEY.address, revokedAt } }]);
+          expect(await c.escrow.read.sessionKeyRevokedAt([c.sessionId, SESSION_KEY.address])).to.equal(revokedAt);
+          const { recorded, finalizesAt } = await closeWith(c, NO_TICKET, c.payerWallet);
+          await mined(c, await challengeKey(c, recorded, earned, grant));
+          await time.setNextBlockTimestamp(finalizesAt);
+          const { deltas } = await withDeltas(c, () => finalize(c, stateOf(earned, AMOUNT)));
+          expect(deltas).to.deep.equal({ ...NOTHING_MOVED, provider: amountOf(8n), funder: AMOUNT - amountOf(8n), escrow: -AMOUNT });
+          await expectBacked(c, []);
+        });
+
+        it("after revokedAt + challenge duration a revoked key's ticket is RevokedSessionKey; revoking again does not move revokedAt", async () => {
+          const c = await loadFixture(OPENED[kind]);
+          const grant = await grantOf(c);
+          const revokedAt = await blockTime(c, await mined(c, await revokeKey(c)));
+          const again = await mined(c, await revokeKey(c));
+          expect(escrowEvents(c, again)).to.deep.equal([]);
+          expect(await c.escrow.read.sessionKeyRevokedAt([c.sessionId, SESSION_KEY.address])).to.equal(revokedAt);
+          await time.setNextBlockTimestamp(revokedAt + DURATION);
+          await expectRevert(closeKey(c, await keyTicket(c, 3n), grant), "RevokedSessionKey", [SESSION_KEY.address, revokedAt]);
+          // A fresh grant of the same key does not undo the revocation: revoked keys stay revoked on the session.
+          await expectRevert(closeKey(c, await keyTicket(c, 3n), await grantOf(c)), "RevokedSessionKey", [SESSION_KEY.address, revokedAt]);
+        });
+
+        it("revokeAllSessionKeys (SessionKeysRevoked, keyEpochOf, epochRevokedAt) ends epoch 0 with the same grace; grants of epoch 1 work; epoch 2 is SessionKeyEpochAhead", async () => {
+          const c = await loadFixture(OPENED[kind]);
+          const old = await grantOf(c);
+          const receipt = await mined(c, await c.escrow.write.revokeAllSessionKeys({ account: c.payerWallet.account }));
+          const revokedAt = await blockTime(c, receipt);
+          expect(escrowEvents(c, receipt)).to.deep.equal([{ eventName: "SessionKeysRevoked", args: { payer: PAYER.address, epoch: 1n, revokedAt } }]);
+          expect(await c.escrow.read.keyEpochOf([PAYER.address])).to.equal(1n);
+          expect(await c.escrow.read.epochRevokedAt([PAYER.address, 0n])).to.equal(revokedAt);
+          await expectRevert(closeKey(c, await keyTicket(c, 3n), await grantOf(c, { epoch: 2n })), "SessionKeyEpochAhead", [SESSION_KEY.address, 2n, 1n]);
+          await time.setNextBlockTimestamp(revokedAt + DURATION);
+          await expectRevert(closeKey(c, await keyTicket(c, 3n), old), "RevokedSessionKey", [SESSION_KEY.address, revokedAt]);
+          await mined(c, await closeKey(c, await keyTicket(c, 3n), await grantOf(c, { epoch: 1n })));
+        });
+
+        it("another account's revokeAllSessionKeys does not touch the payer's grants", async () => {
+          const c = await loadFixture(OPENED[kind]);
+          await mined(c, await c.escrow.write.revokeAllSessionKeys({ account: c.providerWallet.account }));
+          expect(await c.escrow.read.keyEpochOf([PROVIDER.address])).to.equal(1n);
+          expect(await c.escrow.read.keyEpochOf([PAYER.address])).to.equal(0n);
+          await mined(c, await closeKey(c, await keyTicket(c, 3n), await grantOf(c)));
         });
 
         for (const who of ["provider", "funder", "stranger"] as const) {
-          it(`lets only the payer authorise or revoke: NotThePayer for the ${who}`, async () => {
+          it(`lets only the payer revoke: NotThePayer for the ${who}`, async () => {
             const c = await loadFixture(OPENED[kind]);
             const wallet = { provider: c.providerWallet, funder: c.funder, stranger: c.stranger }[who];
-            await expectRevert(authorize(c, await inADay(), CAP, SESSION_KEY.address, wallet), "NotThePayer", [c.sessionId, addressOf(wallet)]);
-            await mined(c, await authorize(c, await inADay()));
-            await expectRevert(
-              c.escrow.write.revokeSessionKey([c.ref.terms, c.ref.openedAt, SESSION_KEY.address], { account: wallet.account }),
-              "NotThePayer",
-              [c.sessionId, addressOf(wallet)],
-            );
-            expect((await c.escrow.read.sessionKeyOf([c.sessionId, SESSION_KEY.address]))[1]).to.equal(CAP);
+            await expectRevert(revokeKey(c, wallet), "NotThePayer", [c.sessionId, addressOf(wallet)]);
+            expect(await c.escrow.read.sessionKeyRevokedAt([c.sessionId, SESSION_KEY.address])).to.equal(0);
           });
         }
 
-        const invalid: [name: string, key: (c: Opened) => Address, expiry: (now: number) => number][] = [
-          ["the zero key", () => zeroAddress, (now) => now + 86_400],
-          ["the payer as its own key", () => PAYER.address, (now) => now + 86_400],
-          ["an expiry in the past", () => SESSION_KEY.address, (now) => now - 1],
-          ["an expiry of 0", () => SESSION_KEY.address, () => 0],
-        ];
-        for (const [name, key, expiry] of invalid) {
-          it(`rejects ${name} with InvalidSessionKey`, async () => {
-            const c = await loadFixture(OPENED[kind]);
-            const e = expiry(await time.latest());
-            await expectRevert(authorize(c, e, CAP, key(c)), "InvalidSessionKey", [key(c), e]);
-            expect(await c.escrow.read.sessionKeyOf([c.sessionId, key(c)])).to.deep.equal([0, 0n, 0n]);
-          });
-        }
-
-        it("rejects an expiry equal to the block time with InvalidSessionKey and accepts one second later", async () => {
+        it("closeUnilateralWithKey is for parties only (NotAParty) and open channels only (ChannelNotOpen)", async () => {
           const c = await loadFixture(OPENED[kind]);
-          const t = (await time.latest()) + 10;
-          await time.setNextBlockTimestamp(t);
-          await expectRevert(authorize(c, t), "InvalidSessionKey", [SESSION_KEY.address, t]);
-          await time.setNextBlockTimestamp(t + 1);
-          await mined(c, await authorize(c, t + 2));
-        });
-
-        it("rejects authorising on a closing channel and on a session never opened with ChannelNotOpen", async () => {
-          const c = await loadFixture(CLOSING[kind]);
-          await expectRevert(authorize(c, await inADay()), "ChannelNotOpen", [c.sessionId]);
-          const ref: ChannelRef = { ...c.ref, openedAt: c.ref.openedAt + 1n };
-          const unknown: Channel = { ref, sessionId: sessionIdOf(c.domain, ref) };
-          await expectRevert(authorize(c, await inADay(), CAP, SESSION_KEY.address, c.payerWallet, unknown), "ChannelNotOpen", [unknown.sessionId]);
+          const grant = await grantOf(c);
+          await expectRevert(closeKey(c, await keyTicket(c, 3n), grant, c.stranger), "NotAParty", [c.sessionId, STRANGER.address]);
+          await mined(c, await closeKey(c, await keyTicket(c, 3n), grant));
+          await expectRevert(closeKey(c, await keyTicket(c, 4n), grant), "ChannelNotOpen", [c.sessionId]);
         });
       });
 
