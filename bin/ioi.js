@@ -24,6 +24,6 @@ if (process.env.IOI_CLI_SOURCE !== "1" && existsSync(built)) {
     process.exit(1);
   }
   require("ts-node").register({ transpileOnly: true, project: path.join(root, "tsconfig.json") });
-  cli = require(path.join(root, "cli", "ioi"));
+  cli = require(path.join(root, "src", "cli", "ioi"));
 }
 cli.runProcess(process.argv.slice(2));

@@ -11,16 +11,16 @@ import { keccak_256 } from "@noble/hashes/sha3.js";
 import { hexToBytes, keccak256, parseSignature, toHex, zeroHash, type Hex } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
-import { ReceiptAccumulator } from "../channel-client/accumulator";
-import { assertDigestSigner, gasEscrowDomain, signDigest } from "../channel-client/eip712";
-import { fastKeccakReady, keccak256Bytes } from "../channel-client/keccak";
-import { loadSecp256k1Backend, secp256k1Backend, type Secp256k1Backend } from "../channel-client/secp256k1";
-import { LeafBuilder } from "../channel-client/leaf";
-import { ProviderSession } from "../channel-client/provider-session";
-import { sessionReceiptHashBytes, type SessionReceipt } from "../channel-client/receipt";
-import { signReceiptCommit, verifyReceiptCommit } from "../channel-client/receipt-commit";
-import { paymentTicketHash, signPaymentTicket, verifyPaymentTicket } from "../channel-client/ticket";
-import type { StepRecord } from "../channel-client/store/store";
+import { ReceiptAccumulator } from "../src/core/accumulator";
+import { assertDigestSigner, gasEscrowDomain, signDigest } from "../src/core/eip712";
+import { fastKeccakReady, keccak256Bytes } from "../src/core/keccak";
+import { loadSecp256k1Backend, secp256k1Backend, type Secp256k1Backend } from "../src/core/secp256k1";
+import { LeafBuilder } from "../src/core/leaf";
+import { ProviderSession } from "../src/node/provider-session";
+import { sessionReceiptHashBytes, type SessionReceipt } from "../src/core/receipt";
+import { signReceiptCommit, verifyReceiptCommit } from "../src/core/receipt-commit";
+import { paymentTicketHash, signPaymentTicket, verifyPaymentTicket } from "../src/core/ticket";
+import type { StepRecord } from "../src/store/store";
 
 const MNEMONIC = "test test test test test test test test test test test junk";
 const payer = mnemonicToAccount(MNEMONIC, { addressIndex: 2 });

@@ -34,8 +34,8 @@ import {
 } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
-import { bundleHash } from "../arbitration/bundle";
-import { buildGigPackage, buildSessionPackage } from "../arbitration/build";
+import { bundleHash } from "../src/arbitration/bundle";
+import { buildGigPackage, buildSessionPackage } from "../src/arbitration/build";
 import {
   blocksUntilReady,
   claimFees,
@@ -49,19 +49,19 @@ import {
   providerRegistryAbi,
   submitVerdict,
   type Deployment as DisputeDeployment,
-} from "../arbitration/chain";
-import { icsHash } from "../arbitration/ics";
-import { packageHash, packageToJson, parsePackage, type ChallengePackage } from "../arbitration/package";
-import { disputeManagerDomain, resolutionToJson, signResolution } from "../arbitration/resolution";
-import { arbitrate, judgeRuntimeHash, type ArbitrationRun } from "../arbitration/runner";
-import { ReceiptAccumulator } from "../channel-client/accumulator";
-import { canon } from "../channel-client/canonical";
-import { gasEscrowDomain } from "../channel-client/eip712";
-import { closeUnilateral, finalizeClose, openChannel, type Wallet } from "../channel-client/escrow";
-import { receiptLeaf } from "../channel-client/leaf";
-import { sessionReceiptHash, signSessionReceipt, type SessionReceipt, type SignedSessionReceipt } from "../channel-client/receipt";
-import { sessionIdOf, termsHashOf, type PricingTerms } from "../channel-client/terms";
-import { paymentTicketHash, signPaymentTicket, type SignedPaymentTicket } from "../channel-client/ticket";
+} from "../src/arbitration/chain";
+import { icsHash } from "../src/arbitration/ics";
+import { packageHash, packageToJson, parsePackage, type ChallengePackage } from "../src/arbitration/package";
+import { disputeManagerDomain, resolutionToJson, signResolution } from "../src/arbitration/resolution";
+import { arbitrate, judgeRuntimeHash, type ArbitrationRun } from "../src/arbitration/runner";
+import { ReceiptAccumulator } from "../src/core/accumulator";
+import { canon } from "../src/core/canonical";
+import { gasEscrowDomain } from "../src/core/eip712";
+import { closeUnilateral, finalizeClose, openChannel, type Wallet } from "../src/chain/escrow";
+import { receiptLeaf } from "../src/core/leaf";
+import { sessionReceiptHash, signSessionReceipt, type SessionReceipt, type SignedSessionReceipt } from "../src/core/receipt";
+import { sessionIdOf, termsHashOf, type PricingTerms } from "../src/core/terms";
+import { paymentTicketHash, signPaymentTicket, type SignedPaymentTicket } from "../src/core/ticket";
 import { admitDevnetArbitrators, DEVNET_ARBITRATOR_STAKE } from "./arbitrators";
 import type { Deployment } from "./deploy";
 import { codeGigIcs, FAILING_DELIVERABLE, SUITE } from "./examples/code-gig";

@@ -32,7 +32,7 @@ import path from "node:path";
 import type { HardhatRuntimeEnvironment } from "hardhat/types";
 import { encodeFunctionData, getAddress, isAddress, isHex, parseEther, zeroAddress, type Abi, type Address, type Hash, type Hex } from "viem";
 
-import { judgeRuntimeHash } from "../arbitration/runner";
+import { judgeRuntimeHash } from "../src/arbitration/runner";
 
 export type DeployedContract = { address: Address; transactionHash: Hash; blockNumber: string; gasUsed: string };
 

@@ -13,13 +13,13 @@ import hre from "hardhat";
 import { keccak256, parseEther, parseEventLogs, stringToBytes, zeroHash, type Hash, type Hex, type LocalAccount } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
-import { toCompactSignature } from "../channel-client/eip712";
-import { signReceiptCommit } from "../channel-client/receipt-commit";
-import { signSettlementSummary, type SettlementSummary } from "../channel-client/summary";
-import { NATIVE_ASSET, sessionIdOf, type ChannelRef, type ChannelTerms } from "../channel-client/terms";
-import { signPaymentTicket } from "../channel-client/ticket";
-import { sessionKeyGrantArg, signSessionKeyGrant } from "../channel-client/session-key";
-import { gasEscrowDomain } from "../channel-client/eip712";
+import { toCompactSignature } from "../src/core/eip712";
+import { signReceiptCommit } from "../src/core/receipt-commit";
+import { signSettlementSummary, type SettlementSummary } from "../src/core/summary";
+import { NATIVE_ASSET, sessionIdOf, type ChannelRef, type ChannelTerms } from "../src/core/terms";
+import { signPaymentTicket } from "../src/core/ticket";
+import { sessionKeyGrantArg, signSessionKeyGrant } from "../src/core/session-key";
+import { gasEscrowDomain } from "../src/core/eip712";
 import { measureDisputeGas } from "./gas-disputes";
 
 const MNEMONIC = "test test test test test test test test test test test junk";

@@ -1,5 +1,5 @@
 /**
- * Writes `abi/<Contract>.ts` — each contract's ABI as a typed `as const` module — from Hardhat's artifacts,
+ * Writes `src/abi/<Contract>.ts` — each contract's ABI as a typed `as const` module — from Hardhat's artifacts,
  * so the library ships its ABIs and no module imports `artifacts/` (decision 0021).
  *
  *   npx hardhat compile && npm run abi          regenerate (committed; `test/channel-client/abi.test.ts`
@@ -21,7 +21,7 @@ export const ABI_CONTRACTS = [
 
 const ROOT = path.join(__dirname, "..");
 
-/** The text `abi/<name>.ts` must hold for the artifact's current ABI. */
+/** The text `src/abi/<name>.ts` must hold for the artifact's current ABI. */
 export function abiModuleText(contract: (typeof ABI_CONTRACTS)[number]): string {
   const artifactPath = path.join(ROOT, "artifacts", "contracts", contract.source, `${contract.name}.json`);
   let abi: unknown;
@@ -46,9 +46,9 @@ export function indexText(): string {
 if (require.main === module) {
   try {
     for (const contract of ABI_CONTRACTS) {
-      writeFileSync(path.join(ROOT, "abi", `${contract.name}.ts`), abiModuleText(contract));
+      writeFileSync(path.join(ROOT, "src", "abi", `${contract.name}.ts`), abiModuleText(contract));
     }
-    writeFileSync(path.join(ROOT, "abi", "index.ts"), indexText());
+    writeFileSync(path.join(ROOT, "src", "abi", "index.ts"), indexText());
     console.log(`wrote abi/ for ${ABI_CONTRACTS.map((c) => c.name).join(", ")}`);
   } catch (error) {
     console.error((error as Error).message);

@@ -25,10 +25,10 @@ import {
   type LocalAccount,
 } from "viem";
 
-import { ReceiptAccumulator } from "../../channel-client/accumulator";
-import { gasEscrowDomain } from "../../channel-client/eip712";
-import { receiptLeafFromHashes } from "../../channel-client/leaf";
-import { sessionIdOf } from "../../channel-client/terms";
+import { ReceiptAccumulator } from "../../src/core/accumulator";
+import { gasEscrowDomain } from "../../src/core/eip712";
+import { receiptLeafFromHashes } from "../../src/core/leaf";
+import { sessionIdOf } from "../../src/core/terms";
 import { hardhatAccount, makeTerms } from "../helpers/fixtures";
 import { expectRevert } from "../helpers/revert";
 import {

@@ -21,8 +21,8 @@ import { expect } from "chai";
 import hre from "hardhat";
 import { getAddress, parseEventLogs, zeroAddress, type Address, type Hex, type LocalAccount, type TransactionReceipt } from "viem";
 
-import { ReceiptAccumulator } from "../../channel-client/accumulator";
-import { receiptLeafFromHashes } from "../../channel-client/leaf";
+import { ReceiptAccumulator } from "../../src/core/accumulator";
+import { receiptLeafFromHashes } from "../../src/core/leaf";
 import { hardhatAccount } from "../helpers/fixtures";
 import { expectRevert } from "../helpers/revert";
 import {

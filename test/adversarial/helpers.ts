@@ -24,10 +24,10 @@ import {
   type TransactionReceipt,
 } from "viem";
 
-import { gasEscrowDomain, toCompactSignature, type GasEscrowDomain } from "../../channel-client/eip712";
-import { signSettlementSummary } from "../../channel-client/summary";
-import { sessionIdOf, type ChannelRef, type ChannelTerms } from "../../channel-client/terms";
-import { paymentTicketDigest, signPaymentTicket, type PaymentTicket } from "../../channel-client/ticket";
+import { gasEscrowDomain, toCompactSignature, type GasEscrowDomain } from "../../src/core/eip712";
+import { signSettlementSummary } from "../../src/core/summary";
+import { sessionIdOf, type ChannelRef, type ChannelTerms } from "../../src/core/terms";
+import { paymentTicketDigest, signPaymentTicket, type PaymentTicket } from "../../src/core/ticket";
 import { hardhatAccount, makeTerms } from "../helpers/fixtures";
 import { DISPUTE_PARAMS, ETH_TERMS, SYS, type System } from "../helpers/system";
 

@@ -7,8 +7,8 @@ import { expect } from "chai";
 import hre from "hardhat";
 import type { Hex } from "viem";
 
-import { gigEscrowAbi } from "../../arbitration/chain";
-import type { Wallet } from "../../channel-client/escrow";
+import { gigEscrowAbi } from "../../src/arbitration/chain";
+import type { Wallet } from "../../src/chain/escrow";
 import { runDisputeDemo } from "../../scripts/demo-disputes";
 import { deployAll } from "../../scripts/deploy";
 

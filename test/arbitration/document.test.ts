@@ -1,8 +1,8 @@
 import { expect } from "chai";
 
-import { canon } from "../../channel-client/canonical";
-import { parseDocument } from "../../arbitration/document";
-import { parsePackage, packageHash, packageFromJson } from "../../arbitration/package";
+import { canon } from "../../src/core/canonical";
+import { parseDocument } from "../../src/arbitration/document";
+import { parsePackage, packageHash, packageFromJson } from "../../src/arbitration/package";
 import { thrown } from "../helpers/assert";
 import { samplePackageJson } from "./fixtures/samples";
 

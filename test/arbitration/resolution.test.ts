@@ -10,11 +10,11 @@ import {
   type Hex,
 } from "viem";
 
-import { canon } from "../../channel-client/canonical";
-import { toHighS } from "../../channel-client/eip712";
-import { runObjectiveChecks } from "../../arbitration/checks";
-import { icsFromJson, penaltyFor } from "../../arbitration/ics";
-import { packageFromJson, packageHash } from "../../arbitration/package";
+import { canon } from "../../src/core/canonical";
+import { toHighS } from "../../src/core/eip712";
+import { runObjectiveChecks } from "../../src/arbitration/checks";
+import { icsFromJson, penaltyFor } from "../../src/arbitration/ics";
+import { packageFromJson, packageHash } from "../../src/arbitration/package";
 import {
   disputeManagerDomain,
   RESOLUTION_TYPES,
@@ -26,7 +26,7 @@ import {
   signResolution,
   verifyResolutionSignature,
   type Resolution,
-} from "../../arbitration/resolution";
+} from "../../src/arbitration/resolution";
 import { hardhatAccount, ROLE } from "../helpers/fixtures";
 import { deployDisputeManager, DISPUTE_PARAMS } from "../helpers/system";
 import { rejection, thrown } from "../helpers/assert";

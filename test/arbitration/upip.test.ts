@@ -3,11 +3,11 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { zeroHash } from "viem";
 
-import { canon } from "../../channel-client/canonical";
-import { bundleHash } from "../../arbitration/bundle";
-import { engineWasmSha256 } from "../../arbitration/engine";
-import { replay } from "../../arbitration/replay";
-import { upipCanonical, upipFromJson, upipStackHash, verifyUpip, type UpipRecord } from "../../arbitration/upip";
+import { canon } from "../../src/core/canonical";
+import { bundleHash } from "../../src/arbitration/bundle";
+import { engineWasmSha256 } from "../../src/arbitration/engine";
+import { replay } from "../../src/arbitration/replay";
+import { upipCanonical, upipFromJson, upipStackHash, verifyUpip, type UpipRecord } from "../../src/arbitration/upip";
 import { thrown } from "../helpers/assert";
 import { BAD_DELIVERABLE, GOOD_DELIVERABLE, mutable, SUITE } from "./fixtures/samples";
 

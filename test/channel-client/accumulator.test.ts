@@ -8,7 +8,7 @@ import {
   RootAccumulator,
   hashPair,
   verifyProof,
-} from "../../channel-client/accumulator";
+} from "../../src/core/accumulator";
 
 const EMPTY_ROOT = `0x${"0".repeat(64)}`;
 

@@ -13,9 +13,9 @@ import path from "node:path";
 import { keccak256, parseEther, toHex, type Hex } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
-import { canonBytes } from "../../channel-client/canonical";
-import { listenHost, parsePeer } from "../../channel-client/node/endpoints";
-import { SqliteStore } from "../../channel-client/store/sqlite-store";
+import { canonBytes } from "../../src/core/canonical";
+import { listenHost, parsePeer } from "../../src/node/endpoints";
+import { SqliteStore } from "../../src/store/sqlite-store";
 import { serveEmbeddedNetwork, type EmbeddedRpc } from "../../scripts/embedded-rpc";
 import { runCli } from "../helpers/cli";
 import { escrowFixture, HARDHAT_MNEMONIC, ROLE } from "../helpers/fixtures";

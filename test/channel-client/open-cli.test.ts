@@ -13,12 +13,12 @@ import { getAddress, parseEther, toHex, type Hex, type PublicClient } from "viem
 import { mnemonicToAccount } from "viem/accounts";
 
 import { serveEmbeddedNetwork, type EmbeddedRpc } from "../../scripts/embedded-rpc";
-import { echoHandler } from "../../channel-client/cli";
-import { fetchTermsOffer } from "../../channel-client/node/payer-client";
-import { ProviderNode } from "../../channel-client/node/provider-node";
-import { SqliteStore } from "../../channel-client/store/sqlite-store";
-import { priceOf, pricingTermsToJson, termsHashOf, type PricingTerms, type TermsDocumentV2 } from "../../channel-client/terms";
-import { signTermsOffer, verifyTermsOffer } from "../../channel-client/terms-offer";
+import { echoHandler } from "../../src/cli/channel";
+import { fetchTermsOffer } from "../../src/node/payer-client";
+import { ProviderNode } from "../../src/node/provider-node";
+import { SqliteStore } from "../../src/store/sqlite-store";
+import { priceOf, pricingTermsToJson, termsHashOf, type PricingTerms, type TermsDocumentV2 } from "../../src/core/terms";
+import { signTermsOffer, verifyTermsOffer } from "../../src/core/terms-offer";
 import { rejection } from "../helpers/assert";
 import { escrowFixture, hardhatAccount, HARDHAT_MNEMONIC, ROLE } from "../helpers/fixtures";
 import { runCli } from "../helpers/cli";

@@ -5,9 +5,9 @@ import { xchacha20poly1305 } from "@noble/ciphers/chacha.js";
 import { expect } from "chai";
 import { bytesToHex, stringToBytes, type Address, type Hex, type LocalAccount } from "viem";
 
-import { canonBytes } from "../../channel-client/canonical";
-import { signDigest } from "../../channel-client/eip712";
-import { BaseError } from "../../channel-client/errors";
+import { canonBytes } from "../../src/core/canonical";
+import { signDigest } from "../../src/core/eip712";
+import { BaseError } from "../../src/core/errors";
 import {
   acceptTry,
   connectSecure,
@@ -47,7 +47,7 @@ import {
   type SecureConnection,
   type SecureServer,
   type TransportError,
-} from "../../channel-client/transport";
+} from "../../src/transport";
 import { rejection, thrown } from "../helpers/assert";
 import { hardhatAccount, ROLE } from "../helpers/fixtures";
 

@@ -8,9 +8,9 @@ import { expect } from "chai";
 import hre from "hardhat";
 import { decodeErrorResult, getAddress, keccak256, stringToBytes, zeroAddress, type Abi, type Address, type Hex, type PublicClient } from "viem";
 
-import { providerRegistryAbi } from "../../arbitration/chain";
-import { judgeRuntimeHash } from "../../arbitration/runner";
-import type { Wallet } from "../../channel-client/escrow";
+import { providerRegistryAbi } from "../../src/arbitration/chain";
+import { judgeRuntimeHash } from "../../src/arbitration/runner";
+import type { Wallet } from "../../src/chain/escrow";
 import { deployAll } from "../../scripts/deploy";
 import { admitArbitratorCalls, executeCalls, scheduleCalls, timelockAbi } from "../../scripts/timelock";
 import { expectRevert } from "../helpers/revert";

@@ -25,11 +25,11 @@ import {
   type TransactionReceipt,
 } from "viem";
 
-import { ReceiptAccumulator } from "../../channel-client/accumulator";
-import { gasEscrowDomain, toCompactSignature } from "../../channel-client/eip712";
-import { receiptLeafFromHashes } from "../../channel-client/leaf";
-import { sessionIdOf, type ChannelRef } from "../../channel-client/terms";
-import { signPaymentTicket } from "../../channel-client/ticket";
+import { ReceiptAccumulator } from "../../src/core/accumulator";
+import { gasEscrowDomain, toCompactSignature } from "../../src/core/eip712";
+import { receiptLeafFromHashes } from "../../src/core/leaf";
+import { sessionIdOf, type ChannelRef } from "../../src/core/terms";
+import { signPaymentTicket } from "../../src/core/ticket";
 import { hardhatAccount, makeTerms } from "../helpers/fixtures";
 import { expectRevert } from "../helpers/revert";
 import {

@@ -1,5 +1,5 @@
 /** Runs the `ioi` CLI in-process for tests, capturing what it prints and restoring the environment. */
-import { main } from "../../cli/ioi";
+import { main } from "../../src/cli/ioi";
 
 export async function runCli(argv: string[], env: Record<string, string | undefined> = {}) {
   const out: string[] = [];

@@ -13,19 +13,19 @@
 import { readFileSync } from "node:fs";
 import type { Hex } from "viem";
 
-import { receiptLeaf } from "../../channel-client/leaf";
+import { receiptLeaf } from "../../src/core/leaf";
 import {
   signedSessionReceiptFromJson,
   signedSessionReceiptToJson,
   type SignedSessionReceiptJson,
-} from "../../channel-client/receipt";
+} from "../../src/core/receipt";
 import {
   signedPaymentTicketFromJson,
   signedPaymentTicketToJson,
   type SignedPaymentTicketJson,
-} from "../../channel-client/ticket";
-import { SqliteStore } from "../../channel-client/store/sqlite-store";
-import type { StepRecord } from "../../channel-client/store/store";
+} from "../../src/core/ticket";
+import { SqliteStore } from "../../src/store/sqlite-store";
+import type { StepRecord } from "../../src/store/store";
 
 /** Price per invocation the varied steps charge: ticket `n` authorises `n × STEP_PRICE`. */
 export const STEP_PRICE = 10n ** 18n;

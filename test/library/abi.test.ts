@@ -3,7 +3,7 @@ import { expect } from "chai";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 
-import * as abi from "../../abi";
+import * as abi from "../../src/abi";
 import { ABI_CONTRACTS, abiModuleText, indexText } from "../../scripts/gen-abi";
 
 const ROOT = path.join(__dirname, "..", "..");
@@ -11,14 +11,14 @@ const ROOT = path.join(__dirname, "..", "..");
 describe("generated ABI modules", () => {
   for (const contract of ABI_CONTRACTS) {
     it(`abi/${contract.name}.ts matches artifacts/ (regenerate with \`npm run abi\`)`, () => {
-      expect(readFileSync(path.join(ROOT, "abi", `${contract.name}.ts`), "utf8")).to.equal(abiModuleText(contract));
+      expect(readFileSync(path.join(ROOT, "src", "abi", `${contract.name}.ts`), "utf8")).to.equal(abiModuleText(contract));
       const exported = (abi as Record<string, unknown>)[contract.constant];
       const artifact = JSON.parse(readFileSync(path.join(ROOT, "artifacts", "contracts", contract.source, `${contract.name}.json`), "utf8")) as { abi: unknown };
       expect(exported).to.deep.equal(artifact.abi);
     });
   }
 
-  it("abi/index.ts re-exports every one", () => {
-    expect(readFileSync(path.join(ROOT, "abi", "index.ts"), "utf8")).to.equal(indexText());
+  it("src/abi/index.ts re-exports every one", () => {
+    expect(readFileSync(path.join(ROOT, "src", "abi", "index.ts"), "utf8")).to.equal(indexText());
   });
 });

@@ -20,7 +20,7 @@ const ROOT = existsSync(path.join(REPO, "src")) ? path.join(REPO, "src") : REPO;
 const NOT_SOURCES = new Set(["test", "scripts", "examples", "bench", "node_modules", "dist", "artifacts", "cache", "coverage", "typechain-types", "ignition", "contracts", "deployments", "docs", "schemas"]);
 const CLI = "cli";
 /** Command modules outside the CLI folder (paths from ROOT, `/`-separated); each must exist, so the list stays true. */
-const COMMAND_MODULES = ["channel-client/cli.ts", "arbitration/cli.ts", "arbitration/vet.ts", "arbitration/verify-upip.ts", "arbitration/input-file.ts", "ui/command.ts"].filter(
+const COMMAND_MODULES = ["src/cli/channel.ts", "src/cli/arbitration.ts", "src/cli/vet.ts", "src/cli/verify-upip.ts", "src/cli/input-file.ts", "src/cli/ui.ts"].filter(
   () => ROOT === REPO,
 );
 

@@ -8,13 +8,13 @@ import { expect } from "chai";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 
-import { icsFromJson } from "../../arbitration/ics";
-import { packageFromJson } from "../../arbitration/package";
-import { resolutionFromJson } from "../../arbitration/resolution";
-import { upipFromJson } from "../../arbitration/upip";
-import { packetFromJson } from "../../channel-client/packets";
-import { assertMatchesSchema, jsonSchemaOf, schemaValidator, SCHEMA_NAMES, type SchemaName } from "../../channel-client/schemas";
-import { pricingTermsFromJson } from "../../channel-client/terms";
+import { icsFromJson } from "../../src/arbitration/ics";
+import { packageFromJson } from "../../src/arbitration/package";
+import { resolutionFromJson } from "../../src/arbitration/resolution";
+import { upipFromJson } from "../../src/arbitration/upip";
+import { packetFromJson } from "../../src/core/packets";
+import { assertMatchesSchema, jsonSchemaOf, schemaValidator, SCHEMA_NAMES, type SchemaName } from "../../src/core/schemas";
+import { pricingTermsFromJson } from "../../src/core/terms";
 import { thrown } from "../helpers/assert";
 
 const ROOT = path.join(__dirname, "..", "..");

@@ -1,5 +1,5 @@
 /**
- * Public-chain-safe reading (channel-client/chain/logs.ts, chain-follower.ts): bounded `eth_getLogs` pages
+ * Public-chain-safe reading (src/chain/logs.ts, chain-follower.ts): bounded `eth_getLogs` pages
  * that shrink when the node refuses a range, bounded back-off on rate limits, and a follower that never hands
  * its handler an event from a block a reorg shallower than its confirmation depth removed (devnet
  * `evm_snapshot` / `evm_revert`).
@@ -11,10 +11,10 @@ import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { parseEther, type Log, type PublicClient } from "viem";
 
-import { ChainFollower, type EscrowEvent } from "../../../channel-client/chain-follower";
-import { readGigFunding } from "../../../arbitration/pinned";
-import { chainReading, getLogsPaged, withBackoff } from "../../../channel-client/chain/logs";
-import { openChannel, type Wallet } from "../../../channel-client/escrow";
+import { ChainFollower, type EscrowEvent } from "../../../src/chain/follower";
+import { readGigFunding } from "../../../src/arbitration/pinned";
+import { chainReading, getLogsPaged, withBackoff } from "../../../src/chain/logs";
+import { openChannel, type Wallet } from "../../../src/chain/escrow";
 import { rejection } from "../../helpers/assert";
 import { escrowFixture, makeTerms } from "../../helpers/fixtures";
 

@@ -1,0 +1,106 @@
+/**
+ * Builds ChallengePackages the way a challenger's node does: from the artifacts it holds and the case id the
+ * DisputeManager will assign (`nextCaseId`), so that the package hash can be committed when the case opens.
+ */
+import type { SignedReceiptCommit } from "../core/receipt-commit";
+import { keccak256, stringToBytes, zeroHash, type Address, type Hex } from "viem";
+
+import type { ClosingState } from "../chain/escrow";
+import { sessionReceiptHash } from "../core/receipt";
+import type { ChannelRef, PricingTerms } from "../core/terms";
+import { bundleHash, type Bundle } from "./bundle";
+import { InvalidPackageError } from "./errors";
+import { icsHash, type Ics } from "./ics";
+import { makeEvidence, type ChallengePackage, type Claim, type Evidence, type ReceiptEvidence } from "./package";
+
+type Common = {
+  caseId: Hex;
+  chainId: bigint;
+  disputeManager: Address;
+  challenger: Address;
+  lane: 0 | 1;
+  /** What the challenger asserts; defaults to one claim citing every evidence item. */
+  description?: string;
+};
+
+function claimOver(evidence: Evidence[], claimId: string, description: string): Claim[] {
+  return [{ claimId, description, evidenceRefs: evidence.map((e) => e.artifactId), objectiveFallback: true }];
+}
+
+/** A package disputing a gig's delivery: the ICS, the hash-anchored suite (if the rubric has one), the deliverable. */
+export function buildGigPackage(
+  parameters: Common & { gigEscrow: Address; gigId: bigint; ics: Ics; suite: Bundle | null; deliverable: Bundle },
+): ChallengePackage {
+  const { ics, suite, deliverable } = parameters;
+  const evidence: Evidence[] = [makeEvidence("ics", ics)];
+  if (suite) evidence.push(makeEvidence("test_suite", suite));
+  evidence.push(makeEvidence("deliverable", deliverable));
+  return {
+    schema: "ioi.challenge_package/1",
+    caseId: parameters.caseId,
+    chainId: parameters.chainId,
+    disputeManager: parameters.disputeManager,
+    subject: { kind: "gig", gigEscrow: parameters.gigEscrow, gigId: parameters.gigId },
+    graphId: icsHash(ics),
+    stepId: bundleHash(deliverable),
+    policyHash: icsHash(ics),
+    policyVersion: 1,
+    rubricVersion: ics.rubric.version,
+    modelSnapshotId: zeroHash,
+    lane: parameters.lane,
+    challenger: parameters.challenger,
+    claims: claimOver(evidence, "deliverable_fails_rubric", parameters.description ?? "The deliverable does not meet the ICS rubric."),
+    evidence,
+  };
+}
+
+/**
+ * A package disputing one receipt step of a closing session: the channel (terms, pricing, closing state) and
+ * the challenged receipt with its ticket and inclusion proof, plus any neighbouring receipts that show the
+ * receipt chain.
+ */
+export function buildSessionPackage(
+  parameters: Common & {
+    gasEscrow: Address;
+    sessionId: Hex;
+    ref: ChannelRef;
+    pricing: PricingTerms;
+    closing: ClosingState;
+    /** The provider's signed receipt commit the payer anchored, when a receipt is proven against its root. */
+    commit?: SignedReceiptCommit;
+    seq: bigint;
+    receipts: ReceiptEvidence[];
+  },
+): ChallengePackage {
+  const challenged = parameters.receipts.find((e) => e.receipt.receipt.seq === parameters.seq);
+  if (!challenged) {
+    throw new InvalidPackageError("receipts", `hold no receipt with seq ${parameters.seq}, the step being challenged.`);
+  }
+  const evidence: Evidence[] = [
+    makeEvidence("channel", {
+      ref: parameters.ref,
+      pricing: parameters.pricing,
+      closing: parameters.closing,
+      ...(parameters.commit ? { commit: parameters.commit } : {}),
+    }),
+    ...parameters.receipts.map((e) => makeEvidence("receipt", e)),
+  ];
+  const receipt = challenged.receipt.receipt;
+  return {
+    schema: "ioi.challenge_package/1",
+    caseId: parameters.caseId,
+    chainId: parameters.chainId,
+    disputeManager: parameters.disputeManager,
+    subject: { kind: "session", gasEscrow: parameters.gasEscrow, sessionId: parameters.sessionId, seq: parameters.seq },
+    graphId: parameters.sessionId,
+    stepId: sessionReceiptHash(receipt),
+    policyHash: parameters.ref.terms.policyHash,
+    policyVersion: 1,
+    rubricVersion: 0,
+    modelSnapshotId: keccak256(stringToBytes(receipt.modelSnapshotId)),
+    lane: parameters.lane,
+    challenger: parameters.challenger,
+    claims: claimOver(evidence, "receipt_violates_session", parameters.description ?? `Receipt ${parameters.seq} breaks the session's binding.`),
+    evidence,
+  };
+}

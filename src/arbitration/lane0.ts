@@ -1,0 +1,426 @@
+/**
+ * Lane 0, the hard-constraint gate (whitepaper 8.3.1.2): signatures, bindings to the case, the subject, the
+ * terms and the policy, the receipt chain, Merkle inclusion against the root the chain committed, and the
+ * completeness of the evidence a verdict needs.
+ *
+ * Every check is attributed. An *evidence* check that fails means the arbitrator cannot trust what it was
+ * given (wrong package, unverifiable signature, artifact that is not the one bound on-chain): the run fails
+ * safe with a reason code. A *respondent* check that fails on evidence that did verify is a proven violation
+ * by the provider (for example a receipt it signed under another policy): it decides the case at once.
+ */
+import { getAddress, isAddressEqual, zeroHash, type Hex } from "viem";
+
+import { gasEscrowDomain } from "../core/eip712";
+import { verifyIdentityAnchor } from "../core/identity";
+import { receiptLeaf } from "../core/leaf";
+import { verifyProof } from "../core/accumulator";
+import { verifyReceiptCommit } from "../core/receipt-commit";
+import { GENESIS_RECEIPT_HASH, sessionReceiptHash, verifySessionReceipt } from "../core/receipt";
+import { describePricing, missingReceiptBindings, modelAllowed, penaltyOf, priceOf, sessionIdOf, termsHashOf, type PricingTerms } from "../core/terms";
+import { verifyPaymentTicket } from "../core/ticket";
+import { assertWithinGrant, verifySessionKeyGrantSignature } from "../core/session-key";
+import { bundleHash } from "./bundle";
+import type { CaseContext } from "./context";
+import { icsHash } from "./ics";
+import { evidenceOfKind, packageHash, type ChallengePackage, type ChannelEvidence, type ReceiptEvidence } from "./package";
+import type { Lane0Check } from "./resolution";
+
+type CheckStatus = Lane0Check["status"];
+
+/** A provider violation that Lane 0 proved: decides the case for the challenger. */
+export type Lane0Violation = {
+  code: string;
+  detail: string;
+  refund: bigint;
+  /** The receipt it concerns: refunds of one receipt's violations are not added up (at most its whole amount). */
+  seq?: bigint;
+  /** The SLA bond slash the session's terms attach to this kind of violation (v2 terms; 0 otherwise). */
+  slash?: bigint;
+};
+
+export type Lane0Result = {
+  checks: Lane0Check[];
+  /** Reason codes of evidence that did not verify (sorted, unique); non-empty means fail safe. */
+  reasonCodes: string[];
+  /** Proven violations by the respondent, in check order. */
+  violations: Lane0Violation[];
+};
+
+/** A file in a gig's deliverable by which the provider declares the request unserviceable (whitepaper 8.3.1.3). */
+export const FAULT_RECEIPT_FILE = "FAULT_RECEIPT.json";
+
+class Checks {
+  readonly checks: Lane0Check[] = [];
+  readonly reasons = new Set<string>();
+  readonly violations: Lane0Violation[] = [];
+
+  /** Records an evidence check: a failure (or missing evidence) makes the run fail safe with `reason`. */
+  evidence(name: string, reason: string, ok: boolean | "missing", detail: string | null = null): boolean {
+    const status: CheckStatus = ok === "missing" ? "missing" : ok ? "pass" : "fail";
+    this.checks.push({ name, status, detail: status === "pass" ? null : detail });
+    if (status !== "pass") this.reasons.add(reason);
+    return status === "pass";
+  }
+
+  /** Records a check of the respondent's conduct: a failure is a proven violation. */
+  respondent(name: string, ok: boolean, violation: Lane0Violation): boolean {
+    this.checks.push({ name, status: ok ? "pass" : "fail", detail: ok ? null : violation.detail });
+    if (!ok) this.violations.push(violation);
+    return ok;
+  }
+
+  result(): Lane0Result {
+    return { checks: this.checks, reasonCodes: [...this.reasons].sort(), violations: this.violations };
+  }
+}
+
+/** Runs Lane 0 on a parsed package against what the chain says about the case. */
+export async function runLane0(pkg: ChallengePackage, ctx: CaseContext): Promise<Lane0Result> {
+  const c = new Checks();
+  const onChain = ctx.case;
+
+  c.evidence(
+    "package_hash",
+    "PACKAGE_HASH_MISMATCH",
+    packageHash(pkg) === onChain.packageHash,
+    `the package hashes to ${packageHash(pkg)}; the case committed ${onChain.packageHash}`,
+  );
+  c.evidence(
+    "case_binding",
+    "CASE_MISMATCH",
+    pkg.caseId === onChain.caseId && pkg.chainId === onChain.chainId && isAddressEqual(pkg.disputeManager, onChain.disputeManager),
+    "the package names another case, chain or dispute manager",
+  );
+  c.evidence("challenger_binding", "CHALLENGER_MISMATCH", isAddressEqual(pkg.challenger, onChain.challenger), "the package names another challenger");
+  // Judged while undecided: before the draw (an arbitrator may run early) or while its panel deliberates.
+  c.evidence("case_open", "CASE_NOT_OPEN", onChain.status === "open" || onChain.status === "deliberating", `the case is ${onChain.status}`);
+
+  await identityChecks(c, pkg, ctx);
+  if (onChain.kind === "gig") await gigChecks(c, pkg, ctx);
+  else await sessionChecks(c, pkg, ctx);
+  return c.result();
+}
+
+/**
+ * The respondent's identity anchor, when the package carries one: both signatures (secp256k1 by the
+ * respondent's account, ML-DSA-44 by the key whose hash the registry holds) over the DID the registry holds.
+ */
+async function identityChecks(c: Checks, pkg: ChallengePackage, ctx: CaseContext): Promise<void> {
+  for (const [i, item] of evidenceOfKind(pkg, "identity").entries()) {
+    const registered = ctx.respondentIdentity;
+    if (!registered) {
+      c.evidence(`identity[${i}]`, "IDENTITY_NOT_REGISTERED", "missing", "the respondent has no identity anchor in the registry");
+      continue;
+    }
+    await signatureCheck(c, `identity[${i}]`, "IDENTITY_ANCHOR_INVALID", () =>
+      verifyIdentityAnchor(item.content, { account: ctx.case.respondent, ...registered }),
+    );
+  }
+}
+
+/*//////////////////////////////////////////////////////////////
+                                 GIGS
+//////////////////////////////////////////////////////////////*/
+
+async function gigChecks(c: Checks, pkg: ChallengePackage, ctx: CaseContext): Promise<void> {
+  const gig = ctx.gig;
+  const subject = pkg.subject;
+  const bound =
+    gig !== null &&
+    subject.kind === "gig" &&
+    isAddressEqual(subject.gigEscrow, gig.gigEscrow) &&
+    subject.gigId === gig.gigId &&
+    BigInt(ctx.case.subjectId) === gig.gigId;
+  if (!c.evidence("subject_binding", "SUBJECT_MISMATCH", bound, "the package's subject is not the case's gig") || !gig) return;
+
+  const icsItems = evidenceOfKind(pkg, "ics");
+  const ics = icsItems.length === 1 ? icsItems[0]!.content : null;
+  c.evidence(
+    "ics_binding",
+    icsItems.length === 1 ? "ICS_HASH_MISMATCH" : "MISSING_ICS",
+    icsItems.length === 1 ? icsHash(ics!) === gig.icsHash : "missing",
+    ics ? `the ICS hashes to ${icsHash(ics)}; the gig is bound to ${gig.icsHash}` : "exactly one ICS is required",
+  );
+  if (ics) {
+    c.evidence(
+      "ics_terms",
+      "ICS_TERMS_MISMATCH",
+      isAddressEqual(ics.asset, gig.asset) && gig.amount <= ics.maxPrice,
+      `the gig escrows ${gig.amount} of ${gig.asset}; the ICS allows at most ${ics.maxPrice} of ${ics.asset}`,
+    );
+  }
+  c.evidence(
+    "policy_binding",
+    "POLICY_HASH_MISMATCH",
+    pkg.policyHash === gig.icsHash,
+    "a gig's policy_hash is the hash of the ICS it was funded under",
+  );
+  if (ics) {
+    c.evidence(
+      "rubric_version",
+      "RUBRIC_VERSION_MISMATCH",
+      pkg.rubricVersion === ics.rubric.version,
+      `the package names rubric version ${pkg.rubricVersion}; the ICS has ${ics.rubric.version}`,
+    );
+  }
+
+  const deliverables = evidenceOfKind(pkg, "deliverable");
+  c.evidence(
+    "deliverable_binding",
+    deliverables.length === 1 ? "DELIVERABLE_HASH_MISMATCH" : "MISSING_DELIVERABLE",
+    deliverables.length === 1 ? bundleHash(deliverables[0]!.content) === gig.deliverableHash : "missing",
+    deliverables.length === 1
+      ? `the deliverable hashes to ${bundleHash(deliverables[0]!.content)}; the provider delivered ${gig.deliverableHash}`
+      : "exactly one deliverable is required",
+  );
+
+  const needsSuite = ics?.rubric.items.some((item) => item.kind === "test_suite") ?? false;
+  if (ics && needsSuite) {
+    const suites = evidenceOfKind(pkg, "test_suite");
+    const expected = ics.testSuite?.hash ?? null;
+    c.evidence(
+      "test_suite_binding",
+      suites.length === 1 ? "TEST_SUITE_HASH_MISMATCH" : "MISSING_TEST_SUITE",
+      suites.length === 1 && expected !== null ? bundleHash(suites[0]!.content) === expected : "missing",
+      suites.length === 1
+        ? `the test suite hashes to ${bundleHash(suites[0]!.content)}; the ICS anchors ${expected ?? "none"}`
+        : "the rubric requires the hash-anchored test suite",
+    );
+  }
+
+  // Receipts a gig's provider committed to (optional evidence): each must verify against the gig's root.
+  for (const [i, item] of evidenceOfKind(pkg, "receipt").entries()) {
+    const e = item.content;
+    const leaf = receiptLeaf(e.receipt.receipt, e.ticket.ticket);
+    c.evidence(
+      `receipt[${i}].merkle_proof`,
+      "MERKLE_PROOF_INVALID",
+      gig.receiptRoot !== zeroHash && verifyProof(e.merkleProof, gig.receiptRoot, leaf),
+      `the receipt's leaf is not in the gig's receipt root ${gig.receiptRoot}`,
+    );
+    await signatureCheck(c, `receipt[${i}].signature`, "RECEIPT_SIGNATURE_INVALID", () =>
+      verifySessionReceipt({ signed: e.receipt, signer: gig.provider }),
+    );
+  }
+}
+
+/*//////////////////////////////////////////////////////////////
+                               SESSIONS
+//////////////////////////////////////////////////////////////*/
+
+async function sessionChecks(c: Checks, pkg: ChallengePackage, ctx: CaseContext): Promise<void> {
+  const session = ctx.session;
+  const subject = pkg.subject;
+  const bound =
+    session !== null &&
+    subject.kind === "session" &&
+    isAddressEqual(subject.gasEscrow, session.gasEscrow) &&
+    subject.sessionId === session.sessionId &&
+    ctx.case.subjectId === session.sessionId;
+  if (!c.evidence("subject_binding", "SUBJECT_MISMATCH", bound, "the package's subject is not the case's session") || !session) return;
+  if (subject.kind !== "session") return;
+
+  const channels = evidenceOfKind(pkg, "channel");
+  if (!c.evidence("channel_present", "MISSING_CHANNEL", channels.length === 1 ? true : "missing", "exactly one channel is required")) return;
+  const channel: ChannelEvidence = channels[0]!.content;
+  const { terms } = channel.ref;
+  const domain = gasEscrowDomain({ chainId: Number(ctx.case.chainId), verifyingContract: getAddress(session.gasEscrow) });
+  c.evidence(
+    "channel_binding",
+    "CHANNEL_MISMATCH",
+    sessionIdOf(domain, channel.ref) === session.sessionId,
+    "the channel's terms and opening block do not derive the session id",
+  );
+  c.evidence(
+    "terms_binding",
+    "TERMS_HASH_MISMATCH",
+    termsHashOf(channel.pricing) === terms.termsHash,
+    `the pricing document hashes to ${termsHashOf(channel.pricing)}; the channel binds ${terms.termsHash}`,
+  );
+  c.evidence(
+    "policy_binding",
+    "POLICY_HASH_MISMATCH",
+    pkg.policyHash === terms.policyHash,
+    "the package's policy_hash is not the policy the channel bound",
+  );
+  c.evidence(
+    "respondent_binding",
+    "RESPONDENT_MISMATCH",
+    isAddressEqual(terms.provider, ctx.case.respondent),
+    "the channel's provider is not the case's respondent",
+  );
+  c.evidence(
+    "committed_root",
+    "ROOT_NOT_COMMITTED",
+    session.closingMatchedAtOpen,
+    "the package's closing state (and so its receipt root) was not the session's recorded state when the case opened",
+  );
+
+  // The provider's signed receipt commit the payer anchored (decision 0003): a receipt may be proven against
+  // its root instead of the recorded one. Only a commit this provider signed for this session counts.
+  let commitRoot: Hex | null = null;
+  if (channel.commit) {
+    const commit = channel.commit;
+    const forSession = c.evidence(
+      "channel.commit_binding",
+      "COMMIT_BINDING_MISMATCH",
+      commit.commit.sessionId === session.sessionId && commit.commit.leafCount > 0n,
+      `the receipt commit names session ${commit.commit.sessionId} over ${commit.commit.leafCount} receipts`,
+    );
+    const before = c.reasons.size;
+    await signatureCheck(c, "channel.commit_signature", "COMMIT_SIGNATURE_INVALID", () => verifyReceiptCommit(domain, commit, terms.provider));
+    if (forSession && c.reasons.size === before) commitRoot = commit.commit.root;
+  }
+
+  const receipts = evidenceOfKind(pkg, "receipt")
+    .map((item) => item.content)
+    .sort((a, b) => (a.receipt.receipt.seq < b.receipt.receipt.seq ? -1 : a.receipt.receipt.seq > b.receipt.receipt.seq ? 1 : 0));
+  const challenged = receipts.find((e) => e.receipt.receipt.seq === subject.seq);
+  if (!c.evidence("challenged_receipt", "MISSING_RECEIPT", challenged ? true : "missing", `no receipt with seq ${subject.seq}`)) return;
+
+  for (const e of receipts) {
+    const at = `receipt[seq ${e.receipt.receipt.seq}]`;
+    await receiptEvidenceChecks(c, at, e, channel, domain, session.sessionId, commitRoot);
+  }
+  const leaf = receiptLeaf(challenged!.receipt.receipt, challenged!.ticket.ticket);
+  c.evidence(
+    "challenged_leaf",
+    "LEAF_MISMATCH",
+    leaf === ctx.case.leaf,
+    `the challenged receipt's leaf ${leaf} is not the leaf the contract proved (${ctx.case.leaf})`,
+  );
+  c.evidence(
+    "receipt_seqs",
+    "DUPLICATE_RECEIPT",
+    receipts.every((e, i) => i === 0 || receipts[i - 1]!.receipt.receipt.seq !== e.receipt.receipt.seq),
+    "the package carries two receipts with the same seq",
+  );
+
+  // Only now, on evidence that verified (every receipt signed by the provider and proven into the committed
+  // root), judge the provider's conduct.
+  if (c.reasons.size > 0) return;
+  const pricing = channel.pricing;
+  for (const e of receipts) {
+    const r = e.receipt.receipt;
+    c.respondent(`receipt[seq ${r.seq}].policy_hash`, r.policyHash === terms.policyHash, {
+      code: "RECEIPT_POLICY_MISMATCH",
+      seq: r.seq,
+      slash: penaltyOf(pricing, "RECEIPT_POLICY_MISMATCH"),
+      detail: `receipt ${r.seq} was signed under policy ${r.policyHash}; the session binds ${terms.policyHash}`,
+      refund: r.metering.amount,
+    });
+    // The receipt's amount against what the terms price its metering at (v1: one invocation, one price).
+    const price = priceOf(pricing, r.metering.units);
+    c.respondent(`receipt[seq ${r.seq}].metering`, r.metering.amount <= price, {
+      code: "RECEIPT_OVER_METERED",
+      seq: r.seq,
+      slash: penaltyOf(pricing, "RECEIPT_OVER_METERED"),
+      detail:
+        pricing.version === "1"
+          ? `receipt ${r.seq} meters ${r.metering.amount}; the terms price an invocation at ${price}`
+          : `receipt ${r.seq} charges ${r.metering.amount} for ${r.metering.units} units; the terms price that at ${price} (${describePricing(pricing)})`,
+      refund: r.metering.amount > price ? r.metering.amount - price : 0n,
+    });
+    // Terms that bind models or receipt bindings (v2) are judged only under v2, so v1 cases keep their bytes.
+    if (pricing.version === "2") {
+      c.respondent(`receipt[seq ${r.seq}].model`, modelAllowed(pricing, r.modelSnapshotId), {
+        code: "RECEIPT_MODEL_SWAP",
+      seq: r.seq,
+      slash: penaltyOf(pricing, "RECEIPT_MODEL_SWAP"),
+        detail: `receipt ${r.seq} was served by model ${JSON.stringify(r.modelSnapshotId)}; the terms expect ${pricing.models.map((m) => JSON.stringify(m)).join(" or ")}`,
+        refund: r.metering.amount,
+      });
+      const missing = missingReceiptBindings(pricing, r);
+      c.respondent(`receipt[seq ${r.seq}].required_receipts`, missing.length === 0, {
+        code: "RECEIPT_REQUIRED_MISSING",
+      seq: r.seq,
+      slash: penaltyOf(pricing, "RECEIPT_REQUIRED_MISSING"),
+        detail: `receipt ${r.seq} lacks the required ${missing.join(", ")} (an empty commitment proves nothing about that part of the call)`,
+        refund: r.metering.amount,
+      });
+    }
+  }
+  receiptChain(c, receipts, pricing);
+}
+
+async function receiptEvidenceChecks(
+  c: Checks,
+  at: string,
+  e: ReceiptEvidence,
+  channel: ChannelEvidence,
+  domain: ReturnType<typeof gasEscrowDomain>,
+  sessionId: Hex,
+  commitRoot: Hex | null,
+): Promise<void> {
+  const { terms } = channel.ref;
+  const r = e.receipt.receipt;
+  const t = e.ticket.ticket;
+  await signatureCheck(c, `${at}.receipt_signature`, "RECEIPT_SIGNATURE_INVALID", () =>
+    verifySessionReceipt({ signed: e.receipt, signer: terms.provider }),
+  );
+  // A ticket signed by a session key (decision 0025) counts as the payer's when the payer's grant for this
+  // session names its signer and covers its amount. Expiry and revocation are not judged here: the chain
+  // accepted the ticket within the key's grace when the close or challenge recorded it.
+  const grant = e.sessionKey;
+  await signatureCheck(c, `${at}.ticket_signature`, "TICKET_SIGNATURE_INVALID", async () => {
+    if (!grant) return verifyPaymentTicket({ domain, signed: e.ticket, signer: terms.payer });
+    await verifySessionKeyGrantSignature({ domain, signed: grant, payer: terms.payer, sessionId });
+    await verifyPaymentTicket({ domain, signed: e.ticket, signer: grant.grant.key });
+    assertWithinGrant(grant, t.cumulativeAmount, undefined);
+  });
+  c.evidence(
+    `${at}.binding`,
+    "RECEIPT_BINDING_MISMATCH",
+    r.sessionId === sessionId &&
+      t.sessionId === sessionId &&
+      isAddressEqual(t.provider, terms.provider) &&
+      t.termsHash === terms.termsHash &&
+      t.seq === r.seq,
+    "the receipt and ticket must name this session, its provider and terms, and the same seq",
+  );
+  const leaf = receiptLeaf(r, t);
+  c.evidence(
+    `${at}.merkle_proof`,
+    "MERKLE_PROOF_INVALID",
+    verifyProof(e.merkleProof, channel.closing.receiptRoot, leaf) || (commitRoot !== null && verifyProof(e.merkleProof, commitRoot, leaf)),
+    commitRoot === null
+      ? `the leaf is not in the committed root ${channel.closing.receiptRoot}`
+      : `the leaf is in neither the committed root ${channel.closing.receiptRoot} nor the provider's anchored commit root ${commitRoot}`,
+  );
+}
+
+/**
+ * The receipt chain (a respondent check): receipt 1 must start at genesis, and each receipt whose predecessor
+ * (seq − 1) is in the evidence must link to it by `prevReceiptHash`. Both receipts carry the provider's verified
+ * signature, so a link that skips its own previous receipt (whitepaper 9.2.6, lying by omission) is the
+ * provider's fault; it needs no reference to leaf positions. The refund is the broken receipt's metered amount.
+ */
+function receiptChain(c: Checks, receipts: ReceiptEvidence[], pricing: PricingTerms): void {
+  receipts.forEach((e, i) => {
+    const r = e.receipt.receipt;
+    const previous = receipts[i - 1]?.receipt.receipt;
+    let expected: Hex | null = null;
+    if (r.seq === 1n) expected = GENESIS_RECEIPT_HASH;
+    else if (previous && previous.seq + 1n === r.seq) expected = sessionReceiptHash(previous);
+    if (expected === null) return;
+    c.respondent(`receipt[seq ${r.seq}].chain`, r.prevReceiptHash === expected, {
+      code: "RECEIPT_CHAIN_GAP",
+      seq: r.seq,
+      slash: penaltyOf(pricing, "RECEIPT_CHAIN_GAP"),
+      detail:
+        r.seq === 1n
+          ? `receipt 1 links to ${r.prevReceiptHash}, not to genesis`
+          : `receipt ${r.seq} links to ${r.prevReceiptHash}, not to receipt ${r.seq - 1n} (${expected})`,
+      refund: r.metering.amount,
+    });
+  });
+}
+
+async function signatureCheck(c: Checks, name: string, reason: string, verify: () => Promise<void>): Promise<void> {
+  try {
+    await verify();
+    c.evidence(name, reason, true);
+  } catch (error) {
+    c.evidence(name, reason, false, error instanceof Error ? (error as { shortMessage?: string }).shortMessage ?? error.message : String(error));
+  }
+}

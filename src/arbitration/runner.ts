@@ -1,0 +1,324 @@
+/**
+ * The arbitration runner: one run per case, moving through intake → plan → execute → verify → deliver |
+ * fail_safe (UAICP), each transition appended to an audit log with request id, trace id, time, actor and
+ * outcome. A verdict is delivered only when every piece of evidence it rests on verified; anything else ends
+ * in fail_safe: an `undecidable` resolution with reason codes, which on-chain moves the case to the slow
+ * path. Nothing is guessed.
+ *
+ * The resolution is a pure function of (package, chain context, replay records, judge runtime): no clock,
+ * host or random value enters it, so independent arbitrators produce byte-identical resolutions and sign the
+ * same hash. Times and request ids live only in the audit log.
+ */
+import { randomUUID } from "node:crypto";
+
+import type { Hex } from "viem";
+
+import { artifactId } from "../core/canonical";
+import { BaseError } from "../core/errors";
+import type { Bundle } from "./bundle";
+import { runObjectiveChecks, type ObjectiveChecksParameters, type ObjectiveChecksResult } from "./checks";
+import type { CaseContext } from "./context";
+import { ENGINE, engineWasmSha256 } from "./engine";
+import { gigInputs } from "./pinned";
+import { HARNESS_SHA256 } from "./prelude";
+import { penaltyFor, unserviceableRefund, type Ics } from "./ics";
+import { FAULT_RECEIPT_FILE, runLane0, type Lane0Result, type Lane0Violation } from "./lane0";
+import { evidenceOfKind, packageHash, type ChallengePackage } from "./package";
+import {
+  resolutionHash,
+  resolutionMessage,
+  VERDICT_CODES,
+  type FinalVerdict,
+  type Resolution,
+  type ResolutionMessage,
+} from "./resolution";
+
+/** The judge runtime this runner is: what arbitrators pin in the registry (whitepaper 8.3.1.4). */
+export const JUDGE_RUNTIME = { runner: "ioi-arbitration", version: "3", lanes: [0, 1], runtime: "quickjs-wasm" } as const;
+
+/**
+ * The hash arbitrators register: the runner's identity and version, the judge engine's WebAssembly bytes
+ * (sha256 of the `.wasm` this process compiles, `engine.ts`) and the harness (sha256 of the preludes,
+ * `prelude.ts`). Not the host: two arbitrators on different Node versions, machines or operating systems run
+ * the same judge and get the same hash.
+ */
+export function judgeRuntimeHash(): Hex {
+  return artifactId({
+    ...JUDGE_RUNTIME,
+    lanes: [...JUDGE_RUNTIME.lanes],
+    engine: { package: ENGINE.package, version: ENGINE.version, variant: ENGINE.variant, wasm_sha256: engineWasmSha256() },
+    harness_sha256: HARNESS_SHA256,
+  });
+}
+
+/** Fault codes a provider's fault receipt may carry to declare a request unserviceable (whitepaper 8.3.1.3). */
+export const NO_FAULT_CODES = ["ERR_UPSTREAM_POLICY_VIOLATION"] as const;
+
+export type Phase = "intake" | "plan" | "execute" | "verify" | "deliver" | "fail_safe";
+
+/** One audit log line (UAICP 5.4). */
+export type AuditEntry = {
+  request_id: string;
+  trace_id: string;
+  timestamp: string;
+  actor: string;
+  phase: Phase;
+  outcome: "ok" | "fail";
+  detail: string;
+};
+
+/** The run did not reach a terminal state in the order UAICP requires (a bug, never an input problem). */
+export class IllegalTransitionError extends BaseError {
+  override name = "IllegalTransitionError" as const;
+}
+
+const NEXT: Record<Phase, readonly Phase[]> = {
+  intake: ["plan", "fail_safe"],
+  plan: ["execute", "fail_safe"],
+  execute: ["verify", "fail_safe"],
+  verify: ["deliver", "fail_safe"],
+  deliver: [],
+  fail_safe: [],
+};
+
+/** Appends transitions in order, refusing any UAICP does not allow, and forwards each line to `sink`. */
+export class AuditLog {
+  readonly entries: AuditEntry[] = [];
+  readonly requestId: string;
+  readonly traceId: string;
+  #phase: Phase | null = null;
+
+  constructor(
+    readonly actor: string,
+    caseId: Hex,
+    readonly sink: (line: string) => void = () => {},
+    readonly now: () => Date = () => new Date(),
+  ) {
+    this.requestId = randomUUID();
+    // W3C trace ids are 16 bytes of hex: the case id's first 16 bytes tie every arbitrator's log to the case.
+    this.traceId = caseId.slice(2, 34);
+  }
+
+  get phase(): Phase | null {
+    return this.#phase;
+  }
+
+  enter(phase: Phase, outcome: "ok" | "fail", detail: string): void {
+    const allowed = this.#phase === null ? phase === "intake" : NEXT[this.#phase].includes(phase);
+    if (!allowed) throw new IllegalTransitionError(`Cannot move from ${this.#phase ?? "start"} to ${phase}.`);
+    this.#phase = phase;
+    const entry: AuditEntry = {
+      request_id: this.requestId,
+      trace_id: this.traceId,
+      timestamp: this.now().toISOString(),
+      actor: this.actor,
+      phase,
+      outcome,
+      detail,
+    };
+    this.entries.push(entry);
+    this.sink(JSON.stringify(entry));
+  }
+}
+
+export type ArbitrationParameters = {
+  pkg: ChallengePackage;
+  ctx: CaseContext;
+  /** Who runs this arbitration (audit log only; never part of the resolution). */
+  actor: string;
+  audit?: AuditLog;
+  /** Replaces the engine replay in tests. */
+  replay?: ObjectiveChecksParameters["replay"];
+  /** Host protection of each replay (`replay.ts`); never part of a verdict. */
+  watchdogMs?: number;
+  /** The judge runtime hash this runner claims; defaults to {@link judgeRuntimeHash} of this process. */
+  judgeRuntime?: Hex;
+};
+
+export type ArbitrationRun = {
+  state: "deliver" | "fail_safe";
+  resolution: Resolution;
+  resolutionHash: Hex;
+  message: ResolutionMessage;
+  audit: AuditEntry[];
+};
+
+type Decision = {
+  verdict: FinalVerdict;
+  refund: bigint;
+  slash: bigint;
+  reasonCodes: string[];
+  /** Codes that explain whom a decided verdict is attributed to (Lane 1's `attribution`). */
+  attribution: string[];
+  lane0: Lane0Result;
+  lane1: ObjectiveChecksResult | null;
+};
+
+/** Runs one arbitration of `pkg` against `ctx` to a delivered verdict or a fail-safe undecidable resolution. */
+export async function arbitrate(parameters: ArbitrationParameters): Promise<ArbitrationRun> {
+  const { pkg, ctx } = parameters;
+  const audit = parameters.audit ?? new AuditLog(parameters.actor, ctx.case.caseId);
+  const runtime = parameters.judgeRuntime ?? judgeRuntimeHash();
+
+  // intake: is this a case this runtime may judge, and is the package the one the case committed?
+  const intakeReasons: string[] = [];
+  if (ctx.judgeRuntimeHash !== runtime && BigInt(ctx.judgeRuntimeHash) !== 0n) intakeReasons.push("JUDGE_RUNTIME_MISMATCH");
+  if (packageHash(pkg) !== ctx.case.packageHash) intakeReasons.push("PACKAGE_HASH_MISMATCH");
+  audit.enter("intake", intakeReasons.length ? "fail" : "ok", intakeReasons.join(",") || `case ${ctx.case.caseId} (${ctx.case.kind})`);
+
+  // plan: Lane 0 always; Lane 1 from the rubric of a gig's ICS; semantic items would need Lane 2.
+  const ics = soleIcs(pkg);
+  const plan = ["lane0", ...(ctx.case.kind === "gig" && ics ? ics.rubric.items.map((item) => `lane1:${item.kind}:${item.id}`) : [])];
+  audit.enter("plan", "ok", plan.join(" "));
+
+  // execute
+  const decision = await execute(parameters, ics, runtime);
+  decision.reasonCodes = [...new Set([...intakeReasons, ...decision.reasonCodes])].sort();
+  if (decision.reasonCodes.length) decision.verdict = "undecidable";
+  audit.enter("execute", "ok", `lane0 ${decision.lane0.checks.length} checks; lane1 ${decision.lane1?.checks.length ?? 0} checks`);
+
+  // verify: deliver only if every required invariant holds.
+  const verified = decision.verdict !== "undecidable";
+  audit.enter("verify", verified ? "ok" : "fail", verified ? `verdict ${decision.verdict}` : decision.reasonCodes.join(","));
+
+  const resolution = buildResolution(pkg, ctx, runtime, decision);
+  const hash = resolutionHash(resolution);
+  const state = verified ? "deliver" : "fail_safe";
+  audit.enter(state, verified ? "ok" : "fail", `resolution ${hash}`);
+  return { state, resolution, resolutionHash: hash, message: resolutionMessage(resolution), audit: audit.entries };
+}
+
+function soleIcs(pkg: ChallengePackage): Ics | null {
+  const items = evidenceOfKind(pkg, "ics");
+  return items.length === 1 ? items[0]!.content : null;
+}
+
+async function execute(parameters: ArbitrationParameters, ics: Ics | null, runtime: Hex): Promise<Decision> {
+  const { pkg, ctx } = parameters;
+  const value = ctx.case.value;
+  const lane0 = await runLane0(pkg, ctx);
+  const decision: Decision = { verdict: "undecidable", refund: 0n, slash: 0n, reasonCodes: [...lane0.reasonCodes], attribution: [], lane0, lane1: null };
+  if (lane0.reasonCodes.length) return decision;
+
+  // A Lane 0 violation on verified evidence decides the case at once.
+  if (lane0.violations.length) {
+    const { refund: owed, slash } = lane0Remedy(pkg, ctx, lane0.violations);
+    const cap = ctx.slashCap ?? null;
+    return { ...decision, verdict: "provider_fault", refund: owed < value ? owed : value, slash: cap !== null && slash > cap ? cap : slash };
+  }
+  if (ctx.case.kind === "session") return { ...decision, verdict: "challenger_fault" };
+
+  // Gig: Lane 0 guaranteed exactly one ICS and one deliverable, both bound on-chain.
+  const deliverable = evidenceOfKind(pkg, "deliverable")[0]!.content;
+  const fault = faultReceipt(deliverable);
+  if (fault === "invalid") return { ...decision, reasonCodes: ["FAULT_RECEIPT_INVALID"] };
+  if (fault) return { ...decision, verdict: "no_fault", refund: unserviceableRefund(ics!, value) };
+
+  const suite = evidenceOfKind(pkg, "test_suite")[0]?.content ?? null;
+  const gig = ctx.gig!; // Lane 0 refuses a gig case without the gig
+  const lane1 = await runObjectiveChecks({
+    ics: ics!,
+    suite,
+    deliverable,
+    inputs: gigInputs({ chainId: ctx.case.chainId, gigEscrow: gig.gigEscrow, gigId: gig.gigId, fundedAt: gig.fundedAt }),
+    ...(parameters.replay ? { replay: parameters.replay } : {}),
+    ...(parameters.watchdogMs === undefined ? {} : { watchdogMs: parameters.watchdogMs }),
+    actor: `ioi-arbitration/lane1@${runtime}`,
+  });
+  decision.lane1 = lane1;
+  decision.attribution = lane1.attribution;
+  if (lane1.reasonCodes.length) return { ...decision, reasonCodes: lane1.reasonCodes };
+  if (lane1.checks.some((check) => !check.status)) {
+    const { refund, slash } = penaltyFor(ics!, lane1.failedTests, value);
+    // The ICS may ask for more than the governance cap allows; the contract would refuse it, so cap it here.
+    const cap = ctx.slashCap ?? null;
+    return {
+      ...decision,
+      verdict: "provider_fault",
+      refund: refund < value ? refund : value,
+      slash: cap !== null && slash > cap ? cap : slash,
+    };
+  }
+  // Every objective check passed. Items that need semantic judgement go up, never decided here.
+  if (lane1.needsLane2.length) return { ...decision, reasonCodes: lane1.needsLane2.map((id) => `NEEDS_LANE2:${id}`) };
+  return { ...decision, verdict: "challenger_fault" };
+}
+
+/**
+ * The remedy of Lane 0 violations. Refund: the violations of one receipt refund the largest of their amounts
+ * (never more than the receipt charged), summed over receipts; violations without a receipt add up. Slash: the
+ * session terms' penalty per violation (decision 0026), summed. A session whose terms say refunds do not come
+ * from the SLA bond (`disputes.refundsFromBond: false`) and that had settled when the case opened (the escrow
+ * paid out, so the bond is the only source) gets no refund, only the penalty.
+ */
+function lane0Remedy(pkg: ChallengePackage, ctx: CaseContext, violations: Lane0Violation[]): { refund: bigint; slash: bigint } {
+  const perReceipt = new Map<bigint, bigint>();
+  let refund = 0n;
+  let slash = 0n;
+  for (const v of violations) {
+    slash += v.slash ?? 0n;
+    if (v.seq === undefined) refund += v.refund;
+    else perReceipt.set(v.seq, (perReceipt.get(v.seq) ?? 0n) > v.refund ? perReceipt.get(v.seq)! : v.refund);
+  }
+  for (const amount of perReceipt.values()) refund += amount;
+  const channel = evidenceOfKind(pkg, "channel")[0]?.content;
+  if (channel?.pricing.version === "2" && !channel.pricing.disputes.refundsFromBond && ctx.session?.settledAtOpen === true) refund = 0n;
+  return { refund, slash };
+}
+
+/**
+ * The provider's fault receipt in the deliverable, if any: `{"code": <NO_FAULT_CODES>, "detail": string}`.
+ * The deliverable's hash is on-chain, so the provider committed to this declaration when it delivered.
+ */
+function faultReceipt(deliverable: Bundle): { code: string } | null | "invalid" {
+  const text = deliverable.files[FAULT_RECEIPT_FILE];
+  if (text === undefined) return null;
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return "invalid";
+    const { code, detail, ...rest } = parsed as Record<string, unknown>;
+    if (Object.keys(rest).length || typeof detail !== "string") return "invalid";
+    return typeof code === "string" && (NO_FAULT_CODES as readonly string[]).includes(code) ? { code } : "invalid";
+  } catch {
+    return "invalid";
+  }
+}
+
+function buildResolution(pkg: ChallengePackage, ctx: CaseContext, runtime: Hex, d: Decision): Resolution {
+  const undecidable = d.verdict === "undecidable";
+  return {
+    schema: "ioi.resolution/1",
+    caseId: ctx.case.caseId,
+    chainId: ctx.case.chainId,
+    disputeManager: ctx.case.disputeManager,
+    packageHash: packageHash(pkg),
+    graphId: pkg.graphId,
+    stepId: pkg.stepId,
+    policyHash: pkg.policyHash,
+    policyVersion: pkg.policyVersion,
+    rubricVersion: pkg.rubricVersion,
+    modelSnapshotId: pkg.modelSnapshotId,
+    judgeRuntimeHash: runtime,
+    evidence: pkg.evidence.map((item) => ({
+      artifactId: item.artifactId,
+      kind: item.kind,
+      merkleProof: item.kind === "receipt" ? item.content.merkleProof : [],
+    })),
+    lane0: { passed: d.lane0.reasonCodes.length === 0 && d.lane0.violations.length === 0, checks: d.lane0.checks },
+    objectiveChecks: d.lane1?.checks ?? [],
+    replays: d.lane1?.replays ?? [],
+    claims: pkg.claims.map((claim) => ({ ...claim, prosecutor: null, defender: null, resolver: null })),
+    aggregate: {
+      finalVerdict: d.verdict,
+      aggregateConfidence: undecidable ? 0 : 1,
+      unresolved: undecidable,
+      // Undecidable: why; decided: whom Lane 1 attributed a budget, nondeterminism or suite fault to.
+      reasonCodes: undecidable ? d.reasonCodes : d.attribution,
+    },
+    remedy: {
+      verdict: VERDICT_CODES[d.verdict],
+      refund: undecidable ? 0n : d.refund,
+      slash: d.verdict === "provider_fault" ? d.slash : 0n,
+    },
+  };
+}

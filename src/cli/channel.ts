@@ -1,0 +1,1008 @@
+#!/usr/bin/env node
+/**
+ * `ioi` — one entry point for every user action on a channel.
+ *
+ *   npx ioi --help                 list the commands
+ *   npx ioi <command> --help       what a command takes
+ *
+ * Keys never appear on the command line: the acting party's secp256k1 key is read from the environment
+ * variable named by --key-env (default IOI_PRIVATE_KEY). Every command prints readable lines, or with
+ * --json one JSON object on the last line.
+ */
+import { readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import {
+  getAddress,
+  isAddress,
+  isAddressEqual,
+  keccak256,
+  parseEventLogs,
+  stringToBytes,
+  zeroAddress,
+  type Address,
+  type Hex,
+  type LocalAccount,
+  type PublicClient,
+} from "viem";
+
+import { ReceiptAccumulator } from "../core/accumulator";
+import { canon } from "../core/canonical";
+import { gasEscrowDomain, signingAccount, type GasEscrowDomain } from "../core/eip712";
+import { signedSessionKeyGrantFromJson, type SignedSessionKeyGrant } from "../core/session-key";
+import { secp256k1Backend } from "../core/secp256k1";
+import {
+  anchorReceiptCommit,
+  challengeClose,
+  closeCooperative,
+  closeUnilateral,
+  finalizeClose,
+  gasEscrowAbi,
+  openChannel,
+  type Wallet,
+  CHANNEL_PHASES,
+} from "../chain/escrow";
+import { getLogsPaged } from "../chain/logs";
+import {
+  acceptGig,
+  acceptGigDelivery,
+  cancelGig,
+  deliverGig,
+  fundGig,
+  gigViewToJson,
+  MAX_DEADLINE,
+  MAX_DISPUTE_WINDOW,
+  MIN_DISPUTE_WINDOW,
+  readGig,
+  refundGig,
+  releaseGig,
+  type SettledGig,
+} from "../chain/gig";
+import type { InvocationOutcome, PayerClient } from "../node/payer-client";
+import { PayerSession } from "../node/payer-session";
+import { echoHandler } from "../node/echo-worker";
+import { EndpointError, listenHost, parsePeer } from "../node/endpoints";
+import type { McpWorker } from "../node/mcp-worker";
+import type { McpHandler } from "../node/provider-node";
+import { readRequestFile, requestFrom, RequestFileError } from "../node/requests";
+import { signedSessionReceiptToJson, sessionReceiptHash } from "../core/receipt";
+import type { ChannelRecord, ChannelStore } from "../store/store";
+import { channelRefToJson, describePricing, modelAllowed, NATIVE_ASSET, prepaidPerCall, pricingTermsFromJson, pricingTermsToJson, termsHashOf, type PricingTerms } from "../core/terms";
+import { paymentTicketHash, signedPaymentTicketToJson } from "../core/ticket";
+import type { JsonObject } from "../core/validate";
+import {
+  addressOption,
+  assetUnitOf,
+  boundedUint,
+  channelOf,
+  gigIdOf,
+  hashOption,
+  loadAccount,
+  need,
+  openStore,
+  sessionOf,
+  uint,
+  UsageError,
+  weiAmount,
+  type Command,
+  type CommandOptions,
+  type Out,
+} from "./common";
+import { deployedAddress, deployedContract, givenAddress, readingOf, rpcClients } from "./chain";
+import { formatAmountWithBase, formatDate, formatDuration, formatMoment } from "../core/format";
+import { parseDocument } from "../arbitration/document";
+import { icsFromJson, icsHash, type Ics } from "../arbitration/ics";
+import { LOG_OPTIONS, METRICS_OPTION, loggerFrom, startMetrics } from "../node/observability";
+
+// The node, the payer client (with the sealed transport and ML-KEM/ML-DSA) and the watchtower load only when
+// a command that runs one is called, so `ioi --help` and the quick commands start fast (`npm run bench -- --cli`).
+const nodeModules = {
+  payerClient: () => import("../node/payer-client"),
+  providerNode: () => import("../node/provider-node"),
+  mcpWorker: () => import("../node/mcp-worker"),
+  watchtower: () => import("../node/watchtower"),
+};
+
+// The plumbing moved to src/cli/common.ts (issue 13); re-exported for modules that import it from here.
+export { addressOption, channelOf, gigIdOf, GLOBAL_HELP, hashOption, loadAccount, need, openStore, sessionOf, uint, UsageError, type Command, type Out } from "./common";
+
+/** The channel commands of `ioi` (src/cli/ioi.ts composes them with the gig and dispute commands). */
+export const COMMANDS: Record<string, Command> = {
+  provider: {
+    summary: "start a provider node on 127.0.0.1 (with its watchtower) and serve until Ctrl-C",
+    usage: "ioi provider [--port N] (--price WEI | --terms-file FILE) [--model ID] [--host IP --allow-public] [--worker-timeout MS] [--metrics HOST:PORT] [--log-level L] [--log-file PATH] [--worker CMD [ARGS…]]   |   ioi provider register|bond|unbond|withdraw|show",
+    notes: [
+      "  --worker CMD [ARGS…]  run this MCP server over stdio and sell its calls (must come last: everything",
+      "                        after it is the worker's command line); without it, the demo's echo worker",
+      "  --worker-timeout MS   longest a worker call may take (default 30000); a call that fails is not charged",
+      "  --host IP             address to listen on (default 127.0.0.1); a non-loopback one needs --allow-public",
+      "  --terms-file FILE     the terms document offered (schemas/terms.schema.json: metered pricing with a cap per",
+      "                        call, model snapshot ids, dispute rules, required receipts); --model must be one it lists",
+    ],
+    options: {
+      port: { type: "string" },
+      price: { type: "string" },
+      "terms-file": { type: "string" },
+      model: { type: "string" },
+      "from-block": { type: "string" },
+      host: { type: "string" },
+      "allow-public": { type: "boolean" },
+      "worker-timeout": { type: "string" },
+      ...METRICS_OPTION,
+      ...LOG_OPTIONS,
+    },
+    run: runProvider,
+  },
+  open: {
+    summary: "open and fund an ETH channel to a provider; the acting key is the funder and, unless --payer names another, the payer",
+    usage: "ioi open --provider ADDR --deposit WEI [--peer HOST:PORT] [--price WEI | --terms-file FILE] [--challenge SECONDS] [--payer ADDR [--ref-out FILE]]",
+    notes: [
+      "  --payer ADDR     a sponsored channel: ADDR signs the tickets (it needs no funds); the acting key funds it and",
+      "                   receives every refund; the channel is not stored as the acting key's to stream on",
+    ],
+    options: {
+      payer: { type: "string" },
+      "ref-out": { type: "string" },
+      provider: { type: "string" },
+      price: { type: "string" },
+      "terms-file": { type: "string" },
+      deposit: { type: "string" },
+      challenge: { type: "string" },
+      peer: { type: "string" },
+      "allow-remote": { type: "boolean" },
+      policy: { type: "string" },
+    },
+    run: runOpen,
+  },
+  stream: {
+    summary: "stream paid invocations to the channel's provider over the sealed socket (synthetic, or a request file)",
+    usage: "ioi stream --session ID (-n N | --request-file F) [--inflight K] [--peer HOST:PORT [--allow-remote]] [--commit-every N] [--commit-seconds T]",
+    notes: ["  --request-file F  JSON-RPC requests, one per line; each result (or error) is printed as a JSON line"],
+    options: { session: { type: "string" }, n: { type: "string", short: "n" }, inflight: { type: "string" }, peer: { type: "string" }, "allow-remote": { type: "boolean" }, "request-file": { type: "string" }, "commit-every": { type: "string" }, "commit-seconds": { type: "string" }, "session-key": { type: "string" }, ...LOG_OPTIONS },
+    run: runStream,
+  },
+  call: {
+    summary: "send one paid MCP request to the channel's provider and print its result",
+    usage: "ioi call --session ID (--request-file F | --method M [--params JSON]) [--peer HOST:PORT [--allow-remote]]",
+    notes: ["  e.g. ioi call --session 0x… --method tools/call --params '{\"name\":\"add\",\"arguments\":{\"a\":2,\"b\":3}}'"],
+    options: { session: { type: "string" }, "request-file": { type: "string" }, method: { type: "string" }, params: { type: "string" }, peer: { type: "string" }, "allow-remote": { type: "boolean" }, "session-key": { type: "string" } },
+    run: runCall,
+  },
+  status: {
+    summary: "show channels in the store, or one channel with its on-chain phase",
+    usage: "ioi status [--session ID]",
+    options: { session: { type: "string" } },
+    run: runStatus,
+  },
+  close: {
+    summary: "close a channel: cooperatively with the provider over the socket, or --unilateral",
+    usage: "ioi close --session ID [--unilateral] [--peer HOST:PORT [--allow-remote]]",
+    options: { session: { type: "string" }, unilateral: { type: "boolean" }, peer: { type: "string" }, "allow-remote": { type: "boolean" }, ...LOG_OPTIONS },
+    run: runClose,
+  },
+  challenge: {
+    summary: "answer a stale unilateral close with the newest ticket in the store",
+    usage: "ioi challenge --session ID",
+    options: { session: { type: "string" } },
+    run: runChallenge,
+  },
+  finalize: {
+    summary: "pay out a unilaterally closed channel after its challenge window",
+    usage: "ioi finalize --session ID",
+    options: { session: { type: "string" } },
+    run: runFinalize,
+  },
+  watchtower: {
+    summary: "watch the escrow and answer stale closes of the store's channels; finalise when due",
+    usage: "ioi watchtower [--from-block N] [--once] [--metrics HOST:PORT] [--log-level L] [--log-file PATH]",
+    options: { "from-block": { type: "string" }, once: { type: "boolean" }, ...METRICS_OPTION, ...LOG_OPTIONS },
+    run: runWatchtower,
+  },
+  export: {
+    summary: "print a session's tickets and receipts as JSON lines, with the on-chain root",
+    usage: "ioi export --session ID",
+    options: { session: { type: "string" } },
+    run: runExport,
+  },
+};
+
+/*//////////////////////////////////////////////////////////////
+                              PLUMBING
+//////////////////////////////////////////////////////////////*/
+
+export async function chainClients(values: Record<string, unknown>, account?: LocalAccount) {
+  givenAddress(values, "escrow", "IOI_ESCROW"); // a malformed address is refused before any RPC call
+  const { publicClient, wallet, chainId } = await rpcClients(values, account);
+  const { address: escrow, fromBlock } = await deployedContract(values, publicClient, "escrow", "IOI_ESCROW", "GasEscrow");
+  const domain: GasEscrowDomain = gasEscrowDomain({ chainId, verifyingContract: escrow });
+  return { publicClient, wallet, escrow, domain, chainId, fromBlock };
+}
+
+/** The close the store recorded for `channel`; a usage error if it has seen none yet. */
+function closingOf(store: ChannelStore, channel: ChannelRecord) {
+  const closing = store.getClosing(channel.sessionId);
+  if (!closing) throw new UsageError("The store has seen no close of this channel; run `ioi watchtower --once` to catch up first.");
+  return closing;
+}
+
+function peerOf(values: Record<string, unknown>, channel: ChannelRecord | undefined): { host: string; port: number } {
+  const peer = (values.peer as string | undefined) ?? channel?.peer;
+  if (!peer) throw new UsageError("--peer HOST:PORT is required: where the provider node listens.");
+  return asUsage(() => parsePeer(peer, values["allow-remote"] === true));
+}
+
+/** A one-line progress bar on stderr (only when it is a terminal or IOI_PROGRESS=1). */
+function progressBar(total: number): (done: number) => void {
+  const enabled = process.stderr.isTTY || process.env.IOI_PROGRESS === "1";
+  const started = performance.now();
+  let last = 0;
+  return (done) => {
+    if (!enabled) return;
+    const now = performance.now();
+    if (done !== total && now - last < 100) return;
+    last = now;
+    const width = 30;
+    const filled = Math.round((done / total) * width);
+    const rate = Math.round(done / ((now - started) / 1000));
+    process.stderr.write(`\r[${"#".repeat(filled)}${" ".repeat(width - filled)}] ${done}/${total} ${rate}/s${done === total ? "\n" : ""}`);
+  };
+}
+
+/** The demo's default worker (no --worker): answers with the keccak of the params (deterministic, no I/O). */
+export { echoHandler };
+
+/** A bad --peer/--host or request file is a usage mistake: one sentence, exit 2. */
+function asUsage<T>(f: () => T): T {
+  try {
+    return f();
+  } catch (error) {
+    if (error instanceof EndpointError || error instanceof RequestFileError) throw new UsageError(error.shortMessage);
+    throw error;
+  }
+}
+
+/*//////////////////////////////////////////////////////////////
+                              COMMANDS
+//////////////////////////////////////////////////////////////*/
+
+async function runProvider(values: Record<string, unknown>, out: Out): Promise<void> {
+  const account = loadAccount(values);
+  const pricing = termsOption(values, "wei per invocation");
+  const modelSnapshotId = (values.model as string | undefined) ?? (pricing.version === "2" && pricing.models.length === 1 ? pricing.models[0]! : undefined);
+  if (modelSnapshotId !== undefined && !modelAllowed(pricing, modelSnapshotId)) {
+    throw new UsageError(`--model ${modelSnapshotId} is not among the models the terms document lists (${pricing.version === "2" ? pricing.models.join(", ") : ""}); every receipt would prove a model swap.`);
+  }
+  if (modelSnapshotId === undefined && pricing.version === "2") throw new UsageError(`The terms document lists ${pricing.models.length} models; say which one this node serves with --model.`);
+  const host = asUsage(() => listenHost(values.host as string | undefined, values["allow-public"] === true));
+  const port = Number(uint(values, "port", "TCP port to listen on (0 = any free port)", 0n));
+  if (port > 65535) throw new UsageError(`--port must be at most 65535; received ${port}.`);
+  const workerTimeout = Number(uint(values, "worker-timeout", "milliseconds a worker call may take", 30_000n));
+  if (workerTimeout === 0 || workerTimeout > 3_600_000) throw new UsageError("--worker-timeout must be between 1 and 3600000 milliseconds.");
+  // `--worker CMD [ARGS…]` arrives as the worker's argv (main splits it off before parsing).
+  const argv = values.worker as string[] | undefined;
+  if (argv !== undefined && (argv.length === 0 || argv[0] === "")) throw new UsageError("--worker needs the command that runs the MCP server, e.g. --worker node server.js.");
+  const { publicClient, wallet, escrow, domain, chainId, fromBlock } = await chainClients(values, account);
+  const reading = readingOf(values, chainId);
+  const log = (line: string) => process.stderr.write(`provider: ${line}\n`);
+  let worker: McpWorker | undefined;
+  let handler: McpHandler = echoHandler;
+  if (argv !== undefined) {
+    worker = await (await nodeModules.mcpWorker()).McpWorker.start({ command: argv[0]!, args: argv.slice(1), timeoutMs: workerTimeout, log });
+    handler = worker.handler;
+  }
+  const store = openStore(values, "provider");
+  const logger = loggerFrom(values, "provider");
+  const metrics = await startMetrics(values);
+  const node = await (await nodeModules.providerNode()).ProviderNode.start({
+    logger,
+    metrics: metrics?.metrics,
+    account,
+    publicClient,
+    domain,
+    store,
+    pricing,
+    handler,
+    modelSnapshotId: modelSnapshotId ?? (argv ? `worker:${path.basename(argv[0]!)}` : "worker:echo-keccak@1"),
+    host,
+    port,
+    log,
+  }).catch(async (error: unknown) => {
+    await worker?.stop();
+    throw error;
+  });
+  const tower = new (await nodeModules.watchtower()).Watchtower({
+    logger: logger.child({ component: "watchtower" }),
+    metrics: metrics?.metrics,
+    publicClient,
+    wallet: wallet!,
+    escrow,
+    store,
+    fromBlock: uint(values, "from-block", "first block to watch", fromBlock),
+    ...reading,
+    name: `watchtower:${account.address.toLowerCase()}`,
+    onAnswer: (a) => console.log(JSON.stringify({ event: "watchtower.answered", sessionId: a.sessionId, staleSeq: a.staleSeq.toString(), answeredSeq: a.answeredSeq.toString(), inWindow: a.inWindow, txHash: a.txHash })),
+    // The node learns from the same events when a bound channel closes or settles, and stops serving it.
+    onEvents: (events) => node.applyEscrowEvents(events),
+  });
+  tower.start();
+  // The ready line is always JSON, so a supervising process can read the port.
+  console.log(JSON.stringify({ event: "provider.ready", host, port: node.port, provider: account.address, escrow, termsHash: termsHashOf(pricing), worker: worker ? { tools: worker.info?.tools.map((t) => t.name) ?? [] } : "echo", crypto: secp256k1Backend().implementation, ...(metrics ? { metrics: `http://${metrics.address}/metrics` } : {}) }));
+  logger.info({ event: "provider.ready", host, port: node.port, provider: account.address, escrow }, "provider node listening");
+  await new Promise<void>((resolve) => {
+    process.once("SIGINT", resolve);
+    process.once("SIGTERM", resolve);
+  });
+  await metrics?.close();
+  await tower.stop();
+  await node.stop();
+  await worker?.stop();
+  await store.close();
+  out.lines.push("Provider node stopped.");
+}
+
+async function runOpen(values: Record<string, unknown>, out: Out): Promise<void> {
+  const account = loadAccount(values);
+  const provider = need(values, "provider", "the provider's address");
+  if (!isAddress(provider)) throw new UsageError(`--provider must be an address; received "${provider}".`);
+  // A sponsored channel (issue 14): the acting key funds it for another payer.
+  const payer = values.payer === undefined ? account.address : addressOption(values, "payer", "the payer who signs the tickets");
+  const sponsored = payer.toLowerCase() !== account.address.toLowerCase();
+  if (values["ref-out"] !== undefined && !sponsored) throw new UsageError("--ref-out is for a sponsored channel (--payer ADDR): the payer's own store keeps its channels.");
+  const deposit = weiAmount(values, "deposit", "wei to lock in the channel");
+  if (deposit === 0n) throw new UsageError("--deposit must be more than zero: a channel with nothing in it can pay for nothing.");
+  // Every option is checked before reaching for a node.
+  if (values.price !== undefined && values["terms-file"] !== undefined) throw new UsageError("Give either --price WEI (a flat price per invocation) or --terms-file FILE (a terms document), not both.");
+  if (values.price !== undefined) weiAmount(values, "price", "wei per invocation");
+  const agreed = values["terms-file"] !== undefined ? termsOption(values, "wei per invocation") : undefined;
+  uint(values, "challenge", "challenge window in seconds", 3600n);
+  const { publicClient, wallet, escrow, domain, chainId } = await chainClients(values, account);
+  // No funding before agreement (issue 12): with --peer, ask the provider for its signed terms first and
+  // fund only a channel on them; without it, say what could not be checked.
+  let pricing: PricingTerms;
+  let termsChecked = false;
+  if (values.peer !== undefined) {
+    const peer = values.peer as string;
+    const { host, port } = asUsage(() => parsePeer(peer, values["allow-remote"] === true));
+    const offer = await (await nodeModules.payerClient()).fetchTermsOffer({ account, domain, provider: getAddress(provider), host, port });
+    if (values.price !== undefined) {
+      const wanted = weiAmount(values, "price", "wei per invocation");
+      if (offer.pricing.version !== "1") {
+        throw new UsageError(`The provider at ${peer} offers a terms document (${describePricing(offer.pricing)}), not a flat price of ${wanted} wei; nothing was funded (open with --terms-file holding the document you agree to).`);
+      }
+      if (wanted !== offer.pricing.pricePerInvocation) {
+        throw new UsageError(`The provider at ${peer} charges ${offer.pricing.pricePerInvocation} wei per invocation, not ${wanted}; nothing was funded (open with --price ${offer.pricing.pricePerInvocation}, or not at all).`);
+      }
+    }
+    if (agreed !== undefined && termsHashOf(agreed) !== offer.termsHash) {
+      throw new UsageError(
+        `The provider at ${peer} offers terms ${offer.termsHash} (${describePricing(offer.pricing)}); the document in --terms-file ${String(values["terms-file"])} hashes to ${termsHashOf(agreed)} (${describePricing(agreed)}); nothing was funded.`,
+      );
+    }
+    pricing = offer.pricing;
+    termsChecked = true;
+  } else {
+    pricing = agreed ?? { version: "1", unit: "invocation", pricePerInvocation: weiAmount(values, "price", "wei per invocation, as the provider charges") };
+    out.lines.push("Warning: without --peer the provider's terms were not checked; if it refuses this price, only a unilateral close and its full window return the deposit.");
+  }
+  const store = openStore(values, "payer");
+  try {
+    const opened = await openChannel({
+      wallet: wallet!,
+      publicClient,
+      escrow,
+      amount: deposit,
+      terms: {
+        payer,
+        provider: getAddress(provider),
+        funder: account.address,
+        asset: NATIVE_ASSET,
+        termsHash: termsHashOf(pricing),
+        policyHash: keccak256(stringToBytes((values.policy as string | undefined) ?? "policy: default")),
+        challengeDuration: uint(values, "challenge", "challenge window in seconds", 3600n),
+        nonce: BigInt(Date.now()),
+      },
+    });
+    if (!sponsored) {
+      await store.putChannel({ sessionId: opened.sessionId, role: "payer", ref: opened.ref, pricing, escrow, chainId, deposit: opened.deposit, status: "open", ...(values.peer ? { peer: values.peer as string } : {}) });
+    }
+    out.lines.push(`Opened session ${opened.sessionId} with ${formatAmountWithBase(opened.deposit)} ${pricing.version === "1" ? ` at ${formatAmountWithBase(pricing.pricePerInvocation)} per invocation` : ` on terms ${termsHashOf(pricing)} (${describePricing(pricing)})`} (gas ${opened.gasUsed}).`);
+    const ref = channelRefToJson(opened.ref);
+    if (sponsored) {
+      out.lines.push(`Sponsored: ${payer} signs the tickets (it holds no funds); refunds come back to ${account.address}.`);
+      const refOut = values["ref-out"] as string | undefined;
+      if (refOut) {
+        try {
+          writeFileSync(refOut, `${JSON.stringify(ref, null, 2)}\n`);
+        } catch (cause) {
+          throw new UsageError(`Cannot write --ref-out ${refOut}: ${(cause as Error).message.split("\n")[0]}.`, { cause });
+        }
+        out.lines.push(`Wrote the channel reference for the payer to ${refOut} (ioi session-key authorize --ref ${refOut}).`);
+      }
+    }
+    Object.assign(out.result, { sessionId: opened.sessionId, openedAt: opened.ref.openedAt.toString(), deposit: opened.deposit.toString(), gasUsed: Number(opened.gasUsed), domain: { chainId: domain.chainId, escrow }, ...(pricing.version === "1" ? { pricePerInvocation: pricing.pricePerInvocation.toString() } : {}), termsHash: termsHashOf(pricing), termsChecked, payer, funder: account.address, ref });
+  } finally {
+    await store.close();
+  }
+}
+
+/**
+ * `--session-key FILE` (decision 0025): the grant and private key `ioi session-key authorize --out` wrote; the
+ * tickets are then signed by that key, and the grant must be for this session.
+ */
+function sessionKeyOf(values: Record<string, unknown>, sessionId: Hex): { account: LocalAccount; grant: SignedSessionKeyGrant } | undefined {
+  const file = values["session-key"] as string | undefined;
+  if (file === undefined) return undefined;
+  let raw: { grant?: unknown; privateKey?: unknown };
+  try {
+    raw = JSON.parse(readFileSync(file, "utf8")) as typeof raw;
+  } catch {
+    throw new UsageError(`Cannot read --session-key ${file}: it must be the file \`ioi session-key authorize --out\` wrote.`);
+  }
+  const grant = asUsage(() => signedSessionKeyGrantFromJson(raw.grant, "session-key.grant"));
+  if (typeof raw.privateKey !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(raw.privateKey)) {
+    throw new UsageError(`--session-key ${file} holds no private key (a grant for a key you hold elsewhere cannot sign here).`);
+  }
+  const account = signingAccount(raw.privateKey as Hex);
+  if (account.address !== grant.grant.key) throw new UsageError(`--session-key ${file}: its private key is not the granted key ${grant.grant.key}.`);
+  if (grant.grant.sessionId !== sessionId) throw new UsageError(`--session-key ${file} is a grant for session ${grant.grant.sessionId}, not ${sessionId}.`);
+  return { account, grant };
+}
+
+async function runStream(values: Record<string, unknown>, out: Out): Promise<void> {
+  const account = loadAccount(values);
+  // Every option is checked before the chain or the store is touched.
+  if (values.n !== undefined && values["request-file"] !== undefined) throw new UsageError("Give either -n (synthetic requests) or --request-file, not both.");
+  const requests = values["request-file"] === undefined ? undefined : asUsage(() => readRequestFile(values["request-file"] as string));
+  const count = requests ? requests.length : Number(boundedUint(values, "n", "how many invocations to stream (or give --request-file)", 1n, 10_000_000n));
+  const inflight = Number(boundedUint(values, "inflight", "invocations in flight at once", 1n, 4_096n, 16n));
+  // Signed receipt commits mid-stream: every N receipts and/or T seconds (0 turns either off).
+  const commitEvery = Number(boundedUint(values, "commit-every", "receipts between two receipt commits (0: none mid-stream)", 0n, 10_000_000n, 100n));
+  const commitIntervalMs = Number(boundedUint(values, "commit-seconds", "seconds between two receipt commits (0: none)", 0n, 86_400n, 0n)) * 1000;
+  const sessionId = sessionOf(values);
+  const sessionKey = sessionKeyOf(values, sessionId);
+  if (values.peer !== undefined) peerOf(values, undefined);
+  const { domain } = await chainClients(values);
+  const store = openStore(values, "payer");
+  try {
+    const channel = channelOf(store, sessionId);
+    const { host, port } = peerOf(values, channel);
+    const client = await (await nodeModules.payerClient()).PayerClient.connect({ account, domain, store, channel, host, port, logger: loggerFrom(values, "payer"), ...(sessionKey ? { sessionKey } : {}) });
+    await assertAffordable(client, channel, count);
+    const started = performance.now();
+    const latencies = await client.stream({
+      count,
+      inflight,
+      request: (i) => requests?.[i] ?? { jsonrpc: "2.0", id: `invoke-${i}`, method: "tools/echo", params: { text: `invocation ${i}` } },
+      onProgress: progressBar(count),
+      commitEvery,
+      commitIntervalMs,
+      // With a request file, each answer is printed as it is receipted: one JSON line per request.
+      ...(requests ? { onOutcome: (i: number, o: InvocationOutcome) => out.lines.push(JSON.stringify(outcomeJson(requests[i]!, o))) } : {}),
+    });
+    const seconds = (performance.now() - started) / 1000;
+    const { root, leafCount } = await client.commit();
+    await client.close();
+    latencies.sort((a, b) => a - b);
+    const perSecond = Math.round(count / seconds);
+    out.lines.push(`Streamed ${count} invocations in ${seconds.toFixed(2)} s (${perSecond}/s, p50 ${latencies[Math.floor(count / 2)]!.toFixed(1)} ms); root ${root} over ${leafCount} receipts, agreed with the provider.`);
+    Object.assign(out.result, { sessionId: channel.sessionId, invocations: count, seconds, ticketsPerSecond: perSecond, finalSeq: client.session.seq.toString(), paid: client.session.cumulativeAmount.toString(), charged: client.session.charged.toString(), receiptRoot: root });
+  } finally {
+    await store.close();
+  }
+}
+
+/** Refuses, before anything is signed, a run that what is left of the channel's deposit cannot pay for. */
+async function assertAffordable(client: PayerClient, channel: ChannelRecord, count: number): Promise<void> {
+  const promised = client.session.cumulativeAmount;
+  // A ticket prepays the most a call can cost (v2: the cap per call); metered receipts may charge less.
+  const price = prepaidPerCall(channel.pricing);
+  const cost = price * BigInt(count);
+  if (promised + cost > channel.deposit) {
+    await client.close();
+    const fits = price === 0n ? 0n : (channel.deposit - promised) / price;
+    throw new UsageError(
+      `${count} invocations at ${formatAmountWithBase(price)} would pay ${formatAmountWithBase(promised + cost)} in total, past the deposit of ${formatAmountWithBase(channel.deposit)}; at most ${fits} more fit (top up with \`ioi deposit\`).`,
+    );
+  }
+}
+
+/** One answer as printed by `ioi call` / `ioi stream --request-file`: the request's id, result or error, receipt. */
+function outcomeJson(request: JsonObject, o: InvocationOutcome): Record<string, unknown> {
+  return {
+    id: request.id,
+    seq: o.seq.toString(),
+    ...(o.error ? { error: o.error } : { result: o.result ?? null }),
+    charged: o.charged.toString(),
+    outputHash: o.receipt.receipt.outputHash,
+  };
+}
+
+async function runCall(values: Record<string, unknown>, out: Out): Promise<void> {
+  const account = loadAccount(values);
+  if ((values["request-file"] === undefined) === (values.method === undefined)) throw new UsageError("Give the request as --request-file F or as --method M [--params JSON] (one of them).");
+  if (values.params !== undefined && values.method === undefined) throw new UsageError("--params goes with --method.");
+  const request = asUsage(() => {
+    if (values.method !== undefined) return requestFrom(values.method as string, values.params as string | undefined, "call-1");
+    const requests = readRequestFile(values["request-file"] as string);
+    if (requests.length !== 1) throw new RequestFileError(`${values["request-file"] as string} holds ${requests.length} requests; \`ioi call\` sends one (use \`ioi stream --request-file\` for many).`);
+    return requests[0]!;
+  });
+  const sessionId = sessionOf(values);
+  const sessionKey = sessionKeyOf(values, sessionId);
+  if (values.peer !== undefined) peerOf(values, undefined);
+  const { domain } = await chainClients(values);
+  const store = openStore(values, "payer");
+  try {
+    const channel = channelOf(store, sessionId);
+    const { host, port } = peerOf(values, channel);
+    const client = await (await nodeModules.payerClient()).PayerClient.connect({ account, domain, store, channel, host, port, ...(sessionKey ? { sessionKey } : {}) });
+    await assertAffordable(client, channel, 1);
+    try {
+      const outcome = await client.invoke(request);
+      const printed = outcomeJson(request, outcome);
+      if (outcome.error) {
+        out.lines.push(`The provider's worker failed (not charged): ${outcome.error.message}`);
+        out.exitCode = 1;
+      } else {
+        out.lines.push(JSON.stringify(outcome.result ?? null, null, 2));
+      }
+      Object.assign(out.result, { sessionId: channel.sessionId, ...printed });
+    } finally {
+      await client.close();
+    }
+  } finally {
+    await store.close();
+  }
+}
+
+async function runStatus(values: Record<string, unknown>, out: Out): Promise<void> {
+  const store = openStore(values, (values.db as string | undefined) ? "x" : "payer");
+  // Which secp256k1 implementation signs and checks on this machine (decision 0023).
+  out.lines.push(`secp256k1 backend: ${secp256k1Backend().implementation}`);
+  out.result.crypto = secp256k1Backend().implementation;
+  try {
+    if (!values.session) {
+      const channels = store.listChannels();
+      for (const c of channels) out.lines.push(`${c.sessionId}  ${c.role.padEnd(8)} ${c.status.padEnd(8)} deposit ${formatAmountWithBase(c.deposit)}  seq ${store.latestTicket(c.sessionId)?.ticket.seq ?? 0n}`);
+      if (channels.length === 0) out.lines.push("The store holds no channels.");
+      out.result.channels = channels.map((c) => ({ sessionId: c.sessionId, role: c.role, status: c.status, deposit: c.deposit.toString() }));
+      return;
+    }
+    const channel = channelOf(store, sessionOf(values));
+    const { publicClient, escrow } = await chainClients(values);
+    const phase = await publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "phaseOf", args: [channel.sessionId] });
+    const phases = CHANNEL_PHASES;
+    const latest = store.latestTicket(channel.sessionId);
+    const closing = store.getClosing(channel.sessionId);
+    out.lines.push(`session ${channel.sessionId} (${channel.role}), on-chain phase ${phases[phase]}, stored status ${channel.status}`);
+    out.lines.push(`  deposit ${formatAmountWithBase(channel.deposit)}, newest ticket seq ${latest?.ticket.seq ?? 0n} for ${formatAmountWithBase(latest?.ticket.cumulativeAmount ?? 0n)}, receipts ${store.receiptCount(channel.sessionId)}`);
+    if (closing) out.lines.push(`  closing with seq ${closing.state.seq} until ${formatMoment(closing.finalizesAt, (await publicClient.getBlock()).timestamp)}`);
+    Object.assign(out.result, {
+      sessionId: channel.sessionId,
+      role: channel.role,
+      phase: phases[phase],
+      status: channel.status,
+      deposit: channel.deposit.toString(),
+      newestSeq: (latest?.ticket.seq ?? 0n).toString(),
+      receipts: store.receiptCount(channel.sessionId),
+    });
+  } finally {
+    await store.close();
+  }
+}
+
+async function runClose(values: Record<string, unknown>, out: Out): Promise<void> {
+  const account = loadAccount(values);
+  const { publicClient, wallet, escrow, domain } = await chainClients(values, account);
+  const store = openStore(values, "payer");
+  try {
+    const channel = channelOf(store, sessionOf(values));
+    if (values.unilateral) {
+      // A payer closes with a ticket that drains the pipeline: the amount it already promised and the root
+      // over every receipt it accepted, so each one is provable against what the close records (issue 12).
+      let ticket = store.latestTicket(channel.sessionId);
+      if (channel.role === "payer" && ticket) {
+        const session = PayerSession.restore({ account, domain, ref: channel.ref, sessionId: channel.sessionId, pricing: channel.pricing, deposit: channel.deposit }, store.steps(channel.sessionId));
+        ticket = await session.closingTicket();
+      }
+      const closed = await closeUnilateral({ wallet: wallet!, publicClient, escrow, ref: channel.ref, ticket });
+      await store.putClosing(channel.sessionId, { state: closed.state, finalizesAt: closed.finalizesAt, closer: account.address, txHash: closed.hash });
+      await store.updateChannel(channel.sessionId, { status: "closing" });
+      out.lines.push(`Closed unilaterally with seq ${closed.state.seq}; the challenge window ends at ${formatDate(closed.finalizesAt)} (in ${formatDuration(channel.ref.terms.challengeDuration)}); then \`ioi finalize\` (gas ${closed.gasUsed}).`);
+      Object.assign(out.result, { sessionId: channel.sessionId, seq: closed.state.seq.toString(), finalizesAt: closed.finalizesAt.toString(), gasUsed: Number(closed.gasUsed) });
+      // The payer anchors the provider's newest signed receipt commit, so every receipt it covers stays
+      // provable whatever ticket ends up recorded (decision 0003, amendment "anchoring").
+      const commit = channel.role === "payer" ? store.latestCommit(channel.sessionId, "provider") : undefined;
+      if (commit) {
+        const anchored = await anchorReceiptCommit({ wallet: wallet!, publicClient, escrow, ref: channel.ref, commit });
+        out.lines.push(`Anchored the provider's receipt commit over ${anchored.leafCount} receipts (root ${anchored.root}, gas ${anchored.gasUsed}).`);
+        Object.assign(out.result, { anchoredCommit: { leafCount: anchored.leafCount.toString(), root: anchored.root, gasUsed: Number(anchored.gasUsed) } });
+      }
+      return;
+    }
+    const { host, port } = peerOf(values, channel);
+    const logger = loggerFrom(values, "payer");
+    const client = await (await nodeModules.payerClient()).PayerClient.connect({ account, domain, store, channel, host, port, logger });
+    const { summary, payerSignature, providerSignature } = await client.cooperativeClose();
+    await client.close();
+    const settled = await closeCooperative({ wallet: wallet!, publicClient, escrow, ref: channel.ref, summary, payerSignature, providerSignature });
+    await store.updateChannel(channel.sessionId, { status: "settled" });
+    logger.info({ event: "channel.settled", sessionId: channel.sessionId, finalSeq: summary.finalSeq.toString(), paidToProvider: settled.paidToProvider.toString(), refundedToFunder: settled.refundedToFunder.toString(), txHash: settled.hash }, "settled cooperatively on-chain");
+    out.lines.push(`Settled cooperatively: ${formatAmountWithBase(settled.paidToProvider)} to the provider, ${formatAmountWithBase(settled.refundedToFunder)} refunded (gas ${settled.gasUsed}).`);
+    Object.assign(out.result, { sessionId: channel.sessionId, finalSeq: summary.finalSeq.toString(), paidToProvider: settled.paidToProvider.toString(), refundedToFunder: settled.refundedToFunder.toString(), receiptRoot: settled.receiptRoot, gasUsed: Number(settled.gasUsed) });
+  } finally {
+    await store.close();
+  }
+}
+
+async function runChallenge(values: Record<string, unknown>, out: Out): Promise<void> {
+  const account = loadAccount(values);
+  const { publicClient, wallet, escrow } = await chainClients(values, account);
+  const store = openStore(values, "provider");
+  try {
+    const channel = channelOf(store, sessionOf(values));
+    const closing = closingOf(store, channel);
+    const newest = store.latestTicket(channel.sessionId);
+    if (!newest || newest.ticket.seq <= closing.state.seq) throw new UsageError(`The store holds no ticket newer than the recorded seq ${closing.state.seq}.`);
+    const challenged = await challengeClose({ wallet: wallet!, publicClient, escrow, ref: channel.ref, recorded: closing.state, ticket: newest });
+    await store.putClosing(channel.sessionId, { state: challenged.state, finalizesAt: challenged.finalizesAt, closer: account.address, txHash: challenged.hash });
+    out.lines.push(`Challenged seq ${closing.state.seq} with seq ${challenged.state.seq} (gas ${challenged.gasUsed}).`);
+    Object.assign(out.result, { sessionId: channel.sessionId, staleSeq: closing.state.seq.toString(), seq: challenged.state.seq.toString(), gasUsed: Number(challenged.gasUsed) });
+  } finally {
+    await store.close();
+  }
+}
+
+async function runFinalize(values: Record<string, unknown>, out: Out): Promise<void> {
+  const account = loadAccount(values);
+  const { publicClient, wallet, escrow } = await chainClients(values, account);
+  const store = openStore(values, "payer");
+  try {
+    const channel = channelOf(store, sessionOf(values));
+    const closing = closingOf(store, channel);
+    const settled = await finalizeClose({ wallet: wallet!, publicClient, escrow, ref: channel.ref, recorded: closing.state });
+    await store.updateChannel(channel.sessionId, { status: "settled" });
+    out.lines.push(`Finalised: ${formatAmountWithBase(settled.paidToProvider)} to the provider, ${formatAmountWithBase(settled.refundedToFunder)} refunded (gas ${settled.gasUsed}).`);
+    Object.assign(out.result, { sessionId: channel.sessionId, paidToProvider: settled.paidToProvider.toString(), refundedToFunder: settled.refundedToFunder.toString(), gasUsed: Number(settled.gasUsed) });
+  } finally {
+    await store.close();
+  }
+}
+
+async function runWatchtower(values: Record<string, unknown>, out: Out): Promise<void> {
+  const account = loadAccount(values);
+  const { publicClient, wallet, escrow, chainId, fromBlock } = await chainClients(values, account);
+  const reading = readingOf(values, chainId);
+  const store = openStore(values, "provider");
+  const logger = loggerFrom(values, "watchtower");
+  const metrics = await startMetrics(values);
+  const tower = new (await nodeModules.watchtower()).Watchtower({
+    logger,
+    metrics: metrics?.metrics,
+    publicClient,
+    wallet: wallet!,
+    escrow,
+    store,
+    fromBlock: uint(values, "from-block", "first block to watch", fromBlock),
+    ...reading,
+    name: `watchtower:${account.address.toLowerCase()}`,
+    finalize: true,
+    onAnswer: (a) => out.lines.push(`Answered the stale close of ${a.sessionId} (seq ${a.staleSeq}) with seq ${a.answeredSeq}${a.inWindow ? " inside the window" : ""}.`),
+    onFinalized: (sessionId, hash) => out.lines.push(`Finalised ${sessionId} in ${hash}.`),
+  });
+  try {
+    if (values.once) {
+      await tower.runOnce();
+    } else {
+      tower.start();
+      console.log(JSON.stringify({ event: "watchtower.ready", escrow, ...(metrics ? { metrics: `http://${metrics.address}/metrics` } : {}) }));
+      await new Promise<void>((resolve) => {
+        process.once("SIGINT", resolve);
+        process.once("SIGTERM", resolve);
+      });
+      await tower.stop();
+    }
+    out.result.answers = tower.answers.map((a) => ({ sessionId: a.sessionId, staleSeq: a.staleSeq.toString(), answeredSeq: a.answeredSeq.toString(), inWindow: a.inWindow }));
+  } finally {
+    await metrics?.close();
+    await store.close();
+  }
+}
+
+async function runExport(values: Record<string, unknown>, out: Out): Promise<void> {
+  const store = openStore(values, "provider");
+  try {
+    const channel = channelOf(store, sessionOf(values));
+    const { publicClient, escrow, chainId } = await chainClients(values);
+    const reading = readingOf(values, chainId);
+    const lines: string[] = [];
+    lines.push(canon({ type: "session", sessionId: channel.sessionId, escrow: escrow.toLowerCase(), ref: channelRefToJson(channel.ref), pricing: pricingTermsToJson(channel.pricing), termsHash: termsHashOf(channel.pricing), leafDomain: "IOI_SESSION_LEAF_V1" }));
+    for (const step of store.steps(channel.sessionId)) {
+      if (!step.receipt || !step.leaf) continue;
+      lines.push(canon({
+        type: "step",
+        seq: step.seq.toString(),
+        ticket: signedPaymentTicketToJson(step.ticket),
+        receipt: signedSessionReceiptToJson(step.receipt),
+        ticketHash: paymentTicketHash(step.ticket.ticket),
+        receiptHash: sessionReceiptHash(step.receipt.receipt),
+        leaf: step.leaf,
+      }));
+    }
+    // The root the chain recorded: the cooperative settlement's, or the newest recorded ticket's.
+    const logs = parseEventLogs({
+      abi: gasEscrowAbi,
+      // From the channel's opening block to the head, in bounded pages with back-off (decision 0019).
+      logs: await getLogsPaged({ publicClient, address: escrow, fromBlock: channel.ref.openedAt, toBlock: await publicClient.getBlockNumber(), maxBlockRange: reading.batchBlocks, retry: reading.retry }),
+    }).filter((log) => "sessionId" in log.args && log.args.sessionId === channel.sessionId);
+    let onChain: Record<string, string> | null = null;
+    // Provider-signed receipt commits anchored on the session: a case may prove receipts against their roots.
+    const anchored: { leafCount: bigint; root: Hex; transactionHash: Hex }[] = [];
+    for (const log of logs) {
+      if (log.eventName === "ReceiptCommitAnchored") anchored.push({ leafCount: log.args.leafCount, root: log.args.root, transactionHash: log.transactionHash });
+      if (log.eventName === "ChannelSettled") onChain = { event: log.eventName, receiptRoot: log.args.receiptRoot, seq: log.args.finalSeq.toString(), transactionHash: log.transactionHash };
+      else if (log.eventName === "ChannelClosing" || log.eventName === "ChannelChallenged") onChain = { event: log.eventName, receiptRoot: log.args.receiptRoot, seq: log.args.seq.toString(), transactionHash: log.transactionHash };
+    }
+    // The local root over every receipt, and how many of the first receipts the chain's root covers: after
+    // any close they must be all of them (a provider serves nothing once a session is closed).
+    const history = ReceiptAccumulator.fromLeaves(store.leaves(channel.sessionId));
+    let covered: number | null = null;
+    if (onChain) {
+      for (let size = history.size; size >= 0 && covered === null; size--) if (history.prefixRoot(size) === onChain.receiptRoot) covered = size;
+    }
+    const root = history.root();
+    lines.push(canon({
+      type: "root",
+      receipts: String(history.size),
+      root,
+      onChain,
+      coveredReceipts: covered === null ? null : String(covered),
+      matches: onChain !== null && onChain.receiptRoot === root,
+      anchoredCommits: anchored.map((a) => ({
+        leafCount: a.leafCount.toString(),
+        root: a.root,
+        transactionHash: a.transactionHash,
+        // Whether the anchored root is this store's root over the same first receipts.
+        matches: a.leafCount <= BigInt(history.size) && history.prefixRoot(Number(a.leafCount)) === a.root,
+      })),
+    }));
+    for (const line of lines) console.log(line);
+    out.json = false; // the JSON lines are the output
+  } finally {
+    await store.close();
+  }
+}
+
+/*//////////////////////////////////////////////////////////////
+                                GIGS
+//////////////////////////////////////////////////////////////*/
+
+export const GIG_OPTIONS = { "gig-escrow": { type: "string" } } as const satisfies CommandOptions;
+const GIG_ID_OPTION = { gig: { type: "string" } } as const satisfies CommandOptions;
+
+/** `ioi gig <subcommand>`: outcome-based work escrowed in the GigEscrow. */
+export const GIG_COMMANDS: Record<string, Command> = {
+  fund: {
+    summary: "escrow a bounty for a gig bound to an Intent Contract Schema; prints the gig id (the acting key is the client)",
+    usage:
+      "ioi gig fund --amount WEI (--ics HASH | --ics-file PATH) [--provider ADDR] [--asset ADDR] [--deadline SECONDS] [--dispute-window SECONDS] [--client ADDR]",
+    notes: ["  --client ADDR    a sponsored gig: ADDR is the client who alone acts on it; the acting key pays and receives every refund"],
+    options: {
+      client: { type: "string" },
+      amount: { type: "string" },
+      ics: { type: "string" },
+      "ics-file": { type: "string" },
+      provider: { type: "string" },
+      asset: { type: "string" },
+      deadline: { type: "string" },
+      "dispute-window": { type: "string" },
+    },
+    run: runGigFund,
+  },
+  cancel: {
+    summary: "take back a funded gig no provider accepted yet (the client)",
+    usage: "ioi gig cancel --gig ID",
+    options: GIG_ID_OPTION,
+    run: (values, out) => runGigSettlement(values, out, cancelGig),
+  },
+  accept: {
+    summary: "take a gig as a provider with an active bond in the ProviderRegistry",
+    usage: "ioi gig accept --gig ID",
+    options: GIG_ID_OPTION,
+    run: runGigAccept,
+  },
+  deliver: {
+    summary: "deliver a gig's result (the provider); the client's dispute window starts",
+    usage: "ioi gig deliver --gig ID --deliverable HASH [--receipt-root HASH]",
+    options: { ...GIG_ID_OPTION, deliverable: { type: "string" }, "receipt-root": { type: "string" } },
+    run: runGigDeliver,
+  },
+  "accept-delivery": {
+    summary: "accept the delivery and pay the provider at once (the client)",
+    usage: "ioi gig accept-delivery --gig ID",
+    options: GIG_ID_OPTION,
+    run: (values, out) => runGigSettlement(values, out, acceptGigDelivery),
+  },
+  release: {
+    summary: "pay the provider once the dispute window passed without a dispute (anyone)",
+    usage: "ioi gig release --gig ID",
+    options: GIG_ID_OPTION,
+    run: (values, out) => runGigSettlement(values, out, releaseGig),
+  },
+  refund: {
+    summary: "refund the client once the deadline passed without a delivery (anyone)",
+    usage: "ioi gig refund --gig ID",
+    options: GIG_ID_OPTION,
+    run: (values, out) => runGigSettlement(values, out, refundGig),
+  },
+  show: {
+    summary: "show a gig as stored on-chain (no key needed)",
+    usage: "ioi gig show --gig ID",
+    options: GIG_ID_OPTION,
+    run: runGigShow,
+  },
+};
+
+/** Largest --terms-file read: a terms document is a small JSON (or YAML) document. */
+const MAX_TERMS_FILE_BYTES = 64 * 1024;
+
+/**
+ * The terms document of --terms-file (validated against schemas/terms.schema.json), or the flat v1 price
+ * list of --price; exactly one of the two.
+ */
+function termsOption(values: Record<string, unknown>, priceWhat: string): PricingTerms {
+  const file = values["terms-file"] as string | undefined;
+  if (file === undefined) return { version: "1", unit: "invocation", pricePerInvocation: weiAmount(values, "price", priceWhat) };
+  if (values.price !== undefined) throw new UsageError("Give either --price WEI (a flat price per invocation) or --terms-file FILE (a terms document), not both.");
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(file);
+  } catch (cause) {
+    throw new UsageError(`Cannot read --terms-file ${file}: ${(cause as Error).message.split("\n")[0]}.`, { cause });
+  }
+  return pricingTermsFromJson(parseDocument(bytes, { maxBytes: MAX_TERMS_FILE_BYTES, what: `The terms document in ${file}` }), `terms in ${file}`);
+}
+
+/** Largest --ics-file read: an Intent Contract Schema is a small JSON document. */
+const MAX_ICS_FILE_BYTES = 1 << 20;
+
+/**
+ * The ICS hash from --ics, or the hash of the Intent Contract Schema in --ics-file (JSON or YAML), which must be
+ * a valid ICS (src/arbitration/ics.ts): a gig bound to a document arbitrators cannot read could never be judged.
+ */
+function icsHashOf(values: Record<string, unknown>): { icsHash: Hex; icsFile?: string; ics?: Ics } {
+  const hasHash = values.ics !== undefined;
+  const file = values["ics-file"] as string | undefined;
+  if (hasHash === (file !== undefined)) {
+    throw new UsageError("Give exactly one of --ics HASH and --ics-file PATH: the Intent Contract Schema the gig is bound to.");
+  }
+  if (hasHash) return { icsHash: hashOption(values, "ics", "the hash of the Intent Contract Schema") };
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(file!);
+  } catch (cause) {
+    throw new UsageError(`Cannot read --ics-file ${file}: ${(cause as Error).message.split("\n")[0]}.`, { cause });
+  }
+  const ics = icsFromJson(parseDocument(bytes, { maxBytes: MAX_ICS_FILE_BYTES, what: `The Intent Contract Schema in ${file}` }), `ICS in ${file}`);
+  return { icsHash: icsHash(ics), icsFile: file!, ics };
+}
+
+/** A gig must fit its ICS: the same asset, no more than its max_price, due no later than its deadline. */
+function checkGigAgainstIcs(ics: Ics, file: string, gig: { asset: Address; amount: bigint; deadline: bigint }): void {
+  if (!isAddressEqual(ics.asset, gig.asset)) {
+    throw new UsageError(`The ICS in ${file} is priced in ${assetName(ics.asset)}, but the gig escrows ${assetName(gig.asset)}; pass --asset ${BigInt(ics.asset) === 0n ? "eth" : ics.asset}.`);
+  }
+  if (gig.amount > ics.maxPrice) {
+    throw new UsageError(`--amount ${gig.amount} exceeds the ICS's max_price of ${ics.maxPrice} (${file}).`);
+  }
+  if (gig.deadline > ics.deadline) {
+    throw new UsageError(`The gig would be due at ${formatDate(gig.deadline)}, after the ICS's deadline ${formatDate(ics.deadline)} (${file}); shorten --deadline.`);
+  }
+}
+
+async function gigClients(values: Record<string, unknown>, account?: LocalAccount) {
+  givenAddress(values, "gig-escrow", "IOI_GIG_ESCROW"); // a malformed address is refused before any RPC call
+  const { publicClient, wallet, chainId } = await rpcClients(values, account);
+  const gigEscrow = await deployedAddress(values, publicClient, "gig-escrow", "IOI_GIG_ESCROW", "GigEscrow");
+  return { publicClient, wallet, gigEscrow, chainId };
+}
+
+const assetName = (asset: Address): string => (BigInt(asset) === 0n ? "ETH" : asset);
+
+async function runGigFund(values: Record<string, unknown>, out: Out): Promise<void> {
+  const account = loadAccount(values);
+  const amount = uint(values, "amount", "the bounty in wei (or the token's smallest unit)");
+  const { icsHash, icsFile, ics } = icsHashOf(values);
+  const provider = values.provider === undefined ? zeroAddress : addressOption(values, "provider", "the one provider who may accept");
+  const client = values.client === undefined ? undefined : addressOption(values, "client", "the gig's client, who alone acts on it");
+  if (client !== undefined && BigInt(client) === 0n) throw new UsageError("--client must be a real address, not the zero address.");
+  const assetText = values.asset as string | undefined;
+  const asset = assetText === undefined || assetText.toLowerCase() === "eth" ? NATIVE_ASSET : addressOption(values, "asset", "the ERC-20 to escrow, or eth");
+  const deadlineIn = uint(values, "deadline", "seconds from now until the gig must be delivered", 7n * 86_400n);
+  if (deadlineIn === 0n || deadlineIn > MAX_DEADLINE) {
+    throw new UsageError(`--deadline must be from 1 to ${MAX_DEADLINE} seconds from now; received ${deadlineIn}.`);
+  }
+  const disputeWindow = uint(values, "dispute-window", "seconds the client may dispute a delivery", 3_600n);
+  if (disputeWindow < MIN_DISPUTE_WINDOW || disputeWindow > MAX_DISPUTE_WINDOW) {
+    throw new UsageError(`--dispute-window must be from ${MIN_DISPUTE_WINDOW} to ${MAX_DISPUTE_WINDOW} seconds; received ${disputeWindow}.`);
+  }
+  const { publicClient, wallet, gigEscrow } = await gigClients(values, account);
+  // "From now" on the chain's clock, which a devnet may have moved ahead of the wall clock.
+  const now = (await publicClient.getBlock()).timestamp;
+  if (ics) checkGigAgainstIcs(ics, icsFile!, { asset, amount, deadline: now + deadlineIn });
+  const funded = await fundGig({ wallet: wallet!, publicClient, gigEscrow, provider, asset, amount, icsHash, deadline: now + deadlineIn, disputeWindow, ...(client ? { client } : {}) });
+  const who = BigInt(provider) === 0n ? "any active provider" : provider;
+  if (client) out.lines.push(`Sponsored: ${client} is the gig's client; refunds come back to ${account.address}.`);
+  out.lines.push(
+    `Funded gig ${funded.gigId}: ${formatAmountWithBase(funded.amount, await assetUnitOf(publicClient, asset))} for ${who}, due by ${formatMoment(now + deadlineIn, now)}, dispute window ${formatDuration(disputeWindow)} (gas ${funded.gasUsed}${funded.approval ? `, approval gas ${funded.approval.gasUsed}` : ""}).`,
+  );
+  Object.assign(out.result, {
+    gigId: funded.gigId.toString(),
+    amount: funded.amount.toString(),
+    asset,
+    provider,
+    icsHash,
+    ...(icsFile ? { icsFile } : {}),
+    deadline: (now + deadlineIn).toString(),
+    disputeWindow: disputeWindow.toString(),
+    client: client ?? account.address,
+    funder: account.address,
+    gasUsed: Number(funded.gasUsed),
+    ...(funded.approval ? { approvalGasUsed: Number(funded.approval.gasUsed) } : {}),
+  });
+}
+
+async function runGigSettlement(
+  values: Record<string, unknown>,
+  out: Out,
+  settle: (parameters: { wallet: Wallet; publicClient: PublicClient; gigEscrow: Address; gigId: bigint }) => Promise<SettledGig>,
+): Promise<void> {
+  const account = loadAccount(values);
+  const gigId = gigIdOf(values);
+  const { publicClient, wallet, gigEscrow } = await gigClients(values, account);
+  const settled = await settle({ wallet: wallet!, publicClient, gigEscrow, gigId });
+  const unit = await assetUnitOf(publicClient, (await readGig({ publicClient, gigEscrow, gigId })).asset);
+  out.lines.push(`Gig ${gigId} ${settled.status}: ${formatAmountWithBase(settled.toProvider, unit)} to the provider, ${formatAmountWithBase(settled.toClient, unit)} to the client (gas ${settled.gasUsed}).`);
+  Object.assign(out.result, {
+    gigId: gigId.toString(),
+    status: settled.status,
+    toProvider: settled.toProvider.toString(),
+    toClient: settled.toClient.toString(),
+    gasUsed: Number(settled.gasUsed),
+  });
+}
+
+async function runGigAccept(values: Record<string, unknown>, out: Out): Promise<void> {
+  const account = loadAccount(values);
+  const gigId = gigIdOf(values);
+  const { publicClient, wallet, gigEscrow } = await gigClients(values, account);
+  const accepted = await acceptGig({ wallet: wallet!, publicClient, gigEscrow, gigId });
+  out.lines.push(`Accepted gig ${gigId} as ${accepted.provider} (gas ${accepted.gasUsed}).`);
+  Object.assign(out.result, { gigId: gigId.toString(), provider: accepted.provider, gasUsed: Number(accepted.gasUsed) });
+}
+
+async function runGigDeliver(values: Record<string, unknown>, out: Out): Promise<void> {
+  const account = loadAccount(values);
+  const gigId = gigIdOf(values);
+  const deliverableHash = hashOption(values, "deliverable", "the hash of the deliverable");
+  const receiptRoot = values["receipt-root"] === undefined ? undefined : hashOption(values, "receipt-root", "the root of the work's receipts");
+  const { publicClient, wallet, gigEscrow } = await gigClients(values, account);
+  const delivered = await deliverGig({ wallet: wallet!, publicClient, gigEscrow, gigId, deliverableHash, ...(receiptRoot ? { receiptRoot } : {}) });
+  out.lines.push(`Delivered gig ${gigId}; the client may dispute until ${formatMoment(delivered.windowEndsAt, (await publicClient.getBlock()).timestamp)} (gas ${delivered.gasUsed}).`);
+  Object.assign(out.result, { gigId: gigId.toString(), deliverableHash, receiptRoot: receiptRoot ?? `0x${"0".repeat(64)}`, windowEndsAt: delivered.windowEndsAt.toString(), gasUsed: Number(delivered.gasUsed) });
+}
+
+async function runGigShow(values: Record<string, unknown>, out: Out): Promise<void> {
+  const gigId = gigIdOf(values);
+  const { publicClient, gigEscrow } = await gigClients(values);
+  const gig = await readGig({ publicClient, gigEscrow, gigId });
+  if (gig.status === "None") throw new UsageError(`Gig ${gigId} does not exist in the GigEscrow at ${gigEscrow}.`);
+  const now = (await publicClient.getBlock()).timestamp;
+  out.lines.push(`gig ${gigId}: ${gig.status}, ${formatAmountWithBase(gig.amount, await assetUnitOf(publicClient, gig.asset))}`);
+  out.lines.push(`  client ${gig.client}, provider ${BigInt(gig.provider) === 0n ? "(any active provider)" : gig.provider}`);
+  out.lines.push(`  ICS ${gig.icsHash}, deadline ${formatMoment(gig.deadline, now)}, dispute window ${formatDuration(gig.disputeWindow)}`);
+  if (gig.windowEndsAt !== 0n) out.lines.push(`  delivered ${gig.deliverableHash} (receipts ${gig.receiptRoot}); window ends ${formatMoment(gig.windowEndsAt, now)}`);
+  if (gig.frozenAt !== 0n) out.lines.push(`  frozen by a dispute at ${formatDate(gig.frozenAt)}`);
+  Object.assign(out.result, gigViewToJson(gig));
+}
+
+export const GIG_HELP = ["  --gig-escrow ADDR  GigEscrow (default $IOI_GIG_ESCROW, else the deployment record)"];

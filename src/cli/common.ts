@@ -1,0 +1,169 @@
+/**
+ * What every `ioi` command set shares: the usage error, the command table type, the global options, and the
+ * small labelled assertions that turn a command-line value into a typed one. Nothing here imports a command
+ * set, so src/cli/channel.ts and src/cli/arbitration.ts both import it and neither imports the other
+ * (src/cli/ioi.ts composes them).
+ */
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import type { ParseArgsConfig } from "node:util";
+import { erc20Abi, getAddress, isAddress, isHex, type Address, type Hex, type LocalAccount, type PublicClient } from "viem";
+import { signingAccount } from "../core/eip712";
+
+import { BaseError } from "../core/errors";
+import { SqliteStore } from "../store/sqlite-store";
+import type { ChannelRecord, ChannelStore } from "../store/store";
+import { ETH_UNIT, isNative, type AssetUnit } from "../core/format";
+
+/** A command-line mistake: printed as one sentence with the usage, never as a stack trace. */
+export class UsageError extends BaseError {
+  override name = "UsageError" as const;
+}
+
+/** `exitCode`: set by a command that ran but reports a negative outcome (a mismatch, a failing vet). */
+export type Out = { json: boolean; lines: string[]; result: Record<string, unknown>; exitCode?: number };
+
+/** The options of one command, in node:util's parseArgs shape (src/cli/ioi.ts turns them into commander options). */
+export type CommandOptions = NonNullable<ParseArgsConfig["options"]>;
+
+export type Command = {
+  summary: string;
+  usage: string;
+  /** Extra lines of `--help` after the options (what the options mean, what to do next). */
+  notes?: string[];
+  /** Examples shown by `--help`, each one full command line. */
+  examples?: string[];
+  options: CommandOptions;
+  run: (values: Record<string, string | boolean | undefined>, out: Out) => Promise<void>;
+};
+
+export type CommandGroup = { summary: string; commands: Record<string, Command> };
+
+export const GLOBAL_OPTIONS = {
+  rpc: { type: "string" },
+  network: { type: "string" },
+  deployment: { type: "string" },
+  confirmations: { type: "string" },
+  "log-range": { type: "string" },
+  "poll-ms": { type: "string" },
+  escrow: { type: "string" },
+  db: { type: "string" },
+  "key-env": { type: "string" },
+  json: { type: "boolean" },
+} as const satisfies CommandOptions;
+
+export const GLOBAL_HELP = [
+  "  --rpc URL        EVM JSON-RPC (default $IOI_RPC_URL or http://127.0.0.1:8545)",
+  "  --network NAME   read deployments/NAME.json (default $IOI_NETWORK, else the record of the RPC's chain id)",
+  "  --deployment FILE  a deployment record (default $IOI_DEPLOYMENT, else deployments/chain-<chainId>.json)",
+  "  --escrow ADDR    GasEscrow (default $IOI_ESCROW, else the deployment record)",
+  "  --confirmations N  blocks a follower stays behind the head (default $IOI_CONFIRMATIONS; 0 on a devnet, else 12)",
+  "  --log-range N    most blocks per eth_getLogs call (default $IOI_LOG_RANGE or 2000)",
+  "  --poll-ms N      milliseconds between polls (default $IOI_POLL_MS; 250 on a devnet, else 12000)",
+  "  --db PATH        the SQLite store (default .data/<role>.db)",
+  "  --key-env NAME   environment variable holding the acting key (default IOI_PRIVATE_KEY)",
+  "  --json           print one JSON object on the last line",
+  "  -h, --help       this help",
+];
+
+export function need(values: Record<string, unknown>, name: string, what: string): string {
+  const value = values[name];
+  if (typeof value !== "string" || value.length === 0) throw new UsageError(`--${name} is required: ${what}.`);
+  return value;
+}
+
+export function uint(values: Record<string, unknown>, name: string, what: string, fallback?: bigint): bigint {
+  const value = values[name];
+  if (value === undefined && fallback !== undefined) return fallback;
+  const text = need(values, name, what);
+  if (!/^(0|[1-9][0-9]*)$/.test(text)) throw new UsageError(`--${name} must be a whole number (${what}); received "${text}".`);
+  return BigInt(text);
+}
+
+/** A whole number from `min` to `max` (both inclusive). */
+export function boundedUint(values: Record<string, unknown>, name: string, what: string, min: bigint, max: bigint, fallback?: bigint): bigint {
+  const value = uint(values, name, what, fallback);
+  if (value < min || value > max) throw new UsageError(`--${name} must be from ${min} to ${max} (${what}); received ${value}.`);
+  return value;
+}
+
+/**
+ * An amount of wei: a whole number of wei ("5000"), or ether with its unit ("0.5eth", "1 ether"); "gwei" too.
+ * A bare decimal ("0.5") is refused: it would be ambiguous between wei and ether.
+ */
+export function weiAmount(values: Record<string, unknown>, name: string, what: string, fallback?: bigint): bigint {
+  const value = values[name];
+  if (value === undefined && fallback !== undefined) return fallback;
+  const text = need(values, name, what).trim().toLowerCase();
+  const match = /^(0|[1-9][0-9]*)(\.[0-9]+)?\s*(wei|gwei|eth|ether)?$/.exec(text);
+  if (!match || (match[2] !== undefined && (match[3] === undefined || match[3] === "wei"))) {
+    throw new UsageError(`--${name} must be a whole number of wei or an amount with its unit such as 0.5eth or 20gwei (${what}); received "${values[name] as string}".`);
+  }
+  const decimals = match[3] === "eth" || match[3] === "ether" ? 18 : match[3] === "gwei" ? 9 : 0;
+  const fraction = (match[2] ?? ".").slice(1);
+  if (fraction.length > decimals) throw new UsageError(`--${name} has more decimals than the unit allows (${what}); received "${values[name] as string}".`);
+  return BigInt(match[1]!) * 10n ** BigInt(decimals) + BigInt(fraction.padEnd(decimals, "0") || "0");
+}
+
+export function sessionOf(values: Record<string, unknown>): Hex {
+  const session = need(values, "session", "the session id (0x and 64 hex digits)");
+  if (!isHex(session) || session.length !== 66) throw new UsageError(`--session must be 0x and 64 hex digits; received "${session}".`);
+  return session.toLowerCase() as Hex;
+}
+
+export function loadAccount(values: Record<string, unknown>): LocalAccount {
+  const name = (values["key-env"] as string | undefined) ?? "IOI_PRIVATE_KEY";
+  const key = process.env[name];
+  if (!key) throw new UsageError(`Set ${name} to the acting party's private key (0x and 64 hex digits).`);
+  if (!isHex(key) || key.length !== 66) throw new UsageError(`${name} is not a private key: it must be 0x and 64 hex digits.`);
+  try {
+    return signingAccount(key);
+  } catch (cause) {
+    throw new UsageError(`${name} is not a valid secp256k1 private key (zero or not below the curve order).`, { cause });
+  }
+}
+
+export function openStore(values: Record<string, unknown>, role: string): ChannelStore {
+  const file = (values.db as string | undefined) ?? path.join(".data", `${role}.db`);
+  try {
+    mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+    return SqliteStore.open(file);
+  } catch (cause) {
+    if (cause instanceof BaseError) throw cause;
+    throw new UsageError(`Cannot open the store ${file}: ${(cause as Error).message.split("\n")[0]}.`, { cause });
+  }
+}
+
+export function channelOf(store: ChannelStore, sessionId: Hex): ChannelRecord {
+  const channel = store.getChannel(sessionId);
+  if (!channel) throw new UsageError(`The store holds no channel ${sessionId}; check --db and --session.`);
+  return channel;
+}
+
+export function gigIdOf(values: Record<string, unknown>): bigint {
+  const id = uint(values, "gig", "the gig id, a whole number from 1");
+  if (id === 0n || id >= 1n << 64n) throw new UsageError(`--gig must be a gig id from 1 to 2^64 - 1; received "${values.gig as string}".`);
+  return id;
+}
+
+export function hashOption(values: Record<string, unknown>, name: string, what: string): Hex {
+  const value = need(values, name, what);
+  if (!isHex(value) || value.length !== 66) throw new UsageError(`--${name} must be 0x and 64 hex digits (${what}); received "${value}".`);
+  return value.toLowerCase() as Hex;
+}
+
+export function addressOption(values: Record<string, unknown>, name: string, what: string): Address {
+  const value = need(values, name, what);
+  if (!isAddress(value)) throw new UsageError(`--${name} must be an address (${what}); received "${value}".`);
+  return getAddress(value);
+}
+
+/** The symbol and decimals of an asset: ETH for the zero address, else the ERC-20's own (or its address). */
+export async function assetUnitOf(publicClient: PublicClient, asset: Address): Promise<AssetUnit> {
+  if (isNative(asset)) return ETH_UNIT;
+  const [symbol, decimals] = await Promise.all([
+    publicClient.readContract({ address: asset, abi: erc20Abi, functionName: "symbol" }).catch(() => undefined),
+    publicClient.readContract({ address: asset, abi: erc20Abi, functionName: "decimals" }).catch(() => undefined),
+  ]);
+  return symbol !== undefined && decimals !== undefined ? { symbol, decimals } : { symbol: `base units of ${asset}`, decimals: 0 };
+}

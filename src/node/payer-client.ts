@@ -1,0 +1,424 @@
+/**
+ * The payer's side of a live channel: connects to the provider over the sealed transport, binds the
+ * session, and streams pipelined invocations. Every ticket is persisted before it is sent and every
+ * accepted receipt before it counts, so a restarted payer resumes the same session from its store: it
+ * re-sends the tickets that have no receipt yet and the provider answers them (again, if it already did).
+ * Receipts are verified in order as they arrive, without waiting for the previous one's fsync; each
+ * invocation resolves once its receipt is durable.
+ */
+import type { Address, Hex, LocalAccount } from "viem";
+
+import { ReceiptAccumulator } from "../core/accumulator";
+import { canonBytes } from "../core/canonical";
+import type { GasEscrowDomain } from "../core/eip712";
+import { BaseError, ReceiptMismatchError } from "../core/errors";
+import type { ActionInvokePacket, ActionResultPacket, ReceiptCommitPacket } from "../core/packets";
+import { PayerSession } from "./payer-session";
+import type { SignedSessionKeyGrant } from "../core/session-key";
+import { signReceiptCommit, verifyReceiptCommit } from "../core/receipt-commit";
+import type { ChannelRecord, ChannelStore } from "../store/store";
+import type { SettlementSummary } from "../core/summary";
+import type { SignedSessionReceipt } from "../core/receipt";
+import type { SignedPaymentTicket } from "../core/ticket";
+import { TERMS_QUERY_SESSION_ID, verifyTermsOffer, type TermsOffer } from "../core/terms-offer";
+import { connectSecure, type SecureConnection } from "../transport";
+import type { Logger } from "./log";
+import type { JsonObject } from "../core/validate";
+import { decodeMessage, encodeMessage, isPacket, type NodeMessage, type SessionReadyMessage } from "./protocol";
+import { REPLAYED_RESULT_CODE } from "./provider-node";
+
+/** The provider refused a ticket or a close; carries the provider's typed error name. */
+export class ProviderRejectedError extends BaseError {
+  override name = "ProviderRejectedError" as const;
+  constructor(readonly seq: bigint, readonly error: string, message: string) {
+    super(`The provider refused seq ${seq}: ${error}: ${message}`);
+  }
+}
+
+/**
+ * Asks the provider node at `host:port` for the terms it serves channels on, before any money moves
+ * (issue 12). The sealed handshake authenticates `provider`; the offer must be signed by it, for this
+ * escrow and chain. Resolves with the verified offer; a payer funds only a channel on `offer.termsHash`.
+ */
+export async function fetchTermsOffer(parameters: {
+  account: LocalAccount;
+  domain: GasEscrowDomain;
+  provider: Address;
+  host?: string;
+  port: number;
+  timeoutMs?: number;
+}): Promise<TermsOffer> {
+  const { account, domain, provider, host = "127.0.0.1", port, timeoutMs } = parameters;
+  const connection = await connectSecure({ host, port, account, sessionId: TERMS_QUERY_SESSION_ID, expectedPeer: provider, timeoutMs });
+  try {
+    const answer = new Promise<NodeMessage>((resolve, reject) => {
+      connection.once("message", (bytes) => {
+        try {
+          resolve(decodeMessage(bytes));
+        } catch (error) {
+          reject(error as Error);
+        }
+      });
+      connection.once("close", (error) => reject(error ?? new BaseError("The provider closed the connection without offering its terms.")));
+    });
+    await connection.send(encodeMessage({ type: "terms.request" }));
+    const message = await answer;
+    if (isPacket(message) || message.type !== "terms.offer") throw new BaseError("The provider did not answer with its terms offer.");
+    await verifyTermsOffer(message.offer, provider, domain);
+    return message.offer.offer;
+  } finally {
+    await connection.close();
+  }
+}
+
+/** A failed call's JSON-RPC error as the provider sent it (receipted, charged 0). */
+export type InvocationError = { code: number; message: string; data?: JsonObject };
+
+/**
+ * One answered invocation: its result (undefined when replayed from the provider's store after a restart,
+ * or when the call failed — then `error` says why), the receipt that binds it, and what that receipt charged.
+ */
+export type InvocationOutcome = {
+  seq: bigint;
+  result: JsonObject | undefined;
+  error?: InvocationError;
+  leaf: Hex;
+  receipt: SignedSessionReceipt;
+  charged: bigint;
+};
+
+type Waiter = { resolve: (outcome: InvocationOutcome) => void; reject: (error: Error) => void };
+
+export type PayerClientParameters = {
+  account: LocalAccount;
+  domain: GasEscrowDomain;
+  store: ChannelStore;
+  channel: ChannelRecord;
+  host?: string;
+  port: number;
+  timeoutMs?: number;
+  /** Structured JSON-line logs (issue 16): the bound session, refusals, agreed roots, co-signed closes. */
+  logger?: Logger;
+  /** Sign tickets with a session key under the payer's grant (decision 0025); the grant is sent at binding. */
+  sessionKey?: { account: LocalAccount; grant: SignedSessionKeyGrant };
+};
+
+export class PayerClient {
+  readonly session: PayerSession;
+  readonly ready: SessionReadyMessage;
+  readonly #connection: SecureConnection;
+  readonly #waiters = new Map<bigint, Waiter>();
+  /** Receipt commits sent mid-stream, by leaf count, awaiting the provider's. */
+  readonly #commits = new Map<bigint, { resolve: (m: ReceiptCommitPacket) => void; reject: (e: Error) => void }>();
+  #control: { resolve: (m: NodeMessage) => void; reject: (e: Error) => void } | undefined;
+  #failure: Error | undefined;
+  #received: Promise<void> = Promise.resolve();
+  /** The newest receipt write; the store makes writes durable in order, so it settles after all earlier ones. */
+  #lastWrite: Promise<void> = Promise.resolve();
+  /** Tickets leave in seq order: each send waits for the previous one. */
+  #outbox: Promise<unknown> = Promise.resolve();
+
+  private constructor(readonly parameters: PayerClientParameters, connection: SecureConnection, session: PayerSession, ready: SessionReadyMessage) {
+    this.#connection = connection;
+    this.session = session;
+    this.ready = ready;
+  }
+
+  /** Connects, binds the session, and re-sends every ticket that still awaits its receipt. */
+  static async connect(parameters: PayerClientParameters): Promise<PayerClient> {
+    const { account, domain, store, channel, host = "127.0.0.1", port, timeoutMs } = parameters;
+    const connection = await connectSecure({ host, port, account, sessionId: channel.sessionId, expectedPeer: channel.ref.terms.provider, timeoutMs });
+    const session = PayerSession.restore(
+      { account, domain, ref: channel.ref, sessionId: channel.sessionId, pricing: channel.pricing, deposit: channel.deposit, ...(parameters.sessionKey ? { sessionKey: parameters.sessionKey } : {}) },
+      store.steps(channel.sessionId),
+    );
+    const first = new Promise<NodeMessage>((resolve, reject) => {
+      connection.once("message", (bytes) => {
+        try {
+          resolve(decodeMessage(bytes));
+        } catch (error) {
+          reject(error as Error);
+        }
+      });
+      connection.once("close", (error) => reject(error ?? new BaseError("The provider closed the connection while binding the session.")));
+    });
+    await connection.send(
+      encodeMessage({ type: "session.open", ref: channel.ref, pricing: channel.pricing, ...(parameters.sessionKey ? { sessionKey: parameters.sessionKey.grant } : {}) }),
+    );
+    const ready = await first;
+    if (isPacket(ready) || ready.type !== "session.ready") throw new BaseError("The provider did not confirm the session.");
+    const client = new PayerClient(parameters, connection, session, ready);
+    parameters.logger?.info(
+      { event: "session.accepted", sessionId: channel.sessionId, provider: channel.ref.terms.provider, deposit: ready.deposit.toString(), providerLastSeq: ready.lastSeq.toString(), resending: session.pending.length },
+      "session bound by the provider",
+    );
+    client.#listen();
+    // A re-sent ticket carries the leaf-count hint it was first sent with: its root covers the receipts
+    // accepted when it was signed (a prefix of those stored), and without the hint the provider would
+    // check it against all its receipts and refuse it.
+    const history = session.pending.length > 0 ? ReceiptAccumulator.fromLeaves(store.leaves(channel.sessionId)) : undefined;
+    for (const signed of session.pending) await client.#sendTicket(signed, undefined, history && leafCountOf(history, signed.ticket.receiptRoot));
+    return client;
+  }
+
+  #listen(): void {
+    this.#connection.on("message", (bytes) => {
+      // Handle messages strictly in order (receipts chain), even though acceptReceipt is async.
+      this.#received = this.#received.then(() => this.#onMessage(bytes)).catch((error: unknown) => this.#fail(error as Error));
+    });
+    this.#connection.on("close", (error) => this.#fail(error ?? new BaseError("The provider closed the connection.")));
+  }
+
+  #fail(error: Error): void {
+    if (this.#failure) return;
+    this.#failure = error;
+    for (const waiter of this.#waiters.values()) waiter.reject(error);
+    this.#waiters.clear();
+    for (const waiter of this.#commits.values()) waiter.reject(error);
+    this.#commits.clear();
+    this.#control?.reject(error);
+    void this.#connection.close();
+  }
+
+  async #onMessage(bytes: Uint8Array): Promise<void> {
+    const message = decodeMessage(bytes);
+    if (isPacket(message) && message.packet_type === "PKT_ACTION_RESULT") return this.#onResult(message);
+    if (isPacket(message) && message.packet_type === "PKT_RECEIPT_COMMIT") {
+      const waiter = this.#commits.get(message.payload.commit.commit.leafCount);
+      if (waiter) {
+        this.#commits.delete(message.payload.commit.commit.leafCount);
+        waiter.resolve(message);
+        return;
+      }
+    }
+    if (!isPacket(message) && message.type === "reject") {
+      const waiter = this.#waiters.get(message.seq);
+      const error = new ProviderRejectedError(message.seq, message.error, message.message);
+      this.parameters.logger?.warn({ event: "ticket.refused", sessionId: this.parameters.channel.sessionId, seq: message.seq.toString(), error: message.error }, message.message);
+      // A mid-stream commit's refusal carries its leaf count as seq; no ticket of that seq awaits an
+      // answer any more (its receipt is one of the leaves committed).
+      const commit = waiter ? undefined : this.#commits.get(message.seq);
+      if (waiter) {
+        this.#waiters.delete(message.seq);
+        this.session.dropPending(message.seq);
+        waiter.reject(error);
+      } else if (commit) {
+        this.#commits.delete(message.seq);
+        commit.reject(error);
+      } else this.#control?.reject(error);
+      return;
+    }
+    const control = this.#control;
+    this.#control = undefined;
+    control?.resolve(message);
+  }
+
+  async #onResult(packet: ActionResultPacket): Promise<void> {
+    const mcp = packet.payload.mcp as { result?: JsonObject; error?: JsonObject & { code?: number } };
+    const replayed = mcp.error?.code === REPLAYED_RESULT_CODE;
+    // A failed call (worker crash, timeout, a JSON-RPC error) is receipted over `{ error }` and charged 0.
+    const failed = !replayed && mcp.error !== undefined && mcp.result === undefined;
+    const output = replayed ? undefined : failed ? canonBytes({ error: mcp.error! }) : mcp.result === undefined ? undefined : canonBytes(mcp.result);
+    if (!replayed && output === undefined) throw new ReceiptMismatchError(`Result ${packet.action_result_id} carries neither a result, an error nor a replay marker.`);
+    const step = await this.session.acceptReceipt(packet.payload.receipt, output, failed);
+    // Pipelined (decision 0023): the next receipt is verified while this one is made durable. The store
+    // makes writes durable in the order they are made, so starting this write before any later write (the
+    // next ticket, whose root covers this receipt, or the next receipt) keeps every durable state a prefix
+    // of the session; the caller is told the receipt counts only once it is durable.
+    const durable = this.parameters.store.putStep(this.parameters.channel.sessionId, step);
+    this.#lastWrite = durable.catch(() => undefined);
+    durable.then(
+      () => {
+        const waiter = this.#waiters.get(step.seq);
+        this.#waiters.delete(step.seq);
+        waiter?.resolve({
+          seq: step.seq,
+          result: replayed || failed ? undefined : mcp.result,
+          ...(failed ? { error: mcp.error as InvocationError } : {}),
+          leaf: step.leaf,
+          receipt: packet.payload.receipt,
+          charged: packet.payload.receipt.receipt.metering.amount,
+        });
+      },
+      (error: unknown) => this.#fail(error as Error),
+    );
+  }
+
+  async #sendTicket(signed: SignedPaymentTicket, request: JsonObject | undefined, leafCount: number | undefined): Promise<void> {
+    const packet: ActionInvokePacket = {
+      pkt_version: "1",
+      packet_type: "PKT_ACTION_INVOKE",
+      issued_at: new Date().toISOString(),
+      session_id: this.parameters.channel.sessionId,
+      payload: {
+        mcp: request ?? { jsonrpc: "2.0", id: `resend-${signed.ticket.seq}`, method: "resume" },
+        ticket: signed,
+        ...(leafCount === undefined ? {} : { leaf_count: String(leafCount) }),
+      },
+    };
+    await this.#connection.send(encodeMessage(packet));
+  }
+
+  /**
+   * Pays for and sends one invocation; resolves with its result once the receipt is verified and stored.
+   * The ticket is durable before it leaves. Call it many times without awaiting to pipeline.
+   */
+  async invoke(request: JsonObject): Promise<InvocationOutcome> {
+    if (this.#failure) throw this.#failure;
+    const seq = this.session.seq + 1n; // nextTicket reserves exactly this seq before it awaits
+    const outcome = new Promise<InvocationOutcome>((resolve, reject) => this.#waiters.set(seq, { resolve, reject }));
+    // If the connection fails before this ticket is sent, #fail rejects `outcome` while the caller gets the
+    // send's error below and never awaits it: mark it handled so the process does not die of it.
+    outcome.catch(() => undefined);
+    const next = this.session.nextTicket(canonBytes(request));
+    // Persist as soon as it is signed (concurrent tickets share one group commit), send in seq order.
+    const durable = next.then(async (n) => {
+      await this.parameters.store.putTicket(this.parameters.channel.sessionId, n.signed);
+      return n;
+    });
+    const sent = this.#outbox.then(() => durable).then((n) => this.#sendTicket(n.signed, request, n.leafCount));
+    this.#outbox = sent.catch(() => undefined);
+    try {
+      await sent;
+    } catch (error) {
+      this.#waiters.delete(seq);
+      this.#fail(error as Error);
+      throw error;
+    }
+    return outcome;
+  }
+
+  /**
+   * Streams `count` invocations built by `request(i)` with at most `inflight` awaiting receipts at once.
+   * `onProgress` is called after each receipt. Returns per-invocation latencies in milliseconds.
+   */
+  async stream(parameters: {
+    count: number;
+    inflight?: number;
+    request: (i: number) => JsonObject;
+    onProgress?: (done: number) => void;
+    /** Called with each answer (result, error or replay) and the index of the request it answers. */
+    onOutcome?: (index: number, outcome: InvocationOutcome) => void;
+    /** Exchange signed receipt commits every this many accepted receipts (0 or omitted: never mid-stream). */
+    commitEvery?: number;
+    /** …or once this many milliseconds passed since the last one (checked as receipts arrive). */
+    commitIntervalMs?: number;
+  }): Promise<number[]> {
+    const { count, inflight = 1, request, onProgress, onOutcome, commitEvery = 0, commitIntervalMs = 0 } = parameters;
+    const latencies: number[] = [];
+    const commits: Promise<unknown>[] = [];
+    let committedAt = 0;
+    let committedTime = performance.now();
+    let committing = false;
+    const maybeCommit = () => {
+      const size = this.session.accumulator.size;
+      const due = (commitEvery > 0 && size - committedAt >= commitEvery) || (commitIntervalMs > 0 && size > committedAt && performance.now() - committedTime >= commitIntervalMs);
+      if (!due || committing) return;
+      committing = true;
+      committedAt = size;
+      committedTime = performance.now();
+      commits.push(this.commitPrefix().finally(() => (committing = false)));
+    };
+    let next = 0;
+    let done = 0;
+    const lane = async () => {
+      while (next < count) {
+        const i = next++;
+        const started = performance.now();
+        const outcome = await this.invoke(request(i));
+        onOutcome?.(i, outcome);
+        latencies.push(performance.now() - started);
+        onProgress?.(++done);
+        maybeCommit();
+      }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, Math.min(inflight, count)) }, lane));
+    await Promise.all(commits);
+    return latencies;
+  }
+
+  /**
+   * Exchanges signed receipt commits over the receipts accepted so far without draining the pipeline
+   * (PKT_RECEIPT_COMMIT mid-stream): the provider checks the root against the same prefix of its own
+   * history and answers with its signature; both are stored. Resolves with what was agreed.
+   */
+  async commitPrefix(): Promise<{ leafCount: bigint; root: Hex }> {
+    if (this.#failure) throw this.#failure;
+    const { account, domain, channel, store } = this.parameters;
+    const leafCount = BigInt(this.session.accumulator.size);
+    const root = this.session.accumulator.root();
+    const mine = await signReceiptCommit(account, domain, { sessionId: channel.sessionId, leafCount, root });
+    await store.putCommit(channel.sessionId, "payer", mine);
+    const answered = new Promise<ReceiptCommitPacket>((resolve, reject) => this.#commits.set(leafCount, { resolve, reject }));
+    answered.catch(() => undefined);
+    const packet: ReceiptCommitPacket = { pkt_version: "1", packet_type: "PKT_RECEIPT_COMMIT", issued_at: new Date().toISOString(), session_id: channel.sessionId, payload: { commit: mine } };
+    await this.#connection.send(encodeMessage(packet));
+    const theirs = (await answered).payload.commit;
+    await verifyReceiptCommit(domain, theirs, channel.ref.terms.provider);
+    if (theirs.commit.root !== root || theirs.commit.leafCount !== leafCount) {
+      throw new ReceiptMismatchError(`The provider committed ${theirs.commit.root} over ${theirs.commit.leafCount} receipts; the payer holds ${root} over ${leafCount}.`);
+    }
+    await store.putCommit(channel.sessionId, "provider", theirs);
+    return { leafCount, root };
+  }
+
+  /** Exchanges signed receipt roots with the provider over everything accepted so far. */
+  async commit(): Promise<{ leafCount: bigint; root: Hex }> {
+    const { account, domain, channel, store } = this.parameters;
+    const mine = await signReceiptCommit(account, domain, { sessionId: channel.sessionId, leafCount: BigInt(this.session.accumulator.size), root: this.session.accumulator.root() });
+    await store.putCommit(channel.sessionId, "payer", mine);
+    const packet: ReceiptCommitPacket = { pkt_version: "1", packet_type: "PKT_RECEIPT_COMMIT", issued_at: new Date().toISOString(), session_id: channel.sessionId, payload: { commit: mine } };
+    const answer = await this.#request(packet);
+    if (!isPacket(answer) || answer.packet_type !== "PKT_RECEIPT_COMMIT") throw new BaseError("The provider did not answer the receipt commit.");
+    const theirs = answer.payload.commit;
+    await verifyReceiptCommit(domain, theirs, channel.ref.terms.provider);
+    if (theirs.commit.root !== mine.commit.root || theirs.commit.leafCount !== mine.commit.leafCount) {
+      throw new ReceiptMismatchError(`The provider committed ${theirs.commit.root} over ${theirs.commit.leafCount} receipts; the payer holds ${mine.commit.root}.`);
+    }
+    await store.putCommit(channel.sessionId, "provider", theirs);
+    this.parameters.logger?.info({ event: "commit.agreed", sessionId: channel.sessionId, leafCount: mine.commit.leafCount.toString(), root: mine.commit.root }, "receipt root agreed with the provider");
+    return { leafCount: mine.commit.leafCount, root: mine.commit.root };
+  }
+
+  /** Proposes a cooperative close of everything so far and returns both signatures over the summary. */
+  async cooperativeClose(): Promise<{ summary: SettlementSummary; payerSignature: Hex; providerSignature: Hex }> {
+    const { summary, signature } = await this.session.proposeCooperativeClose();
+    const answer = await this.#request({ type: "close.propose", summary, signature });
+    if (isPacket(answer) || answer.type !== "close.countersign") throw new BaseError("The provider did not countersign the close.");
+    this.parameters.logger?.info(
+      { event: "close.countersigned", sessionId: this.parameters.channel.sessionId, finalSeq: summary.finalSeq.toString(), finalAmount: summary.finalAmount.toString() },
+      "cooperative close co-signed by the provider",
+    );
+    return { summary, payerSignature: signature, providerSignature: answer.signature };
+  }
+
+  /** Sends a control message once every invocation has been answered, and waits for the reply. */
+  async #request(message: NodeMessage): Promise<NodeMessage> {
+    // Control messages go after every invocation has been answered (or the connection has failed).
+    while (this.#waiters.size > 0 && !this.#failure) await new Promise((r) => setImmediate(r));
+    if (this.#failure) throw this.#failure;
+    const reply = new Promise<NodeMessage>((resolve, reject) => (this.#control = { resolve, reject }));
+    await this.#connection.send(encodeMessage(message));
+    return reply;
+  }
+
+  /** Closes the connection and waits until every receipt already accepted has been written. */
+  async close(): Promise<void> {
+    await this.#connection.close();
+    await this.#received.catch(() => undefined);
+    await this.#lastWrite;
+  }
+}
+
+/**
+ * How many of the first receipts `root` is the root of, or undefined if none. A pending ticket was signed
+ * at most one pipeline depth before the newest receipt, so only the newest prefixes are searched.
+ */
+function leafCountOf(history: ReceiptAccumulator, root: Hex): number | undefined {
+  const oldest = Math.max(0, history.size - RESUME_SEARCH_DEPTH);
+  for (let size = history.size; size >= oldest; size--) if (history.prefixRoot(size) === root) return size;
+  return undefined;
+}
+
+/** Deepest pipeline a resumed ticket is looked up in (far beyond the in-flight limits in use). */
+const RESUME_SEARCH_DEPTH = 4_096;

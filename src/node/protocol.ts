@@ -1,0 +1,154 @@
+/**
+ * What payer and provider nodes say to each other inside the sealed connection: the PKT envelopes of the
+ * whitepaper (`../packets.ts`) plus a few control messages of the node protocol (bind a session, report
+ * where the provider stands, reject one ticket, co-sign a close). Every message is canonical JSON; the
+ * decoder is the boundary and answers bad input with a typed error, never a crash.
+ */
+import type { Hex } from "viem";
+
+import { canon, parseJson } from "../core/canonical";
+import { encodePacket, MAX_PACKET_BYTES, packetFromJson, type Packet } from "../core/packets";
+import { signedSessionKeyGrantFromJson, signedSessionKeyGrantToJson, type SignedSessionKeyGrant } from "../core/session-key";
+import { settlementSummaryFromJson, settlementSummaryToJson, type SettlementSummary } from "../core/summary";
+import { signedTermsOfferFromJson, signedTermsOfferToJson, type SignedTermsOffer } from "../core/terms-offer";
+import {
+  channelRefFromJson,
+  channelRefToJson,
+  pricingTermsFromJson,
+  pricingTermsToJson,
+  type ChannelRef,
+  type PricingTerms,
+} from "../core/terms";
+import { expectLiteral, expectObject, expectSignatureHex, expectString, expectUint, uintToJson } from "../core/validate";
+
+/**
+ * Payer → provider, first message: which channel this connection is for and its pricing document, and the
+ * payer's grant when a session key signs the tickets (decision 0025).
+ */
+export type SessionOpenMessage = { type: "session.open"; ref: ChannelRef; pricing: PricingTerms; sessionKey?: SignedSessionKeyGrant };
+
+/** Provider → payer: the session is bound; where the provider stands (so the payer can resume). */
+export type SessionReadyMessage = { type: "session.ready"; lastSeq: bigint; leafCount: bigint; deposit: bigint };
+
+/** Provider → payer: one ticket was refused (typed error name and sentence); the connection stays up. */
+export type RejectMessage = { type: "reject"; seq: bigint; error: string; message: string };
+
+/** Payer → provider: a cooperative close the payer signed. */
+export type CloseProposeMessage = { type: "close.propose"; summary: SettlementSummary; signature: Hex };
+
+/** Provider → payer: the provider's signature over the same summary. */
+export type CloseCountersignMessage = { type: "close.countersign"; signature: Hex };
+
+/** Payer → provider, before any channel exists (issue 12): which terms would you serve a channel on? */
+export type TermsRequestMessage = { type: "terms.request" };
+
+/** Provider → payer: its signed offer for this escrow; the payer funds only a channel on these terms. */
+export type TermsOfferMessage = { type: "terms.offer"; offer: SignedTermsOffer };
+
+export type ControlMessage =
+  | SessionOpenMessage
+  | SessionReadyMessage
+  | RejectMessage
+  | CloseProposeMessage
+  | CloseCountersignMessage
+  | TermsRequestMessage
+  | TermsOfferMessage;
+
+export type NodeMessage = Packet | ControlMessage;
+
+const CONTROL_TYPES = ["session.open", "session.ready", "reject", "close.propose", "close.countersign", "terms.request", "terms.offer"] as const;
+
+export function isPacket(message: NodeMessage): message is Packet {
+  return "packet_type" in message;
+}
+
+export function encodeMessage(message: NodeMessage): Uint8Array {
+  if (isPacket(message)) return new TextEncoder().encode(encodePacket(message));
+  return new TextEncoder().encode(canon(controlToJson(message)));
+}
+
+function controlToJson(message: ControlMessage): Record<string, unknown> {
+  switch (message.type) {
+    case "session.open":
+      return {
+        type: message.type,
+        ref: channelRefToJson(message.ref),
+        pricing: pricingTermsToJson(message.pricing),
+        ...(message.sessionKey ? { sessionKey: signedSessionKeyGrantToJson(message.sessionKey) } : {}),
+      };
+    case "session.ready":
+      return {
+        type: message.type,
+        lastSeq: uintToJson(message.lastSeq),
+        leafCount: uintToJson(message.leafCount),
+        deposit: uintToJson(message.deposit),
+      };
+    case "reject":
+      return { type: message.type, seq: uintToJson(message.seq), error: message.error, message: message.message };
+    case "close.propose":
+      return { type: message.type, summary: settlementSummaryToJson(message.summary), signature: message.signature };
+    case "close.countersign":
+      return { type: message.type, signature: message.signature };
+    case "terms.request":
+      return { type: message.type };
+    case "terms.offer":
+      return { type: message.type, offer: signedTermsOfferToJson(message.offer) };
+  }
+}
+
+/** Decodes one message from a peer; throws a typed error naming what was wrong. */
+export function decodeMessage(bytes: Uint8Array): NodeMessage {
+  const raw = parseJson(bytes, { maxBytes: MAX_PACKET_BYTES, what: "The message" });
+  if (typeof raw === "object" && raw !== null && !Array.isArray(raw) && "packet_type" in raw) return packetFromJson(raw);
+  const head = expectObject(raw, "message", ["type"], ["ref", "pricing", "sessionKey", "lastSeq", "leafCount", "deposit", "seq", "error", "message", "summary", "signature", "offer"]);
+  const type = expectLiteral(head.type, "message.type", CONTROL_TYPES);
+  switch (type) {
+    case "session.open": {
+      const o = expectObject(raw, "message", ["type", "ref", "pricing"], ["sessionKey"]);
+      return {
+        type,
+        ref: channelRefFromJson(o.ref, "message.ref"),
+        pricing: pricingTermsFromJson(o.pricing, "message.pricing"),
+        ...(o.sessionKey === undefined ? {} : { sessionKey: signedSessionKeyGrantFromJson(o.sessionKey, "message.sessionKey") }),
+      };
+    }
+    case "session.ready": {
+      const o = expectObject(raw, "message", ["type", "lastSeq", "leafCount", "deposit"]);
+      return {
+        type,
+        lastSeq: expectUint(o.lastSeq, "message.lastSeq", 64),
+        leafCount: expectUint(o.leafCount, "message.leafCount", 64),
+        deposit: expectUint(o.deposit, "message.deposit", 128),
+      };
+    }
+    case "reject": {
+      const o = expectObject(raw, "message", ["type", "seq", "error", "message"]);
+      return {
+        type,
+        seq: expectUint(o.seq, "message.seq", 64),
+        error: expectString(o.error, "message.error", 64),
+        message: expectString(o.message, "message.message", 1024),
+      };
+    }
+    case "close.propose": {
+      const o = expectObject(raw, "message", ["type", "summary", "signature"]);
+      return {
+        type,
+        summary: settlementSummaryFromJson(o.summary, "message.summary"),
+        signature: expectSignatureHex(o.signature, "message.signature"),
+      };
+    }
+    case "close.countersign": {
+      const o = expectObject(raw, "message", ["type", "signature"]);
+      return { type, signature: expectSignatureHex(o.signature, "message.signature") };
+    }
+    case "terms.request": {
+      expectObject(raw, "message", ["type"]);
+      return { type };
+    }
+    case "terms.offer": {
+      const o = expectObject(raw, "message", ["type", "offer"]);
+      return { type, offer: signedTermsOfferFromJson(o.offer, "message.offer") };
+    }
+  }
+}

@@ -1,0 +1,533 @@
+/**
+ * The provider node: listens on 127.0.0.1 for payers, binds each sealed connection to a channel it can
+ * verify on-chain, checks every ticket before doing the work, persists the ticket and its receipt before
+ * answering (group commit), and answers in order. A restarted node resumes every session from its store;
+ * a ticket it already answered is answered again from the store, byte for byte the same receipt.
+ */
+import type { Address, Hex, LocalAccount, PublicClient } from "viem";
+
+import { ChainFollower, type EscrowEvent } from "../chain/follower";
+import { canonBytes } from "../core/canonical";
+import type { GasEscrowDomain } from "../core/eip712";
+import { CHANNEL_PHASES, gasEscrowAbi, readSessionKeyChainState } from "../chain/escrow";
+import type { SignedSessionKeyGrant } from "../core/session-key";
+import { BaseError, BindingMismatchError, ChannelNotOpenError, DepositExceededError } from "../core/errors";
+import type { ActionInvokePacket, ActionResultPacket, ReceiptCommitPacket } from "../core/packets";
+import { ProviderSession } from "./provider-session";
+import { signReceiptCommit, verifyReceiptCommit } from "../core/receipt-commit";
+import type { ChannelRecord, ChannelStore } from "../store/store";
+import type { SettlementSummary } from "../core/summary";
+import { modelAllowed, sessionIdOf, termsHashOf, type PricingTerms } from "../core/terms";
+import { signTermsOffer } from "../core/terms-offer";
+import { listenSecure, type SecureConnection, type SecureServer } from "../transport";
+import type { JsonObject } from "../core/validate";
+import type { Logger } from "./log";
+import type { NodeMetrics } from "./metrics";
+import { decodeMessage, encodeMessage, isPacket, type NodeMessage, type SessionOpenMessage } from "./protocol";
+
+/** A JSON-RPC error object as the payer receives it. */
+export type McpError = { code: number; message: string; data?: JsonObject };
+
+/**
+ * What one invocation produced: its result and the units it consumed, or an error — a call that failed
+ * (worker crash, timeout, bad output, a JSON-RPC error) is receipted but not charged (decision 0022).
+ */
+export type McpOutcome = { result: JsonObject; units: bigint } | { error: McpError };
+
+/** The provider's work: one JSON-RPC (MCP) request in, its outcome out. */
+export type McpHandler = (request: JsonObject) => Promise<McpOutcome>;
+
+/** JSON-RPC error code of a result replayed from the store after a restart (its output was not kept). */
+export const REPLAYED_RESULT_CODE = -32001;
+
+/** JSON-RPC error code of a handler that threw instead of answering. */
+export const HANDLER_FAILED_CODE = -32000;
+
+export type ProviderNodeParameters = {
+  account: LocalAccount;
+  publicClient: PublicClient;
+  domain: GasEscrowDomain;
+  store: ChannelStore;
+  /** What this provider charges; a payer must open the channel on exactly these terms. */
+  pricing: PricingTerms;
+  handler: McpHandler;
+  modelSnapshotId: string;
+  host?: string;
+  port?: number;
+  log?: (line: string) => void;
+  /** Structured JSON-line logs (issue 16): accepted sessions, phases seen, refusals, co-signed closes. */
+  logger?: Logger;
+  /** Prometheus metrics (issue 16): open sessions, tickets, latencies, unpaid exposure, RPC errors. */
+  metrics?: NodeMetrics;
+  /**
+   * Follow the escrow's events to learn when a bound channel closes or settles on-chain (cursor
+   * `provider-node:<address>` in the store). Omit it when something else feeds `applyEscrowEvents` (the
+   * watchtower's `onEvents`, as `ioi provider` does).
+   */
+  follow?: { fromBlock: bigint; pollMs?: number };
+};
+
+/**
+ * What the node knows of a bound channel's lifecycle. Only `open` is served: `closed` once the provider
+ * co-signed a cooperative close, `closing` once a unilateral close is on-chain, `settled` once it paid out.
+ */
+export type SessionPhase = "open" | "closed" | "closing" | "settled";
+
+
+type Bound = {
+  record: ChannelRecord;
+  session: ProviderSession;
+  /** Answers leave in seq order: each waits for the previous one and for its own step to be durable. */
+  answers: Promise<void>;
+  /** Invocations are checked and run one at a time, in arrival order. */
+  work: Promise<void>;
+  /** Set (synchronously, before anything else runs) the moment the channel stops being open. */
+  phase: SessionPhase;
+};
+
+export class ProviderNode {
+  readonly #sessions = new Map<Hex, Bound>();
+  #server: SecureServer | undefined;
+  #follower: ChainFollower | undefined;
+  /** Phases learnt from events for channels not bound yet (a bind reads the chain anyway; this only narrows the race). */
+  readonly #phases = new Map<Hex, SessionPhase>();
+
+  private constructor(readonly parameters: ProviderNodeParameters) {}
+
+  /** Starts listening; resolves once the port is bound. */
+  static async start(parameters: ProviderNodeParameters): Promise<ProviderNode> {
+    // A provider that serves a model its own terms do not list would sign a provable model swap on every call.
+    if (!modelAllowed(parameters.pricing, parameters.modelSnapshotId)) {
+      throw new BindingMismatchError(
+        `The provider serves model ${JSON.stringify(parameters.modelSnapshotId)}, which its terms do not list (${parameters.pricing.version === "2" ? parameters.pricing.models.join(", ") : ""}).`,
+      );
+    }
+    const node = new ProviderNode(parameters);
+    node.#server = await listenSecure({
+      host: parameters.host ?? "127.0.0.1",
+      port: parameters.port ?? 0,
+      account: parameters.account,
+      authorize: async (sessionId, payer) => node.#authorize(sessionId, payer),
+    });
+    node.#server.on("connection", (connection) => node.#serve(connection));
+    node.#server.on("handshakeError", (error, remote) => node.#log(`handshake refused from ${remote.address}: ${error.shortMessage}`, "peer.refused", { remote: remote.address }));
+    node.#server.on("error", (error) => node.#log(`listener error: ${error.message}`));
+    if (parameters.follow) {
+      node.#follower = new ChainFollower({
+        publicClient: parameters.publicClient,
+        escrow: parameters.domain.verifyingContract,
+        store: parameters.store,
+        name: `provider-node:${parameters.account.address.toLowerCase()}`,
+        fromBlock: parameters.follow.fromBlock,
+        pollMs: parameters.follow.pollMs,
+        onEvents: async (events) => node.applyEscrowEvents(events),
+        onError: (error) => {
+          parameters.metrics?.rpcError("provider-node");
+          node.#log(`chain follower: ${(error as Error).message.split("\n")[0]}`, "chain.error");
+        },
+      });
+      node.#follower.start();
+    }
+    return node;
+  }
+
+  /** The phase of a bound session as the node sees it, or undefined if it is not bound. */
+  phaseOf(sessionId: Hex): SessionPhase | undefined {
+    return this.#sessions.get(sessionId)?.phase;
+  }
+
+  /**
+   * Learns from the escrow's events: a `ChannelClosing` stops work on the channel at once (a unilateral
+   * close is on-chain; the watchtower defends the newest ticket), a `ChannelSettled` ends it, a `Deposited`
+   * raises the deposit the next ticket is checked against. Idempotent, so a re-delivered batch is harmless.
+   */
+  applyEscrowEvents(events: readonly EscrowEvent[]): void {
+    for (const event of events) {
+      if (event.eventName === "SessionKeysRevoked") {
+        // The payer left an epoch (decision 0025): its older grants are refused from this block on.
+        for (const b of this.#sessions.values()) {
+          if (b.record.ref.terms.payer.toLowerCase() === event.args.payer.toLowerCase()) b.session.noteKeyEpoch(event.args.epoch);
+        }
+        continue;
+      }
+      const sessionId = "sessionId" in event.args ? (event.args.sessionId as Hex) : undefined;
+      if (sessionId === undefined) continue;
+      const b = this.#sessions.get(sessionId);
+      if (event.eventName === "SessionKeyRevoked") {
+        b?.session.noteKeyRevoked(event.args.key, BigInt(event.args.revokedAt));
+        continue;
+      }
+      if (event.eventName === "ChannelClosing" || event.eventName === "ChannelChallenged" || event.eventName === "ChannelFrozen") {
+        this.#advance(sessionId, b, "closing", `it is closing on-chain (${event.eventName} in block ${event.blockNumber})`);
+      } else if (event.eventName === "ChannelSettled") {
+        this.#advance(sessionId, b, "settled", `it settled on-chain in block ${event.blockNumber}`);
+      } else if (event.eventName === "Deposited" && b && event.args.deposit > b.record.deposit) {
+        b.record = { ...b.record, deposit: event.args.deposit };
+        b.session.deposit = event.args.deposit;
+      }
+    }
+  }
+
+  /** Moves a session's phase forward only (open → closed/closing → settled), in memory. */
+  #advance(sessionId: Hex, b: Bound | undefined, phase: SessionPhase, why: string): void {
+    const rank = (p: SessionPhase | undefined) => (p === undefined || p === "open" ? 0 : p === "settled" ? 2 : 1);
+    const current = b?.phase ?? this.#phases.get(sessionId);
+    if (rank(phase) <= rank(current)) return;
+    if (b) b.phase = phase;
+    else this.#phases.set(sessionId, phase);
+    this.parameters.log?.(`session ${sessionId.slice(0, 10)} is ${phase}: ${why}; no more work is served on it`);
+    this.parameters.logger?.info({ event: "session.phase", sessionId, phase, why }, `session is ${phase}; no more work is served on it`);
+    this.parameters.metrics?.sessionEnded(sessionId, phase === "settled");
+  }
+
+  get port(): number {
+    if (!this.#server) throw new BaseError("The provider node is not listening.");
+    return this.#server.port;
+  }
+
+  async stop(): Promise<void> {
+    await this.#follower?.stop();
+    await this.#server?.close();
+    await Promise.all([...this.#sessions.values()].map((b) => b.answers.catch(() => undefined)));
+  }
+
+  /** A refusal or failure: free text to `log`, and a `warn` line with `event` to `logger`. */
+  #log(line: string, event = "node.error", fields: Record<string, unknown> = {}): void {
+    this.parameters.log?.(line);
+    this.parameters.logger?.warn({ event, ...fields }, line);
+  }
+
+  /** Known channel: only its payer may connect. Unknown: accepted provisionally, checked at session.open. */
+  async #authorize(sessionId: Hex, payer: Address) {
+    const record = this.parameters.store.getChannel(sessionId);
+    if (record && record.ref.terms.payer.toLowerCase() !== payer.toLowerCase()) {
+      return { ok: false as const, reason: `${payer} is not the payer of session ${sessionId}` };
+    }
+    return { ok: true as const };
+  }
+
+  #serve(connection: SecureConnection): void {
+    let bound: Bound | undefined;
+    const send = (message: NodeMessage) => connection.send(encodeMessage(message));
+    connection.on("error", (error) => this.#log(`connection ${connection.sessionId.slice(0, 10)} closed: ${error.name}: ${error.shortMessage}`));
+    connection.on("message", (bytes) => {
+      let message: NodeMessage;
+      try {
+        message = decodeMessage(bytes);
+      } catch (error) {
+        // A peer that sends garbage is cut off; the node carries on.
+        this.#log(`dropping a peer that sent an invalid message: ${(error as Error).message.split("\n")[0]}`, "peer.dropped", { sessionId: connection.sessionId });
+        void connection.close();
+        return;
+      }
+      if (!bound) {
+        if (!isPacket(message) && message.type === "terms.request") {
+          // Before any channel exists: the price list this provider serves, signed (issue 12).
+          void signTermsOffer(this.parameters.account, this.parameters.domain, this.parameters.pricing)
+            .then((offer) => send({ type: "terms.offer", offer }))
+            .catch((error: unknown) => this.#log(`could not send the terms offer: ${(error as Error).message.split("\n")[0]}`));
+          return;
+        }
+        if (isPacket(message) || message.type !== "session.open") {
+          void connection.close();
+          return;
+        }
+        void this.#bind(connection, message)
+          .then(
+            (b) => {
+              bound = b;
+              this.parameters.logger?.info(
+                { event: "session.accepted", sessionId: b.record.sessionId, payer: b.record.ref.terms.payer, deposit: b.record.deposit.toString(), phase: b.phase, lastSeq: (b.session.latestTicket?.ticket.seq ?? 0n).toString() },
+                b.phase === "open" ? "session accepted" : `session bound while ${b.phase}: answered tickets are replayed, new ones refused`,
+              );
+              return send({ type: "session.ready", lastSeq: b.session.latestTicket?.ticket.seq ?? 0n, leafCount: BigInt(b.session.accumulator.size), deposit: b.record.deposit });
+            },
+            (error: unknown) => {
+              this.#log(`refused session ${connection.sessionId}: ${(error as Error).message.split("\n")[0]}`, "session.refused", { sessionId: connection.sessionId, error: (error as Error).name });
+              void connection.close();
+            },
+          )
+          // The payer may be gone before it hears session.ready; that is its loss, never the node's.
+          .catch((error: unknown) => this.#log(`could not confirm session ${connection.sessionId.slice(0, 10)}: ${(error as Error).message.split("\n")[0]}`));
+        return;
+      }
+      const b = bound;
+      if (isPacket(message) && message.packet_type === "PKT_ACTION_INVOKE") {
+        b.work = this.#after(b.work, () => this.#invoke(b, message, send));
+      } else if (isPacket(message) && message.packet_type === "PKT_RECEIPT_COMMIT") {
+        b.work = this.#after(b.work, () => this.#commit(b, message, send));
+      } else if (!isPacket(message) && message.type === "close.propose") {
+        b.work = this.#after(b.work, async () => {
+          try {
+            const signature = await this.#countersign(b, message.summary, message.signature);
+            this.parameters.logger?.info(
+              { event: "close.countersigned", sessionId: b.record.sessionId, finalSeq: message.summary.finalSeq.toString(), finalAmount: message.summary.finalAmount.toString() },
+              "cooperative close co-signed",
+            );
+            await b.answers;
+            await send({ type: "close.countersign", signature });
+          } catch (error) {
+            this.#log(`refused to co-sign a close: ${(error as Error).message.split("\n")[0]}`, "close.refused", { sessionId: b.record.sessionId, error: (error as Error).name });
+            await send({ type: "reject", seq: message.summary.finalSeq, error: (error as Error).name, message: (error as BaseError).shortMessage ?? String(error) });
+          }
+        });
+      } else {
+        void connection.close();
+      }
+    });
+  }
+
+  /** Verifies the channel the payer names (terms, pricing, on-chain deposit) and loads or creates its session. */
+  /** Checks the payer's grant against the chain now (revocation, epoch) and binds it (decision 0025). */
+  async #bindSessionKey(b: Bound, grant: SignedSessionKeyGrant): Promise<void> {
+    const chain = await readSessionKeyChainState({
+      publicClient: this.parameters.publicClient,
+      escrow: this.parameters.domain.verifyingContract,
+      sessionId: b.record.sessionId,
+      payer: b.record.ref.terms.payer,
+      key: grant.grant.key,
+    });
+    await b.session.bindSessionKey(grant, chain);
+  }
+
+  async #bind(connection: SecureConnection, message: SessionOpenMessage): Promise<Bound> {
+    const { domain, account, pricing, publicClient, store } = this.parameters;
+    const { ref } = message;
+    const sessionId = sessionIdOf(domain, ref);
+    if (sessionId !== connection.sessionId) throw new BindingMismatchError(`The terms name session ${sessionId}, not ${connection.sessionId}.`);
+    if (ref.terms.provider.toLowerCase() !== account.address.toLowerCase()) throw new BindingMismatchError(`The channel pays ${ref.terms.provider}, not this provider.`);
+    if (ref.terms.payer.toLowerCase() !== connection.peer.toLowerCase()) throw new BindingMismatchError(`${connection.peer} is not the channel's payer.`);
+    if (termsHashOf(message.pricing) !== ref.terms.termsHash || ref.terms.termsHash !== termsHashOf(pricing)) {
+      throw new BindingMismatchError("The channel's terms hash is not this provider's price list.");
+    }
+    const existing = this.#sessions.get(sessionId);
+    if (existing) {
+      if (message.sessionKey) await this.#bindSessionKey(existing, message.sessionKey);
+      return existing;
+    }
+
+    const escrow = domain.verifyingContract;
+    const [deposit, onChain] = await Promise.all([
+      publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "depositOf", args: [sessionId] }),
+      publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "phaseOf", args: [sessionId] }),
+    ]);
+    const onChainPhase = CHANNEL_PHASES[onChain] ?? "None";
+    let record = store.getChannel(sessionId);
+    if (!record) {
+      if (onChainPhase !== "Open" || deposit === 0n) throw new BindingMismatchError(`Session ${sessionId} is not open on-chain (${onChainPhase}).`);
+      record = { sessionId, role: "provider", ref, pricing, escrow: domain.verifyingContract, chainId: domain.chainId, deposit, status: "open" };
+      await store.putChannel(record);
+    } else if (deposit > record.deposit) {
+      await store.updateChannel(sessionId, { deposit });
+      record = { ...record, deposit };
+    }
+    const session = ProviderSession.restore(
+      {
+        account,
+        domain,
+        ref,
+        sessionId,
+        pricing,
+        deposit: record.deposit,
+        modelSnapshotId: this.parameters.modelSnapshotId,
+        handler: async (input) => {
+          const outcome = await this.#run(JSON.parse(new TextDecoder().decode(input)) as JsonObject);
+          // The receipt binds the bytes the payer receives: the result, or `{ error }` for a failed call.
+          if ("error" in outcome) return { output: canonBytes({ error: outcome.error }), units: 0n, charged: false };
+          return { output: canonBytes(outcome.result), units: outcome.units };
+        },
+      },
+      store.steps(sessionId),
+    );
+    // A known channel still binds when it is no longer open, so that the payer can hear its answered
+    // tickets again (they were paid) and a typed refusal for anything new.
+    const bound: Bound = { record, session, answers: Promise.resolve(), work: Promise.resolve(), phase: "open" };
+    if (record.status === "settled" || onChainPhase === "None" || onChainPhase === "Settled") this.#advance(sessionId, bound, "settled", "it is settled");
+    else if (onChainPhase !== "Open") this.#advance(sessionId, bound, "closing", `it is ${onChainPhase} on-chain`);
+    else if (store.getCooperativeClose(sessionId) || record.status === "closing") this.#advance(sessionId, bound, "closed", "the store holds its close");
+    const learnt = this.#phases.get(sessionId);
+    if (learnt) this.#advance(sessionId, bound, learnt, "an escrow event said so");
+    if (message.sessionKey) await this.#bindSessionKey(bound, message.sessionKey);
+    this.#sessions.set(sessionId, bound);
+    if (bound.phase === "open") {
+      this.parameters.metrics?.sessionOpen(sessionId);
+      const newest = session.latestTicket;
+      if (newest) this.parameters.metrics?.ticketAccepted(sessionId, newest.ticket.cumulativeAmount);
+    }
+    return bound;
+  }
+
+  /**
+   * Co-signs the payer's cooperative close, and with it ends the session: the phase changes before this
+   * returns (and before anything queued after it runs), and the close is durable in the store before the
+   * co-signature can leave. The same close proposed again (a payer that lost the answer) gets the same
+   * co-signature; anything else on a session that is no longer open is refused.
+   */
+  async #countersign(b: Bound, summary: SettlementSummary, payerSignature: Hex): Promise<Hex> {
+    const { store } = this.parameters;
+    const sessionId = b.record.sessionId;
+    const stored = store.getCooperativeClose(sessionId);
+    if (stored && stored.payerSignature === payerSignature) return stored.providerSignature;
+    if (b.phase !== "open") throw new ChannelNotOpenError(`Session ${sessionId} is ${b.phase}; it cannot be closed again.`);
+    const providerSignature = await b.session.countersign(summary, payerSignature);
+    this.#advance(sessionId, b, "closed", "the provider co-signed its cooperative close");
+    await store.putCooperativeClose(sessionId, { summary, payerSignature, providerSignature });
+    await store.updateChannel(sessionId, { status: "closing" });
+    return providerSignature;
+  }
+
+  async #invoke(b: Bound, packet: ActionInvokePacket, send: (m: NodeMessage) => Promise<void>): Promise<void> {
+    const { store } = this.parameters;
+    const signed = packet.payload.ticket;
+    const seq = signed.ticket.seq;
+    const reply = (result: JsonObject, receipt: ActionResultPacket["payload"]["receipt"]): ActionResultPacket => ({
+      pkt_version: "1",
+      packet_type: "PKT_ACTION_RESULT",
+      issued_at: new Date().toISOString(),
+      session_id: packet.session_id,
+      ...(packet.lease_id ? { lease_id: packet.lease_id } : {}),
+      action_result_id: `res_${seq}`,
+      payload: { mcp: { jsonrpc: "2.0", id: packet.payload.mcp.id ?? null, ...result }, receipt },
+    });
+    const reject = (error: unknown) => {
+      const e = error as BaseError;
+      this.parameters.metrics?.ticketRefused(e.name ?? "Error");
+      this.parameters.logger?.warn({ event: "ticket.refused", sessionId: b.record.sessionId, seq: seq.toString(), error: e.name ?? "Error" }, e.shortMessage ?? e.message);
+      b.answers = this.#after(b.answers, () => send({ type: "reject", seq, error: e.name ?? "Error", message: e.shortMessage ?? e.message }));
+    };
+
+    // Already answered (the payer re-sends after a reconnect): answer again from the store.
+    const latest = b.session.latestTicket;
+    if (latest && seq <= latest.ticket.seq) {
+      const [step] = store.steps(b.record.sessionId, { fromSeq: seq, limit: 1 });
+      if (step && step.seq === seq && step.receipt && step.ticket.signature === signed.signature) {
+        const replay = reply({ error: { code: REPLAYED_RESULT_CODE, message: "output not retained; receipt replayed from the store" } }, step.receipt);
+        b.answers = this.#after(b.answers, () => send(replay));
+        return;
+      }
+    }
+
+    if (b.phase !== "open") {
+      return reject(new ChannelNotOpenError(`Session ${b.record.sessionId} is ${b.phase}; ticket seq ${seq} is refused and no work is done.`));
+    }
+
+    let input: Uint8Array;
+    try {
+      input = canonBytes(packet.payload.mcp);
+    } catch (error) {
+      return reject(error); // an mcp canonical JSON cannot hold (NaN, ±Infinity, a lone surrogate): typed refusal
+    }
+    const leafCount = packet.payload.leaf_count === undefined ? undefined : Number(packet.payload.leaf_count);
+    // What a session key's capabilities are checked against (decision 0025).
+    const method = typeof packet.payload.mcp.method === "string" ? packet.payload.mcp.method : undefined;
+    let result;
+    const started = performance.now();
+    try {
+      result = await b.session.invoke(signed, input, leafCount, method);
+    } catch (error) {
+      if (!(error instanceof DepositExceededError) || !(await this.#refreshDeposit(b))) return reject(error);
+      if (b.phase !== "open") {
+        return reject(new ChannelNotOpenError(`Session ${b.record.sessionId} is ${b.phase}; ticket seq ${seq} is refused and no work is done.`));
+      }
+      try {
+        result = await b.session.invoke(signed, input, leafCount, method);
+      } catch (retryError) {
+        return reject(retryError);
+      }
+    }
+    const metrics = this.parameters.metrics;
+    metrics?.verifySeconds.observe((performance.now() - started) / 1000);
+    const stored = performance.now();
+    const durable = store.putStep(b.record.sessionId, result.step);
+    if (metrics) {
+      void durable.then(
+        () => {
+          metrics.storeSeconds.observe((performance.now() - stored) / 1000);
+          metrics.ticketAccepted(b.record.sessionId, signed.ticket.cumulativeAmount);
+        },
+        () => undefined, // the answer chain reports the failure
+      );
+    }
+    // A failed call's output is `{ error }` (charged nothing, decision 0022); a result is the result itself.
+    const output = JSON.parse(new TextDecoder().decode(result.output)) as JsonObject;
+    const answer = reply(result.charged ? { result: output } : output, result.step.receipt);
+    b.answers = this.#after(b.answers, async () => {
+      await durable; // never acknowledge what a crash could lose
+      await send(answer);
+    });
+  }
+
+  /** Runs the handler; one that throws (or answers with no object) is a failed call, never a node crash. */
+  async #run(request: JsonObject): Promise<McpOutcome> {
+    try {
+      const outcome = await this.parameters.handler(request);
+      if ("error" in outcome) return outcome;
+      if (typeof outcome.result !== "object" || outcome.result === null || Array.isArray(outcome.result)) {
+        return { error: { code: HANDLER_FAILED_CODE, message: "The worker's result is not an object." } };
+      }
+      canonBytes(outcome.result); // throws on what canonical JSON cannot hold (1e400, a lone surrogate)
+      return outcome;
+    } catch (error) {
+      const e = error as BaseError;
+      this.#log(`handler failed: ${e.name ?? "Error"}: ${(e.shortMessage ?? e.message ?? String(error)).split("\n")[0]}`);
+      return { error: { code: HANDLER_FAILED_CODE, message: "The provider's handler failed; the call is not charged." } };
+    }
+  }
+
+  /**
+   * Runs `step` after `chain`. A step that fails (an answer to a connection that closed meanwhile, a
+   * handler that threw) is logged and never breaks the chain, so later messages of the session — on this
+   * connection or the payer's next one — are still served.
+   */
+  #after(chain: Promise<void>, step: () => Promise<void> | void): Promise<void> {
+    return chain.then(step).catch((error: unknown) => {
+      const e = error as BaseError;
+      this.#log(`session step failed: ${e.name ?? "Error"}: ${(e.shortMessage ?? e.message ?? String(error)).split("\n")[0]}`, "session.step_failed");
+    });
+  }
+
+  /**
+   * Re-reads the on-chain deposit (a top-up may have landed) and phase; true if the deposit grew. A
+   * channel that left `Open` meanwhile reads as deposit 0 and has its phase advanced.
+   */
+  async #refreshDeposit(b: Bound): Promise<boolean> {
+    const { publicClient, domain, store } = this.parameters;
+    const [deposit, onChain] = await Promise.all([
+      publicClient.readContract({ address: domain.verifyingContract, abi: gasEscrowAbi, functionName: "depositOf", args: [b.record.sessionId] }),
+      publicClient.readContract({ address: domain.verifyingContract, abi: gasEscrowAbi, functionName: "phaseOf", args: [b.record.sessionId] }),
+    ]);
+    const onChainPhase = CHANNEL_PHASES[onChain] ?? "None";
+    if (onChainPhase === "None" || onChainPhase === "Settled") this.#advance(b.record.sessionId, b, "settled", "it is settled on-chain");
+    else if (onChainPhase !== "Open") this.#advance(b.record.sessionId, b, "closing", `it is ${onChainPhase} on-chain`);
+    if (deposit <= b.record.deposit) return false;
+    b.record = { ...b.record, deposit };
+    b.session.deposit = deposit;
+    await store.updateChannel(b.record.sessionId, { deposit });
+    return true;
+  }
+
+  /** Checks the payer's signed root against ours at that leaf count, stores it, and answers with ours. */
+  async #commit(b: Bound, packet: ReceiptCommitPacket, send: (m: NodeMessage) => Promise<void>): Promise<void> {
+    const { commit } = packet.payload;
+    const seq = commit.commit.leafCount;
+    try {
+      await verifyReceiptCommit(this.parameters.domain, commit, b.record.ref.terms.payer);
+      if (commit.commit.leafCount > BigInt(b.session.accumulator.size)) {
+        throw new BindingMismatchError(`The payer commits ${commit.commit.leafCount} receipts; the provider issued ${b.session.accumulator.size}.`);
+      }
+      const ours = b.session.accumulator.prefixRoot(Number(commit.commit.leafCount));
+      if (ours !== commit.commit.root) throw new BindingMismatchError(`The payer's root over ${seq} receipts is ${commit.commit.root}; the provider's is ${ours}.`);
+      const mine = await signReceiptCommit(this.parameters.account, this.parameters.domain, commit.commit);
+      this.parameters.logger?.debug({ event: "commit.agreed", sessionId: b.record.sessionId, leafCount: commit.commit.leafCount.toString(), root: commit.commit.root }, "receipt root agreed");
+      await Promise.all([
+        this.parameters.store.putCommit(b.record.sessionId, "payer", commit),
+        this.parameters.store.putCommit(b.record.sessionId, "provider", mine),
+      ]);
+      const answer: ReceiptCommitPacket = { pkt_version: "1", packet_type: "PKT_RECEIPT_COMMIT", issued_at: new Date().toISOString(), session_id: packet.session_id, payload: { commit: mine } };
+      b.answers = this.#after(b.answers, () => send(answer));
+    } catch (error) {
+      const e = error as BaseError;
+      b.answers = this.#after(b.answers, () => send({ type: "reject", seq, error: e.name, message: e.shortMessage ?? e.message }));
+    }
+  }
+}

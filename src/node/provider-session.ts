@@ -1,0 +1,291 @@
+/**
+ * The provider's side of one channel, transport-free: check each ticket before doing the work, run the
+ * work, sign the receipt, fold the step into the receipt accumulator. A later layer puts this behind a
+ * socket and a durable store; everything that decides whether a ticket is acceptable lives here.
+ */
+import type { Hex, LocalAccount } from "viem";
+
+import { ReceiptAccumulator } from "../core/accumulator";
+import type { GasEscrowDomain } from "../core/eip712";
+import { BindingMismatchError, DepositExceededError, TicketUnderpaidError } from "../core/errors";
+import { receiptLeafFromHashes } from "../core/leaf";
+import {
+  GENESIS_RECEIPT_HASH,
+  sessionReceiptHash,
+  signSessionReceipt,
+  type SessionReceipt,
+
+} from "../core/receipt";
+import { settlementSummaryDigest, signSettlementSummary, type SettlementSummary } from "../core/summary";
+import type { StepRecord } from "../store/store";
+import { prepaidPerCall, priceOf, type ChannelRef, type PricingTerms } from "../core/terms";
+import {
+  assertTicketAdvances,
+  paymentTicketHash,
+  verifyPaymentTicket,
+  type PaymentTicket,
+  type SignedPaymentTicket,
+} from "../core/ticket";
+import { keccak256Hex } from "../core/keccak";
+import { assertDigestSigner } from "../core/eip712";
+import {
+  assertSessionKeyLive,
+  assertWithinGrant,
+  verifySessionKeyGrant,
+  type SessionKeyChainState,
+  type SignedSessionKeyGrant,
+} from "../core/session-key";
+
+/**
+ * The work a provider sells: bytes in, bytes out, and how many metered units it consumed. `charged: false`
+ * marks a failed call (decision 0022): it is receipted with amount 0 and its price is not part of the
+ * cooperative close.
+ */
+export type WorkHandler = (input: Uint8Array) => Promise<{ output: Uint8Array; units: bigint; charged?: boolean }>;
+
+export type ProviderSessionParameters = {
+  account: LocalAccount;
+  domain: GasEscrowDomain;
+  ref: ChannelRef;
+  sessionId: Hex;
+  pricing: PricingTerms;
+  /** What the channel holds on-chain; no ticket may authorise more. */
+  deposit: bigint;
+  modelSnapshotId: string;
+  handler: WorkHandler;
+  /** Unix seconds now, for session-key expiry (default: the system clock). */
+  now?: () => bigint;
+};
+
+/**
+ * What the receipt of a successful call charges: under v1 terms what its ticket added (one invocation, one
+ * price, as before issue 14); under v2 the price of its metering (`priceOf`), never more than the ticket added.
+ */
+export function chargeFor(pricing: PricingTerms, units: bigint, added: bigint): bigint {
+  if (pricing.version === "1") return added;
+  const price = priceOf(pricing, units);
+  return price < added ? price : added;
+}
+
+export type InvocationResult = { output: Uint8Array; charged: boolean; step: Required<StepRecord> };
+
+export class ProviderSession {
+  readonly accumulator = new ReceiptAccumulator();
+  #latest: SignedPaymentTicket | undefined;
+  #prevReceiptHash: Hex = GENESIS_RECEIPT_HASH;
+  #deposit: bigint;
+  /** What the receipts charged in total: the cooperative close's amount (failed calls charge 0). */
+  #charged = 0n;
+  /** The payer's session-key grant bound to this session, and what the chain says of it (decision 0025). */
+  #grant: SignedSessionKeyGrant | undefined;
+  #keyChain: SessionKeyChainState = { revokedAt: 0n, currentEpoch: 0n };
+  /** The grant the newest accepted ticket was signed under (undefined: signed by the payer itself). */
+  #latestGrant: SignedSessionKeyGrant | undefined;
+
+  constructor(readonly parameters: ProviderSessionParameters) {
+    this.#deposit = parameters.deposit;
+  }
+
+  /** Rebuilds the session from the steps the store kept (every one the provider ever answered). */
+  static restore(parameters: ProviderSessionParameters, steps: readonly StepRecord[]): ProviderSession {
+    const session = new ProviderSession(parameters);
+    for (const step of steps) {
+      if (!step.receipt || !step.leaf) continue; // a provider stores a step only with its receipt
+      session.accumulator.append(step.leaf);
+      session.#latest = step.ticket;
+      session.#prevReceiptHash = sessionReceiptHash(step.receipt.receipt);
+      session.#charged += step.receipt.receipt.metering.amount;
+    }
+    return session;
+  }
+
+  /** The newest ticket accepted: what the provider would close or challenge with. */
+  get latestTicket(): SignedPaymentTicket | undefined {
+    return this.#latest;
+  }
+
+  /** The session-key grant the newest ticket needs on-chain (`closeUnilateralWithKey`), if a key signed it. */
+  get latestGrant(): SignedSessionKeyGrant | undefined {
+    return this.#latestGrant;
+  }
+
+  /** The session-key grant bound to this session, if any. */
+  get sessionKey(): SignedSessionKeyGrant | undefined {
+    return this.#grant;
+  }
+
+  #now(): bigint {
+    return this.parameters.now?.() ?? BigInt(Math.floor(Date.now() / 1000));
+  }
+
+  /**
+   * Binds the payer's grant after checking it (payer's signature, this session, not revoked or expired, the
+   * payer's current epoch as `chain` reports it); from now on tickets signed by its key are accepted within
+   * its cap, expiry and capabilities. Throws a typed error and changes nothing otherwise.
+   */
+  async bindSessionKey(signed: SignedSessionKeyGrant, chain: SessionKeyChainState): Promise<void> {
+    const { domain, ref, sessionId } = this.parameters;
+    await verifySessionKeyGrant({ domain, signed, payer: ref.terms.payer, sessionId, now: this.#now(), chain });
+    this.#grant = signed;
+    this.#keyChain = { ...chain };
+    const latest = this.#latest;
+    if (latest) {
+      try {
+        await verifyPaymentTicket({ domain, signed: latest, signer: signed.grant.key });
+        this.#latestGrant = signed;
+      } catch {
+        // the newest ticket was the payer's own
+      }
+    }
+  }
+
+  /**
+   * The chain follower saw `SessionKeyRevoked(sessionId, key, revokedAt)`: the key's tickets are refused from
+   * now on. Those accepted before stay valid on-chain for the challenge duration after `revokedAt`.
+   */
+  noteKeyRevoked(key: string, revokedAt: bigint): void {
+    if (this.#grant && this.#grant.grant.key.toLowerCase() === key.toLowerCase() && this.#keyChain.revokedAt === 0n) {
+      this.#keyChain = { ...this.#keyChain, revokedAt };
+    }
+  }
+
+  /** The chain follower saw `SessionKeysRevoked(payer, epoch)`: grants of older epochs are refused. */
+  noteKeyEpoch(epoch: bigint): void {
+    if (epoch > this.#keyChain.currentEpoch) this.#keyChain = { ...this.#keyChain, currentEpoch: epoch };
+  }
+
+  /** Raise the known deposit after a top-up was seen on-chain. */
+  set deposit(value: bigint) {
+    this.#deposit = value;
+  }
+
+  /**
+   * Checks `signed` and, only if it is acceptable, runs the work and returns the signed receipt as the
+   * step to persist before answering. `leafCount` is how many receipts the ticket's root covers (the
+   * payer's hint; default: all so far). Throws a typed error (BindingMismatchError, TicketNotNewerError,
+   * TicketUnderpaidError, DepositExceededError, InvalidSignatureError) and changes nothing otherwise.
+   */
+  async invoke(signed: SignedPaymentTicket, input: Uint8Array, leafCount?: number, method?: string): Promise<InvocationResult> {
+    const grant = await this.checkTicket(signed, leafCount, method);
+    const { output, units, charged = true } = await this.parameters.handler(input);
+    const ticket = signed.ticket;
+    const previousAmount = this.#latest?.ticket.cumulativeAmount ?? 0n;
+    const receipt: SessionReceipt = {
+      sessionId: this.parameters.sessionId,
+      seq: ticket.seq,
+      offloadPacketHash: keccak256Hex(input),
+      outputHash: keccak256Hex(output),
+      policyHash: this.parameters.ref.terms.policyHash,
+      modelSnapshotId: this.parameters.modelSnapshotId,
+      metering: { units, amount: charged ? chargeFor(this.parameters.pricing, units, ticket.cumulativeAmount - previousAmount) : 0n },
+      prevReceiptHash: this.#prevReceiptHash,
+    };
+    const signedReceipt = await signSessionReceipt({ account: this.parameters.account, receipt });
+    const receiptHash = sessionReceiptHash(receipt);
+    const leaf = receiptLeafFromHashes(receiptHash, paymentTicketHash(ticket));
+    this.accumulator.append(leaf);
+    this.#latest = signed;
+    this.#latestGrant = grant;
+    this.#prevReceiptHash = receiptHash;
+    this.#charged += receipt.metering.amount;
+    return { output, charged, step: { seq: ticket.seq, ticket: signed, receipt: signedReceipt, leaf } };
+  }
+
+  /**
+   * Every rule a ticket must meet before the provider spends anything on it. `method` is the MCP method the
+   * ticket pays for, checked against a session key's capabilities. Returns the grant whose key signed the
+   * ticket (undefined: the payer signed it).
+   */
+  async checkTicket(
+    signed: SignedPaymentTicket,
+    leafCount: number = this.accumulator.size,
+    method?: string,
+  ): Promise<SignedSessionKeyGrant | undefined> {
+    const { ref, sessionId, pricing, domain } = this.parameters;
+    const ticket: PaymentTicket = signed.ticket;
+    if (ticket.sessionId !== sessionId) {
+      throw new BindingMismatchError(`The ticket is for session ${ticket.sessionId}, not ${sessionId}.`);
+    }
+    if (ticket.provider.toLowerCase() !== ref.terms.provider.toLowerCase()) {
+      throw new BindingMismatchError(`The ticket pays provider ${ticket.provider}, not ${ref.terms.provider}.`);
+    }
+    if (ticket.termsHash !== ref.terms.termsHash) {
+      throw new BindingMismatchError(`The ticket binds terms ${ticket.termsHash}, not the channel's ${ref.terms.termsHash}.`);
+    }
+    assertTicketAdvances(this.#latest?.ticket, ticket);
+    const previousAmount = this.#latest?.ticket.cumulativeAmount ?? 0n;
+    if (ticket.cumulativeAmount - previousAmount < prepaidPerCall(pricing)) {
+      throw new TicketUnderpaidError(
+        `Ticket seq ${ticket.seq} adds ${ticket.cumulativeAmount - previousAmount}; one invocation ${pricing.version === "1" ? "costs" : "prepays"} ${prepaidPerCall(pricing)}.`,
+      );
+    }
+    if (ticket.cumulativeAmount > this.#deposit) {
+      throw new DepositExceededError(
+        `Ticket seq ${ticket.seq} authorises ${ticket.cumulativeAmount} but the channel holds ${this.#deposit}.`,
+      );
+    }
+    // The ticket's root covers the receipts the payer had accepted when it signed: a prefix of ours.
+    if (!Number.isInteger(leafCount) || leafCount < 0 || leafCount > this.accumulator.size) {
+      throw new BindingMismatchError(
+        `Ticket seq ${ticket.seq} claims a root over ${leafCount} receipts; the provider has issued ${this.accumulator.size}.`,
+      );
+    }
+    const root = this.accumulator.prefixRoot(leafCount);
+    if (ticket.receiptRoot !== root) {
+      throw new BindingMismatchError(
+        `Ticket seq ${ticket.seq} commits receipt root ${ticket.receiptRoot}; the provider's root over the first ${leafCount} receipts is ${root}.`,
+      );
+    }
+    const grant = this.#grant;
+    if (grant) {
+      try {
+        await verifyPaymentTicket({ domain, signed, signer: grant.grant.key });
+      } catch {
+        await verifyPaymentTicket({ domain, signed, signer: ref.terms.payer });
+        return undefined;
+      }
+      // Every ticket, not only the first: a revocation or the expiry may have come since the last one.
+      assertSessionKeyLive(grant, this.#now(), this.#keyChain);
+      assertWithinGrant(grant, ticket.cumulativeAmount, method);
+      return grant;
+    }
+    await verifyPaymentTicket({ domain, signed, signer: ref.terms.payer });
+    return undefined;
+  }
+
+  /** What the receipts issued so far charged in total (the newest ticket's amount minus failed calls). */
+  get charged(): bigint {
+    return this.#charged;
+  }
+
+  /** The cooperative summary of everything accepted so far: what the receipts charged, not the newest ticket. */
+  cooperativeSummary(): SettlementSummary {
+    const { ref, sessionId } = this.parameters;
+    return {
+      sessionId,
+      provider: ref.terms.provider,
+      payer: ref.terms.payer,
+      termsHash: ref.terms.termsHash,
+      finalSeq: this.#latest?.ticket.seq ?? 0n,
+      finalAmount: this.#charged,
+      finalReceiptRoot: this.accumulator.root(),
+      mode: "Cooperative",
+    };
+  }
+
+  /**
+   * Co-signs a cooperative close proposed by the payer, after checking the payer signed it and that it
+   * is exactly the provider's own view (same seq, amount and receipt root).
+   */
+  async countersign(summary: SettlementSummary, payerSignature: Hex): Promise<Hex> {
+    const mine = this.cooperativeSummary();
+    for (const key of Object.keys(mine) as (keyof SettlementSummary)[]) {
+      if (String(mine[key]).toLowerCase() !== String(summary[key]).toLowerCase()) {
+        throw new BindingMismatchError(`The proposed summary's ${key} is ${summary[key]}; the provider's is ${mine[key]}.`);
+      }
+    }
+    const { domain, ref, account } = this.parameters;
+    await assertDigestSigner(settlementSummaryDigest(domain, summary), payerSignature, ref.terms.payer, "payer's settlement summary");
+    return signSettlementSummary({ account, domain, summary });
+  }
+}

@@ -1,0 +1,337 @@
+/**
+ * Watchtower: defends a provider against a stale unilateral close. It follows the escrow's events; when a
+ * channel it holds tickets for is closed (or challenged) with a ticket older than the newest one in its
+ * store, it challenges with the newest one while the window is open — and it re-checks every closing
+ * channel on every poll until it settles (not only when an event arrives), so a ticket the provider
+ * accepted after the last challenge is submitted too. It also keeps the store's view of each channel
+ * (deposit, closing state, settled) current and, optionally, finalises closes whose window has passed and
+ * submits co-signed cooperative closes nobody submitted, so that nobody's funds wait on a party that went
+ * offline.
+ *
+ * It runs inside the provider node and on its own (`ioi watchtower`) against the same store.
+ */
+import { isAddressEqual, type Address, type Hex, type PublicClient } from "viem";
+
+import { ChainFollower, type EscrowEvent } from "../chain/follower";
+import { DEVNET_READING, type RetryOptions } from "../chain/logs";
+import { anchorReceiptCommit, challengeClose, closeCooperative, finalizeClose, gasEscrowAbi, type ClosingState, type Wallet } from "../chain/escrow";
+import { errorText, type Logger } from "./log";
+import type { NodeMetrics } from "./metrics";
+import type { ChannelRole, ChannelStore } from "../store/store";
+
+export type WatchtowerAnswer = {
+  sessionId: Hex;
+  /** The seq the close (or the last challenge) recorded. */
+  staleSeq: bigint;
+  /** The seq the watchtower answered with. */
+  answeredSeq: bigint;
+  txHash: Hex;
+  finalizesAt: bigint;
+  /** Timestamp of the block that included the answer. */
+  answeredAt: bigint;
+  inWindow: boolean;
+};
+
+export type WatchtowerParameters = {
+  publicClient: PublicClient;
+  /** Pays the gas of challenges and finalisations; any funded account will do. */
+  wallet: Wallet;
+  escrow: Address;
+  store: ChannelStore;
+  /** Block to start from when the store holds no cursor yet. */
+  fromBlock: bigint;
+  /** Cursor name; distinct per watchtower sharing a store. */
+  name?: string;
+  /** Channels (by this store's role) whose newest ticket the tower defends. Default: provider channels. */
+  defend?: ChannelRole[];
+  /**
+   * Also finalise closing channels of this store once their window has passed, and submit the co-signed
+   * cooperative close of a channel still open on-chain.
+   */
+  finalize?: boolean;
+  /** Every batch of escrow events, after the tower handled it (e.g. `ProviderNode.applyEscrowEvents`). */
+  onEvents?: (events: EscrowEvent[]) => void | Promise<void>;
+  /** Poll interval (default 250 ms: a devnet; `chainReading(chainId)` gives a public chain's). */
+  pollMs?: number;
+  /** Blocks to stay behind the head (default 0: a devnet); a reorg shallower than this is never seen. */
+  confirmations?: bigint;
+  /** Most blocks per `eth_getLogs` call (default 2,000). */
+  batchBlocks?: bigint;
+  /** Back-off on RPC errors and rate limits. */
+  retry?: RetryOptions;
+  onReorg?: (reorg: { at: bigint; rewoundTo: bigint }) => void;
+  onAnswer?: (answer: WatchtowerAnswer) => void;
+  onFinalized?: (sessionId: Hex, txHash: Hex) => void;
+  onError?: (error: unknown) => void;
+  /** Structured JSON-line logs (issue 16): closes seen, challenges sent, settlements, errors. */
+  logger?: Logger;
+  /** Prometheus metrics (issue 16): lag in blocks on every scrape, chain RPC errors. */
+  metrics?: NodeMetrics;
+};
+
+/** A provider-signed receipt commit anchored on-chain (`ReceiptCommitAnchored`), as the tower saw it. */
+export type AnchoredCommitSeen = { sessionId: Hex; by: Address; leafCount: bigint; root: Hex; txHash: Hex };
+
+export class Watchtower {
+  readonly follower: ChainFollower;
+  readonly answers: WatchtowerAnswer[] = [];
+  /** Receipt commits anchored on the store's channels (by anyone), in chain order. */
+  readonly anchoredCommits: AnchoredCommitSeen[] = [];
+
+  constructor(readonly parameters: WatchtowerParameters) {
+    const { logger, metrics } = parameters;
+    const onError = (error: unknown) => {
+      metrics?.rpcError("watchtower");
+      logger?.warn({ event: "chain.error", error: errorText(error) }, "watchtower poll failed");
+      parameters.onError?.(error);
+    };
+    this.#onError = onError;
+    this.follower = new ChainFollower({
+      publicClient: parameters.publicClient,
+      escrow: parameters.escrow,
+      store: parameters.store,
+      name: parameters.name ?? "watchtower",
+      fromBlock: parameters.fromBlock,
+      pollMs: parameters.pollMs,
+      ...(parameters.confirmations !== undefined ? { confirmations: parameters.confirmations } : {}),
+      ...(parameters.batchBlocks !== undefined ? { batchBlocks: parameters.batchBlocks } : {}),
+      ...(parameters.retry ? { retry: parameters.retry } : {}),
+      ...(parameters.onReorg ? { onReorg: parameters.onReorg } : {}),
+      onEvents: async (events) => {
+        await this.#handle(events);
+        await parameters.onEvents?.(events);
+      },
+      onError,
+    });
+    metrics?.trackWatchtowerLag(parameters.publicClient, () => this.follower.cursor);
+  }
+
+  readonly #onError: (error: unknown) => void;
+
+  /**
+   * Processes everything up to the head once, re-checks every closing channel against the newest ticket
+   * in the store, then settles what is due (if enabled).
+   */
+  async runOnce(): Promise<void> {
+    await this.follower.catchUp();
+    await this.defendClosing();
+    if (this.parameters.finalize) {
+      await this.submitCooperativeCloses();
+      await this.finalizeDue();
+    }
+  }
+
+  /**
+   * Challenges every closing channel whose recorded ticket is older than the newest one the store holds.
+   * Runs on every poll: the provider may have accepted tickets after the close (or the last challenge) was
+   * seen, and no new event would bring them on-chain.
+   */
+  async defendClosing(): Promise<void> {
+    const { store } = this.parameters;
+    for (const channel of store.listChannels({ status: "closing" })) {
+      if (store.getClosing(channel.sessionId)) await this.#defend(channel.sessionId);
+    }
+  }
+
+  /** Submits the co-signed cooperative close of every channel of the store that is still open on-chain. */
+  async submitCooperativeCloses(): Promise<void> {
+    const { store, publicClient, wallet, escrow } = this.parameters;
+    for (const channel of store.listChannels({ status: "closing" })) {
+      const close = store.getCooperativeClose(channel.sessionId);
+      if (!close || store.getClosing(channel.sessionId)) continue;
+      const phase = await publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "phaseOf", args: [channel.sessionId] });
+      if (phase !== 1) continue; // not Open: someone submitted it (or closed unilaterally; the events tell)
+      const settled = await closeCooperative({ wallet, publicClient, escrow, ref: channel.ref, summary: close.summary, payerSignature: close.payerSignature, providerSignature: close.providerSignature });
+      await store.updateChannel(channel.sessionId, { status: "settled" });
+      this.parameters.logger?.info({ event: "watchtower.cooperative_submitted", sessionId: channel.sessionId, txHash: settled.hash, finalSeq: close.summary.finalSeq.toString() }, "co-signed cooperative close submitted");
+      this.parameters.onFinalized?.(channel.sessionId, settled.hash);
+    }
+  }
+
+  start(): void {
+    const { pollMs = DEVNET_READING.pollMs } = this.parameters;
+    let stopped = false;
+    const tick = () => {
+      this.#ticking = (async () => {
+        try {
+          await this.runOnce();
+        } catch (error) {
+          this.#onError(error);
+        }
+        if (!stopped) this.#timer = setTimeout(tick, pollMs);
+      })();
+    };
+    this.#stop = () => {
+      stopped = true;
+    };
+    tick();
+  }
+
+  async stop(): Promise<void> {
+    this.#stop?.();
+    if (this.#timer) clearTimeout(this.#timer);
+    await this.follower.stop();
+    // A poll may be past the follower, finalising: a finalisation in flight must end before `stop()` does.
+    await this.#ticking;
+  }
+
+  #timer: NodeJS.Timeout | undefined;
+  #ticking: Promise<void> | undefined;
+  #stop: (() => void) | undefined;
+
+  async #handle(events: EscrowEvent[]): Promise<void> {
+    const { store } = this.parameters;
+    for (const event of events) {
+      switch (event.eventName) {
+        case "Deposited": {
+          if (store.getChannel(event.args.sessionId)) {
+            await store.updateChannel(event.args.sessionId, { deposit: event.args.deposit });
+          }
+          break;
+        }
+        case "ChannelClosing": {
+          const { sessionId, closer, seq, amount, receiptRoot, deposit, feeBps, finalizesAt } = event.args;
+          if (!store.getChannel(sessionId)) break;
+          const state: ClosingState = { deposit, seq, amount, receiptRoot, feeBps };
+          this.parameters.logger?.info(
+            { event: "watchtower.close_seen", sessionId, closer, seq: seq.toString(), amount: amount.toString(), finalizesAt: finalizesAt.toString(), block: event.blockNumber.toString(), txHash: event.transactionHash },
+            "unilateral close seen",
+          );
+          await store.putClosing(sessionId, { state, finalizesAt: BigInt(finalizesAt), closer, txHash: event.transactionHash });
+          await store.updateChannel(sessionId, { status: "closing" });
+          await this.#defend(sessionId);
+          await this.#anchor(sessionId, BigInt(finalizesAt));
+          break;
+        }
+        case "ReceiptCommitAnchored": {
+          const { sessionId, by, leafCount, root } = event.args;
+          if (!store.getChannel(sessionId)) break;
+          this.anchoredCommits.push({ sessionId, by, leafCount, root, txHash: event.transactionHash });
+          this.parameters.logger?.info(
+            { event: "watchtower.commit_anchored", sessionId, by, leafCount: leafCount.toString(), root, block: event.blockNumber.toString(), txHash: event.transactionHash },
+            "receipt commit anchored",
+          );
+          break;
+        }
+        case "ChannelChallenged": {
+          const { sessionId, challenger, seq, amount, receiptRoot, finalizesAt } = event.args;
+          const previous = store.getClosing(sessionId);
+          if (!previous) break;
+          const state: ClosingState = { ...previous.state, seq, amount, receiptRoot };
+          await store.putClosing(sessionId, { state, finalizesAt: BigInt(finalizesAt), closer: challenger, txHash: event.transactionHash });
+          await this.#defend(sessionId);
+          break;
+        }
+        case "ChannelReleased": {
+          const previous = store.getClosing(event.args.sessionId);
+          if (!previous) break;
+          // A resolution with a refund lowers the amount; the window may have ended early.
+          const state: ClosingState = { ...previous.state, amount: event.args.amount };
+          const block = await this.parameters.publicClient.getBlock({ blockNumber: event.blockNumber });
+          const finalizesAt = event.args.refund > 0n && block.timestamp < previous.finalizesAt ? block.timestamp : previous.finalizesAt;
+          await store.putClosing(event.args.sessionId, { ...previous, state, finalizesAt, txHash: event.transactionHash });
+          break;
+        }
+        case "ChannelSettled": {
+          if (store.getChannel(event.args.sessionId)) {
+            await store.updateChannel(event.args.sessionId, { status: "settled" });
+            this.parameters.logger?.info(
+              { event: "watchtower.settled_seen", sessionId: event.args.sessionId, finalSeq: event.args.finalSeq.toString(), block: event.blockNumber.toString(), txHash: event.transactionHash },
+              "settlement seen",
+            );
+          }
+          break;
+        }
+        default:
+          break;
+      }
+    }
+  }
+
+  /** Challenges the recorded close of `sessionId` if the store holds a newer ticket and the window is open. */
+  async #defend(sessionId: Hex): Promise<void> {
+    const { store, publicClient, wallet, escrow, defend = ["provider"] } = this.parameters;
+    const channel = store.getChannel(sessionId);
+    const closing = store.getClosing(sessionId);
+    const newest = store.latestTicket(sessionId);
+    if (!channel || !closing || !newest || !defend.includes(channel.role)) return;
+    const { state, finalizesAt } = closing;
+    // The escrow takes only a ticket that raises the cumulative amount (see GasEscrow.challenge).
+    const owesMore = newest.ticket.cumulativeAmount > state.amount;
+    if (!owesMore) return;
+    const now = (await publicClient.getBlock()).timestamp;
+    if (now >= finalizesAt) return; // too late; nothing can be done on-chain
+    // The store may be behind the chain: this batch is a re-delivery, or another tower sharing the store
+    // answered already. Only the state recorded on-chain can be challenged (anything else reverts, and a
+    // handler that throws would re-deliver the same batch forever); later events bring the store up to date.
+    const [matches] = await publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "closingInfo", args: [sessionId, state] });
+    if (!matches) return;
+
+    const challenged = await challengeClose({ wallet, publicClient, escrow, ref: channel.ref, recorded: state, ticket: newest });
+    const block = await publicClient.getBlock({ blockNumber: challenged.blockNumber });
+    await store.putClosing(sessionId, { state: challenged.state, finalizesAt: challenged.finalizesAt, closer: wallet.account.address, txHash: challenged.hash });
+    const answer: WatchtowerAnswer = {
+      sessionId,
+      staleSeq: state.seq,
+      answeredSeq: challenged.state.seq,
+      txHash: challenged.hash,
+      finalizesAt: challenged.finalizesAt,
+      answeredAt: block.timestamp,
+      inWindow: block.timestamp < challenged.finalizesAt,
+    };
+    this.answers.push(answer);
+    this.parameters.logger?.info(
+      { event: "watchtower.challenged", sessionId, staleSeq: answer.staleSeq.toString(), answeredSeq: answer.answeredSeq.toString(), amount: challenged.state.amount.toString(), inWindow: answer.inWindow, txHash: answer.txHash },
+      "stale close challenged with the newest ticket",
+    );
+    this.parameters.onAnswer?.(answer);
+  }
+
+  /**
+   * A payer's tower (`defend` includes "payer"): when its channel closes, anchors the newest receipt commit the
+   * provider signed, unless that root is anchored already, so every receipt it covers stays provable whatever
+   * ticket is recorded (decision 0003).
+   */
+  async #anchor(sessionId: Hex, finalizesAt: bigint): Promise<void> {
+    const { store, publicClient, wallet, escrow, defend = ["provider"] } = this.parameters;
+    const channel = store.getChannel(sessionId);
+    if (!channel || channel.role !== "payer" || !defend.includes("payer")) return;
+    // Only the payer or the funder may anchor; a tower paying gas from another account leaves it to `ioi close`.
+    const { payer, funder } = channel.ref.terms;
+    if (!isAddressEqual(wallet.account.address, payer) && !isAddressEqual(wallet.account.address, funder)) return;
+    const commit = store.latestCommit(sessionId, "provider");
+    if (!commit) return;
+    if ((await publicClient.getBlock()).timestamp >= finalizesAt) return;
+    const already = await publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "anchoredCommitOf", args: [sessionId, commit.commit.root] });
+    if (already !== 0n) return;
+    const anchored = await anchorReceiptCommit({ wallet, publicClient, escrow, ref: channel.ref, commit });
+    this.parameters.logger?.info(
+      { event: "watchtower.anchored", sessionId, leafCount: anchored.leafCount.toString(), root: anchored.root, txHash: anchored.hash },
+      "provider's receipt commit anchored",
+    );
+  }
+
+  /** Finalises every closing channel of the store whose window (and any dispute) has passed. */
+  async finalizeDue(): Promise<void> {
+    const { store, publicClient, wallet, escrow } = this.parameters;
+    const now = (await publicClient.getBlock()).timestamp;
+    for (const channel of store.listChannels({ status: "closing" })) {
+      const closing = store.getClosing(channel.sessionId);
+      if (!closing || now < closing.finalizesAt) continue;
+      const [matches, , openCases] = await publicClient.readContract({
+        address: escrow,
+        abi: gasEscrowAbi,
+        functionName: "closingInfo",
+        args: [channel.sessionId, closing.state],
+      });
+      if (!matches || openCases > 0) continue;
+      const settled = await finalizeClose({ wallet, publicClient, escrow, ref: channel.ref, recorded: closing.state });
+      await store.updateChannel(channel.sessionId, { status: "settled" });
+      this.parameters.logger?.info(
+        { event: "watchtower.finalized", sessionId: channel.sessionId, txHash: settled.hash, paidToProvider: settled.paidToProvider.toString(), refundedToFunder: settled.refundedToFunder.toString() },
+        "closed channel finalised",
+      );
+      this.parameters.onFinalized?.(channel.sessionId, settled.hash);
+    }
+  }
+}

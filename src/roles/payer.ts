@@ -1,0 +1,222 @@
+/**
+ * `ioi-settlement/payer` — the payer's side of a payment channel: open a channel on the terms a provider
+ * node signs, stream paid invocations over the sealed socket, and close (cooperatively, or alone).
+ *
+ * ```ts
+ * import { createPayer, SqliteStore } from "ioi-settlement/payer";
+ * const payer = createPayer({ deployment, publicClient, wallet, store: SqliteStore.open("payer.db") });
+ * const { sessionId } = await payer.openChannel({ provider, peer: { host: "127.0.0.1", port: 7000 }, deposit: 10n ** 15n });
+ * const client = await payer.connect(sessionId);
+ * const { result } = await client.invoke({ jsonrpc: "2.0", id: 1, method: "tools/call", params: {…} });
+ * await client.close();
+ * await payer.closeCooperative(sessionId);
+ * ```
+ */
+import { getAddress, keccak256, stringToBytes, type Address, type Hex, type LocalAccount, type PublicClient } from "viem";
+
+import { gasEscrowDomain, type GasEscrowDomain } from "../core/eip712";
+import { BaseError } from "../core/errors";
+import {
+  closeCooperative,
+  closeUnilateral,
+  depositToChannel,
+  finalizeClose,
+  openChannel,
+  type ClosingChannel,
+  type SettledChannel,
+  type Wallet,
+} from "../chain/escrow";
+import { fetchTermsOffer, PayerClient } from "../node/payer-client";
+import { PayerSession } from "../node/payer-session";
+import type { ChannelRecord, ChannelStore } from "../store/store";
+import { describePricing, NATIVE_ASSET, termsHashOf, type PricingTerms } from "../core/terms";
+import { assertDeployed, type Deployment } from "./deployment";
+
+export type Peer = { host: string; port: number };
+
+export type PayerParameters = {
+  deployment: Deployment;
+  publicClient: PublicClient;
+  /** The payer's wallet (a local account): it signs tickets and pays for the transactions. */
+  wallet: Wallet;
+  /** Where tickets and receipts are kept durably (`SqliteStore.open(path)`). */
+  store: ChannelStore;
+};
+
+export type OpenPaidChannelParameters = {
+  provider: Address;
+  /** The provider node: its signed terms are fetched and checked before anything is funded. */
+  peer: Peer;
+  /** Wei to lock in the channel. */
+  deposit: bigint;
+  /** If given, the flat (v1) price per invocation the payer expects; any other offer funds nothing. */
+  expectedPrice?: bigint;
+  /** If given, the terms document the payer agrees to (decision 0026); an offer with another terms hash funds nothing. */
+  expectedTerms?: PricingTerms;
+  /** Challenge window in seconds (default 3600). */
+  challengeDuration?: bigint;
+  policy?: string;
+};
+
+export class PayerError extends BaseError {
+  override name = "PayerError" as const;
+}
+
+/** One payer over viem clients and a deployment object. */
+export class Payer {
+  readonly escrow: Address;
+  readonly domain: GasEscrowDomain;
+  readonly #peers = new Map<Hex, Peer>();
+
+  constructor(readonly parameters: PayerParameters) {
+    const escrow = parameters.deployment.contracts.GasEscrow;
+    if (escrow === undefined) throw new PayerError(`The deployment for chain ${parameters.deployment.chainId} names no GasEscrow address.`);
+    this.escrow = getAddress(typeof escrow === "string" ? escrow : escrow.address);
+    this.domain = gasEscrowDomain({ chainId: parameters.deployment.chainId, verifyingContract: this.escrow });
+  }
+
+  /** The wallet's local account: tickets are signed in-process, never by a remote signer. */
+  get account(): LocalAccount {
+    const account = this.parameters.wallet.account;
+    if (account.type !== "local") throw new PayerError("The payer's wallet must hold a local account (privateKeyToAccount): tickets are signed in-process.");
+    return account;
+  }
+
+  /** Fetches the provider's signed terms, checks them, and opens and funds a native-ETH channel on them. */
+  async openChannel(parameters: OpenPaidChannelParameters): Promise<{ sessionId: Hex; deposit: bigint; pricing: PricingTerms; hash: Hex; gasUsed: bigint }> {
+    const { wallet, publicClient, store, deployment } = this.parameters;
+    await assertDeployed(publicClient, deployment, "GasEscrow");
+    const provider = getAddress(parameters.provider);
+    const offer = await fetchTermsOffer({ account: this.account, domain: this.domain, provider, host: parameters.peer.host, port: parameters.peer.port });
+    if (parameters.expectedTerms !== undefined && termsHashOf(parameters.expectedTerms) !== offer.termsHash) {
+      throw new PayerError(`The provider offers terms ${offer.termsHash} (${describePricing(offer.pricing)}), not the terms document the payer agreed to (${termsHashOf(parameters.expectedTerms)}); nothing was funded.`);
+    }
+    if (parameters.expectedPrice !== undefined && (offer.pricing.version !== "1" || parameters.expectedPrice !== offer.pricing.pricePerInvocation)) {
+      throw new PayerError(`The provider charges ${describePricing(offer.pricing)}, not ${parameters.expectedPrice} wei per invocation; nothing was funded.`);
+    }
+    const pricing = offer.pricing;
+    const opened = await openChannel({
+      wallet,
+      publicClient,
+      escrow: this.escrow,
+      amount: parameters.deposit,
+      terms: {
+        payer: this.account.address,
+        provider,
+        funder: this.account.address,
+        asset: NATIVE_ASSET,
+        termsHash: termsHashOf(pricing),
+        policyHash: keccak256(stringToBytes(parameters.policy ?? "policy: default")),
+        challengeDuration: parameters.challengeDuration ?? 3600n,
+        nonce: BigInt(Date.now()),
+      },
+    });
+    const peer = `${parameters.peer.host}:${parameters.peer.port}`;
+    await store.putChannel({ sessionId: opened.sessionId, role: "payer", ref: opened.ref, pricing, escrow: this.escrow, chainId: deployment.chainId, deposit: opened.deposit, status: "open", peer });
+    this.#peers.set(opened.sessionId, parameters.peer);
+    return { sessionId: opened.sessionId, deposit: opened.deposit, pricing, hash: opened.hash, gasUsed: opened.gasUsed };
+  }
+
+  /** Connects to the channel's provider node (the peer it was opened with, unless given) to invoke and stream. */
+  async connect(sessionId: Hex, peer?: Peer): Promise<PayerClient> {
+    const channel = this.#channel(sessionId);
+    const { host, port } = peer ?? this.#peerOf(channel);
+    return PayerClient.connect({ account: this.account, domain: this.domain, store: this.parameters.store, channel, host, port });
+  }
+
+  /** Tops the channel up with `amount` wei. */
+  async deposit(sessionId: Hex, amount: bigint) {
+    const { wallet, publicClient, store } = this.parameters;
+    const channel = this.#channel(sessionId);
+    const result = await depositToChannel({ wallet, publicClient, escrow: this.escrow, ref: channel.ref, amount });
+    await store.updateChannel(sessionId, { deposit: result.deposit });
+    return result;
+  }
+
+  /** Agrees the final state with the provider node and settles on-chain at once. */
+  async closeCooperative(sessionId: Hex, peer?: Peer): Promise<SettledChannel> {
+    const { wallet, publicClient, store } = this.parameters;
+    const channel = this.#channel(sessionId);
+    const client = await this.connect(sessionId, peer);
+    let agreed;
+    try {
+      agreed = await client.cooperativeClose();
+    } finally {
+      await client.close();
+    }
+    const settled = await closeCooperative({ wallet, publicClient, escrow: this.escrow, ref: channel.ref, ...agreed });
+    await store.updateChannel(sessionId, { status: "settled" });
+    return settled;
+  }
+
+  /** Closes alone with a ticket that covers every receipt accepted; the challenge window then runs. */
+  async closeUnilateral(sessionId: Hex): Promise<ClosingChannel> {
+    const { wallet, publicClient, store } = this.parameters;
+    const channel = this.#channel(sessionId);
+    let ticket = store.latestTicket(sessionId);
+    if (ticket) {
+      const session = PayerSession.restore(
+        { account: this.account, domain: this.domain, ref: channel.ref, sessionId, pricing: channel.pricing, deposit: channel.deposit },
+        store.steps(sessionId),
+      );
+      ticket = await session.closingTicket();
+    }
+    const closed = await closeUnilateral({ wallet, publicClient, escrow: this.escrow, ref: channel.ref, ticket });
+    await store.putClosing(sessionId, { state: closed.state, finalizesAt: closed.finalizesAt, closer: this.account.address, txHash: closed.hash });
+    await store.updateChannel(sessionId, { status: "closing" });
+    return closed;
+  }
+
+  /** Pays out a unilaterally closed channel once its window has passed. */
+  async finalize(sessionId: Hex): Promise<SettledChannel> {
+    const { wallet, publicClient, store } = this.parameters;
+    const channel = this.#channel(sessionId);
+    const closing = store.getClosing(sessionId);
+    if (!closing) throw new PayerError(`Session ${sessionId} is not closing in this store: close it first.`);
+    const settled = await finalizeClose({ wallet, publicClient, escrow: this.escrow, ref: channel.ref, recorded: closing.state });
+    await store.updateChannel(sessionId, { status: "settled" });
+    return settled;
+  }
+
+  #channel(sessionId: Hex): ChannelRecord {
+    const channel = this.parameters.store.getChannel(sessionId);
+    if (!channel) throw new PayerError(`The store holds no session ${sessionId}.`);
+    return channel;
+  }
+
+  #peerOf(channel: ChannelRecord): Peer {
+    const known = this.#peers.get(channel.sessionId);
+    if (known) return known;
+    const match = channel.peer ? /^(.*):(\d{1,5})$/.exec(channel.peer) : null;
+    if (!match) throw new PayerError(`Session ${channel.sessionId} has no recorded peer: pass one to connect.`);
+    return { host: match[1]!.replace(/^\[(.*)\]$/, "$1"), port: Number(match[2]) };
+  }
+}
+
+/** A payer bound to a deployment, viem clients and a store. */
+export function createPayer(parameters: PayerParameters): Payer {
+  return new Payer(parameters);
+}
+
+export { PayerClient, fetchTermsOffer, ProviderRejectedError, type InvocationOutcome } from "../node/payer-client";
+export { PayerSession } from "../node/payer-session";
+export { SqliteStore } from "../store/sqlite-store";
+export type { ChannelStore, ChannelRecord } from "../store/store";
+export { gasEscrowAbi } from "../abi/GasEscrow";
+export type { Deployment, ContractName } from "./deployment";
+export { contractAddress, assertDeployed, DeploymentError } from "./deployment";
+export type { Wallet } from "../chain/escrow";
+
+// Session keys and sponsored sessions (issue 14, decision 0025): the payer signs a grant (no transaction),
+// `PayerSession` signs tickets with the key (`sessionKey` parameter), the payer revokes on-chain.
+export {
+  signSessionKeyGrant,
+  capabilitiesHash,
+  signedSessionKeyGrantToJson,
+  signedSessionKeyGrantFromJson,
+  ANY_METHOD,
+  type SessionKeyGrant,
+  type SignedSessionKeyGrant,
+} from "../core/session-key";
+export { revokeSessionKey, revokeAllSessionKeys, readSessionKeyChainState } from "../chain/escrow";
+export { fundGigFor, readGigFunder } from "../chain/gig";

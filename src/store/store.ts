@@ -1,0 +1,139 @@
+/**
+ * The channel client's durable store: what a payer or provider must not forget across a crash — its
+ * channels, every ticket it signed or accepted, every receipt, the receipt commits, the closing it saw
+ * on-chain and how far its chain followers got.
+ *
+ * `ChannelStore` is the seam; `SqliteStore` (./sqlite-store) is the embedded default. The durability rule
+ * every implementation keeps: a write's promise resolves only once the write would survive a crash (and,
+ * for the SQLite store, a power loss), and a rejected write left nothing behind. Callers therefore await
+ * the write BEFORE they act on it — send the ticket, answer with the receipt, submit the close.
+ *
+ * Reads are synchronous and return committed data: safe from a process crash at once, and from a power
+ * loss once the write's promise resolved (docs/decisions/0008). Act on a write only after awaiting it.
+ */
+import type { Address, Hex } from "viem";
+
+import type { ClosingState } from "../core/summary";
+import type { SettlementSummary } from "../core/summary";
+import type { SignedReceiptCommit } from "../core/receipt-commit";
+import type { SignedSessionReceipt } from "../core/receipt";
+import type { ChannelRef, PricingTerms } from "../core/terms";
+import type { SignedPaymentTicket } from "../core/ticket";
+
+/** Which side of the channel this client is. */
+export type ChannelRole = "payer" | "provider";
+
+/**
+ * Lifecycle of a channel as this client last saw it: on-chain, or `closing` once it co-signed a cooperative
+ * close (the session ended off-chain; the settlement may not be mined yet).
+ */
+export type ChannelStatus = "open" | "closing" | "settled";
+
+export const CHANNEL_ROLES: readonly ChannelRole[] = ["payer", "provider"];
+export const CHANNEL_STATUSES: readonly ChannelStatus[] = ["open", "closing", "settled"];
+
+export type ChannelRecord = {
+  sessionId: Hex;
+  role: ChannelRole;
+  ref: ChannelRef;
+  pricing: PricingTerms;
+  /** The GasEscrow deployment holding the channel. */
+  escrow: Address;
+  chainId: number;
+  /** What the channel holds on-chain, as last seen. */
+  deposit: bigint;
+  status: ChannelStatus;
+  /** Where the counterparty is reached, e.g. "127.0.0.1:7000". */
+  peer?: string;
+};
+
+/** One step of a session: the ticket that paid for it and, once the provider answered, its receipt and leaf. */
+export type StepRecord = {
+  seq: bigint;
+  ticket: SignedPaymentTicket;
+  receipt?: SignedSessionReceipt;
+  /** `receiptLeaf(receipt, ticket)`; present exactly when `receipt` is. */
+  leaf?: Hex;
+};
+
+/** A unilateral close (or the latest challenge of it) as recorded on-chain. */
+export type ClosingRecord = {
+  state: ClosingState;
+  finalizesAt: bigint;
+  /** Who submitted the close. */
+  closer: Address;
+  /** The transaction that recorded `state` (the close, or the challenge that replaced it). */
+  txHash: Hex;
+};
+
+/** A cooperative close both parties signed (mode Cooperative): what either can submit on-chain. */
+export type CooperativeCloseRecord = { summary: SettlementSummary; payerSignature: Hex; providerSignature: Hex };
+
+export type ChannelPatch = { deposit?: bigint; status?: ChannelStatus };
+export type ListChannelsFilter = { role?: ChannelRole; status?: ChannelStatus };
+export type StepsOptions = {
+  /** Smallest seq returned (inclusive). */
+  fromSeq?: bigint;
+  /** Most steps returned. */
+  limit?: number;
+};
+
+export interface ChannelStore {
+  /** Inserts the channel, or replaces every field of the stored one (its steps are kept). */
+  putChannel(record: ChannelRecord): Promise<void>;
+  /** Changes the mutable fields of a stored channel; rejects with `UnknownChannelError` if there is none. */
+  updateChannel(sessionId: Hex, patch: ChannelPatch): Promise<void>;
+  getChannel(sessionId: Hex): ChannelRecord | undefined;
+  /** Channels in the order they were first stored, optionally only those with the given role and/or status. */
+  listChannels(filter?: ListChannelsFilter): ChannelRecord[];
+
+  /**
+   * Payer: a ticket it signed, persisted BEFORE it is sent. Idempotent for the same (sessionId, seq,
+   * bytes); a different ticket for a seq that already has one rejects with `TicketConflictError`.
+   */
+  putTicket(sessionId: Hex, signed: SignedPaymentTicket): Promise<void>;
+  /**
+   * Provider: an accepted ticket with its signed receipt and leaf, atomically, persisted BEFORE the
+   * answer. Payer: the receipt it accepted for a ticket it stored earlier (the ticket must be the same
+   * bytes, else `TicketConflictError`). Idempotent for identical steps; a different receipt or leaf for a
+   * step that has one rejects with `ReceiptConflictError`.
+   */
+  putStep(sessionId: Hex, step: Required<StepRecord>): Promise<void>;
+  /** The ticket with the highest seq. */
+  latestTicket(sessionId: Hex): SignedPaymentTicket | undefined;
+  /** Steps in ascending seq. */
+  steps(sessionId: Hex, options?: StepsOptions): StepRecord[];
+  /** Leaves of the steps that have receipts, in ascending seq: what rebuilds the receipt accumulator. */
+  leaves(sessionId: Hex): Hex[];
+  /** Number of steps that have receipts. */
+  receiptCount(sessionId: Hex): number;
+
+  /**
+   * A receipt commit signed `by` one party. Commits are kept per leaf count (the history is evidence);
+   * a different commit by the same party for the same leaf count rejects with `CommitConflictError`.
+   */
+  putCommit(sessionId: Hex, by: ChannelRole, signed: SignedReceiptCommit): Promise<void>;
+  /** The commit by `by` over the most leaves. */
+  latestCommit(sessionId: Hex, by: ChannelRole): SignedReceiptCommit | undefined;
+
+  /** Records (or replaces, after a challenge) the channel's on-chain closing. */
+  putClosing(sessionId: Hex, closing: ClosingRecord): Promise<void>;
+  getClosing(sessionId: Hex): ClosingRecord | undefined;
+
+  /**
+   * The cooperative close this client co-signed, persisted BEFORE its co-signature leaves. Idempotent for the
+   * same close; a different one for the same session rejects with `CooperativeCloseConflictError`.
+   */
+  putCooperativeClose(sessionId: Hex, close: CooperativeCloseRecord): Promise<void>;
+  getCooperativeClose(sessionId: Hex): CooperativeCloseRecord | undefined;
+
+  /** A chain follower's cursor: the last block it fully processed. */
+  getCursor(name: string): bigint | undefined;
+  /** Sets a cursor (it may move backwards, e.g. to re-process after a reorg). */
+  setCursor(name: string, block: bigint): Promise<void>;
+
+  /** Resolves when everything written so far is durable (rejects if that batch failed). */
+  flush(): Promise<void>;
+  /** Flushes, then closes. Later reads throw and later writes reject with `StoreClosedError`. Idempotent. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,879 @@
+/**
+ * The payer ↔ provider connection over TCP: the four-way handshake of `handshake.ts`, then sealed frames
+ * (`sealing.ts`) inside length-prefixed frames (`frames.ts`).
+ *
+ * API (EventEmitter, in the style of `net.Socket`):
+ *
+ * ```ts
+ * const server = await listenSecure({ port: 0, account: provider, authorize: async (sessionId, payer) =>
+ *   isPayerOf(sessionId, payer) ? { ok: true } : { ok: false, reason: "not this channel's payer" } });
+ * server.on("connection", (conn) => conn.on("message", (bytes) => conn.send(bytes)));
+ * server.on("handshakeError", (err, remote) => log(err.name, remote));
+ *
+ * const conn = await connectSecure({ host: "127.0.0.1", port: server.port, account: payer, sessionId,
+ *   expectedPeer: provider.address });
+ * conn.on("message", (bytes) => ...);         // in order, each once (see Delivery)
+ * await conn.send(new Uint8Array([1, 2, 3])); // resolves once the socket can take more (backpressure)
+ * await conn.close();                         // sealed close, then TCP FIN
+ * const error = await conn.closed;            // undefined after a graceful close
+ * ```
+ *
+ * - **Delivery.** The socket is always read, so the sealed close and protocol violations are handled whether
+ *   or not the application listens. Messages go to `message` listeners in order; while there are none (for
+ *   instance between `await connectSecure()` and attaching one), or after `pause()`, they wait in an inbox
+ *   of about `maxMessageBytes`, beyond which reading stops and TCP flow control slows the peer. A graceful
+ *   `close` is emitted only after the inbox has been delivered.
+ * - **Failures.** Any protocol violation — a frame that fails authentication, arrives out of sequence, is
+ *   oversized or malformed, or a truncated stream — closes the connection at once and discards undelivered
+ *   messages. The error is emitted once as `error` (only if an `error` listener is attached: the process
+ *   never crashes for want of one), then `close` is emitted with it, and `closed` resolves with it. Nothing
+ *   from a failing frame is delivered. No socket or timer callback of this module throws; an exception
+ *   thrown by a `message` listener closes the connection with a {@link ConnectionClosedError} (its `cause`).
+ * - **Backpressure.** `send()` resolves when the socket accepted the frame below its high-water mark, or
+ *   after the next `drain`. Await it. Sends made without awaiting are refused with {@link SendBufferFullError}
+ *   once more than `maxBufferedBytes` wait in the socket, so memory stays bounded.
+ * - **Server.** `listenSecure` resolves with a {@link SecureServer}: `port`, `server` (the `net.Server`),
+ *   `connections`, events `connection` / `handshakeError` / `error`, and `close()`.
+ */
+import { EventEmitter } from "node:events";
+import * as net from "node:net";
+import { isAddress, type Address, type Hex, type LocalAccount } from "viem";
+
+import { BaseError, InvalidFieldError, SizeLimitError } from "../core/errors";
+import { expectHash } from "../core/validate";
+import {
+  ConnectionClosedError,
+  HandshakeError,
+  HandshakeTimeoutError,
+  KeyConfirmationError,
+  MalformedFrameError,
+  SendBufferFullError,
+  type TransportError,
+} from "./errors";
+import { encodeFrame, FrameDecoder } from "./frames";
+import {
+  acceptTry,
+  checkKeyConfirmation,
+  createInit,
+  createTry,
+  decodeInit,
+  decodeTry,
+  encodeHandshakeMessage,
+  encodeKeyConfirmation,
+  MAX_HANDSHAKE_MESSAGE_BYTES,
+  verifyInit,
+  type KeyConfirmationType,
+} from "./handshake";
+import { MAX_MESSAGE_BYTES, RecordOpener, RecordSealer, RecordType, SEALED_FRAME_OVERHEAD } from "./sealing";
+
+export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 10_000;
+/** Sealed bytes allowed to wait in the socket before unawaited sends are refused (8 maximal messages). */
+export const DEFAULT_MAX_BUFFERED_BYTES = 8 * (MAX_MESSAGE_BYTES + SEALED_FRAME_OVERHEAD);
+/** Handshakes a listener runs at once; more connections are dropped until some finish. */
+export const DEFAULT_MAX_PENDING_HANDSHAKES = 128;
+export const DEFAULT_HOST = "127.0.0.1";
+
+export type AuthorizeResult = { ok: true } | { ok: false; reason: string };
+/**
+ * The responder's decision on an initiator whose signature has been verified: may `initiator` open
+ * `sessionId`? (A provider node checks that it is that channel's payer.)
+ */
+export type AuthorizeInitiator = (sessionId: Hex, initiator: Address) => Promise<AuthorizeResult>;
+
+type ConnectionOptions = {
+  /** Handshake deadline; also bounds a graceful close. Default 10 s. */
+  timeoutMs?: number;
+  /**
+   * Largest message `send` accepts and the peer may send (default 1 MiB); frames may be
+   * {@link SEALED_FRAME_OVERHEAD} bytes larger. Both ends must use the same value.
+   */
+  maxMessageBytes?: number;
+  /** See {@link SendBufferFullError}. Default {@link DEFAULT_MAX_BUFFERED_BYTES}. */
+  maxBufferedBytes?: number;
+};
+
+export type ConnectSecureParameters = ConnectionOptions & {
+  host: string;
+  port: number;
+  /** The payer's key: signs ChannelOpenInit. */
+  account: LocalAccount;
+  sessionId: Hex;
+  /** The provider's address: ChannelOpenTry must be signed by this key. */
+  expectedPeer: Address;
+};
+
+export type ListenSecureParameters = ConnectionOptions & {
+  /** Interface to listen on; default 127.0.0.1. Only this interface is bound. */
+  host?: string;
+  /** 0 (the default) picks an ephemeral port; read it from `server.port`. */
+  port?: number;
+  /** The provider's key: signs ChannelOpenTry. */
+  account: LocalAccount;
+  authorize: AuthorizeInitiator;
+  maxPendingHandshakes?: number;
+};
+
+export type RemoteEndpoint = { address: string | undefined; port: number | undefined };
+
+// --- Handshake I/O ---------------------------------------------------------------------------------------
+
+/**
+ * Reads frames for the handshake: queues complete frames (pausing the socket while any wait unread, so at
+ * most one socket read is buffered), turns EOF, socket errors and decoder errors into one failure.
+ */
+class HandshakeIo {
+  stage: string;
+  /** Rejects with the first failure; never resolves. */
+  readonly failed: Promise<never>;
+  failure: TransportError | undefined;
+
+  private rejectFailed!: (error: TransportError) => void;
+  private readonly frames: Uint8Array[] = [];
+  private eof = false;
+  private waiter: { resolve: (frame: Uint8Array) => void; onEof: () => TransportError } | undefined;
+
+  constructor(readonly socket: net.Socket, readonly decoder: FrameDecoder, stage: string) {
+    this.stage = stage;
+    this.failed = new Promise<never>((_, reject) => (this.rejectFailed = reject));
+    this.failed.catch(() => {}); // observed through Promise.race; never an unhandled rejection
+    socket.on("data", this.onData);
+    socket.on("end", this.onEnd);
+    socket.on("error", this.onError);
+    socket.on("close", this.onClose);
+  }
+
+  /** The next frame; `onEof` names the failure if the peer ends the stream first. */
+  read(onEof: () => TransportError): Promise<Uint8Array> {
+    if (this.failure) return Promise.reject(this.failure);
+    const frame = this.frames.shift();
+    if (frame) {
+      if (this.frames.length === 0) this.socket.resume();
+      return Promise.resolve(frame);
+    }
+    if (this.eof) {
+      this.fail(onEof());
+      return Promise.reject(this.failure);
+    }
+    return new Promise((resolve) => {
+      this.waiter = { resolve, onEof };
+      this.socket.resume();
+    });
+  }
+
+  write(bytes: Uint8Array): void {
+    if (this.failure) throw this.failure;
+    this.socket.write(bytes);
+  }
+
+  /** Records the first failure, rejects `failed` and destroys the socket. Idempotent. */
+  fail(error: TransportError): void {
+    if (this.failure) return;
+    this.failure = error;
+    this.waiter = undefined;
+    this.rejectFailed(error);
+    this.socket.destroy();
+  }
+
+  /** Hands the socket over: removes the listeners, returns frames already received and whether EOF was seen. */
+  detach(): { frames: Uint8Array[]; eof: boolean } {
+    this.socket.off("data", this.onData);
+    this.socket.off("end", this.onEnd);
+    this.socket.off("error", this.onError);
+    this.socket.off("close", this.onClose);
+    return { frames: this.frames.splice(0), eof: this.eof };
+  }
+
+  private readonly onData = (chunk: Buffer): void => {
+    if (this.failure) return;
+    try {
+      this.frames.push(...this.decoder.push(chunk));
+    } catch (error) {
+      this.fail(asTransportError(error));
+      return;
+    }
+    const waiter = this.waiter;
+    if (waiter && this.frames.length > 0) {
+      this.waiter = undefined;
+      waiter.resolve(this.frames.shift()!);
+    }
+    if (this.frames.length > 0) this.socket.pause();
+  };
+
+  private readonly onEnd = (): void => {
+    this.eof = true;
+    if (this.waiter && this.frames.length === 0) this.fail(this.waiter.onEof());
+  };
+
+  /** A reset or close while a read waits is the peer going away at that step: the read names the failure. */
+  private readonly onError = (error: Error): void => {
+    const code = (error as NodeJS.ErrnoException).code ?? error.message;
+    if (this.waiter && this.frames.length === 0) this.fail(this.waiter.onEof());
+    else if (this.stage === "connecting") this.fail(new ConnectionClosedError(`Could not connect (${code}).`, { cause: error }));
+    else this.fail(new HandshakeError(`The TCP connection failed during the handshake, ${this.stage} (${code}).`, { cause: error }));
+  };
+
+  private readonly onClose = (): void => {
+    if (this.waiter && this.frames.length === 0) this.fail(this.waiter.onEof());
+    else this.fail(new HandshakeError(`The connection closed during the handshake, ${this.stage}.`));
+  };
+}
+
+const TRANSPORT_ERROR_NAMES: ReadonlySet<string> = new Set([
+  "FrameTooLargeError",
+  "MalformedFrameError",
+  "FrameAuthenticationError",
+  "FrameReplayError",
+  "HandshakeError",
+  "KeyConfirmationError",
+  "HandshakeTimeoutError",
+  "ConnectionClosedError",
+  "SendBufferFullError",
+]);
+
+/** Transport errors pass through; anything else (e.g. an account that cannot sign) becomes the cause of one. */
+function asTransportError(error: unknown): TransportError {
+  if (error instanceof BaseError && TRANSPORT_ERROR_NAMES.has(error.name)) return error as TransportError;
+  const reason = error instanceof BaseError ? error.shortMessage : "an unexpected error";
+  return new HandshakeError(`The handshake failed: ${reason}`, { cause: error });
+}
+
+/** Runs `body` against `io` with a deadline; on any failure the socket is destroyed and the first error thrown. */
+async function runHandshake<T>(io: HandshakeIo, timeoutMs: number, body: () => Promise<T>): Promise<T> {
+  const timer = setTimeout(() => io.fail(new HandshakeTimeoutError(timeoutMs, io.stage)), timeoutMs);
+  const run = body();
+  run.catch(() => {}); // if `failed` wins the race, this one's later rejection is expected
+  try {
+    return await Promise.race([run, io.failed]);
+  } catch (error) {
+    io.fail(asTransportError(error));
+    throw io.failure;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Opens the counter-0 record of a direction and checks it is the expected key confirmation. */
+function openKeyConfirmation(opener: RecordOpener, frame: Uint8Array, type: KeyConfirmationType, transcript: Hex): void {
+  let record: ReturnType<RecordOpener["open"]>;
+  try {
+    record = opener.open(frame);
+  } catch (cause) {
+    throw new KeyConfirmationError(
+      `The ${type} did not open under the derived key: the two sides derived different keys ` +
+        "(the handshake was altered in transit).",
+      { cause },
+    );
+  }
+  if (record.type !== RecordType.keyConfirmation) {
+    throw new KeyConfirmationError(`Expected the ${type} record, received a record of type ${record.type}.`);
+  }
+  checkKeyConfirmation(record.payload, type, transcript);
+}
+
+function validateOptions(options: ConnectionOptions) {
+  const timeoutMs = options.timeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
+  const maxMessageBytes = options.maxMessageBytes ?? MAX_MESSAGE_BYTES;
+  const maxBufferedBytes = options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES;
+  if (!Number.isSafeInteger(timeoutMs) || timeoutMs <= 0) {
+    throw new InvalidFieldError("timeoutMs", "a positive integer of milliseconds", timeoutMs);
+  }
+  if (!Number.isSafeInteger(maxMessageBytes) || maxMessageBytes <= 0 || maxMessageBytes > 0xffff_ffff - SEALED_FRAME_OVERHEAD) {
+    throw new InvalidFieldError("maxMessageBytes", "a positive integer below 2^32 - 25", maxMessageBytes);
+  }
+  if (!Number.isSafeInteger(maxBufferedBytes) || maxBufferedBytes < 0) {
+    throw new InvalidFieldError("maxBufferedBytes", "a non-negative integer", maxBufferedBytes);
+  }
+  return { timeoutMs, maxMessageBytes, maxBufferedBytes };
+}
+
+// --- Initiator -------------------------------------------------------------------------------------------
+
+/**
+ * Connects to a provider and runs the handshake as initiator. Resolves with an open connection once the
+ * provider has proved it holds `expectedPeer`'s key and the session keys (ChannelOpenConfirm). Rejects with
+ * {@link HandshakeError}, {@link KeyConfirmationError}, {@link HandshakeTimeoutError},
+ * {@link FrameTooLargeError} or {@link ConnectionClosedError} (could not connect); the socket is then closed.
+ */
+export async function connectSecure(parameters: ConnectSecureParameters): Promise<SecureConnection> {
+  const { host, port, account } = parameters;
+  const options = validateOptions(parameters);
+  const sessionId = expectHash(parameters.sessionId, "sessionId");
+  if (!isAddress(parameters.expectedPeer, { strict: false })) {
+    throw new InvalidFieldError("expectedPeer", "the provider's address", parameters.expectedPeer);
+  }
+  const expectedPeer = parameters.expectedPeer;
+  const decoder = new FrameDecoder({ maxFrameBytes: MAX_HANDSHAKE_MESSAGE_BYTES });
+  const socket = net.connect({ host, port });
+  socket.setNoDelay(true);
+  const io = new HandshakeIo(socket, decoder, "connecting");
+
+  const opened = await runHandshake(io, options.timeoutMs, async () => {
+    if (socket.connecting) await new Promise<void>((resolve) => socket.once("connect", () => resolve()));
+    io.stage = "sending ChannelOpenInit";
+    const { init, secrets } = await createInit({ account, sessionId });
+    io.write(encodeFrame(encodeHandshakeMessage(init)));
+
+    io.stage = "waiting for ChannelOpenTry";
+    const tryFrame = await io.read(
+      () =>
+        new HandshakeError(
+          "The responder closed the connection before sending ChannelOpenTry: it refused this initiator or session.",
+        ),
+    );
+    const tryMessage = decodeTry(tryFrame);
+    const { keys, transcriptHash } = await acceptTry({ init, secrets, tryMessage, expectedResponder: expectedPeer });
+    // The responder has proved its identity over this transcript: full-size frames may follow its Confirm.
+    decoder.maxFrameBytes = options.maxMessageBytes + SEALED_FRAME_OVERHEAD;
+    const sealer = new RecordSealer(keys.initiatorToResponder);
+    const opener = new RecordOpener(keys.responderToInitiator);
+    io.write(encodeFrame(sealer.seal(RecordType.keyConfirmation, encodeKeyConfirmation("ChannelOpenAck", transcriptHash))));
+
+    io.stage = "waiting for ChannelOpenConfirm";
+    const confirmFrame = await io.read(
+      () =>
+        new KeyConfirmationError(
+          "The responder closed the connection instead of sending ChannelOpenConfirm: it could not open our " +
+            "ChannelOpenAck, so the two sides derived different keys.",
+        ),
+    );
+    openKeyConfirmation(opener, confirmFrame, "ChannelOpenConfirm", transcriptHash);
+    return { sealer, opener, transcriptHash, peer: tryMessage.responder };
+  });
+
+  const { frames, eof } = io.detach();
+  return new SecureConnection({
+    ...opened,
+    ...options,
+    socket,
+    decoder,
+    frames,
+    eof,
+    role: "initiator",
+    sessionId,
+  });
+}
+
+// --- Responder -------------------------------------------------------------------------------------------
+
+export interface SecureServer {
+  /** A handshake completed; attach listeners to `connection` (delivery starts with the first `message` listener). */
+  on(event: "connection", listener: (connection: SecureConnection) => void): this;
+  /** A connection was dropped before it opened (bad or unauthorized peer, garbage, timeout). The server keeps accepting. */
+  on(event: "handshakeError", listener: (error: TransportError, remote: RemoteEndpoint) => void): this;
+  /** The listening socket failed (emitted only if listened for). */
+  on(event: "error", listener: (error: Error) => void): this;
+  once(event: "connection", listener: (connection: SecureConnection) => void): this;
+  once(event: "handshakeError", listener: (error: TransportError, remote: RemoteEndpoint) => void): this;
+  once(event: "error", listener: (error: Error) => void): this;
+}
+
+/** What {@link listenSecure} returns: a listening provider endpoint. */
+export class SecureServer extends EventEmitter {
+  readonly server: net.Server;
+  readonly host: string;
+  /** Resolved port (the ephemeral one when listening on port 0). */
+  port = 0;
+
+  private readonly account: LocalAccount;
+  private readonly authorize: AuthorizeInitiator;
+  private readonly options: ReturnType<typeof validateOptions>;
+  private readonly maxPendingHandshakes: number;
+  private readonly pending = new Set<HandshakeIo>();
+  private readonly open = new Set<SecureConnection>();
+  private closing: Promise<void> | undefined;
+
+  /** @internal Use {@link listenSecure}. */
+  constructor(parameters: ListenSecureParameters) {
+    super();
+    this.host = parameters.host ?? DEFAULT_HOST;
+    this.account = parameters.account;
+    this.authorize = parameters.authorize;
+    this.options = validateOptions(parameters);
+    this.maxPendingHandshakes = parameters.maxPendingHandshakes ?? DEFAULT_MAX_PENDING_HANDSHAKES;
+    this.server = net.createServer((socket) => void this.accept(socket));
+    this.server.on("error", (error) => emitSafely(this, "error", error));
+  }
+
+  /** Connections that completed the handshake and are not yet closed. */
+  get connections(): ReadonlySet<SecureConnection> {
+    return this.open;
+  }
+
+  /** @internal */
+  listen(port: number): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const onError = (error: Error) => reject(error);
+      this.server.once("error", onError);
+      this.server.listen({ host: this.host, port }, () => {
+        this.server.off("error", onError);
+        this.port = (this.server.address() as net.AddressInfo).port;
+        resolve();
+      });
+    });
+  }
+
+  /**
+   * Stops accepting, aborts handshakes in progress, closes every open connection gracefully and resolves
+   * when the listening socket is closed. Idempotent.
+   */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      const serverClosed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+      for (const io of this.pending) io.fail(new HandshakeError("The server is closing."));
+      await Promise.all([...this.open].map((connection) => connection.close()));
+      await serverClosed;
+    })();
+    return this.closing;
+  }
+
+  private async accept(socket: net.Socket): Promise<void> {
+    const remote: RemoteEndpoint = { address: socket.remoteAddress, port: socket.remotePort };
+    if (this.closing || this.pending.size >= this.maxPendingHandshakes) {
+      socket.destroy();
+      const reason = this.closing ? "the server is closing" : `${this.pending.size} handshakes are already in progress`;
+      emitSafely(this, "handshakeError", new HandshakeError(`Connection refused: ${reason}.`), remote);
+      return;
+    }
+    socket.setNoDelay(true);
+    const decoder = new FrameDecoder({ maxFrameBytes: MAX_HANDSHAKE_MESSAGE_BYTES });
+    const io = new HandshakeIo(socket, decoder, "waiting for ChannelOpenInit");
+    this.pending.add(io);
+    try {
+      const opened = await runHandshake(io, this.options.timeoutMs, () => this.respond(io));
+      const { frames, eof } = io.detach();
+      const connection = new SecureConnection({ ...opened, ...this.options, socket, decoder, frames, eof, role: "responder" });
+      if (this.closing) {
+        void connection.close();
+        return;
+      }
+      this.open.add(connection);
+      void connection.closed.then(() => this.open.delete(connection));
+      emitSafely(this, "connection", connection);
+    } catch (error) {
+      emitSafely(this, "handshakeError", asTransportError(error), remote);
+    } finally {
+      this.pending.delete(io);
+    }
+  }
+
+  private async respond(io: HandshakeIo) {
+    const initFrame = await io.read(
+      () => new HandshakeError("The initiator closed the connection before sending ChannelOpenInit."),
+    );
+    const init = decodeInit(initFrame);
+    await verifyInit(init);
+
+    io.stage = "authorizing the initiator";
+    let verdict: AuthorizeResult;
+    try {
+      verdict = await this.authorize(init.sessionId, init.initiator);
+    } catch (cause) {
+      throw new HandshakeError(`authorize() threw for initiator ${init.initiator} and session ${init.sessionId}.`, {
+        cause,
+      });
+    }
+    if (!verdict.ok) {
+      throw new HandshakeError(`Initiator ${init.initiator} may not open session ${init.sessionId}: ${verdict.reason}`);
+    }
+
+    io.stage = "sending ChannelOpenTry";
+    const { tryMessage, keys, transcriptHash } = await createTry({ account: this.account, init });
+    io.write(encodeFrame(encodeHandshakeMessage(tryMessage)));
+    const sealer = new RecordSealer(keys.responderToInitiator);
+    const opener = new RecordOpener(keys.initiatorToResponder);
+
+    io.stage = "waiting for ChannelOpenAck";
+    const ackFrame = await io.read(
+      () =>
+        new HandshakeError(
+          "The initiator closed the connection before sending ChannelOpenAck: it refused our ChannelOpenTry " +
+            "(it expected another responder, or the Try was altered in transit).",
+        ),
+    );
+    openKeyConfirmation(opener, ackFrame, "ChannelOpenAck", transcriptHash);
+    // The initiator has proved it is live and holds the keys: full-size frames may follow.
+    io.decoder.maxFrameBytes = this.options.maxMessageBytes + SEALED_FRAME_OVERHEAD;
+    io.write(encodeFrame(sealer.seal(RecordType.keyConfirmation, encodeKeyConfirmation("ChannelOpenConfirm", transcriptHash))));
+    return { sealer, opener, transcriptHash, peer: init.initiator, sessionId: init.sessionId };
+  }
+}
+
+/**
+ * Listens for payers on `host` (default 127.0.0.1) and `port` (0 = ephemeral). Each accepted TCP connection
+ * runs the handshake as responder; completed ones are emitted as `connection`, failed ones as
+ * `handshakeError` (the server keeps accepting). Rejects with the OS error if the port cannot be bound.
+ */
+export async function listenSecure(parameters: ListenSecureParameters): Promise<SecureServer> {
+  const server = new SecureServer(parameters);
+  await server.listen(parameters.port ?? 0);
+  return server;
+}
+
+// --- The open connection ---------------------------------------------------------------------------------
+
+export type SecureConnectionState = "open" | "closing" | "closed";
+
+type ConnectionParts = ReturnType<typeof validateOptions> & {
+  socket: net.Socket;
+  decoder: FrameDecoder;
+  /** Frames received with the end of the handshake, not yet opened. */
+  frames: Uint8Array[];
+  eof: boolean;
+  sealer: RecordSealer;
+  opener: RecordOpener;
+  role: "initiator" | "responder";
+  sessionId: Hex;
+  peer: Address;
+  transcriptHash: Hex;
+};
+
+/** Bookkeeping cost counted per buffered message, so that many empty messages also reach the inbox limit. */
+const INBOX_ENTRY_COST = 64;
+
+export interface SecureConnection {
+  /** One message, exactly as the peer passed it to `send`, in order, each once. */
+  on(event: "message", listener: (data: Uint8Array) => void): this;
+  /** Emitted at most once, just before `close`, and only if a listener is attached. */
+  on(event: "error", listener: (error: TransportError) => void): this;
+  /** Emitted once; `error` is undefined after a graceful close. */
+  on(event: "close", listener: (error: TransportError | undefined) => void): this;
+  once(event: "message", listener: (data: Uint8Array) => void): this;
+  once(event: "error", listener: (error: TransportError) => void): this;
+  once(event: "close", listener: (error: TransportError | undefined) => void): this;
+}
+
+/**
+ * An open, authenticated, encrypted connection. Built by {@link connectSecure} and {@link listenSecure}.
+ *
+ * The socket is always read (the sealed close and protocol violations are handled whether or not the
+ * application listens). Messages go to `message` listeners; while there are none, or after `pause()`, they
+ * wait in an inbox of at most about `maxMessageBytes`, beyond which reading stops (TCP flow control then
+ * slows the peer). A graceful `close` is emitted after the inbox has been delivered; a failure discards it.
+ */
+export class SecureConnection extends EventEmitter {
+  readonly role: "initiator" | "responder";
+  readonly sessionId: Hex;
+  /** The peer's address, proved by its handshake signature. */
+  readonly peer: Address;
+  /** Hash of the handshake transcript (the same on both ends); identifies this connection. */
+  readonly transcriptHash: Hex;
+  readonly maxMessageBytes: number;
+  /** Resolves once closed, with the error that closed it or undefined for a graceful close. Never rejects. */
+  readonly closed: Promise<TransportError | undefined>;
+
+  private _state: SecureConnectionState = "open";
+  private _error: TransportError | undefined;
+  private readonly socket: net.Socket;
+  private readonly decoder: FrameDecoder;
+  private readonly sealer: RecordSealer;
+  private readonly opener: RecordOpener;
+  private readonly maxBufferedBytes: number;
+  private readonly closeTimeoutMs: number;
+  private readonly inbox: Uint8Array[] = [];
+  private inboxCost = 0;
+  private readonly inboxLimit: number;
+  private explicitlyPaused = false;
+  /** close() was called: messages nobody listens for are dropped instead of kept. */
+  private closeRequested = false;
+  /** The peer's sealed close was received: nothing more is read. */
+  private peerClosed = false;
+  /** Closed gracefully, but `close` waits until the inbox is delivered. */
+  private closeEventPending = false;
+  private drainWaiters: Array<{ resolve: () => void; reject: (error: Error) => void }> = [];
+  private closeTimer: NodeJS.Timeout | undefined;
+  /** Frames received with the handshake have been processed; before that the socket must stay paused. */
+  private started = false;
+  private resolveClosed!: (error: TransportError | undefined) => void;
+
+  /** @internal */
+  constructor(parts: ConnectionParts) {
+    super();
+    this.role = parts.role;
+    this.sessionId = parts.sessionId;
+    this.peer = parts.peer;
+    this.transcriptHash = parts.transcriptHash;
+    this.maxMessageBytes = parts.maxMessageBytes;
+    this.maxBufferedBytes = parts.maxBufferedBytes;
+    this.closeTimeoutMs = parts.timeoutMs;
+    this.inboxLimit = Math.max(parts.maxMessageBytes, 64 * 1024);
+    this.socket = parts.socket;
+    this.decoder = parts.decoder;
+    this.sealer = parts.sealer;
+    this.opener = parts.opener;
+    this.closed = new Promise((resolve) => (this.resolveClosed = resolve));
+
+    this.socket.pause();
+    this.socket.on("data", this.onData);
+    this.socket.on("end", this.onEnd);
+    this.socket.on("error", this.onSocketError);
+    this.socket.on("close", this.onSocketClose);
+    this.socket.on("drain", this.onDrain);
+    super.on("newListener", (event: string | symbol) => {
+      // The listener is added after this event: deliver the inbox to it on the next tick.
+      if (event === "message") process.nextTick(() => this.drainInbox());
+    });
+    // Frames that came with the handshake are handled once the caller has had the connection in hand
+    // (after its `await` or `connection` handler), so that its listeners see them.
+    setImmediate(() => {
+      this.started = true;
+      this.processFrames(parts.frames);
+      if (parts.eof) this.onEnd();
+      else if (!this.isClosed() && !this.inboxFull()) this.socket.resume();
+    });
+  }
+
+  get state(): SecureConnectionState {
+    return this._state;
+  }
+
+  /** The error that closed the connection, if any. */
+  get error(): TransportError | undefined {
+    return this._error;
+  }
+
+  /**
+   * Seals and sends one message (0..maxMessageBytes bytes). Resolves when the socket can take more;
+   * rejects with {@link ConnectionClosedError}, {@link SizeLimitError} or {@link SendBufferFullError}
+   * (the connection stays open after the last two). Messages are delivered in the order `send` was called.
+   * The returned promise is already observed, so an ignored rejection never crashes the process.
+   */
+  send(data: Uint8Array): Promise<void> {
+    const sent = this.sendNow(data);
+    sent.catch(() => {}); // fire-and-forget sends must not crash the process; failures also reach `close`
+    return sent;
+  }
+
+  private async sendNow(data: Uint8Array): Promise<void> {
+    if (this._state !== "open") {
+      throw new ConnectionClosedError(
+        `The connection is ${this._state}; nothing more can be sent${this._error ? ` (closed by ${this._error.name})` : ""}.`,
+        { cause: this._error },
+      );
+    }
+    if (!(data instanceof Uint8Array)) throw new InvalidFieldError("data", "a Uint8Array", data);
+    if (data.length > this.maxMessageBytes) throw new SizeLimitError("The message", data.length, this.maxMessageBytes);
+    const buffered = this.socket.writableLength;
+    if (buffered > this.maxBufferedBytes) throw new SendBufferFullError(buffered, this.maxBufferedBytes);
+    if (this.socket.write(encodeFrame(this.sealer.seal(RecordType.data, data)))) return;
+    await new Promise<void>((resolve, reject) => this.drainWaiters.push({ resolve, reject }));
+  }
+
+  /**
+   * Graceful close: sends a sealed close record and ends the TCP stream; messages still arriving are
+   * delivered to `message` listeners (dropped if there are none) until the peer's close. Resolves when the
+   * connection is closed, at the latest `timeoutMs` later. Idempotent.
+   */
+  async close(): Promise<void> {
+    this.closeRequested = true;
+    if (this._state === "open") {
+      this._state = "closing";
+      this.endWithClose();
+    }
+    this.explicitlyPaused = false;
+    this.drainInbox();
+    this.discardUndeliverable();
+    await this.closed;
+  }
+
+  /** Closes at once without a sealed close (the peer sees a truncation), optionally with `error`. */
+  destroy(error?: TransportError): void {
+    this.closeRequested = true;
+    if (this.isClosed()) {
+      // Already closed gracefully with messages still undelivered: drop them and emit `close` now.
+      this.inbox.length = 0;
+      this.inboxCost = 0;
+      if (this.closeEventPending) this.emitClose(undefined);
+      return;
+    }
+    this.finish(error);
+  }
+
+  /** Stops delivering messages until {@link resume}; they wait in the inbox (and then in TCP). */
+  pause(): void {
+    this.explicitlyPaused = true;
+  }
+
+  /** Resumes delivery. */
+  resume(): void {
+    this.explicitlyPaused = false;
+    this.drainInbox();
+  }
+
+  /** Methods, not field reads, so that TypeScript keeps no narrowing across calls that may close. */
+  private isClosed(): boolean {
+    return this._state === "closed";
+  }
+
+  private inboxFull(): boolean {
+    return this.inboxCost > this.inboxLimit;
+  }
+
+  private delivering(): boolean {
+    return !this.explicitlyPaused && this.listenerCount("message") > 0;
+  }
+
+  private readonly onData = (chunk: Buffer): void => {
+    if (this.isClosed() || this.peerClosed) return;
+    let frames: Uint8Array[];
+    try {
+      frames = this.decoder.push(chunk);
+    } catch (error) {
+      this.finish(asTransportError(error));
+      return;
+    }
+    this.processFrames(frames);
+  };
+
+  private processFrames(frames: Uint8Array[]): void {
+    for (const frame of frames) {
+      if (this.isClosed() || this.peerClosed) return;
+      this.accept(frame);
+    }
+  }
+
+  private accept(frame: Uint8Array): void {
+    let record: ReturnType<RecordOpener["open"]>;
+    try {
+      record = this.opener.open(frame);
+    } catch (error) {
+      this.finish(asTransportError(error));
+      return;
+    }
+    switch (record.type) {
+      case RecordType.data:
+        this.deliver(record.payload);
+        return;
+      case RecordType.close:
+        if (record.payload.length !== 0) {
+          this.finish(new MalformedFrameError(`A close record has no payload; this one has ${record.payload.length} bytes.`));
+          return;
+        }
+        this.peerClosed = true;
+        if (this._state === "open") {
+          this._state = "closing";
+          this.endWithClose();
+        }
+        this.socket.resume(); // only the peer's FIN is left to read; it lets the socket close
+        return;
+      default:
+        this.finish(
+          new MalformedFrameError(
+            `Record type ${record.type} is not allowed on an open connection (only data 0x00 and close 0x01 are).`,
+          ),
+        );
+    }
+  }
+
+  private deliver(payload: Uint8Array): void {
+    if (this.inbox.length === 0 && this.delivering()) {
+      this.emitMessage(payload);
+      return;
+    }
+    if (this.closeRequested && !this.delivering()) return;
+    this.inbox.push(payload);
+    this.inboxCost += payload.length + INBOX_ENTRY_COST;
+    if (this.inboxFull()) this.socket.pause();
+  }
+
+  private emitMessage(payload: Uint8Array): void {
+    try {
+      this.emit("message", payload);
+    } catch (cause) {
+      this.finish(new ConnectionClosedError("A 'message' listener threw; the connection is closed.", { cause }));
+    }
+  }
+
+  private drainInbox(): void {
+    while (this.inbox.length > 0 && this.delivering()) {
+      const payload = this.inbox.shift()!;
+      this.inboxCost -= payload.length + INBOX_ENTRY_COST;
+      this.emitMessage(payload);
+    }
+    if (this.inbox.length > 0) return;
+    if (this.closeEventPending) this.emitClose(undefined);
+    else if (this.started && !this.isClosed()) this.socket.resume();
+  }
+
+  private discardUndeliverable(): void {
+    if (this.delivering()) return;
+    this.inbox.length = 0;
+    this.inboxCost = 0;
+    if (this.closeEventPending) this.emitClose(undefined);
+  }
+
+  private endWithClose(): void {
+    this.socket.end(encodeFrame(this.sealer.seal(RecordType.close, new Uint8Array(0))));
+    this.closeTimer = setTimeout(() => this.finish(undefined), this.closeTimeoutMs);
+    this.closeTimer.unref();
+  }
+
+  private readonly onEnd = (): void => {
+    if (this.peerClosed || this._state !== "open") return; // the socket's `close` finishes it
+    this.finish(
+      new ConnectionClosedError(
+        this.decoder.bufferedBytes > 0
+          ? "The peer ended the TCP connection in the middle of a frame."
+          : "The peer ended the TCP connection without a sealed close: the stream may have been truncated.",
+      ),
+    );
+  };
+
+  private readonly onSocketError = (error: Error): void => {
+    if (this._state === "closing") return this.finish(undefined); // a reset after a close was under way
+    const code = (error as NodeJS.ErrnoException).code ?? error.message;
+    this.finish(new ConnectionClosedError(`The TCP connection failed (${code}).`, { cause: error }));
+  };
+
+  private readonly onSocketClose = (): void => {
+    this.finish(
+      this._state === "closing" ? undefined : new ConnectionClosedError("The TCP connection closed without a sealed close."),
+    );
+  };
+
+  private readonly onDrain = (): void => {
+    const waiters = this.drainWaiters;
+    this.drainWaiters = [];
+    for (const waiter of waiters) waiter.resolve();
+  };
+
+  /**
+   * The one place a connection ends; idempotent. A failure discards undelivered messages and emits at
+   * once; a graceful end emits `close` after the inbox is delivered.
+   */
+  private finish(error: TransportError | undefined): void {
+    if (this._state === "closed") return;
+    this._state = "closed";
+    this._error = error;
+    clearTimeout(this.closeTimer);
+    this.socket.destroy();
+    const waiters = this.drainWaiters;
+    this.drainWaiters = [];
+    for (const waiter of waiters) {
+      if (error) waiter.reject(new ConnectionClosedError("The connection failed before the message was written.", { cause: error }));
+      else waiter.resolve();
+    }
+    if (error || this.closeRequested) {
+      this.inbox.length = 0;
+      this.inboxCost = 0;
+    }
+    if (this.inbox.length === 0) this.emitClose(error);
+    else this.closeEventPending = true;
+  }
+
+  private emitClose(error: TransportError | undefined): void {
+    this.closeEventPending = false;
+    if (error) emitSafely(this, "error", error);
+    emitSafely(this, "close", error);
+    this.resolveClosed(error);
+  }
+}
+
+/** Emits without letting a listener's exception escape into a socket callback (which would crash the process). */
+function emitSafely(emitter: EventEmitter, event: string, ...args: unknown[]): void {
+  if (event === "error" && emitter.listenerCount("error") === 0) return;
+  try {
+    emitter.emit(event, ...args);
+  } catch (error) {
+    process.emitWarning(`A '${event}' listener threw: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
