@@ -34,6 +34,9 @@ import {
   type System,
 } from "../helpers/system";
 import {
+  sortAsc,
+  fullBook,
+  arbName,
   BPS,
   blockTime,
   closeUnilateral,
@@ -51,8 +54,6 @@ import {
   snapshot,
   stateOf,
   subjectOf,
-  systemBook,
-  type Book,
   type ClosingState,
   type Wallet,
 } from "./helpers";
@@ -72,9 +73,6 @@ const WINDOW = 3600n;
                               HELPERS
 //////////////////////////////////////////////////////////////*/
 
-const sortAsc = (keys: readonly LocalAccount[]): LocalAccount[] =>
-  [...keys].sort((a, b) => (BigInt(a.address) < BigInt(b.address) ? -1 : 1));
-
 const msg = (caseId: Hex, verdict: number, refund = 0n, slash = 0n): ResolutionMessage => ({
   caseId,
   verdict,
@@ -90,20 +88,7 @@ function walletOf(s: System, address: Address): Wallet {
 }
 
 /** The system book plus every fixture arbitrator (and any extra accounts). */
-function fullBook(s: System, extra: Book = {}): Book {
-  const arbs: Book = {};
-  for (const i of SYS.arbitrators) arbs[`arb${i}`] = s.wallets[i]!.account.address;
-  arbs.arbOtherRuntime = s.wallets[SYS.otherRuntimeArbitrator]!.account.address;
-  return systemBook(s, { ...arbs, ...extra });
-}
-
 /** Book name of a fixture arbitrator. */
-function arbName(s: System, address: Address): string {
-  const i = SYS.arbitrators.find((k) => getAddress(s.wallets[k]!.account.address) === getAddress(address));
-  if (i === undefined) throw new Error(`${address} is not a fixture arbitrator`);
-  return `arb${i}`;
-}
-
 /** Submits `message` signed by `signers` (sorted ascending) from `from`. */
 async function submit(s: System, message: ResolutionMessage, signers: readonly LocalAccount[], from: Wallet = s.watcher) {
   const signatures = await quorumSignatures(s, message, sortAsc(signers));

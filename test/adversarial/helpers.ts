@@ -106,6 +106,25 @@ export function systemBook(s: System, extra: Book = {}): Book {
   };
 }
 
+/** The system book with every fixture arbitrator (`arb<i>`, `arbOtherRuntime`) and `extra`. */
+export function fullBook(s: System, extra: Book = {}): Book {
+  const arbs: Book = {};
+  for (const i of SYS.arbitrators) arbs[`arb${i}`] = s.wallets[i]!.account.address;
+  arbs.arbOtherRuntime = s.wallets[SYS.otherRuntimeArbitrator]!.account.address;
+  return systemBook(s, { ...arbs, ...extra });
+}
+
+/** A fixture arbitrator's name in {@link fullBook}. */
+export function arbName(s: System, address: Address): string {
+  const i = SYS.arbitrators.find((k) => getAddress(s.wallets[k]!.account.address) === getAddress(address));
+  if (i === undefined) throw new Error(`${address} is not a fixture arbitrator`);
+  return `arb${i}`;
+}
+
+/** Keys in ascending address order (the order a panel's signatures must come in). */
+export const sortAsc = (keys: readonly LocalAccount[]): LocalAccount[] =>
+  [...keys].sort((a, b) => (BigInt(a.address) < BigInt(b.address) ? -1 : 1));
+
 async function readBalances(s: System, book: Book, tokens: Record<string, TokenLike>) {
   const balances: Record<string, Record<string, bigint>> = { ETH: {} };
   for (const [name, address] of Object.entries(book)) balances.ETH![name] = await s.publicClient.getBalance({ address });

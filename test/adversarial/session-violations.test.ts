@@ -19,8 +19,11 @@ import { toCompactSignature } from "../../src/core/eip712";
 import { receiptLeafFromHashes } from "../../src/core/leaf";
 import { receiptCommitDigest, signReceiptCommit } from "../../src/core/receipt-commit";
 import { expectRevert } from "../helpers/revert";
-import { DISPUTE_PARAMS, KIND, quorumSignatures, SYS, systemFixture, VERDICT, drawPanel, type System } from "../helpers/system";
+import { DISPUTE_PARAMS, KIND, quorumSignatures, systemFixture, VERDICT, drawPanel, type System } from "../helpers/system";
 import {
+  sortAsc,
+  fullBook,
+  arbName,
   BPS,
   blockTime,
   challenge,
@@ -41,8 +44,6 @@ import {
   signTicket,
   snapshot,
   stateOf,
-  systemBook,
-  type Book,
   type ClosingState,
   type Session,
   type Wallet,
@@ -54,22 +55,6 @@ const arbFeeOf = (x: bigint): bigint => (x * BigInt(P.feeBps)) / BPS;
 const tenths = (n: bigint): bigint => (n * ether("1")) / 10n;
 const WINDOW = 3600n; // makeTerms' challenge duration
 const PHASE = { Open: 1, Finalizable: 3 } as const;
-
-const sortAsc = (keys: readonly LocalAccount[]): LocalAccount[] =>
-  [...keys].sort((a, b) => (BigInt(a.address) < BigInt(b.address) ? -1 : 1));
-
-function fullBook(s: System): Book {
-  const arbs: Book = {};
-  for (const i of SYS.arbitrators) arbs[`arb${i}`] = s.wallets[i]!.account.address;
-  arbs.arbOtherRuntime = s.wallets[SYS.otherRuntimeArbitrator]!.account.address;
-  return systemBook(s, arbs);
-}
-
-function arbName(address: Address, s: System): string {
-  const i = SYS.arbitrators.find((k) => getAddress(s.wallets[k]!.account.address) === getAddress(address));
-  if (i === undefined) throw new Error(`${address} is not a fixture arbitrator`);
-  return `arb${i}`;
-}
 
 function walletOf(s: System, address: Address): Wallet {
   const wallet = s.wallets.find((w) => getAddress(w.account.address) === getAddress(address));
@@ -180,7 +165,7 @@ describe("adversarial: session violations proven against what settles (issue 12)
       payer: bond - burnOf(bond) - fee,
       burn: burnOf(bond) + (fee - share * BigInt(panel.length)),
     };
-    for (const k of panel) eth[arbName(k.address, s)] = share;
+    for (const k of panel) eth[arbName(s, k.address)] = share;
     await expectDeltas(s, snap, { ETH: eth });
   });
 

@@ -7,7 +7,7 @@
  */
 import { loadFixture, time } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
 import { expect } from "chai";
-import { getAddress, zeroAddress, type Address, type LocalAccount } from "viem";
+import { getAddress, zeroAddress } from "viem";
 
 import { ReceiptAccumulator } from "../../src/core/accumulator";
 import { receiptLeafFromHashes } from "../../src/core/leaf";
@@ -20,13 +20,15 @@ import {
   PROVIDER_ROLE,
   quorumSignatures,
   STATUS,
-  SYS,
   systemFixture,
   VERDICT,
   drawPanel,
   type System,
 } from "../helpers/system";
 import {
+  sortAsc,
+  fullBook,
+  arbName,
   BPS,
   closeCooperative,
   ether,
@@ -39,8 +41,6 @@ import {
   RESOLUTION_HASH,
   signSummary,
   snapshot,
-  systemBook,
-  type Book,
   type ClosingState,
 } from "./helpers";
 
@@ -50,22 +50,6 @@ const arbFeeOf = (x: bigint): bigint => (x * BigInt(P.feeBps)) / BPS;
 const PROVIDER_BOND = MIN_PROVIDER_BOND * 5n;
 /** ETH → LaborGas at the test stake rate. */
 const inStake = (wei: bigint): bigint => (wei * ETH_STAKE_RATE) / 10n ** 18n;
-
-const sortAsc = (keys: readonly LocalAccount[]): LocalAccount[] =>
-  [...keys].sort((a, b) => (BigInt(a.address) < BigInt(b.address) ? -1 : 1));
-
-function fullBook(s: System): Book {
-  const arbs: Book = {};
-  for (const i of SYS.arbitrators) arbs[`arb${i}`] = s.wallets[i]!.account.address;
-  arbs.arbOtherRuntime = s.wallets[SYS.otherRuntimeArbitrator]!.account.address;
-  return systemBook(s, arbs);
-}
-
-function arbName(s: System, address: Address): string {
-  const i = SYS.arbitrators.find((k) => getAddress(s.wallets[k]!.account.address) === getAddress(address));
-  if (i === undefined) throw new Error(`${address} is not a fixture arbitrator`);
-  return `arb${i}`;
-}
 
 /** An ETH channel of 2 settled cooperatively for 1 ETH over a root of 8 receipt leaves. */
 async function settledSession(s: System) {

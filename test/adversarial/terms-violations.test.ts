@@ -29,7 +29,7 @@ import { priceOf, sessionIdOf, termsHashOf, type TermsDocumentV2 } from "../../s
 import { paymentTicketHash, signPaymentTicket, type SignedPaymentTicket } from "../../src/core/ticket";
 import { hardhatAccount } from "../helpers/fixtures";
 import { DISPUTE_PARAMS, drawPanel, ETH_STAKE_RATE, KIND, PROVIDER_ROLE, STATUS, supermajority, SYS, systemFixture, type System } from "../helpers/system";
-import { BPS, expectDeltas, feeOf, snapshot, systemBook, type Book } from "./helpers";
+import { BPS, expectDeltas, feeOf, fullBook, snapshot } from "./helpers";
 
 const P = DISPUTE_PARAMS;
 const burnOf = (x: bigint): bigint => (x * BigInt(P.burnBps)) / BPS;
@@ -54,13 +54,6 @@ const CHECK: Record<Fault, string> = { model: "model", price: "metering", bindin
 
 function deploymentOf(s: System): Deployment {
   return { disputeManager: getAddress(s.disputes.address), gasEscrow: getAddress(s.escrow.address), gigEscrow: getAddress(s.gigs.address), registry: getAddress(s.registry.address) };
-}
-
-function fullBook(s: System): Book {
-  const arbs: Book = {};
-  for (const i of SYS.arbitrators) arbs[`arb${i}`] = s.wallets[i]!.account.address;
-  arbs.arbOtherRuntime = s.wallets[SYS.otherRuntimeArbitrator]!.account.address;
-  return systemBook(s, arbs);
 }
 
 /**

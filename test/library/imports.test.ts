@@ -5,8 +5,8 @@
  * (`ts.preProcessFile`: every `import`, `export … from`, `require()` and dynamic `import()`), relative ones
  * resolved to files.
  *
- * The command modules still kept beside the code they drive (until the re-layout moves them under the CLI
- * folder) count as part of `cli`: a command set is a consumer of the library folders, never their dependency.
+ * The folders are those of `src/` (decision 0021); the command modules all live in `src/cli`, a consumer of
+ * the library folders, never their dependency.
  */
 import { expect } from "chai";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
@@ -14,15 +14,10 @@ import path from "node:path";
 import ts from "typescript";
 
 const REPO = path.join(__dirname, "..", "..");
-/** Sources live in src/ once the re-layout lands; until then at the repository's top level. */
-const ROOT = existsSync(path.join(REPO, "src")) ? path.join(REPO, "src") : REPO;
+const ROOT = path.join(REPO, "src");
 /** Top-level folders that are not part of the shipped sources. */
 const NOT_SOURCES = new Set(["test", "scripts", "examples", "bench", "node_modules", "dist", "artifacts", "cache", "coverage", "typechain-types", "ignition", "contracts", "deployments", "docs", "schemas"]);
 const CLI = "cli";
-/** Command modules outside the CLI folder (paths from ROOT, `/`-separated); each must exist, so the list stays true. */
-const COMMAND_MODULES = ["src/cli/channel.ts", "src/cli/arbitration.ts", "src/cli/vet.ts", "src/cli/verify-upip.ts", "src/cli/input-file.ts", "src/cli/ui.ts"].filter(
-  () => ROOT === REPO,
-);
 
 function sourceFiles(dir: string, out: string[] = []): string[] {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
@@ -92,7 +87,7 @@ function cycles<T>(graph: Map<T, Iterable<T>>): T[][] {
 }
 
 const relative = (file: string): string => path.relative(ROOT, file).split(path.sep).join("/");
-const folderOf = (file: string): string => (COMMAND_MODULES.includes(relative(file)) ? CLI : relative(file).split("/")[0]!);
+const folderOf = (file: string): string => relative(file).split("/")[0]!;
 
 describe("the import graph", () => {
   const graph = importGraph();
@@ -100,17 +95,14 @@ describe("the import graph", () => {
   it("reads the sources of every top-level folder", () => {
     const folders = new Set([...graph.keys()].map((f) => relative(f).split("/")[0]));
     expect(graph.size).to.be.greaterThan(50);
-    for (const folder of ["channel-client", "arbitration", "cli", "roles"]) {
-      if (ROOT === REPO) expect([...folders], folder).to.include(folder);
-    }
-    for (const module of COMMAND_MODULES) expect(existsSync(path.join(ROOT, module)), `${module} is listed as a command module but is gone: update the list`).to.equal(true);
+    for (const folder of ["core", "chain", "node", "transport", "store", "arbitration", "cli", "roles", "ui"]) expect([...folders], folder).to.include(folder);
   });
 
   it("has no module that imports itself back through others", () => {
     expect(cycles(graph).map((c) => c.map(relative).sort())).to.deep.equal([]);
   });
 
-  it("has no cycle between the top-level folders (command modules count as the CLI's)", () => {
+  it("has no cycle between the folders of src/", () => {
     const folders = new Map<string, Set<string>>();
     const witness = new Map<string, string>();
     for (const [file, imports] of graph) {
@@ -129,12 +121,11 @@ describe("the import graph", () => {
     expect(found).to.deep.equal([]);
   });
 
-  it("keeps the library folders off the command modules: arbitration/ and channel-client/ import no CLI module", () => {
+  it("keeps the library folders off the commands: nothing but the CLI and the role entry points imports src/cli", () => {
     const offenders: string[] = [];
     for (const [file, imports] of graph) {
-      const folder = folderOf(file);
-      if (folder === CLI) continue;
-      for (const target of imports) if (folderOf(target) === CLI && /(^|\/)(cli|command)\.ts$|^cli\/(ioi|money)\.ts$/.test(relative(target))) offenders.push(`${relative(file)} imports ${relative(target)}`);
+      if (["cli", "roles"].includes(folderOf(file))) continue;
+      for (const target of imports) if (folderOf(target) === CLI) offenders.push(`${relative(file)} imports ${relative(target)}`);
     }
     expect(offenders).to.deep.equal([]);
   });
