@@ -25,7 +25,7 @@ import { checkedWrite } from "../chain/write";
 import { BaseError } from "../core/errors";
 import { gasEscrowAbi, type ClosingState, type TxResult, type Wallet } from "../chain/escrow";
 import type { ChannelRef } from "../core/terms";
-import { CASE_STATUSES, type CaseContext, type CaseOnChain } from "./context";
+import { CASE_STATUSES, slashCapOf, type CaseContext, type CaseOnChain } from "./context";
 import type { ChallengePackage } from "./package";
 import { readGigFunding } from "./pinned";
 import type { ResolutionMessage } from "./resolution";
@@ -103,7 +103,11 @@ export async function loadCaseContext(
     args: [onChain.respondent],
   });
   const respondentIdentity = provider.didHash === zeroHash ? null : { didHash: provider.didHash, mldsaPublicKeyHash: provider.mldsaPublicKeyHash };
-  const base = { case: caseOnChain, judgeRuntimeHash: params.judgeRuntimeHash, respondentIdentity };
+  // The contract refuses a slash above this cap, so a verdict asking for more (an ICS or terms penalty larger
+  // than governance allows) is capped here rather than signed and reverted.
+  const { stakeRate } = await publicClient.readContract({ address: deployment.disputeManager, abi: disputeManagerAbi, functionName: "assetTerms", args: [onChain.asset] });
+  const slashCap = slashCapOf(onChain.value, stakeRate, params.slashCapBps);
+  const base = { case: caseOnChain, judgeRuntimeHash: params.judgeRuntimeHash, respondentIdentity, slashCap };
 
   if (onChain.kind === "gig") {
     const gigId = BigInt(onChain.subjectId);
