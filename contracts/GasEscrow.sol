@@ -3,7 +3,6 @@ pragma solidity 0.8.28;
 
 import {AccessControl} from "@openzeppelin/contracts/access/AccessControl.sol";
 import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
-import {ECDSA} from "@openzeppelin/contracts/utils/cryptography/ECDSA.sol";
 import {SafeTransferLib} from "solady/src/utils/SafeTransferLib.sol";
 import {ReentrancyGuardTransient} from "solady/src/utils/ReentrancyGuardTransient.sol";
 import {IGasEscrow} from "./interfaces/IGasEscrow.sol";
@@ -205,28 +204,14 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
         bytes32 sessionId = _sessionId(terms, openedAt);
         uint256 word = _requireOpen(sessionId);
         uint256 held = word & _DEPOSIT_MASK;
-
-        bytes32 digest = _hashTypedDataV4(
-            _summaryStructHash(
-                sessionId,
-                terms.provider,
-                terms.payer,
-                terms.termsHash,
-                finalSeq,
-                finalAmount,
-                finalReceiptRoot,
-                CloseMode.Cooperative
-            )
-        );
-        _requireSigner(digest, payerSig, terms.payer);
-        _requireSigner(digest, providerSig, terms.provider);
+        _requireSummarySigners(sessionId, terms, finalSeq, finalAmount, finalReceiptRoot, payerSig, providerSig);
         if (finalAmount > held) revert AmountExceedsDeposit(sessionId, finalAmount, held);
 
         (uint256 toProvider, uint256 fee, uint256 toFunder) = computeSettlement(held, finalAmount, word >> _FEE_SHIFT);
         // Kept, not deleted (issue 12): the settled summary stays disputable and the id can never reopen.
         // block.timestamp fits the 40 bits below bit 250 until year 36812.
         _channels[sessionId] = (_TAG_SETTLED << _TAG_SHIFT) | (block.timestamp << _FINALIZES_AT_SHIFT)
-            | _fingerprint(settledState(finalSeq, finalAmount, finalReceiptRoot));
+            | _settledFingerprint(finalSeq, finalAmount, finalReceiptRoot);
         emit ChannelSettled(
             sessionId, CloseMode.Cooperative, finalSeq, finalReceiptRoot, toProvider, toFunder, fee
         );
@@ -697,8 +682,42 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
         }
     }
 
+    /// @dev `_hashTypedDataV4(keccak256(abi.encode(SESSION_TYPEHASH, terms, openedAt)))`, with the eight static
+    /// words of the terms copied straight from calldata. Like the ABI decoder, it reverts on a word with dirty
+    /// high bits, so every encoding of the same terms names the same session.
     function _sessionId(ChannelTerms calldata terms, uint64 openedAt) private view returns (bytes32) {
-        return _hashTypedDataV4(keccak256(abi.encode(SESSION_TYPEHASH, terms, openedAt)));
+        bytes32 typehash = SESSION_TYPEHASH;
+        bytes32 structHash;
+        // solhint-disable-next-line no-inline-assembly
+        assembly ("memory-safe") {
+            let m := mload(0x40)
+            mstore(m, typehash)
+            calldatacopy(add(m, 0x20), terms, 0x100)
+            mstore(add(m, 0x120), openedAt)
+            // payer, provider, funder, asset are addresses; challengeDuration and nonce are uint64.
+            let dirty := or(shr(160, mload(add(m, 0x20))), shr(160, mload(add(m, 0x40))))
+            dirty := or(dirty, or(shr(160, mload(add(m, 0x60))), shr(160, mload(add(m, 0x80)))))
+            dirty := or(dirty, or(shr(64, mload(add(m, 0xe0))), shr(64, mload(add(m, 0x100)))))
+            if dirty { revert(0, 0) }
+            structHash := keccak256(m, 0x140)
+        }
+        return _hashTypedDataV4(structHash);
+    }
+
+    /// @dev The terms' four addresses, read once. Only after `_sessionId(terms, …)`, which reverted on any dirty
+    /// high bits, so the words are clean addresses.
+    function _parties(ChannelTerms calldata terms)
+        private
+        pure
+        returns (address payer, address provider, address funder, address asset)
+    {
+        // solhint-disable-next-line no-inline-assembly
+        assembly ("memory-safe") {
+            payer := calldataload(terms)
+            provider := calldataload(add(terms, 0x20))
+            funder := calldataload(add(terms, 0x40))
+            asset := calldataload(add(terms, 0x60))
+        }
     }
 
     /// @dev Returns the word of an open channel; reverts if the channel is not in its open phase.
@@ -733,6 +752,25 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
         return uint256(keccak256(abi.encode(state))) & _FINGERPRINT_MASK;
     }
 
+    /// @dev `_fingerprint(settledState(finalSeq, finalAmount, finalReceiptRoot))`, hashed in scratch memory
+    /// without building the struct (closeCooperative's gas target, decision 0005).
+    function _settledFingerprint(uint64 finalSeq, uint128 finalAmount, bytes32 finalReceiptRoot)
+        private
+        pure
+        returns (uint256 fp)
+    {
+        // solhint-disable-next-line no-inline-assembly
+        assembly ("memory-safe") {
+            let m := mload(0x40)
+            mstore(m, finalAmount) // deposit
+            mstore(add(m, 0x20), finalSeq) // seq
+            mstore(add(m, 0x40), finalAmount) // amount
+            mstore(add(m, 0x60), finalReceiptRoot) // receiptRoot
+            mstore(add(m, 0x80), 0) // feeBps
+            fp := and(keccak256(m, 0xa0), _FINGERPRINT_MASK)
+        }
+    }
+
     function _ticketStructHash(
         bytes32 sessionId,
         address provider,
@@ -746,6 +784,33 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
         );
     }
 
+    /// @dev Reverts unless both the payer and the provider signed the cooperative summary.
+    function _requireSummarySigners(
+        bytes32 sessionId,
+        ChannelTerms calldata terms,
+        uint64 finalSeq,
+        uint128 finalAmount,
+        bytes32 finalReceiptRoot,
+        Signature calldata payerSig,
+        Signature calldata providerSig
+    ) private view {
+        (address payer, address provider,,) = _parties(terms);
+        bytes32 digest = _hashTypedDataV4(
+            _summaryStructHash(
+                sessionId,
+                provider,
+                payer,
+                terms.termsHash,
+                finalSeq,
+                finalAmount,
+                finalReceiptRoot,
+                CloseMode.Cooperative
+            )
+        );
+        _requireSigner(digest, payerSig, payer);
+        _requireSigner(digest, providerSig, provider);
+    }
+
     function _summaryStructHash(
         bytes32 sessionId,
         address provider,
@@ -755,20 +820,23 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
         uint128 finalAmount,
         bytes32 finalReceiptRoot,
         CloseMode mode
-    ) private pure returns (bytes32) {
-        return keccak256(
-            abi.encode(
-                SETTLEMENT_SUMMARY_TYPEHASH,
-                sessionId,
-                provider,
-                payer,
-                termsHash,
-                finalSeq,
-                finalAmount,
-                finalReceiptRoot,
-                mode
-            )
-        );
+    ) private pure returns (bytes32 structHash) {
+        // keccak256(abi.encode(SETTLEMENT_SUMMARY_TYPEHASH, ...)), built in free memory without an ABI encoder.
+        bytes32 typehash = SETTLEMENT_SUMMARY_TYPEHASH;
+        // solhint-disable-next-line no-inline-assembly
+        assembly ("memory-safe") {
+            let m := mload(0x40)
+            mstore(m, typehash)
+            mstore(add(m, 0x20), sessionId)
+            mstore(add(m, 0x40), provider)
+            mstore(add(m, 0x60), payer)
+            mstore(add(m, 0x80), termsHash)
+            mstore(add(m, 0xa0), finalSeq)
+            mstore(add(m, 0xc0), finalAmount)
+            mstore(add(m, 0xe0), finalReceiptRoot)
+            mstore(add(m, 0x100), mode)
+            structHash := keccak256(m, 0x120)
+        }
     }
 
     function _requireParty(bytes32 sessionId, ChannelTerms calldata terms) private view {
@@ -843,17 +911,32 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
     }
 
     /// @dev Reverts unless `sig` is a valid low-s signature of `digest` by `expected`.
-    function _requireSigner(bytes32 digest, Signature calldata sig, address expected) private pure {
+    function _requireSigner(bytes32 digest, Signature calldata sig, address expected) private view {
         address recovered = _recover(digest, sig);
         if (recovered != expected) revert SignerMismatch(expected, recovered);
     }
 
-    function _recover(bytes32 digest, Signature calldata sig) private pure returns (address recovered) {
-        ECDSA.RecoverError err;
-        bytes32 errArg;
-        (recovered, err, errArg) = ECDSA.tryRecover(digest, sig.r, sig.vs);
-        if (err == ECDSA.RecoverError.InvalidSignatureS) revert SignatureNotLowS(errArg);
-        if (err != ECDSA.RecoverError.NoError) revert InvalidSignature();
+    /// @dev ECDSA recovery of an ERC-2098 signature with OpenZeppelin's rules (`ECDSA.tryRecover(digest, r, vs)`):
+    /// a high s reverts `SignatureNotLowS`, an unrecoverable signature `InvalidSignature`. Written against the
+    /// precompile directly to keep closeCooperative's two recoveries within its gas target (decision 0005).
+    function _recover(bytes32 digest, Signature calldata sig) private view returns (address recovered) {
+        bytes32 r = sig.r;
+        bytes32 vs = sig.vs;
+        bytes32 s = vs & bytes32(0x7fffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff);
+        if (uint256(s) > 0x7FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF5D576E7357A4501DDFE92F46681B20A0) revert SignatureNotLowS(s);
+        // solhint-disable-next-line no-inline-assembly
+        assembly ("memory-safe") {
+            let m := mload(0x40)
+            mstore(m, digest)
+            mstore(add(m, 0x20), add(shr(255, vs), 27))
+            mstore(add(m, 0x40), r)
+            mstore(add(m, 0x60), s)
+            // The precompile returns nothing for an invalid signature; the output word is cleared first.
+            mstore(0x00, 0)
+            pop(staticcall(gas(), 0x01, m, 0x80, 0x00, 0x20))
+            recovered := mload(0x00)
+        }
+        if (recovered == address(0)) revert InvalidSignature();
     }
 
     function _feeBps() private view returns (uint16) {
@@ -887,9 +970,10 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
     /// @dev Books the fee and sends both payouts; called after the channel's word is settled (deleted, or
     /// the Settled word of a cooperative close) and the event emitted.
     function _settle(ChannelTerms calldata terms, uint256 toProvider, uint256 fee, uint256 toFunder) private {
-        if (fee != 0) _accruedFees[terms.asset] += fee;
-        _pay(terms.asset, terms.provider, toProvider);
-        _pay(terms.asset, terms.funder, toFunder);
+        (, address provider, address funder, address asset) = _parties(terms);
+        if (fee != 0) _accruedFees[asset] += fee;
+        _pay(asset, provider, toProvider);
+        _pay(asset, funder, toFunder);
     }
 
     /// @dev Sends a payout after all state changes. ETH is force-sent (a recipient that reverts receives it
