@@ -2,7 +2,8 @@
 /**
  * A small MCP server over stdio (MCP 2025-06-18: one JSON-RPC message per line), written for the tests
  * of `ioi provider --worker`. Tools: `add` and `upper` do real work; `crash` exits mid-call, `hang`
- * never answers, `garbage` writes a line that is not JSON, `big` writes one line of `bytes` bytes.
+ * never answers, `garbage` writes a line that is not JSON, `big` writes one line of `bytes` bytes, `refuse`
+ * answers with a JSON-RPC error declaring an upstream policy refusal (`data.fault`, decision 0015).
  * It refuses every request before the lifecycle handshake, as the specification asks.
  * Set MCP_TEST_EXIT_AT_START=1 to make it die before answering anything (a worker that cannot start).
  */
@@ -17,6 +18,7 @@ const TOOLS = [
   { name: "hang", description: "never answers", inputSchema: { type: "object" } },
   { name: "garbage", description: "answers with a line that is not JSON", inputSchema: { type: "object" } },
   { name: "big", description: "answers with one line of `bytes` bytes", inputSchema: { type: "object", properties: { bytes: { type: "number" } } } },
+  { name: "refuse", description: "answers with an error: the upstream refused on policy", inputSchema: { type: "object" } },
 ];
 
 let initialized = false;
@@ -59,6 +61,8 @@ function handle(message) {
       return process.stdout.write("this is not JSON\n");
     case "big":
       return send({ jsonrpc: "2.0", id, result: text("x".repeat(Number(args.bytes) || 1_000_000)) });
+    case "refuse":
+      return send({ jsonrpc: "2.0", id, error: { code: -32003, message: "upstream refused the prompt", data: { fault: "ERR_UPSTREAM_POLICY_VIOLATION" } } });
     default:
       return fail(id, -32602, `unknown tool: ${params && params.name}`);
   }

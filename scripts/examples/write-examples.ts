@@ -4,6 +4,8 @@
  *   examples/gig/ics.json, suite/, delivered/ (fails 3 of 12 tests), delivered-passing/   — Appendix A.4
  *   examples/documents/terms.json, packet-invoke.json, packet-result.json, challenge-package.json,
  *   upip.json, resolution.json                                                              — one of each
+ *   examples/documents/packet-result-failed.json (a failed call with the provider's fault statement) and
+ *   session/challenge-package.json (a session case with the receipt as delivered and the fault statement)
  *
  * Deterministic (fixed keys, addresses, clock): re-running it changes nothing unless the formats change.
  *   npx ts-node --transpile-only scripts/examples/write-examples.ts
@@ -13,7 +15,10 @@ import path from "node:path";
 import { keccak256, stringToBytes, zeroHash, type Address, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 
-import { buildGigPackage } from "../../src/arbitration/build";
+import { buildGigPackage, buildSessionPackage } from "../../src/arbitration/build";
+import { ReceiptAccumulator } from "../../src/core/accumulator";
+import { signFaultStatement } from "../../src/core/fault-statement";
+import { receiptLeaf } from "../../src/core/leaf";
 import type { Bundle } from "../../src/arbitration/bundle";
 import { bundleHash } from "../../src/arbitration/bundle";
 import { icsHash, icsToJson } from "../../src/arbitration/ics";
@@ -22,11 +27,11 @@ import { resolutionToJson } from "../../src/arbitration/resolution";
 import { arbitrate, judgeRuntimeHash } from "../../src/arbitration/runner";
 import { DEFAULT_INPUTS } from "../../src/arbitration/pinned";
 import { vetGig } from "../../src/cli/vet";
-import { canon } from "../../src/core/canonical";
+import { canon, canonBytes } from "../../src/core/canonical";
 import { gasEscrowDomain } from "../../src/core/eip712";
 import { encodePacket } from "../../src/core/packets";
 import { signSessionReceipt } from "../../src/core/receipt";
-import { pricingTermsToJson, termsHashOf, type PricingTerms } from "../../src/core/terms";
+import { pricingTermsToJson, sessionIdOf, termsHashOf, type PricingTerms } from "../../src/core/terms";
 import { signPaymentTicket } from "../../src/core/ticket";
 import { codeGigIcs, FAILING_DELIVERABLE, PASSING_DELIVERABLE, SUITE } from "./code-gig";
 
@@ -88,6 +93,7 @@ async function main(): Promise<void> {
       prevReceiptHash: zeroHash,
     },
   });
+  await writeSessionExamples(docs, domain, pricing);
   writeJson(path.join(docs, "packet-result.json"), JSON.parse(encodePacket({ pkt_version: "1", packet_type: "PKT_ACTION_RESULT", issued_at: ISSUED_AT, session_id: sessionId, action_result_id: "result-1", payload: { mcp: result, receipt } })));
 
   const pkg = buildGigPackage({
@@ -149,6 +155,74 @@ async function main(): Promise<void> {
   });
   writeJson(path.join(docs, "resolution.json"), resolutionToJson(run.resolution));
   console.log(`wrote examples/gig and examples/documents (the failing delivery fails ${vetted.failedTests.length} tests)`);
+}
+
+/**
+ * Issue 12 item 5: a failed call answered with `{ error }`, receipted at 0 and carrying the provider's signed
+ * fault statement; and the package a payer builds to dispute it (the receipt proven against the recorded root,
+ * the receipt as delivered with the bytes it binds, the fault statement).
+ */
+async function writeSessionExamples(docs: string, domain: ReturnType<typeof gasEscrowDomain>, pricing: PricingTerms): Promise<void> {
+  const ref = {
+    terms: {
+      payer: PAYER.address,
+      provider: PROVIDER.address,
+      funder: PAYER.address,
+      asset: "0x0000000000000000000000000000000000000000" as Address,
+      termsHash: termsHashOf(pricing),
+      policyHash: keccak256(stringToBytes("policy: default")),
+      challengeDuration: 3600n,
+      nonce: 1n,
+    },
+    openedAt: 12n,
+  };
+  const sessionId = sessionIdOf(domain, ref);
+  const request = { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "vectorise", arguments: { image: "logo.png" } } };
+  const error = { code: -32003, message: "upstream refused the prompt", data: { fault: "ERR_UPSTREAM_POLICY_VIOLATION" } };
+  const receipt = await signSessionReceipt({
+    account: PROVIDER,
+    receipt: {
+      sessionId,
+      seq: 1n,
+      offloadPacketHash: keccak256(canonBytes(request)),
+      outputHash: keccak256(canonBytes({ error })),
+      policyHash: ref.terms.policyHash,
+      modelSnapshotId: "worker:vectoriser@1",
+      metering: { units: 0n, amount: 0n },
+      prevReceiptHash: zeroHash,
+    },
+  });
+  const fault = await signFaultStatement({
+    account: PROVIDER,
+    statement: { sessionId, seq: 1n, offloadPacketHash: receipt.receipt.offloadPacketHash, code: "ERR_UPSTREAM_POLICY_VIOLATION", computeSpent: 0n },
+  });
+  writeJson(
+    path.join(docs, "packet-result-failed.json"),
+    JSON.parse(encodePacket({ pkt_version: "1", packet_type: "PKT_ACTION_RESULT", issued_at: ISSUED_AT, session_id: sessionId, action_result_id: "result-1", payload: { mcp: { jsonrpc: "2.0", id: 1, error }, receipt, fault } })),
+  );
+  const ticket = await signPaymentTicket({
+    account: PAYER,
+    domain,
+    ticket: { sessionId, provider: PROVIDER.address, termsHash: ref.terms.termsHash, seq: 1n, cumulativeAmount: 1000n, receiptRoot: zeroHash },
+  });
+  const tree = ReceiptAccumulator.fromLeaves([receiptLeaf(receipt.receipt, ticket.ticket)]);
+  const pkg = buildSessionPackage({
+    caseId: keccak256(stringToBytes("example session case")),
+    chainId: 31337n,
+    disputeManager: DISPUTE_MANAGER,
+    challenger: PAYER.address,
+    lane: 0,
+    gasEscrow: GAS_ESCROW,
+    sessionId,
+    ref,
+    pricing,
+    closing: { deposit: 10_000n, seq: 2n, amount: 2000n, receiptRoot: tree.root(), feeBps: 0 },
+    seq: 1n,
+    receipts: [{ receipt, ticket, leafIndex: 0n, merkleProof: tree.proof(0) }],
+    delivered: [{ receipt, request: canonBytes(request), output: canonBytes({ error }) }],
+    fault,
+  });
+  writeJson(path.join(docs, "session", "challenge-package.json"), packageToJson(pkg));
 }
 
 main().catch((error: unknown) => {

@@ -2,6 +2,7 @@
  * Builds ChallengePackages the way a challenger's node does: from the artifacts it holds and the case id the
  * DisputeManager will assign (`nextCaseId`), so that the package hash can be committed when the case opens.
  */
+import type { SignedFaultStatement } from "../core/fault-statement";
 import type { SignedReceiptCommit } from "../core/receipt-commit";
 import { keccak256, stringToBytes, zeroHash, type Address, type Hex } from "viem";
 
@@ -11,7 +12,7 @@ import type { ChannelRef, PricingTerms } from "../core/terms";
 import { bundleHash, type Bundle } from "./bundle";
 import { InvalidPackageError } from "./errors";
 import { icsHash, type Ics } from "./ics";
-import { makeEvidence, type ChallengePackage, type Claim, type Evidence, type ReceiptEvidence } from "./package";
+import { makeEvidence, type ChallengePackage, type Claim, type DeliveredReceiptEvidence, type Evidence, type ReceiptEvidence } from "./package";
 
 type Common = {
   caseId: Hex;
@@ -70,6 +71,13 @@ export function buildSessionPackage(
     commit?: SignedReceiptCommit;
     seq: bigint;
     receipts: ReceiptEvidence[];
+    /**
+     * The receipts as the payer received them, for the seqs it proves (Lane 0 compares their request and
+     * output hashes with the proven receipts': issue 12 item 5). Only those whose seq a proven receipt has.
+     */
+    delivered?: DeliveredReceiptEvidence[];
+    /** The provider's fault statement the payer holds for the challenged seq (the session no-fault path). */
+    fault?: SignedFaultStatement;
   },
 ): ChallengePackage {
   const challenged = parameters.receipts.find((e) => e.receipt.receipt.seq === parameters.seq);
@@ -85,6 +93,14 @@ export function buildSessionPackage(
     }),
     ...parameters.receipts.map((e) => makeEvidence("receipt", e)),
   ];
+  const proven = new Set(parameters.receipts.map((e) => e.receipt.receipt.seq));
+  for (const d of parameters.delivered ?? []) if (proven.has(d.receipt.receipt.seq)) evidence.push(makeEvidence("delivered_receipt", d));
+  if (parameters.fault) {
+    if (parameters.fault.statement.seq !== parameters.seq) {
+      throw new InvalidPackageError("fault", `is for seq ${parameters.fault.statement.seq}; the step being challenged is seq ${parameters.seq}.`);
+    }
+    evidence.push(makeEvidence("fault", parameters.fault));
+  }
   const receipt = challenged.receipt.receipt;
   return {
     schema: "ioi.challenge_package/1",

@@ -8,14 +8,15 @@
  * safe with a reason code. A *respondent* check that fails on evidence that did verify is a proven violation
  * by the provider (for example a receipt it signed under another policy): it decides the case at once.
  */
-import { getAddress, isAddressEqual, zeroHash, type Hex } from "viem";
+import { getAddress, isAddressEqual, keccak256, zeroHash, type Hex } from "viem";
 
 import { gasEscrowDomain } from "../core/eip712";
 import { verifyIdentityAnchor } from "../core/identity";
 import { receiptLeaf } from "../core/leaf";
 import { verifyProof } from "../core/accumulator";
 import { verifyReceiptCommit } from "../core/receipt-commit";
-import { GENESIS_RECEIPT_HASH, sessionReceiptHash, verifySessionReceipt } from "../core/receipt";
+import { verifyFaultStatement, type FaultStatement } from "../core/fault-statement";
+import { GENESIS_RECEIPT_HASH, sessionReceiptHash, verifySessionReceipt, type SessionReceipt } from "../core/receipt";
 import { describePricing, missingReceiptBindings, modelAllowed, penaltyOf, priceOf, sessionIdOf, termsHashOf, type PricingTerms } from "../core/terms";
 import { verifyPaymentTicket } from "../core/ticket";
 import { assertWithinGrant, verifySessionKeyGrantSignature } from "../core/session-key";
@@ -44,6 +45,12 @@ export type Lane0Result = {
   reasonCodes: string[];
   /** Proven violations by the respondent, in check order. */
   violations: Lane0Violation[];
+  /**
+   * A session case's no-fault claim: the provider's verified fault statement for the challenged receipt (same
+   * seq and request hash as the receipt proven into the root). `refund` = the receipt's metered amount less the
+   * compute the statement declares spent, 0 if that is not positive. Violations take precedence (runner).
+   */
+  noFault: { seq: bigint; code: string; refund: bigint } | null;
 };
 
 /** A file in a gig's deliverable by which the provider declares the request unserviceable (whitepaper 8.3.1.3). */
@@ -53,6 +60,7 @@ class Checks {
   readonly checks: Lane0Check[] = [];
   readonly reasons = new Set<string>();
   readonly violations: Lane0Violation[] = [];
+  noFault: Lane0Result["noFault"] = null;
 
   /** Records an evidence check: a failure (or missing evidence) makes the run fail safe with `reason`. */
   evidence(name: string, reason: string, ok: boolean | "missing", detail: string | null = null): boolean {
@@ -70,7 +78,7 @@ class Checks {
   }
 
   result(): Lane0Result {
-    return { checks: this.checks, reasonCodes: [...this.reasons].sort(), violations: this.violations };
+    return { checks: this.checks, reasonCodes: [...this.reasons].sort(), violations: this.violations, noFault: this.noFault };
   }
 }
 
@@ -296,6 +304,9 @@ async function sessionChecks(c: Checks, pkg: ChallengePackage, ctx: CaseContext)
     "the package carries two receipts with the same seq",
   );
 
+  const delivered = await deliveredEvidenceChecks(c, pkg, terms.provider, session.sessionId);
+  const fault = await faultEvidenceChecks(c, pkg, terms.provider, session.sessionId, challenged!.receipt.receipt, delivered);
+
   // Only now, on evidence that verified (every receipt signed by the provider and proven into the committed
   // root), judge the provider's conduct.
   if (c.reasons.size > 0) return;
@@ -341,6 +352,100 @@ async function sessionChecks(c: Checks, pkg: ChallengePackage, ctx: CaseContext)
     }
   }
   receiptChain(c, receipts, pricing);
+  deliveredComparison(c, receipts, delivered, pricing);
+
+  // The session no-fault path (decision 0015): a verified fault statement for the challenged receipt as proven.
+  const proven = challenged!.receipt.receipt;
+  if (fault && fault.offloadPacketHash === proven.offloadPacketHash) {
+    const metered = proven.metering.amount;
+    c.noFault = { seq: proven.seq, code: fault.code, refund: metered > fault.computeSpent ? metered - fault.computeSpent : 0n };
+  }
+}
+
+/**
+ * Receipts as the payer received them (evidence checks): each signed by the channel's provider, for this
+ * session, at most one per seq, and — when the package carries the request or output bytes — the bytes hash
+ * to the receipt's `offloadPacketHash` / `outputHash`. Returns them by seq.
+ */
+async function deliveredEvidenceChecks(c: Checks, pkg: ChallengePackage, provider: Hex, sessionId: Hex): Promise<Map<bigint, SessionReceipt>> {
+  const bySeq = new Map<bigint, SessionReceipt>();
+  const items = evidenceOfKind(pkg, "delivered_receipt")
+    .map((item) => item.content)
+    .sort((a, b) => (a.receipt.receipt.seq < b.receipt.receipt.seq ? -1 : a.receipt.receipt.seq > b.receipt.receipt.seq ? 1 : 0));
+  for (const d of items) {
+    const r = d.receipt.receipt;
+    const at = `delivered[seq ${r.seq}]`;
+    await signatureCheck(c, `${at}.signature`, "DELIVERED_RECEIPT_SIGNATURE_INVALID", () => verifySessionReceipt({ signed: d.receipt, signer: provider }));
+    c.evidence(`${at}.binding`, "DELIVERED_RECEIPT_BINDING_MISMATCH", r.sessionId === sessionId && !bySeq.has(r.seq), bySeq.has(r.seq) ? `a second delivered receipt with seq ${r.seq}` : `the delivered receipt names session ${r.sessionId}`);
+    if (d.request) {
+      const hash = keccak256(d.request);
+      c.evidence(`${at}.request_bytes`, "DELIVERED_BYTES_MISMATCH", hash === r.offloadPacketHash, `the request bytes hash to ${hash}; the delivered receipt binds ${r.offloadPacketHash}`);
+    }
+    if (d.output) {
+      const hash = keccak256(d.output);
+      c.evidence(`${at}.output_bytes`, "DELIVERED_BYTES_MISMATCH", hash === r.outputHash, `the output bytes hash to ${hash}; the delivered receipt binds ${r.outputHash}`);
+    }
+    if (!bySeq.has(r.seq)) bySeq.set(r.seq, r);
+  }
+  return bySeq;
+}
+
+/**
+ * The provider's fault statement (evidence checks): at most one, signed by the channel's provider, for this
+ * session and the challenged seq, naming the request of the challenged receipt as proven or as delivered (a
+ * statement for the delivered request of an equivocated step still verifies; the mismatch then decides).
+ */
+async function faultEvidenceChecks(
+  c: Checks,
+  pkg: ChallengePackage,
+  provider: Hex,
+  sessionId: Hex,
+  challenged: SessionReceipt,
+  delivered: Map<bigint, SessionReceipt>,
+): Promise<FaultStatement | null> {
+  const items = evidenceOfKind(pkg, "fault");
+  if (items.length === 0) return null;
+  if (!c.evidence("fault.count", "FAULT_STATEMENT_INVALID", items.length === 1, `${items.length} fault statements; a case is judged on at most one`)) return null;
+  const signed = items[0]!.content;
+  const s = signed.statement;
+  const before = c.reasons.size;
+  await signatureCheck(c, "fault.signature", "FAULT_STATEMENT_INVALID", () => verifyFaultStatement({ signed, signer: provider }));
+  const request = [challenged.offloadPacketHash, delivered.get(challenged.seq)?.offloadPacketHash];
+  c.evidence(
+    "fault.binding",
+    "FAULT_STATEMENT_MISMATCH",
+    s.sessionId === sessionId && s.seq === challenged.seq && request.includes(s.offloadPacketHash),
+    `the fault statement names session ${s.sessionId} seq ${s.seq} request ${s.offloadPacketHash}; the challenged receipt is seq ${challenged.seq} for request ${challenged.offloadPacketHash}`,
+  );
+  return c.reasons.size === before ? s : null;
+}
+
+/**
+ * A receipt proven into the committed root against the receipt the provider delivered for the same seq
+ * (respondent checks): both carry the provider's verified signature, so a different request or output hash
+ * means it signed two statements of one step, and the root commits the one the payer never accepted. The
+ * refund is the proven receipt's metered amount; the slash the terms' penalty for the code.
+ */
+function deliveredComparison(c: Checks, receipts: ReceiptEvidence[], delivered: Map<bigint, SessionReceipt>, pricing: PricingTerms): void {
+  for (const e of receipts) {
+    const r = e.receipt.receipt;
+    const d = delivered.get(r.seq);
+    if (!d) continue;
+    c.respondent(`receipt[seq ${r.seq}].request`, r.offloadPacketHash === d.offloadPacketHash, {
+      code: "RECEIPT_REQUEST_MISMATCH",
+      seq: r.seq,
+      slash: penaltyOf(pricing, "RECEIPT_REQUEST_MISMATCH"),
+      detail: `receipt ${r.seq} in the committed root answers request ${r.offloadPacketHash}; the receipt the provider delivered for seq ${r.seq} answers ${d.offloadPacketHash}`,
+      refund: r.metering.amount,
+    });
+    c.respondent(`receipt[seq ${r.seq}].output`, r.outputHash === d.outputHash, {
+      code: "RECEIPT_OUTPUT_MISMATCH",
+      seq: r.seq,
+      slash: penaltyOf(pricing, "RECEIPT_OUTPUT_MISMATCH"),
+      detail: `receipt ${r.seq} in the committed root commits output ${r.outputHash}; the receipt the provider delivered for seq ${r.seq} commits ${d.outputHash}`,
+      refund: r.metering.amount,
+    });
+  }
 }
 
 async function receiptEvidenceChecks(

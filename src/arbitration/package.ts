@@ -6,9 +6,15 @@
  * The JSON form is snake_case, hashes and addresses lowercase hex, amounts and counters decimal strings;
  * in TypeScript the same data is camelCase with bigint amounts.
  */
-import { getAddress, type Address, type Hex } from "viem";
+import { bytesToHex, getAddress, hexToBytes, type Address, type Hex } from "viem";
 
 import { artifactId } from "../core/canonical";
+import {
+  signedFaultStatementFromJson,
+  signedFaultStatementToJson,
+  type SignedFaultStatement,
+  type SignedFaultStatementJson,
+} from "../core/fault-statement";
 import {
   receiptCommitToJson,
   signedReceiptCommitFromJson,
@@ -98,6 +104,14 @@ export type ReceiptEvidenceJson = {
 };
 
 /**
+ * A receipt as the payer received it in PKT_ACTION_RESULT (the provider's signature over the real request
+ * and output: the payer refuses one whose hashes are not those of what it sent and got). Optionally the
+ * request bytes and output bytes themselves; when given, each must hash to the receipt's hash (Lane 0).
+ */
+export type DeliveredReceiptEvidence = { receipt: SignedSessionReceipt; request?: Uint8Array; output?: Uint8Array };
+export type DeliveredReceiptEvidenceJson = { receipt: SignedSessionReceiptJson; request?: Hex; output?: Hex };
+
+/**
  * A channel: its terms, its pricing document and the state it closed with; optionally the provider's signed
  * receipt commit the payer anchored on-chain, whose root a receipt may be proven against instead (decision 0003).
  */
@@ -123,6 +137,10 @@ export type EvidenceContent = {
   channel: ChannelEvidence;
   /** The respondent's identity anchor: its DID bound to its secp256k1 and ML-DSA-44 keys, signed by both. */
   identity: SignedIdentityAnchor;
+  /** A receipt as delivered to the payer, to compare with a receipt of the same seq proven into a root. */
+  delivered_receipt: DeliveredReceiptEvidence;
+  /** The provider's signed fault statement for a failed call (the session no-fault path). */
+  fault: SignedFaultStatement;
 };
 export type EvidenceContentJson = {
   ics: IcsJson;
@@ -131,10 +149,12 @@ export type EvidenceContentJson = {
   receipt: ReceiptEvidenceJson;
   channel: ChannelEvidenceJson;
   identity: SignedIdentityAnchorJson;
+  delivered_receipt: DeliveredReceiptEvidenceJson;
+  fault: SignedFaultStatementJson;
 };
 
 export type EvidenceKind = keyof EvidenceContent;
-export const EVIDENCE_KINDS: readonly EvidenceKind[] = ["ics", "test_suite", "deliverable", "receipt", "channel", "identity"];
+export const EVIDENCE_KINDS: readonly EvidenceKind[] = ["ics", "test_suite", "deliverable", "receipt", "channel", "identity", "delivered_receipt", "fault"];
 
 export type Evidence<K extends EvidenceKind = EvidenceKind> = {
   [k in K]: { kind: k; artifactId: Hex; content: EvidenceContent[k] };
@@ -305,6 +325,22 @@ function evidenceContentFromJson(value: EvidenceJson, path: string): Evidence {
     case "identity":
       item = { kind: value.kind, artifactId: claimed, content: signedIdentityAnchorFromJson(value.content, content) };
       break;
+    case "delivered_receipt": {
+      const c = value.content;
+      item = {
+        kind: value.kind,
+        artifactId: claimed,
+        content: {
+          receipt: signedSessionReceiptFromJson(c.receipt, `${content}.receipt`),
+          ...(c.request === undefined ? {} : { request: hexToBytes(c.request) }),
+          ...(c.output === undefined ? {} : { output: hexToBytes(c.output) }),
+        },
+      };
+      break;
+    }
+    case "fault":
+      item = { kind: value.kind, artifactId: claimed, content: signedFaultStatementFromJson(value.content, content) };
+      break;
   }
   const actual = artifactId(evidenceContentToJson(item));
   if (actual !== claimed) throw new ArtifactIdMismatchError(path, claimed, actual);
@@ -346,6 +382,16 @@ export function evidenceContentToJson(item: Evidence): EvidenceContentJson[Evide
     }
     case "identity":
       return signedIdentityAnchorToJson(item.content);
+    case "delivered_receipt": {
+      const c = item.content;
+      return {
+        receipt: signedSessionReceiptToJson(c.receipt),
+        ...(c.request ? { request: bytesToHex(c.request) } : {}),
+        ...(c.output ? { output: bytesToHex(c.output) } : {}),
+      };
+    }
+    case "fault":
+      return signedFaultStatementToJson(item.content);
   }
 }
 

@@ -15,6 +15,7 @@ import type { Hex } from "viem";
 
 import { artifactId } from "../core/canonical";
 import { BaseError } from "../core/errors";
+import { NO_FAULT_CODES } from "../core/fault-statement";
 import type { Bundle } from "./bundle";
 import { runObjectiveChecks, type ObjectiveChecksParameters, type ObjectiveChecksResult } from "./checks";
 import type { CaseContext } from "./context";
@@ -51,8 +52,8 @@ export function judgeRuntimeHash(): Hex {
   });
 }
 
-/** Fault codes a provider's fault receipt may carry to declare a request unserviceable (whitepaper 8.3.1.3). */
-export const NO_FAULT_CODES = ["ERR_UPSTREAM_POLICY_VIOLATION"] as const;
+/** Fault codes a provider's fault receipt (gigs) or fault statement (sessions) may carry (whitepaper 8.3.1.3). */
+export { NO_FAULT_CODES };
 
 export type Phase = "intake" | "plan" | "execute" | "verify" | "deliver" | "fail_safe";
 
@@ -206,7 +207,17 @@ async function execute(parameters: ArbitrationParameters, ics: Ics | null, runti
     const cap = ctx.slashCap ?? null;
     return { ...decision, verdict: "provider_fault", refund: owed < value ? owed : value, slash: cap !== null && slash > cap ? cap : slash };
   }
-  if (ctx.case.kind === "session") return { ...decision, verdict: "challenger_fault" };
+  if (ctx.case.kind === "session") {
+    // The session no-fault path (decision 0015): the provider's verified fault statement for the challenged
+    // receipt, which metered more than the compute it declares spent → NoFault, the difference refunded, no
+    // slash. A failed call charged no more than that (decision 0022 charges 0) gives the challenger nothing.
+    const noFault = lane0.noFault;
+    if (noFault && noFault.refund > 0n) {
+      const owed = refundAllowed(pkg, ctx) ? noFault.refund : 0n;
+      return { ...decision, verdict: "no_fault", refund: owed < value ? owed : value };
+    }
+    return { ...decision, verdict: "challenger_fault" };
+  }
 
   // Gig: Lane 0 guaranteed exactly one ICS and one deliverable, both bound on-chain.
   const deliverable = evidenceOfKind(pkg, "deliverable")[0]!.content;
@@ -261,9 +272,13 @@ function lane0Remedy(pkg: ChallengePackage, ctx: CaseContext, violations: Lane0V
     else perReceipt.set(v.seq, (perReceipt.get(v.seq) ?? 0n) > v.refund ? perReceipt.get(v.seq)! : v.refund);
   }
   for (const amount of perReceipt.values()) refund += amount;
+  return { refund: refundAllowed(pkg, ctx) ? refund : 0n, slash };
+}
+
+/** False for a session settled when the case opened whose v2 terms say refunds do not come from the SLA bond. */
+function refundAllowed(pkg: ChallengePackage, ctx: CaseContext): boolean {
   const channel = evidenceOfKind(pkg, "channel")[0]?.content;
-  if (channel?.pricing.version === "2" && !channel.pricing.disputes.refundsFromBond && ctx.session?.settledAtOpen === true) refund = 0n;
-  return { refund, slash };
+  return !(channel?.pricing.version === "2" && !channel.pricing.disputes.refundsFromBond && ctx.session?.settledAtOpen === true);
 }
 
 /**

@@ -694,6 +694,10 @@ async function runBuildSession(values: Values, out: Out): Promise<void> {
     const index = steps.findIndex((step) => step.seq === seq);
     if (index < 0 || index >= size) throw new PackageMismatchError(`The store holds no committed receipt with seq ${seq}.`);
     const receipts = index > 0 && steps[index - 1]!.seq === seq - 1n ? [evidenceOf(index - 1), evidenceOf(index)] : [evidenceOf(index)];
+    // The receipts as the provider delivered them (what the payer checked against its request and output),
+    // and the provider's fault statement for the challenged seq, if the call failed (issue 12 item 5).
+    const delivered = receipts.map((e) => ({ receipt: e.receipt }));
+    const fault = store.getFaultStatement(sessionId, seq);
     const caseId = await nextCaseId(publicClient, deployment.disputeManager, 2, sessionId);
     const pkg = buildSessionPackage({
       caseId,
@@ -709,6 +713,8 @@ async function runBuildSession(values: Values, out: Out): Promise<void> {
       ...(recordedUsable ? {} : { commit: commit! }),
       seq,
       receipts,
+      delivered,
+      ...(fault ? { fault } : {}),
     });
     writePackage(out, file, pkg);
     Object.assign(out.result, {
@@ -717,6 +723,7 @@ async function runBuildSession(values: Values, out: Out): Promise<void> {
       closingSeq: closing.seq.toString(),
       committedReceipts: size,
       provenAgainst: recordedUsable ? "recorded root" : "anchored receipt commit",
+      faultStatement: fault !== undefined,
     });
   } finally {
     await store.close();

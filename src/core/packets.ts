@@ -7,6 +7,7 @@ import type { Hex } from "viem";
 
 import { canon, parseJson } from "./canonical";
 import { BindingMismatchError, InvalidFieldError } from "./errors";
+import { signedFaultStatementFromJson, signedFaultStatementToJson, type SignedFaultStatement } from "./fault-statement";
 import { receiptCommitToJson, signedReceiptCommitFromJson, type SignedReceiptCommit } from "./receipt-commit";
 import { signedSessionReceiptFromJson, signedSessionReceiptToJson, type SignedSessionReceipt } from "./receipt";
 import { signedPaymentTicketFromJson, signedPaymentTicketToJson, type SignedPaymentTicket } from "./ticket";
@@ -41,7 +42,11 @@ export type ActionInvokePacket = Envelope<"PKT_ACTION_INVOKE"> & {
 export type ActionResultPacket = Envelope<"PKT_ACTION_RESULT"> & {
   lease_id?: string;
   action_result_id: string;
-  payload: { mcp: JsonObject; receipt: SignedSessionReceipt; policy?: PolicyDecision };
+  /**
+   * `fault`: the provider's signed fault statement, only for a failed call (a JSON-RPC error answer); absent
+   * on every successful call, so the hot path carries nothing more (decision 0015, session no-fault path).
+   */
+  payload: { mcp: JsonObject; receipt: SignedSessionReceipt; policy?: PolicyDecision; fault?: SignedFaultStatement };
 };
 export type ReceiptCommitPacket = Envelope<"PKT_RECEIPT_COMMIT"> & { payload: { commit: SignedReceiptCommit } };
 
@@ -60,7 +65,11 @@ function packetToJson(packet: Packet): JsonObject {
     case "PKT_ACTION_RESULT":
       return {
         ...packet,
-        payload: { ...packet.payload, receipt: signedSessionReceiptToJson(packet.payload.receipt) },
+        payload: {
+          ...packet.payload,
+          receipt: signedSessionReceiptToJson(packet.payload.receipt),
+          ...(packet.payload.fault ? { fault: signedFaultStatementToJson(packet.payload.fault) } : {}),
+        },
       };
     case "PKT_RECEIPT_COMMIT":
       return {
@@ -117,12 +126,19 @@ export function packetFromJson(raw: unknown): Packet {
     case "PKT_ACTION_RESULT": {
       const receipt = signedSessionReceiptFromJson(payload.receipt, "packet.payload.receipt");
       assertSameSession(envelope.session_id, receipt.receipt.sessionId, "receipt");
+      const fault = payload.fault === undefined ? undefined : signedFaultStatementFromJson(payload.fault, "packet.payload.fault");
+      if (fault) assertSameSession(envelope.session_id, fault.statement.sessionId, "fault statement");
       return {
         ...envelope,
         packet_type: head.packet_type,
         ...optionalId("lease_id"),
         action_result_id: head.action_result_id as string,
-        payload: { mcp, receipt, ...(payload.policy === undefined ? {} : { policy: payload.policy as PolicyDecision }) },
+        payload: {
+          mcp,
+          receipt,
+          ...(payload.policy === undefined ? {} : { policy: payload.policy as PolicyDecision }),
+          ...(fault ? { fault } : {}),
+        },
       };
     }
     case "PKT_RECEIPT_COMMIT": {

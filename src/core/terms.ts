@@ -78,6 +78,10 @@ export const VIOLATION_KINDS = [
   "RECEIPT_CHAIN_GAP",
   "RECEIPT_MODEL_SWAP",
   "RECEIPT_REQUIRED_MISSING",
+  // Issue 12 item 5: a receipt proven into a committed root whose request or output hash is not the one of the
+  // receipt the provider delivered for the same seq (it signed two different statements of one step).
+  "RECEIPT_REQUEST_MISMATCH",
+  "RECEIPT_OUTPUT_MISMATCH",
 ] as const;
 export type ViolationKind = (typeof VIOLATION_KINDS)[number];
 

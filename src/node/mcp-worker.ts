@@ -12,6 +12,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 
 import { BaseError } from "../core/errors";
+import { NO_FAULT_CODES } from "../core/fault-statement";
 import type { JsonObject } from "../core/validate";
 import type { McpError, McpHandler } from "./provider-node";
 
@@ -329,7 +330,11 @@ function workerRpcError(error: unknown): McpError {
   const message = typeof e.message === "string" ? e.message.slice(0, 1024) : "The worker answered with an error.";
   // Codes the node reserves for its own meanings are not the worker's to use.
   const reserved = code === -32001 || (Object.values(WORKER_ERROR_CODES) as number[]).includes(code);
-  return { code: reserved ? -32000 : code, message };
+  // A worker may declare a no-fault code (its upstream refused on policy): the only `data` passed on, so the
+  // provider's fault statement can name it (decision 0015). Anything else in `data` stays with the worker.
+  const data = typeof e.data === "object" && e.data !== null ? (e.data as JsonObject) : {};
+  const fault = typeof data.fault === "string" && (NO_FAULT_CODES as readonly string[]).includes(data.fault) ? data.fault : undefined;
+  return { code: reserved ? -32000 : code, message, ...(fault ? { data: { fault } } : {}) };
 }
 
 /**

@@ -14,6 +14,7 @@ import type { GasEscrowDomain } from "../core/eip712";
 import { BaseError, ReceiptMismatchError } from "../core/errors";
 import type { ActionInvokePacket, ActionResultPacket, ReceiptCommitPacket } from "../core/packets";
 import { PayerSession } from "./payer-session";
+import { verifyFaultStatementFor, type SignedFaultStatement } from "../core/fault-statement";
 import type { SignedSessionKeyGrant } from "../core/session-key";
 import { signReceiptCommit, verifyReceiptCommit } from "../core/receipt-commit";
 import type { ChannelRecord, ChannelStore } from "../store/store";
@@ -85,6 +86,8 @@ export type InvocationOutcome = {
   leaf: Hex;
   receipt: SignedSessionReceipt;
   charged: bigint;
+  /** The provider's signed fault statement, when the call failed and the provider sent one (kept in the store). */
+  fault?: SignedFaultStatement;
 };
 
 type Waiter = { resolve: (outcome: InvocationOutcome) => void; reject: (error: Error) => void };
@@ -220,12 +223,16 @@ export class PayerClient {
     const failed = !replayed && mcp.error !== undefined && mcp.result === undefined;
     const output = replayed ? undefined : failed ? canonBytes({ error: mcp.error! }) : mcp.result === undefined ? undefined : canonBytes(mcp.result);
     if (!replayed && output === undefined) throw new ReceiptMismatchError(`Result ${packet.action_result_id} carries neither a result, an error nor a replay marker.`);
+    const fault = await this.#checkFault(packet, failed);
     const step = await this.session.acceptReceipt(packet.payload.receipt, output, failed);
     // Pipelined (decision 0023): the next receipt is verified while this one is made durable. The store
     // makes writes durable in the order they are made, so starting this write before any later write (the
     // next ticket, whose root covers this receipt, or the next receipt) keeps every durable state a prefix
     // of the session; the caller is told the receipt counts only once it is durable.
-    const durable = this.parameters.store.putStep(this.parameters.channel.sessionId, step);
+    // The fault statement is written first: durable writes keep their order, so the step's durability implies it.
+    const faultWrite = fault && this.parameters.store.putFaultStatement(this.parameters.channel.sessionId, fault);
+    const stepWrite = this.parameters.store.putStep(this.parameters.channel.sessionId, step);
+    const durable = faultWrite ? Promise.all([faultWrite, stepWrite]).then(() => undefined) : stepWrite;
     this.#lastWrite = durable.catch(() => undefined);
     durable.then(
       () => {
@@ -238,10 +245,29 @@ export class PayerClient {
           leaf: step.leaf,
           receipt: packet.payload.receipt,
           charged: packet.payload.receipt.receipt.metering.amount,
+          ...(fault ? { fault } : {}),
         });
       },
       (error: unknown) => this.#fail(error as Error),
     );
+  }
+
+  /**
+   * The provider's fault statement that came with a result (decision 0015): only on a failed call, signed by
+   * the channel's provider for the same session, seq and request hash as the receipt (which `acceptReceipt`
+   * then checks against the request sent). Anything else is refused like a bad receipt.
+   */
+  async #checkFault(packet: ActionResultPacket, failed: boolean): Promise<SignedFaultStatement | undefined> {
+    const fault = packet.payload.fault;
+    if (!fault) return undefined;
+    const { receipt } = packet.payload.receipt;
+    if (!failed) throw new ReceiptMismatchError(`Result ${packet.action_result_id} carries a fault statement for seq ${receipt.seq}, but the call did not fail.`);
+    try {
+      await verifyFaultStatementFor({ signed: fault, provider: this.parameters.channel.ref.terms.provider, receipt });
+    } catch (error) {
+      throw new ReceiptMismatchError(`Receipt seq ${receipt.seq}: its fault statement does not hold: ${(error as BaseError).shortMessage ?? (error as Error).message}`);
+    }
+    return fault;
   }
 
   async #sendTicket(signed: SignedPaymentTicket, request: JsonObject | undefined, leafCount: number | undefined): Promise<void> {

@@ -14,6 +14,8 @@ import type { SignedSessionKeyGrant } from "../core/session-key";
 import { BaseError, BindingMismatchError, ChannelNotOpenError, DepositExceededError } from "../core/errors";
 import type { ActionInvokePacket, ActionResultPacket, ReceiptCommitPacket } from "../core/packets";
 import { ProviderSession } from "./provider-session";
+import { faultCodeOf, signFaultStatement, type SignedFaultStatement } from "../core/fault-statement";
+import type { SessionReceipt } from "../core/receipt";
 import { signReceiptCommit, verifyReceiptCommit } from "../core/receipt-commit";
 import type { ChannelRecord, ChannelStore } from "../store/store";
 import type { SettlementSummary } from "../core/summary";
@@ -451,9 +453,30 @@ export class ProviderNode {
     // A failed call's output is `{ error }` (charged nothing, decision 0022); a result is the result itself.
     const output = JSON.parse(new TextDecoder().decode(result.output)) as JsonObject;
     const answer = reply(result.charged ? { result: output } : output, result.step.receipt);
+    // Only a failed call carries a signed fault statement; a successful one signs nothing more.
+    const fault = result.charged ? undefined : this.#faultStatement(result.step.receipt.receipt, output.error as McpError | undefined);
     b.answers = this.#after(b.answers, async () => {
       await durable; // never acknowledge what a crash could lose
+      if (fault) answer.payload.fault = await fault;
       await send(answer);
+    });
+  }
+
+  /**
+   * The provider's signed statement that the call receipted by `receipt` failed (decision 0015, the session
+   * no-fault path): the step, its request hash, the fault code the error declares (`faultCodeOf`) and the
+   * compute spent — what the receipt charged, which for a failed call is 0 (decision 0022).
+   */
+  #faultStatement(receipt: SessionReceipt, error: McpError | undefined): Promise<SignedFaultStatement> {
+    return signFaultStatement({
+      account: this.parameters.account,
+      statement: {
+        sessionId: receipt.sessionId,
+        seq: receipt.seq,
+        offloadPacketHash: receipt.offloadPacketHash,
+        code: faultCodeOf(error),
+        computeSpent: receipt.metering.amount,
+      },
     });
   }
 

@@ -91,6 +91,14 @@ export class CooperativeCloseConflictError extends BaseError {
   }
 }
 
+/** A different fault statement was offered for a step that already holds one (the provider signed two). */
+export class FaultStatementConflictError extends BaseError {
+  override name = "FaultStatementConflictError" as const;
+  constructor(readonly sessionId: Hex, readonly seq: bigint) {
+    super(`Session ${sessionId} already holds a different fault statement for seq ${seq}; a step fails once.`);
+  }
+}
+
 /**
  * The parts of a write disagree with each other or with the session they are filed under (a ticket for
  * another session, a receipt for another seq). This is a bug in the caller, not in the peer.

@@ -75,6 +75,16 @@ export const MIGRATIONS: readonly string[] = [
     close      TEXT NOT NULL              -- canon(CooperativeCloseJson)
   ) STRICT;
   `,
+  // 2 → 3 (issue 12 item 5): the provider's signed fault statements the payer received with failed calls,
+  // one per step: the evidence of the session no-fault path (decision 0015).
+  `
+  CREATE TABLE fault_statements (
+    session_id TEXT NOT NULL REFERENCES channels (session_id),
+    seq        TEXT NOT NULL CHECK (${SEQ_KEY("seq")}),
+    statement  TEXT NOT NULL,             -- canon(SignedFaultStatementJson)
+    PRIMARY KEY (session_id, seq)
+  ) STRICT;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -29,6 +29,7 @@ import Database from "better-sqlite3";
 import type { Hex } from "viem";
 
 import { InvalidFieldError } from "../core/errors";
+import { signedFaultStatementFromJson, signedFaultStatementToJson, type SignedFaultStatement } from "../core/fault-statement";
 import { signedReceiptCommitFromJson, type SignedReceiptCommit } from "../core/receipt-commit";
 import { signedSessionReceiptFromJson, signedSessionReceiptToJson } from "../core/receipt";
 import { signedPaymentTicketFromJson, signedPaymentTicketToJson, type SignedPaymentTicket } from "../core/ticket";
@@ -36,6 +37,7 @@ import { expectHash, expectLiteral, expectString, expectUint, uintToJson } from 
 import {
   CommitConflictError,
   CooperativeCloseConflictError,
+  FaultStatementConflictError,
   InconsistentRecordError,
   ReceiptConflictError,
   StoreClosedError,
@@ -171,6 +173,10 @@ function prepareStatements(db: Database.Database) {
       "INSERT INTO cooperative_closes (session_id, close) VALUES (?, ?) ON CONFLICT (session_id) DO NOTHING",
     ),
     getCooperativeClose: db.prepare<[string], string>("SELECT close FROM cooperative_closes WHERE session_id = ?").pluck(),
+    insertFaultStatement: db.prepare<[string, string, string]>(
+      "INSERT INTO fault_statements (session_id, seq, statement) VALUES (?, ?, ?) ON CONFLICT (session_id, seq) DO NOTHING",
+    ),
+    getFaultStatement: db.prepare<[string, string], string>("SELECT statement FROM fault_statements WHERE session_id = ? AND seq = ?").pluck(),
     upsertCursor: db.prepare<[string, string]>(
       "INSERT INTO cursors (name, block) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET block = excluded.block",
     ),
@@ -195,6 +201,8 @@ class Batch {
   readonly commits = new Map<string, string>();
   /** `close:sessionId` → canonical cooperative close text. */
   readonly cooperativeCloses = new Map<string, string>();
+  /** `sessionId:seqKey` → canonical fault statement text. */
+  readonly faults = new Map<string, string>();
 }
 
 export class SqliteStore implements ChannelStore {
@@ -512,6 +520,38 @@ export class SqliteStore implements ChannelStore {
       const close = cooperativeCloseFromJson(parseStored(text, "CooperativeClose"));
       expectRowKey(close.summary.sessionId, sessionId, "CooperativeClose.summary.sessionId");
       return close;
+    });
+  }
+
+  putFaultStatement(sessionId: Hex, signed: SignedFaultStatement): Promise<void> {
+    return this.#write("putFaultStatement", (batch) => {
+      const id = this.#knownChannel(batch, sessionId);
+      if (signed.statement.sessionId !== id) {
+        throw new InconsistentRecordError(`The fault statement is for session ${signed.statement.sessionId}, not ${id}.`);
+      }
+      const seq = seqKey(signed.statement.seq);
+      const text = canonChecked(signedFaultStatementToJson(signed), (value) => signedFaultStatementFromJson(value));
+      const key = `${id}:${seq}`;
+      const existing = batch.faults.get(key) ?? this.#sql.getFaultStatement.get(id, seq);
+      if (existing !== undefined && existing !== text) throw new FaultStatementConflictError(id, signed.statement.seq);
+      batch.faults.set(key, text);
+      return () => {
+        if (this.#sql.insertFaultStatement.run(id, seq, text).changes === 0 && this.#sql.getFaultStatement.get(id, seq) !== text) {
+          throw new FaultStatementConflictError(id, signed.statement.seq);
+        }
+      };
+    });
+  }
+
+  getFaultStatement(sessionId: Hex, seq: bigint): SignedFaultStatement | undefined {
+    this.#assertOpen("getFaultStatement");
+    const text = this.#sql.getFaultStatement.get(sessionId, seqKey(seq));
+    if (text === undefined) return undefined;
+    return decodeRow("fault_statements", `${sessionId}#${seq}`, () => {
+      const signed = signedFaultStatementFromJson(parseStored(text, "SignedFaultStatement"));
+      expectRowKey(signed.statement.sessionId, sessionId, "SignedFaultStatement.statement.sessionId");
+      expectRowKey(signed.statement.seq, seq, "SignedFaultStatement.statement.seq");
+      return signed;
     });
   }
 

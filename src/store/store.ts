@@ -15,6 +15,7 @@ import type { Address, Hex } from "viem";
 
 import type { ClosingState } from "../core/summary";
 import type { SettlementSummary } from "../core/summary";
+import type { SignedFaultStatement } from "../core/fault-statement";
 import type { SignedReceiptCommit } from "../core/receipt-commit";
 import type { SignedSessionReceipt } from "../core/receipt";
 import type { ChannelRef, PricingTerms } from "../core/terms";
@@ -126,6 +127,14 @@ export interface ChannelStore {
    */
   putCooperativeClose(sessionId: Hex, close: CooperativeCloseRecord): Promise<void>;
   getCooperativeClose(sessionId: Hex): CooperativeCloseRecord | undefined;
+
+  /**
+   * Payer: the provider's signed fault statement that came with a failed call's receipt (decision 0015), kept
+   * as dispute evidence; written before the step's receipt. Idempotent for the same statement; a different
+   * one for the same seq rejects with `FaultStatementConflictError`.
+   */
+  putFaultStatement(sessionId: Hex, signed: SignedFaultStatement): Promise<void>;
+  getFaultStatement(sessionId: Hex, seq: bigint): SignedFaultStatement | undefined;
 
   /** A chain follower's cursor: the last block it fully processed. */
   getCursor(name: string): bigint | undefined;

@@ -7,8 +7,8 @@
  * escrow, the DisputeManager, the registry, the treasury, the burn address and every fixture arbitrator
  * (ETH and LaborGas, gas added back).
  *
- * Not here yet (issue 12, left open): the Lane 0 verdicts decided end to end from real receipts (over-metered,
- * chain gap, wrong policy, request/output mismatch, no fault) — see decision 0003's amendment.
+ * The Lane 0 verdicts decided end to end from real receipts are in terms-violations.test.ts (model, price,
+ * bindings) and session-equivocation.test.ts (request/output mismatch against the delivered receipt, no fault).
  */
 import { loadFixture, time } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
 import { expect } from "chai";

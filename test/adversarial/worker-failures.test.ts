@@ -9,9 +9,10 @@ import { expect } from "chai";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { parseEther, type Address, type PublicClient } from "viem";
+import { keccak256, parseEther, type Address, type PublicClient } from "viem";
 
 import { canonBytes } from "../../src/core/canonical";
+import { verifyFaultStatementFor } from "../../src/core/fault-statement";
 import { closeCooperative, openChannel } from "../../src/chain/escrow";
 import { McpWorker } from "../../src/node/mcp-worker";
 import { PayerClient, type InvocationOutcome } from "../../src/node/payer-client";
@@ -134,6 +135,41 @@ describe("adversarial: failed worker calls are receipted, never paid", function 
       expect(before.escrow - after.escrow).to.equal(DEPOSIT);
       expect(after.treasury).to.equal(before.treasury);
       expect(after.burn).to.equal(before.burn);
+    });
+
+    it("a failed call comes with the provider's signed fault statement (its code, 0 compute spent), which the payer verifies and keeps; a successful call carries none (decision 0015)", async () => {
+      const fx = await loadFixture(channelFixture);
+      const worker = await McpWorker.start({ command: process.execPath, args: [SERVER], timeoutMs: 400, maxRestarts: 3 });
+      const providerStore = SqliteStore.open(path.join(dir, "provider.db"));
+      const node = await ProviderNode.start({ account: fx.provider, publicClient: fx.publicClient, domain: fx.domain, store: providerStore, pricing, handler: worker.handler, modelSnapshotId: "worker:mcp-test@1" });
+      const payerDb = path.join(dir, "payer.db");
+      let payerStore = SqliteStore.open(payerDb);
+      await payerStore.putChannel({ sessionId: fx.opened.sessionId, role: "payer", ref: fx.opened.ref, pricing, escrow: fx.escrow.address, chainId: fx.domain.chainId, deposit: DEPOSIT, status: "open" });
+      const client = await PayerClient.connect({ account: fx.payer, domain: fx.domain, store: payerStore, channel: payerStore.getChannel(fx.opened.sessionId)!, port: node.port });
+      cleanup.push(async () => {
+        await client.close();
+        await node.stop();
+        await worker.stop();
+        await providerStore.close();
+        await payerStore.close();
+      });
+
+      const tool = (name: string, args = {}) => ({ jsonrpc: "2.0", id: name, method: "tools/call", params: { name, arguments: args } });
+      const requests = [tool("add", { a: 1, b: 2 }), tool("crash"), tool("refuse"), tool("upper", { text: "ok" })];
+      const answers: InvocationOutcome[] = [];
+      for (const request of requests) answers.push(await client.invoke(request));
+      expect(answers.map((a) => a.fault?.statement.code ?? null)).to.deep.equal([null, "ERR_UPSTREAM_FAILURE", "ERR_UPSTREAM_POLICY_VIOLATION", null]);
+      for (const [i, answer] of answers.entries()) {
+        if (!answer.fault) continue;
+        // Signed by the channel's provider, for this step and the request the payer sent; nothing charged, nothing spent.
+        await verifyFaultStatementFor({ signed: answer.fault, provider: fx.provider.address, receipt: answer.receipt.receipt });
+        expect(answer.fault.statement).to.deep.include({ seq: BigInt(i + 1), offloadPacketHash: keccak256(canonBytes(requests[i])), computeSpent: 0n });
+        expect(answer.charged).to.equal(0n);
+      }
+      // Durable in the payer's store, across a reopen.
+      await payerStore.close();
+      payerStore = SqliteStore.open(payerDb);
+      expect([1n, 2n, 3n, 4n].map((seq) => payerStore.getFaultStatement(fx.opened.sessionId, seq))).to.deep.equal([undefined, answers[1]!.fault, answers[2]!.fault, undefined]);
     });
   });
 });

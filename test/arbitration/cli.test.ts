@@ -681,6 +681,9 @@ describe("ioi dispute, arbitrate and case CLI", function () {
       const receipts = pkg.evidence.flatMap((e) => (e.kind === "receipt" ? [e.content] : []));
       expect(receipts.map((r) => r.receipt.receipt.seq)).to.deep.equal([1n, 2n]);
       expect(receipts[1]!.merkleProof).to.deep.equal(tree.proof(1, 3));
+      // The receipts as the provider delivered them ride beside the proven ones (issue 12 item 5); no call failed.
+      expect(pkg.evidence.flatMap((e) => (e.kind === "delivered_receipt" ? [e.content.receipt.receipt.seq] : []))).to.deep.equal([1n, 2n]);
+      expect(pkg.evidence.some((e) => e.kind === "fault")).to.equal(false);
 
       const openedCase = await cli(f, ROLE.payer, ["dispute", "open", "--package", out]);
       expect(openedCase.code, openedCase.err).to.equal(0);

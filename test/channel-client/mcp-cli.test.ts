@@ -76,7 +76,7 @@ describe("ioi provider --worker, ioi call, ioi stream --request-file", function 
           child.kill("SIGINT");
         }),
     );
-    expect(ready).to.deep.include({ host: "127.0.0.1", worker: { tools: ["add", "upper", "crash", "hang", "garbage", "big"] } });
+    expect(ready).to.deep.include({ host: "127.0.0.1", worker: { tools: ["add", "upper", "crash", "hang", "garbage", "big", "refuse"] } });
     const peer = `127.0.0.1:${ready.port as number}`;
     const payer = [...common, "--db", path.join(dir, "payer.db")];
 

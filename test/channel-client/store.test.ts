@@ -12,7 +12,8 @@ import { receiptLeaf } from "../../src/core/leaf";
 import { signReceiptCommit, type SignedReceiptCommit } from "../../src/core/receipt-commit";
 import { signSessionReceipt, signedSessionReceiptToJson } from "../../src/core/receipt";
 import * as storeErrors from "../../src/store/errors";
-import { SCHEMA_VERSION } from "../../src/store/schema";
+import { MIGRATIONS, SCHEMA_VERSION } from "../../src/store/schema";
+import { signFaultStatement } from "../../src/core/fault-statement";
 import { SqliteStore } from "../../src/store/sqlite-store";
 import type { ChannelRecord, ChannelRole, ChannelStatus, ClosingRecord, StepRecord } from "../../src/store/store";
 import { sessionIdOf, type ChannelRef } from "../../src/core/terms";
@@ -153,6 +154,7 @@ describe("SqliteStore", function () {
       new storeErrors.ReceiptConflictError(h("s"), 1n),
       new storeErrors.CommitConflictError(h("s"), "payer", 1n),
       new storeErrors.CooperativeCloseConflictError(h("s")),
+      new storeErrors.FaultStatementConflictError(h("s"), 1n),
       new storeErrors.InconsistentRecordError("x"),
     ];
     expect(instances.map((e) => e.name).sort()).to.deep.equal(Object.keys(storeErrors).sort());
@@ -169,10 +171,10 @@ describe("SqliteStore", function () {
         busyTimeoutMs: 1234,
         schemaVersion: SCHEMA_VERSION,
       });
-      expect(SCHEMA_VERSION).to.equal(2);
+      expect(SCHEMA_VERSION).to.equal(3);
       await store.close();
       // Reopening an up-to-date file migrates nothing and keeps the version.
-      expect(openStore().settings().schemaVersion).to.equal(2);
+      expect(openStore().settings().schemaVersion).to.equal(3);
     });
 
     it("refuses a file that is not SQLite, another SQLite database, and a newer schema", () => {
@@ -202,7 +204,7 @@ describe("SqliteStore", function () {
     it("opens an in-memory store (not durable) for callers that need no file", async () => {
       const store = SqliteStore.open(":memory:");
       open.push(store);
-      expect(store.settings()).to.deep.include({ journalMode: "memory", synchronous: "full", schemaVersion: 2 });
+      expect(store.settings()).to.deep.include({ journalMode: "memory", synchronous: "full", schemaVersion: 3 });
       const c = channel(1n);
       await store.putChannel(c);
       expect(store.getChannel(c.sessionId)).to.deep.equal(c);
@@ -550,6 +552,41 @@ describe("SqliteStore", function () {
       expect((await rejection(store.putCooperativeClose(c.sessionId, { ...close, summary: { ...summary, sessionId: h("x") } }))).name).to.equal("InconsistentRecordError");
       await store.close();
       expect(openStore().getCooperativeClose(c.sessionId)).to.deep.equal(close);
+    });
+
+    it("keeps the provider's fault statements per step (issue 12 item 5): idempotent, a second different one refused, across a reopen", async () => {
+      const store = openStore();
+      const c = channel(1n, { role: "payer" });
+      await store.putChannel(c);
+      const statement = { sessionId: c.sessionId, seq: BIG, offloadPacketHash: h("request"), code: "ERR_UPSTREAM_FAILURE" as const, computeSpent: 2n ** 128n - 1n };
+      const fault = await signFaultStatement({ account: provider, statement });
+      expect(store.getFaultStatement(c.sessionId, BIG)).to.equal(undefined);
+      await Promise.all([store.putFaultStatement(c.sessionId, fault), store.putFaultStatement(c.sessionId, fault)]); // the same, twice in one batch
+      await store.putFaultStatement(c.sessionId, fault); // and again later: a no-op
+      const other = await signFaultStatement({ account: provider, statement: { ...statement, computeSpent: 0n } });
+      expect((await rejection(store.putFaultStatement(c.sessionId, other))).name).to.equal("FaultStatementConflictError");
+      const foreign = await signFaultStatement({ account: provider, statement: { ...statement, sessionId: h("x") } });
+      expect((await rejection(store.putFaultStatement(c.sessionId, foreign))).name).to.equal("InconsistentRecordError");
+      expect((await rejection(store.putFaultStatement(h("x"), foreign))).name).to.equal("UnknownChannelError");
+      await store.close();
+      const reopened = openStore();
+      expect(reopened.getFaultStatement(c.sessionId, BIG)).to.deep.equal(fault);
+      expect(reopened.getFaultStatement(c.sessionId, BIG - 1n)).to.equal(undefined);
+    });
+
+    it("migrates a version-2 store to version 3, keeping what it held", async () => {
+      const raw = new Database(dbPath);
+      raw.exec(MIGRATIONS[0]!);
+      raw.exec(MIGRATIONS[1]!);
+      raw.pragma("user_version = 2");
+      raw.close();
+      const store = openStore();
+      expect(store.settings().schemaVersion).to.equal(3);
+      const c = channel(2n, { role: "payer" });
+      await store.putChannel(c);
+      const fault = await signFaultStatement({ account: provider, statement: { sessionId: c.sessionId, seq: 1n, offloadPacketHash: h("r"), code: "ERR_UPSTREAM_POLICY_VIOLATION", computeSpent: 0n } });
+      await store.putFaultStatement(c.sessionId, fault);
+      expect(store.getFaultStatement(c.sessionId, 1n)).to.deep.equal(fault);
     });
 
     it("replaces the closing after a challenge", async () => {
