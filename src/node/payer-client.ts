@@ -72,6 +72,25 @@ export async function fetchTermsOffer(parameters: {
   }
 }
 
+/**
+ * The provider's fault statement that came with a result (decision 0015), checked: only on a failed call, signed
+ * by the channel's `provider` for the same session, seq and request hash as the receipt it came with (which
+ * `acceptReceipt` then checks against the request sent). Anything else is refused like a bad receipt
+ * (`ReceiptMismatchError`). Undefined when the result carries none.
+ */
+export async function faultStatementOf(packet: ActionResultPacket, failed: boolean, provider: Address): Promise<SignedFaultStatement | undefined> {
+  const fault = packet.payload.fault;
+  if (!fault) return undefined;
+  const { receipt } = packet.payload.receipt;
+  if (!failed) throw new ReceiptMismatchError(`Result ${packet.action_result_id} carries a fault statement for seq ${receipt.seq}, but the call did not fail.`);
+  try {
+    await verifyFaultStatementFor({ signed: fault, provider, receipt });
+  } catch (error) {
+    throw new ReceiptMismatchError(`Receipt seq ${receipt.seq}: its fault statement does not hold: ${(error as BaseError).shortMessage ?? (error as Error).message}`);
+  }
+  return fault;
+}
+
 /** A failed call's JSON-RPC error as the provider sent it (receipted, charged 0). */
 export type InvocationError = { code: number; message: string; data?: JsonObject };
 
@@ -223,7 +242,7 @@ export class PayerClient {
     const failed = !replayed && mcp.error !== undefined && mcp.result === undefined;
     const output = replayed ? undefined : failed ? canonBytes({ error: mcp.error! }) : mcp.result === undefined ? undefined : canonBytes(mcp.result);
     if (!replayed && output === undefined) throw new ReceiptMismatchError(`Result ${packet.action_result_id} carries neither a result, an error nor a replay marker.`);
-    const fault = await this.#checkFault(packet, failed);
+    const fault = await faultStatementOf(packet, failed, this.parameters.channel.ref.terms.provider);
     const step = await this.session.acceptReceipt(packet.payload.receipt, output, failed);
     // Pipelined (decision 0023): the next receipt is verified while this one is made durable. The store
     // makes writes durable in the order they are made, so starting this write before any later write (the
@@ -250,24 +269,6 @@ export class PayerClient {
       },
       (error: unknown) => this.#fail(error as Error),
     );
-  }
-
-  /**
-   * The provider's fault statement that came with a result (decision 0015): only on a failed call, signed by
-   * the channel's provider for the same session, seq and request hash as the receipt (which `acceptReceipt`
-   * then checks against the request sent). Anything else is refused like a bad receipt.
-   */
-  async #checkFault(packet: ActionResultPacket, failed: boolean): Promise<SignedFaultStatement | undefined> {
-    const fault = packet.payload.fault;
-    if (!fault) return undefined;
-    const { receipt } = packet.payload.receipt;
-    if (!failed) throw new ReceiptMismatchError(`Result ${packet.action_result_id} carries a fault statement for seq ${receipt.seq}, but the call did not fail.`);
-    try {
-      await verifyFaultStatementFor({ signed: fault, provider: this.parameters.channel.ref.terms.provider, receipt });
-    } catch (error) {
-      throw new ReceiptMismatchError(`Receipt seq ${receipt.seq}: its fault statement does not hold: ${(error as BaseError).shortMessage ?? (error as Error).message}`);
-    }
-    return fault;
   }
 
   async #sendTicket(signed: SignedPaymentTicket, request: JsonObject | undefined, leafCount: number | undefined): Promise<void> {

@@ -455,6 +455,7 @@ export class ProviderNode {
     const answer = reply(result.charged ? { result: output } : output, result.step.receipt);
     // Only a failed call carries a signed fault statement; a successful one signs nothing more.
     const fault = result.charged ? undefined : this.#faultStatement(result.step.receipt.receipt, output.error as McpError | undefined);
+    fault?.catch(() => undefined); // a signing failure surfaces in the answer chain below, not as an unhandled rejection
     b.answers = this.#after(b.answers, async () => {
       await durable; // never acknowledge what a crash could lose
       if (fault) answer.payload.fault = await fault;

@@ -16,7 +16,9 @@ import {
   type FaultStatement,
 } from "../../src/core/fault-statement";
 import { decodePacket, encodePacket, type ActionResultPacket } from "../../src/core/packets";
-import { signSessionReceipt } from "../../src/core/receipt";
+import { faultStatementOf } from "../../src/node/payer-client";
+import { sessionReceiptDigest, signSessionReceipt } from "../../src/core/receipt";
+import { signDigest } from "../../src/core/eip712";
 import { NO_FAULT_CODES as RUNNER_NO_FAULT_CODES } from "../../src/arbitration/runner";
 import { rejection, thrown } from "../helpers/assert";
 import { hardhatAccount, ROLE } from "../helpers/fixtures";
@@ -48,7 +50,10 @@ describe("FaultStatement (issue 12 item 5, decision 0015)", () => {
       const error = await rejection(verifyFaultStatement({ signed: { ...signed, statement: { ...statement, ...changed } }, signer: provider.address }));
       expect(error.name).to.equal("InvalidSignatureError");
     }
-    // A receipt signature over the same bytes is not a fault signature (another domain tag).
+    // The provider's signature under the receipt domain tag over the same hash is not a fault signature.
+    const crossDomain = await signDigest(provider, sessionReceiptDigest(faultStatementHash(statement)));
+    expect((await rejection(verifyFaultStatement({ signed: { statement, signature: crossDomain }, signer: provider.address }))).name).to.equal("InvalidSignatureError");
+    // Nor is anyone else's.
     const forged = await signFaultStatement({ account: payer, statement });
     expect((await rejection(verifyFaultStatement({ signed: forged, signer: provider.address }))).name).to.equal("InvalidSignatureError");
   });
@@ -95,7 +100,7 @@ describe("FaultStatement (issue 12 item 5, decision 0015)", () => {
 
   describe("in PKT_ACTION_RESULT", () => {
     async function result(withFault: boolean, faultSession: Hex = SESSION_ID): Promise<ActionResultPacket> {
-      const receipt = await signSessionReceipt({ account: provider, receipt: sampleReceipt() });
+      const receipt = await signSessionReceipt({ account: provider, receipt: sampleReceipt({ seq: 7n, offloadPacketHash: h("request 7") }) });
       const fault = await signFaultStatement({ account: provider, statement: { ...statement, sessionId: faultSession } });
       return {
         pkt_version: "1",
@@ -113,6 +118,26 @@ describe("FaultStatement (issue 12 item 5, decision 0015)", () => {
       expect(decodePacket(encodePacket(plain))).to.deep.equal(plain);
       const failed = await result(true);
       expect(decodePacket(encodePacket(failed))).to.deep.equal(failed);
+    });
+
+    it("the payer keeps a fault statement only with a failed call, signed by the channel's provider for that receipt; anything else is refused like a bad receipt", async () => {
+      const failed = await result(true);
+      expect(await faultStatementOf(failed, true, provider.address)).to.deep.equal(failed.payload.fault);
+      expect(await faultStatementOf(await result(false), true, provider.address)).to.equal(undefined);
+      const refusals: Array<[string, Promise<unknown>, string]> = [
+        ["on a call that did not fail", faultStatementOf(failed, false, provider.address), "the call did not fail"],
+        ["signed by someone other than the provider", faultStatementOf(failed, true, payer.address), "does not hold"],
+        [
+          "for another request",
+          faultStatementOf({ ...failed, payload: { ...failed.payload, fault: await signFaultStatement({ account: provider, statement: { ...statement, offloadPacketHash: h("another request") } }) } }, true, provider.address),
+          "does not hold",
+        ],
+      ];
+      for (const [what, attempt, message] of refusals) {
+        const error = await rejection(attempt);
+        expect(error.name, what).to.equal("ReceiptMismatchError");
+        expect(error.message, what).to.contain(message);
+      }
     });
 
     it("refuses a fault statement for another session than the envelope, or one that breaks the schema", async () => {
