@@ -61,7 +61,7 @@ function deploymentOf(s: System): Deployment {
  * receipt 2 carries `fault`. Closed by the provider with ticket 4 (the payer's root over receipts 1..3), or —
  * `settle` — settled cooperatively over all 4 receipts. The payer then opens a Lane 0 case on receipt 2.
  */
-async function violatedSession(s: System, fault: Fault | "none", settle: boolean) {
+async function violatedSession(s: System, fault: Fault | "none", settle: boolean, doc: TermsDocumentV2 = TERMS) {
   const payer = hardhatAccount(SYS.payer);
   const provider = hardhatAccount(SYS.provider);
   const terms = {
@@ -69,7 +69,7 @@ async function violatedSession(s: System, fault: Fault | "none", settle: boolean
     provider: provider.address,
     funder: getAddress(s.client.account.address),
     asset: zeroAddress,
-    termsHash: termsHashOf(TERMS),
+    termsHash: termsHashOf(doc),
     policyHash: `0x${"ab".repeat(32)}` as Hex,
     challengeDuration: 3600n,
     nonce: 11n,
@@ -84,7 +84,7 @@ async function violatedSession(s: System, fault: Fault | "none", settle: boolean
   let charged = 0n;
   for (let seq = 1n; seq <= 4n; seq++) {
     // Each ticket prepays the cap per call; the receipt charges the metered price.
-    const ticket = { sessionId, provider: provider.address, termsHash: terms.termsHash, seq, cumulativeAmount: TERMS.pricing.capPerCall * seq, receiptRoot: tree.root() };
+    const ticket = { sessionId, provider: provider.address, termsHash: terms.termsHash, seq, cumulativeAmount: doc.pricing.capPerCall * seq, receiptRoot: tree.root() };
     const units = 10n * seq;
     const bad = seq === 2n;
     const receipt: SessionReceipt = {
@@ -97,7 +97,7 @@ async function violatedSession(s: System, fault: Fault | "none", settle: boolean
       // The swap: a cheaper model than the one the terms name.
       modelSnapshotId: bad && fault === "model" ? "model:llama-3.1-8b@2024-07-23" : MODEL,
       // Over-priced: the cap per call, for a call whose metering the terms price at far less.
-      metering: { units, amount: bad && fault === "price" ? TERMS.pricing.capPerCall : priceOf(TERMS, units) },
+      metering: { units, amount: bad && fault === "price" ? doc.pricing.capPerCall : priceOf(doc, units) },
       prevReceiptHash: prev,
     };
     charged += receipt.metering.amount;
@@ -136,7 +136,7 @@ async function violatedSession(s: System, fault: Fault | "none", settle: boolean
     gasEscrow: escrow,
     sessionId,
     ref: opened.ref,
-    pricing: TERMS,
+    pricing: doc,
     closing,
     seq: 2n,
     receipts,
@@ -247,6 +247,32 @@ describe("adversarial: receipts that break the channel's terms document, decided
       LGAS: { payer: PENALTY.RECEIPT_MODEL_SWAP - burnOf(PENALTY.RECEIPT_MODEL_SWAP), burn: burnOf(PENALTY.RECEIPT_MODEL_SWAP), registry: -PENALTY.RECEIPT_MODEL_SWAP },
     });
     expect((await s.registry.read.bondOf([PROVIDER_ROLE, s.provider.account.address])).active).to.equal(parseEther("500") - PENALTY.RECEIPT_MODEL_SWAP);
+  });
+
+  it("attack: terms whose model-swap penalty exceeds the DisputeManager's slash cap — the signed verdict slashes exactly the cap (value × stake rate × slashCapBps), the panel's verdict is accepted and enforced", async function () {
+    const s = await loadFixture(systemFixture);
+    const snap = await snapshot(s, fullBook(s));
+    // 300 LGAS for a swap: more than a 0.04 ETH case may slash (0.04 ETH × 1000 LGAS/ETH × 200% = 80 LGAS).
+    const greedy: TermsDocumentV2 = { ...TERMS, disputes: { ...TERMS.disputes, penalties: { ...PENALTY, RECEIPT_MODEL_SWAP: parseEther("300") } } };
+    const c = await violatedSession(s, "model", false, greedy);
+    const caseValue = (await s.disputes.read.caseOf([c.caseId])).value;
+    expect(caseValue).to.equal(parseEther("0.04"));
+    const cap = (inStake(caseValue) * BigInt(P.slashCapBps)) / BPS;
+    expect(cap).to.equal(parseEther("80"));
+    const run = await decide(s, c, "model");
+    expect(run.message).to.deep.include({ verdict: 1, refund: c.badAmount, slash: cap });
+    const { fee, shares, dust } = await enforce(s, run);
+    expect((await s.disputes.read.caseOf([c.caseId])).status).to.equal(STATUS.Resolved);
+    const recorded = await currentClosingState(s.publicClient, getAddress(s.escrow.address), c.sessionId);
+    await time.increase(3601);
+    await finalizeClose({ wallet: s.watcher, publicClient: s.publicClient, escrow: getAddress(s.escrow.address), ref: c.ref, recorded });
+    const paid = c.closing.amount - c.badAmount;
+    const routing = feeOf(paid, recorded.feeBps);
+    await expectDeltas(s, snap, {
+      ETH: { client: -paid, provider: paid - routing, escrow: routing, payer: -fee, burn: dust, ...shares },
+      LGAS: { payer: cap - burnOf(cap), burn: burnOf(cap), registry: -cap },
+    });
+    expect((await s.registry.read.bondOf([PROVIDER_ROLE, s.provider.account.address])).active).to.equal(parseEther("500") - cap);
   });
 
   it("attack: the provider charges the cap for a call the terms price far lower, in a co-signed settlement — the excess is refunded to the funder from the SLA bond and the over-pricing penalty slashed", async function () {
