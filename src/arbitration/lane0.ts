@@ -20,7 +20,7 @@ import { describePricing, missingReceiptBindings, modelAllowed, penaltyOf, price
 import { verifyPaymentTicket } from "../core/ticket";
 import { assertWithinGrant, verifySessionKeyGrantSignature } from "../core/session-key";
 import { bundleHash } from "./bundle";
-import type { CaseContext } from "./context";
+import type { CaseContext, SessionOnChain } from "./context";
 import { icsHash } from "./ics";
 import { evidenceOfKind, packageHash, type ChallengePackage, type ChannelEvidence, type ReceiptEvidence } from "./package";
 import type { Lane0Check } from "./resolution";
@@ -44,6 +44,11 @@ export type Lane0Result = {
   reasonCodes: string[];
   /** Proven violations by the respondent, in check order. */
   violations: Lane0Violation[];
+  /**
+   * Codes of what Lane 0 proved against the challenger (e.g. `DISPUTE_WINDOW_CLOSED`: the case opened after the
+   * terms' dispute window): non-empty decides the case for the respondent, whatever the receipts show.
+   */
+  challengerFaults: string[];
 };
 
 /** A file in a gig's deliverable by which the provider declares the request unserviceable (whitepaper 8.3.1.3). */
@@ -53,6 +58,7 @@ class Checks {
   readonly checks: Lane0Check[] = [];
   readonly reasons = new Set<string>();
   readonly violations: Lane0Violation[] = [];
+  readonly challengerFaults: string[] = [];
 
   /** Records an evidence check: a failure (or missing evidence) makes the run fail safe with `reason`. */
   evidence(name: string, reason: string, ok: boolean | "missing", detail: string | null = null): boolean {
@@ -69,8 +75,15 @@ class Checks {
     return ok;
   }
 
+  /** Records a check of the challenger's case: a failure proves the case should not have been brought. */
+  challenger(name: string, ok: boolean, code: string, detail: string): boolean {
+    this.checks.push({ name, status: ok ? "pass" : "fail", detail: ok ? null : detail });
+    if (!ok) this.challengerFaults.push(code);
+    return ok;
+  }
+
   result(): Lane0Result {
-    return { checks: this.checks, reasonCodes: [...this.reasons].sort(), violations: this.violations };
+    return { checks: this.checks, reasonCodes: [...this.reasons].sort(), violations: this.violations, challengerFaults: this.challengerFaults };
   }
 }
 
@@ -300,6 +313,7 @@ async function sessionChecks(c: Checks, pkg: ChallengePackage, ctx: CaseContext)
   // root), judge the provider's conduct.
   if (c.reasons.size > 0) return;
   const pricing = channel.pricing;
+  if (!termsDisputeWindow(c, pricing, session)) return;
   for (const e of receipts) {
     const r = e.receipt.receipt;
     c.respondent(`receipt[seq ${r.seq}].policy_hash`, r.policyHash === terms.policyHash, {
@@ -341,6 +355,31 @@ async function sessionChecks(c: Checks, pkg: ChallengePackage, ctx: CaseContext)
     }
   }
   receiptChain(c, receipts, pricing);
+}
+
+/**
+ * The terms' dispute window (decision 0026, amendment): a case on a cooperatively settled session must open
+ * within `disputes.windowAfterSettlement` of the settlement. The chain enforces only its own
+ * `settledDisputeWindow`, so the effective window is the shorter of the two and Lane 0 judges the terms' part.
+ * A case opened after it is decided against the challenger — a decidable fact, never a fail-safe; only a
+ * context without the two times (not read from the chain) makes the run fail safe. The bounds are inclusive,
+ * as the contract's (`block.timestamp > settledAt + window` is late). Judged under v2 terms only (v1 has no
+ * window) and only for settled sessions (a closing session's window is the chain's challenge period).
+ */
+function termsDisputeWindow(c: Checks, pricing: PricingTerms, session: SessionOnChain): boolean {
+  if (pricing.version !== "2" || session.settledAtOpen !== true) return true;
+  const { settledAt, caseOpenedAt } = session;
+  if (settledAt === undefined || caseOpenedAt === undefined) {
+    c.evidence("dispute_window", "SETTLEMENT_TIME_UNKNOWN", "missing", "the context lacks the settlement time or the case's opening time");
+    return false;
+  }
+  const until = settledAt + pricing.disputes.windowAfterSettlement;
+  return c.challenger(
+    "dispute_window",
+    caseOpenedAt <= until,
+    "DISPUTE_WINDOW_CLOSED",
+    `the case opened at ${caseOpenedAt}; the terms allow disputes of this settlement (at ${settledAt}) until ${until}`,
+  );
 }
 
 async function receiptEvidenceChecks(

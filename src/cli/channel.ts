@@ -41,6 +41,7 @@ import {
   type Wallet,
   CHANNEL_PHASES,
 } from "../chain/escrow";
+import { readSettledDisputeWindow } from "../chain/dispute-window";
 import { getLogsPaged } from "../chain/logs";
 import {
   acceptGig,
@@ -66,7 +67,7 @@ import type { McpHandler } from "../node/provider-node";
 import { readRequestFile, requestFrom, RequestFileError } from "../node/requests";
 import { signedSessionReceiptToJson, sessionReceiptHash } from "../core/receipt";
 import type { ChannelRecord, ChannelStore } from "../store/store";
-import { channelRefToJson, describePricing, modelAllowed, NATIVE_ASSET, prepaidPerCall, pricingTermsFromJson, pricingTermsToJson, termsHashOf, type PricingTerms } from "../core/terms";
+import { channelRefToJson, describePricing, disputeWindowProblem, modelAllowed, NATIVE_ASSET, prepaidPerCall, pricingTermsFromJson, pricingTermsToJson, termsHashOf, type PricingTerms } from "../core/terms";
 import { paymentTicketHash, signedPaymentTicketToJson } from "../core/ticket";
 import type { JsonObject } from "../core/validate";
 import {
@@ -382,6 +383,16 @@ async function runOpen(values: Record<string, unknown>, out: Out): Promise<void>
   } else {
     pricing = agreed ?? { version: "1", unit: "invocation", pricePerInvocation: weiAmount(values, "price", "wei per invocation, as the provider charges") };
     out.lines.push("Warning: without --peer the provider's terms were not checked; if it refuses this price, only a unilateral close and its full window return the deposit.");
+  }
+  // Terms promising a longer dispute window than the chain enforces would mislead the payer (decision 0026): refused.
+  if (pricing.version === "2") {
+    const disputeManager = await deployedContract(values, publicClient, "dispute-manager", "IOI_DISPUTE_MANAGER", "DisputeManager").catch(() => undefined);
+    if (disputeManager === undefined) {
+      out.lines.push("Warning: no DisputeManager is known for this chain (deployment record or $IOI_DISPUTE_MANAGER), so the terms' dispute window was not compared with the chain's.");
+    } else {
+      const problem = disputeWindowProblem(pricing, await readSettledDisputeWindow(publicClient, disputeManager.address));
+      if (problem) throw new UsageError(`Refusing the terms: ${problem}; nothing was funded.`);
+    }
   }
   const store = openStore(values, "payer");
   try {

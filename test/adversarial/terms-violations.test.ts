@@ -59,9 +59,10 @@ function deploymentOf(s: System): Deployment {
 /**
  * A session of 4 metered calls (call n meters 10·n tokens) on TERMS, funded by the client for the payer;
  * receipt 2 carries `fault`. Closed by the provider with ticket 4 (the payer's root over receipts 1..3), or —
- * `settle` — settled cooperatively over all 4 receipts. The payer then opens a Lane 0 case on receipt 2.
+ * `settle` — settled cooperatively over all 4 receipts. The payer then opens a Lane 0 case on receipt 2 (exactly
+ * `caseDelay` seconds after the settlement, when given).
  */
-async function violatedSession(s: System, fault: Fault | "none", settle: boolean, doc: TermsDocumentV2 = TERMS) {
+async function violatedSession(s: System, fault: Fault | "none", settle: boolean, doc: TermsDocumentV2 = TERMS, caseDelay?: bigint) {
   const payer = hardhatAccount(SYS.payer);
   const provider = hardhatAccount(SYS.provider);
   const terms = {
@@ -142,6 +143,11 @@ async function violatedSession(s: System, fault: Fault | "none", settle: boolean
     receipts,
   });
   const challenged = steps[1]!;
+  if (caseDelay !== undefined) {
+    // The case's transaction lands exactly `caseDelay` seconds after the cooperative settlement.
+    const [, settledAt] = await s.escrow.read.settledInfo([sessionId, closing]);
+    await time.setNextBlockTimestamp(BigInt(settledAt) + caseDelay);
+  }
   await openSessionCase({
     wallet: s.payerWallet,
     publicClient: s.publicClient,
@@ -329,6 +335,70 @@ describe("adversarial: receipts that break the channel's terms document, decided
         burn: burnOf(PENALTY.RECEIPT_REQUIRED_MISSING),
         registry: -(inStake(c.badAmount) + PENALTY.RECEIPT_REQUIRED_MISSING),
       },
+    });
+  });
+
+  describe("the terms' own dispute window after settlement (decision 0026, amendment)", function () {
+    // One day: shorter than the DisputeManager's three, so the chain accepts a case the terms have closed.
+    const DAY = 24n * 3600n;
+    const shortWindow: TermsDocumentV2 = { ...TERMS, disputes: { ...TERMS.disputes, windowAfterSettlement: DAY } };
+
+    it("attack: the payer opens a case on a settled session after the terms' window (but inside the chain's) — Lane 0 decides it against the challenger, who loses its bond; the provider keeps its bond", async function () {
+      const s = await loadFixture(systemFixture);
+      const snap = await snapshot(s, fullBook(s));
+      expect(DAY < BigInt(P.settledDisputeWindow)).to.equal(true);
+      const c = await violatedSession(s, "model", true, shortWindow, DAY + 1n);
+      const runs = await threeRuns(s, c.caseId, c.pkg);
+      expect(new Set(runs.map((r) => canon(resolutionToJson(r.resolution)))).size).to.equal(1);
+      const run = runs[0]!;
+      // Decided, not fail-safe: the settlement time and the case's block time are facts read from the chain.
+      expect(run.state).to.equal("deliver");
+      expect(run.resolution.aggregate).to.deep.include({ finalVerdict: "challenger_fault", reasonCodes: ["DISPUTE_WINDOW_CLOSED"] });
+      const window = run.resolution.lane0.checks.find((check) => check.name === "dispute_window")!;
+      expect(window.status).to.equal("fail");
+      expect(window.detail).to.include(`until ${BigInt((await s.escrow.read.settledInfo([c.sessionId, c.closing]))[1]) + DAY}`);
+      // The model swap in the receipt is not judged: the case was brought too late.
+      expect(run.resolution.lane0.checks.some((check) => check.name.startsWith("receipt[seq 2].model"))).to.equal(false);
+      expect(run.message).to.deep.include({ verdict: 2, refund: 0n, slash: 0n });
+      const bond = (await s.disputes.read.caseOf([c.caseId])).challengerBond;
+      const { fee, shares, dust } = await enforce(s, run);
+      const settled = c.closing.amount;
+      const routing = feeOf(settled, c.closing.feeBps);
+      await expectDeltas(s, snap, {
+        ETH: {
+          client: -settled,
+          // The provider's payout, plus the challenger's bond less its burn and the panel's fee (decision 0015).
+          provider: settled - routing + bond - burnOf(bond) - fee,
+          escrow: routing,
+          payer: -bond,
+          burn: burnOf(bond) + dust,
+          ...shares,
+        },
+        LGAS: {},
+      });
+      expect((await s.registry.read.bondOf([PROVIDER_ROLE, s.provider.account.address])).active).to.equal(parseEther("500"));
+    });
+
+    it("a case opened at exactly settlement + the terms' window is inside it (inclusive, as the contract's own window): the model swap is decided for the payer", async function () {
+      const s = await loadFixture(systemFixture);
+      const c = await violatedSession(s, "model", true, shortWindow, DAY);
+      const run = await decide(s, c, "model");
+      expect(run.resolution.lane0.checks.find((check) => check.name === "dispute_window")!.status).to.equal("pass");
+      // The settled case's value is 0.014 ETH, so the slash cap (28 LGAS) binds the 40 LGAS penalty.
+      const cap = (inStake(c.closing.amount) * BigInt(P.slashCapBps)) / BPS;
+      expect(cap).to.equal(parseEther("28"));
+      expect(run.message).to.deep.include({ verdict: 1, refund: c.badAmount, slash: cap });
+    });
+
+    it("a context that lacks the settlement time fails safe (SETTLEMENT_TIME_UNKNOWN) rather than guessing either way", async function () {
+      const s = await loadFixture(systemFixture);
+      const c = await violatedSession(s, "model", true, shortWindow, DAY + 1n);
+      const received = parsePackage(canon(packageToJson(c.pkg)));
+      const ctx = await loadCaseContext(s.publicClient, deploymentOf(s), c.caseId, received);
+      const { settledAt: _dropped, ...session } = ctx.session!;
+      const run = await arbitrate({ pkg: received, ctx: { ...ctx, session }, actor: "arbitrator-0" });
+      expect(run.state).to.equal("fail_safe");
+      expect(run.resolution.aggregate.reasonCodes).to.deep.equal(["SETTLEMENT_TIME_UNKNOWN"]);
     });
   });
 
