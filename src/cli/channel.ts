@@ -60,6 +60,7 @@ import {
 } from "../chain/gig";
 import type { InvocationOutcome, PayerClient } from "../node/payer-client";
 import { PayerSession } from "../node/payer-session";
+import { grantForTicket } from "../node/key-tickets";
 import { echoHandler } from "../node/echo-worker";
 import { EndpointError, listenHost, parsePeer } from "../node/endpoints";
 import type { McpWorker } from "../node/mcp-worker";
@@ -615,7 +616,9 @@ async function runClose(values: Record<string, unknown>, out: Out): Promise<void
         const session = PayerSession.restore({ account, domain, ref: channel.ref, sessionId: channel.sessionId, pricing: channel.pricing, deposit: channel.deposit }, store.steps(channel.sessionId));
         ticket = await session.closingTicket();
       }
-      const closed = await closeUnilateral({ wallet: wallet!, publicClient, escrow, ref: channel.ref, ticket });
+      // A provider's newest ticket may be signed by the payer's session key: it closes with the grant it kept.
+      const grant = channel.role === "provider" && ticket ? await grantForTicket({ channel, store, ticket }) : undefined;
+      const closed = await closeUnilateral({ wallet: wallet!, publicClient, escrow, ref: channel.ref, ticket, ...(grant ? { grant } : {}) });
       await store.putClosing(channel.sessionId, { state: closed.state, finalizesAt: closed.finalizesAt, closer: account.address, txHash: closed.hash });
       await store.updateChannel(channel.sessionId, { status: "closing" });
       out.lines.push(`Closed unilaterally with seq ${closed.state.seq}; the challenge window ends at ${formatDate(closed.finalizesAt)} (in ${formatDuration(channel.ref.terms.challengeDuration)}); then \`ioi finalize\` (gas ${closed.gasUsed}).`);
@@ -654,7 +657,8 @@ async function runChallenge(values: Record<string, unknown>, out: Out): Promise<
     const closing = closingOf(store, channel);
     const newest = store.latestTicket(channel.sessionId);
     if (!newest || newest.ticket.seq <= closing.state.seq) throw new UsageError(`The store holds no ticket newer than the recorded seq ${closing.state.seq}.`);
-    const challenged = await challengeClose({ wallet: wallet!, publicClient, escrow, ref: channel.ref, recorded: closing.state, ticket: newest });
+    const grant = await grantForTicket({ channel, store, ticket: newest });
+    const challenged = await challengeClose({ wallet: wallet!, publicClient, escrow, ref: channel.ref, recorded: closing.state, ticket: newest, ...(grant ? { grant } : {}) });
     await store.putClosing(channel.sessionId, { state: challenged.state, finalizesAt: challenged.finalizesAt, closer: account.address, txHash: challenged.hash });
     out.lines.push(`Challenged seq ${closing.state.seq} with seq ${challenged.state.seq} (gas ${challenged.gasUsed}).`);
     Object.assign(out.result, { sessionId: channel.sessionId, staleSeq: closing.state.seq.toString(), seq: challenged.state.seq.toString(), gasUsed: Number(challenged.gasUsed) });
