@@ -355,6 +355,37 @@ async function sessionChecks(c: Checks, pkg: ChallengePackage, ctx: CaseContext)
     }
   }
   receiptChain(c, receipts, pricing);
+  prepaidExcess(c, receipts, channel, session);
+}
+
+/**
+ * RECEIPT_PREPAID_EXCESS (decision 0026, amendment): under v2 terms every ticket prepays the cap per call, so a
+ * unilateral close on the newest ticket pays the provider the caps, not what its own receipts charged. When the
+ * package carries *every* receipt from 1 up (a complete prefix 1..m, each signed by the provider and proven into
+ * the committed root or its anchored commit), what the recorded ticket (seq k) may keep is known exactly: the
+ * receipts' metered sum plus, for the calls k − m whose receipts are not in evidence, the cap each. Anything the
+ * close pays above that is refunded; there is no penalty (the payer's ticket authorised the amount; the provider's
+ * receipts prove it was not owed). Not judged: v1 terms (a ticket adds what the receipt charges), a cooperatively
+ * settled session (the co-signed amount is the receipts' sum), a package without a complete prefix (the sum is
+ * not known; the check is not recorded, so such a case's bytes do not change).
+ */
+function prepaidExcess(c: Checks, receipts: ReceiptEvidence[], channel: ChannelEvidence, session: SessionOnChain): void {
+  const pricing = channel.pricing;
+  if (pricing.version !== "2" || session.settledAtOpen === true) return;
+  const { seq: k, amount, deposit } = channel.closing;
+  const paid = amount < deposit ? amount : deposit;
+  const counted = receipts.filter((e) => e.receipt.receipt.seq <= k);
+  if (!counted.every((e, i) => e.receipt.receipt.seq === BigInt(i + 1))) return;
+  const m = BigInt(counted.length);
+  const metered = counted.reduce((sum, e) => sum + e.receipt.receipt.metering.amount, 0n);
+  const owed = metered + (k - m) * pricing.pricing.capPerCall;
+  const excess = paid > owed ? paid - owed : 0n;
+  c.respondent("closing.prepaid_excess", excess === 0n, {
+    code: "RECEIPT_PREPAID_EXCESS",
+    detail: `the close pays ${paid} on ticket ${k}; receipts 1..${m} charged ${metered}${k > m ? ` and ${k - m} call(s) without a receipt in evidence may keep the cap ${pricing.pricing.capPerCall} each` : ""}, so ${owed} is owed`,
+    refund: excess,
+    slash: 0n,
+  });
 }
 
 /**

@@ -160,7 +160,14 @@ async function violatedSession(s: System, fault: Fault | "none", settle: boolean
     ticketHash: paymentTicketHash(challenged.ticket.ticket),
     proof: tree.proof(challenged.index, size),
   });
-  return { caseId, pkg, sessionId, ref: opened.ref, closing, badAmount: challenged.receipt.receipt.metering.amount, badUnits: challenged.receipt.receipt.metering.units };
+  const receiptAmounts = steps.slice(0, size).map((step) => step.receipt.receipt.metering.amount);
+  return { caseId, pkg, sessionId, ref: opened.ref, closing, receiptAmounts, doc, badAmount: challenged.receipt.receipt.metering.amount, badUnits: challenged.receipt.receipt.metering.units };
+}
+
+/** What a unilateral close on ticket 4 pays above receipts 1..3's metered sum plus one cap (decision 0026, amendment). */
+function prepaidExcessOf(c: Awaited<ReturnType<typeof violatedSession>>): bigint {
+  const metered = c.receiptAmounts.reduce((a, b) => a + b, 0n);
+  return c.closing.amount - metered - (c.closing.seq - BigInt(c.receiptAmounts.length)) * c.doc.pricing.capPerCall;
 }
 
 /** Three arbitrators, each handed the package as bytes, each reading the chain itself. */
@@ -213,14 +220,14 @@ function arbNames(s: System): Map<string, string> {
 }
 
 /** Lane 0's verdict on the package: byte-identical from three arbitrators, a provider fault on `fault`'s check. */
-async function decide(s: System, c: Awaited<ReturnType<typeof violatedSession>>, fault: Fault): Promise<ArbitrationRun> {
+async function decide(s: System, c: Awaited<ReturnType<typeof violatedSession>>, fault: Fault, alsoFailed: string[] = []): Promise<ArbitrationRun> {
   const runs = await threeRuns(s, c.caseId, c.pkg);
   expect(new Set(runs.map((r) => canon(resolutionToJson(r.resolution)))).size, "three arbitrators, one resolution").to.equal(1);
   const run = runs[0]!;
   expect(run.state).to.equal("deliver");
   expect(run.resolution.aggregate.finalVerdict).to.equal("provider_fault");
   const failed = run.resolution.lane0.checks.filter((check) => check.status !== "pass").map((check) => check.name);
-  expect(failed).to.deep.equal([`receipt[seq 2].${CHECK[fault]}`]);
+  expect(failed).to.deep.equal([`receipt[seq 2].${CHECK[fault]}`, ...alsoFailed]);
   expect(run.resolution.lane0.checks.find((check) => check.name === "terms_binding")!.status).to.equal("pass");
   return run;
 }
@@ -230,16 +237,19 @@ describe("adversarial: receipts that break the channel's terms document, decided
     const s = await loadFixture(systemFixture);
     const snap = await snapshot(s, fullBook(s));
     const c = await violatedSession(s, "model", false);
-    const run = await decide(s, c, "model");
-    // The whole call is refunded (the payer paid for a model it did not get), and the terms' penalty slashed.
-    expect(run.message).to.deep.include({ verdict: 1, refund: c.badAmount, slash: PENALTY.RECEIPT_MODEL_SWAP });
+    const run = await decide(s, c, "model", ["closing.prepaid_excess"]);
+    // The whole call is refunded (the payer paid for a model it did not get), and the terms' penalty slashed; the
+    // close on ticket 4 (4 caps) also pays more than receipts 1..3 charged plus one cap: that excess is refunded too.
+    const excess = prepaidExcessOf(c);
+    expect(excess).to.equal(parseEther("0.021")); // 0.04 − (0.002 + 0.003 + 0.004 + 0.01)
+    expect(run.message).to.deep.include({ verdict: 1, refund: c.badAmount + excess, slash: PENALTY.RECEIPT_MODEL_SWAP });
     const { fee, shares, dust } = await enforce(s, run);
     expect((await s.disputes.read.caseOf([c.caseId])).status).to.equal(STATUS.Resolved);
     const recorded = await currentClosingState(s.publicClient, getAddress(s.escrow.address), c.sessionId);
-    expect(recorded.amount).to.equal(c.closing.amount - c.badAmount);
+    expect(recorded.amount).to.equal(c.closing.amount - c.badAmount - excess);
     await time.increase(3601);
     await finalizeClose({ wallet: s.watcher, publicClient: s.publicClient, escrow: getAddress(s.escrow.address), ref: c.ref, recorded });
-    const paid = c.closing.amount - c.badAmount;
+    const paid = c.closing.amount - c.badAmount - excess;
     const routing = feeOf(paid, recorded.feeBps);
     await expectDeltas(s, snap, {
       ETH: {
@@ -265,14 +275,15 @@ describe("adversarial: receipts that break the channel's terms document, decided
     expect(caseValue).to.equal(parseEther("0.04"));
     const cap = (inStake(caseValue) * BigInt(P.slashCapBps)) / BPS;
     expect(cap).to.equal(parseEther("80"));
-    const run = await decide(s, c, "model");
-    expect(run.message).to.deep.include({ verdict: 1, refund: c.badAmount, slash: cap });
+    const run = await decide(s, c, "model", ["closing.prepaid_excess"]);
+    const excess = prepaidExcessOf(c);
+    expect(run.message).to.deep.include({ verdict: 1, refund: c.badAmount + excess, slash: cap });
     const { fee, shares, dust } = await enforce(s, run);
     expect((await s.disputes.read.caseOf([c.caseId])).status).to.equal(STATUS.Resolved);
     const recorded = await currentClosingState(s.publicClient, getAddress(s.escrow.address), c.sessionId);
     await time.increase(3601);
     await finalizeClose({ wallet: s.watcher, publicClient: s.publicClient, escrow: getAddress(s.escrow.address), ref: c.ref, recorded });
-    const paid = c.closing.amount - c.badAmount;
+    const paid = c.closing.amount - c.badAmount - excess;
     const routing = feeOf(paid, recorded.feeBps);
     await expectDeltas(s, snap, {
       ETH: { client: -paid, provider: paid - routing, escrow: routing, payer: -fee, burn: dust, ...shares },
@@ -336,6 +347,45 @@ describe("adversarial: receipts that break the channel's terms document, decided
         registry: -(inStake(c.badAmount) + PENALTY.RECEIPT_REQUIRED_MISSING),
       },
     });
+  });
+
+  it("attack: an honest metered session closed unilaterally on its newest ticket pays the provider the prepaid caps — the payer proves every receipt and Lane 0 refunds the excess over the metered sum plus one in-flight cap (RECEIPT_PREPAID_EXCESS, no penalty)", async function () {
+    const s = await loadFixture(systemFixture);
+    const snap = await snapshot(s, fullBook(s));
+    const c = await violatedSession(s, "none", false);
+    const runs = await threeRuns(s, c.caseId, c.pkg);
+    expect(new Set(runs.map((r) => canon(resolutionToJson(r.resolution)))).size).to.equal(1);
+    const run = runs[0]!;
+    expect(run.state).to.equal("deliver");
+    expect(run.resolution.aggregate.finalVerdict).to.equal("provider_fault");
+    expect(run.resolution.lane0.checks.filter((check) => check.status !== "pass").map((check) => check.name)).to.deep.equal(["closing.prepaid_excess"]);
+    const excess = prepaidExcessOf(c);
+    expect(excess).to.equal(parseEther("0.021"));
+    expect(run.message).to.deep.include({ verdict: 1, refund: excess, slash: 0n });
+    const { fee, shares, dust } = await enforce(s, run);
+    const recorded = await currentClosingState(s.publicClient, getAddress(s.escrow.address), c.sessionId);
+    // What the provider keeps: what its receipts charged, plus the cap of the one call the ticket prepaid in flight.
+    expect(recorded.amount).to.equal(c.receiptAmounts.reduce((a, b) => a + b, 0n) + TERMS.pricing.capPerCall);
+    await time.increase(3601);
+    await finalizeClose({ wallet: s.watcher, publicClient: s.publicClient, escrow: getAddress(s.escrow.address), ref: c.ref, recorded });
+    const paid = recorded.amount;
+    const routing = feeOf(paid, recorded.feeBps);
+    await expectDeltas(s, snap, {
+      ETH: { client: -paid, provider: paid - routing, escrow: routing, payer: -fee, burn: dust, ...shares },
+      LGAS: {},
+    });
+  });
+
+  it("a package without every receipt from 1 up cannot know the metered sum: the prepaid-excess check is not made (and the case, on an honest receipt, is the challenger's fault)", async function () {
+    const s = await loadFixture(systemFixture);
+    const c = await violatedSession(s, "none", false);
+    // The same case, judged on a package that leaves receipt 1 out (a different package hash: judged off-chain only).
+    const pkg = { ...c.pkg, evidence: c.pkg.evidence.filter((item) => !(item.kind === "receipt" && item.content.receipt.receipt.seq === 1n)) };
+    const ctx = await loadCaseContext(s.publicClient, deploymentOf(s), c.caseId, pkg);
+    const lane0 = await (await import("../../src/arbitration/lane0")).runLane0(pkg, { ...ctx, case: { ...ctx.case, packageHash: packageHash(pkg) } });
+    expect(lane0.reasonCodes).to.deep.equal([]);
+    expect(lane0.checks.map((check) => check.name)).to.not.include("closing.prepaid_excess");
+    expect(lane0.violations).to.deep.equal([]);
   });
 
   describe("the terms' own dispute window after settlement (decision 0026, amendment)", function () {
