@@ -21,10 +21,12 @@ import { isAddressEqual, type Address, type Hex, type PublicClient } from "viem"
 import { ChainFollower, type EscrowEvent } from "../chain/follower";
 import { DEVNET_READING, type RetryOptions } from "../chain/logs";
 import { anchorReceiptCommit, challengeClose, closeCooperative, closeUnilateral, finalizeClose, gasEscrowAbi, type ClosingState, type Wallet } from "../chain/escrow";
-import { grantForTicket, keyGraceEnd } from "./key-tickets";
+import { grantForTicket, keyGraceEnd, KeyTicketWithoutGrantError } from "./key-tickets";
+import type { SignedSessionKeyGrant } from "../core/session-key";
+import type { SignedPaymentTicket } from "../core/ticket";
 import { errorText, type Logger } from "./log";
 import type { NodeMetrics } from "./metrics";
-import type { ChannelRole, ChannelStore } from "../store/store";
+import type { ChannelRecord, ChannelRole, ChannelStore } from "../store/store";
 
 export type WatchtowerAnswer = {
   sessionId: Hex;
@@ -287,7 +289,8 @@ export class Watchtower {
     if (!matches) return;
 
     // A key-signed ticket goes on-chain with its grant, and only while the chain still takes the key.
-    const grant = await grantForTicket({ channel, store, ticket: newest });
+    const grant = await this.#grantOf(channel, newest);
+    if (grant === null) return;
     if (grant && now >= (await keyGraceEnd({ publicClient, channel, grant }))) {
       this.parameters.logger?.warn(
         { event: "watchtower.key_grace_over", sessionId, seq: newest.ticket.seq.toString(), key: grant.grant.key },
@@ -328,7 +331,7 @@ export class Watchtower {
     const channel = store.getChannel(sessionId);
     const newest = store.latestTicket(sessionId);
     if (!channel || !newest || !defend.includes(channel.role) || channel.status === "settled") return;
-    const grant = await grantForTicket({ channel, store, ticket: newest });
+    const grant = await this.#grantOf(channel, newest);
     if (!grant || !revoked(grant)) return;
     const phase = await publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "phaseOf", args: [sessionId] });
     if (phase !== 1) {
@@ -349,6 +352,21 @@ export class Watchtower {
       { event: "watchtower.closed_on_revocation", sessionId, seq: closed.state.seq.toString(), amount: closed.state.amount.toString(), key: grant.grant.key, why, txHash: closed.hash },
       "closed with the revoked key's newest ticket inside its grace",
     );
+  }
+
+  /**
+   * The grant `ticket` needs on-chain (undefined: the payer signed it), or null when the store lacks it: logged,
+   * never thrown, because a handler that throws would have the follower re-deliver the same batch forever.
+   */
+  async #grantOf(channel: ChannelRecord, ticket: SignedPaymentTicket): Promise<SignedSessionKeyGrant | undefined | null> {
+    try {
+      return await grantForTicket({ channel, store: this.parameters.store, ticket });
+    } catch (error) {
+      if (!(error instanceof KeyTicketWithoutGrantError)) throw error;
+      this.parameters.logger?.warn({ event: "watchtower.grant_missing", sessionId: channel.sessionId, seq: ticket.ticket.seq.toString() }, error.shortMessage);
+      this.parameters.onError?.(error);
+      return null;
+    }
   }
 
   /**

@@ -416,6 +416,29 @@ describe("adversarial: the provider's watchtower with key-signed tickets (decisi
     await p.store.close();
   });
 
+  it("a store without the grant of its newest key-signed ticket: the watchtower says so (KeyTicketWithoutGrantError) and carries on, rather than send a close that reverts or stall its follower", async () => {
+    const s = await loadFixture(feeSystem);
+    const session = await openSession(s, zeroAddress);
+    const grant = await grantFor(s, session, PAYER_KEY);
+    const p = await keyedProvider(s, session, grant);
+    for (let i = 1; i <= 2; i++) await p.serve(i);
+    // The same steps in a store that never kept the grant (e.g. written before the migration).
+    const bare = SqliteStore.open(":memory:");
+    await bare.putChannel(p.store.getChannel(session.sessionId)!);
+    for (const step of p.store.steps(session.sessionId)) await bare.putStep(session.sessionId, step as Required<typeof step>);
+    const errors: unknown[] = [];
+    const tower = new Watchtower({ publicClient: s.publicClient, wallet: s.provider, escrow: escrowAddress(s), store: bare, fromBlock: 0n, onError: (e) => errors.push(e) });
+    await closeOnChain({ publicClient: s.publicClient, escrow: escrowAddress(s), ref: session.ref, wallet: s.payerWallet, ticket: undefined });
+    await tower.runOnce();
+    await tower.runOnce(); // the follower moved on: the batch is not re-delivered forever
+    expect(tower.answers).to.deep.equal([]);
+    expect(errors.length).to.be.greaterThan(0);
+    expect(new Set(errors.map((e) => (e as Error).name))).to.deep.equal(new Set(["KeyTicketWithoutGrantError"]));
+    expect(bare.getCursor("watchtower")).to.equal(await s.publicClient.getBlockNumber());
+    await bare.close();
+    await p.store.close();
+  });
+
   it("attack: the payer revokes the key after the provider accepted its tickets; the provider refuses the next one and its watchtower closes with the newest inside the grace (closeUnilateralWithKey), so the revocation takes no accepted work away", async () => {
     const s = await loadFixture(feeSystem);
     const session = await openSession(s, s.token.address);
