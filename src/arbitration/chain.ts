@@ -134,6 +134,7 @@ export async function loadCaseContext(
   const channel = pkg.evidence.find((item) => item.kind === "channel");
   let closingMatchedAtOpen = false;
   let settledAtOpen = false;
+  let settledAt: bigint | undefined;
   if (channel?.kind === "channel") {
     const [matches] = await publicClient.readContract({
       address: deployment.gasEscrow,
@@ -145,7 +146,7 @@ export async function loadCaseContext(
     closingMatchedAtOpen = matches;
     if (!matches) {
       // A cooperatively settled session (issue 12): the package's state is the co-signed summary as a ClosingState.
-      const [settled] = await publicClient.readContract({
+      const [settled, at] = await publicClient.readContract({
         address: deployment.gasEscrow,
         abi: gasEscrowAbi,
         functionName: "settledInfo",
@@ -154,12 +155,22 @@ export async function loadCaseContext(
       });
       closingMatchedAtOpen = settled;
       settledAtOpen = settled;
+      if (settled) settledAt = BigInt(at);
     }
   }
+  // The terms' own dispute window (decision 0026) is judged against the time of the block the case opened in.
+  const caseOpenedAt = (await publicClient.getBlock({ blockNumber: openedInBlock })).timestamp;
   return {
     ...base,
     gig: null,
-    session: { gasEscrow: getAddress(deployment.gasEscrow), sessionId: onChain.subjectId, closingMatchedAtOpen, settledAtOpen },
+    session: {
+      gasEscrow: getAddress(deployment.gasEscrow),
+      sessionId: onChain.subjectId,
+      closingMatchedAtOpen,
+      settledAtOpen,
+      ...(settledAt === undefined ? {} : { settledAt }),
+      caseOpenedAt,
+    },
   };
 }
 

@@ -56,6 +56,10 @@ export type SessionOnChain = {
   /** Whether that state was the co-signed summary of a cooperatively settled session (the escrow has paid out,
    * so a refund can only come from the provider's SLA bond). Absent: not known (treated as false). */
   settledAtOpen?: boolean;
+  /** When the session settled cooperatively (unix seconds, `settledInfo`), if `settledAtOpen`; absent: not known. */
+  settledAt?: bigint;
+  /** The timestamp of the block the case was opened in; absent: not known. */
+  caseOpenedAt?: bigint;
 };
 
 export type CaseContext = {

@@ -21,7 +21,7 @@ import { describePricing, missingReceiptBindings, modelAllowed, penaltyOf, price
 import { verifyPaymentTicket } from "../core/ticket";
 import { assertWithinGrant, verifySessionKeyGrantSignature } from "../core/session-key";
 import { bundleHash } from "./bundle";
-import type { CaseContext } from "./context";
+import type { CaseContext, SessionOnChain } from "./context";
 import { icsHash } from "./ics";
 import { evidenceOfKind, packageHash, type ChallengePackage, type ChannelEvidence, type ReceiptEvidence } from "./package";
 import type { Lane0Check } from "./resolution";
@@ -51,6 +51,11 @@ export type Lane0Result = {
    * compute the statement declares spent, 0 if that is not positive. Violations take precedence (runner).
    */
   noFault: { seq: bigint; code: string; refund: bigint } | null;
+  /**
+   * Codes of what Lane 0 proved against the challenger (e.g. `DISPUTE_WINDOW_CLOSED`: the case opened after the
+   * terms' dispute window): non-empty decides the case for the respondent, whatever the receipts show.
+   */
+  challengerFaults: string[];
 };
 
 /** A file in a gig's deliverable by which the provider declares the request unserviceable (whitepaper 8.3.1.3). */
@@ -61,6 +66,7 @@ class Checks {
   readonly reasons = new Set<string>();
   readonly violations: Lane0Violation[] = [];
   noFault: Lane0Result["noFault"] = null;
+  readonly challengerFaults: string[] = [];
 
   /** Records an evidence check: a failure (or missing evidence) makes the run fail safe with `reason`. */
   evidence(name: string, reason: string, ok: boolean | "missing", detail: string | null = null): boolean {
@@ -77,8 +83,15 @@ class Checks {
     return ok;
   }
 
+  /** Records a check of the challenger's case: a failure proves the case should not have been brought. */
+  challenger(name: string, ok: boolean, code: string, detail: string): boolean {
+    this.checks.push({ name, status: ok ? "pass" : "fail", detail: ok ? null : detail });
+    if (!ok) this.challengerFaults.push(code);
+    return ok;
+  }
+
   result(): Lane0Result {
-    return { checks: this.checks, reasonCodes: [...this.reasons].sort(), violations: this.violations, noFault: this.noFault };
+    return { checks: this.checks, reasonCodes: [...this.reasons].sort(), violations: this.violations, noFault: this.noFault, challengerFaults: this.challengerFaults };
   }
 }
 
@@ -311,6 +324,7 @@ async function sessionChecks(c: Checks, pkg: ChallengePackage, ctx: CaseContext)
   // root), judge the provider's conduct.
   if (c.reasons.size > 0) return;
   const pricing = channel.pricing;
+  if (!termsDisputeWindow(c, pricing, session)) return;
   for (const e of receipts) {
     const r = e.receipt.receipt;
     c.respondent(`receipt[seq ${r.seq}].policy_hash`, r.policyHash === terms.policyHash, {
@@ -353,6 +367,7 @@ async function sessionChecks(c: Checks, pkg: ChallengePackage, ctx: CaseContext)
   }
   receiptChain(c, receipts, pricing);
   deliveredComparison(c, receipts, delivered, pricing);
+  prepaidExcess(c, receipts, channel, session);
 
   // The session no-fault path (decision 0015): a verified fault statement for the challenged receipt as proven.
   const proven = challenged!.receipt.receipt;
@@ -446,6 +461,61 @@ function deliveredComparison(c: Checks, receipts: ReceiptEvidence[], delivered: 
       refund: r.metering.amount,
     });
   }
+}
+
+/**
+ * RECEIPT_PREPAID_EXCESS (decision 0026, amendment): under v2 terms every ticket prepays the cap per call, so a
+ * unilateral close on the newest ticket pays the provider the caps, not what its own receipts charged. When the
+ * package carries *every* receipt from 1 up (a complete prefix 1..m, each signed by the provider and proven into
+ * the committed root or its anchored commit), what the recorded ticket (seq k) may keep is known exactly: the
+ * receipts' metered sum plus, for the calls k − m whose receipts are not in evidence, the cap each. Anything the
+ * close pays above that is refunded; there is no penalty (the payer's ticket authorised the amount; the provider's
+ * receipts prove it was not owed). Not judged: v1 terms (a ticket adds what the receipt charges), a cooperatively
+ * settled session (the co-signed amount is the receipts' sum), a package without a complete prefix (the sum is
+ * not known; the check is not recorded, so such a case's bytes do not change).
+ */
+function prepaidExcess(c: Checks, receipts: ReceiptEvidence[], channel: ChannelEvidence, session: SessionOnChain): void {
+  const pricing = channel.pricing;
+  if (pricing.version !== "2" || session.settledAtOpen === true) return;
+  const { seq: k, amount, deposit } = channel.closing;
+  const paid = amount < deposit ? amount : deposit;
+  const counted = receipts.filter((e) => e.receipt.receipt.seq <= k);
+  if (!counted.every((e, i) => e.receipt.receipt.seq === BigInt(i + 1))) return;
+  const m = BigInt(counted.length);
+  const metered = counted.reduce((sum, e) => sum + e.receipt.receipt.metering.amount, 0n);
+  const owed = metered + (k - m) * pricing.pricing.capPerCall;
+  const excess = paid > owed ? paid - owed : 0n;
+  c.respondent("closing.prepaid_excess", excess === 0n, {
+    code: "RECEIPT_PREPAID_EXCESS",
+    detail: `the close pays ${paid} on ticket ${k}; receipts 1..${m} charged ${metered}${k > m ? ` and ${k - m} call(s) without a receipt in evidence may keep the cap ${pricing.pricing.capPerCall} each` : ""}, so ${owed} is owed`,
+    refund: excess,
+    slash: 0n,
+  });
+}
+
+/**
+ * The terms' dispute window (decision 0026, amendment): a case on a cooperatively settled session must open
+ * within `disputes.windowAfterSettlement` of the settlement. The chain enforces only its own
+ * `settledDisputeWindow`, so the effective window is the shorter of the two and Lane 0 judges the terms' part.
+ * A case opened after it is decided against the challenger — a decidable fact, never a fail-safe; only a
+ * context without the two times (not read from the chain) makes the run fail safe. The bounds are inclusive,
+ * as the contract's (`block.timestamp > settledAt + window` is late). Judged under v2 terms only (v1 has no
+ * window) and only for settled sessions (a closing session's window is the chain's challenge period).
+ */
+function termsDisputeWindow(c: Checks, pricing: PricingTerms, session: SessionOnChain): boolean {
+  if (pricing.version !== "2" || session.settledAtOpen !== true) return true;
+  const { settledAt, caseOpenedAt } = session;
+  if (settledAt === undefined || caseOpenedAt === undefined) {
+    c.evidence("dispute_window", "SETTLEMENT_TIME_UNKNOWN", "missing", "the context lacks the settlement time or the case's opening time");
+    return false;
+  }
+  const until = settledAt + pricing.disputes.windowAfterSettlement;
+  return c.challenger(
+    "dispute_window",
+    caseOpenedAt <= until,
+    "DISPUTE_WINDOW_CLOSED",
+    `the case opened at ${caseOpenedAt}; the terms allow disputes of this settlement (at ${settledAt}) until ${until}`,
+  );
 }
 
 async function receiptEvidenceChecks(

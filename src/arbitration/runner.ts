@@ -200,6 +200,8 @@ async function execute(parameters: ArbitrationParameters, ics: Ics | null, runti
   const lane0 = await runLane0(pkg, ctx);
   const decision: Decision = { verdict: "undecidable", refund: 0n, slash: 0n, reasonCodes: [...lane0.reasonCodes], attribution: [], lane0, lane1: null };
   if (lane0.reasonCodes.length) return decision;
+  // A case Lane 0 proved should not have been brought (opened after the terms' dispute window) is lost by its challenger.
+  if (lane0.challengerFaults.length) return { ...decision, verdict: "challenger_fault", attribution: [...lane0.challengerFaults] };
 
   // A Lane 0 violation on verified evidence decides the case at once.
   if (lane0.violations.length) {

@@ -12,6 +12,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import {
+  decodeFunctionData,
   getAddress,
   isAddress,
   isAddressEqual,
@@ -41,7 +42,8 @@ import {
   type Wallet,
   CHANNEL_PHASES,
 } from "../chain/escrow";
-import { getLogsPaged } from "../chain/logs";
+import { readSettledDisputeWindow } from "../chain/dispute-window";
+import { getLogsPaged, readPaged } from "../chain/logs";
 import {
   acceptGig,
   acceptGigDelivery,
@@ -59,6 +61,7 @@ import {
 } from "../chain/gig";
 import type { InvocationOutcome, PayerClient } from "../node/payer-client";
 import { PayerSession } from "../node/payer-session";
+import { grantForTicket } from "../node/key-tickets";
 import { echoHandler } from "../node/echo-worker";
 import { EndpointError, listenHost, parsePeer } from "../node/endpoints";
 import type { McpWorker } from "../node/mcp-worker";
@@ -66,7 +69,7 @@ import type { McpHandler } from "../node/provider-node";
 import { readRequestFile, requestFrom, RequestFileError } from "../node/requests";
 import { signedSessionReceiptToJson, sessionReceiptHash } from "../core/receipt";
 import type { ChannelRecord, ChannelStore } from "../store/store";
-import { channelRefToJson, describePricing, modelAllowed, NATIVE_ASSET, prepaidPerCall, pricingTermsFromJson, pricingTermsToJson, termsHashOf, type PricingTerms } from "../core/terms";
+import { channelRefToJson, describePricing, disputeWindowProblem, sessionIdOf, type ChannelRef, modelAllowed, NATIVE_ASSET, prepaidPerCall, pricingTermsFromJson, pricingTermsToJson, termsHashOf, type PricingTerms } from "../core/terms";
 import { paymentTicketHash, signedPaymentTicketToJson } from "../core/ticket";
 import type { JsonObject } from "../core/validate";
 import {
@@ -152,6 +155,16 @@ export const COMMANDS: Record<string, Command> = {
       policy: { type: "string" },
     },
     run: runOpen,
+  },
+  import: {
+    summary: "store a channel a sponsor opened for you (ioi open --payer): its opening is read from the chain and checked, then you stream on it",
+    usage: "ioi import --session ID (--price WEI | --terms-file FILE) [--peer HOST:PORT [--allow-remote]]",
+    notes: [
+      "  The channel's terms are read from the transaction that opened it; it must name you (the acting key) as payer,",
+      "  and its terms hash must be the hash of --price / --terms-file. Nothing is sent: a sponsored payer needs no funds.",
+    ],
+    options: { session: { type: "string" }, price: { type: "string" }, "terms-file": { type: "string" }, peer: { type: "string" }, "allow-remote": { type: "boolean" } },
+    run: runImport,
   },
   stream: {
     summary: "stream paid invocations to the channel's provider over the sealed socket (synthetic, or a request file)",
@@ -383,6 +396,16 @@ async function runOpen(values: Record<string, unknown>, out: Out): Promise<void>
     pricing = agreed ?? { version: "1", unit: "invocation", pricePerInvocation: weiAmount(values, "price", "wei per invocation, as the provider charges") };
     out.lines.push("Warning: without --peer the provider's terms were not checked; if it refuses this price, only a unilateral close and its full window return the deposit.");
   }
+  // Terms promising a longer dispute window than the chain enforces would mislead the payer (decision 0026): refused.
+  if (pricing.version === "2") {
+    const disputeManager = await deployedContract(values, publicClient, "dispute-manager", "IOI_DISPUTE_MANAGER", "DisputeManager").catch(() => undefined);
+    if (disputeManager === undefined) {
+      out.lines.push("Warning: no DisputeManager is known for this chain (deployment record or $IOI_DISPUTE_MANAGER), so the terms' dispute window was not compared with the chain's.");
+    } else {
+      const problem = disputeWindowProblem(pricing, await readSettledDisputeWindow(publicClient, disputeManager.address));
+      if (problem) throw new UsageError(`Refusing the terms: ${problem}; nothing was funded.`);
+    }
+  }
   const store = openStore(values, "payer");
   try {
     const opened = await openChannel({
@@ -419,6 +442,72 @@ async function runOpen(values: Record<string, unknown>, out: Out): Promise<void>
       }
     }
     Object.assign(out.result, { sessionId: opened.sessionId, openedAt: opened.ref.openedAt.toString(), deposit: opened.deposit.toString(), gasUsed: Number(opened.gasUsed), domain: { chainId: domain.chainId, escrow }, ...(pricing.version === "1" ? { pricePerInvocation: pricing.pricePerInvocation.toString() } : {}), termsHash: termsHashOf(pricing), termsChecked, payer, funder: account.address, ref });
+  } finally {
+    await store.close();
+  }
+}
+
+/**
+ * `ioi import` (issue 14): a sponsored payer's way in. The sponsor opened the channel (`ioi open --payer`), so the
+ * payer's store has no record of it. Everything is read from the chain, never taken on trust: the escrow must hold
+ * code; the `ChannelOpened` event for the session (paged logs) gives the opening block and the transaction, whose
+ * calldata (`GasEscrow.open(terms, amount)`) gives the terms; those terms must derive the session id, name the
+ * acting key as payer, and bind the hash of the terms document the payer agrees to; the channel must be open.
+ */
+async function runImport(values: Record<string, unknown>, out: Out): Promise<void> {
+  const account = loadAccount(values);
+  const sessionId = sessionOf(values);
+  if (values.price === undefined && values["terms-file"] === undefined) throw new UsageError("Give --price WEI or --terms-file FILE: the terms you agree to pay on (their hash must be the channel's).");
+  const pricing = termsOption(values, "wei per invocation");
+  if (values.peer !== undefined) asUsage(() => parsePeer(values.peer as string, values["allow-remote"] === true));
+  const { publicClient, escrow, domain, chainId, fromBlock } = await chainClients(values, account);
+  const code = await publicClient.getCode({ address: escrow });
+  if (code === undefined || code === "0x") throw new UsageError(`No contract code at the escrow ${escrow}; nothing was imported.`);
+  const head = await publicClient.getBlockNumber();
+  const read = (from: bigint, to: bigint) =>
+    publicClient.getContractEvents({ address: escrow, abi: gasEscrowAbi, eventName: "ChannelOpened", args: { sessionId }, fromBlock: from, toBlock: to });
+  const reading = readingOf(values, chainId);
+  const found = await readPaged<Awaited<ReturnType<typeof read>>[number]>(
+    { fromBlock, toBlock: head, maxBlockRange: reading.batchBlocks, retry: reading.retry, done: (items) => items.length > 0 },
+    read,
+  );
+  const opened = found[0];
+  if (!opened) throw new UsageError(`No channel ${sessionId} was opened on the escrow ${escrow} (blocks ${fromBlock}–${head}); check --session and the chain.`);
+  const tx = await publicClient.getTransaction({ hash: opened.transactionHash });
+  let terms: ChannelRef["terms"];
+  try {
+    if (!tx.to || !isAddressEqual(tx.to, escrow)) throw new Error("not sent to the escrow");
+    const call = decodeFunctionData({ abi: gasEscrowAbi, data: tx.input });
+    if (call.functionName !== "open") throw new Error(`a ${call.functionName} call`);
+    terms = call.args[0];
+  } catch (cause) {
+    throw new UsageError(`The channel was opened by transaction ${opened.transactionHash}, which is not a direct GasEscrow.open call (${(cause as Error).message.split("\n")[0]}); its terms cannot be read from the chain.`, { cause });
+  }
+  const ref: ChannelRef = { terms: { ...terms, payer: getAddress(terms.payer), provider: getAddress(terms.provider), funder: getAddress(terms.funder), asset: getAddress(terms.asset) }, openedAt: BigInt(opened.args.openedAt!) };
+  if (sessionIdOf(domain, ref) !== sessionId) throw new UsageError(`The terms in transaction ${opened.transactionHash} do not derive session ${sessionId}; nothing was imported.`);
+  if (!isAddressEqual(ref.terms.payer, account.address)) {
+    throw new UsageError(`Session ${sessionId} names ${ref.terms.payer} as its payer, not you (${account.address}); only the payer streams on it.`);
+  }
+  if (termsHashOf(pricing) !== ref.terms.termsHash) {
+    throw new UsageError(`The channel binds terms ${ref.terms.termsHash}; ${values["terms-file"] !== undefined ? `the document in --terms-file ${String(values["terms-file"])}` : `--price ${String(values.price)}`} hashes to ${termsHashOf(pricing)} (${describePricing(pricing)}); nothing was imported.`);
+  }
+  const [phase, deposit] = await Promise.all([
+    publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "phaseOf", args: [sessionId] }),
+    publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "depositOf", args: [sessionId] }),
+  ]);
+  if (phase !== 1) throw new UsageError(`Session ${sessionId} is not open on-chain (phase ${phase}); nothing was imported.`);
+  const store = openStore(values, "payer");
+  try {
+    const known = store.getChannel(sessionId);
+    if (known && (known.role !== "payer" || termsHashOf(known.pricing) !== ref.terms.termsHash)) {
+      throw new UsageError(`The store already holds session ${sessionId} as a ${known.role} channel on other terms; use another --db.`);
+    }
+    const peer = (values.peer as string | undefined) ?? known?.peer;
+    await store.putChannel({ sessionId, role: "payer", ref, pricing, escrow, chainId, deposit, status: "open", ...(peer ? { peer } : {}) });
+    out.lines.push(
+      `Imported session ${sessionId}: you (${account.address}) pay ${ref.terms.provider} from a deposit of ${formatAmountWithBase(deposit)} funded by ${ref.terms.funder} (refunds go there); terms ${describePricing(pricing)}.`,
+    );
+    Object.assign(out.result, { sessionId, payer: ref.terms.payer, funder: ref.terms.funder, provider: ref.terms.provider, deposit: deposit.toString(), termsHash: ref.terms.termsHash, openedAt: ref.openedAt.toString(), ref: channelRefToJson(ref) });
   } finally {
     await store.close();
   }
@@ -604,7 +693,9 @@ async function runClose(values: Record<string, unknown>, out: Out): Promise<void
         const session = PayerSession.restore({ account, domain, ref: channel.ref, sessionId: channel.sessionId, pricing: channel.pricing, deposit: channel.deposit }, store.steps(channel.sessionId));
         ticket = await session.closingTicket();
       }
-      const closed = await closeUnilateral({ wallet: wallet!, publicClient, escrow, ref: channel.ref, ticket });
+      // A provider's newest ticket may be signed by the payer's session key: it closes with the grant it kept.
+      const grant = channel.role === "provider" && ticket ? await grantForTicket({ channel, store, ticket }) : undefined;
+      const closed = await closeUnilateral({ wallet: wallet!, publicClient, escrow, ref: channel.ref, ticket, ...(grant ? { grant } : {}) });
       await store.putClosing(channel.sessionId, { state: closed.state, finalizesAt: closed.finalizesAt, closer: account.address, txHash: closed.hash });
       await store.updateChannel(channel.sessionId, { status: "closing" });
       out.lines.push(`Closed unilaterally with seq ${closed.state.seq}; the challenge window ends at ${formatDate(closed.finalizesAt)} (in ${formatDuration(channel.ref.terms.challengeDuration)}); then \`ioi finalize\` (gas ${closed.gasUsed}).`);
@@ -643,7 +734,8 @@ async function runChallenge(values: Record<string, unknown>, out: Out): Promise<
     const closing = closingOf(store, channel);
     const newest = store.latestTicket(channel.sessionId);
     if (!newest || newest.ticket.seq <= closing.state.seq) throw new UsageError(`The store holds no ticket newer than the recorded seq ${closing.state.seq}.`);
-    const challenged = await challengeClose({ wallet: wallet!, publicClient, escrow, ref: channel.ref, recorded: closing.state, ticket: newest });
+    const grant = await grantForTicket({ channel, store, ticket: newest });
+    const challenged = await challengeClose({ wallet: wallet!, publicClient, escrow, ref: channel.ref, recorded: closing.state, ticket: newest, ...(grant ? { grant } : {}) });
     await store.putClosing(channel.sessionId, { state: challenged.state, finalizesAt: challenged.finalizesAt, closer: account.address, txHash: challenged.hash });
     out.lines.push(`Challenged seq ${closing.state.seq} with seq ${challenged.state.seq} (gas ${challenged.gasUsed}).`);
     Object.assign(out.result, { sessionId: channel.sessionId, staleSeq: closing.state.seq.toString(), seq: challenged.state.seq.toString(), gasUsed: Number(challenged.gasUsed) });

@@ -303,3 +303,25 @@ export function channelRefFromJson(value: unknown, path = "ChannelRef"): Channel
     openedAt: expectUint(o.openedAt, `${path}.openedAt`, 64),
   };
 }
+
+/**
+ * The window after a cooperative settlement within which the payer may dispute a receipt (decision 0026,
+ * amendment): the shorter of the terms' `disputes.windowAfterSettlement` and the chain's `settledDisputeWindow`
+ * (the DisputeManager refuses a case after its own; Lane 0 decides one after the terms' against the challenger).
+ * v1 terms name no window: the chain's.
+ */
+export function effectiveDisputeWindow(terms: PricingTerms, chainWindow: bigint): bigint {
+  if (terms.version === "1") return chainWindow;
+  const own = terms.disputes.windowAfterSettlement;
+  return own < chainWindow ? own : chainWindow;
+}
+
+/**
+ * Why a payer must not agree to `terms` on a chain whose DisputeManager allows `chainWindow` seconds after a
+ * settlement, or null: terms that promise a longer dispute window than the chain enforces mislead the payer
+ * (a case after the chain's window is refused on-chain whatever the terms say).
+ */
+export function disputeWindowProblem(terms: PricingTerms, chainWindow: bigint): string | null {
+  if (terms.version === "1" || terms.disputes.windowAfterSettlement <= chainWindow) return null;
+  return `the terms promise disputes until ${terms.disputes.windowAfterSettlement} s after a settlement, but this chain's DisputeManager accepts them only for ${chainWindow} s (its settledDisputeWindow); a provider must offer a window no longer than the chain's`;
+}

@@ -290,6 +290,8 @@ export class ProviderNode {
       key: grant.grant.key,
     });
     await b.session.bindSessionKey(grant, chain);
+    // Durable before any ticket under it is accepted: without the grant a key-signed ticket cannot go on-chain.
+    await this.parameters.store.putSessionKeyGrant(b.record.sessionId, grant);
   }
 
   async #bind(connection: SecureConnection, message: SessionOpenMessage): Promise<Bound> {

@@ -8,16 +8,25 @@
  * submits co-signed cooperative closes nobody submitted, so that nobody's funds wait on a party that went
  * offline.
  *
+ * A ticket signed by a session key is submitted with the payer's grant the store kept for that key
+ * (`closeUnilateralWithKey` / `challengeWithKey`, decision 0025), and only within the key's grace. When the
+ * payer revokes a key (or its epoch) and the provider's newest ticket on a channel is that key's, the tower
+ * puts it on-chain at once — closes the open channel with it, or challenges a close — so a revocation never
+ * takes away work the provider accepted before it knew.
+ *
  * It runs inside the provider node and on its own (`ioi watchtower`) against the same store.
  */
 import { isAddressEqual, type Address, type Hex, type PublicClient } from "viem";
 
 import { ChainFollower, type EscrowEvent } from "../chain/follower";
 import { DEVNET_READING, type RetryOptions } from "../chain/logs";
-import { anchorReceiptCommit, challengeClose, closeCooperative, finalizeClose, gasEscrowAbi, type ClosingState, type Wallet } from "../chain/escrow";
+import { anchorReceiptCommit, challengeClose, closeCooperative, closeUnilateral, finalizeClose, gasEscrowAbi, type ClosingState, type Wallet } from "../chain/escrow";
+import { grantForTicket, keyGraceEnd, KeyTicketWithoutGrantError } from "./key-tickets";
+import type { SignedSessionKeyGrant } from "../core/session-key";
+import type { SignedPaymentTicket } from "../core/ticket";
 import { errorText, type Logger } from "./log";
 import type { NodeMetrics } from "./metrics";
-import type { ChannelRole, ChannelStore } from "../store/store";
+import type { ChannelRecord, ChannelRole, ChannelStore } from "../store/store";
 
 export type WatchtowerAnswer = {
   sessionId: Hex;
@@ -232,6 +241,18 @@ export class Watchtower {
           await store.putClosing(event.args.sessionId, { ...previous, state, finalizesAt, txHash: event.transactionHash });
           break;
         }
+        case "SessionKeyRevoked": {
+          await this.#secureRevoked(event.args.sessionId, (grant) => isAddressEqual(grant.grant.key, event.args.key), `key ${event.args.key} revoked in block ${event.blockNumber}`);
+          break;
+        }
+        case "SessionKeysRevoked": {
+          const { payer, epoch } = event.args;
+          for (const channel of store.listChannels({ status: "open" })) {
+            if (!isAddressEqual(channel.ref.terms.payer, payer)) continue;
+            await this.#secureRevoked(channel.sessionId, (grant) => grant.grant.epoch < epoch, `the payer's keys before epoch ${epoch} revoked in block ${event.blockNumber}`);
+          }
+          break;
+        }
         case "ChannelSettled": {
           if (store.getChannel(event.args.sessionId)) {
             await store.updateChannel(event.args.sessionId, { status: "settled" });
@@ -267,7 +288,17 @@ export class Watchtower {
     const [matches] = await publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "closingInfo", args: [sessionId, state] });
     if (!matches) return;
 
-    const challenged = await challengeClose({ wallet, publicClient, escrow, ref: channel.ref, recorded: state, ticket: newest });
+    // A key-signed ticket goes on-chain with its grant, and only while the chain still takes the key.
+    const grant = await this.#grantOf(channel, newest);
+    if (grant === null) return;
+    if (grant && now >= (await keyGraceEnd({ publicClient, channel, grant }))) {
+      this.parameters.logger?.warn(
+        { event: "watchtower.key_grace_over", sessionId, seq: newest.ticket.seq.toString(), key: grant.grant.key },
+        "the newest ticket's session key is past its grace; it can no longer be submitted",
+      );
+      return;
+    }
+    const challenged = await challengeClose({ wallet, publicClient, escrow, ref: channel.ref, recorded: state, ticket: newest, ...(grant ? { grant } : {}) });
     const block = await publicClient.getBlock({ blockNumber: challenged.blockNumber });
     await store.putClosing(sessionId, { state: challenged.state, finalizesAt: challenged.finalizesAt, closer: wallet.account.address, txHash: challenged.hash });
     const answer: WatchtowerAnswer = {
@@ -285,6 +316,57 @@ export class Watchtower {
       "stale close challenged with the newest ticket",
     );
     this.parameters.onAnswer?.(answer);
+  }
+
+  /**
+   * The payer revoked a key (`revoked` tells which grants that hits) on `sessionId`: if the newest ticket the
+   * store holds for a defended channel was signed under such a grant, put it on-chain now, inside the grace —
+   * close the open channel with it (the tower's wallet must be a party: the provider's own) or challenge the
+   * recorded close with it. A payer who wants the session to go on after rotating keys sends a ticket signed by
+   * the new key (or itself) before it revokes the old one; then the newest ticket is not the revoked key's and
+   * nothing is closed.
+   */
+  async #secureRevoked(sessionId: Hex, revoked: (grant: NonNullable<Awaited<ReturnType<typeof grantForTicket>>>) => boolean, why: string): Promise<void> {
+    const { store, publicClient, wallet, escrow, defend = ["provider"] } = this.parameters;
+    const channel = store.getChannel(sessionId);
+    const newest = store.latestTicket(sessionId);
+    if (!channel || !newest || !defend.includes(channel.role) || channel.status === "settled") return;
+    const grant = await this.#grantOf(channel, newest);
+    if (!grant || !revoked(grant)) return;
+    const phase = await publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "phaseOf", args: [sessionId] });
+    if (phase !== 1) {
+      // Closing already (or settled): the defence path challenges with the newest ticket if it owes more.
+      if (store.getClosing(sessionId)) await this.#defend(sessionId);
+      return;
+    }
+    const { payer, funder, provider } = channel.ref.terms;
+    if (![payer, funder, provider].some((party) => isAddressEqual(party, wallet.account.address))) {
+      this.parameters.logger?.warn({ event: "watchtower.cannot_close", sessionId, why }, "a revoked key's newest ticket needs a close, and this tower's wallet is no party to the channel");
+      return;
+    }
+    if ((await publicClient.getBlock()).timestamp >= (await keyGraceEnd({ publicClient, channel, grant }))) return;
+    const closed = await closeUnilateral({ wallet, publicClient, escrow, ref: channel.ref, ticket: newest, grant });
+    await store.putClosing(sessionId, { state: closed.state, finalizesAt: closed.finalizesAt, closer: wallet.account.address, txHash: closed.hash });
+    await store.updateChannel(sessionId, { status: "closing" });
+    this.parameters.logger?.info(
+      { event: "watchtower.closed_on_revocation", sessionId, seq: closed.state.seq.toString(), amount: closed.state.amount.toString(), key: grant.grant.key, why, txHash: closed.hash },
+      "closed with the revoked key's newest ticket inside its grace",
+    );
+  }
+
+  /**
+   * The grant `ticket` needs on-chain (undefined: the payer signed it), or null when the store lacks it: logged,
+   * never thrown, because a handler that throws would have the follower re-deliver the same batch forever.
+   */
+  async #grantOf(channel: ChannelRecord, ticket: SignedPaymentTicket): Promise<SignedSessionKeyGrant | undefined | null> {
+    try {
+      return await grantForTicket({ channel, store: this.parameters.store, ticket });
+    } catch (error) {
+      if (!(error instanceof KeyTicketWithoutGrantError)) throw error;
+      this.parameters.logger?.warn({ event: "watchtower.grant_missing", sessionId: channel.sessionId, seq: ticket.ticket.seq.toString() }, error.shortMessage);
+      this.parameters.onError?.(error);
+      return null;
+    }
   }
 
   /**

@@ -29,8 +29,9 @@ import {
 import { fetchTermsOffer, PayerClient } from "../node/payer-client";
 import { PayerSession } from "../node/payer-session";
 import type { ChannelRecord, ChannelStore } from "../store/store";
-import { describePricing, NATIVE_ASSET, termsHashOf, type PricingTerms } from "../core/terms";
-import { assertDeployed, type Deployment } from "./deployment";
+import { describePricing, disputeWindowProblem, NATIVE_ASSET, termsHashOf, type PricingTerms } from "../core/terms";
+import { readSettledDisputeWindow } from "../chain/dispute-window";
+import { assertDeployed, contractAddress, type Deployment } from "./deployment";
 
 export type Peer = { host: string; port: number };
 
@@ -95,6 +96,11 @@ export class Payer {
       throw new PayerError(`The provider charges ${describePricing(offer.pricing)}, not ${parameters.expectedPrice} wei per invocation; nothing was funded.`);
     }
     const pricing = offer.pricing;
+    // Terms that promise a longer dispute window than the chain enforces would mislead the payer (decision 0026).
+    if (pricing.version === "2" && deployment.contracts.DisputeManager !== undefined) {
+      const problem = disputeWindowProblem(pricing, await readSettledDisputeWindow(publicClient, contractAddress(deployment, "DisputeManager")));
+      if (problem) throw new PayerError(`The provider's terms cannot be honoured here: ${problem}; nothing was funded.`);
+    }
     const opened = await openChannel({
       wallet,
       publicClient,

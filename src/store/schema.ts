@@ -85,6 +85,18 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (session_id, seq)
   ) STRICT;
   `,
+  // 3 → 4 (issue 14, decision 0025): the payer's session-key grants a provider accepted tickets under. A
+  // key-signed ticket is worthless on-chain without its grant (closeUnilateralWithKey / challengeWithKey), so
+  // the grant is stored before the first ticket under it is accepted, and a watchtower finds it by the key
+  // that signed the newest ticket. Several grants may name one key (a payer may re-grant it): all are kept.
+  `
+  CREATE TABLE session_key_grants (
+    session_id TEXT NOT NULL REFERENCES channels (session_id),
+    key        TEXT NOT NULL CHECK (length(key) = 42),   -- the granted key, lower-case 0x address
+    grant      TEXT NOT NULL,                            -- canon(SignedSessionKeyGrantJson)
+    PRIMARY KEY (session_id, key, grant)
+  ) STRICT;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

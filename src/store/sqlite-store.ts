@@ -26,13 +26,14 @@ import { closeSync, fdatasync, openSync } from "node:fs";
 import { resolve as resolvePath } from "node:path";
 
 import Database from "better-sqlite3";
-import type { Hex } from "viem";
+import type { Address, Hex } from "viem";
 
 import { InvalidFieldError } from "../core/errors";
 import { signedFaultStatementFromJson, signedFaultStatementToJson, type SignedFaultStatement } from "../core/fault-statement";
 import { signedReceiptCommitFromJson, type SignedReceiptCommit } from "../core/receipt-commit";
 import { signedSessionReceiptFromJson, signedSessionReceiptToJson } from "../core/receipt";
 import { signedPaymentTicketFromJson, signedPaymentTicketToJson, type SignedPaymentTicket } from "../core/ticket";
+import { signedSessionKeyGrantFromJson, signedSessionKeyGrantToJson, type SignedSessionKeyGrant } from "../core/session-key";
 import { expectHash, expectLiteral, expectString, expectUint, uintToJson } from "../core/validate";
 import {
   CommitConflictError,
@@ -177,6 +178,13 @@ function prepareStatements(db: Database.Database) {
       "INSERT INTO fault_statements (session_id, seq, statement) VALUES (?, ?, ?) ON CONFLICT (session_id, seq) DO NOTHING",
     ),
     getFaultStatement: db.prepare<[string, string], string>("SELECT statement FROM fault_statements WHERE session_id = ? AND seq = ?").pluck(),
+    insertGrant: db.prepare<[string, string, string]>(
+      "INSERT INTO session_key_grants (session_id, key, grant) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+    ),
+    grants: db.prepare<[string], { key: string; grant: string }>("SELECT key, grant FROM session_key_grants WHERE session_id = ? ORDER BY rowid"),
+    grantsOfKey: db.prepare<[string, string], { key: string; grant: string }>(
+      "SELECT key, grant FROM session_key_grants WHERE session_id = ? AND key = ? ORDER BY rowid",
+    ),
     upsertCursor: db.prepare<[string, string]>(
       "INSERT INTO cursors (name, block) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET block = excluded.block",
     ),
@@ -539,6 +547,20 @@ export class SqliteStore implements ChannelStore {
         if (this.#sql.insertFaultStatement.run(id, seq, text).changes === 0 && this.#sql.getFaultStatement.get(id, seq) !== text) {
           throw new FaultStatementConflictError(id, signed.statement.seq);
         }
+        };
+      });
+    }
+
+  putSessionKeyGrant(sessionId: Hex, signed: SignedSessionKeyGrant): Promise<void> {
+    return this.#write("putSessionKeyGrant", (batch) => {
+      const id = this.#knownChannel(batch, sessionId);
+      if (signed.grant.sessionId !== id) {
+        throw new InconsistentRecordError(`The session-key grant is for session ${signed.grant.sessionId}, not ${id}.`);
+      }
+      const text = canonChecked(signedSessionKeyGrantToJson(signed), (value) => signedSessionKeyGrantFromJson(value));
+      const key = signed.grant.key.toLowerCase();
+      return () => {
+        this.#sql.insertGrant.run(id, key, text);
       };
     });
   }
@@ -553,6 +575,19 @@ export class SqliteStore implements ChannelStore {
       expectRowKey(signed.statement.seq, seq, "SignedFaultStatement.statement.seq");
       return signed;
     });
+  }
+
+  sessionKeyGrants(sessionId: Hex, key?: Address): SignedSessionKeyGrant[] {
+    this.#assertOpen("sessionKeyGrants");
+    const rows = key === undefined ? this.#sql.grants.all(sessionId) : this.#sql.grantsOfKey.all(sessionId, key.toLowerCase());
+    return rows.map((row) =>
+      decodeRow("session_key_grants", sessionId, () => {
+        const signed = signedSessionKeyGrantFromJson(parseStored(row.grant, "SignedSessionKeyGrant"));
+        expectRowKey<string>(signed.grant.sessionId, sessionId, "SignedSessionKeyGrant.grant.sessionId");
+        expectRowKey<string>(signed.grant.key.toLowerCase(), row.key, "SignedSessionKeyGrant.grant.key");
+        return signed;
+      }),
+    );
   }
 
   getCursor(name: string): bigint | undefined {

@@ -20,6 +20,7 @@ import type { SignedReceiptCommit } from "../core/receipt-commit";
 import type { SignedSessionReceipt } from "../core/receipt";
 import type { ChannelRef, PricingTerms } from "../core/terms";
 import type { SignedPaymentTicket } from "../core/ticket";
+import type { SignedSessionKeyGrant } from "../core/session-key";
 
 /** Which side of the channel this client is. */
 export type ChannelRole = "payer" | "provider";
@@ -135,6 +136,14 @@ export interface ChannelStore {
    */
   putFaultStatement(sessionId: Hex, signed: SignedFaultStatement): Promise<void>;
   getFaultStatement(sessionId: Hex, seq: bigint): SignedFaultStatement | undefined;
+
+  /**
+   * Provider: a payer's session-key grant for the session (decision 0025), persisted BEFORE any ticket signed
+   * by its key is accepted, so the ticket can always be submitted on-chain with it. Idempotent.
+   */
+  putSessionKeyGrant(sessionId: Hex, signed: SignedSessionKeyGrant): Promise<void>;
+  /** The session's stored grants (only those naming `key`, if given), in the order they were stored. */
+  sessionKeyGrants(sessionId: Hex, key?: Address): SignedSessionKeyGrant[];
 
   /** A chain follower's cursor: the last block it fully processed. */
   getCursor(name: string): bigint | undefined;

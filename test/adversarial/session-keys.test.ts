@@ -21,6 +21,8 @@ import {
 } from "../../src/chain/escrow";
 import { fundGigFor, readGigFunder } from "../../src/chain/gig";
 import { PayerSession } from "../../src/node/payer-session";
+import { Watchtower } from "../../src/node/watchtower";
+import { SqliteStore } from "../../src/store/sqlite-store";
 import { ProviderSession } from "../../src/node/provider-session";
 import { sessionKeyGrantArg, signSessionKeyGrant, type SignedSessionKeyGrant } from "../../src/core/session-key";
 import { signPaymentTicket, type SignedPaymentTicket } from "../../src/core/ticket";
@@ -350,6 +352,156 @@ describe("adversarial: session keys and sponsored sessions (decision 0025)", fun
     await expectRevert(s.gigs.write.acceptDelivery([funded.gigId], { account: s.client.account }), "NotTheClient", [funded.gigId, getAddress(s.client.account.address)]);
     await mined(s, s.gigs.write.acceptDelivery([funded.gigId], { account: clientWallet.account }));
     await expectDeltas(s, snap, { ETH: { client: -amount, provider: amount } });
+  });
+});
+
+/**
+ * A provider as its node keeps it: the grant stored when it bound the key, every answered step stored before the
+ * answer, and a watchtower (in the provider's own wallet) over that store.
+ */
+async function keyedProvider(s: System, session: Session, grant: SignedSessionKeyGrant) {
+  const fromBlock = await s.publicClient.getBlockNumber();
+  const pair = await sessions(s, session, grant);
+  const store = SqliteStore.open(":memory:");
+  await store.putChannel({ sessionId: session.sessionId, role: "provider", ref: session.ref, pricing: PRICING, escrow: escrowAddress(s), chainId: Number(s.chainId), deposit: session.deposit, status: "open" });
+  await store.putSessionKeyGrant(session.sessionId, grant);
+  const tower = new Watchtower({
+    publicClient: s.publicClient,
+    wallet: s.provider,
+    escrow: escrowAddress(s),
+    store,
+    fromBlock,
+    // The provider node's handler: a revocation stops the key at once.
+    onEvents: (events) => {
+      for (const e of events) if (e.eventName === "SessionKeyRevoked" && e.args.sessionId === session.sessionId) pair.providerSession.noteKeyRevoked(e.args.key, BigInt(e.args.revokedAt));
+    },
+  });
+  const serve = async (i: number) => {
+    const input = stringToBytes(`request ${i}`);
+    const { signed, leafCount } = await pair.payerSession.nextTicket(input);
+    const result = await pair.providerSession.invoke(signed, input, leafCount, METHOD);
+    await store.putStep(session.sessionId, result.step);
+    await pair.payerSession.acceptReceipt(result.step.receipt, result.output);
+    return signed;
+  };
+  return { ...pair, store, tower, serve };
+}
+
+describe("adversarial: the provider's watchtower with key-signed tickets (decision 0025, amendment)", function () {
+  this.timeout(120_000);
+
+  it("attack: the payer closes with a stale key-signed ticket; the provider's watchtower answers with its newest key-signed ticket and the grant it stored (challengeWithKey)", async () => {
+    const s = await loadFixture(feeSystem);
+    const session = await openSession(s, zeroAddress);
+    const grant = await grantFor(s, session, PAYER_KEY);
+    const p = await keyedProvider(s, session, grant);
+    const snap = await snapshot(s);
+    const stale = await p.serve(1);
+    for (let i = 2; i <= 6; i++) await p.serve(i);
+    const accepted = 6n * PRICE;
+    const base = { publicClient: s.publicClient, escrow: escrowAddress(s), ref: session.ref };
+    const closing = await closeOnChain({ ...base, wallet: s.payerWallet, ticket: stale, grant });
+    expect(closing.state.amount).to.equal(PRICE);
+    await p.tower.runOnce();
+    expect(p.tower.answers).to.have.length(1);
+    expect(p.tower.answers[0]).to.deep.include({ staleSeq: 1n, answeredSeq: 6n, inWindow: true });
+    const recorded = p.store.getClosing(session.sessionId)!;
+    expect(recorded.state.amount).to.equal(accepted);
+    await time.increaseTo(recorded.finalizesAt);
+    await finalizeClose({ ...base, wallet: s.watcher, recorded: recorded.state });
+    await mined(s, s.escrow.write.withdrawFees([zeroAddress]));
+    await expectDeltas(s, snap, {
+      ETH: { provider: accepted - feeOf(accepted), client: session.deposit - accepted, treasury: feeOf(accepted), escrow: -session.deposit },
+    });
+    await p.store.close();
+  });
+
+  it("a store without the grant of its newest key-signed ticket: the watchtower says so (KeyTicketWithoutGrantError) and carries on, rather than send a close that reverts or stall its follower", async () => {
+    const s = await loadFixture(feeSystem);
+    const session = await openSession(s, zeroAddress);
+    const grant = await grantFor(s, session, PAYER_KEY);
+    const p = await keyedProvider(s, session, grant);
+    for (let i = 1; i <= 2; i++) await p.serve(i);
+    // The same steps in a store that never kept the grant (e.g. written before the migration).
+    const bare = SqliteStore.open(":memory:");
+    await bare.putChannel(p.store.getChannel(session.sessionId)!);
+    for (const step of p.store.steps(session.sessionId)) await bare.putStep(session.sessionId, step as Required<typeof step>);
+    const errors: unknown[] = [];
+    const tower = new Watchtower({ publicClient: s.publicClient, wallet: s.provider, escrow: escrowAddress(s), store: bare, fromBlock: 0n, onError: (e) => errors.push(e) });
+    await closeOnChain({ publicClient: s.publicClient, escrow: escrowAddress(s), ref: session.ref, wallet: s.payerWallet, ticket: undefined });
+    await tower.runOnce();
+    await tower.runOnce(); // the follower moved on: the batch is not re-delivered forever
+    expect(tower.answers).to.deep.equal([]);
+    expect(errors.length).to.be.greaterThan(0);
+    expect(new Set(errors.map((e) => (e as Error).name))).to.deep.equal(new Set(["KeyTicketWithoutGrantError"]));
+    expect(bare.getCursor("watchtower")).to.equal(await s.publicClient.getBlockNumber());
+    await bare.close();
+    await p.store.close();
+  });
+
+  it("attack: the payer revokes the key after the provider accepted its tickets; the provider refuses the next one and its watchtower closes with the newest inside the grace (closeUnilateralWithKey), so the revocation takes no accepted work away", async () => {
+    const s = await loadFixture(feeSystem);
+    const session = await openSession(s, s.token.address);
+    const grant = await grantFor(s, session, PAYER_KEY);
+    const p = await keyedProvider(s, session, grant);
+    const snap = await snapshot(s);
+    for (let i = 1; i <= 4; i++) await p.serve(i);
+    const accepted = 4n * PRICE;
+    const revoked = await revokeSessionKey({ wallet: s.payerWallet, publicClient: s.publicClient, escrow: escrowAddress(s), ref: session.ref, key: KEY.address });
+    await p.tower.runOnce();
+    await rejectsWith(p.serve(5), "SessionKeyRevokedError");
+    const closing = p.store.getClosing(session.sessionId)!;
+    expect(closing.closer).to.equal(getAddress(s.provider.account.address));
+    expect(closing.state).to.deep.include({ seq: 4n, amount: accepted });
+    expect(p.store.getChannel(session.sessionId)!.status).to.equal("closing");
+    const closedAt = (await s.publicClient.getBlock({ blockNumber: (await s.publicClient.getTransactionReceipt({ hash: closing.txHash })).blockNumber })).timestamp;
+    expect(closedAt < revoked.revokedAt + WINDOW).to.equal(true); // inside the grace
+    // The payer cannot lower it afterwards: it holds no newer ticket, and the key's are its own.
+    await time.increaseTo(closing.finalizesAt);
+    await p.tower.runOnce(); // nothing to answer; the tower does not finalise unless asked
+    await finalizeClose({ publicClient: s.publicClient, escrow: escrowAddress(s), ref: session.ref, wallet: s.watcher, recorded: closing.state });
+    await mined(s, s.escrow.write.withdrawFees([s.token.address]));
+    await expectDeltas(s, snap, {
+      LGAS: { provider: accepted - feeOf(accepted), client: session.deposit - accepted, treasury: feeOf(accepted), escrow: -session.deposit },
+    });
+    await p.store.close();
+  });
+
+  it("attack: the payer revokes its whole epoch; the watchtower closes with the revoked key's newest ticket in the grace — and a payer that rotated first (its newest ticket signed by itself) sees no close", async () => {
+    const s = await loadFixture(feeSystem);
+    const session = await openSession(s, zeroAddress);
+    const rotated = await openSession(s, zeroAddress, { deposit: ether("1"), terms: { nonce: 2n } });
+    const grant = await grantFor(s, session, PAYER_KEY);
+    const p = await keyedProvider(s, session, grant);
+    const q = await keyedProvider(s, rotated, await grantFor(s, rotated, PAYER_KEY));
+    const snap = await snapshot(s);
+    for (let i = 1; i <= 3; i++) await p.serve(i);
+    await q.serve(1);
+    // On the second channel the payer pays the next call with its own key before revoking: the newest ticket is its own.
+    const input = stringToBytes("own key");
+    const ownTicket = await signPaymentTicket({
+      account: PAYER_KEY,
+      domain: rotated.domain,
+      ticket: { sessionId: rotated.sessionId, provider: rotated.ref.terms.provider, termsHash: rotated.ref.terms.termsHash, seq: 2n, cumulativeAmount: 2n * PRICE, receiptRoot: q.providerSession.accumulator.root() },
+    });
+    const answered = await q.providerSession.invoke(ownTicket, input, q.providerSession.accumulator.size, METHOD);
+    await q.store.putStep(rotated.sessionId, answered.step);
+    await revokeAllSessionKeys({ wallet: s.payerWallet, publicClient: s.publicClient, escrow: escrowAddress(s) });
+    await p.tower.runOnce();
+    await q.tower.runOnce();
+    expect(p.store.getClosing(session.sessionId)!.state).to.deep.include({ seq: 3n, amount: 3n * PRICE });
+    expect(q.store.getClosing(rotated.sessionId)).to.equal(undefined);
+    expect(await s.escrow.read.phaseOf([rotated.sessionId])).to.equal(1); // still open: the session goes on
+    const closing = p.store.getClosing(session.sessionId)!;
+    await time.increaseTo(closing.finalizesAt);
+    await finalizeClose({ publicClient: s.publicClient, escrow: escrowAddress(s), ref: session.ref, wallet: s.watcher, recorded: closing.state });
+    await mined(s, s.escrow.write.withdrawFees([zeroAddress]));
+    const paid = 3n * PRICE;
+    await expectDeltas(s, snap, {
+      ETH: { provider: paid - feeOf(paid), client: session.deposit - paid, treasury: feeOf(paid), escrow: -session.deposit },
+    });
+    await p.store.close();
+    await q.store.close();
   });
 });
 

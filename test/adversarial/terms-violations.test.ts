@@ -59,9 +59,10 @@ function deploymentOf(s: System): Deployment {
 /**
  * A session of 4 metered calls (call n meters 10·n tokens) on TERMS, funded by the client for the payer;
  * receipt 2 carries `fault`. Closed by the provider with ticket 4 (the payer's root over receipts 1..3), or —
- * `settle` — settled cooperatively over all 4 receipts. The payer then opens a Lane 0 case on receipt 2.
+ * `settle` — settled cooperatively over all 4 receipts. The payer then opens a Lane 0 case on receipt 2 (exactly
+ * `caseDelay` seconds after the settlement, when given).
  */
-async function violatedSession(s: System, fault: Fault | "none", settle: boolean) {
+async function violatedSession(s: System, fault: Fault | "none", settle: boolean, doc: TermsDocumentV2 = TERMS, caseDelay?: bigint) {
   const payer = hardhatAccount(SYS.payer);
   const provider = hardhatAccount(SYS.provider);
   const terms = {
@@ -69,7 +70,7 @@ async function violatedSession(s: System, fault: Fault | "none", settle: boolean
     provider: provider.address,
     funder: getAddress(s.client.account.address),
     asset: zeroAddress,
-    termsHash: termsHashOf(TERMS),
+    termsHash: termsHashOf(doc),
     policyHash: `0x${"ab".repeat(32)}` as Hex,
     challengeDuration: 3600n,
     nonce: 11n,
@@ -84,7 +85,7 @@ async function violatedSession(s: System, fault: Fault | "none", settle: boolean
   let charged = 0n;
   for (let seq = 1n; seq <= 4n; seq++) {
     // Each ticket prepays the cap per call; the receipt charges the metered price.
-    const ticket = { sessionId, provider: provider.address, termsHash: terms.termsHash, seq, cumulativeAmount: TERMS.pricing.capPerCall * seq, receiptRoot: tree.root() };
+    const ticket = { sessionId, provider: provider.address, termsHash: terms.termsHash, seq, cumulativeAmount: doc.pricing.capPerCall * seq, receiptRoot: tree.root() };
     const units = 10n * seq;
     const bad = seq === 2n;
     const receipt: SessionReceipt = {
@@ -97,7 +98,7 @@ async function violatedSession(s: System, fault: Fault | "none", settle: boolean
       // The swap: a cheaper model than the one the terms name.
       modelSnapshotId: bad && fault === "model" ? "model:llama-3.1-8b@2024-07-23" : MODEL,
       // Over-priced: the cap per call, for a call whose metering the terms price at far less.
-      metering: { units, amount: bad && fault === "price" ? TERMS.pricing.capPerCall : priceOf(TERMS, units) },
+      metering: { units, amount: bad && fault === "price" ? doc.pricing.capPerCall : priceOf(doc, units) },
       prevReceiptHash: prev,
     };
     charged += receipt.metering.amount;
@@ -136,12 +137,17 @@ async function violatedSession(s: System, fault: Fault | "none", settle: boolean
     gasEscrow: escrow,
     sessionId,
     ref: opened.ref,
-    pricing: TERMS,
+    pricing: doc,
     closing,
     seq: 2n,
     receipts,
   });
   const challenged = steps[1]!;
+  if (caseDelay !== undefined) {
+    // The case's transaction lands exactly `caseDelay` seconds after the cooperative settlement.
+    const [, settledAt] = await s.escrow.read.settledInfo([sessionId, closing]);
+    await time.setNextBlockTimestamp(BigInt(settledAt) + caseDelay);
+  }
   await openSessionCase({
     wallet: s.payerWallet,
     publicClient: s.publicClient,
@@ -154,7 +160,14 @@ async function violatedSession(s: System, fault: Fault | "none", settle: boolean
     ticketHash: paymentTicketHash(challenged.ticket.ticket),
     proof: tree.proof(challenged.index, size),
   });
-  return { caseId, pkg, sessionId, ref: opened.ref, closing, badAmount: challenged.receipt.receipt.metering.amount, badUnits: challenged.receipt.receipt.metering.units };
+  const receiptAmounts = steps.slice(0, size).map((step) => step.receipt.receipt.metering.amount);
+  return { caseId, pkg, sessionId, ref: opened.ref, closing, receiptAmounts, doc, badAmount: challenged.receipt.receipt.metering.amount, badUnits: challenged.receipt.receipt.metering.units };
+}
+
+/** What a unilateral close on ticket 4 pays above receipts 1..3's metered sum plus one cap (decision 0026, amendment). */
+function prepaidExcessOf(c: Awaited<ReturnType<typeof violatedSession>>): bigint {
+  const metered = c.receiptAmounts.reduce((a, b) => a + b, 0n);
+  return c.closing.amount - metered - (c.closing.seq - BigInt(c.receiptAmounts.length)) * c.doc.pricing.capPerCall;
 }
 
 /** Three arbitrators, each handed the package as bytes, each reading the chain itself. */
@@ -207,14 +220,14 @@ function arbNames(s: System): Map<string, string> {
 }
 
 /** Lane 0's verdict on the package: byte-identical from three arbitrators, a provider fault on `fault`'s check. */
-async function decide(s: System, c: Awaited<ReturnType<typeof violatedSession>>, fault: Fault): Promise<ArbitrationRun> {
+async function decide(s: System, c: Awaited<ReturnType<typeof violatedSession>>, fault: Fault, alsoFailed: string[] = []): Promise<ArbitrationRun> {
   const runs = await threeRuns(s, c.caseId, c.pkg);
   expect(new Set(runs.map((r) => canon(resolutionToJson(r.resolution)))).size, "three arbitrators, one resolution").to.equal(1);
   const run = runs[0]!;
   expect(run.state).to.equal("deliver");
   expect(run.resolution.aggregate.finalVerdict).to.equal("provider_fault");
   const failed = run.resolution.lane0.checks.filter((check) => check.status !== "pass").map((check) => check.name);
-  expect(failed).to.deep.equal([`receipt[seq 2].${CHECK[fault]}`]);
+  expect(failed).to.deep.equal([`receipt[seq 2].${CHECK[fault]}`, ...alsoFailed]);
   expect(run.resolution.lane0.checks.find((check) => check.name === "terms_binding")!.status).to.equal("pass");
   return run;
 }
@@ -224,16 +237,19 @@ describe("adversarial: receipts that break the channel's terms document, decided
     const s = await loadFixture(systemFixture);
     const snap = await snapshot(s, fullBook(s));
     const c = await violatedSession(s, "model", false);
-    const run = await decide(s, c, "model");
-    // The whole call is refunded (the payer paid for a model it did not get), and the terms' penalty slashed.
-    expect(run.message).to.deep.include({ verdict: 1, refund: c.badAmount, slash: PENALTY.RECEIPT_MODEL_SWAP });
+    const run = await decide(s, c, "model", ["closing.prepaid_excess"]);
+    // The whole call is refunded (the payer paid for a model it did not get), and the terms' penalty slashed; the
+    // close on ticket 4 (4 caps) also pays more than receipts 1..3 charged plus one cap: that excess is refunded too.
+    const excess = prepaidExcessOf(c);
+    expect(excess).to.equal(parseEther("0.021")); // 0.04 − (0.002 + 0.003 + 0.004 + 0.01)
+    expect(run.message).to.deep.include({ verdict: 1, refund: c.badAmount + excess, slash: PENALTY.RECEIPT_MODEL_SWAP });
     const { fee, shares, dust } = await enforce(s, run);
     expect((await s.disputes.read.caseOf([c.caseId])).status).to.equal(STATUS.Resolved);
     const recorded = await currentClosingState(s.publicClient, getAddress(s.escrow.address), c.sessionId);
-    expect(recorded.amount).to.equal(c.closing.amount - c.badAmount);
+    expect(recorded.amount).to.equal(c.closing.amount - c.badAmount - excess);
     await time.increase(3601);
     await finalizeClose({ wallet: s.watcher, publicClient: s.publicClient, escrow: getAddress(s.escrow.address), ref: c.ref, recorded });
-    const paid = c.closing.amount - c.badAmount;
+    const paid = c.closing.amount - c.badAmount - excess;
     const routing = feeOf(paid, recorded.feeBps);
     await expectDeltas(s, snap, {
       ETH: {
@@ -247,6 +263,33 @@ describe("adversarial: receipts that break the channel's terms document, decided
       LGAS: { payer: PENALTY.RECEIPT_MODEL_SWAP - burnOf(PENALTY.RECEIPT_MODEL_SWAP), burn: burnOf(PENALTY.RECEIPT_MODEL_SWAP), registry: -PENALTY.RECEIPT_MODEL_SWAP },
     });
     expect((await s.registry.read.bondOf([PROVIDER_ROLE, s.provider.account.address])).active).to.equal(parseEther("500") - PENALTY.RECEIPT_MODEL_SWAP);
+  });
+
+  it("attack: terms whose model-swap penalty exceeds the DisputeManager's slash cap — the signed verdict slashes exactly the cap (value × stake rate × slashCapBps), the panel's verdict is accepted and enforced", async function () {
+    const s = await loadFixture(systemFixture);
+    const snap = await snapshot(s, fullBook(s));
+    // 300 LGAS for a swap: more than a 0.04 ETH case may slash (0.04 ETH × 1000 LGAS/ETH × 200% = 80 LGAS).
+    const greedy: TermsDocumentV2 = { ...TERMS, disputes: { ...TERMS.disputes, penalties: { ...PENALTY, RECEIPT_MODEL_SWAP: parseEther("300") } } };
+    const c = await violatedSession(s, "model", false, greedy);
+    const caseValue = (await s.disputes.read.caseOf([c.caseId])).value;
+    expect(caseValue).to.equal(parseEther("0.04"));
+    const cap = (inStake(caseValue) * BigInt(P.slashCapBps)) / BPS;
+    expect(cap).to.equal(parseEther("80"));
+    const run = await decide(s, c, "model", ["closing.prepaid_excess"]);
+    const excess = prepaidExcessOf(c);
+    expect(run.message).to.deep.include({ verdict: 1, refund: c.badAmount + excess, slash: cap });
+    const { fee, shares, dust } = await enforce(s, run);
+    expect((await s.disputes.read.caseOf([c.caseId])).status).to.equal(STATUS.Resolved);
+    const recorded = await currentClosingState(s.publicClient, getAddress(s.escrow.address), c.sessionId);
+    await time.increase(3601);
+    await finalizeClose({ wallet: s.watcher, publicClient: s.publicClient, escrow: getAddress(s.escrow.address), ref: c.ref, recorded });
+    const paid = c.closing.amount - c.badAmount - excess;
+    const routing = feeOf(paid, recorded.feeBps);
+    await expectDeltas(s, snap, {
+      ETH: { client: -paid, provider: paid - routing, escrow: routing, payer: -fee, burn: dust, ...shares },
+      LGAS: { payer: cap - burnOf(cap), burn: burnOf(cap), registry: -cap },
+    });
+    expect((await s.registry.read.bondOf([PROVIDER_ROLE, s.provider.account.address])).active).to.equal(parseEther("500") - cap);
   });
 
   it("attack: the provider charges the cap for a call the terms price far lower, in a co-signed settlement — the excess is refunded to the funder from the SLA bond and the over-pricing penalty slashed", async function () {
@@ -303,6 +346,109 @@ describe("adversarial: receipts that break the channel's terms document, decided
         burn: burnOf(PENALTY.RECEIPT_REQUIRED_MISSING),
         registry: -(inStake(c.badAmount) + PENALTY.RECEIPT_REQUIRED_MISSING),
       },
+    });
+  });
+
+  it("attack: an honest metered session closed unilaterally on its newest ticket pays the provider the prepaid caps — the payer proves every receipt and Lane 0 refunds the excess over the metered sum plus one in-flight cap (RECEIPT_PREPAID_EXCESS, no penalty)", async function () {
+    const s = await loadFixture(systemFixture);
+    const snap = await snapshot(s, fullBook(s));
+    const c = await violatedSession(s, "none", false);
+    const runs = await threeRuns(s, c.caseId, c.pkg);
+    expect(new Set(runs.map((r) => canon(resolutionToJson(r.resolution)))).size).to.equal(1);
+    const run = runs[0]!;
+    expect(run.state).to.equal("deliver");
+    expect(run.resolution.aggregate.finalVerdict).to.equal("provider_fault");
+    expect(run.resolution.lane0.checks.filter((check) => check.status !== "pass").map((check) => check.name)).to.deep.equal(["closing.prepaid_excess"]);
+    const excess = prepaidExcessOf(c);
+    expect(excess).to.equal(parseEther("0.021"));
+    expect(run.message).to.deep.include({ verdict: 1, refund: excess, slash: 0n });
+    const { fee, shares, dust } = await enforce(s, run);
+    const recorded = await currentClosingState(s.publicClient, getAddress(s.escrow.address), c.sessionId);
+    // What the provider keeps: what its receipts charged, plus the cap of the one call the ticket prepaid in flight.
+    expect(recorded.amount).to.equal(c.receiptAmounts.reduce((a, b) => a + b, 0n) + TERMS.pricing.capPerCall);
+    await time.increase(3601);
+    await finalizeClose({ wallet: s.watcher, publicClient: s.publicClient, escrow: getAddress(s.escrow.address), ref: c.ref, recorded });
+    const paid = recorded.amount;
+    const routing = feeOf(paid, recorded.feeBps);
+    await expectDeltas(s, snap, {
+      ETH: { client: -paid, provider: paid - routing, escrow: routing, payer: -fee, burn: dust, ...shares },
+      LGAS: {},
+    });
+  });
+
+  it("a package without every receipt from 1 up cannot know the metered sum: the prepaid-excess check is not made (and the case, on an honest receipt, is the challenger's fault)", async function () {
+    const s = await loadFixture(systemFixture);
+    const c = await violatedSession(s, "none", false);
+    // The same case, judged on a package that leaves receipt 1 out (a different package hash: judged off-chain only).
+    const pkg = { ...c.pkg, evidence: c.pkg.evidence.filter((item) => !(item.kind === "receipt" && item.content.receipt.receipt.seq === 1n)) };
+    const ctx = await loadCaseContext(s.publicClient, deploymentOf(s), c.caseId, pkg);
+    const lane0 = await (await import("../../src/arbitration/lane0")).runLane0(pkg, { ...ctx, case: { ...ctx.case, packageHash: packageHash(pkg) } });
+    expect(lane0.reasonCodes).to.deep.equal([]);
+    expect(lane0.checks.map((check) => check.name)).to.not.include("closing.prepaid_excess");
+    expect(lane0.violations).to.deep.equal([]);
+  });
+
+  describe("the terms' own dispute window after settlement (decision 0026, amendment)", function () {
+    // One day: shorter than the DisputeManager's three, so the chain accepts a case the terms have closed.
+    const DAY = 24n * 3600n;
+    const shortWindow: TermsDocumentV2 = { ...TERMS, disputes: { ...TERMS.disputes, windowAfterSettlement: DAY } };
+
+    it("attack: the payer opens a case on a settled session after the terms' window (but inside the chain's) — Lane 0 decides it against the challenger, who loses its bond; the provider keeps its bond", async function () {
+      const s = await loadFixture(systemFixture);
+      const snap = await snapshot(s, fullBook(s));
+      expect(DAY < BigInt(P.settledDisputeWindow)).to.equal(true);
+      const c = await violatedSession(s, "model", true, shortWindow, DAY + 1n);
+      const runs = await threeRuns(s, c.caseId, c.pkg);
+      expect(new Set(runs.map((r) => canon(resolutionToJson(r.resolution)))).size).to.equal(1);
+      const run = runs[0]!;
+      // Decided, not fail-safe: the settlement time and the case's block time are facts read from the chain.
+      expect(run.state).to.equal("deliver");
+      expect(run.resolution.aggregate).to.deep.include({ finalVerdict: "challenger_fault", reasonCodes: ["DISPUTE_WINDOW_CLOSED"] });
+      const window = run.resolution.lane0.checks.find((check) => check.name === "dispute_window")!;
+      expect(window.status).to.equal("fail");
+      expect(window.detail).to.include(`until ${BigInt((await s.escrow.read.settledInfo([c.sessionId, c.closing]))[1]) + DAY}`);
+      // The model swap in the receipt is not judged: the case was brought too late.
+      expect(run.resolution.lane0.checks.some((check) => check.name.startsWith("receipt[seq 2].model"))).to.equal(false);
+      expect(run.message).to.deep.include({ verdict: 2, refund: 0n, slash: 0n });
+      const bond = (await s.disputes.read.caseOf([c.caseId])).challengerBond;
+      const { fee, shares, dust } = await enforce(s, run);
+      const settled = c.closing.amount;
+      const routing = feeOf(settled, c.closing.feeBps);
+      await expectDeltas(s, snap, {
+        ETH: {
+          client: -settled,
+          // The provider's payout, plus the challenger's bond less its burn and the panel's fee (decision 0015).
+          provider: settled - routing + bond - burnOf(bond) - fee,
+          escrow: routing,
+          payer: -bond,
+          burn: burnOf(bond) + dust,
+          ...shares,
+        },
+        LGAS: {},
+      });
+      expect((await s.registry.read.bondOf([PROVIDER_ROLE, s.provider.account.address])).active).to.equal(parseEther("500"));
+    });
+
+    it("a case opened at exactly settlement + the terms' window is inside it (inclusive, as the contract's own window): the model swap is decided for the payer", async function () {
+      const s = await loadFixture(systemFixture);
+      const c = await violatedSession(s, "model", true, shortWindow, DAY);
+      const run = await decide(s, c, "model");
+      expect(run.resolution.lane0.checks.find((check) => check.name === "dispute_window")!.status).to.equal("pass");
+      // The settled case's value is 0.014 ETH, so the slash cap (28 LGAS) binds the 40 LGAS penalty.
+      const cap = (inStake(c.closing.amount) * BigInt(P.slashCapBps)) / BPS;
+      expect(cap).to.equal(parseEther("28"));
+      expect(run.message).to.deep.include({ verdict: 1, refund: c.badAmount, slash: cap });
+    });
+
+    it("a context that lacks the settlement time fails safe (SETTLEMENT_TIME_UNKNOWN) rather than guessing either way", async function () {
+      const s = await loadFixture(systemFixture);
+      const c = await violatedSession(s, "model", true, shortWindow, DAY + 1n);
+      const received = parsePackage(canon(packageToJson(c.pkg)));
+      const ctx = await loadCaseContext(s.publicClient, deploymentOf(s), c.caseId, received);
+      const { settledAt: _dropped, ...session } = ctx.session!;
+      const run = await arbitrate({ pkg: received, ctx: { ...ctx, session }, actor: "arbitrator-0" });
+      expect(run.state).to.equal("fail_safe");
+      expect(run.resolution.aggregate.reasonCodes).to.deep.equal(["SETTLEMENT_TIME_UNKNOWN"]);
     });
   });
 

@@ -9,7 +9,8 @@ import hre from "hardhat";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { getAddress, parseEther, toHex, type Hex, type PublicClient } from "viem";
+import { createWalletClient, custom, getAddress, parseEther, toHex, type Hex, type PublicClient } from "viem";
+import { hardhat } from "viem/chains";
 import { mnemonicToAccount } from "viem/accounts";
 
 import { serveEmbeddedNetwork, type EmbeddedRpc } from "../../scripts/embedded-rpc";
@@ -22,6 +23,9 @@ import { signTermsOffer, verifyTermsOffer } from "../../src/core/terms-offer";
 import { rejection } from "../helpers/assert";
 import { escrowFixture, hardhatAccount, HARDHAT_MNEMONIC, ROLE } from "../helpers/fixtures";
 import { runCli } from "../helpers/cli";
+import { DISPUTE_PARAMS, SYS, systemFixture } from "../helpers/system";
+import { gasEscrowDomain } from "../../src/core/eip712";
+import { createPayer } from "../../src/roles/payer";
 
 const PRICE = parseEther("0.002");
 const pricing: PricingTerms = { version: "1", unit: "invocation", pricePerInvocation: PRICE };
@@ -141,6 +145,64 @@ describe("ioi open --peer: the provider's signed terms before any funding", func
       expect(result.err).to.contain(`offers terms ${termsHashOf(metered)}`);
       expect(result.err.split("\n")[0]).to.match(/nothing was funded\.$/);
       expect(await publicClient.getBalance({ address: fx.escrow.address })).to.equal(before);
+    });
+
+    describe("the terms' dispute window against the chain's (decision 0026, amendment)", () => {
+      const chainWindow = BigInt(DISPUTE_PARAMS.settledDisputeWindow);
+      /** A provider node on the full system (a DisputeManager deployed) offering `offered`. */
+      async function onSystem(offered: TermsDocumentV2) {
+        const s = await loadFixture(systemFixture);
+        const domain = gasEscrowDomain({ chainId: Number(s.chainId), verifyingContract: getAddress(s.escrow.address) });
+        const store = SqliteStore.open(path.join(dir, "provider.db"));
+        const node = await ProviderNode.start({ account: hardhatAccount(SYS.provider), publicClient: s.publicClient as unknown as PublicClient, domain, store, pricing: offered, handler: echoHandler, modelSnapshotId: "worker:echo@1" });
+        cleanup.push(async () => {
+          await node.stop();
+          await store.close();
+        });
+        const open = (extra: string[], env: Record<string, string> = {}) =>
+          runCli(
+            ["open", "--json", "--provider", getAddress(hardhatAccount(SYS.provider).address), "--deposit", parseEther("0.1").toString(), "--rpc", rpc!.url, "--escrow", s.escrow.address, "--db", path.join(dir, "payer.db"), "--peer", `127.0.0.1:${node.port}`, ...extra],
+            { ...keyOf(SYS.payer), ...env },
+          );
+        return { s, node, open };
+      }
+
+      it("ioi open and the library's openChannel refuse terms whose window outlasts the DisputeManager's settledDisputeWindow (one sentence, exit 2, nothing funded)", async () => {
+        const long = { ...metered, disputes: { ...metered.disputes, windowAfterSettlement: chainWindow + 1n } };
+        const { s, node, open } = await onSystem(long);
+        const before = await s.publicClient.getBalance({ address: s.escrow.address });
+        const refused = await open(["--terms-file", write(long, "long.terms.json")], { IOI_DISPUTE_MANAGER: s.disputes.address });
+        expect(refused.code).to.equal(2);
+        expect(refused.err.split("\n")[0]).to.match(/^ioi open failed — UsageError: Refusing the terms: .*; nothing was funded\.$/);
+        expect(refused.err).to.contain(`promise disputes until ${chainWindow + 1n} s after a settlement, but this chain's DisputeManager accepts them only for ${chainWindow} s`);
+        expect(refused.err).to.match(/nothing was funded\.$/m);
+        expect(await s.publicClient.getBalance({ address: s.escrow.address })).to.equal(before);
+        const payerStore = SqliteStore.open(path.join(dir, "library-payer.db"));
+        cleanup.push(() => payerStore.close());
+        const payer = createPayer({
+          deployment: { chainId: Number(s.chainId), contracts: { GasEscrow: getAddress(s.escrow.address), DisputeManager: getAddress(s.disputes.address) } },
+          publicClient: s.publicClient as unknown as PublicClient,
+          wallet: createWalletClient({ account: hardhatAccount(SYS.payer), chain: hardhat, transport: custom(hre.network.provider) }),
+          store: payerStore,
+        });
+        const error = await rejection(payer.openChannel({ provider: getAddress(hardhatAccount(SYS.provider).address), peer: { host: "127.0.0.1", port: node.port }, deposit: parseEther("0.1") }));
+        expect(error.name).to.equal("PayerError");
+        expect(error.message).to.contain("cannot be honoured here").and.to.contain("nothing was funded");
+        expect(await s.publicClient.getBalance({ address: s.escrow.address })).to.equal(before);
+        // Without a known DisputeManager the comparison cannot be made: said, not hidden.
+        const unchecked = await open(["--terms-file", write(long, "long.terms.json")]);
+        expect(unchecked.code, unchecked.err).to.equal(0);
+        expect(unchecked.out).to.contain("the terms' dispute window was not compared with the chain's");
+      });
+
+      it("a window equal to the chain's opens", async () => {
+        const exact = { ...metered, disputes: { ...metered.disputes, windowAfterSettlement: chainWindow } };
+        const { s, open } = await onSystem(exact);
+        const opened = await open(["--terms-file", write(exact, "exact.terms.json")], { IOI_DISPUTE_MANAGER: s.disputes.address });
+        expect(opened.code, opened.err).to.equal(0);
+        expect(opened.out).to.not.contain("was not compared");
+        expect(jsonOf(opened)).to.deep.include({ ok: true, termsHash: termsHashOf(exact), termsChecked: true });
+      });
     });
 
     it("a terms file that breaks the schema is one sentence naming the field, before any RPC call", async () => {

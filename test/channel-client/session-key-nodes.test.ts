@@ -74,6 +74,8 @@ describe("session keys between the payer client and the provider node", function
     });
 
     for (let i = 1; i <= 5; i++) await client.invoke(request(i));
+    // The node kept the grant durably before accepting the key's first ticket: a watchtower needs it on-chain.
+    expect(providerStore.sessionKeyGrants(fx.opened.sessionId)).to.deep.equal([grant]);
     const outside = await client.invoke(request(6, "tools/delete")).then(() => undefined, (e: Error) => e);
     expect(outside?.message).to.contain("SessionKeyCapabilityError");
 

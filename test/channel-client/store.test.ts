@@ -18,6 +18,7 @@ import { SqliteStore } from "../../src/store/sqlite-store";
 import type { ChannelRecord, ChannelRole, ChannelStatus, ClosingRecord, StepRecord } from "../../src/store/store";
 import { sessionIdOf, type ChannelRef } from "../../src/core/terms";
 import { signPaymentTicket, signedPaymentTicketToJson, type SignedPaymentTicket } from "../../src/core/ticket";
+import { signSessionKeyGrant } from "../../src/core/session-key";
 import { rejection, thrown } from "../helpers/assert";
 import { hardhatAccount, makeTerms, POLICY_HASH, ROLE, TERMS_HASH } from "../helpers/fixtures";
 import { mulberry32 } from "../helpers/prng";
@@ -171,10 +172,10 @@ describe("SqliteStore", function () {
         busyTimeoutMs: 1234,
         schemaVersion: SCHEMA_VERSION,
       });
-      expect(SCHEMA_VERSION).to.equal(3);
+      expect(SCHEMA_VERSION).to.equal(4);
       await store.close();
       // Reopening an up-to-date file migrates nothing and keeps the version.
-      expect(openStore().settings().schemaVersion).to.equal(3);
+      expect(openStore().settings().schemaVersion).to.equal(SCHEMA_VERSION);
     });
 
     it("refuses a file that is not SQLite, another SQLite database, and a newer schema", () => {
@@ -204,7 +205,7 @@ describe("SqliteStore", function () {
     it("opens an in-memory store (not durable) for callers that need no file", async () => {
       const store = SqliteStore.open(":memory:");
       open.push(store);
-      expect(store.settings()).to.deep.include({ journalMode: "memory", synchronous: "full", schemaVersion: 3 });
+      expect(store.settings()).to.deep.include({ journalMode: "memory", synchronous: "full", schemaVersion: SCHEMA_VERSION });
       const c = channel(1n);
       await store.putChannel(c);
       expect(store.getChannel(c.sessionId)).to.deep.equal(c);
@@ -486,6 +487,48 @@ describe("SqliteStore", function () {
     });
   });
 
+  describe("session-key grants (decision 0025)", () => {
+    const grantFor = (sessionId: Hex, keyIndex: number, spendCap: bigint) =>
+      signSessionKeyGrant({ account: payer, domain, sessionId, key: hardhatAccount(keyIndex).address, expiry: BIG, spendCap, methods: ["*"], epoch: 0n });
+
+    it("keeps every grant of a session (idempotently), finds them by key, survives a reopen, refuses one for another session", async () => {
+      const store = openStore();
+      const c = channel(1n);
+      await store.putChannel(c);
+      const first = await grantFor(c.sessionId, ROLE.sessionKey, 10n);
+      const regranted = await grantFor(c.sessionId, ROLE.sessionKey, 20n); // the same key, a higher cap
+      const other = await grantFor(c.sessionId, ROLE.stranger, 5n);
+      for (const g of [first, regranted, first, other]) await store.putSessionKeyGrant(c.sessionId, g);
+      expect(store.sessionKeyGrants(c.sessionId)).to.deep.equal([first, regranted, other]);
+      expect(store.sessionKeyGrants(c.sessionId, getAddress(hardhatAccount(ROLE.sessionKey).address))).to.deep.equal([first, regranted]);
+      expect(store.sessionKeyGrants(c.sessionId, zeroAddress)).to.deep.equal([]);
+      const foreign = await grantFor(h("another session"), ROLE.sessionKey, 1n);
+      expect((await rejection(store.putSessionKeyGrant(c.sessionId, foreign))).name).to.equal("InconsistentRecordError");
+      expect((await rejection(store.putSessionKeyGrant(h("unknown"), foreign))).name).to.equal("UnknownChannelError");
+      await store.close();
+      expect(openStore().sessionKeyGrants(c.sessionId)).to.deep.equal([first, regranted, other]);
+    });
+
+    it("migrates a version-2 store (channels and steps kept) to one that holds grants", async () => {
+      const c = channel(1n);
+      {
+        const store = openStore();
+        await store.putChannel(c);
+        await store.close();
+      }
+      const raw = new Database(dbPath);
+      raw.exec("DROP TABLE session_key_grants; DROP TABLE fault_statements");
+      raw.pragma("user_version = 2");
+      raw.close();
+      const store = openStore();
+      expect(store.settings().schemaVersion).to.equal(SCHEMA_VERSION);
+      expect(store.getChannel(c.sessionId)).to.deep.equal(c);
+      const g = await grantFor(c.sessionId, ROLE.sessionKey, 10n);
+      await store.putSessionKeyGrant(c.sessionId, g);
+      expect(store.sessionKeyGrants(c.sessionId)).to.deep.equal([g]);
+    });
+  });
+
   describe("channels, closings and cursors", () => {
     it("filters listChannels by role and status, in the order channels were first stored", async () => {
       const store = openStore();
@@ -574,14 +617,14 @@ describe("SqliteStore", function () {
       expect(reopened.getFaultStatement(c.sessionId, BIG - 1n)).to.equal(undefined);
     });
 
-    it("migrates a version-2 store to version 3, keeping what it held", async () => {
+    it("migrates a version-2 store to the current version, keeping what it held", async () => {
       const raw = new Database(dbPath);
       raw.exec(MIGRATIONS[0]!);
       raw.exec(MIGRATIONS[1]!);
       raw.pragma("user_version = 2");
       raw.close();
       const store = openStore();
-      expect(store.settings().schemaVersion).to.equal(3);
+      expect(store.settings().schemaVersion).to.equal(SCHEMA_VERSION);
       const c = channel(2n, { role: "payer" });
       await store.putChannel(c);
       const fault = await signFaultStatement({ account: provider, statement: { sessionId: c.sessionId, seq: 1n, offloadPacketHash: h("r"), code: "ERR_UPSTREAM_POLICY_VIOLATION", computeSpent: 0n } });

@@ -21,6 +21,8 @@ export async function startProviderChild(parameters: {
   escrow: Hex;
   db: string;
   price: bigint;
+  /** A terms document file offered instead of the flat `price` (`ioi provider --terms-file`). */
+  termsFile?: string;
   key: Hex;
   /** Every live child is kept here until it exits, so the suite can kill what is left. */
   children: Set<ChildProcess>;
@@ -29,7 +31,7 @@ export async function startProviderChild(parameters: {
   const { children } = parameters;
   const child = spawn(
     process.execPath,
-    [path.join(ROOT, "bin/ioi.js"), "provider", "--rpc", parameters.rpcUrl, "--escrow", parameters.escrow, "--db", parameters.db, "--price", parameters.price.toString(), "--port", "0"],
+    [path.join(ROOT, "bin/ioi.js"), "provider", "--rpc", parameters.rpcUrl, "--escrow", parameters.escrow, "--db", parameters.db, ...(parameters.termsFile ? ["--terms-file", parameters.termsFile] : ["--price", parameters.price.toString()]), "--port", "0"],
     { cwd: ROOT, env: { ...process.env, IOI_PRIVATE_KEY: parameters.key, IOI_CLI_SOURCE: "1" }, stdio: ["ignore", "pipe", "pipe"] },
   );
   children.add(child);
