@@ -151,6 +151,36 @@ export function canonicalReceiptText(r: SessionReceipt): string | undefined {
   );
 }
 
+const LOWER_SIGNATURE = /^0x[0-9a-f]{130}$/;
+const UINT128_END = 1n << 128n;
+
+/**
+ * `canon(signedSessionReceiptToJson(signed))` written out directly, for a signed receipt that
+ * `signedSessionReceiptFromJson` would accept back unchanged (seq below 2^64, metering below 2^128, a model
+ * id of 1..256 characters, a lowercase signature): what the store and the wire keep (issue 15, hot path).
+ * Undefined otherwise, and the caller takes the generic, validating path.
+ */
+export function canonicalSignedReceiptText(signed: SignedSessionReceipt): string | undefined {
+  const r = signed.receipt;
+  if (
+    typeof signed.signature !== "string" ||
+    !LOWER_SIGNATURE.test(signed.signature) ||
+    typeof r.seq !== "bigint" ||
+    typeof r.metering?.units !== "bigint" ||
+    typeof r.metering.amount !== "bigint" ||
+    typeof r.modelSnapshotId !== "string" ||
+    r.modelSnapshotId.length === 0 ||
+    r.modelSnapshotId.length > 256 ||
+    r.seq >= 1n << 64n ||
+    r.metering.units >= UINT128_END ||
+    r.metering.amount >= UINT128_END
+  ) {
+    return undefined;
+  }
+  const receipt = canonicalReceiptText(r);
+  return receipt === undefined ? undefined : `{"receipt":${receipt},"signature":"${signed.signature}"}`;
+}
+
 /** What the provider signs: `keccak256(keccak256(RECEIPT_SIGNATURE_DOMAIN) ‖ receiptHash)`. */
 export function sessionReceiptDigest(receiptHash: Hex): Hex {
   const preimage = Buffer.alloc(64);

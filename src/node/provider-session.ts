@@ -41,7 +41,11 @@ import {
  * marks a failed call (decision 0022): it is receipted with amount 0 and its price is not part of the
  * cooperative close.
  */
-export type WorkHandler = (input: Uint8Array) => Promise<{ output: Uint8Array; units: bigint; charged?: boolean }>;
+export type WorkHandler = (
+  input: Uint8Array,
+  /** The request `input` is the canonical bytes of, when the caller holds it parsed (saves a parse). */
+  request?: unknown,
+) => Promise<{ output: Uint8Array; units: bigint; charged?: boolean; value?: unknown }>;
 
 export type ProviderSessionParameters = {
   account: LocalAccount;
@@ -67,7 +71,8 @@ export function chargeFor(pricing: PricingTerms, units: bigint, added: bigint): 
   return price < added ? price : added;
 }
 
-export type InvocationResult = { output: Uint8Array; charged: boolean; step: Required<StepRecord> };
+/** `value`: what the handler passed along with `output` (the parsed answer, so that nobody parses it again). */
+export type InvocationResult = { output: Uint8Array; value?: unknown; charged: boolean; step: Required<StepRecord> };
 
 export class ProviderSession {
   readonly accumulator = new ReceiptAccumulator();
@@ -165,9 +170,9 @@ export class ProviderSession {
    * payer's hint; default: all so far). Throws a typed error (BindingMismatchError, TicketNotNewerError,
    * TicketUnderpaidError, DepositExceededError, InvalidSignatureError) and changes nothing otherwise.
    */
-  async invoke(signed: SignedPaymentTicket, input: Uint8Array, leafCount?: number, method?: string): Promise<InvocationResult> {
+  async invoke(signed: SignedPaymentTicket, input: Uint8Array, leafCount?: number, method?: string, request?: unknown): Promise<InvocationResult> {
     const grant = await this.checkTicket(signed, leafCount, method);
-    const { output, units, charged = true } = await this.parameters.handler(input);
+    const { output, units, charged = true, value } = await this.parameters.handler(input, request);
     const ticket = signed.ticket;
     const previousAmount = this.#latest?.ticket.cumulativeAmount ?? 0n;
     const receipt: SessionReceipt = {
@@ -188,7 +193,7 @@ export class ProviderSession {
     this.#latestGrant = grant;
     this.#prevReceiptHash = receiptHash;
     this.#charged += receipt.metering.amount;
-    return { output, charged, step: { seq: ticket.seq, ticket: signed, receipt: signedReceipt, leaf } };
+    return { output, ...(value === undefined ? {} : { value }), charged, step: { seq: ticket.seq, ticket: signed, receipt: signedReceipt, leaf } };
   }
 
   /**
