@@ -13,11 +13,11 @@ import { mnemonicToAccount } from "viem/accounts";
 
 import { ReceiptAccumulator } from "../src/core/accumulator";
 import { assertDigestSigner, gasEscrowDomain, signDigest } from "../src/core/eip712";
-import { fastKeccakReady, keccak256Bytes } from "../src/core/keccak";
+import { fastKeccakReady, hashBytes, keccak256Bytes } from "../src/core/keccak";
 import { loadSecp256k1Backend, secp256k1Backend, type Secp256k1Backend } from "../src/core/secp256k1";
 import { LeafBuilder } from "../src/core/leaf";
 import { ProviderSession } from "../src/node/provider-session";
-import { sessionReceiptHashBytes, type SessionReceipt } from "../src/core/receipt";
+import { ReceiptHasher, type SessionReceipt } from "../src/core/receipt";
 import { signReceiptCommit, verifyReceiptCommit } from "../src/core/receipt-commit";
 import { paymentTicketHash, signPaymentTicket, verifyPaymentTicket } from "../src/core/ticket";
 import type { StepRecord } from "../src/store/store";
@@ -165,7 +165,9 @@ export async function benchCeiling(): Promise<Ceiling> {
 export async function benchBatchedReceipts(batch: number, totalReceipts: number): Promise<number> {
   await fastKeccakReady;
   const accumulator = new ReceiptAccumulator();
-  let prev: Hex = zeroHash;
+  // Every receipt's canonical text is written into one reused buffer (issue 15): see ReceiptHasher.
+  const hasher = new ReceiptHasher({ sessionId: SESSION, policyHash: zeroHash, modelSnapshotId: "model:bench@1" });
+  let prev: Uint8Array = new Uint8Array(32);
   let seq = 0n;
   const run = async (receipts: number) => {
     for (let done = 0; done < receipts; done += batch) {
@@ -175,11 +177,11 @@ export async function benchBatchedReceipts(batch: number, totalReceipts: number)
       await verifyPaymentTicket({ domain, signed: signedTicket, signer: payer.address });
       const ticketHash = paymentTicketHash(ticket);
       const leaves = new LeafBuilder(ticketHash);
+      const ticketHashBytes = hashBytes(ticketHash);
       for (let i = 0; i < batch; i++) {
         seq++;
-        const receipt: SessionReceipt = { sessionId: SESSION, seq, offloadPacketHash: ticketHash, outputHash: prev, policyHash: zeroHash, modelSnapshotId: "model:bench@1", metering: { units: 1n, amount: 1000n }, prevReceiptHash: prev };
-        const hash = sessionReceiptHashBytes(receipt);
-        prev = `0x${Buffer.from(hash.buffer, hash.byteOffset, 32).toString("hex")}`;
+        const hash = hasher.hash(seq, ticketHashBytes, prev, prev, 1n, 1000n);
+        prev = hash;
         accumulator.append(leaves.leaf(hash));
       }
       const commit = await signReceiptCommit(provider, domain, { sessionId: SESSION, leafCount: BigInt(accumulator.size), root: accumulator.root() });

@@ -9,7 +9,16 @@ import { keccak256, stringToBytes, zeroHash, type Hex } from "viem";
 
 import { canon } from "../../src/core/canonical";
 import { decodePacket, encodePacket, type Packet } from "../../src/core/packets";
-import { canonicalSignedReceiptText, signedSessionReceiptToJson, type SignedSessionReceipt } from "../../src/core/receipt";
+import {
+  canonicalSignedReceiptText,
+  ReceiptHasher,
+  sessionReceiptHashBytes,
+  signedSessionReceiptToJson,
+  type SignedSessionReceipt,
+} from "../../src/core/receipt";
+import { fastKeccakReady, hashBytes } from "../../src/core/keccak";
+import { gasEscrowDomain, hashTyped } from "../../src/core/eip712";
+import { receiptCommitDigest } from "../../src/core/receipt-commit";
 import {
   canonicalSignedTicketText,
   canonicalTicketText,
@@ -110,6 +119,39 @@ describe("Hot-path encodings (issue 15)", () => {
     expect(canonicalSignedReceiptText({ receipt: { ...receipt, modelSnapshotId: "x".repeat(257) }, signature: SIGNATURE })).to.equal(undefined);
     expect(canonicalSignedReceiptText({ receipt: { ...receipt, seq: 2n ** 64n }, signature: SIGNATURE })).to.equal(undefined);
     expect(canonicalSignedReceiptText({ receipt: { ...receipt, modelSnapshotId: "lone \ud800" }, signature: SIGNATURE })).to.equal(undefined);
+  });
+
+  it("hashes batched receipts through one reused buffer exactly as sessionReceiptHashBytes (200 random receipts)", async () => {
+    await fastKeccakReady;
+    const prng = mulberry32(0xba7c);
+    for (const model of MODELS) {
+      const sessionId = randomHash(prng);
+      const policyHash = randomHash(prng);
+      const hasher = new ReceiptHasher({ sessionId, policyHash, modelSnapshotId: model });
+      for (let i = 0; i < 200 / MODELS.length; i++) {
+        const r = randomReceipt(prng).receipt;
+        const expected = sessionReceiptHashBytes({ ...r, sessionId, policyHash, modelSnapshotId: model });
+        const got = hasher.hash(r.seq, hashBytes(r.offloadPacketHash), hashBytes(r.outputHash), hashBytes(r.prevReceiptHash), r.metering.units, r.metering.amount);
+        expect(Buffer.from(got).toString("hex")).to.equal(Buffer.from(expected).toString("hex"));
+      }
+    }
+    expect(thrown(() => new ReceiptHasher({ sessionId: SESSION_ID.toUpperCase() as Hex, policyHash: zeroHash, modelSnapshotId: "m" })).name).to.equal("InvalidHexError");
+    const hasher = new ReceiptHasher({ sessionId: SESSION_ID, policyHash: zeroHash, modelSnapshotId: "m" });
+    expect(thrown(() => hasher.hash(2n ** 64n, new Uint8Array(32), new Uint8Array(32), new Uint8Array(32), 1n, 1n)).name).to.equal("InvalidHexError");
+    expect(thrown(() => hasher.hash(1n, new Uint8Array(31), new Uint8Array(32), new Uint8Array(32), 1n, 1n)).name).to.equal("InvalidHexError");
+  });
+
+  it("digests receipt commits by hand exactly as viem's hashTypedData (200 random commits, two domains)", () => {
+    const prng = mulberry32(0xc011);
+    const domains = [
+      gasEscrowDomain({ chainId: 31337, verifyingContract: "0x5FbDB2315678afecb367f032d93F642f64180aa3" }),
+      gasEscrowDomain({ chainId: 8453, verifyingContract: "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512" }),
+    ];
+    for (let i = 0; i < 200; i++) {
+      const domain = domains[i % 2]!;
+      const commit = { sessionId: randomHash(prng), leafCount: prng.bigint(0n, 2n ** 64n - 1n), root: randomHash(prng) };
+      expect(receiptCommitDigest(domain, commit)).to.equal(hashTyped(domain, "ReceiptCommit", commit));
+    }
   });
 
   it("encodes PKT_ACTION_INVOKE and PKT_ACTION_RESULT with exactly canon()'s bytes (known answer and 300 random packets)", () => {
