@@ -11,10 +11,10 @@ import { BindingMismatchError, DepositExceededError, TicketUnderpaidError } from
 import { receiptLeafFromHashes } from "../core/leaf";
 import {
   GENESIS_RECEIPT_HASH,
+  sessionReceiptDigest,
   sessionReceiptHash,
-  signSessionReceipt,
   type SessionReceipt,
-
+  type SignedSessionReceipt,
 } from "../core/receipt";
 import { settlementSummaryDigest, signSettlementSummary, type SettlementSummary } from "../core/summary";
 import type { StepRecord } from "../store/store";
@@ -27,7 +27,7 @@ import {
   type SignedPaymentTicket,
 } from "../core/ticket";
 import { keccak256Hex } from "../core/keccak";
-import { assertDigestSigner } from "../core/eip712";
+import { assertDigestSigner, signDigest } from "../core/eip712";
 import {
   assertSessionKeyLive,
   assertWithinGrant,
@@ -185,8 +185,9 @@ export class ProviderSession {
       metering: { units, amount: charged ? chargeFor(this.parameters.pricing, units, ticket.cumulativeAmount - previousAmount) : 0n },
       prevReceiptHash: this.#prevReceiptHash,
     };
-    const signedReceipt = await signSessionReceipt({ account: this.parameters.account, receipt });
+    // The receipt's hash is computed once: it is signed (under the receipt domain) and it is the leaf's half.
     const receiptHash = sessionReceiptHash(receipt);
+    const signedReceipt: SignedSessionReceipt = { receipt, signature: await signDigest(this.parameters.account, sessionReceiptDigest(receiptHash)) };
     const leaf = receiptLeafFromHashes(receiptHash, paymentTicketHash(ticket));
     this.accumulator.append(leaf);
     this.#latest = signed;
