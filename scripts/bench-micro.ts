@@ -13,11 +13,11 @@ import { mnemonicToAccount } from "viem/accounts";
 
 import { ReceiptAccumulator } from "../src/core/accumulator";
 import { assertDigestSigner, gasEscrowDomain, signDigest } from "../src/core/eip712";
-import { fastKeccakReady, keccak256Bytes } from "../src/core/keccak";
+import { fastKeccakReady, hashBytes, keccak256Bytes } from "../src/core/keccak";
 import { loadSecp256k1Backend, secp256k1Backend, type Secp256k1Backend } from "../src/core/secp256k1";
 import { LeafBuilder } from "../src/core/leaf";
 import { ProviderSession } from "../src/node/provider-session";
-import { sessionReceiptHashBytes, type SessionReceipt } from "../src/core/receipt";
+import { ReceiptHasher, type SessionReceipt } from "../src/core/receipt";
 import { signReceiptCommit, verifyReceiptCommit } from "../src/core/receipt-commit";
 import { paymentTicketHash, signPaymentTicket, verifyPaymentTicket } from "../src/core/ticket";
 import type { StepRecord } from "../src/store/store";
@@ -57,17 +57,28 @@ export async function benchCrypto(samples = 600): Promise<CryptoCeiling> {
 }
 
 /** Calls per second of `fn` on this core: warm-up, then as many calls as fit in about `ms` milliseconds. */
+/**
+ * Calls per second of `fn`: the best of five windows of `ms` / 5 each. On a shared machine other work only
+ * ever slows a window down, so the fastest one is the closest to what the library can do; taking it keeps a
+ * burst of load from deflating a ceiling (which would flatter every ratio measured against it).
+ */
 function rate(fn: (i: number) => unknown, ms = 400): number {
   for (let i = 0; i < 200; i++) fn(i);
+  let best = 0;
   let calls = 0;
-  const started = performance.now();
-  let elapsed = 0;
-  while (elapsed < ms) {
-    for (let i = 0; i < 100; i++) fn(calls + i);
-    calls += 100;
-    elapsed = performance.now() - started;
+  for (let window = 0; window < 5; window++) {
+    let done = 0;
+    const started = performance.now();
+    let elapsed = 0;
+    while (elapsed < ms / 5) {
+      for (let i = 0; i < 100; i++) fn(calls + i);
+      calls += 100;
+      done += 100;
+      elapsed = performance.now() - started;
+    }
+    best = Math.max(best, done / (elapsed / 1000));
   }
-  return Math.round(calls / (elapsed / 1000));
+  return Math.round(best);
 }
 
 export type LibraryRates = { implementation: string; signPerSecond: number; recoverPerSecond: number; verifyPerSecond: number };
@@ -165,7 +176,9 @@ export async function benchCeiling(): Promise<Ceiling> {
 export async function benchBatchedReceipts(batch: number, totalReceipts: number): Promise<number> {
   await fastKeccakReady;
   const accumulator = new ReceiptAccumulator();
-  let prev: Hex = zeroHash;
+  // Every receipt's canonical text is written into one reused buffer (issue 15): see ReceiptHasher.
+  const hasher = new ReceiptHasher({ sessionId: SESSION, policyHash: zeroHash, modelSnapshotId: "model:bench@1" });
+  let prev: Uint8Array = new Uint8Array(32);
   let seq = 0n;
   const run = async (receipts: number) => {
     for (let done = 0; done < receipts; done += batch) {
@@ -175,11 +188,11 @@ export async function benchBatchedReceipts(batch: number, totalReceipts: number)
       await verifyPaymentTicket({ domain, signed: signedTicket, signer: payer.address });
       const ticketHash = paymentTicketHash(ticket);
       const leaves = new LeafBuilder(ticketHash);
+      const ticketHashBytes = hashBytes(ticketHash);
       for (let i = 0; i < batch; i++) {
         seq++;
-        const receipt: SessionReceipt = { sessionId: SESSION, seq, offloadPacketHash: ticketHash, outputHash: prev, policyHash: zeroHash, modelSnapshotId: "model:bench@1", metering: { units: 1n, amount: 1000n }, prevReceiptHash: prev };
-        const hash = sessionReceiptHashBytes(receipt);
-        prev = `0x${Buffer.from(hash.buffer, hash.byteOffset, 32).toString("hex")}`;
+        const hash = hasher.hash(seq, ticketHashBytes, prev, prev, 1n, 1000n);
+        prev = hash;
         accumulator.append(leaves.leaf(hash));
       }
       const commit = await signReceiptCommit(provider, domain, { sessionId: SESSION, leafCount: BigInt(accumulator.size), root: accumulator.root() });

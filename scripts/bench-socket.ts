@@ -33,6 +33,9 @@ export type SocketRun = {
   providerCpuUsPerTicket: number;
   /** The secp256k1 implementation the provider process reported on its start line. */
   providerCrypto: string;
+  /** The payer store's group commits and WAL fdatasyncs during the timed stream (what durability cost it). */
+  payerCommits: number;
+  payerSyncs: number;
 };
 
 /** CPU time (user + system) of process `pid` so far, in µs, from /proc (Linux); NaN elsewhere. */
@@ -79,6 +82,7 @@ export async function runSocketBench(
       const client = await PayerClient.connect({ account: payer, domain, store, channel, port: node.port });
       // Warm up (JIT, connection) before timing.
       await client.stream({ count: 20, inflight, request: (n) => ({ jsonrpc: "2.0", id: n, method: "tools/echo", params: { n } }) });
+      const storeBefore = store.stats;
       const payerCpu = process.cpuUsage();
       const providerCpu = processCpuUs(node.child.pid);
       const started = performance.now();
@@ -86,9 +90,10 @@ export async function runSocketBench(
       const seconds = (performance.now() - started) / 1000;
       const payerUsed = process.cpuUsage(payerCpu);
       const providerUsed = processCpuUs(node.child.pid) - providerCpu;
+      const storeAfter = store.stats;
       await client.close();
       latencies.sort((a, b) => a - b);
-      runs.push({ inflight, tickets, perSecond: Math.round(tickets / seconds), p50Ms: Number(latencies[Math.floor(tickets * 0.5)]!.toFixed(2)), p99Ms: Number(latencies[Math.floor(tickets * 0.99)]!.toFixed(2)), payerCpuUsPerTicket: Math.round((payerUsed.user + payerUsed.system) / tickets), providerCpuUsPerTicket: Math.round(providerUsed / tickets), providerCrypto });
+      runs.push({ inflight, tickets, perSecond: Math.round(tickets / seconds), p50Ms: Number(latencies[Math.floor(tickets * 0.5)]!.toFixed(2)), p99Ms: Number(latencies[Math.floor(tickets * 0.99)]!.toFixed(2)), payerCpuUsPerTicket: Math.round((payerUsed.user + payerUsed.system) / tickets), providerCpuUsPerTicket: Math.round(providerUsed / tickets), providerCrypto, payerCommits: storeAfter.commits - storeBefore.commits, payerSyncs: storeAfter.syncs - storeBefore.syncs });
     }
   } finally {
     await store.close();
@@ -105,7 +110,7 @@ async function main(): Promise<void> {
   mkdirSync(path.join(__dirname, "..", "bench"), { recursive: true });
   writeFileSync(path.join(__dirname, "..", "bench", "socket.json"), `${JSON.stringify(result, null, 2)}\n`);
   console.log("Tickets over the sealed socket, durable on both sides (payer and provider in separate processes):");
-  for (const r of runs) console.log(`  ${String(r.inflight).padStart(2)} in flight: ${String(r.perSecond).padStart(5)} tickets/s   p50 ${r.p50Ms} ms   p99 ${r.p99Ms} ms   (${r.tickets} tickets; CPU/ticket payer ${r.payerCpuUsPerTicket} µs, provider ${r.providerCpuUsPerTicket} µs)`);
+  for (const r of runs) console.log(`  ${String(r.inflight).padStart(2)} in flight: ${String(r.perSecond).padStart(5)} tickets/s   p50 ${r.p50Ms} ms   p99 ${r.p99Ms} ms   (${r.tickets} tickets; CPU/ticket payer ${r.payerCpuUsPerTicket} µs, provider ${r.providerCpuUsPerTicket} µs; payer store ${r.payerCommits} commits, ${r.payerSyncs} fsyncs)`);
   console.log("Wrote bench/socket.json");
 }
 

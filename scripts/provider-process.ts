@@ -32,10 +32,12 @@ export async function startProviderProcess(parameters: { rpc: string; escrow: st
       } catch {
         return;
       }
+      // Every line reaches onLine, the ready line too (it names the crypto backend the node uses).
+      parameters.onLine(event);
       if (event.event === "provider.ready") {
         clearTimeout(timer);
         resolve(Number(event.port));
-      } else parameters.onLine(event);
+      }
     });
   });
   return { child, port };

@@ -65,6 +65,9 @@ export function parseCanonical(input: string | Uint8Array, parameters: ParseCano
   return value;
 }
 
+/** One decoder for every parse: without `stream`, each `decode` call is independent. */
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
 /**
  * Parses JSON from an untrusted source with a size and a nesting limit, turning every failure into an
  * {@link InvalidJsonError} or {@link SizeLimitError}.
@@ -75,7 +78,7 @@ export function parseJson(input: string | Uint8Array, parameters: Required<Parse
   if (size > maxBytes) throw new SizeLimitError(what, size, maxBytes);
   let text: string;
   try {
-    text = typeof input === "string" ? input : new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(input);
+    text = typeof input === "string" ? input : strictUtf8.decode(input);
   } catch (cause) {
     throw new InvalidJsonError(`${what} is not valid UTF-8.`, { cause });
   }

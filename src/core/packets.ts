@@ -9,8 +9,8 @@ import { canon, parseJson } from "./canonical";
 import { BindingMismatchError, InvalidFieldError } from "./errors";
 import { signedFaultStatementFromJson, signedFaultStatementToJson, type SignedFaultStatement } from "./fault-statement";
 import { receiptCommitToJson, signedReceiptCommitFromJson, type SignedReceiptCommit } from "./receipt-commit";
-import { signedSessionReceiptFromJson, signedSessionReceiptToJson, type SignedSessionReceipt } from "./receipt";
-import { signedPaymentTicketFromJson, signedPaymentTicketToJson, type SignedPaymentTicket } from "./ticket";
+import { canonicalSignedReceiptText, signedSessionReceiptFromJson, signedSessionReceiptToJson, type SignedSessionReceipt } from "./receipt";
+import { canonicalSignedTicketText, signedPaymentTicketFromJson, signedPaymentTicketToJson, type SignedPaymentTicket } from "./ticket";
 import { assertMatchesSchema } from "./schemas";
 import { expectUint, uintToJson, type JsonObject } from "./validate";
 
@@ -55,7 +55,74 @@ export type Packet = LeaseIssuePacket | ActionInvokePacket | ActionResultPacket 
 
 /** Serialises a packet as canonical JSON, so equal packets are equal bytes. */
 export function encodePacket(packet: Packet): string {
-  return canon(packetToJson(packet));
+  return hotPacketText(packet) ?? canon(packetToJson(packet));
+}
+
+const LOWER_HASH = /^0x[0-9a-f]{64}$/;
+const INVOKE_KEYS = new Set(["pkt_version", "packet_type", "issued_at", "session_id", "lease_id", "payload"]);
+const INVOKE_PAYLOAD_KEYS = new Set(["mcp", "ticket", "leaf_count"]);
+const RESULT_KEYS = new Set(["pkt_version", "packet_type", "issued_at", "session_id", "lease_id", "action_result_id", "payload"]);
+const RESULT_PAYLOAD_KEYS = new Set(["mcp", "receipt"]);
+
+/**
+ * Fewer than 60 brackets in the MCP text: it cannot nest near MAX_JSON_DEPTH inside the packet, so canon of
+ * the whole packet would not refuse it either (the generic path decides the rest).
+ */
+function shallow(text: string): boolean {
+  let brackets = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if ((c === 0x7b || c === 0x5b) && ++brackets >= 60) return false;
+  }
+  return true;
+}
+
+const onlyKeys = (value: object, allowed: ReadonlySet<string>) => Object.keys(value).every((key) => allowed.has(key));
+const plainString = (value: unknown): value is string => typeof value === "string" && value.isWellFormed();
+
+/**
+ * The canonical text of the two packets of every paid invocation (PKT_ACTION_INVOKE, PKT_ACTION_RESULT),
+ * written out in RFC 8785 key order around the canonical texts of the MCP message and of the signed ticket
+ * or receipt — the bytes `canon(packetToJson(packet))` gives, without copying and sorting the whole packet
+ * (issue 15, hot path). Anything else (another packet type, an unknown or optional field the fast path does
+ * not know — `policy`, a future field — or a value the generic path would refuse) returns undefined and the
+ * generic path serialises it. `packets.test` proves both paths give the same bytes.
+ */
+function hotPacketText(packet: Packet): string | undefined {
+  if (packet.pkt_version !== "1" || !plainString(packet.issued_at) || typeof packet.session_id !== "string" || !LOWER_HASH.test(packet.session_id)) {
+    return undefined;
+  }
+  const lease = "lease_id" in packet ? packet.lease_id : undefined;
+  if ("lease_id" in packet && !plainString(lease)) return undefined;
+  const leaseText = lease === undefined ? "" : `"lease_id":${JSON.stringify(lease)},`;
+  const tail = `"pkt_version":"1","session_id":"${packet.session_id}"}`;
+  if (packet.packet_type === "PKT_ACTION_INVOKE") {
+    const { payload } = packet;
+    if (!onlyKeys(packet, INVOKE_KEYS) || !onlyKeys(payload, INVOKE_PAYLOAD_KEYS)) return undefined;
+    if ("leaf_count" in payload && !plainString(payload.leaf_count)) return undefined;
+    const ticket = canonicalSignedTicketText(payload.ticket);
+    if (ticket === undefined) return undefined;
+    const leafCount = payload.leaf_count === undefined ? "" : `"leaf_count":${JSON.stringify(payload.leaf_count)},`;
+    const mcp = canon(payload.mcp);
+    if (!shallow(mcp)) return undefined;
+    return (
+      `{"issued_at":${JSON.stringify(packet.issued_at)},${leaseText}"packet_type":"PKT_ACTION_INVOKE",` +
+      `"payload":{${leafCount}"mcp":${mcp},"ticket":${ticket}},${tail}`
+    );
+  }
+  if (packet.packet_type === "PKT_ACTION_RESULT") {
+    const { payload } = packet;
+    if (!onlyKeys(packet, RESULT_KEYS) || !onlyKeys(payload, RESULT_PAYLOAD_KEYS) || !plainString(packet.action_result_id)) return undefined;
+    const receipt = canonicalSignedReceiptText(payload.receipt);
+    if (receipt === undefined) return undefined;
+    const mcp = canon(payload.mcp);
+    if (!shallow(mcp)) return undefined;
+    return (
+      `{"action_result_id":${JSON.stringify(packet.action_result_id)},"issued_at":${JSON.stringify(packet.issued_at)},${leaseText}` +
+      `"packet_type":"PKT_ACTION_RESULT","payload":{"mcp":${mcp},"receipt":${receipt}},${tail}`
+    );
+  }
+  return undefined;
 }
 
 function packetToJson(packet: Packet): JsonObject {

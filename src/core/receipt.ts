@@ -7,6 +7,7 @@ import { hexToBytes, keccak256, stringToBytes, zeroHash, type Address, type Hex,
 import { artifactId } from "./canonical";
 import { keccak256Bytes, keccak256Hex } from "./keccak";
 import { assertDigestSigner, signDigest } from "./eip712";
+import { InvalidHexError } from "./errors";
 import {
   expectHash,
   expectObject,
@@ -149,6 +150,116 @@ export function canonicalReceiptText(r: SessionReceipt): string | undefined {
     `"outputHash":"${r.outputHash}","policyHash":"${r.policyHash}","prevReceiptHash":"${r.prevReceiptHash}",` +
     `"seq":"${r.seq}","sessionId":"${r.sessionId}"}`
   );
+}
+
+/** ASCII of the two lowercase hex digits of every byte value. */
+const HEX_DIGITS = (() => {
+  const table = new Uint8Array(512);
+  const digits = "0123456789abcdef";
+  for (let i = 0; i < 256; i++) {
+    table[2 * i] = digits.charCodeAt(i >> 4);
+    table[2 * i + 1] = digits.charCodeAt(i & 15);
+  }
+  return table;
+})();
+
+/**
+ * `sessionReceiptHashBytes` for many receipts of one session, model and policy (batched receipts, issue 15):
+ * the canonical text is written byte by byte into one reused buffer — the fixed fields once, then per
+ * receipt its counters as decimal ASCII and its three 32-byte hashes as lowercase hex — and hashed where it
+ * lies. No receipt object, no string, no regular expression per receipt. The bytes are exactly
+ * `canon(sessionReceiptToJson(receipt))` (tests compare them for random receipts).
+ */
+export class ReceiptHasher {
+  readonly #buffer: Buffer;
+  readonly #model: Buffer;
+  readonly #output = Buffer.from(`","outputHash":"0x`, "latin1");
+  readonly #policy: Buffer;
+  readonly #seq = Buffer.from(`","seq":"`, "latin1");
+  readonly #session: Buffer;
+
+  constructor(fixed: { sessionId: Hex; policyHash: Hex; modelSnapshotId: string }) {
+    // Validate once what every receipt of the batch shares, exactly as the generic path would.
+    const probe = canonicalReceiptText({
+      sessionId: fixed.sessionId,
+      seq: 0n,
+      offloadPacketHash: zeroHash,
+      outputHash: zeroHash,
+      policyHash: fixed.policyHash,
+      modelSnapshotId: fixed.modelSnapshotId,
+      metering: { units: 0n, amount: 0n },
+      prevReceiptHash: zeroHash,
+    });
+    if (probe === undefined) throw new InvalidHexError("A receipt hasher needs a lowercase session id and policy hash and a model id without lone surrogates.");
+    const model = Buffer.from(`"modelSnapshotId":${JSON.stringify(fixed.modelSnapshotId)},"offloadPacketHash":"0x`, "utf8");
+    // Everything but the model id takes at most 549 bytes (5 hashes in hex, two 39-digit and one 20-digit
+    // counter, the keys); 640 leaves room to spare.
+    this.#buffer = Buffer.alloc(640 + model.length);
+    this.#model = model;
+    this.#policy = Buffer.from(`","policyHash":"${fixed.policyHash}","prevReceiptHash":"0x`, "latin1");
+    this.#session = Buffer.from(`","sessionId":"${fixed.sessionId}"}`, "latin1");
+  }
+
+  /** keccak256 of the receipt's canonical text, as 32 fresh bytes. Hashes are 32 bytes each; counters are unsigned. */
+  hash(seq: bigint, offloadPacketHash: Uint8Array, outputHash: Uint8Array, prevReceiptHash: Uint8Array, units: bigint, amount: bigint): Uint8Array {
+    if (offloadPacketHash.length !== 32 || outputHash.length !== 32 || prevReceiptHash.length !== 32) {
+      throw new InvalidHexError("A receipt's hashes are 32 bytes each.");
+    }
+    if (seq < 0n || seq >= 1n << 64n || units < 0n || units >= UINT128_END || amount < 0n || amount >= UINT128_END) {
+      throw new InvalidHexError("A receipt's seq is a uint64 and its metering uint128s.");
+    }
+    const b = this.#buffer;
+    let at = b.write(`{"metering":{"amount":"${amount}","units":"${units}"},`, 0, "latin1");
+    at += this.#model.copy(b, at);
+    at = writeHex(b, at, offloadPacketHash);
+    at += this.#output.copy(b, at);
+    at = writeHex(b, at, outputHash);
+    at += this.#policy.copy(b, at);
+    at = writeHex(b, at, prevReceiptHash);
+    at += this.#seq.copy(b, at);
+    at += b.write(String(seq), at, "latin1");
+    at += this.#session.copy(b, at);
+    return keccak256Bytes(b.subarray(0, at));
+  }
+}
+
+function writeHex(target: Buffer, at: number, bytes: Uint8Array): number {
+  for (let i = 0; i < 32; i++) {
+    const byte = bytes[i]!;
+    target[at++] = HEX_DIGITS[2 * byte]!;
+    target[at++] = HEX_DIGITS[2 * byte + 1]!;
+  }
+  return at;
+}
+
+const LOWER_SIGNATURE = /^0x[0-9a-f]{130}$/;
+const UINT128_END = 1n << 128n;
+
+/**
+ * `canon(signedSessionReceiptToJson(signed))` written out directly, for a signed receipt that
+ * `signedSessionReceiptFromJson` would accept back unchanged (seq below 2^64, metering below 2^128, a model
+ * id of 1..256 characters, a lowercase signature): what the store and the wire keep (issue 15, hot path).
+ * Undefined otherwise, and the caller takes the generic, validating path.
+ */
+export function canonicalSignedReceiptText(signed: SignedSessionReceipt): string | undefined {
+  const r = signed.receipt;
+  if (
+    typeof signed.signature !== "string" ||
+    !LOWER_SIGNATURE.test(signed.signature) ||
+    typeof r.seq !== "bigint" ||
+    typeof r.metering?.units !== "bigint" ||
+    typeof r.metering.amount !== "bigint" ||
+    typeof r.modelSnapshotId !== "string" ||
+    r.modelSnapshotId.length === 0 ||
+    r.modelSnapshotId.length > 256 ||
+    r.seq >= 1n << 64n ||
+    r.metering.units >= UINT128_END ||
+    r.metering.amount >= UINT128_END
+  ) {
+    return undefined;
+  }
+  const receipt = canonicalReceiptText(r);
+  return receipt === undefined ? undefined : `{"receipt":${receipt},"signature":"${signed.signature}"}`;
 }
 
 /** What the provider signs: `keccak256(keccak256(RECEIPT_SIGNATURE_DOMAIN) ‖ receiptHash)`. */

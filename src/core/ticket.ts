@@ -75,7 +75,54 @@ export function signedPaymentTicketFromJson(value: unknown, path = "SignedPaymen
 
 /** `keccak256(canon(ticket))`, the ticket's half of the receipt leaf. Excludes the signature: a signature is never an id. */
 export function paymentTicketHash(ticket: PaymentTicket): Hex {
-  return artifactId(paymentTicketToJson(ticket));
+  const text = canonicalTicketText(ticket);
+  return text === undefined ? artifactId(paymentTicketToJson(ticket)) : keccak256Hex(utf8.encode(text));
+}
+
+const utf8 = new TextEncoder();
+const LOWER_HASH = /^0x[0-9a-f]{64}$/;
+const ANY_CASE_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+const LOWER_SIGNATURE = /^0x[0-9a-f]{130}$/;
+const UINT64_END = 1n << 64n;
+const UINT128_END = 1n << 128n;
+
+/**
+ * RFC 8785 canonical JSON of a ticket written out directly (keys in code-unit order, amounts as decimal
+ * strings, the provider lowercased as `paymentTicketToJson` does): the bytes `canon(paymentTicketToJson(t))`
+ * gives, without building and sorting an object (issue 15, hot path). Returns undefined for anything that is
+ * not a well-formed ticket (non-lowercase hashes, a malformed address, integers out of range), so that the
+ * generic path decides — and refuses what it must. `artifacts.test` proves both paths give the same bytes.
+ */
+export function canonicalTicketText(t: PaymentTicket): string | undefined {
+  if (
+    typeof t.seq !== "bigint" ||
+    typeof t.cumulativeAmount !== "bigint" ||
+    t.seq < 0n ||
+    t.seq >= UINT64_END ||
+    t.cumulativeAmount < 0n ||
+    t.cumulativeAmount >= UINT128_END ||
+    !LOWER_HASH.test(t.sessionId) ||
+    !LOWER_HASH.test(t.termsHash) ||
+    !LOWER_HASH.test(t.receiptRoot) ||
+    !ANY_CASE_ADDRESS.test(t.provider)
+  ) {
+    return undefined;
+  }
+  return (
+    `{"cumulativeAmount":"${t.cumulativeAmount}","provider":"${t.provider.toLowerCase()}","receiptRoot":"${t.receiptRoot}",` +
+    `"seq":"${t.seq}","sessionId":"${t.sessionId}","termsHash":"${t.termsHash}"}`
+  );
+}
+
+/**
+ * `canon(signedPaymentTicketToJson(signed))` written out directly, for a signed ticket that
+ * `signedPaymentTicketFromJson` would accept back unchanged (what the store and the wire keep); undefined
+ * otherwise, and the caller takes the generic, validating path.
+ */
+export function canonicalSignedTicketText(signed: SignedPaymentTicket): string | undefined {
+  if (typeof signed.signature !== "string" || !LOWER_SIGNATURE.test(signed.signature)) return undefined;
+  const ticket = canonicalTicketText(signed.ticket);
+  return ticket === undefined ? undefined : `{"signature":"${signed.signature}","ticket":${ticket}}`;
 }
 
 const TICKET_TYPEHASH = hexToBytes(typeHash("PaymentTicket"));

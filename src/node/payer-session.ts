@@ -14,7 +14,8 @@ import { keccak256Hex } from "../core/keccak";
 import type { GasEscrowDomain } from "../core/eip712";
 import { DepositExceededError, ModelMismatchError, ReceiptMismatchError, ReceiptOverpricedError, RequiredReceiptMissingError } from "../core/errors";
 import { receiptLeafFromHashes } from "../core/leaf";
-import { GENESIS_RECEIPT_HASH, sessionReceiptHash, verifySessionReceipt, type SignedSessionReceipt } from "../core/receipt";
+import { assertDigestSigner } from "../core/eip712";
+import { GENESIS_RECEIPT_HASH, sessionReceiptDigest, sessionReceiptHash, type SignedSessionReceipt } from "../core/receipt";
 import type { StepRecord } from "../store/store";
 import { signSettlementSummary, type SettlementSummary } from "../core/summary";
 import { describePricing, missingReceiptBindings, modelAllowed, prepaidPerCall, priceOf, type ChannelRef, type PricingTerms } from "../core/terms";
@@ -180,9 +181,10 @@ export class PayerSession {
     }
     const missing = missingReceiptBindings(pricing, receipt);
     if (missing.length) throw new RequiredReceiptMissingError(`Receipt seq ${receipt.seq} lacks the required ${missing.join(", ")}.`);
-    await verifySessionReceipt({ signed, signer: this.parameters.ref.terms.provider });
-
+    // The receipt's hash is computed once: its signature is checked over it and it is the leaf's half.
     const receiptHash = sessionReceiptHash(receipt);
+    await assertDigestSigner(sessionReceiptDigest(receiptHash), signed.signature, this.parameters.ref.terms.provider, "session receipt");
+
     const leaf = receiptLeafFromHashes(receiptHash, paymentTicketHash(ticket));
     this.accumulator.append(leaf);
     this.#prevReceiptHash = receiptHash;

@@ -62,9 +62,11 @@ export function isPacket(message: NodeMessage): message is Packet {
   return "packet_type" in message;
 }
 
+const utf8 = new TextEncoder();
+
 export function encodeMessage(message: NodeMessage): Uint8Array {
-  if (isPacket(message)) return new TextEncoder().encode(encodePacket(message));
-  return new TextEncoder().encode(canon(controlToJson(message)));
+  if (isPacket(message)) return utf8.encode(encodePacket(message));
+  return utf8.encode(canon(controlToJson(message)));
 }
 
 function controlToJson(message: ControlMessage): Record<string, unknown> {

@@ -334,11 +334,15 @@ export class ProviderNode {
         pricing,
         deposit: record.deposit,
         modelSnapshotId: this.parameters.modelSnapshotId,
-        handler: async (input) => {
-          const outcome = await this.#run(JSON.parse(new TextDecoder().decode(input)) as JsonObject);
+        handler: async (input, request) => {
+          // The node passes the request it parsed from the packet (`input` is its canonical bytes).
+          const outcome = await this.#run((request as JsonObject | undefined) ?? (JSON.parse(new TextDecoder().decode(input)) as JsonObject));
           // The receipt binds the bytes the payer receives: the result, or `{ error }` for a failed call.
-          if ("error" in outcome) return { output: canonBytes({ error: outcome.error }), units: 0n, charged: false };
-          return { output: canonBytes(outcome.result), units: outcome.units };
+          if ("error" in outcome) {
+            const value = { error: outcome.error };
+            return { output: canonBytes(value), value, units: 0n, charged: false };
+          }
+          return { output: outcome.bytes, value: outcome.result, units: outcome.units };
         },
       },
       store.steps(sessionId),
@@ -427,14 +431,14 @@ export class ProviderNode {
     let result;
     const started = performance.now();
     try {
-      result = await b.session.invoke(signed, input, leafCount, method);
+      result = await b.session.invoke(signed, input, leafCount, method, packet.payload.mcp);
     } catch (error) {
       if (!(error instanceof DepositExceededError) || !(await this.#refreshDeposit(b))) return reject(error);
       if (b.phase !== "open") {
         return reject(new ChannelNotOpenError(`Session ${b.record.sessionId} is ${b.phase}; ticket seq ${seq} is refused and no work is done.`));
       }
       try {
-        result = await b.session.invoke(signed, input, leafCount, method);
+        result = await b.session.invoke(signed, input, leafCount, method, packet.payload.mcp);
       } catch (retryError) {
         return reject(retryError);
       }
@@ -453,7 +457,7 @@ export class ProviderNode {
       );
     }
     // A failed call's output is `{ error }` (charged nothing, decision 0022); a result is the result itself.
-    const output = JSON.parse(new TextDecoder().decode(result.output)) as JsonObject;
+    const output = (result.value ?? JSON.parse(new TextDecoder().decode(result.output))) as JsonObject;
     const answer = reply(result.charged ? { result: output } : output, result.step.receipt);
     // Only a failed call carries a signed fault statement; a successful one signs nothing more.
     const fault = result.charged ? undefined : this.#faultStatement(result.step.receipt.receipt, output.error as McpError | undefined);
@@ -483,16 +487,19 @@ export class ProviderNode {
     });
   }
 
-  /** Runs the handler; one that throws (or answers with no object) is a failed call, never a node crash. */
-  async #run(request: JsonObject): Promise<McpOutcome> {
+  /**
+   * Runs the handler; one that throws (or answers with no object) is a failed call, never a node crash. A
+   * result comes back with its canonical bytes (what the receipt's output hash binds), computed once.
+   */
+  async #run(request: JsonObject): Promise<{ error: McpError } | { result: JsonObject; units: bigint; bytes: Uint8Array }> {
     try {
       const outcome = await this.parameters.handler(request);
       if ("error" in outcome) return outcome;
       if (typeof outcome.result !== "object" || outcome.result === null || Array.isArray(outcome.result)) {
         return { error: { code: HANDLER_FAILED_CODE, message: "The worker's result is not an object." } };
       }
-      canonBytes(outcome.result); // throws on what canonical JSON cannot hold (1e400, a lone surrogate)
-      return outcome;
+      // Throws on what canonical JSON cannot hold (1e400, a lone surrogate): a failed call.
+      return { result: outcome.result, units: outcome.units, bytes: canonBytes(outcome.result) };
     } catch (error) {
       const e = error as BaseError;
       this.#log(`handler failed: ${e.name ?? "Error"}: ${(e.shortMessage ?? e.message ?? String(error)).split("\n")[0]}`);

@@ -11,10 +11,10 @@ import { BindingMismatchError, DepositExceededError, TicketUnderpaidError } from
 import { receiptLeafFromHashes } from "../core/leaf";
 import {
   GENESIS_RECEIPT_HASH,
+  sessionReceiptDigest,
   sessionReceiptHash,
-  signSessionReceipt,
   type SessionReceipt,
-
+  type SignedSessionReceipt,
 } from "../core/receipt";
 import { settlementSummaryDigest, signSettlementSummary, type SettlementSummary } from "../core/summary";
 import type { StepRecord } from "../store/store";
@@ -27,7 +27,7 @@ import {
   type SignedPaymentTicket,
 } from "../core/ticket";
 import { keccak256Hex } from "../core/keccak";
-import { assertDigestSigner } from "../core/eip712";
+import { assertDigestSigner, signDigest } from "../core/eip712";
 import {
   assertSessionKeyLive,
   assertWithinGrant,
@@ -41,7 +41,11 @@ import {
  * marks a failed call (decision 0022): it is receipted with amount 0 and its price is not part of the
  * cooperative close.
  */
-export type WorkHandler = (input: Uint8Array) => Promise<{ output: Uint8Array; units: bigint; charged?: boolean }>;
+export type WorkHandler = (
+  input: Uint8Array,
+  /** The request `input` is the canonical bytes of, when the caller holds it parsed (saves a parse). */
+  request?: unknown,
+) => Promise<{ output: Uint8Array; units: bigint; charged?: boolean; value?: unknown }>;
 
 export type ProviderSessionParameters = {
   account: LocalAccount;
@@ -67,7 +71,8 @@ export function chargeFor(pricing: PricingTerms, units: bigint, added: bigint): 
   return price < added ? price : added;
 }
 
-export type InvocationResult = { output: Uint8Array; charged: boolean; step: Required<StepRecord> };
+/** `value`: what the handler passed along with `output` (the parsed answer, so that nobody parses it again). */
+export type InvocationResult = { output: Uint8Array; value?: unknown; charged: boolean; step: Required<StepRecord> };
 
 export class ProviderSession {
   readonly accumulator = new ReceiptAccumulator();
@@ -165,9 +170,9 @@ export class ProviderSession {
    * payer's hint; default: all so far). Throws a typed error (BindingMismatchError, TicketNotNewerError,
    * TicketUnderpaidError, DepositExceededError, InvalidSignatureError) and changes nothing otherwise.
    */
-  async invoke(signed: SignedPaymentTicket, input: Uint8Array, leafCount?: number, method?: string): Promise<InvocationResult> {
+  async invoke(signed: SignedPaymentTicket, input: Uint8Array, leafCount?: number, method?: string, request?: unknown): Promise<InvocationResult> {
     const grant = await this.checkTicket(signed, leafCount, method);
-    const { output, units, charged = true } = await this.parameters.handler(input);
+    const { output, units, charged = true, value } = await this.parameters.handler(input, request);
     const ticket = signed.ticket;
     const previousAmount = this.#latest?.ticket.cumulativeAmount ?? 0n;
     const receipt: SessionReceipt = {
@@ -180,15 +185,16 @@ export class ProviderSession {
       metering: { units, amount: charged ? chargeFor(this.parameters.pricing, units, ticket.cumulativeAmount - previousAmount) : 0n },
       prevReceiptHash: this.#prevReceiptHash,
     };
-    const signedReceipt = await signSessionReceipt({ account: this.parameters.account, receipt });
+    // The receipt's hash is computed once: it is signed (under the receipt domain) and it is the leaf's half.
     const receiptHash = sessionReceiptHash(receipt);
+    const signedReceipt: SignedSessionReceipt = { receipt, signature: await signDigest(this.parameters.account, sessionReceiptDigest(receiptHash)) };
     const leaf = receiptLeafFromHashes(receiptHash, paymentTicketHash(ticket));
     this.accumulator.append(leaf);
     this.#latest = signed;
     this.#latestGrant = grant;
     this.#prevReceiptHash = receiptHash;
     this.#charged += receipt.metering.amount;
-    return { output, charged, step: { seq: ticket.seq, ticket: signed, receipt: signedReceipt, leaf } };
+    return { output, ...(value === undefined ? {} : { value }), charged, step: { seq: ticket.seq, ticket: signed, receipt: signedReceipt, leaf } };
   }
 
   /**

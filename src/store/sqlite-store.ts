@@ -31,8 +31,8 @@ import type { Address, Hex } from "viem";
 import { InvalidFieldError } from "../core/errors";
 import { signedFaultStatementFromJson, signedFaultStatementToJson, type SignedFaultStatement } from "../core/fault-statement";
 import { signedReceiptCommitFromJson, type SignedReceiptCommit } from "../core/receipt-commit";
-import { signedSessionReceiptFromJson, signedSessionReceiptToJson } from "../core/receipt";
-import { signedPaymentTicketFromJson, signedPaymentTicketToJson, type SignedPaymentTicket } from "../core/ticket";
+import { canonicalSignedReceiptText, signedSessionReceiptFromJson, signedSessionReceiptToJson } from "../core/receipt";
+import { canonicalSignedTicketText, signedPaymentTicketFromJson, signedPaymentTicketToJson, type SignedPaymentTicket } from "../core/ticket";
 import { signedSessionKeyGrantFromJson, signedSessionKeyGrantToJson, type SignedSessionKeyGrant } from "../core/session-key";
 import { expectHash, expectLiteral, expectString, expectUint, uintToJson } from "../core/validate";
 import {
@@ -351,7 +351,7 @@ export class SqliteStore implements ChannelStore {
         throw new InconsistentRecordError(`The ticket is for session ${signed.ticket.sessionId}, not ${id}.`);
       }
       const seq = seqKey(signed.ticket.seq);
-      const text = canonChecked(signedPaymentTicketToJson(signed), (value) => signedPaymentTicketFromJson(value));
+      const text = signedTicketText(signed);
       this.#knownChannel(batch, id);
       const key = `${id}:${seq}`;
       const existing = batch.tickets.get(key) ?? this.#sql.getStep.get(id, seq)?.ticket;
@@ -382,8 +382,9 @@ export class SqliteStore implements ChannelStore {
       }
       const seq = seqKey(step.seq);
       const leaf = expectHash(step.leaf, "step.leaf");
-      const ticketText = canonChecked(signedPaymentTicketToJson(ticket), (value) => signedPaymentTicketFromJson(value));
-      const receiptText = canonChecked(signedSessionReceiptToJson(receipt), (value) => signedSessionReceiptFromJson(value));
+      const ticketText = signedTicketText(ticket);
+      const receiptText =
+        canonicalSignedReceiptText(receipt) ?? canonChecked(signedSessionReceiptToJson(receipt), (value) => signedSessionReceiptFromJson(value));
       this.#knownChannel(batch, id);
       const key = `${id}:${seq}`;
       let existingTicket = batch.tickets.get(key);
@@ -776,4 +777,13 @@ function decodeStep(sessionId: Hex, row: StepRow): StepRecord {
     step.leaf = expectHash(row.leaf, "steps.leaf");
   }
   return step;
+}
+
+/**
+ * The stored text of a signed ticket: written out directly when it is well formed (issue 15: no
+ * object → validate → canonicalize round trip on the hot path), through the validating path otherwise,
+ * which refuses what it must. Both give the same bytes.
+ */
+function signedTicketText(signed: SignedPaymentTicket): string {
+  return canonicalSignedTicketText(signed) ?? canonChecked(signedPaymentTicketToJson(signed), (value) => signedPaymentTicketFromJson(value));
 }

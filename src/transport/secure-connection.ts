@@ -654,6 +654,14 @@ export class SecureConnection extends EventEmitter {
     if (data.length > this.maxMessageBytes) throw new SizeLimitError("The message", data.length, this.maxMessageBytes);
     const buffered = this.socket.writableLength;
     if (buffered > this.maxBufferedBytes) throw new SendBufferFullError(buffered, this.maxBufferedBytes);
+    // Frames sent in one burst (the same turn of the event loop) leave in one write: the socket is corked
+    // at the first and uncorked once the current callbacks and promise reactions have run. The bytes on the
+    // wire are the same frames in the same order; only the number of syscalls changes (issue 15).
+    if (!this.corked) {
+      this.corked = true;
+      this.socket.cork();
+      process.nextTick(this.uncork);
+    }
     if (this.socket.write(encodeFrame(this.sealer.seal(RecordType.data, data)))) return;
     await new Promise<void>((resolve, reject) => this.drainWaiters.push({ resolve, reject }));
   }
@@ -828,6 +836,14 @@ export class SecureConnection extends EventEmitter {
     this.finish(
       this._state === "closing" ? undefined : new ConnectionClosedError("The TCP connection closed without a sealed close."),
     );
+  };
+
+  /** The socket is corked until the end of the current burst of sends. */
+  private corked = false;
+
+  private readonly uncork = (): void => {
+    this.corked = false;
+    this.socket.uncork();
   };
 
   private readonly onDrain = (): void => {

@@ -1,0 +1,220 @@
+/**
+ * Issue 15, item 4: the hot path writes tickets, receipts and the two packets of every paid invocation as
+ * canonical text directly, instead of building, validating and sorting objects. These tests pin the bytes:
+ * known answers first, then the hand-written text against `canon()` for many random artifacts and packets,
+ * then what the fast path hands back to the generic, validating path.
+ */
+import { expect } from "chai";
+import { keccak256, stringToBytes, zeroHash, type Hex } from "viem";
+
+import { canon } from "../../src/core/canonical";
+import { decodePacket, encodePacket, type Packet } from "../../src/core/packets";
+import {
+  canonicalSignedReceiptText,
+  ReceiptHasher,
+  sessionReceiptHashBytes,
+  signedSessionReceiptToJson,
+  type SignedSessionReceipt,
+} from "../../src/core/receipt";
+import { fastKeccakReady, hashBytes } from "../../src/core/keccak";
+import { gasEscrowDomain, hashTyped } from "../../src/core/eip712";
+import { receiptCommitDigest } from "../../src/core/receipt-commit";
+import {
+  canonicalSignedTicketText,
+  canonicalTicketText,
+  paymentTicketHash,
+  paymentTicketToJson,
+  signedPaymentTicketToJson,
+  type SignedPaymentTicket,
+} from "../../src/core/ticket";
+import { thrown } from "../helpers/assert";
+import { mulberry32, type Prng } from "../helpers/prng";
+import { h, sampleReceipt, sampleTicket, SESSION_ID } from "../helpers/samples";
+
+const SIGNATURE = `0x${"ab".repeat(32)}${"1c".repeat(32)}1b` as Hex;
+
+function randomHash(prng: Prng): Hex {
+  return `0x${Array.from({ length: 64 }, () => "0123456789abcdef"[prng.int(0, 15)]).join("")}` as Hex;
+}
+
+function randomTicket(prng: Prng): SignedPaymentTicket {
+  const provider = `0x${Array.from({ length: 40 }, () => "0123456789abcdefABCDEF"[prng.int(0, 21)]).join("")}` as Hex;
+  return {
+    ticket: {
+      sessionId: randomHash(prng),
+      provider,
+      termsHash: randomHash(prng),
+      seq: prng.bigint(0n, 2n ** 64n - 1n),
+      cumulativeAmount: prng.bigint(0n, 2n ** 128n - 1n),
+      receiptRoot: randomHash(prng),
+    },
+    signature: `0x${randomHash(prng).slice(2)}${randomHash(prng).slice(2)}1c` as Hex,
+  };
+}
+
+const MODELS = ["model:demo@1", "quote\"back\\slash", "tab\tnew\nline\u0001", "émoji 😀", "\u2028\u2029", "x".repeat(256)];
+
+function randomReceipt(prng: Prng): SignedSessionReceipt {
+  return {
+    receipt: sampleReceipt({
+      sessionId: randomHash(prng),
+      seq: prng.bigint(0n, 2n ** 64n - 1n),
+      offloadPacketHash: randomHash(prng),
+      outputHash: randomHash(prng),
+      policyHash: randomHash(prng),
+      prevReceiptHash: randomHash(prng),
+      modelSnapshotId: prng.pick(MODELS),
+      metering: { units: prng.bigint(0n, 2n ** 128n - 1n), amount: prng.bigint(0n, 2n ** 128n - 1n) },
+    }),
+    signature: `0x${randomHash(prng).slice(2)}${randomHash(prng).slice(2)}1b` as Hex,
+  };
+}
+
+describe("Hot-path encodings (issue 15)", () => {
+  it("writes a signed ticket's known canonical text and hash", () => {
+    const ticket = sampleTicket({ seq: 7n, cumulativeAmount: 7_000n, receiptRoot: h("root") });
+    const expectedTicket =
+      `{"cumulativeAmount":"7000","provider":"${ticket.provider.toLowerCase()}","receiptRoot":"${h("root")}",` +
+      `"seq":"7","sessionId":"${SESSION_ID}","termsHash":"${ticket.termsHash}"}`;
+    expect(canonicalTicketText(ticket)).to.equal(expectedTicket);
+    expect(canonicalSignedTicketText({ ticket, signature: SIGNATURE })).to.equal(`{"signature":"${SIGNATURE}","ticket":${expectedTicket}}`);
+    // The ticket hash (consensus: half of every receipt leaf) is unchanged.
+    expect(paymentTicketHash(ticket)).to.equal(keccak256(stringToBytes(canon(paymentTicketToJson(ticket)))));
+  });
+
+  it("writes a signed receipt's known canonical text", () => {
+    const receipt = sampleReceipt();
+    const expected =
+      `{"receipt":{"metering":{"amount":"1000","units":"1"},"modelSnapshotId":"model:demo@1","offloadPacketHash":"${h("offload")}",` +
+      `"outputHash":"${h("output")}","policyHash":"${h("policy")}","prevReceiptHash":"${zeroHash}","seq":"1","sessionId":"${SESSION_ID}"},` +
+      `"signature":"${SIGNATURE}"}`;
+    expect(canonicalSignedReceiptText({ receipt, signature: SIGNATURE })).to.equal(expected);
+  });
+
+  it("gives exactly canon()'s bytes for 500 random tickets and receipts", () => {
+    const prng = mulberry32(0x15_15);
+    for (let i = 0; i < 500; i++) {
+      const ticket = randomTicket(prng);
+      expect(canonicalSignedTicketText(ticket)).to.equal(canon(signedPaymentTicketToJson(ticket)));
+      expect(paymentTicketHash(ticket.ticket)).to.equal(keccak256(stringToBytes(canon(paymentTicketToJson(ticket.ticket)))));
+      const receipt = randomReceipt(prng);
+      expect(canonicalSignedReceiptText(receipt)).to.equal(canon(signedSessionReceiptToJson(receipt)));
+    }
+  });
+
+  it("hands anything unusual back to the generic path (which refuses what it must)", () => {
+    const ticket = sampleTicket();
+    const table: [string, SignedPaymentTicket][] = [
+      ["uppercase signature", { ticket, signature: SIGNATURE.toUpperCase().replace("0X", "0x") as Hex }],
+      ["short signature", { ticket, signature: SIGNATURE.slice(0, 130) as Hex }],
+      ["seq 2^64", { ticket: { ...ticket, seq: 2n ** 64n }, signature: SIGNATURE }],
+      ["negative amount", { ticket: { ...ticket, cumulativeAmount: -1n }, signature: SIGNATURE }],
+      ["amount 2^128", { ticket: { ...ticket, cumulativeAmount: 2n ** 128n }, signature: SIGNATURE }],
+      ["uppercase root", { ticket: { ...ticket, receiptRoot: h("r").toUpperCase().replace("0X", "0x") as Hex }, signature: SIGNATURE }],
+      ["bad provider", { ticket: { ...ticket, provider: "0x1234" as Hex }, signature: SIGNATURE }],
+    ];
+    for (const [what, signed] of table) expect(canonicalSignedTicketText(signed), what).to.equal(undefined);
+    const receipt = sampleReceipt();
+    expect(canonicalSignedReceiptText({ receipt: { ...receipt, modelSnapshotId: "" }, signature: SIGNATURE })).to.equal(undefined);
+    expect(canonicalSignedReceiptText({ receipt: { ...receipt, modelSnapshotId: "x".repeat(257) }, signature: SIGNATURE })).to.equal(undefined);
+    expect(canonicalSignedReceiptText({ receipt: { ...receipt, seq: 2n ** 64n }, signature: SIGNATURE })).to.equal(undefined);
+    expect(canonicalSignedReceiptText({ receipt: { ...receipt, modelSnapshotId: "lone \ud800" }, signature: SIGNATURE })).to.equal(undefined);
+  });
+
+  it("hashes batched receipts through one reused buffer exactly as sessionReceiptHashBytes (200 random receipts)", async () => {
+    await fastKeccakReady;
+    const prng = mulberry32(0xba7c);
+    for (const model of MODELS) {
+      const sessionId = randomHash(prng);
+      const policyHash = randomHash(prng);
+      const hasher = new ReceiptHasher({ sessionId, policyHash, modelSnapshotId: model });
+      for (let i = 0; i < 200 / MODELS.length; i++) {
+        const r = randomReceipt(prng).receipt;
+        const expected = sessionReceiptHashBytes({ ...r, sessionId, policyHash, modelSnapshotId: model });
+        const got = hasher.hash(r.seq, hashBytes(r.offloadPacketHash), hashBytes(r.outputHash), hashBytes(r.prevReceiptHash), r.metering.units, r.metering.amount);
+        expect(Buffer.from(got).toString("hex")).to.equal(Buffer.from(expected).toString("hex"));
+      }
+    }
+    expect(thrown(() => new ReceiptHasher({ sessionId: SESSION_ID.toUpperCase() as Hex, policyHash: zeroHash, modelSnapshotId: "m" })).name).to.equal("InvalidHexError");
+    const hasher = new ReceiptHasher({ sessionId: SESSION_ID, policyHash: zeroHash, modelSnapshotId: "m" });
+    expect(thrown(() => hasher.hash(2n ** 64n, new Uint8Array(32), new Uint8Array(32), new Uint8Array(32), 1n, 1n)).name).to.equal("InvalidHexError");
+    expect(thrown(() => hasher.hash(1n, new Uint8Array(31), new Uint8Array(32), new Uint8Array(32), 1n, 1n)).name).to.equal("InvalidHexError");
+  });
+
+  it("digests receipt commits by hand exactly as viem's hashTypedData (200 random commits, two domains)", () => {
+    const prng = mulberry32(0xc011);
+    const domains = [
+      gasEscrowDomain({ chainId: 31337, verifyingContract: "0x5FbDB2315678afecb367f032d93F642f64180aa3" }),
+      gasEscrowDomain({ chainId: 8453, verifyingContract: "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512" }),
+    ];
+    for (let i = 0; i < 200; i++) {
+      const domain = domains[i % 2]!;
+      const commit = { sessionId: randomHash(prng), leafCount: prng.bigint(0n, 2n ** 64n - 1n), root: randomHash(prng) };
+      expect(receiptCommitDigest(domain, commit)).to.equal(hashTyped(domain, "ReceiptCommit", commit));
+    }
+  });
+
+  it("encodes PKT_ACTION_INVOKE and PKT_ACTION_RESULT with exactly canon()'s bytes (known answer and 300 random packets)", () => {
+    const ticket: SignedPaymentTicket = { ticket: sampleTicket(), signature: SIGNATURE };
+    const mcp = { jsonrpc: "2.0", id: 1, method: "tools/echo", params: { n: 1 } };
+    const invoke: Packet = { pkt_version: "1", packet_type: "PKT_ACTION_INVOKE", issued_at: "2026-02-22T10:16:00Z", session_id: SESSION_ID, payload: { mcp, ticket, leaf_count: "0" } };
+    const known =
+      `{"issued_at":"2026-02-22T10:16:00Z","packet_type":"PKT_ACTION_INVOKE","payload":{"leaf_count":"0",` +
+      `"mcp":{"id":1,"jsonrpc":"2.0","method":"tools/echo","params":{"n":1}},"ticket":${canon(signedPaymentTicketToJson(ticket))}},` +
+      `"pkt_version":"1","session_id":"${SESSION_ID}"}`;
+    expect(encodePacket(invoke)).to.equal(known);
+    expect(decodePacket(known)).to.deep.equal(invoke);
+
+    const prng = mulberry32(0xc0de);
+    const strings = ["2026-02-22T10:16:00Z", "lease \"1\"", "émoji 😀", "\u2028"];
+    for (let i = 0; i < 300; i++) {
+      const t = randomTicket(prng);
+      t.ticket.sessionId = SESSION_ID;
+      const r = randomReceipt(prng);
+      r.receipt.sessionId = SESSION_ID;
+      const body = { jsonrpc: "2.0", id: prng.chance(0.5) ? i : `id-${i}`, method: "tools/echo", params: { text: prng.pick(strings), deep: [[{ a: i }]], z: null, b: true } };
+      const lease = prng.chance(0.5) ? { lease_id: prng.pick(strings) } : {};
+      const packets: Packet[] = [
+        { pkt_version: "1", packet_type: "PKT_ACTION_INVOKE", issued_at: prng.pick(strings), session_id: SESSION_ID, ...lease, payload: { mcp: body, ticket: t, ...(prng.chance(0.5) ? { leaf_count: String(i) } : {}) } },
+        { pkt_version: "1", packet_type: "PKT_ACTION_RESULT", issued_at: prng.pick(strings), session_id: SESSION_ID, ...lease, action_result_id: `res_${i}`, payload: { mcp: { jsonrpc: "2.0", id: i, result: { digest: randomHash(prng), n: i / 7 } }, receipt: r } },
+      ];
+      for (const packet of packets) {
+        const text = encodePacket(packet);
+        expect(text).to.equal(genericText(packet));
+      }
+    }
+  });
+
+  it("leaves optional fields it does not know (policy, a future field) to the generic path, and refuses what canon() refuses", () => {
+    const receipt: SignedSessionReceipt = { receipt: sampleReceipt(), signature: SIGNATURE };
+    const base = { pkt_version: "1", packet_type: "PKT_ACTION_RESULT", issued_at: "2026-02-22T10:16:00Z", session_id: SESSION_ID, action_result_id: "res_1" } as const;
+    const withPolicy: Packet = { ...base, payload: { mcp: { jsonrpc: "2.0", id: 1, result: {} }, receipt, policy: { policy_hash: h("p"), decision: "approved", enforced_bounds: [] } } };
+    expect(encodePacket(withPolicy)).to.equal(genericText(withPolicy));
+    // A field added later (issue 12's optional `fault` statement, say) is serialised by the generic path.
+    const withFault = { ...base, payload: { mcp: { jsonrpc: "2.0", id: 1, error: { code: -32000, message: "x" } }, receipt, fault: { kind: "timeout" } } } as unknown as Packet;
+    expect(encodePacket(withFault)).to.equal(genericText(withFault));
+    expect(JSON.parse(encodePacket(withFault)).payload.fault).to.deep.equal({ kind: "timeout" });
+    // What canonical JSON cannot hold is refused exactly as before.
+    const nan = { ...base, payload: { mcp: { jsonrpc: "2.0", id: 1, result: { x: Number.NaN } }, receipt } } as Packet;
+    expect(thrown(() => encodePacket(nan)).name).to.equal("NonFiniteNumberError");
+    const lone = { ...base, issued_at: "2026\ud800" } as unknown as Packet;
+    expect(thrown(() => encodePacket({ ...lone, payload: { mcp: {}, receipt } } as Packet)).name).to.equal("InvalidJsonError");
+    let deep: unknown = 1;
+    for (let i = 0; i < 63; i++) deep = [deep];
+    expect(canon(deep)).to.be.a("string"); // deep enough for the packet (64 levels), not for canon() alone
+    const tooDeep = { ...base, payload: { mcp: deep as Record<string, unknown>, receipt } } as Packet;
+    expect(thrown(() => encodePacket(tooDeep)).name).to.equal("InvalidJsonError");
+  });
+});
+
+/** The generic serialisation: canon() of the packet's JSON form, as before issue 15. */
+function genericText(packet: Packet): string {
+  const json = JSON.parse(
+    JSON.stringify(packet, (key, value: unknown) => {
+      if (key === "ticket" && typeof value === "object" && value !== null && "signature" in value) return signedPaymentTicketToJson(value as SignedPaymentTicket);
+      if (key === "receipt" && typeof value === "object" && value !== null && "signature" in value) return signedSessionReceiptToJson(value as SignedSessionReceipt);
+      return value;
+    }),
+  ) as unknown;
+  return canon(json);
+}
