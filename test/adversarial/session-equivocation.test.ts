@@ -22,9 +22,9 @@ import { expect } from "chai";
 import { getAddress, keccak256, parseEther, zeroAddress, zeroHash, type Hex } from "viem";
 
 import { buildSessionPackage } from "../../src/arbitration/build";
-import { currentClosingState, finalizeCase, loadCaseContext, openSessionCase, submitVerdict, type Deployment } from "../../src/arbitration/chain";
-import { makeEvidence, packageHash, packageToJson, parsePackage, type ChallengePackage, type DeliveredReceiptEvidence, type ReceiptEvidence } from "../../src/arbitration/package";
-import { disputeManagerDomain, resolutionToJson, signResolution } from "../../src/arbitration/resolution";
+import { currentClosingState, loadCaseContext, openSessionCase } from "../../src/arbitration/chain";
+import { makeEvidence, packageHash, type ChallengePackage, type DeliveredReceiptEvidence, type ReceiptEvidence } from "../../src/arbitration/package";
+import { resolutionToJson } from "../../src/arbitration/resolution";
 import { arbitrate, type ArbitrationRun } from "../../src/arbitration/runner";
 import { anchorReceiptCommit, closeUnilateral, finalizeClose, openChannel } from "../../src/chain/escrow";
 import { ReceiptAccumulator } from "../../src/core/accumulator";
@@ -37,16 +37,16 @@ import { sessionReceiptHash, signSessionReceipt, type SessionReceipt, type Signe
 import { priceOf, sessionIdOf, termsHashOf, type TermsDocumentV2 } from "../../src/core/terms";
 import { paymentTicketHash, signPaymentTicket, type SignedPaymentTicket } from "../../src/core/ticket";
 import { hardhatAccount } from "../helpers/fixtures";
-import { DISPUTE_PARAMS, drawPanel, KIND, PROVIDER_ROLE, STATUS, supermajority, SYS, systemFixture, type System } from "../helpers/system";
+import { DISPUTE_PARAMS, KIND, PROVIDER_ROLE, SYS, systemFixture, type System } from "../helpers/system";
 import { BPS, expectDeltas, feeOf, fullBook, snapshot } from "./helpers";
+import { deploymentOf, enforceByPanel, threeRuns } from "./panel";
 
 const P = DISPUTE_PARAMS;
 const burnOf = (x: bigint): bigint => (x * BigInt(P.burnBps)) / BPS;
-const arbFeeOf = (x: bigint): bigint => (x * BigInt(P.feeBps)) / BPS;
 
 const MODEL = "model:llama-3.1-70b@2024-07-23";
 const DEPOSIT = parseEther("1");
-const PENALTY = { RECEIPT_OUTPUT_MISMATCH: parseEther("30"), RECEIPT_REQUEST_MISMATCH: parseEther("20") } as const;
+const PENALTY = { RECEIPT_OUTPUT_MISMATCH: parseEther("12"), RECEIPT_REQUEST_MISMATCH: parseEther("8") } as const;
 
 /** 0.001 ETH per call + 0.0001 ETH per token, at most 0.01 ETH per call; one model; both hashes required. */
 const TERMS: TermsDocumentV2 = {
@@ -65,9 +65,6 @@ const FAILED = canonBytes({ error: { code: -32010, message: "The worker exited (
 type Equivocation = "output" | "request";
 type Failure = "charged" | "honest";
 
-function deploymentOf(s: System): Deployment {
-  return { disputeManager: getAddress(s.disputes.address), gasEscrow: getAddress(s.escrow.address), gigEscrow: getAddress(s.gigs.address), registry: getAddress(s.registry.address) };
-}
 
 /** A channel on TERMS funded by the client for the payer. */
 async function openV2(s: System) {
@@ -116,8 +113,12 @@ async function equivocatedSession(s: System, kind: Equivocation) {
   const { payer, provider, terms, escrow, opened, domain, sessionId } = c;
   const empty = new ReceiptAccumulator().root();
   const tickets: SignedPaymentTicket[] = [];
+  // Each ticket pays exactly the metered price of its call (no prepaid cap left over: the case is about the
+  // equivocation alone, not RECEIPT_PREPAID_EXCESS).
+  let cumulative = 0n;
   for (let seq = 1n; seq <= 4n; seq++) {
-    const ticket = { sessionId, provider: provider.address, termsHash: terms.termsHash, seq, cumulativeAmount: TERMS.pricing.capPerCall * seq, receiptRoot: empty };
+    cumulative += priceOf(TERMS, 10n * seq);
+    const ticket = { sessionId, provider: provider.address, termsHash: terms.termsHash, seq, cumulativeAmount: cumulative, receiptRoot: empty };
     tickets.push(await signPaymentTicket({ account: payer, domain, ticket }));
   }
   const delivered: SignedSessionReceipt[] = [];
@@ -189,10 +190,13 @@ async function failedCallSession(s: System, failure: Failure) {
   const tree = new ReceiptAccumulator();
   const steps: { ticket: SignedPaymentTicket; receipt: SignedSessionReceipt; index: number }[] = [];
   let prev: Hex = zeroHash;
+  let cumulative = 0n;
   for (let seq = 1n; seq <= 4n; seq++) {
-    const ticket = { sessionId, provider: provider.address, termsHash: terms.termsHash, seq, cumulativeAmount: TERMS.pricing.capPerCall * seq, receiptRoot: tree.root() };
     const failed = seq === 2n;
     const receipt = receiptFor(sessionId, terms.policyHash, seq, requestOf(seq), failed ? FAILED : outputOf(seq), prev, failed && failure === "honest" ? 0n : undefined);
+    // Each ticket pays exactly what its receipt charges (no prepaid cap left over, so no RECEIPT_PREPAID_EXCESS).
+    cumulative += receipt.metering.amount;
+    const ticket = { sessionId, provider: provider.address, termsHash: terms.termsHash, seq, cumulativeAmount: cumulative, receiptRoot: tree.root() };
     const signedTicket = await signPaymentTicket({ account: payer, domain, ticket });
     const signedReceipt = await signSessionReceipt({ account: provider, receipt });
     prev = sessionReceiptHash(receipt);
@@ -240,48 +244,12 @@ async function failedCallSession(s: System, failure: Failure) {
 
 /** Three arbitrators, each handed the package as bytes, each reading the chain itself: one resolution. */
 async function decide(s: System, caseId: Hex, pkg: ChallengePackage): Promise<ArbitrationRun> {
-  const runs: ArbitrationRun[] = [];
-  for (const i of [0, 1, 2]) {
-    const received = parsePackage(canon(packageToJson(pkg)));
-    const ctx = await loadCaseContext(s.publicClient, deploymentOf(s), caseId, received);
-    runs.push(await arbitrate({ pkg: received, ctx, actor: `arbitrator-${i}` }));
-  }
+  const runs = await threeRuns(s, caseId, pkg);
   expect(new Set(runs.map((r) => canon(resolutionToJson(r.resolution)))).size, "three arbitrators, one resolution").to.equal(1);
   expect(runs[0]!.state).to.equal("deliver");
   return runs[0]!;
 }
 
-/** Nobody contests; the drawn panel's supermajority signs, the verdict stands past the appeal window, every signer claims its fee. */
-async function enforce(s: System, run: ArbitrationRun): Promise<{ bond: bigint; fee: bigint; shares: Record<string, bigint>; dust: bigint }> {
-  const caseId = run.message.caseId;
-  const c = await s.disputes.read.caseOf([caseId]);
-  await time.increaseTo(BigInt(c.respondBy) + 1n);
-  const panel = await drawPanel(s, caseId);
-  const domain = disputeManagerDomain(s.chainId, getAddress(s.disputes.address));
-  const signatures = await Promise.all(
-    panel.slice(0, supermajority(panel.length)).map(async (signer) => ({ signer: signer.address, signature: await signResolution(signer, domain, run.message) })),
-  );
-  const decided = await submitVerdict({ wallet: s.watcher, publicClient: s.publicClient, deployment: deploymentOf(s), message: run.message, signatures });
-  expect(decided.outcome).to.not.equal("slow_path");
-  if (decided.outcome === "slow_path") throw new Error("unreachable");
-  await time.increaseTo(decided.deadline + 1n);
-  const finalized = await finalizeCase({ wallet: s.watcher, publicClient: s.publicClient, deployment: deploymentOf(s), caseId });
-  expect(finalized.slashed).to.equal(run.message.slash);
-  const names = new Map<string, string>();
-  for (const i of SYS.arbitrators) names.set(getAddress(s.wallets[i]!.account.address), `arb${i}`);
-  const shares: Record<string, bigint> = {};
-  for (const { arbitrator, amount } of finalized.fees) {
-    const wallet = s.wallets.find((w) => getAddress(w.account.address) === arbitrator)!;
-    await s.publicClient.waitForTransactionReceipt({ hash: await s.disputes.write.claim([zeroAddress], { account: wallet.account }) });
-    shares[names.get(arbitrator)!] = (shares[names.get(arbitrator)!] ?? 0n) + amount;
-  }
-  expect(Object.keys(shares).length).to.be.greaterThan(0);
-  const fee = arbFeeOf(c.challengerBond);
-  const paid = Object.values(shares).reduce((a, b) => a + b, 0n);
-  expect(paid <= fee).to.equal(true);
-  expect((await s.disputes.read.caseOf([caseId])).status).to.equal(STATUS.Resolved);
-  return { bond: c.challengerBond, fee, shares, dust: fee - paid };
-}
 
 /** Finalises the channel once its window has passed; returns what the provider was paid. */
 async function settle(s: System, sessionId: Hex, ref: Awaited<ReturnType<typeof openV2>>["opened"]["ref"]) {
@@ -310,7 +278,7 @@ describe("adversarial: the provider's committed receipts contradict what it deli
       expect(refund).to.equal(parseEther("0.003")); // 0.001 + 20 tokens at 0.0001
       expect(run.message).to.deep.include({ verdict: 1, refund, slash: PENALTY[code] });
 
-      const { fee, shares, dust } = await enforce(s, run);
+      const { fee, shares, dust } = await enforceByPanel(s, run);
       const { paid, routing } = await settle(s, c.sessionId, c.ref);
       expect(paid).to.equal(c.closing.amount - refund);
       await expectDeltas(s, snap, {
@@ -340,7 +308,7 @@ describe("adversarial: the provider's committed receipts contradict what it deli
     expect(refund).to.equal(parseEther("0.002"));
     expect(run.message).to.deep.include({ verdict: 3, refund, slash: 0n });
 
-    const { fee, shares, dust } = await enforce(s, run);
+    const { fee, shares, dust } = await enforceByPanel(s, run);
     const { paid, routing } = await settle(s, c.sessionId, c.ref);
     expect(paid).to.equal(c.closing.amount - refund);
     await expectDeltas(s, snap, {
@@ -359,7 +327,7 @@ describe("adversarial: the provider's committed receipts contradict what it deli
     expect(run.resolution.lane0.checks.every((check) => check.status === "pass")).to.equal(true);
     expect(run.message).to.deep.include({ verdict: 2, refund: 0n, slash: 0n });
 
-    const { bond, fee, shares, dust } = await enforce(s, run);
+    const { bond, fee, shares, dust } = await enforceByPanel(s, run);
     const { paid, routing } = await settle(s, c.sessionId, c.ref);
     expect(paid).to.equal(c.closing.amount);
     await expectDeltas(s, snap, {

@@ -14,9 +14,9 @@ import { expect } from "chai";
 import { getAddress, parseEther, zeroAddress, zeroHash, type Hex } from "viem";
 
 import { buildSessionPackage } from "../../src/arbitration/build";
-import { currentClosingState, finalizeCase, loadCaseContext, openSessionCase, submitVerdict, type Deployment } from "../../src/arbitration/chain";
-import { packageHash, packageToJson, parsePackage, type ChallengePackage } from "../../src/arbitration/package";
-import { disputeManagerDomain, resolutionToJson, signResolution } from "../../src/arbitration/resolution";
+import { currentClosingState, loadCaseContext, openSessionCase } from "../../src/arbitration/chain";
+import { packageHash, packageToJson, parsePackage } from "../../src/arbitration/package";
+import { resolutionToJson } from "../../src/arbitration/resolution";
 import { arbitrate, type ArbitrationRun } from "../../src/arbitration/runner";
 import { ReceiptAccumulator } from "../../src/core/accumulator";
 import { canon } from "../../src/core/canonical";
@@ -28,12 +28,12 @@ import { signSettlementSummary } from "../../src/core/summary";
 import { priceOf, sessionIdOf, termsHashOf, type TermsDocumentV2 } from "../../src/core/terms";
 import { paymentTicketHash, signPaymentTicket, type SignedPaymentTicket } from "../../src/core/ticket";
 import { hardhatAccount } from "../helpers/fixtures";
-import { DISPUTE_PARAMS, drawPanel, ETH_STAKE_RATE, KIND, PROVIDER_ROLE, STATUS, supermajority, SYS, systemFixture, type System } from "../helpers/system";
+import { DISPUTE_PARAMS, ETH_STAKE_RATE, KIND, PROVIDER_ROLE, STATUS, SYS, systemFixture, type System } from "../helpers/system";
 import { BPS, expectDeltas, feeOf, fullBook, snapshot } from "./helpers";
+import { deploymentOf, enforceByPanel, threeRuns } from "./panel";
 
 const P = DISPUTE_PARAMS;
 const burnOf = (x: bigint): bigint => (x * BigInt(P.burnBps)) / BPS;
-const arbFeeOf = (x: bigint): bigint => (x * BigInt(P.feeBps)) / BPS;
 const inStake = (wei: bigint): bigint => (wei * ETH_STAKE_RATE) / 10n ** 18n;
 
 const MODEL = "model:llama-3.1-70b@2024-07-23";
@@ -52,9 +52,6 @@ const TERMS: TermsDocumentV2 = {
 type Fault = "model" | "price" | "binding";
 const CHECK: Record<Fault, string> = { model: "model", price: "metering", binding: "required_receipts" };
 
-function deploymentOf(s: System): Deployment {
-  return { disputeManager: getAddress(s.disputes.address), gasEscrow: getAddress(s.escrow.address), gigEscrow: getAddress(s.gigs.address), registry: getAddress(s.registry.address) };
-}
 
 /**
  * A session of 4 metered calls (call n meters 10·n tokens) on TERMS, funded by the client for the payer;
@@ -170,54 +167,8 @@ function prepaidExcessOf(c: Awaited<ReturnType<typeof violatedSession>>): bigint
   return c.closing.amount - metered - (c.closing.seq - BigInt(c.receiptAmounts.length)) * c.doc.pricing.capPerCall;
 }
 
-/** Three arbitrators, each handed the package as bytes, each reading the chain itself. */
-async function threeRuns(s: System, caseId: Hex, pkg: ChallengePackage): Promise<ArbitrationRun[]> {
-  const runs: ArbitrationRun[] = [];
-  for (const i of [0, 1, 2]) {
-    const received = parsePackage(canon(packageToJson(pkg)));
-    const ctx = await loadCaseContext(s.publicClient, deploymentOf(s), caseId, received);
-    runs.push(await arbitrate({ pkg: received, ctx, actor: `arbitrator-${i}` }));
-  }
-  return runs;
-}
 
-/** Nobody contests; the drawn panel's supermajority signs, the verdict stands past the appeal window, every member claims its fee. */
-async function enforce(s: System, run: ArbitrationRun): Promise<{ fee: bigint; shares: Record<string, bigint>; dust: bigint }> {
-  const caseId = run.message.caseId;
-  const c = await s.disputes.read.caseOf([caseId]);
-  await time.increaseTo(BigInt(c.respondBy) + 1n);
-  const panel = await drawPanel(s, caseId);
-  const domain = disputeManagerDomain(s.chainId, getAddress(s.disputes.address));
-  const signatures = await Promise.all(
-    panel.slice(0, supermajority(panel.length)).map(async (signer) => ({ signer: signer.address, signature: await signResolution(signer, domain, run.message) })),
-  );
-  const decided = await submitVerdict({ wallet: s.watcher, publicClient: s.publicClient, deployment: deploymentOf(s), message: run.message, signatures });
-  expect(decided.outcome).to.not.equal("slow_path");
-  if (decided.outcome === "slow_path") throw new Error("unreachable");
-  await time.increaseTo(decided.deadline + 1n);
-  const finalized = await finalizeCase({ wallet: s.watcher, publicClient: s.publicClient, deployment: deploymentOf(s), caseId });
-  expect(finalized.slashed).to.equal(run.message.slash);
-  // The members who signed earned the panel's fee (in the case's asset); each claims it.
-  const names = arbNames(s);
-  const shares: Record<string, bigint> = {};
-  for (const { arbitrator, amount } of finalized.fees) {
-    const wallet = s.wallets.find((w) => getAddress(w.account.address) === arbitrator)!;
-    await s.publicClient.waitForTransactionReceipt({ hash: await s.disputes.write.claim([zeroAddress], { account: wallet.account }) });
-    shares[names.get(arbitrator)!] = (shares[names.get(arbitrator)!] ?? 0n) + amount;
-  }
-  expect(Object.keys(shares).length).to.be.greaterThan(0);
-  const fee = arbFeeOf(c.challengerBond);
-  const paid = Object.values(shares).reduce((a, b) => a + b, 0n);
-  expect(paid <= fee).to.equal(true);
-  // What the shares leave of the fee (rounding) is burnt.
-  return { fee, shares, dust: fee - paid };
-}
 
-function arbNames(s: System): Map<string, string> {
-  const names = new Map<string, string>();
-  for (const i of SYS.arbitrators) names.set(getAddress(s.wallets[i]!.account.address), `arb${i}`);
-  return names;
-}
 
 /** Lane 0's verdict on the package: byte-identical from three arbitrators, a provider fault on `fault`'s check. */
 async function decide(s: System, c: Awaited<ReturnType<typeof violatedSession>>, fault: Fault, alsoFailed: string[] = []): Promise<ArbitrationRun> {
@@ -243,7 +194,7 @@ describe("adversarial: receipts that break the channel's terms document, decided
     const excess = prepaidExcessOf(c);
     expect(excess).to.equal(parseEther("0.021")); // 0.04 − (0.002 + 0.003 + 0.004 + 0.01)
     expect(run.message).to.deep.include({ verdict: 1, refund: c.badAmount + excess, slash: PENALTY.RECEIPT_MODEL_SWAP });
-    const { fee, shares, dust } = await enforce(s, run);
+    const { fee, shares, dust } = await enforceByPanel(s, run);
     expect((await s.disputes.read.caseOf([c.caseId])).status).to.equal(STATUS.Resolved);
     const recorded = await currentClosingState(s.publicClient, getAddress(s.escrow.address), c.sessionId);
     expect(recorded.amount).to.equal(c.closing.amount - c.badAmount - excess);
@@ -278,7 +229,7 @@ describe("adversarial: receipts that break the channel's terms document, decided
     const run = await decide(s, c, "model", ["closing.prepaid_excess"]);
     const excess = prepaidExcessOf(c);
     expect(run.message).to.deep.include({ verdict: 1, refund: c.badAmount + excess, slash: cap });
-    const { fee, shares, dust } = await enforce(s, run);
+    const { fee, shares, dust } = await enforceByPanel(s, run);
     expect((await s.disputes.read.caseOf([c.caseId])).status).to.equal(STATUS.Resolved);
     const recorded = await currentClosingState(s.publicClient, getAddress(s.escrow.address), c.sessionId);
     await time.increase(3601);
@@ -300,7 +251,7 @@ describe("adversarial: receipts that break the channel's terms document, decided
     expect(excess).to.equal(parseEther("0.007")); // 0.01 charged for 20 tokens priced at 0.003
     const run = await decide(s, c, "price");
     expect(run.message).to.deep.include({ verdict: 1, refund: excess, slash: PENALTY.RECEIPT_OVER_METERED });
-    const { fee, shares, dust } = await enforce(s, run);
+    const { fee, shares, dust } = await enforceByPanel(s, run);
     const settled = c.closing.amount;
     const routing = feeOf(settled, c.closing.feeBps);
     await expectDeltas(s, snap, {
@@ -328,7 +279,7 @@ describe("adversarial: receipts that break the channel's terms document, decided
     const run = await decide(s, c, "binding");
     expect(run.resolution.lane0.checks.find((check) => check.name === "receipt[seq 2].required_receipts")!.detail).to.include("rrsa_output_commitment");
     expect(run.message).to.deep.include({ verdict: 1, refund: c.badAmount, slash: PENALTY.RECEIPT_REQUIRED_MISSING });
-    const { fee, shares, dust } = await enforce(s, run);
+    const { fee, shares, dust } = await enforceByPanel(s, run);
     const settled = c.closing.amount;
     const routing = feeOf(settled, c.closing.feeBps);
     await expectDeltas(s, snap, {
@@ -362,7 +313,7 @@ describe("adversarial: receipts that break the channel's terms document, decided
     const excess = prepaidExcessOf(c);
     expect(excess).to.equal(parseEther("0.021"));
     expect(run.message).to.deep.include({ verdict: 1, refund: excess, slash: 0n });
-    const { fee, shares, dust } = await enforce(s, run);
+    const { fee, shares, dust } = await enforceByPanel(s, run);
     const recorded = await currentClosingState(s.publicClient, getAddress(s.escrow.address), c.sessionId);
     // What the provider keeps: what its receipts charged, plus the cap of the one call the ticket prepaid in flight.
     expect(recorded.amount).to.equal(c.receiptAmounts.reduce((a, b) => a + b, 0n) + TERMS.pricing.capPerCall);
@@ -411,7 +362,7 @@ describe("adversarial: receipts that break the channel's terms document, decided
       expect(run.resolution.lane0.checks.some((check) => check.name.startsWith("receipt[seq 2].model"))).to.equal(false);
       expect(run.message).to.deep.include({ verdict: 2, refund: 0n, slash: 0n });
       const bond = (await s.disputes.read.caseOf([c.caseId])).challengerBond;
-      const { fee, shares, dust } = await enforce(s, run);
+      const { fee, shares, dust } = await enforceByPanel(s, run);
       const settled = c.closing.amount;
       const routing = feeOf(settled, c.closing.feeBps);
       await expectDeltas(s, snap, {

@@ -8,6 +8,7 @@ import { expect } from "chai";
 import { keccak256, stringToBytes, zeroHash, type Hex } from "viem";
 
 import { canon } from "../../src/core/canonical";
+import { signedFaultStatementToJson, type SignedFaultStatement } from "../../src/core/fault-statement";
 import { decodePacket, encodePacket, type Packet } from "../../src/core/packets";
 import {
   canonicalSignedReceiptText,
@@ -190,10 +191,14 @@ describe("Hot-path encodings (issue 15)", () => {
     const base = { pkt_version: "1", packet_type: "PKT_ACTION_RESULT", issued_at: "2026-02-22T10:16:00Z", session_id: SESSION_ID, action_result_id: "res_1" } as const;
     const withPolicy: Packet = { ...base, payload: { mcp: { jsonrpc: "2.0", id: 1, result: {} }, receipt, policy: { policy_hash: h("p"), decision: "approved", enforced_bounds: [] } } };
     expect(encodePacket(withPolicy)).to.equal(genericText(withPolicy));
-    // A field added later (issue 12's optional `fault` statement, say) is serialised by the generic path.
-    const withFault = { ...base, payload: { mcp: { jsonrpc: "2.0", id: 1, error: { code: -32000, message: "x" } }, receipt, fault: { kind: "timeout" } } } as unknown as Packet;
+    // An optional field the fast path does not write (issue 12's signed fault statement) goes the generic path.
+    const fault: SignedFaultStatement = {
+      statement: { sessionId: SESSION_ID, seq: receipt.receipt.seq, offloadPacketHash: receipt.receipt.offloadPacketHash, code: "ERR_UPSTREAM_FAILURE", computeSpent: 0n },
+      signature: SIGNATURE,
+    };
+    const withFault: Packet = { ...base, payload: { mcp: { jsonrpc: "2.0", id: 1, error: { code: -32000, message: "x" } }, receipt, fault } };
     expect(encodePacket(withFault)).to.equal(genericText(withFault));
-    expect(JSON.parse(encodePacket(withFault)).payload.fault).to.deep.equal({ kind: "timeout" });
+    expect(JSON.parse(encodePacket(withFault)).payload.fault).to.deep.equal(signedFaultStatementToJson(fault));
     // What canonical JSON cannot hold is refused exactly as before.
     const nan = { ...base, payload: { mcp: { jsonrpc: "2.0", id: 1, result: { x: Number.NaN } }, receipt } } as Packet;
     expect(thrown(() => encodePacket(nan)).name).to.equal("NonFiniteNumberError");
@@ -213,6 +218,7 @@ function genericText(packet: Packet): string {
     JSON.stringify(packet, (key, value: unknown) => {
       if (key === "ticket" && typeof value === "object" && value !== null && "signature" in value) return signedPaymentTicketToJson(value as SignedPaymentTicket);
       if (key === "receipt" && typeof value === "object" && value !== null && "signature" in value) return signedSessionReceiptToJson(value as SignedSessionReceipt);
+      if (key === "fault" && typeof value === "object" && value !== null && "signature" in value) return signedFaultStatementToJson(value as SignedFaultStatement);
       return value;
     }),
   ) as unknown;
