@@ -5,10 +5,8 @@
  */
 import { loadFixture } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
 import { expect } from "chai";
-import hre from "hardhat";
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
+import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { keccak256, parseEther, toHex, type Hex } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
@@ -16,8 +14,7 @@ import { mnemonicToAccount } from "viem/accounts";
 import { canonBytes } from "../../src/core/canonical";
 import { listenHost, parsePeer } from "../../src/node/endpoints";
 import { SqliteStore } from "../../src/store/sqlite-store";
-import { serveEmbeddedNetwork, type EmbeddedRpc } from "../../scripts/embedded-rpc";
-import { runCli } from "../helpers/cli";
+import { cliSandbox, runCli } from "../helpers/cli";
 import { escrowFixture, HARDHAT_MNEMONIC, ROLE } from "../helpers/fixtures";
 
 const ROOT = path.join(__dirname, "..", "..");
@@ -47,28 +44,13 @@ async function startProviderProcess(args: string[]): Promise<{ child: ChildProce
 }
 
 describe("ioi provider --worker, ioi call, ioi stream --request-file", function () {
-  let rpc: EmbeddedRpc | undefined;
-  let dir: string;
-  const cleanup: Array<() => Promise<unknown>> = [];
-
-  before(async () => {
-    rpc = await serveEmbeddedNetwork(hre);
-  });
-  after(async () => {
-    await rpc?.close();
-  });
-  beforeEach(() => {
-    dir = mkdtempSync(path.join(os.tmpdir(), "ioi-mcp-cli-"));
-  });
-  afterEach(async () => {
-    while (cleanup.length > 0) await cleanup.pop()!().catch(() => undefined);
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const box = cliSandbox("ioi-mcp-cli-");
+  const cleanup = box.cleanup;
 
   it("sells the worker's calls: the payer prints each result, paid and receipted, and closes cooperatively", async () => {
     const fx = await loadFixture(escrowFixture);
-    const common = ["--rpc", rpc!.url, "--escrow", fx.escrow.address];
-    const { child, ready } = await startProviderProcess(["--price", PRICE.toString(), "--worker-timeout", "2000", "--db", path.join(dir, "provider.db"), ...common]);
+    const common = ["--rpc", box.rpc.url, "--escrow", fx.escrow.address];
+    const { child, ready } = await startProviderProcess(["--price", PRICE.toString(), "--worker-timeout", "2000", "--db", path.join(box.dir, "provider.db"), ...common]);
     cleanup.push(
       () =>
         new Promise((resolve) => {
@@ -78,7 +60,7 @@ describe("ioi provider --worker, ioi call, ioi stream --request-file", function 
     );
     expect(ready).to.deep.include({ host: "127.0.0.1", worker: { tools: ["add", "upper", "crash", "hang", "garbage", "big", "refuse"] } });
     const peer = `127.0.0.1:${ready.port as number}`;
-    const payer = [...common, "--db", path.join(dir, "payer.db")];
+    const payer = [...common, "--db", path.join(box.dir, "payer.db")];
 
     const opened = await runCli(["open", "--json", "--provider", fx.provider.address, "--deposit", parseEther("0.1").toString(), "--peer", peer, ...payer], keyOf(ROLE.payer));
     expect(opened.code, opened.err).to.equal(0);
@@ -105,7 +87,7 @@ describe("ioi provider --worker, ioi call, ioi stream --request-file", function 
     expect(lastJson(crashed)).to.deep.include({ seq: "4", charged: "0" });
 
     // Everything the payer holds is receipted by the provider; the close pays the three charged calls.
-    const store = SqliteStore.open(path.join(dir, "payer.db"));
+    const store = SqliteStore.open(path.join(box.dir, "payer.db"));
     const steps = store.steps(sessionId);
     await store.close();
     expect(steps.map((s) => s.receipt?.receipt.metering.amount)).to.deep.equal([PRICE, PRICE, PRICE, 0n]);
@@ -132,7 +114,7 @@ describe("ioi provider --worker, ioi call, ioi stream --request-file", function 
     for (const [what, argv, sentence] of cases) {
       it(what, async () => {
         // The common options go first: everything after --worker is the worker's command line.
-        const result = await runCli([argv[0]!, "--db", path.join(dir, "payer.db"), "--rpc", "http://127.0.0.1:1", ...argv.slice(1)], keyOf(ROLE.payer));
+        const result = await runCli([argv[0]!, "--db", path.join(box.dir, "payer.db"), "--rpc", "http://127.0.0.1:1", ...argv.slice(1)], keyOf(ROLE.payer));
         expect(result.code, result.err).to.equal(2);
         expect(result.err).to.contain(sentence);
         expect(result.err).not.to.match(/\n\s+at /);
@@ -140,9 +122,9 @@ describe("ioi provider --worker, ioi call, ioi stream --request-file", function 
     }
 
     it("a request file with a bad line names the line", async () => {
-      const file = path.join(dir, "bad.jsonl");
+      const file = path.join(box.dir, "bad.jsonl");
       writeFileSync(file, '{"jsonrpc":"2.0","id":1,"method":"ping"}\n{"jsonrpc":"2.0","method":"tools/call"}\n');
-      const result = await runCli(["stream", "--session", `0x${"11".repeat(32)}`, "--request-file", file, "--db", path.join(dir, "payer.db"), "--rpc", "http://127.0.0.1:1"], keyOf(ROLE.payer));
+      const result = await runCli(["stream", "--session", `0x${"11".repeat(32)}`, "--request-file", file, "--db", path.join(box.dir, "payer.db"), "--rpc", "http://127.0.0.1:1"], keyOf(ROLE.payer));
       expect(result.code).to.equal(2);
       expect(result.err).to.contain(`${file} line 2 needs an "id"`);
     });

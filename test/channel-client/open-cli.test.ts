@@ -6,14 +6,12 @@
 import { loadFixture } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
 import { expect } from "chai";
 import hre from "hardhat";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
+import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { createWalletClient, custom, getAddress, parseEther, toHex, type Hex, type PublicClient } from "viem";
 import { hardhat } from "viem/chains";
 import { mnemonicToAccount } from "viem/accounts";
 
-import { serveEmbeddedNetwork, type EmbeddedRpc } from "../../scripts/embedded-rpc";
 import { echoHandler } from "../../src/cli/channel";
 import { fetchTermsOffer } from "../../src/node/payer-client";
 import { ProviderNode } from "../../src/node/provider-node";
@@ -22,7 +20,7 @@ import { priceOf, pricingTermsToJson, termsHashOf, type PricingTerms, type Terms
 import { signTermsOffer, verifyTermsOffer } from "../../src/core/terms-offer";
 import { rejection } from "../helpers/assert";
 import { escrowFixture, hardhatAccount, HARDHAT_MNEMONIC, ROLE } from "../helpers/fixtures";
-import { runCli } from "../helpers/cli";
+import { cliSandbox, runCli } from "../helpers/cli";
 import { DISPUTE_PARAMS, SYS, systemFixture } from "../helpers/system";
 import { gasEscrowDomain } from "../../src/core/eip712";
 import { createPayer } from "../../src/roles/payer";
@@ -33,27 +31,12 @@ const keyOf = (index: number) => ({ IOI_PRIVATE_KEY: toHex(mnemonicToAccount(HAR
 const jsonOf = (result: { out: string }) => JSON.parse(result.out.split("\n").pop()!) as Record<string, unknown>;
 
 describe("ioi open --peer: the provider's signed terms before any funding", function () {
-  let rpc: EmbeddedRpc | undefined;
-  let dir: string;
-  const cleanup: Array<() => Promise<unknown>> = [];
-
-  before(async () => {
-    rpc = await serveEmbeddedNetwork(hre);
-  });
-  after(async () => {
-    await rpc?.close();
-  });
-  beforeEach(() => {
-    dir = mkdtempSync(path.join(os.tmpdir(), "ioi-open-"));
-  });
-  afterEach(async () => {
-    while (cleanup.length > 0) await cleanup.pop()!().catch(() => undefined);
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const box = cliSandbox("ioi-open-");
+  const cleanup = box.cleanup;
 
   async function withProvider(offered: PricingTerms = pricing, model = "worker:echo@1") {
     const fx = await loadFixture(escrowFixture);
-    const store = SqliteStore.open(path.join(dir, "provider.db"));
+    const store = SqliteStore.open(path.join(box.dir, "provider.db"));
     const publicClient = fx.publicClient as unknown as PublicClient;
     const node = await ProviderNode.start({ account: fx.provider, publicClient, domain: fx.domain, store, pricing: offered, handler: echoHandler, modelSnapshotId: model });
     cleanup.push(async () => {
@@ -61,7 +44,7 @@ describe("ioi open --peer: the provider's signed terms before any funding", func
       await store.close();
     });
     const open = (extra: string[]) =>
-      runCli(["open", "--json", "--provider", fx.provider.address, "--deposit", parseEther("0.1").toString(), "--rpc", rpc!.url, "--escrow", fx.escrow.address, "--db", path.join(dir, "payer.db"), ...extra], keyOf(ROLE.payer));
+      runCli(["open", "--json", "--provider", fx.provider.address, "--deposit", parseEther("0.1").toString(), "--rpc", box.rpc.url, "--escrow", fx.escrow.address, "--db", path.join(box.dir, "payer.db"), ...extra], keyOf(ROLE.payer));
     return { fx, node, store, publicClient, open };
   }
 
@@ -93,7 +76,7 @@ describe("ioi open --peer: the provider's signed terms before any funding", func
     expect(opened.code, opened.err).to.equal(0);
     const json = jsonOf(opened);
     expect(json).to.deep.include({ ok: true, pricePerInvocation: PRICE.toString(), termsChecked: true });
-    const streamed = await runCli(["stream", "--json", "--session", json.sessionId as string, "-n", "3", "--peer", `127.0.0.1:${node.port}`, "--rpc", rpc!.url, "--escrow", fx.escrow.address, "--db", path.join(dir, "payer.db")], keyOf(ROLE.payer));
+    const streamed = await runCli(["stream", "--json", "--session", json.sessionId as string, "-n", "3", "--peer", `127.0.0.1:${node.port}`, "--rpc", box.rpc.url, "--escrow", fx.escrow.address, "--db", path.join(box.dir, "payer.db")], keyOf(ROLE.payer));
     expect(streamed.code, streamed.err).to.equal(0);
     expect(store.receiptCount(json.sessionId as Hex)).to.equal(3);
   });
@@ -115,7 +98,7 @@ describe("ioi open --peer: the provider's signed terms before any funding", func
       requiredReceipts: ["rrsa_request_binding", "rrsa_output_commitment"],
     };
     const write = (doc: PricingTerms, name: string) => {
-      const file = path.join(dir, name);
+      const file = path.join(box.dir, name);
       writeFileSync(file, JSON.stringify(pricingTermsToJson(doc), null, 2));
       return file;
     };
@@ -126,7 +109,7 @@ describe("ioi open --peer: the provider's signed terms before any funding", func
       expect(opened.code, opened.err).to.equal(0);
       const json = jsonOf(opened);
       expect(json).to.deep.include({ ok: true, termsHash: termsHashOf(metered), termsChecked: true });
-      const streamed = await runCli(["stream", "--json", "--session", json.sessionId as string, "-n", "3", "--peer", `127.0.0.1:${node.port}`, "--rpc", rpc!.url, "--escrow", fx.escrow.address, "--db", path.join(dir, "payer.db")], keyOf(ROLE.payer));
+      const streamed = await runCli(["stream", "--json", "--session", json.sessionId as string, "-n", "3", "--peer", `127.0.0.1:${node.port}`, "--rpc", box.rpc.url, "--escrow", fx.escrow.address, "--db", path.join(box.dir, "payer.db")], keyOf(ROLE.payer));
       expect(streamed.code, streamed.err).to.equal(0);
       const result = jsonOf(streamed);
       const receipts = store.steps(json.sessionId as Hex).map((step) => step.receipt!.receipt);
@@ -153,7 +136,7 @@ describe("ioi open --peer: the provider's signed terms before any funding", func
       async function onSystem(offered: TermsDocumentV2) {
         const s = await loadFixture(systemFixture);
         const domain = gasEscrowDomain({ chainId: Number(s.chainId), verifyingContract: getAddress(s.escrow.address) });
-        const store = SqliteStore.open(path.join(dir, "provider.db"));
+        const store = SqliteStore.open(path.join(box.dir, "provider.db"));
         const node = await ProviderNode.start({ account: hardhatAccount(SYS.provider), publicClient: s.publicClient as unknown as PublicClient, domain, store, pricing: offered, handler: echoHandler, modelSnapshotId: "worker:echo@1" });
         cleanup.push(async () => {
           await node.stop();
@@ -161,7 +144,7 @@ describe("ioi open --peer: the provider's signed terms before any funding", func
         });
         const open = (extra: string[], env: Record<string, string> = {}) =>
           runCli(
-            ["open", "--json", "--provider", getAddress(hardhatAccount(SYS.provider).address), "--deposit", parseEther("0.1").toString(), "--rpc", rpc!.url, "--escrow", s.escrow.address, "--db", path.join(dir, "payer.db"), "--peer", `127.0.0.1:${node.port}`, ...extra],
+            ["open", "--json", "--provider", getAddress(hardhatAccount(SYS.provider).address), "--deposit", parseEther("0.1").toString(), "--rpc", box.rpc.url, "--escrow", s.escrow.address, "--db", path.join(box.dir, "payer.db"), "--peer", `127.0.0.1:${node.port}`, ...extra],
             { ...keyOf(SYS.payer), ...env },
           );
         return { s, node, open };
@@ -177,7 +160,7 @@ describe("ioi open --peer: the provider's signed terms before any funding", func
         expect(refused.err).to.contain(`promise disputes until ${chainWindow + 1n} s after a settlement, but this chain's DisputeManager accepts them only for ${chainWindow} s`);
         expect(refused.err).to.match(/nothing was funded\.$/m);
         expect(await s.publicClient.getBalance({ address: s.escrow.address })).to.equal(before);
-        const payerStore = SqliteStore.open(path.join(dir, "library-payer.db"));
+        const payerStore = SqliteStore.open(path.join(box.dir, "library-payer.db"));
         cleanup.push(() => payerStore.close());
         const payer = createPayer({
           deployment: { chainId: Number(s.chainId), contracts: { GasEscrow: getAddress(s.escrow.address), DisputeManager: getAddress(s.disputes.address) } },
@@ -206,7 +189,7 @@ describe("ioi open --peer: the provider's signed terms before any funding", func
     });
 
     it("a terms file that breaks the schema is one sentence naming the field, before any RPC call", async () => {
-      const file = path.join(dir, "bad.terms.json");
+      const file = path.join(box.dir, "bad.terms.json");
       writeFileSync(file, JSON.stringify({ ...pricingTermsToJson(metered), models: [] }));
       const result = await runCli(["open", "--provider", "0x90F79bf6EB2c4f870365E785982E1f101E93b906", "--deposit", "1", "--terms-file", file, "--rpc", "http://127.0.0.1:1", "--escrow", "0x5FbDB2315678afecb367f032d93F642f64180aa3"], keyOf(ROLE.payer));
       expect(result.code).to.not.equal(0);

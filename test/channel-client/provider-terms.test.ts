@@ -8,14 +8,12 @@ import { loadFixture } from "@nomicfoundation/hardhat-toolbox-viem/network-helpe
 import { expect } from "chai";
 import hre from "hardhat";
 import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
+import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { createWalletClient, custom, parseEther, toHex, type Hex, type PublicClient } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 import { hardhat } from "viem/chains";
 
-import { serveEmbeddedNetwork, type EmbeddedRpc } from "../../scripts/embedded-rpc";
 import { echoHandler } from "../../src/cli/channel";
 import { fetchTermsOffer } from "../../src/node/payer-client";
 import { ProviderNode } from "../../src/node/provider-node";
@@ -23,7 +21,7 @@ import { createPayer } from "../../src/roles/payer";
 import { SqliteStore } from "../../src/store/sqlite-store";
 import { priceOf, pricingTermsToJson, termsHashOf, type TermsDocumentV2 } from "../../src/core/terms";
 import { rejection } from "../helpers/assert";
-import { runCli } from "../helpers/cli";
+import { cliSandbox, runCli } from "../helpers/cli";
 import { escrowFixture, HARDHAT_MNEMONIC, ROLE } from "../helpers/fixtures";
 import { startProviderChild } from "../helpers/provider-child";
 
@@ -41,31 +39,18 @@ const DOC: TermsDocumentV2 = {
 
 describe("the terms document at both ends: ioi provider --terms-file, and the library's expectedTerms", function () {
   this.timeout(180_000);
-  let rpc: EmbeddedRpc | undefined;
-  let dir: string;
+  const box = cliSandbox("ioi-terms-");
+  const cleanup = box.cleanup;
   const children = new Set<ChildProcess>();
-  const cleanup: Array<() => Promise<unknown>> = [];
-
-  before(async () => {
-    rpc = await serveEmbeddedNetwork(hre);
-  });
-  after(async () => {
-    await rpc?.close();
-  });
-  beforeEach(() => {
-    dir = mkdtempSync(path.join(os.tmpdir(), "ioi-terms-"));
-  });
-  afterEach(async () => {
-    while (cleanup.length > 0) await cleanup.pop()!().catch(() => undefined);
+  afterEach(() => {
     for (const child of children) child.kill("SIGKILL");
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it("ioi provider --terms-file offers the v2 document, binds a channel on its hash and prices receipts by their metering; a channel on other terms is refused", async () => {
     const fx = await loadFixture(escrowFixture);
-    const termsFile = path.join(dir, "offered.terms.json");
+    const termsFile = path.join(box.dir, "offered.terms.json");
     writeFileSync(termsFile, JSON.stringify(pricingTermsToJson(DOC), null, 2));
-    const child = await startProviderChild({ rpcUrl: rpc!.url, escrow: fx.escrow.address, db: path.join(dir, "provider.db"), price: 0n, termsFile, key: keyOf(ROLE.provider), children, startDeadlineMs: 60_000 });
+    const child = await startProviderChild({ rpcUrl: box.rpc.url, escrow: fx.escrow.address, db: path.join(box.dir, "provider.db"), price: 0n, termsFile, key: keyOf(ROLE.provider), children, startDeadlineMs: 60_000 });
     cleanup.push(async () => {
       child.child.kill("SIGTERM");
       await child.exited;
@@ -74,8 +59,8 @@ describe("the terms document at both ends: ioi provider --terms-file, and the li
     expect(offer.pricing).to.deep.equal(DOC);
     expect(offer.termsHash).to.equal(termsHashOf(DOC));
 
-    const payerDb = path.join(dir, "payer.db");
-    const payer = (argv: string[]) => runCli([...argv, "--json", "--rpc", rpc!.url, "--escrow", fx.escrow.address, "--db", payerDb], { IOI_PRIVATE_KEY: keyOf(ROLE.payer) });
+    const payerDb = path.join(box.dir, "payer.db");
+    const payer = (argv: string[]) => runCli([...argv, "--json", "--rpc", box.rpc.url, "--escrow", fx.escrow.address, "--db", payerDb], { IOI_PRIVATE_KEY: keyOf(ROLE.payer) });
     const peer = `127.0.0.1:${child.port}`;
     const opened = await payer(["open", "--provider", fx.provider.address, "--deposit", parseEther("0.1").toString(), "--peer", peer, "--terms-file", termsFile]);
     expect(opened.code, opened.err).to.equal(0);
@@ -102,9 +87,9 @@ describe("the terms document at both ends: ioi provider --terms-file, and the li
   it("createPayer(…).openChannel({ expectedTerms }) funds a channel only on the document the payer agreed to", async () => {
     const fx = await loadFixture(escrowFixture);
     const publicClient = fx.publicClient as unknown as PublicClient;
-    const providerStore = SqliteStore.open(path.join(dir, "provider.db"));
+    const providerStore = SqliteStore.open(path.join(box.dir, "provider.db"));
     const node = await ProviderNode.start({ account: fx.provider, publicClient, domain: fx.domain, store: providerStore, pricing: DOC, handler: echoHandler, modelSnapshotId: MODEL });
-    const payerStore = SqliteStore.open(path.join(dir, "payer.db"));
+    const payerStore = SqliteStore.open(path.join(box.dir, "payer.db"));
     cleanup.push(async () => {
       await node.stop();
       await providerStore.close();

@@ -6,21 +6,17 @@
  */
 import { loadFixture } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
 import { expect } from "chai";
-import hre from "hardhat";
-import { mkdtempSync, rmSync } from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { getAddress, isAddressEqual, parseEther, toHex, type Address, type Hex, type PublicClient } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
-import { serveEmbeddedNetwork, type EmbeddedRpc } from "../../scripts/embedded-rpc";
 import { echoHandler } from "../../src/cli/channel";
 import { CHANNEL_PHASES } from "../../src/chain/escrow";
 import { ProviderNode } from "../../src/node/provider-node";
 import { SqliteStore } from "../../src/store/sqlite-store";
 import { type PricingTerms } from "../../src/core/terms";
 import { escrowFixture, HARDHAT_MNEMONIC, ROLE } from "../helpers/fixtures";
-import { runCli } from "../helpers/cli";
+import { cliSandbox, runCli } from "../helpers/cli";
 
 const PRICE = parseEther("0.002");
 const DEPOSIT = parseEther("0.1");
@@ -47,36 +43,21 @@ async function gasPaid(publicClient: PublicClient, from: bigint, to: bigint, who
 
 describe("ioi import: a sponsored payer streams from the CLI", function () {
   this.timeout(120_000);
-  let rpc: EmbeddedRpc | undefined;
-  let dir: string;
-  const cleanup: Array<() => Promise<unknown>> = [];
-
-  before(async () => {
-    rpc = await serveEmbeddedNetwork(hre);
-  });
-  after(async () => {
-    await rpc?.close();
-  });
-  beforeEach(() => {
-    dir = mkdtempSync(path.join(os.tmpdir(), "ioi-sponsored-"));
-  });
-  afterEach(async () => {
-    while (cleanup.length > 0) await cleanup.pop()!().catch(() => undefined);
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const box = cliSandbox("ioi-sponsored-");
+  const cleanup = box.cleanup;
 
   async function sponsored() {
     const fx = await loadFixture(escrowFixture);
     const publicClient = fx.publicClient as unknown as PublicClient;
-    const store = SqliteStore.open(path.join(dir, "provider.db"));
+    const store = SqliteStore.open(path.join(box.dir, "provider.db"));
     const node = await ProviderNode.start({ account: fx.provider, publicClient, domain: fx.domain, store, pricing, handler: echoHandler, modelSnapshotId: "worker:echo@1" });
     cleanup.push(async () => {
       await node.stop();
       await store.close();
     });
-    const common = ["--rpc", rpc!.url, "--escrow", fx.escrow.address];
+    const common = ["--rpc", box.rpc.url, "--escrow", fx.escrow.address];
     const peer = `127.0.0.1:${node.port}`;
-    const as = (index: number, db: string) => (argv: string[]) => runCli([...argv, "--json", ...common, "--db", path.join(dir, db)], keyOf(index));
+    const as = (index: number, db: string) => (argv: string[]) => runCli([...argv, "--json", ...common, "--db", path.join(box.dir, db)], keyOf(index));
     const sponsor = as(ROLE.funder, "sponsor.db");
     const payer = as(PAYER, "payer.db");
     const payerAddress = getAddress(accountOf(PAYER).address);
@@ -134,7 +115,7 @@ describe("ioi import: a sponsored payer streams from the CLI", function () {
 
   it("refuses, with one sentence and nothing stored, an importer who is not the channel's payer, terms that are not the channel's, and a session never opened", async () => {
     const c = await sponsored();
-    const stranger = (argv: string[]) => runCli([...argv, "--json", "--rpc", rpc!.url, "--escrow", c.fx.escrow.address, "--db", path.join(dir, "stranger.db")], keyOf(ROLE.payer));
+    const stranger = (argv: string[]) => runCli([...argv, "--json", "--rpc", box.rpc.url, "--escrow", c.fx.escrow.address, "--db", path.join(box.dir, "stranger.db")], keyOf(ROLE.payer));
     const notPayer = await stranger(["import", "--session", c.sessionId, "--price", PRICE.toString()]);
     expect(notPayer.code).to.equal(2);
     expect(notPayer.err.split("\n")[0]).to.contain(`names ${c.payerAddress} as its payer, not you (${getAddress(accountOf(ROLE.payer).address)})`);

@@ -1,4 +1,11 @@
 /** Runs the `ioi` CLI in-process for tests, capturing what it prints and restoring the environment. */
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+
+import hre from "hardhat";
+
+import { serveEmbeddedNetwork, type EmbeddedRpc } from "../../scripts/embedded-rpc";
 import { main } from "../../src/cli/ioi";
 
 export async function runCli(argv: string[], env: Record<string, string | undefined> = {}) {
@@ -18,4 +25,39 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
     console.error = saved.error;
     process.env = savedEnv;
   }
+}
+
+/**
+ * The sandbox of a CLI suite: one embedded devnet served over HTTP for the whole `describe`, a fresh
+ * temporary folder per test, and clean-ups run (newest first, failures ignored) before the folder is removed.
+ * Call it inside `describe`; read `rpc` and `dir` inside hooks and tests only.
+ */
+export function cliSandbox(prefix: string): { readonly rpc: EmbeddedRpc; readonly dir: string; cleanup: Array<() => Promise<unknown>> } {
+  let rpc: EmbeddedRpc | undefined;
+  let dir: string | undefined;
+  const cleanup: Array<() => Promise<unknown>> = [];
+  before(async () => {
+    rpc = await serveEmbeddedNetwork(hre);
+  });
+  after(async () => {
+    await rpc?.close();
+  });
+  beforeEach(() => {
+    dir = mkdtempSync(path.join(os.tmpdir(), prefix));
+  });
+  afterEach(async () => {
+    while (cleanup.length > 0) await cleanup.pop()!().catch(() => undefined);
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+  return {
+    get rpc() {
+      if (!rpc) throw new Error("The embedded devnet is served only once the suite's before hook ran.");
+      return rpc;
+    },
+    get dir() {
+      if (!dir) throw new Error("The temporary folder exists only inside a test.");
+      return dir;
+    },
+    cleanup,
+  };
 }
