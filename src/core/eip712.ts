@@ -3,6 +3,7 @@
  * `contracts/GasEscrow.sol` (a test proves the type hashes and digests are equal).
  */
 import {
+  domainSeparator,
   getAddress,
   hashTypedData,
   hexToBytes,
@@ -18,7 +19,7 @@ import {
 import { privateKeyToAccount, type HDAccount, type PrivateKeyAccount } from "viem/accounts";
 
 import { InvalidSignatureError } from "./errors";
-import { keccak256Bytes } from "./keccak";
+import { keccak256Bytes, keccak256Hex } from "./keccak";
 import { secp256k1Backend } from "./secp256k1";
 
 export const GAS_ESCROW_DOMAIN_NAME = "IOI GasEscrow";
@@ -250,4 +251,26 @@ export function toHighS(signature: Hex): Hex {
     s: `0x${s.toString(16).padStart(64, "0")}`,
     yParity: sig.yParity === 0 ? 1 : 0,
   });
+}
+
+const domainSeparators = new Map<string, Uint8Array>();
+
+/**
+ * The EIP-712 digest `keccak256(0x1901 ‖ domainSeparator ‖ keccak256(structWords))` of a struct already encoded
+ * as its 32-byte words (type hash first), for the hand-encoded hot-path digests (tickets, receipt commits:
+ * decision 0023). The domain's separator is computed once per chain and contract.
+ */
+export function structDigest(domain: GasEscrowDomain, structWords: Uint8Array): Hex {
+  const key = `${domain.chainId}:${domain.verifyingContract.toLowerCase()}`;
+  let separator = domainSeparators.get(key);
+  if (!separator) {
+    separator = hexToBytes(domainSeparator({ domain }));
+    domainSeparators.set(key, separator);
+  }
+  const message = new Uint8Array(66);
+  message[0] = 0x19;
+  message[1] = 0x01;
+  message.set(separator, 2);
+  message.set(keccak256Bytes(structWords), 34);
+  return keccak256Hex(message);
 }

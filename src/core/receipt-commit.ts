@@ -7,10 +7,9 @@
  * checks: the payer anchors it when it closes, and a dispute case proves receipts against its root
  * (decision 0003, amendment "anchoring").
  */
-import { domainSeparator, hexToBytes, type Address, type Hex, type LocalAccount } from "viem";
+import { hexToBytes, type Address, type Hex, type LocalAccount } from "viem";
 
-import { assertDigestSigner, hashTyped, signDigest, typeHash, type GasEscrowDomain } from "./eip712";
-import { keccak256Bytes, keccak256Hex } from "./keccak";
+import { assertDigestSigner, hashTyped, structDigest, signDigest, typeHash, type GasEscrowDomain } from "./eip712";
 import { expectHash, expectObject, expectSignatureHex, expectUint, uintToJson } from "./validate";
 
 export type ReceiptCommit = { sessionId: Hex; leafCount: bigint; root: Hex };
@@ -40,7 +39,6 @@ export function signedReceiptCommitFromJson(value: unknown, path = "SignedReceip
 
 const COMMIT_TYPEHASH = hexToBytes(typeHash("ReceiptCommit"));
 const LOWER_HASH = /^0x[0-9a-f]{64}$/;
-const domainSeparators = new Map<string, Uint8Array>();
 
 /**
  * The EIP-712 digest of `commit` in the GasEscrow's `domain` (equal to `GasEscrow.hashReceiptCommit`):
@@ -60,23 +58,12 @@ export function receiptCommitDigest(domain: GasEscrowDomain, commit: ReceiptComm
   ) {
     return hashTyped(domain, "ReceiptCommit", commit);
   }
-  const key = `${domain.chainId}:${domain.verifyingContract.toLowerCase()}`;
-  let separator = domainSeparators.get(key);
-  if (!separator) {
-    separator = hexToBytes(domainSeparator({ domain }));
-    domainSeparators.set(key, separator);
-  }
   const words = Buffer.alloc(4 * 32);
   words.set(COMMIT_TYPEHASH, 0);
   words.write(commit.sessionId.slice(2), 32, "hex");
   words.writeBigUInt64BE(commit.leafCount, 64 + 24);
   words.write(commit.root.slice(2), 96, "hex");
-  const message = new Uint8Array(66);
-  message[0] = 0x19;
-  message[1] = 0x01;
-  message.set(separator, 2);
-  message.set(keccak256Bytes(words), 34);
-  return keccak256Hex(message);
+  return structDigest(domain, words);
 }
 
 export async function signReceiptCommit(

@@ -4,11 +4,11 @@
  * Ticket `n` prepays invocation `n` and carries the receipt root over leaves `1..n-1` — the receipts the
  * payer had accepted when it signed (docs/decisions/0003-which-root-a-ticket-carries.md).
  */
-import { domainSeparator, hexToBytes, type Address, type Hex, type LocalAccount } from "viem";
+import { hexToBytes, type Address, type Hex, type LocalAccount } from "viem";
 
 import { artifactId } from "./canonical";
-import { assertDigestSigner, signDigest, typeHash, type GasEscrowDomain } from "./eip712";
-import { keccak256Bytes, keccak256Hex } from "./keccak";
+import { assertDigestSigner, signDigest, structDigest, typeHash, type GasEscrowDomain } from "./eip712";
+import { keccak256Hex } from "./keccak";
 import { InvalidFieldError, TicketNotNewerError } from "./errors";
 import { expectAddress, expectHash, expectObject, expectSignatureHex, expectUint, uintToJson } from "./validate";
 
@@ -126,7 +126,6 @@ export function canonicalSignedTicketText(signed: SignedPaymentTicket): string |
 }
 
 const TICKET_TYPEHASH = hexToBytes(typeHash("PaymentTicket"));
-const domainSeparators = new Map<string, Uint8Array>();
 
 /**
  * The EIP-712 digest the payer signs and `GasEscrow.hashPaymentTicket` computes:
@@ -135,12 +134,6 @@ const domainSeparators = new Map<string, Uint8Array>();
  * invocation and the generic encoder costs more than the hashing.
  */
 export function paymentTicketDigest(domain: GasEscrowDomain, ticket: PaymentTicket): Hex {
-  const key = `${domain.chainId}:${domain.verifyingContract.toLowerCase()}`;
-  let separator = domainSeparators.get(key);
-  if (!separator) {
-    separator = hexToBytes(domainSeparator({ domain }));
-    domainSeparators.set(key, separator);
-  }
   // Fields were validated at the boundary (hex of the right length, integers in range): native hex decoding
   // and the WebAssembly keccak (decision 0023).
   const words = Buffer.alloc(7 * 32);
@@ -152,12 +145,7 @@ export function paymentTicketDigest(domain: GasEscrowDomain, ticket: PaymentTick
   words.writeBigUInt64BE(ticket.cumulativeAmount >> 64n, 160 + 16);
   words.writeBigUInt64BE(ticket.cumulativeAmount & 0xffffffffffffffffn, 160 + 24);
   words.write(ticket.receiptRoot.slice(2), 192, "hex");
-  const message = new Uint8Array(66);
-  message[0] = 0x19;
-  message[1] = 0x01;
-  message.set(separator, 2);
-  message.set(keccak256Bytes(words), 34);
-  return keccak256Hex(message);
+  return structDigest(domain, words);
 }
 
 export async function signPaymentTicket(parameters: {
