@@ -109,7 +109,8 @@ export type InvocationOutcome = {
   fault?: SignedFaultStatement;
 };
 
-type Waiter = { resolve: (outcome: InvocationOutcome) => void; reject: (error: Error) => void };
+/** `accepted` is told as soon as the receipt is verified, before it is durable (what lets a stream go on). */
+type Waiter = { resolve: (outcome: InvocationOutcome) => void; reject: (error: Error) => void; accepted?: () => void };
 
 export type PayerClientParameters = {
   account: LocalAccount;
@@ -244,6 +245,7 @@ export class PayerClient {
     if (!replayed && output === undefined) throw new ReceiptMismatchError(`Result ${packet.action_result_id} carries neither a result, an error nor a replay marker.`);
     const fault = await faultStatementOf(packet, failed, this.parameters.channel.ref.terms.provider);
     const step = await this.session.acceptReceipt(packet.payload.receipt, output, failed);
+    this.#waiters.get(step.seq)?.accepted?.();
     // Pipelined (decision 0023): the next receipt is verified while this one is made durable. The store
     // makes writes durable in the order they are made, so starting this write before any later write (the
     // next ticket, whose root covers this receipt, or the next receipt) keeps every durable state a prefix
@@ -290,10 +292,15 @@ export class PayerClient {
    * Pays for and sends one invocation; resolves with its result once the receipt is verified and stored.
    * The ticket is durable before it leaves. Call it many times without awaiting to pipeline.
    */
-  async invoke(request: JsonObject): Promise<InvocationOutcome> {
+  invoke(request: JsonObject): Promise<InvocationOutcome> {
+    return this.#invoke(request);
+  }
+
+  /** {@link invoke}; `accepted` is called once the receipt is verified (it still counts only once durable). */
+  async #invoke(request: JsonObject, accepted?: () => void): Promise<InvocationOutcome> {
     if (this.#failure) throw this.#failure;
     const seq = this.session.seq + 1n; // nextTicket reserves exactly this seq before it awaits
-    const outcome = new Promise<InvocationOutcome>((resolve, reject) => this.#waiters.set(seq, { resolve, reject }));
+    const outcome = new Promise<InvocationOutcome>((resolve, reject) => this.#waiters.set(seq, { resolve, reject, ...(accepted ? { accepted } : {}) }));
     // If the connection fails before this ticket is sent, #fail rejects `outcome` while the caller gets the
     // send's error below and never awaits it: mark it handled so the process does not die of it.
     outcome.catch(() => undefined);
@@ -348,18 +355,36 @@ export class PayerClient {
     };
     let next = 0;
     let done = 0;
+    let failure: unknown;
+    const outcomes: Promise<void>[] = [];
+    // A lane sends its next invocation as soon as its receipt is verified (decision 0023): the receipt is
+    // made durable meanwhile, and it counts — onOutcome, onProgress, its latency — only once it is.
     const lane = async () => {
-      while (next < count) {
+      while (next < count && failure === undefined) {
         const i = next++;
         const started = performance.now();
-        const outcome = await this.invoke(request(i));
-        onOutcome?.(i, outcome);
-        latencies.push(performance.now() - started);
-        onProgress?.(++done);
-        maybeCommit();
+        let verified!: () => void;
+        const accepted = new Promise<void>((resolve) => (verified = resolve));
+        const outcome = this.#invoke(request(i), verified);
+        outcomes.push(
+          outcome.then(
+            (answer) => {
+              onOutcome?.(i, answer);
+              latencies.push(performance.now() - started);
+              onProgress?.(++done);
+              maybeCommit();
+            },
+            (error: unknown) => {
+              failure ??= error;
+            },
+          ),
+        );
+        await Promise.race([accepted, outcome.then(() => undefined, () => undefined)]);
       }
     };
     await Promise.all(Array.from({ length: Math.max(1, Math.min(inflight, count)) }, lane));
+    await Promise.all(outcomes);
+    if (failure !== undefined) throw failure;
     await Promise.all(commits);
     return latencies;
   }
