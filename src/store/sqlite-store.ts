@@ -108,6 +108,8 @@ export type SqliteStoreSettings = {
 };
 
 export const DEFAULT_BATCH_LIMIT = 1000;
+/** How many recently committed steps the store remembers for its conflict checks. */
+const RECENT_STEPS = 4096;
 export const DEFAULT_BUSY_TIMEOUT_MS = 5000;
 
 type ChannelRow = { session_id: string; role: string; status: string; deposit: string; channel: string };
@@ -221,6 +223,14 @@ export class SqliteStore implements ChannelStore {
   readonly #stats: SqliteStoreStats = { commits: 0, failedCommits: 0, operations: 0, largestBatch: 0, syncs: 0 };
   /** Channels seen committed; the store never deletes one, so this saves a query per write. */
   readonly #storedChannels = new Set<string>();
+  /**
+   * The steps this store committed most recently (`sessionId:seqKey` → ticket text, receipt text and leaf),
+   * and the highest seq key stored per session: a write's conflict check reads them instead of querying
+   * (two queries per ticket on the hot path, issue 15). Another process writing the same file is still
+   * caught by the checks that run inside the commit.
+   */
+  readonly #recentSteps = new Map<string, { ticket: string; receipt: string | undefined }>();
+  readonly #topSeq = new Map<string, string>();
   #batch = new Batch();
   #timer: NodeJS.Immediate | undefined;
   #closed = false;
@@ -354,7 +364,7 @@ export class SqliteStore implements ChannelStore {
       const text = signedTicketText(signed);
       this.#knownChannel(batch, id);
       const key = `${id}:${seq}`;
-      const existing = batch.tickets.get(key) ?? this.#sql.getStep.get(id, seq)?.ticket;
+      const existing = batch.tickets.get(key) ?? this.#storedStep(id, seq, key)?.ticket;
       if (existing !== undefined && existing !== text) throw new TicketConflictError(id, signed.ticket.seq);
       batch.tickets.set(key, text);
       return () => {
@@ -390,9 +400,9 @@ export class SqliteStore implements ChannelStore {
       let existingTicket = batch.tickets.get(key);
       let existingReceipt = batch.receipts.get(key);
       if (existingTicket === undefined || existingReceipt === undefined) {
-        const row = this.#sql.getStep.get(id, seq);
-        existingTicket ??= row?.ticket;
-        if (row?.receipt != null) existingReceipt ??= `${row.receipt}\n${row.leaf}`;
+        const stored = this.#storedStep(id, seq, key);
+        existingTicket ??= stored?.ticket;
+        existingReceipt ??= stored?.receipt;
       }
       const receiptValue = `${receiptText}\n${leaf}`;
       if (existingTicket !== undefined && existingTicket !== ticketText) throw new TicketConflictError(id, step.seq);
@@ -679,6 +689,7 @@ export class SqliteStore implements ChannelStore {
       for (const waiter of batch.waiters) waiter.reject(error);
       return;
     }
+    this.#noteCommitted(batch);
     this.#stats.commits++;
     this.#stats.operations += batch.ops.length;
     this.#stats.largestBatch = Math.max(this.#stats.largestBatch, batch.ops.length);
@@ -712,6 +723,40 @@ export class SqliteStore implements ChannelStore {
       }
     }
     this.#syncing = undefined;
+  }
+
+  /** The committed step at `seq` (`key` = `sessionId:seq`), from the recent writes, the known top seq, or a query. */
+  #storedStep(id: string, seq: string, key: string): { ticket: string; receipt: string | undefined } | undefined {
+    const recent = this.#recentSteps.get(key);
+    if (recent !== undefined) return recent;
+    let top = this.#topSeq.get(id);
+    if (top === undefined) {
+      top = this.#sql.latestTicket.get(id)?.seq ?? "";
+      this.#topSeq.set(id, top);
+    }
+    if (seq > top) return undefined; // seq keys have one width, so text order is numeric order
+    const row = this.#sql.getStep.get(id, seq);
+    return row && { ticket: row.ticket, receipt: row.receipt == null ? undefined : `${row.receipt}\n${row.leaf}` };
+  }
+
+  /** Remembers a committed batch's steps for the next conflict checks (the newest few thousand). */
+  #noteCommitted(batch: Batch): void {
+    for (const [key, ticket] of batch.tickets) {
+      const id = key.slice(0, key.indexOf(":"));
+      const seq = key.slice(id.length + 1);
+      const known = this.#recentSteps.get(key);
+      const top = this.#topSeq.get(id);
+      const fresh = top !== undefined && seq > top;
+      this.#recentSteps.delete(key); // re-inserted last, so the map stays oldest-first
+      // Only a row whose whole content is known is remembered: a new step, a known one, or one with its receipt.
+      const receipt = batch.receipts.get(key);
+      if (receipt !== undefined || known !== undefined || fresh) this.#recentSteps.set(key, { ticket, receipt: receipt ?? known?.receipt });
+      if (fresh) this.#topSeq.set(id, seq);
+    }
+    for (const key of this.#recentSteps.keys()) {
+      if (this.#recentSteps.size <= RECENT_STEPS) break;
+      this.#recentSteps.delete(key);
+    }
   }
 
   /** The session id, checked, if the channel is stored or pending in `batch`; else {@link UnknownChannelError}. */

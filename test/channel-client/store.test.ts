@@ -414,6 +414,24 @@ describe("SqliteStore", function () {
       expect(store.steps(c.sessionId)).to.deep.equal([step]);
     });
 
+    it("checks a write against steps an earlier instance wrote, none of them in its memory (the recent-steps cache)", async () => {
+      const first = openStore();
+      const c = channel(1n);
+      await first.putChannel(c);
+      const steps = [await signedStep(c.sessionId, 1n), await signedStep(c.sessionId, 2n), await signedStep(c.sessionId, 3n)];
+      for (const step of steps) await first.putStep(c.sessionId, step);
+      await first.close();
+      const second = openStore();
+      // Nothing of these rows is in the new instance's memory: the checks must read the file.
+      expect((await rejection(second.putTicket(c.sessionId, await signedTicket(c.sessionId, 2n, "other")))).name).to.equal("TicketConflictError");
+      expect((await rejection(second.putStep(c.sessionId, await signedStep(c.sessionId, 3n, "other output")))).name).to.equal("ReceiptConflictError");
+      await second.putTicket(c.sessionId, steps[1]!.ticket); // the same ticket again changes nothing
+      const fourth = await signedStep(c.sessionId, 4n);
+      await second.putStep(c.sessionId, fourth);
+      expect((await rejection(second.putStep(c.sessionId, await signedStep(c.sessionId, 4n, "other output")))).name).to.equal("ReceiptConflictError");
+      expect(second.steps(c.sessionId)).to.deep.equal([...steps, fourth]);
+    });
+
     it("catches conflicting steps within one pending batch", async () => {
       const store = openStore();
       const c = channel(1n);
