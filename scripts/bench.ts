@@ -180,6 +180,7 @@ async function measureHotPath(quick: boolean, log: (line: string) => void) {
   const at1 = socket.find((r) => r.inflight === 1);
   const ticketRatio = Number((at64.perSecond / ceiling.cryptoLimitTicketsPerSecond).toFixed(3));
   const receiptRatio = Number((batched["1000"]! / ceiling.keccakLimitReceiptsPerSecond).toFixed(3));
+  const floorRatio = Number((batched["1000"]! / ceiling.receiptFormatFloorReceiptsPerSecond).toFixed(3));
   const cryptoUs = ceiling.perSideCryptoUsPerTicket;
   const results = {
     tickets: Object.fromEntries(socket.map((r) => [`inflight${r.inflight}`, r])),
@@ -187,6 +188,7 @@ async function measureHotPath(quick: boolean, log: (line: string) => void) {
     ticketsToCryptoLimitRatio: ticketRatio,
     batchedReceiptsPerSecond: batched,
     batchedReceiptsToKeccakLimitRatio: receiptRatio,
+    batchedReceiptsToReceiptFormatFloorRatio: floorRatio,
     cpuPerTicketUs: {
       payer: { total: at64.payerCpuUsPerTicket, signAndVerify: cryptoUs, rest: Math.round(at64.payerCpuUsPerTicket - cryptoUs) },
       provider: { total: at64.providerCpuUsPerTicket, signAndVerify: cryptoUs, rest: Math.round(at64.providerCpuUsPerTicket - cryptoUs) },
@@ -208,6 +210,8 @@ async function measureHotPath(quick: boolean, log: (line: string) => void) {
     row("tickets/s (64) ÷ crypto-only limit", ticketRatio.toFixed(3), "≥ 0.5", ticketRatio >= 0.5);
     for (const [batch, perSecond] of Object.entries(batched)) row(`batched receipts/s, batch ${batch}`, String(perSecond), "", null);
     row("batched receipts/s (1,000) ÷ keccak limit", receiptRatio.toFixed(3), "≥ 0.5", receiptRatio >= 0.5);
+    row(`receipt-format keccak floor (receipts/s: ${ceiling.receiptTextBytes}-byte text + 96-byte leaf + 64-byte node)`, String(ceiling.receiptFormatFloorReceiptsPerSecond), "", null);
+    row("batched receipts/s (1,000) ÷ receipt-format floor", floorRatio.toFixed(3), "", null);
     row("CPU per ticket, payer (µs): total / sign+verify / rest", `${at64.payerCpuUsPerTicket} / ${cryptoUs} / ${results.cpuPerTicketUs.payer.rest}`, "", null);
     row("CPU per ticket, provider (µs): total / sign+verify / rest", `${at64.providerCpuUsPerTicket} / ${cryptoUs} / ${results.cpuPerTicketUs.provider.rest}`, "", null);
     row("load average (1 min) before / after the socket runs", `${loadBefore.toFixed(2)} / ${loadAfter.toFixed(2)}`, "", null);

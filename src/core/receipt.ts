@@ -173,10 +173,23 @@ const HEX_DIGITS = (() => {
 export class ReceiptHasher {
   readonly #buffer: Buffer;
   readonly #model: Buffer;
-  readonly #output = Buffer.from(`","outputHash":"0x`, "latin1");
+  readonly #outputKey = Buffer.from(`","outputHash":"0x`, "latin1");
   readonly #policy: Buffer;
-  readonly #seq = Buffer.from(`","seq":"`, "latin1");
+  readonly #seqKey = Buffer.from(`","seq":"`, "latin1");
   readonly #session: Buffer;
+  /**
+   * The layout as last written: the metering it starts with, where the three hashes and the seq go, and how
+   * many digits the seq had. Receipts of one batch usually share their metering, so only the hashes and the
+   * seq are written again; the fixed parts move only when the metering's length does.
+   */
+  #amount = -1n;
+  #units = -1n;
+  #offloadAt = 0;
+  #outputAt = 0;
+  #prevAt = 0;
+  #seqAt = 0;
+  #seqDigits = -1;
+  #view: Buffer | undefined;
 
   constructor(fixed: { sessionId: Hex; policyHash: Hex; modelSnapshotId: string }) {
     // Validate once what every receipt of the batch shares, exactly as the generic path would.
@@ -209,17 +222,30 @@ export class ReceiptHasher {
       throw new InvalidHexError("A receipt's seq is a uint64 and its metering uint128s.");
     }
     const b = this.#buffer;
-    let at = b.write(`{"metering":{"amount":"${amount}","units":"${units}"},`, 0, "latin1");
-    at += this.#model.copy(b, at);
-    at = writeHex(b, at, offloadPacketHash);
-    at += this.#output.copy(b, at);
-    at = writeHex(b, at, outputHash);
-    at += this.#policy.copy(b, at);
-    at = writeHex(b, at, prevReceiptHash);
-    at += this.#seq.copy(b, at);
-    at += b.write(String(seq), at, "latin1");
-    at += this.#session.copy(b, at);
-    return keccak256Bytes(b.subarray(0, at));
+    if (amount !== this.#amount || units !== this.#units) {
+      let at = b.write(`{"metering":{"amount":"${amount}","units":"${units}"},`, 0, "latin1");
+      at += this.#model.copy(b, at);
+      this.#offloadAt = at;
+      at += this.#outputKey.copy(b, at + 64) + 64;
+      this.#outputAt = at;
+      at += this.#policy.copy(b, at + 64) + 64;
+      this.#prevAt = at;
+      at += this.#seqKey.copy(b, at + 64) + 64;
+      this.#seqAt = at;
+      this.#amount = amount;
+      this.#units = units;
+      this.#seqDigits = -1; // the tail after the seq must be written again
+    }
+    writeHex(b, this.#offloadAt, offloadPacketHash);
+    writeHex(b, this.#outputAt, outputHash);
+    writeHex(b, this.#prevAt, prevReceiptHash);
+    const digits = String(seq);
+    const tailAt = this.#seqAt + b.write(digits, this.#seqAt, "latin1");
+    if (digits.length !== this.#seqDigits) {
+      this.#seqDigits = digits.length;
+      this.#view = b.subarray(0, tailAt + this.#session.copy(b, tailAt));
+    }
+    return keccak256Bytes(this.#view!);
   }
 }
 

@@ -136,6 +136,21 @@ describe("Hot-path encodings (issue 15)", () => {
         expect(Buffer.from(got).toString("hex")).to.equal(Buffer.from(expected).toString("hex"));
       }
     }
+    // A batch's receipts usually share their metering, so the hasher rewrites only the hashes and the seq:
+    // runs of equal metering across seqs whose digit count grows (9 → 10, 99 → 100, 999 → 1000), broken by
+    // metering of other lengths, must still hash exactly as the generic path.
+    const sessionId = randomHash(prng);
+    const policyHash = randomHash(prng);
+    const reused = new ReceiptHasher({ sessionId, policyHash, modelSnapshotId: "model:reuse" });
+    const meterings = [{ units: 1n, amount: 1000n }, { units: 12n, amount: 7n }, { units: 0n, amount: 0n }, { units: 2n ** 128n - 1n, amount: 2n ** 100n }];
+    for (const seq of [1n, 2n, 9n, 10n, 11n, 98n, 99n, 100n, 101n, 999n, 1000n, 1001n, 2n ** 64n - 1n, 5n, 6n]) {
+      for (const metering of prng.next() < 0.7 ? [meterings[0]!] : [meterings[prng.int(0, meterings.length - 1)]!, meterings[0]!]) {
+        const r = randomReceipt(prng).receipt;
+        const expected = sessionReceiptHashBytes({ ...r, seq, metering, sessionId, policyHash, modelSnapshotId: "model:reuse" });
+        const got = reused.hash(seq, hashBytes(r.offloadPacketHash), hashBytes(r.outputHash), hashBytes(r.prevReceiptHash), metering.units, metering.amount);
+        expect(Buffer.from(got).toString("hex"), `seq ${seq}, metering ${metering.units}/${metering.amount}`).to.equal(Buffer.from(expected).toString("hex"));
+      }
+    }
     expect(thrown(() => new ReceiptHasher({ sessionId: SESSION_ID.toUpperCase() as Hex, policyHash: zeroHash, modelSnapshotId: "m" })).name).to.equal("InvalidHexError");
     const hasher = new ReceiptHasher({ sessionId: SESSION_ID, policyHash: zeroHash, modelSnapshotId: "m" });
     expect(thrown(() => hasher.hash(2n ** 64n, new Uint8Array(32), new Uint8Array(32), new Uint8Array(32), 1n, 1n)).name).to.equal("InvalidHexError");
