@@ -13,6 +13,7 @@ export {
   DEFAULT_HOST,
   DEFAULT_MAX_BUFFERED_BYTES,
   DEFAULT_MAX_PENDING_HANDSHAKES,
+  MESSAGES_PER_TURN,
   type AuthorizeInitiator,
   type AuthorizeResult,
   type ConnectSecureParameters,

@@ -537,7 +537,7 @@ const INBOX_ENTRY_COST = 64;
  * once (issue 15: each was idle about 45 % of the time). Slices let one slice's answers be committed and
  * sent while the next is handled.
  */
-const MESSAGES_PER_TURN = 8;
+export const MESSAGES_PER_TURN = 8;
 
 export interface SecureConnection {
   /** One message, exactly as the peer passed it to `send`, in order, each once. */

@@ -32,6 +32,7 @@ import {
   listenSecure,
   MalformedFrameError,
   MAX_MESSAGE_BYTES,
+  MESSAGES_PER_TURN,
   nonceFor,
   RecordOpener,
   RecordSealer,
@@ -454,6 +455,44 @@ describe("transport: secure connections over TCP", function () {
     expect(await client.closed).to.equal(undefined);
     expect(client.state).to.equal("closed");
     expectTyped(await rejection(client.send(text("late"))), "ConnectionClosedError");
+  });
+
+  it("delivers a burst in slices of at most MESSAGES_PER_TURN per turn of the event loop, in order, so the handlers' own work gets a turn between them", async () => {
+    const server = await listen();
+    const { client, remote } = await pair(server);
+    const N = 100;
+    const sent = Array.from({ length: N }, (_, i) => message("payer", i));
+    // A check-phase callback that reschedules itself marks the turns: what is delivered between two of its runs
+    // was delivered in one turn.
+    const slices: number[] = [];
+    const received: Uint8Array[] = [];
+    let current = 0;
+    let done = false;
+    const tick = () => {
+      slices.push(current);
+      current = 0;
+      if (!done) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const all = new Promise<void>((resolve) => {
+      remote.on("message", (data) => {
+        current++;
+        received.push(data);
+        if (received.length === N) {
+          done = true;
+          resolve();
+        }
+      });
+    });
+    // One burst: every send in the same turn, so the frames leave in one corked write.
+    await Promise.all(sent.map((m) => client.send(m)));
+    await all;
+    await new Promise((resolve) => setImmediate(resolve));
+    slices.push(current);
+    expect(received.map(hex)).to.deep.equal(sent.map(hex));
+    expect(slices.reduce((a, b) => a + b, 0)).to.equal(N);
+    expect(Math.max(...slices)).to.be.at.most(MESSAGES_PER_TURN);
+    expect(slices.filter((n) => n > 0).length).to.be.at.least(Math.ceil(N / MESSAGES_PER_TURN));
   });
 
   it("carries messages of 1 byte, 0 bytes and the maximum size, and refuses one byte more without closing", async () => {
