@@ -363,23 +363,25 @@ export class PayerClient {
       while (next < count && failure === undefined) {
         const i = next++;
         const started = performance.now();
-        let verified!: () => void;
-        const accepted = new Promise<void>((resolve) => (verified = resolve));
-        const outcome = this.#invoke(request(i), verified);
+        // `proceed` is called when the receipt is verified, or when the invocation ends first (a failure).
+        let proceed!: () => void;
+        const verified = new Promise<void>((resolve) => (proceed = resolve));
         outcomes.push(
-          outcome.then(
+          this.#invoke(request(i), proceed).then(
             (answer) => {
               onOutcome?.(i, answer);
               latencies.push(performance.now() - started);
               onProgress?.(++done);
               maybeCommit();
+              proceed();
             },
             (error: unknown) => {
               failure ??= error;
+              proceed();
             },
           ),
         );
-        await Promise.race([accepted, outcome.then(() => undefined, () => undefined)]);
+        await verified;
       }
     };
     await Promise.all(Array.from({ length: Math.max(1, Math.min(inflight, count)) }, lane));

@@ -155,20 +155,21 @@ export class PayerSession {
     const pending = oldest === undefined ? undefined : this.#pending.get(oldest);
     const { receipt } = signed;
     if (!pending) throw new ReceiptMismatchError(`Receipt seq ${receipt.seq} arrived but no ticket awaits one.`);
-    const expect = (ok: boolean, what: string) => {
-      if (!ok) throw new ReceiptMismatchError(`Receipt seq ${receipt.seq}: ${what}.`);
+    // Sentences that name amounts are built only when a check fails (this runs once per receipt).
+    const expect = (ok: boolean, what: string | (() => string)) => {
+      if (!ok) throw new ReceiptMismatchError(`Receipt seq ${receipt.seq}: ${typeof what === "string" ? what : what()}.`);
     };
     const ticket = pending.ticket;
     if (!pending.signed) throw new ReceiptMismatchError(`Receipt seq ${receipt.seq} arrived before its ticket was signed.`);
     expect(receipt.sessionId === this.parameters.sessionId, "it is for another session");
-    expect(receipt.seq === ticket.seq, `it answers seq ${receipt.seq}, but the oldest pending ticket is seq ${ticket.seq}`);
+    expect(receipt.seq === ticket.seq, () => `it answers seq ${receipt.seq}, but the oldest pending ticket is seq ${ticket.seq}`);
     if (pending.input) expect(receipt.offloadPacketHash === keccak256Hex(pending.input), "its request hash is not the request sent");
     if (output) expect(receipt.outputHash === keccak256Hex(output), "its output hash is not the output received");
     expect(receipt.policyHash === this.parameters.ref.terms.policyHash, "it names another policy");
     expect(receipt.prevReceiptHash === this.#prevReceiptHash, "it does not chain to the previous receipt");
     const added = ticket.cumulativeAmount - this.#acceptedAmount;
-    if (failed) expect(receipt.metering.amount === 0n, `it charges ${receipt.metering.amount} for a call that failed`);
-    else expect(receipt.metering.amount <= added, `it charges ${receipt.metering.amount}, more than the ${added} its ticket added`);
+    if (failed) expect(receipt.metering.amount === 0n, () => `it charges ${receipt.metering.amount} for a call that failed`);
+    else expect(receipt.metering.amount <= added, () => `it charges ${receipt.metering.amount}, more than the ${added} its ticket added`);
     // The terms document (decision 0026): the model served, the price of what was metered, the bindings required.
     const { pricing } = this.parameters;
     if (!modelAllowed(pricing, receipt.modelSnapshotId)) {
