@@ -103,6 +103,29 @@ describe("Hot-path encodings (issue 15)", () => {
     }
   });
 
+  it("writes a receipt that differs from the previous one in a single field afresh (the last-text memo compares every field)", () => {
+    const base = sampleReceipt();
+    const variants: Array<Partial<typeof base>> = [
+      { sessionId: h("other session") },
+      { seq: base.seq + 1n },
+      { offloadPacketHash: h("other request") },
+      { outputHash: h("other output") },
+      { policyHash: h("other policy") },
+      { modelSnapshotId: `${base.modelSnapshotId}-2` },
+      { metering: { ...base.metering, units: base.metering.units + 1n } },
+      { metering: { ...base.metering, amount: base.metering.amount + 1n } },
+      { prevReceiptHash: h("other previous") },
+    ];
+    for (const change of variants) {
+      const signed = { receipt: base, signature: SIGNATURE };
+      expect(canonicalSignedReceiptText(signed)).to.equal(canon(signedSessionReceiptToJson(signed)));
+      const changed = { receipt: { ...base, ...change }, signature: SIGNATURE };
+      expect(canonicalSignedReceiptText(changed), JSON.stringify(Object.keys(change))).to.equal(canon(signedSessionReceiptToJson(changed)));
+      // …and the same values again, in a new object, give the same text.
+      expect(canonicalSignedReceiptText({ receipt: { ...changed.receipt }, signature: SIGNATURE })).to.equal(canon(signedSessionReceiptToJson(changed)));
+    }
+  });
+
   it("hands anything unusual back to the generic path (which refuses what it must)", () => {
     const ticket = sampleTicket();
     const table: [string, SignedPaymentTicket][] = [
