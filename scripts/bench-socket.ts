@@ -80,11 +80,11 @@ export async function runSocketBench(
       const channel = { sessionId: opened.sessionId, role: "payer" as const, ref: opened.ref, pricing, escrow, chainId: domain.chainId, deposit: opened.deposit, status: "open" as const };
       await store.putChannel(channel);
       const client = await PayerClient.connect({ account: payer, domain, store, channel, port: node.port });
-      // Warm up before timing, with as many invocations as are timed (at most 3,000): the connection, V8's
-      // optimising compilers on both sides, and both stores' write-ahead logs, which grow until their first
-      // checkpoint (an fdatasync that extends a file costs about twice one that overwrites, 0.45 against 0.23
-      // ms here). A running node is warm, so the timed stream measures one that is.
-      await client.stream({ count: Math.max(20, Math.min(3_000, tickets)), inflight, request: (n) => ({ jsonrpc: "2.0", id: n, method: "tools/echo", params: { n } }) });
+      // Warm up before timing with as many invocations as are timed, at least 3,000 at 64 in flight (about two
+      // seconds): the connection, V8's optimising compilers on both sides, and both stores' write-ahead logs,
+      // which grow until their first checkpoint (an fdatasync that extends a file costs about twice one that
+      // overwrites, 0.45 against 0.23 ms here). A running node is warm, so the timed stream measures one that is.
+      await client.stream({ count: Math.max(3_000, tickets), inflight: 64, request: (n) => ({ jsonrpc: "2.0", id: n, method: "tools/echo", params: { n } }) });
       const storeBefore = store.stats;
       const payerCpu = process.cpuUsage();
       const providerCpu = processCpuUs(node.child.pid);
