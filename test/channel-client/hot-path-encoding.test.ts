@@ -126,6 +126,32 @@ describe("Hot-path encodings (issue 15)", () => {
     }
   });
 
+  it("writes a ticket that differs from a recent one of the same seq in a single field afresh (the recent-texts memo compares every field)", () => {
+    const base = sampleTicket();
+    const variants: Array<Partial<typeof base>> = [
+      { sessionId: h("other session") },
+      { provider: "0x00000000000000000000000000000000000000aA" },
+      { termsHash: h("other terms") },
+      { cumulativeAmount: base.cumulativeAmount + 1n },
+      { receiptRoot: h("other root") },
+      { seq: base.seq + 1n },
+    ];
+    for (const change of variants) {
+      expect(canonicalTicketText(base)).to.equal(canon(paymentTicketToJson(base)));
+      const changed = { ...base, ...change };
+      expect(canonicalTicketText(changed), JSON.stringify(Object.keys(change))).to.equal(canon(paymentTicketToJson(changed)));
+      expect(canonicalTicketText({ ...changed })).to.equal(canon(paymentTicketToJson(changed)));
+      expect(canonicalTicketText(base)).to.equal(canon(paymentTicketToJson(base)));
+    }
+    // More tickets than it keeps: an evicted seq is written afresh, and still right.
+    for (let seq = 1n; seq <= 600n; seq++) {
+      const t = { ...base, seq, cumulativeAmount: seq * 7n };
+      expect(canonicalTicketText(t)).to.equal(canon(paymentTicketToJson(t)));
+    }
+    const first = { ...base, seq: 1n, cumulativeAmount: 7n };
+    expect(canonicalTicketText(first)).to.equal(canon(paymentTicketToJson(first)));
+  });
+
   it("hands anything unusual back to the generic path (which refuses what it must)", () => {
     const ticket = sampleTicket();
     const table: [string, SignedPaymentTicket][] = [
