@@ -122,7 +122,7 @@ function libraryRates(backend: Secp256k1Backend, digests: Uint8Array[], key: Uin
 
 function keccakRates(hash: (data: Uint8Array) => Uint8Array): KeccakRates {
   const inputs = [32, 64, 96].map((size) => Uint8Array.from({ length: size }, (_, i) => i));
-  return { bytes32: rate(() => hash(inputs[0]!), 200), bytes64: rate(() => hash(inputs[1]!), 200), bytes96: rate(() => hash(inputs[2]!), 200) };
+  return { bytes32: rate(() => hash(inputs[0]!)), bytes64: rate(() => hash(inputs[1]!)), bytes96: rate(() => hash(inputs[2]!)) };
 }
 
 /**
@@ -156,7 +156,7 @@ export async function benchCeiling(): Promise<Ceiling> {
   const receiptText = canonicalReceiptText({ sessionId: SESSION, seq: 25_000n, offloadPacketHash: zeroHash, outputHash: zeroHash, policyHash: zeroHash, modelSnapshotId: "model:bench@1", metering: { units: 1n, amount: 1000n }, prevReceiptHash: zeroHash });
   if (receiptText === undefined) throw new Error("the bench's receipt has no canonical text");
   const receiptBytes = Buffer.from(receiptText, "utf8");
-  const receiptTextPerSecond = rate(() => keccak256Bytes(receiptBytes), 200);
+  const receiptTextPerSecond = rate(() => keccak256Bytes(receiptBytes));
   const receiptFormatFloorReceiptsPerSecond = Math.round(1 / (1 / receiptTextPerSecond + 1 / k.bytes96 + 1 / k.bytes64));
   const hexDigests = digests.map((d) => toHex(d));
   const signatures: Hex[] = [];
@@ -215,9 +215,15 @@ export async function benchBatchedReceipts(batch: number, totalReceipts: number)
     }
   };
   await run(Math.min(totalReceipts, batch * 5)); // warm-up
-  const started = performance.now();
-  await run(totalReceipts);
-  return Math.round(totalReceipts / ((performance.now() - started) / 1000));
+  // The best of three windows, like every library rate of the ceiling (`rate`): other work only slows a window.
+  const window = Math.max(batch, Math.round(totalReceipts / 3 / batch) * batch);
+  let best = 0;
+  for (let w = 0; w < 3; w++) {
+    const started = performance.now();
+    await run(window);
+    best = Math.max(best, window / ((performance.now() - started) / 1000));
+  }
+  return Math.round(best);
 }
 
 export type AccumulatorBench = { leaves: number; appendsPerSecond: number; proofMsAt1M: number; bytesPerLeaf: number; bytesPerChannel: number; receiptsPerChannel: number };
