@@ -24,6 +24,7 @@ import {
   type TransactionReceipt,
 } from "viem";
 
+import { openChannel } from "../../src/chain/escrow";
 import { gasEscrowDomain, toCompactSignature, type GasEscrowDomain } from "../../src/core/eip712";
 import { signSettlementSummary } from "../../src/core/summary";
 import { sessionIdOf, type ChannelRef, type ChannelTerms } from "../../src/core/terms";
@@ -533,4 +534,27 @@ export async function hostileState(s: System, address: Address) {
     lastError: await read("lastError"),
     received: await read("received"),
   };
+}
+
+/**
+ * A channel between the system's payer and provider on `termsHash` (policy 0xabab…, a one-hour challenge),
+ * funded with `amount` by the client on the payer's behalf — a sponsored session, as the Lane 0 suites use.
+ */
+export async function openSponsoredChannel(s: System, termsHash: Hex, nonce: bigint, amount: bigint) {
+  const payer = hardhatAccount(SYS.payer);
+  const provider = hardhatAccount(SYS.provider);
+  const terms = {
+    payer: payer.address,
+    provider: provider.address,
+    funder: getAddress(s.client.account.address),
+    asset: zeroAddress,
+    termsHash,
+    policyHash: `0x${"ab".repeat(32)}` as Hex,
+    challengeDuration: 3600n,
+    nonce,
+  };
+  const escrow = getAddress(s.escrow.address);
+  const opened = await openChannel({ wallet: s.client, publicClient: s.publicClient, escrow, terms, amount });
+  const domain = gasEscrowDomain({ chainId: Number(s.chainId), verifyingContract: escrow });
+  return { payer, provider, terms, escrow, opened, domain, sessionId: sessionIdOf(domain, opened.ref) };
 }

@@ -19,26 +19,25 @@
  */
 import { loadFixture, time } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
 import { expect } from "chai";
-import { getAddress, keccak256, parseEther, zeroAddress, zeroHash, type Hex } from "viem";
+import { getAddress, keccak256, parseEther, zeroHash, type Hex } from "viem";
 
 import { buildSessionPackage } from "../../src/arbitration/build";
 import { currentClosingState, loadCaseContext, openSessionCase } from "../../src/arbitration/chain";
 import { makeEvidence, packageHash, type ChallengePackage, type DeliveredReceiptEvidence, type ReceiptEvidence } from "../../src/arbitration/package";
 import { resolutionToJson } from "../../src/arbitration/resolution";
 import { arbitrate, type ArbitrationRun } from "../../src/arbitration/runner";
-import { anchorReceiptCommit, closeUnilateral, finalizeClose, openChannel } from "../../src/chain/escrow";
+import { anchorReceiptCommit, closeUnilateral, finalizeClose } from "../../src/chain/escrow";
 import { ReceiptAccumulator } from "../../src/core/accumulator";
 import { canon, canonBytes } from "../../src/core/canonical";
-import { gasEscrowDomain } from "../../src/core/eip712";
 import { signFaultStatement, type SignedFaultStatement } from "../../src/core/fault-statement";
 import { receiptLeaf } from "../../src/core/leaf";
 import { signReceiptCommit } from "../../src/core/receipt-commit";
 import { sessionReceiptHash, signSessionReceipt, type SessionReceipt, type SignedSessionReceipt } from "../../src/core/receipt";
-import { priceOf, sessionIdOf, termsHashOf, type TermsDocumentV2 } from "../../src/core/terms";
+import { priceOf, termsHashOf, type TermsDocumentV2 } from "../../src/core/terms";
 import { paymentTicketHash, signPaymentTicket, type SignedPaymentTicket } from "../../src/core/ticket";
 import { hardhatAccount } from "../helpers/fixtures";
 import { DISPUTE_PARAMS, KIND, PROVIDER_ROLE, SYS, systemFixture, type System } from "../helpers/system";
-import { BPS, expectDeltas, feeOf, fullBook, snapshot } from "./helpers";
+import { BPS, expectDeltas, feeOf, fullBook, openSponsoredChannel, snapshot } from "./helpers";
 import { deploymentOf, enforceByPanel, threeRuns } from "./panel";
 
 const P = DISPUTE_PARAMS;
@@ -67,24 +66,7 @@ type Failure = "charged" | "honest";
 
 
 /** A channel on TERMS funded by the client for the payer. */
-async function openV2(s: System) {
-  const payer = hardhatAccount(SYS.payer);
-  const provider = hardhatAccount(SYS.provider);
-  const terms = {
-    payer: payer.address,
-    provider: provider.address,
-    funder: getAddress(s.client.account.address),
-    asset: zeroAddress,
-    termsHash: termsHashOf(TERMS),
-    policyHash: `0x${"ab".repeat(32)}` as Hex,
-    challengeDuration: 3600n,
-    nonce: 12n,
-  };
-  const escrow = getAddress(s.escrow.address);
-  const opened = await openChannel({ wallet: s.client, publicClient: s.publicClient, escrow, terms, amount: DEPOSIT });
-  const domain = gasEscrowDomain({ chainId: Number(s.chainId), verifyingContract: escrow });
-  return { payer, provider, terms, escrow, opened, domain, sessionId: sessionIdOf(domain, opened.ref) };
-}
+const openV2 = (s: System) => openSponsoredChannel(s, termsHashOf(TERMS), 12n, DEPOSIT);
 
 /** Receipt `seq` of a chain, for the request/output bytes given; call n meters 10·n tokens. */
 function receiptFor(sessionId: Hex, policyHash: Hex, seq: bigint, request: Uint8Array, output: Uint8Array, prev: Hex, amount?: bigint): SessionReceipt {

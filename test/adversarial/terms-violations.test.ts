@@ -11,7 +11,7 @@
  */
 import { loadFixture, time } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
 import { expect } from "chai";
-import { getAddress, parseEther, zeroAddress, zeroHash, type Hex } from "viem";
+import { getAddress, parseEther, zeroHash, type Hex } from "viem";
 
 import { buildSessionPackage } from "../../src/arbitration/build";
 import { currentClosingState, loadCaseContext, openSessionCase } from "../../src/arbitration/chain";
@@ -20,16 +20,14 @@ import { resolutionToJson } from "../../src/arbitration/resolution";
 import { arbitrate, type ArbitrationRun } from "../../src/arbitration/runner";
 import { ReceiptAccumulator } from "../../src/core/accumulator";
 import { canon } from "../../src/core/canonical";
-import { gasEscrowDomain } from "../../src/core/eip712";
-import { closeCooperative, closeUnilateral, finalizeClose, openChannel } from "../../src/chain/escrow";
+import { closeCooperative, closeUnilateral, finalizeClose } from "../../src/chain/escrow";
 import { receiptLeaf } from "../../src/core/leaf";
 import { sessionReceiptHash, signSessionReceipt, type SessionReceipt, type SignedSessionReceipt } from "../../src/core/receipt";
 import { signSettlementSummary } from "../../src/core/summary";
-import { priceOf, sessionIdOf, termsHashOf, type TermsDocumentV2 } from "../../src/core/terms";
+import { priceOf, termsHashOf, type TermsDocumentV2 } from "../../src/core/terms";
 import { paymentTicketHash, signPaymentTicket, type SignedPaymentTicket } from "../../src/core/ticket";
-import { hardhatAccount } from "../helpers/fixtures";
-import { DISPUTE_PARAMS, ETH_STAKE_RATE, KIND, PROVIDER_ROLE, STATUS, SYS, systemFixture, type System } from "../helpers/system";
-import { BPS, expectDeltas, feeOf, fullBook, snapshot } from "./helpers";
+import { DISPUTE_PARAMS, ETH_STAKE_RATE, KIND, PROVIDER_ROLE, STATUS, systemFixture, type System } from "../helpers/system";
+import { BPS, expectDeltas, feeOf, fullBook, openSponsoredChannel, snapshot } from "./helpers";
 import { deploymentOf, enforceByPanel, threeRuns } from "./panel";
 
 const P = DISPUTE_PARAMS;
@@ -60,22 +58,7 @@ const CHECK: Record<Fault, string> = { model: "model", price: "metering", bindin
  * `caseDelay` seconds after the settlement, when given).
  */
 async function violatedSession(s: System, fault: Fault | "none", settle: boolean, doc: TermsDocumentV2 = TERMS, caseDelay?: bigint) {
-  const payer = hardhatAccount(SYS.payer);
-  const provider = hardhatAccount(SYS.provider);
-  const terms = {
-    payer: payer.address,
-    provider: provider.address,
-    funder: getAddress(s.client.account.address),
-    asset: zeroAddress,
-    termsHash: termsHashOf(doc),
-    policyHash: `0x${"ab".repeat(32)}` as Hex,
-    challengeDuration: 3600n,
-    nonce: 11n,
-  };
-  const escrow = getAddress(s.escrow.address);
-  const opened = await openChannel({ wallet: s.client, publicClient: s.publicClient, escrow, terms, amount: DEPOSIT });
-  const domain = gasEscrowDomain({ chainId: Number(s.chainId), verifyingContract: escrow });
-  const sessionId = sessionIdOf(domain, opened.ref);
+  const { payer, provider, terms, escrow, opened, domain, sessionId } = await openSponsoredChannel(s, termsHashOf(doc), 11n, DEPOSIT);
   const tree = new ReceiptAccumulator();
   const steps: { ticket: SignedPaymentTicket; receipt: SignedSessionReceipt; index: number }[] = [];
   let prev: Hex = zeroHash;
