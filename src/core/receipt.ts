@@ -186,16 +186,24 @@ let lastReceipt:
   | { sessionId: string; seq: bigint; offloadPacketHash: string; outputHash: string; policyHash: string; modelSnapshotId: string; units: bigint; amount: bigint; prevReceiptHash: string; text: string }
   | undefined;
 
-/** ASCII of the two lowercase hex digits of every byte value. */
-const HEX_DIGITS = (() => {
-  const table = new Uint8Array(512);
+/**
+ * The two lowercase hex digits of every byte value as one 16-bit word, in memory order (the first digit in
+ * the lower-addressed byte) on the host's endianness.
+ */
+const HEX_PAIRS = (() => {
+  const table = new Uint16Array(256);
+  const pair = new Uint8Array(table.buffer);
   const digits = "0123456789abcdef";
   for (let i = 0; i < 256; i++) {
-    table[2 * i] = digits.charCodeAt(i >> 4);
-    table[2 * i + 1] = digits.charCodeAt(i & 15);
+    pair[2 * i] = digits.charCodeAt(i >> 4);
+    pair[2 * i + 1] = digits.charCodeAt(i & 15);
   }
   return table;
 })();
+
+const UINT64_END = 1n << 64n;
+/** Seqs below this are written digit by digit from a Number; larger ones through a string. */
+const SAFE_INTEGER_END = BigInt(Number.MAX_SAFE_INTEGER) + 1n;
 
 /**
  * `sessionReceiptHashBytes` for many receipts of one session, model and policy (batched receipts, issue 15):
@@ -224,6 +232,9 @@ export class ReceiptHasher {
   #seqAt = 0;
   #seqDigits = -1;
   #view: Buffer | undefined;
+  /** One hash's 64 hex digits as 32 two-digit words, before they are copied into the text. */
+  readonly #hexPairs = new Uint16Array(32);
+  readonly #hexDigits = new Uint8Array(this.#hexPairs.buffer);
 
   constructor(fixed: { sessionId: Hex; policyHash: Hex; modelSnapshotId: string }) {
     // Validate once what every receipt of the batch shares, exactly as the generic path would.
@@ -252,7 +263,7 @@ export class ReceiptHasher {
     if (offloadPacketHash.length !== 32 || outputHash.length !== 32 || prevReceiptHash.length !== 32) {
       throw new InvalidHexError("A receipt's hashes are 32 bytes each.");
     }
-    if (seq < 0n || seq >= 1n << 64n || units < 0n || units >= UINT128_END || amount < 0n || amount >= UINT128_END) {
+    if (seq < 0n || seq >= UINT64_END || units < 0n || units >= UINT128_END || amount < 0n || amount >= UINT128_END) {
       throw new InvalidHexError("A receipt's seq is a uint64 and its metering uint128s.");
     }
     const b = this.#buffer;
@@ -270,26 +281,38 @@ export class ReceiptHasher {
       this.#units = units;
       this.#seqDigits = -1; // the tail after the seq must be written again
     }
-    writeHex(b, this.#offloadAt, offloadPacketHash);
-    writeHex(b, this.#outputAt, outputHash);
-    writeHex(b, this.#prevAt, prevReceiptHash);
-    const digits = String(seq);
-    const tailAt = this.#seqAt + b.write(digits, this.#seqAt, "latin1");
-    if (digits.length !== this.#seqDigits) {
-      this.#seqDigits = digits.length;
+    this.#writeHex(this.#offloadAt, offloadPacketHash);
+    this.#writeHex(this.#outputAt, outputHash);
+    this.#writeHex(this.#prevAt, prevReceiptHash);
+    const digits = this.#writeSeq(seq);
+    if (digits !== this.#seqDigits) {
+      this.#seqDigits = digits;
+      const tailAt = this.#seqAt + digits;
       this.#view = b.subarray(0, tailAt + this.#session.copy(b, tailAt));
     }
     return keccak256Bytes(this.#view!);
   }
-}
 
-function writeHex(target: Buffer, at: number, bytes: Uint8Array): number {
-  for (let i = 0; i < 32; i++) {
-    const byte = bytes[i]!;
-    target[at++] = HEX_DIGITS[2 * byte]!;
-    target[at++] = HEX_DIGITS[2 * byte + 1]!;
+  /** Writes 32 bytes as 64 lowercase hex digits at `at`: two digits per table word, then one copy. */
+  #writeHex(at: number, bytes: Uint8Array): void {
+    const pairs = this.#hexPairs;
+    for (let i = 0; i < 32; i++) pairs[i] = HEX_PAIRS[bytes[i]!]!;
+    this.#buffer.set(this.#hexDigits, at);
   }
-  return at;
+
+  /** Writes the seq's decimal digits where the seq goes and returns how many there are. */
+  #writeSeq(seq: bigint): number {
+    if (seq >= SAFE_INTEGER_END) return this.#buffer.write(String(seq), this.#seqAt, "latin1");
+    const b = this.#buffer;
+    let n = Number(seq);
+    let digits = 1;
+    for (let m = n; m >= 10; m = Math.floor(m / 10)) digits++;
+    for (let at = this.#seqAt + digits - 1; at >= this.#seqAt; at--) {
+      b[at] = 48 + (n % 10);
+      n = Math.floor(n / 10);
+    }
+    return digits;
+  }
 }
 
 const LOWER_SIGNATURE = /^0x[0-9a-f]{130}$/;

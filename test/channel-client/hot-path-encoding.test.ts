@@ -187,12 +187,13 @@ describe("Hot-path encodings (issue 15)", () => {
     }
     // A batch's receipts usually share their metering, so the hasher rewrites only the hashes and the seq:
     // runs of equal metering across seqs whose digit count grows (9 → 10, 99 → 100, 999 → 1000), broken by
-    // metering of other lengths, must still hash exactly as the generic path.
+    // metering of other lengths, must still hash exactly as the generic path. Seqs below 2^53 are written
+    // digit by digit from a Number and larger ones through a string, so the list crosses that boundary too.
     const sessionId = randomHash(prng);
     const policyHash = randomHash(prng);
     const reused = new ReceiptHasher({ sessionId, policyHash, modelSnapshotId: "model:reuse" });
     const meterings = [{ units: 1n, amount: 1000n }, { units: 12n, amount: 7n }, { units: 0n, amount: 0n }, { units: 2n ** 128n - 1n, amount: 2n ** 100n }];
-    for (const seq of [1n, 2n, 9n, 10n, 11n, 98n, 99n, 100n, 101n, 999n, 1000n, 1001n, 2n ** 64n - 1n, 5n, 6n]) {
+    for (const seq of [0n, 1n, 2n, 9n, 10n, 11n, 98n, 99n, 100n, 101n, 999n, 1000n, 1001n, 999_999_999_999_999n, 10n ** 15n, 2n ** 53n - 1n, 2n ** 53n, 2n ** 53n + 1n, 2n ** 53n - 2n, 2n ** 64n - 1n, 5n, 6n]) {
       for (const metering of prng.next() < 0.7 ? [meterings[0]!] : [meterings[prng.int(0, meterings.length - 1)]!, meterings[0]!]) {
         const r = randomReceipt(prng).receipt;
         const expected = sessionReceiptHashBytes({ ...r, seq, metering, sessionId, policyHash, modelSnapshotId: "model:reuse" });
