@@ -37,7 +37,20 @@ import { BaseError, InvalidFieldError } from "../core/errors";
 import { expectAddress, expectHash, expectLiteral, expectObject, expectSignatureHex, type JsonObject } from "../core/validate";
 import { HandshakeError, KeyConfirmationError } from "./errors";
 
-export const HANDSHAKE_VERSION = "1";
+/**
+ * Handshake versions this node speaks, oldest first. Version "2" is version "1" plus the data-batch record
+ * (several messages in one sealed record, `sealing.ts`); everything else is the same. The initiator offers
+ * one version in its signed Init; the responder answers with that version in its signed Try, so the
+ * outcome is authenticated by both signatures and nobody in between can talk the peers down (decision 0023).
+ */
+export const HANDSHAKE_VERSIONS = ["1", "2"] as const;
+export type HandshakeVersion = (typeof HANDSHAKE_VERSIONS)[number];
+/** The version an initiator offers unless told otherwise: the newest. */
+export const HANDSHAKE_VERSION: HandshakeVersion = "2";
+/** Whether a connection opened at `version` may carry data-batch records. */
+export function versionHasBatches(version: HandshakeVersion): boolean {
+  return version !== "1";
+}
 /** Domain tag of every handshake signature. */
 export const HANDSHAKE_SIGNATURE_DOMAIN = "IOI_SIG_DOMAIN_HANDSHAKE_V1";
 /** HKDF `info`: binds the derived keys to this protocol and version. */
@@ -59,7 +72,7 @@ const DOMAIN_HASH = keccak256(stringToBytes(HANDSHAKE_SIGNATURE_DOMAIN));
 
 export type ChannelOpenInit = {
   type: "ChannelOpenInit";
-  version: typeof HANDSHAKE_VERSION;
+  version: HandshakeVersion;
   sessionId: Hex;
   initiator: Address;
   x25519PublicKey: Hex;
@@ -70,7 +83,7 @@ export type ChannelOpenInit = {
 
 export type ChannelOpenTry = {
   type: "ChannelOpenTry";
-  version: typeof HANDSHAKE_VERSION;
+  version: HandshakeVersion;
   sessionId: Hex;
   responder: Address;
   x25519PublicKey: Hex;
@@ -165,7 +178,7 @@ export function decodeInit(bytes: Uint8Array): ChannelOpenInit {
     const o = expectObject(value, "ChannelOpenInit", INIT_FIELDS);
     return {
       type: expectLiteral(o.type, "ChannelOpenInit.type", ["ChannelOpenInit"]),
-      version: expectLiteral(o.version, "ChannelOpenInit.version", [HANDSHAKE_VERSION]),
+      version: expectLiteral(o.version, "ChannelOpenInit.version", HANDSHAKE_VERSIONS),
       sessionId: expectHash(o.sessionId, "ChannelOpenInit.sessionId"),
       initiator: expectAddress(o.initiator, "ChannelOpenInit.initiator"),
       x25519PublicKey: expectBytesHex(o.x25519PublicKey, "ChannelOpenInit.x25519PublicKey", X25519_PUBLIC_KEY_BYTES),
@@ -187,7 +200,7 @@ export function decodeTry(bytes: Uint8Array): ChannelOpenTry {
     const o = expectObject(value, "ChannelOpenTry", TRY_FIELDS);
     return {
       type: expectLiteral(o.type, "ChannelOpenTry.type", ["ChannelOpenTry"]),
-      version: expectLiteral(o.version, "ChannelOpenTry.version", [HANDSHAKE_VERSION]),
+      version: expectLiteral(o.version, "ChannelOpenTry.version", HANDSHAKE_VERSIONS),
       sessionId: expectHash(o.sessionId, "ChannelOpenTry.sessionId"),
       responder: expectAddress(o.responder, "ChannelOpenTry.responder"),
       x25519PublicKey: expectBytesHex(o.x25519PublicKey, "ChannelOpenTry.x25519PublicKey", X25519_PUBLIC_KEY_BYTES),
@@ -249,6 +262,8 @@ function x25519Shared(secretKey: Uint8Array, peerPublicKey: Hex, who: string): U
 export type CreateInitParameters = {
   account: LocalAccount;
   sessionId: Hex;
+  /** The version offered (default: the newest, {@link HANDSHAKE_VERSION}). */
+  version?: HandshakeVersion;
   /** Known-answer tests only. */
   ephemeral?: InitiatorEphemeral;
 };
@@ -262,7 +277,7 @@ export async function createInit(parameters: CreateInitParameters): Promise<Crea
   const mlkem = ml_kem768.keygen(ephemeral?.mlkemKeygenSeed.slice());
   const unsigned: Omit<ChannelOpenInit, "signature"> = {
     type: "ChannelOpenInit",
-    version: HANDSHAKE_VERSION,
+    version: expectLiteral(parameters.version ?? HANDSHAKE_VERSION, "version", HANDSHAKE_VERSIONS),
     sessionId,
     initiator: account.address,
     x25519PublicKey: bytesToHex(x25519.getPublicKey(x25519SecretKey)),
@@ -307,6 +322,9 @@ export async function acceptTry(parameters: AcceptTryParameters): Promise<Handsh
     }
     if (!sameAddress(tryMessage.responder, signer)) {
       throw new HandshakeError(`The ChannelOpenTry says it is from ${tryMessage.responder} but is signed by ${signer}.`);
+    }
+    if (tryMessage.version !== init.version) {
+      throw new HandshakeError(`The ChannelOpenTry answers at version ${tryMessage.version}; the ChannelOpenInit offered ${init.version}.`);
     }
     const classical = x25519Shared(secrets.x25519SecretKey, tryMessage.x25519PublicKey, "responder");
     // ML-KEM decapsulation never fails on a well-formed ciphertext: a wrong one yields an unrelated secret
@@ -362,7 +380,8 @@ export async function createTry(parameters: CreateTryParameters): Promise<Create
     }
     const unsigned: Omit<ChannelOpenTry, "signature"> = {
       type: "ChannelOpenTry",
-      version: HANDSHAKE_VERSION,
+      // Every version this node decodes it also speaks, so it answers with the one offered.
+      version: init.version,
       sessionId: init.sessionId,
       responder: account.address,
       x25519PublicKey: bytesToHex(x25519.getPublicKey(x25519SecretKey)),

@@ -13,6 +13,7 @@ export {
   DEFAULT_HOST,
   DEFAULT_MAX_BUFFERED_BYTES,
   DEFAULT_MAX_PENDING_HANDSHAKES,
+  MAX_BATCH_PAYLOAD_BYTES,
   MESSAGES_PER_TURN,
   type AuthorizeInitiator,
   type AuthorizeResult,
@@ -35,6 +36,9 @@ export {
 } from "./errors";
 export { DEFAULT_MAX_FRAME_BYTES, encodeFrame, FRAME_HEADER_BYTES, FrameDecoder, type FrameDecoderParameters } from "./frames";
 export {
+  BATCH_LENGTH_BYTES,
+  decodeDataBatch,
+  encodeDataBatch,
   MAX_MESSAGE_BYTES,
   nonceFor,
   RecordOpener,
@@ -57,6 +61,7 @@ export {
   encodeKeyConfirmation,
   HANDSHAKE_SIGNATURE_DOMAIN,
   HANDSHAKE_VERSION,
+  HANDSHAKE_VERSIONS,
   initDigest,
   initToJson,
   MAX_HANDSHAKE_MESSAGE_BYTES,
@@ -65,6 +70,7 @@ export {
   transcriptHash,
   tryToJson,
   verifyInit,
+  versionHasBatches,
   X25519_PUBLIC_KEY_BYTES,
   type AcceptTryParameters,
   type ChannelOpenInit,
@@ -74,6 +80,7 @@ export {
   type CreateTryParameters,
   type CreateTryReturnType,
   type HandshakeResult,
+  type HandshakeVersion,
   type InitiatorEphemeral,
   type InitiatorSecrets,
   type KeyConfirmation,

@@ -46,6 +46,11 @@ export const RecordType = {
   close: 0x01,
   /** ChannelOpenAck / ChannelOpenConfirm (canonical JSON): counter 0 of each direction, and only there. */
   keyConfirmation: 0x02,
+  /**
+   * Several application messages sealed as one record, on connections opened at handshake version 2 or
+   * later ({@link encodeDataBatch}): delivered in order, exactly as if each had come in its own data record.
+   */
+  dataBatch: 0x03,
 } as const;
 export type RecordType = (typeof RecordType)[keyof typeof RecordType];
 
@@ -81,7 +86,58 @@ function ietfNonce(counter: bigint): Buffer {
   return nonce;
 }
 
-const TYPE_BYTE = [Buffer.from([0]), Buffer.from([1]), Buffer.from([2])];
+const TYPE_BYTE = [Buffer.from([0]), Buffer.from([1]), Buffer.from([2]), Buffer.from([3])];
+
+/** Bytes of each message's length prefix inside a data-batch record. */
+export const BATCH_LENGTH_BYTES = 4;
+
+/**
+ * The payload of a data-batch record: each message as uint32 big-endian length ‖ bytes, in order. A batch
+ * holds at least two messages (one message travels as a data record, so that it has one encoding only).
+ */
+export function encodeDataBatch(messages: readonly Uint8Array[]): Buffer {
+  if (messages.length < 2) throw new RangeError(`A data batch holds at least two messages, not ${messages.length}.`);
+  let total = 0;
+  for (const message of messages) total += BATCH_LENGTH_BYTES + message.length;
+  const payload = Buffer.allocUnsafe(total);
+  let at = 0;
+  for (const message of messages) {
+    payload.writeUInt32BE(message.length, at);
+    payload.set(message, at + BATCH_LENGTH_BYTES);
+    at += BATCH_LENGTH_BYTES + message.length;
+  }
+  return payload;
+}
+
+/**
+ * The messages of a data-batch payload, as views into it. Throws {@link MalformedFrameError} unless the
+ * payload is two or more length-prefixed messages of at most `maxMessageBytes` each that fill it exactly;
+ * nothing is returned from a batch that fails anywhere, so a malformed batch delivers no message at all.
+ */
+export function decodeDataBatch(payload: Uint8Array, maxMessageBytes: number): Uint8Array[] {
+  const view = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
+  const messages: Uint8Array[] = [];
+  let at = 0;
+  while (at < payload.length) {
+    if (payload.length - at < BATCH_LENGTH_BYTES) {
+      throw new MalformedFrameError(`A data batch ends with ${payload.length - at} bytes where a 4-byte length was due.`);
+    }
+    const length = view.getUint32(at, false);
+    if (length > maxMessageBytes) {
+      throw new MalformedFrameError(`A data batch holds a message of ${length} bytes; messages are at most ${maxMessageBytes}.`);
+    }
+    const start = at + BATCH_LENGTH_BYTES;
+    if (length > payload.length - start) {
+      throw new MalformedFrameError(`A data batch announces a message of ${length} bytes but only ${payload.length - start} remain.`);
+    }
+    messages.push(payload.subarray(start, start + length));
+    at = start + length;
+  }
+  if (messages.length < 2) {
+    throw new MalformedFrameError(`A data batch holds at least two messages; this one holds ${messages.length}.`);
+  }
+  return messages;
+}
 
 /** Seals with the subkey already derived (the hot path). */
 function sealWithSubkey(subkey: Buffer, counter: bigint, type: RecordType, payload: Uint8Array): Uint8Array {

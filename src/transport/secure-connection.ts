@@ -62,9 +62,20 @@ import {
   encodeKeyConfirmation,
   MAX_HANDSHAKE_MESSAGE_BYTES,
   verifyInit,
+  versionHasBatches,
+  type HandshakeVersion,
   type KeyConfirmationType,
 } from "./handshake";
-import { MAX_MESSAGE_BYTES, RecordOpener, RecordSealer, RecordType, SEALED_FRAME_OVERHEAD } from "./sealing";
+import {
+  BATCH_LENGTH_BYTES,
+  decodeDataBatch,
+  encodeDataBatch,
+  MAX_MESSAGE_BYTES,
+  RecordOpener,
+  RecordSealer,
+  RecordType,
+  SEALED_FRAME_OVERHEAD,
+} from "./sealing";
 
 export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 10_000;
 /** Sealed bytes allowed to wait in the socket before unawaited sends are refused (8 maximal messages). */
@@ -100,6 +111,11 @@ export type ConnectSecureParameters = ConnectionOptions & {
   sessionId: Hex;
   /** The provider's address: ChannelOpenTry must be signed by this key. */
   expectedPeer: Address;
+  /**
+   * The handshake version offered (default: the newest). "1" reaches a provider that speaks only version 1,
+   * at the cost of data-batch records.
+   */
+  handshakeVersion?: HandshakeVersion;
 };
 
 export type ListenSecureParameters = ConnectionOptions & {
@@ -310,7 +326,7 @@ export async function connectSecure(parameters: ConnectSecureParameters): Promis
   const opened = await runHandshake(io, options.timeoutMs, async () => {
     if (socket.connecting) await new Promise<void>((resolve) => socket.once("connect", () => resolve()));
     io.stage = "sending ChannelOpenInit";
-    const { init, secrets } = await createInit({ account, sessionId });
+    const { init, secrets } = await createInit({ account, sessionId, version: parameters.handshakeVersion });
     io.write(encodeFrame(encodeHandshakeMessage(init)));
 
     io.stage = "waiting for ChannelOpenTry";
@@ -337,7 +353,7 @@ export async function connectSecure(parameters: ConnectSecureParameters): Promis
         ),
     );
     openKeyConfirmation(opener, confirmFrame, "ChannelOpenConfirm", transcriptHash);
-    return { sealer, opener, transcriptHash, peer: tryMessage.responder };
+    return { sealer, opener, transcriptHash, peer: tryMessage.responder, version: tryMessage.version };
   });
 
   const { frames, eof } = io.detach();
@@ -494,7 +510,7 @@ export class SecureServer extends EventEmitter {
     // The initiator has proved it is live and holds the keys: full-size frames may follow.
     io.decoder.maxFrameBytes = this.options.maxMessageBytes + SEALED_FRAME_OVERHEAD;
     io.write(encodeFrame(sealer.seal(RecordType.keyConfirmation, encodeKeyConfirmation("ChannelOpenConfirm", transcriptHash))));
-    return { sealer, opener, transcriptHash, peer: init.initiator, sessionId: init.sessionId };
+    return { sealer, opener, transcriptHash, peer: init.initiator, sessionId: init.sessionId, version: tryMessage.version };
   }
 }
 
@@ -525,6 +541,7 @@ type ConnectionParts = ReturnType<typeof validateOptions> & {
   sessionId: Hex;
   peer: Address;
   transcriptHash: Hex;
+  version: HandshakeVersion;
 };
 
 /** Bookkeeping cost counted per buffered message, so that many empty messages also reach the inbox limit. */
@@ -538,6 +555,13 @@ const INBOX_ENTRY_COST = 64;
  * sent while the next is handled.
  */
 export const MESSAGES_PER_TURN = 8;
+
+/**
+ * Largest data-batch payload a connection seals (never more than its `maxMessageBytes`, which bounds every
+ * record the peer accepts). Messages sent in one burst are sealed together up to this size; a message that
+ * does not fit starts the next record.
+ */
+export const MAX_BATCH_PAYLOAD_BYTES = 64 * 1024;
 
 export interface SecureConnection {
   /** One message, exactly as the peer passed it to `send`, in order, each once. */
@@ -566,6 +590,8 @@ export class SecureConnection extends EventEmitter {
   readonly peer: Address;
   /** Hash of the handshake transcript (the same on both ends); identifies this connection. */
   readonly transcriptHash: Hex;
+  /** The handshake version both ends agreed on (signed by both); from "2" on, bursts travel as data batches. */
+  readonly handshakeVersion: HandshakeVersion;
   readonly maxMessageBytes: number;
   /** Resolves once closed, with the error that closed it or undefined for a graceful close. Never rejects. */
   readonly closed: Promise<TransportError | undefined>;
@@ -578,6 +604,15 @@ export class SecureConnection extends EventEmitter {
   private readonly opener: RecordOpener;
   private readonly maxBufferedBytes: number;
   private readonly closeTimeoutMs: number;
+  /** Whether bursts are sealed as data batches (both ends speak handshake version 2 or later). */
+  private readonly batches: boolean;
+  private readonly batchLimit: number;
+  /** Messages sent in the current burst, sealed together at its end (batching connections only). */
+  private burst: Uint8Array[] = [];
+  private burstBytes = 0;
+  /** Settles every `send` of the current burst once its records are written (or the connection fails). */
+  private burstWaiter: { resolve: () => void; reject: (error: Error) => void } | undefined;
+  private burstWritten: Promise<void> | undefined;
   private readonly inbox: Uint8Array[] = [];
   private inboxCost = 0;
   private readonly inboxLimit: number;
@@ -601,7 +636,10 @@ export class SecureConnection extends EventEmitter {
     this.sessionId = parts.sessionId;
     this.peer = parts.peer;
     this.transcriptHash = parts.transcriptHash;
+    this.handshakeVersion = parts.version;
+    this.batches = versionHasBatches(parts.version);
     this.maxMessageBytes = parts.maxMessageBytes;
+    this.batchLimit = Math.min(parts.maxMessageBytes, MAX_BATCH_PAYLOAD_BYTES);
     this.maxBufferedBytes = parts.maxBufferedBytes;
     this.closeTimeoutMs = parts.timeoutMs;
     this.inboxLimit = Math.max(parts.maxMessageBytes, 64 * 1024);
@@ -635,6 +673,16 @@ export class SecureConnection extends EventEmitter {
     return this._state;
   }
 
+  /** Sealed records this end has sent (the key confirmation included): with batches, fewer than its messages. */
+  get recordsSent(): number {
+    return Number(this.sealer.nextCounter);
+  }
+
+  /** Sealed records this end has opened (the key confirmation included). */
+  get recordsReceived(): number {
+    return Number(this.opener.expectedCounter);
+  }
+
   /** The error that closed the connection, if any. */
   get error(): TransportError | undefined {
     return this._error;
@@ -661,8 +709,19 @@ export class SecureConnection extends EventEmitter {
     }
     if (!(data instanceof Uint8Array)) throw new InvalidFieldError("data", "a Uint8Array", data);
     if (data.length > this.maxMessageBytes) throw new SizeLimitError("The message", data.length, this.maxMessageBytes);
-    const buffered = this.socket.writableLength;
+    const buffered = this.socket.writableLength + this.burstBytes;
     if (buffered > this.maxBufferedBytes) throw new SendBufferFullError(buffered, this.maxBufferedBytes);
+    if (this.batches) {
+      // Messages sent in one burst (the same turn of the event loop) are sealed together at its end: one
+      // record, one AEAD, one frame for the lot (issue 15). Order and content are exactly as sent.
+      if (this.burst.length === 0) {
+        this.burstWritten = new Promise<void>((resolve, reject) => (this.burstWaiter = { resolve, reject }));
+        process.nextTick(this.writeBurst);
+      }
+      this.burst.push(data);
+      this.burstBytes += data.length;
+      return this.burstWritten;
+    }
     // Frames sent in one burst (the same turn of the event loop) leave in one write: the socket is corked
     // at the first and uncorked once the current callbacks and promise reactions have run. The bytes on the
     // wire are the same frames in the same order; only the number of syscalls changes (issue 15).
@@ -760,6 +819,21 @@ export class SecureConnection extends EventEmitter {
       case RecordType.data:
         this.deliver(record.payload);
         return;
+      case RecordType.dataBatch: {
+        if (!this.batches) break;
+        let messages: Uint8Array[];
+        try {
+          messages = decodeDataBatch(record.payload, this.maxMessageBytes);
+        } catch (error) {
+          this.finish(asTransportError(error));
+          return;
+        }
+        for (const message of messages) {
+          if (this.isClosed()) return;
+          this.deliver(message);
+        }
+        return;
+      }
       case RecordType.close:
         if (record.payload.length !== 0) {
           this.finish(new MalformedFrameError(`A close record has no payload; this one has ${record.payload.length} bytes.`));
@@ -772,13 +846,13 @@ export class SecureConnection extends EventEmitter {
         }
         this.socket.resume(); // only the peer's FIN is left to read; it lets the socket close
         return;
-      default:
-        this.finish(
-          new MalformedFrameError(
-            `Record type ${record.type} is not allowed on an open connection (only data 0x00 and close 0x01 are).`,
-          ),
-        );
     }
+    this.finish(
+      new MalformedFrameError(
+        `Record type ${record.type} is not allowed on an open connection at handshake version ${this.handshakeVersion} ` +
+          `(only data 0x00${this.batches ? ", data batch 0x03" : ""} and close 0x01 are).`,
+      ),
+    );
   }
 
   /** Messages delivered in the current turn, and whether the turn that resets the count is scheduled. */
@@ -839,7 +913,41 @@ export class SecureConnection extends EventEmitter {
     if (this.closeEventPending) this.emitClose(undefined);
   }
 
+  /**
+   * Seals the burst's messages and writes them in one go: runs of messages whose batch payload fits
+   * `batchLimit` become one data-batch record, a message alone becomes a data record.
+   */
+  private readonly writeBurst = (): void => {
+    const messages = this.burst;
+    const waiter = this.burstWaiter;
+    if (messages.length === 0 || waiter === undefined) return; // written already, by a close
+    this.burst = [];
+    this.burstBytes = 0;
+    this.burstWaiter = undefined;
+    this.burstWritten = undefined;
+    let writable = true;
+    this.socket.cork();
+    for (let first = 0; first < messages.length; ) {
+      let end = first + 1;
+      let bytes = BATCH_LENGTH_BYTES + messages[first]!.length;
+      while (end < messages.length && bytes + BATCH_LENGTH_BYTES + messages[end]!.length <= this.batchLimit) {
+        bytes += BATCH_LENGTH_BYTES + messages[end]!.length;
+        end++;
+      }
+      const record =
+        end - first === 1
+          ? this.sealer.seal(RecordType.data, messages[first]!)
+          : this.sealer.seal(RecordType.dataBatch, encodeDataBatch(messages.slice(first, end)));
+      writable = this.socket.write(encodeFrame(record));
+      first = end;
+    }
+    this.socket.uncork();
+    if (writable) waiter.resolve();
+    else this.drainWaiters.push(waiter);
+  };
+
   private endWithClose(): void {
+    this.writeBurst(); // what was sent before the close goes out before it
     this.socket.end(encodeFrame(this.sealer.seal(RecordType.close, new Uint8Array(0))));
     this.closeTimer = setTimeout(() => this.finish(undefined), this.closeTimeoutMs);
     this.closeTimer.unref();
@@ -894,6 +1002,15 @@ export class SecureConnection extends EventEmitter {
     this.socket.destroy();
     const waiters = this.drainWaiters;
     this.drainWaiters = [];
+    // A burst not yet written (the connection failed or was destroyed within its turn) is never sent.
+    const burst = this.burstWaiter;
+    if (burst !== undefined) {
+      this.burst = [];
+      this.burstBytes = 0;
+      this.burstWaiter = undefined;
+      this.burstWritten = undefined;
+      burst.reject(new ConnectionClosedError("The connection closed before the message was written.", { cause: error }));
+    }
     for (const waiter of waiters) {
       if (error) waiter.reject(new ConnectionClosedError("The connection failed before the message was written.", { cause: error }));
       else waiter.resolve();

@@ -75,6 +75,7 @@ import {
   initToJson,
   RecordOpener,
   RecordSealer,
+  encodeDataBatch,
   RecordType,
   sealRecord,
   type ChannelOpenInit,
@@ -1433,6 +1434,14 @@ describe(`adversarial fuzz: hostile input to the nodes and the parsers (seed ${S
           }],
           ["end without a sealed close", () => socket.end(encodeFrame(open))],
           ["sealed garbage message", () => socket.write(encodeFrame(sealer.seal(RecordType.data, randomBytes(prng, prng.int(0, 100)))))],
+          ["data batch of garbage messages", () => {
+            const garbage = Array.from({ length: prng.int(2, 6) }, () => randomBytes(prng, prng.int(0, 100)));
+            socket.write(encodeFrame(sealer.seal(RecordType.dataBatch, encodeDataBatch(garbage))));
+          }],
+          ["malformed data batch", () => {
+            const batch = encodeDataBatch([encodeMessage({ type: "session.open", ref: fx.opened.ref, pricing }), utf8("x")]);
+            socket.write(encodeFrame(sealer.seal(RecordType.dataBatch, mutateBytes(prng, batch).bytes)));
+          }],
         ]);
         act();
       }],

@@ -18,8 +18,10 @@ import {
   decodeTry,
   DEFAULT_MAX_FRAME_BYTES,
   deriveSessionKeys,
+  encodeDataBatch,
   encodeFrame,
   encodeHandshakeMessage,
+  encodeKeyConfirmation,
   FrameAuthenticationError,
   FrameDecoder,
   FrameReplayError,
@@ -31,6 +33,7 @@ import {
   KeyConfirmationError,
   listenSecure,
   MalformedFrameError,
+  MAX_BATCH_PAYLOAD_BYTES,
   MAX_MESSAGE_BYTES,
   MESSAGES_PER_TURN,
   nonceFor,
@@ -44,6 +47,7 @@ import {
   type AuthorizeInitiator,
   type ChannelOpenInit,
   type ChannelOpenTry,
+  type HandshakeVersion,
   type ListenSecureParameters,
   type SecureConnection,
   type SecureServer,
@@ -270,10 +274,11 @@ describe("transport: key schedule and sealing (known answers)", () => {
     }
   });
 
-  it("runs the whole handshake from fixed ephemeral secrets to fixed transcript and keys", async () => {
+  it("runs the whole handshake from fixed ephemeral secrets to fixed transcript and keys (version 1)", async () => {
     const { init, secrets } = await createInit({
       account: payer,
       sessionId: SESSION,
+      version: "1",
       ephemeral: { x25519SecretKey: fill(32, 0x11), mlkemKeygenSeed: fill(64, 0x22), nonce: fill(32, 0x33) },
     });
     expect(init.x25519PublicKey).to.equal("0x7b4e909bbe7ffe44c465a220037d608ee35897d31ef972f07f74892cb0f73f13");
@@ -303,6 +308,39 @@ describe("transport: key schedule and sealing (known answers)", () => {
     // The initiator's ephemeral secrets are wiped once used.
     expect(secrets.x25519SecretKey.every((b) => b === 0)).to.equal(true);
     expect(secrets.mlkemDecapsulationKey.every((b) => b === 0)).to.equal(true);
+  });
+
+  it("runs the same handshake at version 2: the signed messages carry the version, so transcript and keys differ", async () => {
+    const { init, secrets } = await createInit({
+      account: payer,
+      sessionId: SESSION,
+      ephemeral: { x25519SecretKey: fill(32, 0x11), mlkemKeygenSeed: fill(64, 0x22), nonce: fill(32, 0x33) },
+    });
+    expect(init.version).to.equal("2"); // the newest is offered by default
+    expect(init.x25519PublicKey).to.equal("0x7b4e909bbe7ffe44c465a220037d608ee35897d31ef972f07f74892cb0f73f13");
+    expect(initDigest(init)).to.equal("0x68b089fa9240f5cea25374df1494cf931a2f2bdda7fb870068d9d8eaac6b2a95");
+    const responder = await createTry({
+      account: provider,
+      init,
+      ephemeral: { x25519SecretKey: fill(32, 0x44), mlkemMessage: fill(32, 0x55), nonce: fill(32, 0x66) },
+    });
+    expect(responder.tryMessage.version).to.equal("2");
+    expect(responder.transcriptHash).to.equal("0x98d3ff81017a2584daa1d1478dab7b66b243a17a1369b65068517c7a19629dcc");
+    const initiator = await acceptTry({ init, secrets, tryMessage: responder.tryMessage, expectedResponder: provider.address });
+    for (const side of [initiator, responder]) {
+      expect(hex(side.keys.initiatorToResponder)).to.equal("0x6b651a19935e94a5747a41d47a90e23c840c4058de1a463b58e928310e164073");
+      expect(hex(side.keys.responderToInitiator)).to.equal("0x137678391a6bde2e6aef0a68d23ba25204ac2ddb09b7aeb184e1be6d3c4ed67d");
+    }
+  });
+
+  it("refuses a ChannelOpenTry that answers at another version than the Init offered, even one validly signed", async () => {
+    const { init, secrets } = await createInit({ account: payer, sessionId: SESSION });
+    const { tryMessage } = await createTry({ account: provider, init });
+    const downgraded: ChannelOpenTry = { ...tryMessage, version: "1" };
+    downgraded.signature = await signDigest(provider, transcriptHash(init, downgraded));
+    const error = await rejection(acceptTry({ init, secrets, tryMessage: downgraded, expectedResponder: provider.address }));
+    expectTyped(error, "HandshakeError");
+    expect(error.message).to.contain("answers at version 1").and.contain("offered 2");
   });
 
   it("lays out nonces as 16 zero bytes ‖ uint64 big-endian counter and seals counter ‖ XChaCha20-Poly1305(type ‖ payload)", () => {
@@ -364,7 +402,7 @@ describe("transport: handshake message validation", () => {
       ["non-canonical JSON", text(JSON.stringify(initJson(), null, 1)), "NonCanonicalJsonError", "canonical"],
       ["an unknown field", bytesOf({ ...initJson(), extra: 1 }), "UnknownFieldError", "ChannelOpenInit.extra"],
       ["a missing field", bytesOf(without(initJson(), "nonce")), "InvalidFieldError", "ChannelOpenInit.nonce"],
-      ["another version", bytesOf({ ...initJson(), version: "2" }), "InvalidFieldError", "ChannelOpenInit.version"],
+      ["another version", bytesOf({ ...initJson(), version: "3" }), "InvalidFieldError", "ChannelOpenInit.version"],
       ["a Try where an Init belongs", encodeHandshakeMessage(tryMessage), "InvalidFieldError", "ChannelOpenInit.type"],
       ["a 31-byte X25519 key", bytesOf({ ...initJson(), x25519PublicKey: `0x${"11".repeat(31)}` }), "InvalidFieldError", "32 bytes"],
       ["a short ML-KEM key", bytesOf({ ...initJson(), mlkemEncapsulationKey: `0x${"11".repeat(1183)}` }), "InvalidFieldError", "1184 bytes"],
@@ -847,3 +885,106 @@ async function connectWithLimits(server: SecureServer, maxBufferedBytes: number)
   cleanups.push(() => remote.destroy());
   return { client, remote };
 }
+
+/** A payer that runs the handshake by hand over a raw socket, so that it can seal any record it likes. */
+async function handmadePayer(port: number, version: HandshakeVersion) {
+  const socket = await rawSocket(port);
+  const decoder = new FrameDecoder({ maxFrameBytes: 2 * DEFAULT_MAX_FRAME_BYTES });
+  const frames: Uint8Array[] = [];
+  let wake: (() => void) | undefined;
+  socket.on("data", (chunk: Buffer) => {
+    frames.push(...decoder.push(chunk));
+    wake?.();
+  });
+  const next = async () => {
+    while (frames.length === 0) await new Promise<void>((resolve) => (wake = resolve));
+    return frames.shift()!;
+  };
+  const { init, secrets } = await createInit({ account: payer, sessionId: SESSION, version });
+  socket.write(encodeFrame(encodeHandshakeMessage(init)));
+  const tryMessage = decodeTry(await next());
+  const { keys, transcriptHash: transcript } = await acceptTry({ init, secrets, tryMessage, expectedResponder: provider.address });
+  const sealer = new RecordSealer(keys.initiatorToResponder);
+  socket.write(encodeFrame(sealer.seal(RecordType.keyConfirmation, encodeKeyConfirmation("ChannelOpenAck", transcript))));
+  await next(); // ChannelOpenConfirm
+  return { send: (type: RecordType, payload: Uint8Array) => socket.write(encodeFrame(sealer.seal(type, payload))) };
+}
+
+describe("transport: data batches (handshake version 2)", () => {
+  afterEach(closeAll);
+
+  it("seals a burst as one data-batch record and delivers each message, in order, exactly as sent", async () => {
+    const { client, remote } = await pair(await listen());
+    expect([client.handshakeVersion, remote.handshakeVersion]).to.deep.equal(["2", "2"]);
+    const { messages, until } = collect(remote);
+    const sent = Array.from({ length: 100 }, (_, i) => (i === 50 ? new Uint8Array(0) : message("burst", i)));
+    const before = client.recordsSent;
+    await Promise.all(sent.map((m) => client.send(m)));
+    await until(100);
+    expect(messages.map(hex)).to.deep.equal(sent.map(hex));
+    expect(client.recordsSent - before).to.equal(1);
+    expect(remote.recordsReceived).to.equal(client.recordsSent);
+    // A message alone in its turn travels as a plain data record: one record, one encoding.
+    await client.send(text("alone"));
+    await until(101);
+    expect(hex(messages[100]!)).to.equal(hex(text("alone")));
+    expect(client.recordsSent - before).to.equal(2);
+  });
+
+  it("splits a burst where a batch would pass MAX_BATCH_PAYLOAD_BYTES; a message that fills a batch alone is a record of its own", async () => {
+    const { client, remote } = await pair(await listen());
+    const { messages, until } = collect(remote);
+    const sent = [text("a"), fill(40_000, 1), fill(40_000, 2), text("b"), fill(MAX_BATCH_PAYLOAD_BYTES, 3), text("c"), text("d")];
+    const before = client.recordsSent;
+    await Promise.all(sent.map((m) => client.send(m)));
+    await until(sent.length);
+    expect(messages.map(hex)).to.deep.equal(sent.map(hex));
+    // [a, 40 kB] · [40 kB, b] · [64 KiB] · [c, d]
+    expect(client.recordsSent - before).to.equal(4);
+  });
+
+  it("seals each message alone with a payer that offers version 1, and both ends agree on it", async () => {
+    const server = await listen();
+    const accepted = once(server, "connection") as Promise<[SecureConnection]>;
+    const client = await connectSecure({ host: HOST, port: server.port, account: payer, sessionId: SESSION, expectedPeer: provider.address, handshakeVersion: "1" });
+    cleanups.push(() => client.destroy());
+    const [remote] = await accepted;
+    cleanups.push(() => remote.destroy());
+    expect([client.handshakeVersion, remote.handshakeVersion]).to.deep.equal(["1", "1"]);
+    const { messages, until } = collect(remote);
+    const sent = Array.from({ length: 10 }, (_, i) => message("v1", i));
+    const before = client.recordsSent;
+    await Promise.all(sent.map((m) => client.send(m)));
+    await until(10);
+    expect(messages.map(hex)).to.deep.equal(sent.map(hex));
+    expect(client.recordsSent - before).to.equal(10);
+  });
+
+  it("closes on a malformed data batch without delivering any of its messages, and on any batch at version 1", async () => {
+    const server = await listen();
+    const two = encodeDataBatch([text("a"), text("b")]);
+    const tooLong = Buffer.alloc(4);
+    tooLong.writeUInt32BE(MAX_MESSAGE_BYTES + 1);
+    const cases: Array<[string, HandshakeVersion, Uint8Array]> = [
+      ["one message", "2", Buffer.from([0, 0, 0, 1, 0x61])],
+      ["no message", "2", new Uint8Array(0)],
+      ["a length cut short", "2", Buffer.concat([two, Buffer.from([0, 0])])],
+      ["a length past the end", "2", Buffer.concat([two, Buffer.from([0, 0, 0, 9, 1, 2])])],
+      ["a message above maxMessageBytes", "2", Buffer.concat([two, tooLong])],
+      ["a well-formed batch at version 1", "1", two],
+    ];
+    for (const [what, version, payload] of cases) {
+      const accepted = once(server, "connection") as Promise<[SecureConnection]>;
+      const peer = await handmadePayer(server.port, version);
+      const [remote] = await accepted;
+      cleanups.push(() => remote.destroy());
+      const { messages } = collect(remote);
+      peer.send(RecordType.data, text("before"));
+      peer.send(RecordType.dataBatch, payload);
+      peer.send(RecordType.data, text("after"));
+      const error = await remote.closed;
+      expectTyped(error, "MalformedFrameError");
+      expect(messages.map(hex), what).to.deep.equal([hex(text("before"))]);
+    }
+  });
+});
