@@ -610,9 +610,6 @@ export class SecureConnection extends EventEmitter {
   /** Messages sent in the current burst, sealed together at its end (batching connections only). */
   private burst: Uint8Array[] = [];
   private burstBytes = 0;
-  /** Settles every `send` of the current burst once its records are written (or the connection fails). */
-  private burstWaiter: { resolve: () => void; reject: (error: Error) => void } | undefined;
-  private burstWritten: Promise<void> | undefined;
   private readonly inbox: Uint8Array[] = [];
   private inboxCost = 0;
   private readonly inboxLimit: number;
@@ -713,14 +710,17 @@ export class SecureConnection extends EventEmitter {
     if (buffered > this.maxBufferedBytes) throw new SendBufferFullError(buffered, this.maxBufferedBytes);
     if (this.batches) {
       // Messages sent in one burst (the same turn of the event loop) are sealed together at its end: one
-      // record, one AEAD, one frame for the lot (issue 15). Order and content are exactly as sent.
-      if (this.burst.length === 0) {
-        this.burstWritten = new Promise<void>((resolve, reject) => (this.burstWaiter = { resolve, reject }));
-        process.nextTick(this.writeBurst);
-      }
+      // record, one AEAD, one frame for the lot (issue 15). Order and content are exactly as sent. As with a
+      // direct write, `send` resolves at once while the socket's buffer, this burst included, stays below its
+      // high-water mark, so callers that chain their sends (to keep answers in order) still send in one
+      // burst; past it, `send` waits for the drain that writing the burst is then certain to cause (the
+      // sealed bytes are more than the messages' bytes counted here).
+      if (this.burst.length === 0) process.nextTick(this.writeBurst);
       this.burst.push(data);
       this.burstBytes += data.length;
-      return this.burstWritten;
+      if (this.socket.writableLength + this.burstBytes < this.socket.writableHighWaterMark) return;
+      await new Promise<void>((resolve, reject) => this.drainWaiters.push({ resolve, reject }));
+      return;
     }
     // Frames sent in one burst (the same turn of the event loop) leave in one write: the socket is corked
     // at the first and uncorked once the current callbacks and promise reactions have run. The bytes on the
@@ -919,13 +919,9 @@ export class SecureConnection extends EventEmitter {
    */
   private readonly writeBurst = (): void => {
     const messages = this.burst;
-    const waiter = this.burstWaiter;
-    if (messages.length === 0 || waiter === undefined) return; // written already, by a close
+    if (messages.length === 0) return; // written already, by a close, or dropped by a failure
     this.burst = [];
     this.burstBytes = 0;
-    this.burstWaiter = undefined;
-    this.burstWritten = undefined;
-    let writable = true;
     this.socket.cork();
     for (let first = 0; first < messages.length; ) {
       let end = first + 1;
@@ -938,12 +934,10 @@ export class SecureConnection extends EventEmitter {
         end - first === 1
           ? this.sealer.seal(RecordType.data, messages[first]!)
           : this.sealer.seal(RecordType.dataBatch, encodeDataBatch(messages.slice(first, end)));
-      writable = this.socket.write(encodeFrame(record));
+      this.socket.write(encodeFrame(record));
       first = end;
     }
     this.socket.uncork();
-    if (writable) waiter.resolve();
-    else this.drainWaiters.push(waiter);
   };
 
   private endWithClose(): void {
@@ -1003,14 +997,8 @@ export class SecureConnection extends EventEmitter {
     const waiters = this.drainWaiters;
     this.drainWaiters = [];
     // A burst not yet written (the connection failed or was destroyed within its turn) is never sent.
-    const burst = this.burstWaiter;
-    if (burst !== undefined) {
-      this.burst = [];
-      this.burstBytes = 0;
-      this.burstWaiter = undefined;
-      this.burstWritten = undefined;
-      burst.reject(new ConnectionClosedError("The connection closed before the message was written.", { cause: error }));
-    }
+    this.burst = [];
+    this.burstBytes = 0;
     for (const waiter of waiters) {
       if (error) waiter.reject(new ConnectionClosedError("The connection failed before the message was written.", { cause: error }));
       else waiter.resolve();

@@ -93,7 +93,7 @@ async function listen(overrides: Partial<ListenSecureParameters> = {}): Promise<
   return server;
 }
 
-async function connect(port: number, overrides: { account?: LocalAccount; expectedPeer?: Address; timeoutMs?: number } = {}) {
+async function connect(port: number, overrides: { account?: LocalAccount; expectedPeer?: Address; timeoutMs?: number; handshakeVersion?: HandshakeVersion } = {}) {
   const connection = await connectSecure({
     host: HOST,
     port,
@@ -101,6 +101,7 @@ async function connect(port: number, overrides: { account?: LocalAccount; expect
     sessionId: SESSION,
     expectedPeer: overrides.expectedPeer ?? provider.address,
     timeoutMs: overrides.timeoutMs,
+    handshakeVersion: overrides.handshakeVersion,
   });
   cleanups.push(() => connection.destroy());
   return connection;
@@ -563,7 +564,8 @@ describe("transport: secure connections over TCP", function () {
 
   it("closes on a tampered ciphertext byte with FrameAuthenticationError and delivers nothing tampered", async () => {
     const server = await listen();
-    // Client → server frames: 0 Init, 1 Ack, 2 "m0" (counter 1), 3 "m1" (counter 2), 4 "m2".
+    // Client → server frames: 0 Init, 1 Ack, 2 "m0" (counter 1), 3 "m1" (counter 2), 4 "m2". Version 1
+    // seals each message alone, however close together they are sent (batches: the test further down).
     const port = await proxy(server.port, (direction, index, frame) => {
       if (direction !== "toServer" || index !== 3) return [frame];
       const tampered = frame.slice();
@@ -571,7 +573,7 @@ describe("transport: secure connections over TCP", function () {
       return [tampered];
     });
     const accepted = once(server, "connection") as Promise<[SecureConnection]>;
-    const client = await connect(port);
+    const client = await connect(port, { handshakeVersion: "1" });
     const [remote] = await accepted;
     cleanups.push(() => remote.destroy());
     const { messages: received } = collect(remote);
@@ -600,7 +602,7 @@ describe("transport: secure connections over TCP", function () {
         return mode === "replay" ? [frame, frame] : [];
       });
       const accepted = once(server, "connection") as Promise<[SecureConnection]>;
-      const client = await connect(port);
+      const client = await connect(port, { handshakeVersion: "1" });
       const [remote] = await accepted;
       cleanups.push(() => remote.destroy());
       const { messages: received } = collect(remote);
@@ -941,6 +943,28 @@ describe("transport: data batches (handshake version 2)", () => {
     expect(messages.map(hex)).to.deep.equal(sent.map(hex));
     // [a, 40 kB] · [40 kB, b] · [64 KiB] · [c, d]
     expect(client.recordsSent - before).to.equal(4);
+  });
+
+  it("closes on a tampered batch record with FrameAuthenticationError and delivers none of its messages", async () => {
+    const server = await listen();
+    // Client → server frames: 0 Init, 1 Ack, 2 "m0" alone (counter 1), 3 the batch ["m1", "m2"] (counter 2).
+    const port = await proxy(server.port, (direction, index, frame) => {
+      if (direction !== "toServer" || index !== 3) return [frame];
+      const tampered = frame.slice();
+      tampered[tampered.length - 20]! ^= 0x01; // inside the ciphertext
+      return [tampered];
+    });
+    const accepted = once(server, "connection") as Promise<[SecureConnection]>;
+    const client = await connect(port);
+    const [remote] = await accepted;
+    cleanups.push(() => remote.destroy());
+    const { messages } = collect(remote);
+    await client.send(text("m0"));
+    await new Promise((resolve) => setImmediate(resolve)); // ends the burst
+    await Promise.all([client.send(text("m1")), client.send(text("m2"))]);
+    const closedWith = await remote.closed;
+    expectTyped(closedWith, "FrameAuthenticationError");
+    expect(messages.map(hex)).to.deep.equal([hex(text("m0"))]);
   });
 
   it("seals each message alone with a payer that offers version 1, and both ends agree on it", async () => {
