@@ -16,7 +16,7 @@
  *   npm run bench -- --quick    smaller sizes, for a smoke test
  *   npm run bench -- --arbitration   only the arbitration figures, merged into the existing results.json
  *   npm run bench -- --cli      only `ioi --help` start-up from dist/ (built first), merged likewise
- *   npm run bench -- --hot-path      only the hot path of issue 15 (ceiling, batched receipts, socket),
+ *   npm run bench -- --hot-path      only the hot path of issue 15 (ceiling, batched receipts, socket, the sealed transport alone),
  *                                    merged into the existing results.json
  *
  * The ceiling (decision 0012): the crypto-only limit — tickets/s if each side did nothing but one sign and one
@@ -31,6 +31,7 @@ import hre from "hardhat";
 import { benchArbitration, benchReplays, type ArbitrationBench, type ReplayBench } from "./bench-arbitration";
 import { benchCliStartup } from "./bench-cli";
 import { benchAccumulator, benchBatchedReceipts, benchCeiling, benchCrypto, type Ceiling } from "./bench-micro";
+import { benchTransport } from "./bench-transport";
 import { runSocketBench } from "./bench-socket";
 import { measureGas } from "./gas-report";
 
@@ -178,6 +179,8 @@ async function measureHotPath(quick: boolean, log: (line: string) => void) {
   log("Measuring batched receipts …");
   const batched: Record<string, number> = {};
   for (const batch of [1, 100, 1_000]) batched[String(batch)] = await benchBatchedReceipts(batch, quick ? Math.max(batch, 2_000) : batch === 1 ? 1_000 : 50_000);
+  log("Measuring the sealed transport alone (one record per message, and per burst) …");
+  const transport = await benchTransport(quick ? 1_200 : 12_000);
   const at64 = socket.find((r) => r.inflight === 64) ?? socket[socket.length - 1]!;
   const at1 = socket.find((r) => r.inflight === 1);
   const ticketRatio = Number((at64.perSecond / ceiling.cryptoLimitTicketsPerSecond).toFixed(3));
@@ -195,6 +198,7 @@ async function measureHotPath(quick: boolean, log: (line: string) => void) {
       payer: { total: at64.payerCpuUsPerTicket, signAndVerify: cryptoUs, rest: Math.round(at64.payerCpuUsPerTicket - cryptoUs) },
       provider: { total: at64.providerCpuUsPerTicket, signAndVerify: cryptoUs, rest: Math.round(at64.providerCpuUsPerTicket - cryptoUs) },
     },
+    transportCpuUsPerMessagePerSide: transport,
     loadAverageDuringSocket: [loadBefore, loadAfter],
   };
   const print = (row: (name: string, value: string, target: string, met: boolean | null) => void) => {
@@ -216,6 +220,9 @@ async function measureHotPath(quick: boolean, log: (line: string) => void) {
     row("batched receipts/s (1,000) ÷ receipt-format floor", floorRatio.toFixed(3), "", null);
     row("CPU per ticket, payer (µs): total / sign+verify / rest", `${at64.payerCpuUsPerTicket} / ${cryptoUs} / ${results.cpuPerTicketUs.payer.rest}`, "", null);
     row("CPU per ticket, provider (µs): total / sign+verify / rest", `${at64.providerCpuUsPerTicket} / ${cryptoUs} / ${results.cpuPerTicketUs.provider.rest}`, "", null);
+    for (const burst of [1, 8, 16] as const) {
+      row(`sealed transport alone, bursts of ${burst}: CPU per message per side (µs), a record each (v1) / a record per burst (v2)`, `${transport.v1[`burst${burst}`]} / ${transport.v2[`burst${burst}`]}`, "", null);
+    }
     row("load average (1 min) before / after the socket runs", `${loadBefore.toFixed(2)} / ${loadAfter.toFixed(2)}`, "", null);
     void at1;
   };

@@ -31,7 +31,11 @@
  *   thrown by a `message` listener closes the connection with a {@link ConnectionClosedError} (its `cause`).
  * - **Backpressure.** `send()` resolves when the socket accepted the frame below its high-water mark, or
  *   after the next `drain`. Await it. Sends made without awaiting are refused with {@link SendBufferFullError}
- *   once more than `maxBufferedBytes` wait in the socket, so memory stays bounded.
+ *   once more than `maxBufferedBytes` wait in the socket (or in the burst below), so memory stays bounded.
+ * - **Bursts.** On a connection opened at handshake version 2 (the default; `handshakeVersion: "1"` offers 1),
+ *   the messages sent in one turn of the event loop are sealed together as data-batch records of up to
+ *   {@link MAX_BATCH_PAYLOAD_BYTES} at the end of the turn; at version 1 each message is a record of its own.
+ *   Either way the peer receives the same messages in the same order.
  * - **Server.** `listenSecure` resolves with a {@link SecureServer}: `port`, `server` (the `net.Server`),
  *   `connections`, events `connection` / `handshakeError` / `error`, and `close()`.
  */
