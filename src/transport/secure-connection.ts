@@ -44,7 +44,7 @@ import * as net from "node:net";
 import { isAddress, type Address, type Hex, type LocalAccount } from "viem";
 
 import { BaseError, InvalidFieldError, SizeLimitError } from "../core/errors";
-import { expectHash } from "../core/validate";
+import { expectHash, expectLiteral } from "../core/validate";
 import {
   ConnectionClosedError,
   HandshakeError,
@@ -64,6 +64,8 @@ import {
   decodeTry,
   encodeHandshakeMessage,
   encodeKeyConfirmation,
+  HANDSHAKE_VERSION,
+  HANDSHAKE_VERSIONS,
   MAX_HANDSHAKE_MESSAGE_BYTES,
   verifyInit,
   versionHasBatches,
@@ -322,6 +324,7 @@ export async function connectSecure(parameters: ConnectSecureParameters): Promis
     throw new InvalidFieldError("expectedPeer", "the provider's address", parameters.expectedPeer);
   }
   const expectedPeer = parameters.expectedPeer;
+  const version = expectLiteral(parameters.handshakeVersion ?? HANDSHAKE_VERSION, "handshakeVersion", HANDSHAKE_VERSIONS);
   const decoder = new FrameDecoder({ maxFrameBytes: MAX_HANDSHAKE_MESSAGE_BYTES });
   const socket = net.connect({ host, port });
   socket.setNoDelay(true);
@@ -330,7 +333,7 @@ export async function connectSecure(parameters: ConnectSecureParameters): Promis
   const opened = await runHandshake(io, options.timeoutMs, async () => {
     if (socket.connecting) await new Promise<void>((resolve) => socket.once("connect", () => resolve()));
     io.stage = "sending ChannelOpenInit";
-    const { init, secrets } = await createInit({ account, sessionId, version: parameters.handshakeVersion });
+    const { init, secrets } = await createInit({ account, sessionId, version });
     io.write(encodeFrame(encodeHandshakeMessage(init)));
 
     io.stage = "waiting for ChannelOpenTry";

@@ -40,7 +40,7 @@ describe("sealed frames: Node's ChaCha20-Poly1305 with the XChaCha20 subkey", ()
     const sizes = [0, 1, 15, 16, 17, 63, 64, 65, 1000, 70_000];
     for (const [i, counter] of counters.entries()) {
       for (const size of sizes) {
-        for (const type of [RecordType.data, RecordType.close, RecordType.keyConfirmation, 0x7f]) {
+        for (const type of [RecordType.data, RecordType.close, RecordType.keyConfirmation, RecordType.dataBatch, 0x7f]) {
           const k = key(`key ${i} ${size}`);
           const payload = bytes(`payload ${i} ${size}`, size);
           expect(toHex(sealRecord(k, counter, type as RecordType, payload)), `counter ${counter}, ${size} bytes, type ${type}`).to.equal(toHex(nobleFrame(k, counter, type, payload)));
