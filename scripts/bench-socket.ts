@@ -36,7 +36,12 @@ export type SocketRun = {
   /** The payer store's group commits and WAL fdatasyncs during the timed stream (what durability cost it). */
   payerCommits: number;
   payerSyncs: number;
+  /** Every timed stream of this setting (tickets/s, p50): the figures above are the fastest one's. */
+  windows: { perSecond: number; p50Ms: number }[];
 };
+
+/** Timed streams per setting; the fastest is reported, as every rate of the ceiling is the best of its windows. */
+const WINDOWS = 3;
 
 /** CPU time (user + system) of process `pid` so far, in µs, from /proc (Linux); NaN elsewhere. */
 function processCpuUs(pid: number | undefined): number {
@@ -85,18 +90,27 @@ export async function runSocketBench(
       // which grow until their first checkpoint (an fdatasync that extends a file costs about twice one that
       // overwrites, 0.45 against 0.23 ms here). A running node is warm, so the timed stream measures one that is.
       await client.stream({ count: Math.max(3_000, tickets), inflight: 64, request: (n) => ({ jsonrpc: "2.0", id: n, method: "tools/echo", params: { n } }) });
-      const storeBefore = store.stats;
-      const payerCpu = process.cpuUsage();
-      const providerCpu = processCpuUs(node.child.pid);
-      const started = performance.now();
-      const latencies = await client.stream({ count: tickets, inflight, request: (n) => ({ jsonrpc: "2.0", id: n, method: "tools/echo", params: { n } }) });
-      const seconds = (performance.now() - started) / 1000;
-      const payerUsed = process.cpuUsage(payerCpu);
-      const providerUsed = processCpuUs(node.child.pid) - providerCpu;
-      const storeAfter = store.stats;
+      // Other work on the machine only slows a stream, so the fastest of a few is the one reported (every
+      // window's throughput and p50 are kept beside it).
+      let best: SocketRun | undefined;
+      const windows: SocketRun["windows"] = [];
+      for (let w = 0; w < WINDOWS; w++) {
+        const storeBefore = store.stats;
+        const payerCpu = process.cpuUsage();
+        const providerCpu = processCpuUs(node.child.pid);
+        const started = performance.now();
+        const latencies = await client.stream({ count: tickets, inflight, request: (n) => ({ jsonrpc: "2.0", id: n, method: "tools/echo", params: { n } }) });
+        const seconds = (performance.now() - started) / 1000;
+        const payerUsed = process.cpuUsage(payerCpu);
+        const providerUsed = processCpuUs(node.child.pid) - providerCpu;
+        const storeAfter = store.stats;
+        latencies.sort((a, b) => a - b);
+        const run: SocketRun = { inflight, tickets, perSecond: Math.round(tickets / seconds), p50Ms: Number(latencies[Math.floor(tickets * 0.5)]!.toFixed(2)), p99Ms: Number(latencies[Math.floor(tickets * 0.99)]!.toFixed(2)), payerCpuUsPerTicket: Math.round((payerUsed.user + payerUsed.system) / tickets), providerCpuUsPerTicket: Math.round(providerUsed / tickets), providerCrypto, payerCommits: storeAfter.commits - storeBefore.commits, payerSyncs: storeAfter.syncs - storeBefore.syncs, windows };
+        windows.push({ perSecond: run.perSecond, p50Ms: run.p50Ms });
+        if (best === undefined || run.perSecond > best.perSecond) best = run;
+      }
       await client.close();
-      latencies.sort((a, b) => a - b);
-      runs.push({ inflight, tickets, perSecond: Math.round(tickets / seconds), p50Ms: Number(latencies[Math.floor(tickets * 0.5)]!.toFixed(2)), p99Ms: Number(latencies[Math.floor(tickets * 0.99)]!.toFixed(2)), payerCpuUsPerTicket: Math.round((payerUsed.user + payerUsed.system) / tickets), providerCpuUsPerTicket: Math.round(providerUsed / tickets), providerCrypto, payerCommits: storeAfter.commits - storeBefore.commits, payerSyncs: storeAfter.syncs - storeBefore.syncs });
+      runs.push(best!);
     }
   } finally {
     await store.close();
@@ -113,7 +127,7 @@ async function main(): Promise<void> {
   mkdirSync(path.join(__dirname, "..", "bench"), { recursive: true });
   writeFileSync(path.join(__dirname, "..", "bench", "socket.json"), `${JSON.stringify(result, null, 2)}\n`);
   console.log("Tickets over the sealed socket, durable on both sides (payer and provider in separate processes):");
-  for (const r of runs) console.log(`  ${String(r.inflight).padStart(2)} in flight: ${String(r.perSecond).padStart(5)} tickets/s   p50 ${r.p50Ms} ms   p99 ${r.p99Ms} ms   (${r.tickets} tickets; CPU/ticket payer ${r.payerCpuUsPerTicket} µs, provider ${r.providerCpuUsPerTicket} µs; payer store ${r.payerCommits} commits, ${r.payerSyncs} fsyncs)`);
+  for (const r of runs) console.log(`  ${String(r.inflight).padStart(2)} in flight: ${String(r.perSecond).padStart(5)} tickets/s   p50 ${r.p50Ms} ms   p99 ${r.p99Ms} ms   (${r.tickets} tickets, the fastest of ${r.windows.map((w) => w.perSecond).join(" / ")} tickets/s; CPU/ticket payer ${r.payerCpuUsPerTicket} µs, provider ${r.providerCpuUsPerTicket} µs; payer store ${r.payerCommits} commits, ${r.payerSyncs} fsyncs)`);
   console.log("Wrote bench/socket.json");
 }
 
