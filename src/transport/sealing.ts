@@ -92,6 +92,13 @@ const TYPE_BYTE = [Buffer.from([0]), Buffer.from([1]), Buffer.from([2]), Buffer.
 export const BATCH_LENGTH_BYTES = 4;
 
 /**
+ * Largest data-batch payload, sent or accepted (64 KiB). It bounds what one record can unpack into: at most
+ * 16,384 messages (empty ones) however large `maxMessageBytes` is, so the inbox limit, checked between
+ * records, keeps a peer's batches from growing the receiver's memory much beyond what they occupied on the wire.
+ */
+export const MAX_BATCH_PAYLOAD_BYTES = 64 * 1024;
+
+/**
  * The payload of a data-batch record: each message as uint32 big-endian length ‖ bytes, in order. A batch
  * holds at least two messages (one message travels as a data record, so that it has one encoding only).
  */
@@ -111,10 +118,14 @@ export function encodeDataBatch(messages: readonly Uint8Array[]): Buffer {
 
 /**
  * The messages of a data-batch payload, as views into it. Throws {@link MalformedFrameError} unless the
- * payload is two or more length-prefixed messages of at most `maxMessageBytes` each that fill it exactly;
+ * payload is at most {@link MAX_BATCH_PAYLOAD_BYTES} and two or more length-prefixed messages of at most
+ * `maxMessageBytes` each that fill it exactly;
  * nothing is returned from a batch that fails anywhere, so a malformed batch delivers no message at all.
  */
 export function decodeDataBatch(payload: Uint8Array, maxMessageBytes: number): Uint8Array[] {
+  if (payload.length > MAX_BATCH_PAYLOAD_BYTES) {
+    throw new MalformedFrameError(`A data batch of ${payload.length} bytes is larger than the ${MAX_BATCH_PAYLOAD_BYTES} a batch may hold.`);
+  }
   const view = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
   const messages: Uint8Array[] = [];
   let at = 0;

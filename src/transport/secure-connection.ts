@@ -76,6 +76,7 @@ import {
   BATCH_LENGTH_BYTES,
   decodeDataBatch,
   encodeDataBatch,
+  MAX_BATCH_PAYLOAD_BYTES,
   MAX_MESSAGE_BYTES,
   RecordOpener,
   RecordSealer,
@@ -563,13 +564,6 @@ const INBOX_ENTRY_COST = 64;
  */
 export const MESSAGES_PER_TURN = 8;
 
-/**
- * Largest data-batch payload a connection seals (never more than its `maxMessageBytes`, which bounds every
- * record the peer accepts). Messages sent in one burst are sealed together up to this size; a message that
- * does not fit starts the next record.
- */
-export const MAX_BATCH_PAYLOAD_BYTES = 64 * 1024;
-
 export interface SecureConnection {
   /** One message, exactly as the peer passed it to `send`, in order, each once. */
   on(event: "message", listener: (data: Uint8Array) => void): this;
@@ -613,6 +607,7 @@ export class SecureConnection extends EventEmitter {
   private readonly closeTimeoutMs: number;
   /** Whether bursts are sealed as data batches (both ends speak handshake version 2 or later). */
   private readonly batches: boolean;
+  /** Largest batch payload this end seals: {@link MAX_BATCH_PAYLOAD_BYTES}, and never above `maxMessageBytes`. */
   private readonly batchLimit: number;
   /** Messages sent in the current burst, sealed together at its end (batching connections only). */
   private burst: Uint8Array[] = [];

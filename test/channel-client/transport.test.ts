@@ -995,6 +995,8 @@ describe("transport: data batches (handshake version 2)", () => {
       ["a length cut short", "2", Buffer.concat([two, Buffer.from([0, 0])])],
       ["a length past the end", "2", Buffer.concat([two, Buffer.from([0, 0, 0, 9, 1, 2])])],
       ["a message above maxMessageBytes", "2", Buffer.concat([two, tooLong])],
+      ["a batch above MAX_BATCH_PAYLOAD_BYTES", "2", encodeDataBatch([fill(40_000, 1), fill(40_000, 2)])],
+      ["16,385 empty messages", "2", new Uint8Array(4 * 16_385)],
       ["a well-formed batch at version 1", "1", two],
     ];
     for (const [what, version, payload] of cases) {
