@@ -25,7 +25,7 @@ import { TERMS_QUERY_SESSION_ID, verifyTermsOffer, type TermsOffer } from "../co
 import { connectSecure, type SecureConnection } from "../transport";
 import type { Logger } from "./log";
 import type { JsonObject } from "../core/validate";
-import { decodeMessage, encodeMessage, isPacket, type NodeMessage, type SessionReadyMessage } from "./protocol";
+import { decodeMessage, encodeMessage, isPacket, STEPS_PAGE, type NodeMessage, type SessionReadyMessage } from "./protocol";
 import { REPLAYED_RESULT_CODE } from "./provider-node";
 
 /** The provider refused a ticket or a close; carries the provider's typed error name. */
@@ -181,7 +181,52 @@ export class PayerClient {
     // check it against all its receipts and refuse it.
     const history = session.pending.length > 0 ? ReceiptAccumulator.fromLeaves(store.leaves(channel.sessionId)) : undefined;
     for (const signed of session.pending) await client.#sendTicket(signed, undefined, history && leafCountOf(history, signed.ticket.receiptRoot));
+    if (ready.lastSeq > session.seq) {
+      try {
+        await client.#takeBack(ready.lastSeq);
+      } catch (error) {
+        client.#fail(error as Error);
+        await client.close().catch(() => undefined);
+        throw error;
+      }
+    }
     return client;
+  }
+
+  /**
+   * The provider answered tickets past the last one this payer stored: it sent them, then crashed before they
+   * were durable. Asks for those steps (after the answers to the tickets re-sent above, which the provider
+   * sends first) and takes each back only if this payer signed its ticket and its receipt passes every check
+   * a receipt passes (`PayerSession.adoptTicket`, `acceptReceipt`), one by one in seq order; each passing step
+   * is stored whole, and all are durable before any new ticket is signed. A provider that hands back less than
+   * it reported, or anything that does not pass, fails the connection (the steps before it are kept).
+   */
+  async #takeBack(lastSeq: bigint): Promise<void> {
+    const { store, channel } = this.parameters;
+    let fromSeq = this.session.seq + 1n;
+    const writes: Promise<void>[] = [];
+    try {
+      while (fromSeq <= lastSeq) {
+        const answer = await this.#request({ type: "steps.request", fromSeq, limit: STEPS_PAGE });
+        if (isPacket(answer) || answer.type !== "steps") throw new BaseError(`The provider did not hand back its steps from seq ${fromSeq}.`);
+        if (answer.steps.length === 0) {
+          throw new ReceiptMismatchError(`The provider reported seq ${lastSeq} answered but handed back nothing from seq ${fromSeq}.`);
+        }
+        for (const { ticket, receipt } of answer.steps) {
+          if (ticket.ticket.seq < fromSeq || ticket.ticket.seq > lastSeq) {
+            throw new ReceiptMismatchError(`The provider handed back seq ${ticket.ticket.seq}, outside the seqs ${fromSeq} to ${lastSeq} asked for.`);
+          }
+          await this.session.adoptTicket(ticket);
+          // Stored only whole, once the receipt passed too: the store keeps the genuine steps before a bad one.
+          writes.push(store.putStep(channel.sessionId, await this.session.acceptReceipt(receipt, undefined)));
+          fromSeq = ticket.ticket.seq + 1n;
+        }
+      }
+    } finally {
+      await Promise.allSettled(writes); // what passed is durable (or failed) before the caller hears anything
+    }
+    await Promise.all(writes);
+    this.parameters.logger?.info({ event: "session.taken_back", sessionId: channel.sessionId, lastSeq: lastSeq.toString() }, "tickets lost before they were durable taken back from the provider");
   }
 
   #listen(): void {
@@ -289,8 +334,8 @@ export class PayerClient {
   }
 
   /**
-   * Pays for and sends one invocation; resolves with its result once the receipt is verified and stored.
-   * The ticket is durable before it leaves. Call it many times without awaiting to pipeline.
+   * Pays for and sends one invocation; resolves with its result once the receipt is verified and stored
+   * (with its ticket, which leaves before it is durable). Call it many times without awaiting to pipeline.
    */
   invoke(request: JsonObject): Promise<InvocationOutcome> {
     return this.#invoke(request);
@@ -305,12 +350,14 @@ export class PayerClient {
     // send's error below and never awaits it: mark it handled so the process does not die of it.
     outcome.catch(() => undefined);
     const next = this.session.nextTicket(canonBytes(request));
-    // Persist as soon as it is signed (concurrent tickets share one group commit), send in seq order.
-    const durable = next.then(async (n) => {
-      await this.parameters.store.putTicket(this.parameters.channel.sessionId, n.signed);
-      return n;
-    });
-    const sent = this.#outbox.then(() => durable).then((n) => this.#sendTicket(n.signed, request, n.leafCount));
+    // The ticket leaves as soon as it is signed (in seq order) while its write is made durable: the payer does
+    // not wait on its own disk (decision 0009, issue 15). Its write is queued before it leaves, so before its
+    // receipt's, and the receipt counts only once durable, which makes the ticket durable too. A crash between
+    // the two loses only a ticket the provider may hold: `connect` takes it back with its receipt. A ticket the
+    // store cannot keep fails the client.
+    const written = next.then((n) => this.parameters.store.putTicket(this.parameters.channel.sessionId, n.signed));
+    written.catch((error: unknown) => this.#fail(error as Error));
+    const sent = this.#outbox.then(() => next).then((n) => this.#sendTicket(n.signed, request, n.leafCount));
     this.#outbox = sent.catch(() => undefined);
     try {
       await sent;

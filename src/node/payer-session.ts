@@ -12,14 +12,14 @@ import type { Hex, LocalAccount } from "viem";
 import { RootAccumulator } from "../core/accumulator";
 import { keccak256Hex } from "../core/keccak";
 import type { GasEscrowDomain } from "../core/eip712";
-import { DepositExceededError, ModelMismatchError, ReceiptMismatchError, ReceiptOverpricedError, RequiredReceiptMissingError } from "../core/errors";
+import { BindingMismatchError, DepositExceededError, InvalidSignatureError, ModelMismatchError, TicketNotNewerError, ReceiptMismatchError, ReceiptOverpricedError, RequiredReceiptMissingError } from "../core/errors";
 import { receiptLeafFromHashes } from "../core/leaf";
-import { assertDigestSigner } from "../core/eip712";
+import { assertDigestSigner, recoverDigestSigner } from "../core/eip712";
 import { GENESIS_RECEIPT_HASH, sessionReceiptDigest, sessionReceiptHash, type SignedSessionReceipt } from "../core/receipt";
 import type { StepRecord } from "../store/store";
 import { signSettlementSummary, type SettlementSummary } from "../core/summary";
 import { describePricing, missingReceiptBindings, modelAllowed, prepaidPerCall, priceOf, type ChannelRef, type PricingTerms } from "../core/terms";
-import { paymentTicketHash, signPaymentTicket, type PaymentTicket, type SignedPaymentTicket } from "../core/ticket";
+import { paymentTicketDigest, paymentTicketHash, signPaymentTicket, type PaymentTicket, type SignedPaymentTicket } from "../core/ticket";
 import { SessionKeyCapExceededError } from "../core/errors";
 import type { SignedSessionKeyGrant } from "../core/session-key";
 
@@ -139,6 +139,45 @@ export class PayerSession {
     this.#pending.set(ticket.seq, entry);
     entry.signed = await signPaymentTicket({ account, domain, ticket });
     return { signed: entry.signed, leafCount };
+  }
+
+  /**
+   * Takes back a ticket this payer signed and sent but did not make durable before it crashed, as the provider
+   * handed it back with its receipt (decision 0009, issue 15): the ticket becomes pending again with its
+   * request unknown, so `acceptReceipt` then checks its receipt as it checks a replayed one. Only a ticket this
+   * payer could have signed is taken: bound to this channel, signed by the payer or by its session key, past
+   * every seq and amount the session holds and within the deposit; nothing may still await a receipt.
+   * BindingMismatchError, TicketNotNewerError, DepositExceededError, InvalidSignatureError otherwise, and
+   * nothing changes.
+   */
+  async adoptTicket(signed: SignedPaymentTicket): Promise<void> {
+    const { account, domain, ref, sessionId, deposit, sessionKey } = this.parameters;
+    const { ticket } = signed;
+    if (this.#pending.size > 0) {
+      throw new TicketNotNewerError(`Ticket seq ${ticket.seq} was handed back while ${this.#pending.size} sent ticket(s) still await receipts.`);
+    }
+    if (ticket.sessionId !== sessionId || ticket.provider.toLowerCase() !== ref.terms.provider.toLowerCase() || ticket.termsHash !== ref.terms.termsHash) {
+      throw new BindingMismatchError(`The ticket handed back as seq ${ticket.seq} is not bound to this channel (session, provider and terms).`);
+    }
+    if (ticket.seq <= this.#seq || ticket.cumulativeAmount <= this.#amount) {
+      throw new TicketNotNewerError(
+        `The ticket handed back as seq ${ticket.seq} (amount ${ticket.cumulativeAmount}) does not advance past seq ${this.#seq} (amount ${this.#amount}).`,
+      );
+    }
+    if (ticket.cumulativeAmount > deposit) {
+      throw new DepositExceededError(`The ticket handed back as seq ${ticket.seq} authorises ${ticket.cumulativeAmount}; the channel holds ${deposit}.`);
+    }
+    const signer = await recoverDigestSigner(paymentTicketDigest(domain, ticket), signed.signature);
+    const ours = [account.address, ...(sessionKey ? [sessionKey.account.address] : [])];
+    if (!ours.some((address) => address.toLowerCase() === signer.toLowerCase())) {
+      throw new InvalidSignatureError(`The ticket handed back as seq ${ticket.seq} was signed by ${signer}, not by this payer (${ours.join(" or ")}).`);
+    }
+    if (ticket.seq <= this.#seq || this.#pending.size > 0) {
+      throw new TicketNotNewerError(`Ticket seq ${ticket.seq} was handed back while this session signed others.`);
+    }
+    this.#seq = ticket.seq;
+    this.#amount = ticket.cumulativeAmount;
+    this.#pending.set(ticket.seq, { ticket, signed, input: undefined });
   }
 
   /**

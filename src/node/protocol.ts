@@ -8,6 +8,8 @@ import type { Hex } from "viem";
 
 import { canon, parseJson } from "../core/canonical";
 import { encodePacket, MAX_PACKET_BYTES, packetFromJson, type Packet } from "../core/packets";
+import { InvalidFieldError } from "../core/errors";
+import { signedSessionReceiptFromJson, signedSessionReceiptToJson, type SignedSessionReceipt } from "../core/receipt";
 import { signedSessionKeyGrantFromJson, signedSessionKeyGrantToJson, type SignedSessionKeyGrant } from "../core/session-key";
 import { settlementSummaryFromJson, settlementSummaryToJson, type SettlementSummary } from "../core/summary";
 import { signedTermsOfferFromJson, signedTermsOfferToJson, type SignedTermsOffer } from "../core/terms-offer";
@@ -19,6 +21,7 @@ import {
   type ChannelRef,
   type PricingTerms,
 } from "../core/terms";
+import { signedPaymentTicketFromJson, signedPaymentTicketToJson, type SignedPaymentTicket } from "../core/ticket";
 import { expectLiteral, expectObject, expectSignatureHex, expectString, expectUint, uintToJson } from "../core/validate";
 
 /**
@@ -45,6 +48,21 @@ export type TermsRequestMessage = { type: "terms.request" };
 /** Provider → payer: its signed offer for this escrow; the payer funds only a channel on these terms. */
 export type TermsOfferMessage = { type: "terms.offer"; offer: SignedTermsOffer };
 
+/** Most steps one `steps` answer carries (a step is about 1.5 KB of JSON, so a page stays near 100 KB). */
+export const STEPS_PAGE = 64;
+
+/**
+ * Payer → provider, when the provider's last seq is past the payer's (decision 0009, issue 15): the payer sent
+ * tickets it had not yet made durable and lost them in a crash. Asks for the answered steps from `fromSeq` on.
+ */
+export type StepsRequestMessage = { type: "steps.request"; fromSeq: bigint; limit: number };
+
+/**
+ * Provider → payer: answered steps from the requested seq on, ascending, at most the requested number: each
+ * the payer's signed ticket and the provider's signed receipt for it (the outputs are not retained).
+ */
+export type StepsMessage = { type: "steps"; steps: { ticket: SignedPaymentTicket; receipt: SignedSessionReceipt }[] };
+
 export type ControlMessage =
   | SessionOpenMessage
   | SessionReadyMessage
@@ -52,11 +70,13 @@ export type ControlMessage =
   | CloseProposeMessage
   | CloseCountersignMessage
   | TermsRequestMessage
-  | TermsOfferMessage;
+  | TermsOfferMessage
+  | StepsRequestMessage
+  | StepsMessage;
 
 export type NodeMessage = Packet | ControlMessage;
 
-const CONTROL_TYPES = ["session.open", "session.ready", "reject", "close.propose", "close.countersign", "terms.request", "terms.offer"] as const;
+const CONTROL_TYPES = ["session.open", "session.ready", "reject", "close.propose", "close.countersign", "terms.request", "terms.offer", "steps.request", "steps"] as const;
 
 export function isPacket(message: NodeMessage): message is Packet {
   return "packet_type" in message;
@@ -95,6 +115,10 @@ function controlToJson(message: ControlMessage): Record<string, unknown> {
       return { type: message.type };
     case "terms.offer":
       return { type: message.type, offer: signedTermsOfferToJson(message.offer) };
+    case "steps.request":
+      return { type: message.type, fromSeq: uintToJson(message.fromSeq), limit: message.limit };
+    case "steps":
+      return { type: message.type, steps: message.steps.map((step) => ({ ticket: signedPaymentTicketToJson(step.ticket), receipt: signedSessionReceiptToJson(step.receipt) })) };
   }
 }
 
@@ -102,7 +126,7 @@ function controlToJson(message: ControlMessage): Record<string, unknown> {
 export function decodeMessage(bytes: Uint8Array): NodeMessage {
   const raw = parseJson(bytes, { maxBytes: MAX_PACKET_BYTES, what: "The message" });
   if (typeof raw === "object" && raw !== null && !Array.isArray(raw) && "packet_type" in raw) return packetFromJson(raw);
-  const head = expectObject(raw, "message", ["type"], ["ref", "pricing", "sessionKey", "lastSeq", "leafCount", "deposit", "seq", "error", "message", "summary", "signature", "offer"]);
+  const head = expectObject(raw, "message", ["type"], ["ref", "pricing", "sessionKey", "lastSeq", "leafCount", "deposit", "seq", "error", "message", "summary", "signature", "offer", "fromSeq", "limit", "steps"]);
   const type = expectLiteral(head.type, "message.type", CONTROL_TYPES);
   switch (type) {
     case "session.open": {
@@ -151,6 +175,26 @@ export function decodeMessage(bytes: Uint8Array): NodeMessage {
     case "terms.offer": {
       const o = expectObject(raw, "message", ["type", "offer"]);
       return { type, offer: signedTermsOfferFromJson(o.offer, "message.offer") };
+    }
+    case "steps.request": {
+      const o = expectObject(raw, "message", ["type", "fromSeq", "limit"]);
+      if (typeof o.limit !== "number" || !Number.isInteger(o.limit) || o.limit < 1 || o.limit > STEPS_PAGE) {
+        throw new InvalidFieldError("message.limit", `an integer from 1 to ${STEPS_PAGE}`, o.limit);
+      }
+      return { type, fromSeq: expectUint(o.fromSeq, "message.fromSeq", 64), limit: o.limit };
+    }
+    case "steps": {
+      const o = expectObject(raw, "message", ["type", "steps"]);
+      if (!Array.isArray(o.steps) || o.steps.length > STEPS_PAGE) {
+        throw new InvalidFieldError("message.steps", `an array of at most ${STEPS_PAGE} steps`, o.steps);
+      }
+      return {
+        type,
+        steps: o.steps.map((value, i) => {
+          const step = expectObject(value, `message.steps[${i}]`, ["ticket", "receipt"]);
+          return { ticket: signedPaymentTicketFromJson(step.ticket, `message.steps[${i}].ticket`), receipt: signedSessionReceiptFromJson(step.receipt, `message.steps[${i}].receipt`) };
+        }),
+      };
     }
   }
 }

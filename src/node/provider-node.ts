@@ -25,7 +25,7 @@ import { listenSecure, type SecureConnection, type SecureServer } from "../trans
 import type { JsonObject } from "../core/validate";
 import type { Logger } from "./log";
 import type { NodeMetrics } from "./metrics";
-import { decodeMessage, encodeMessage, isPacket, type NodeMessage, type SessionOpenMessage } from "./protocol";
+import { decodeMessage, encodeMessage, isPacket, STEPS_PAGE, type NodeMessage, type SessionOpenMessage, type StepsMessage } from "./protocol";
 
 /** A JSON-RPC error object as the payer receives it. */
 export type McpError = { code: number; message: string; data?: JsonObject };
@@ -258,6 +258,12 @@ export class ProviderNode {
         b.work = this.#after(b.work, () => this.#invoke(b, message, send));
       } else if (isPacket(message) && message.packet_type === "PKT_RECEIPT_COMMIT") {
         b.work = this.#after(b.work, () => this.#commit(b, message, send));
+      } else if (!isPacket(message) && message.type === "steps.request") {
+        // Queued behind the work and the answers already under way, so every step answered before it is
+        // durable, and so in the store, when it is read (decision 0009, issue 15).
+        b.work = this.#after(b.work, () => {
+          b.answers = this.#after(b.answers, () => send({ type: "steps", steps: this.#answeredSteps(b, message.fromSeq, message.limit) }));
+        });
       } else if (!isPacket(message) && message.type === "close.propose") {
         b.work = this.#after(b.work, async () => {
           try {
@@ -512,6 +518,17 @@ export class ProviderNode {
    * handler that threw) is logged and never breaks the chain, so later messages of the session — on this
    * connection or the payer's next one — are still served.
    */
+  /**
+   * The answered steps of the session from `fromSeq` on, at most `limit` (at most `STEPS_PAGE`): what a payer
+   * that lost tickets it had sent but not yet made durable needs back. It signed every ticket and already
+   * holds a receipt for each earlier one, so nothing here is new to the only peer that may ask (the
+   * session's authenticated payer).
+   */
+  #answeredSteps(b: Bound, fromSeq: bigint, limit: number): StepsMessage["steps"] {
+    const steps = this.parameters.store.steps(b.record.sessionId, { fromSeq, limit: Math.min(limit, STEPS_PAGE) });
+    return steps.flatMap((step) => (step.receipt ? [{ ticket: step.ticket, receipt: step.receipt }] : []));
+  }
+
   #after(chain: Promise<void>, step: () => Promise<void> | void): Promise<void> {
     return chain.then(step).catch((error: unknown) => {
       const e = error as BaseError;

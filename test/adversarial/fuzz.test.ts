@@ -392,6 +392,8 @@ describe(`adversarial fuzz: hostile input to the nodes and the parsers (seed ${S
       { type: "reject", seq: 3n, error: "TicketUnderpaidError", message: "Ticket seq 3 adds 1; one invocation costs 1000." },
       { type: "close.propose", summary, signature: ticket.signature },
       { type: "close.countersign", signature: receipt.signature },
+      { type: "steps.request", fromSeq: 5n, limit: 64 },
+      { type: "steps", steps: [{ ticket, receipt }] },
     ];
     const { init } = await createInit({ account: fx.payer, sessionId: SESSION_ID });
     const { tryMessage } = await createTry({ account: fx.provider, init });
@@ -1057,6 +1059,7 @@ describe(`adversarial fuzz: hostile input to the nodes and the parsers (seed ${S
       ["session: huge nesting", 30],
       ["session: unknown message types", 40],
       ["session: out-of-place control messages", 30],
+      ["session: steps requests", 60],
       ["session: garbage bytes", 40],
       ["session: oversized", 10],
       // Each of these hangs the session today (see the BUG case below) and costs a bounded wait and a node
@@ -1139,6 +1142,19 @@ describe(`adversarial fuzz: hostile input to the nodes and the parsers (seed ${S
           const step = prng.pick(steps);
           [bytes, note] = [utf8(wire(invokeJson(step.ticket, request(i)))), `replay of seq ${step.seq}`];
         }
+      } else if (category === "session: steps requests") {
+        // The payer's take-back (issue 15): well-formed requests from any seq, and hostile spellings of one.
+        const fromSeq = prng.pick(["0", "1", String(prng.int(1, 40)), "18446744073709551615"]);
+        const value = prng.chance(0.6)
+          ? { type: "steps.request", fromSeq, limit: prng.int(1, 64) }
+          : prng.pick<unknown>([
+              { type: "steps.request", fromSeq, limit: prng.pick([0, 65, -1, 1.5, 2 ** 53, "64", null]) },
+              { type: "steps.request", fromSeq: prng.pick(["-1", "18446744073709551616", "01", 3, "x"]), limit: 8 },
+              { type: "steps.request", fromSeq },
+              { type: "steps.request", fromSeq, limit: 8, extra: true },
+              { type: "steps", steps: [] },
+            ]);
+        [bytes, note] = [utf8(wire(value)), showValue(value).slice(0, 80)];
       } else if (category === "session: oversized") {
         if (prng.chance(0.5)) {
           // A frame larger than the node accepts, from a peer configured for bigger messages.
@@ -1163,7 +1179,7 @@ describe(`adversarial fuzz: hostile input to the nodes and the parsers (seed ${S
       try {
         decoded = decodeMessage(bytes);
         const kind = "packet_type" in decoded ? decoded.packet_type : decoded.type;
-        expected = kind === "PKT_ACTION_INVOKE" || kind === "PKT_RECEIPT_COMMIT" || kind === "close.propose" ? "answer" : "close";
+        expected = kind === "PKT_ACTION_INVOKE" || kind === "PKT_RECEIPT_COMMIT" || kind === "close.propose" || kind === "steps.request" ? "answer" : "close";
       } catch (error) {
         expected = "close";
         if (!isTyped(error, TYPED)) {
@@ -1222,6 +1238,15 @@ describe(`adversarial fuzz: hostile input to the nodes and the parsers (seed ${S
           const sent = decoded && "packet_type" in decoded && decoded.packet_type === "PKT_ACTION_INVOKE" ? decoded.payload.ticket : undefined;
           if (!sent) ledger.violate({ category, index: i, kind: "a result for something that was not an invocation", detail: note, input: bytes });
           else await acceptResult(sent, reply, category, i, note, bytes);
+        }
+      } else if (reply.type === "steps") {
+        ledger.outcome(category, reply.steps.length === 0 ? "steps (none)" : "steps");
+        // Exactly the stored steps from the seq asked for, in order, at most as many as asked for.
+        const asked = decoded && !("packet_type" in decoded) && decoded.type === "steps.request" ? decoded : undefined;
+        const stored = asked ? providerStore.steps(fx.opened.sessionId, { fromSeq: asked.fromSeq, limit: asked.limit }) : [];
+        const text = (steps: { ticket: SignedPaymentTicket; receipt?: SignedSessionReceipt }[]) => steps.map((x) => canon({ t: signedPaymentTicketToJson(x.ticket), r: x.receipt ? signedSessionReceiptToJson(x.receipt) : null }));
+        if (!asked || JSON.stringify(text(reply.steps)) !== JSON.stringify(text(stored))) {
+          ledger.violate({ category, index: i, kind: "handed back steps other than the stored ones asked for", detail: note, input: bytes });
         }
       } else {
         ledger.outcome(category, reply.type);

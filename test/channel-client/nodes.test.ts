@@ -10,7 +10,7 @@ import path from "node:path";
 import { keccak256, parseEther, stringToBytes, zeroHash, type Hex, type LocalAccount, type PublicClient } from "viem";
 
 import { ReceiptAccumulator } from "../../src/core/accumulator";
-import { canonBytes } from "../../src/core/canonical";
+import { canon, canonBytes } from "../../src/core/canonical";
 import { echoHandler } from "../../src/cli/channel";
 import { closeCooperative, openChannel } from "../../src/chain/escrow";
 import { PayerClient, ProviderRejectedError } from "../../src/node/payer-client";
@@ -222,6 +222,55 @@ describe("payer and provider nodes over the sealed socket", function () {
     expect(leafCount).to.equal(50n);
     expect(second.store.leaves(fx.opened.sessionId)).to.have.length(50);
     expect(root).to.equal(client.session.accumulator.root());
+  });
+
+  it("takes back from the provider the tickets it sent but lost before they were durable, pays each exactly once (issue 15)", async () => {
+    const fx = await loadFixture(nodesFixture);
+    const provider = await startProvider(fx);
+    const payerStore = SqliteStore.open(path.join(dir, "payer.db"));
+    cleanup.push(() => payerStore.close());
+    await payerStore.putChannel(payerRecord(fx));
+    const channel = payerStore.getChannel(fx.opened.sessionId)!;
+    const first = await PayerClient.connect({ account: fx.payer, domain: fx.domain, store: payerStore, channel, port: provider.node.port });
+    await first.stream({ count: 10, inflight: 4, request });
+
+    // The payer's disk now loses every write (a crash before they were durable): tickets 11–16 still leave,
+    // since the payer no longer waits on its disk, and the provider answers and stores them.
+    const lost = new Proxy(payerStore, {
+      get(target, property) {
+        if (property === "putTicket" || property === "putStep") {
+          return () => new Promise<void>((_, reject) => setTimeout(() => reject(new Error("disk lost")), 300));
+        }
+        const value = Reflect.get(target, property, target) as unknown;
+        return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const crashing = await PayerClient.connect({ account: fx.payer, domain: fx.domain, store: lost, channel, port: provider.node.port });
+    const outcomes = await Promise.allSettled(Array.from({ length: 6 }, (_, i) => crashing.invoke(request(10 + i))));
+    expect(outcomes.map((o) => o.status)).to.deep.equal(Array(6).fill("rejected")); // nothing was acknowledged
+    await crashing.close();
+    expect(payerStore.steps(fx.opened.sessionId)).to.have.length(10);
+    expect(provider.store.receiptCount(fx.opened.sessionId)).to.equal(16);
+
+    // Restarted on what the disk kept: the provider reports seq 16, the payer takes 11–16 back and goes on.
+    const client = await PayerClient.connect({ account: fx.payer, domain: fx.domain, store: payerStore, channel, port: provider.node.port });
+    cleanup.push(() => client.close());
+    expect(client.ready.lastSeq).to.equal(16n);
+    expect(client.session.seq).to.equal(16n);
+    const texts = (store: SqliteStore) => store.steps(fx.opened.sessionId).map((step) => canon({ seq: step.seq.toString(), ticket: step.ticket.signature, receipt: step.receipt?.signature ?? null, leaf: step.leaf ?? null }));
+    expect(texts(payerStore)).to.deep.equal(texts(provider.store));
+    await client.stream({ count: 5, inflight: 4, request: (i) => request(100 + i) });
+    const { leafCount, root } = await client.commit();
+    expect(leafCount).to.equal(21n);
+    expect(root).to.equal(ReceiptAccumulator.fromLeaves(provider.store.leaves(fx.opened.sessionId)).root());
+    expect(texts(payerStore)).to.deep.equal(texts(provider.store));
+
+    const { summary, payerSignature, providerSignature } = await client.cooperativeClose();
+    const before = await fx.publicClient.getBalance({ address: fx.provider.address });
+    const settled = await closeCooperative({ wallet: fx.stranger, publicClient: fx.publicClient, escrow: fx.escrow.address, ref: fx.opened.ref, summary, payerSignature, providerSignature });
+    expect(settled.paidToProvider).to.equal(21n * PRICE);
+    expect(settled.refundedToFunder).to.equal(parseEther("1") - 21n * PRICE);
+    expect((await fx.publicClient.getBalance({ address: fx.provider.address })) - before).to.equal(21n * PRICE);
   });
 
   it("surfaces a refusal as a typed ProviderRejectedError and keeps the session usable", async () => {
