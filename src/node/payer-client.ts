@@ -350,13 +350,10 @@ export class PayerClient {
     // send's error below and never awaits it: mark it handled so the process does not die of it.
     outcome.catch(() => undefined);
     const next = this.session.nextTicket(canonBytes(request));
-    // The ticket leaves as soon as it is signed (in seq order) while its write is made durable: the payer does
-    // not wait on its own disk (decision 0009, issue 15). Its write is queued before it leaves, so before its
-    // receipt's, and the receipt counts only once durable, which makes the ticket durable too. A crash between
-    // the two loses only a ticket the provider may hold: `connect` takes it back with its receipt. A ticket the
-    // store cannot keep fails the client.
-    const written = next.then((n) => this.parameters.store.putTicket(this.parameters.channel.sessionId, n.signed));
-    written.catch((error: unknown) => this.#fail(error as Error));
+    // The ticket leaves as soon as it is signed, in seq order, and is stored with its receipt, in one row
+    // write: the payer does not wait on its own disk (decision 0009, issue 15). The receipt counts only once
+    // that write is durable. A crash before it loses only tickets the provider may hold, and `connect` takes
+    // every step the provider answered back from it; a ticket the provider never answered is owed nothing.
     const sent = this.#outbox.then(() => next).then((n) => this.#sendTicket(n.signed, request, n.leafCount));
     this.#outbox = sent.catch(() => undefined);
     try {

@@ -3,11 +3,15 @@
  * the WAL's fsync taken off the event loop.
  *
  * Group commit: every write checks its input, claims its keys and enqueues a closure, returning a
- * promise. The queue is committed in ONE immediate transaction on the next macrotask (`setImmediate`), or
- * at once when it holds `batchLimit` writes. Every promise of the batch resolves only after that COMMIT
- * returned AND an `fdatasync` of the WAL that started after it completed — so an acknowledged write
- * survives a crash and a power loss — or every one of them rejects with the same `StoreWriteError`.
- * Durability costs one fsync per batch, not one per ticket.
+ * promise. The queue is committed in ONE immediate transaction, or at once when it holds `batchLimit` writes.
+ * When is adaptive (issue 15): with no fsync in flight the queue is committed as soon as the code that
+ * enqueued its first write is done (a microtask), so its fsync starts at once; while an fsync is in flight
+ * the queue grows and is committed when that fsync ends, as it could not start syncing earlier anyway. An
+ * idle node therefore waits for no turn of the event loop, and a busy one commits and fsyncs one batch per
+ * fsync. Every promise of the batch resolves only after that COMMIT returned AND an `fdatasync` of the WAL
+ * that started after it completed — so an acknowledged write survives a crash and a power loss — or every
+ * one of them rejects with the same `StoreWriteError`. Durability costs one fsync per batch, not one per
+ * ticket.
  *
  * Why not `synchronous = FULL`: it fsyncs inside COMMIT, on the event loop thread, which then can do
  * nothing else for the fsync's duration (a fifth of a provider's time under load). With `synchronous =
@@ -232,7 +236,8 @@ export class SqliteStore implements ChannelStore {
   readonly #recentSteps = new Map<string, { ticket: string; receipt: string | undefined }>();
   readonly #topSeq = new Map<string, string>();
   #batch = new Batch();
-  #timer: NodeJS.Immediate | undefined;
+  /** A microtask will commit the pending batch (no fsync was in flight when its first write came). */
+  #commitQueued = false;
   #closed = false;
   /** Waiters of committed batches whose WAL fsync has not started yet. */
   #unsynced: Waiter[] = [];
@@ -655,7 +660,12 @@ export class SqliteStore implements ChannelStore {
     const done = new Promise<void>((resolve, reject) => batch.waiters.push({ resolve, reject }));
     batch.ops.push(op);
     if (batch.ops.length >= this.#batchLimit) this.#commit();
-    else this.#timer ??= setImmediate(() => this.#commit());
+    else if (this.#syncing === undefined && !this.#commitQueued) {
+      // The disk is idle: commit once the code enqueuing now is done, so the batch's fsync starts at once.
+      // Otherwise the running `#sync` commits the batch when its fsync ends (see the file comment).
+      this.#commitQueued = true;
+      queueMicrotask(this.#commitNow);
+    }
     return done;
   }
 
@@ -671,14 +681,23 @@ export class SqliteStore implements ChannelStore {
     });
   }
 
-  /** Commits the pending batch in one immediate transaction and settles its promises. */
+  readonly #commitNow = (): void => {
+    this.#commitQueued = false;
+    this.#commit();
+  };
+
+  /** Commits the pending batch in one immediate transaction and starts the fsync that settles its promises. */
   #commit(): void {
-    if (this.#timer !== undefined) {
-      clearImmediate(this.#timer);
-      this.#timer = undefined;
-    }
+    if (this.#commitBatch()) this.#syncing ??= this.#sync();
+  }
+
+  /**
+   * Commits the pending batch in one immediate transaction; true if its waiters now wait for an fsync. A
+   * failed commit rejects them all at once.
+   */
+  #commitBatch(): boolean {
     const batch = this.#batch;
-    if (batch.ops.length === 0) return;
+    if (batch.ops.length === 0) return false;
     this.#batch = new Batch();
     try {
       // IMMEDIATE takes the write lock up front, so a busy database fails here, before any write.
@@ -687,7 +706,7 @@ export class SqliteStore implements ChannelStore {
       this.#stats.failedCommits++;
       const error = new StoreWriteError(batch.ops.length, cause);
       for (const waiter of batch.waiters) waiter.reject(error);
-      return;
+      return false;
     }
     this.#noteCommitted(batch);
     this.#stats.commits++;
@@ -695,19 +714,22 @@ export class SqliteStore implements ChannelStore {
     this.#stats.largestBatch = Math.max(this.#stats.largestBatch, batch.ops.length);
     if (this.path === ":memory:") {
       for (const waiter of batch.waiters) waiter.resolve();
-      return;
+      return false;
     }
     this.#unsynced.push(...batch.waiters);
-    this.#syncing ??= this.#sync();
+    return true;
   }
 
   /**
    * fdatasyncs the WAL on libuv's thread pool and then settles every waiter whose batch committed before
-   * the sync started; loops while more batches committed meanwhile. A failed sync rejects its waiters
+   * the sync started; loops, committing the batch that grew meanwhile, until nothing waits. A failed sync rejects its waiters
    * (their data may or may not be on disk, so nothing may act on it as acknowledged).
    */
   async #sync(): Promise<void> {
-    while (this.#unsynced.length > 0) {
+    for (;;) {
+      // The batch that grew while the previous fsync ran: writes enqueued then scheduled no commit of their own.
+      this.#commitBatch();
+      if (this.#unsynced.length === 0) break;
       const waiters = this.#unsynced;
       this.#unsynced = [];
       try {

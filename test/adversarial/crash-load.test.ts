@@ -6,8 +6,10 @@
  *
  * After every kill (the provider's store is then final): every receipt the payer acknowledged is in the
  * provider's store, byte for byte, the provider's steps are seqs 1..n without gaps, and both stores rebuild
- * the same root over what the payer holds. After every restart: the payer's re-sent tickets all get their
- * receipts (replayed or fresh) and a signed receipt-commit exchange shows both sides on the same root.
+ * the same root over what the payer holds, and every step the provider stored beyond them carries a ticket
+ * the payer signed. The payer stores a ticket only with its receipt (issue 15): it holds no unanswered
+ * ticket. After every restart: the payer takes back every step the provider stored beyond its own, the two
+ * stores are then identical, and a signed receipt-commit exchange shows both sides on the same root.
  * At the end a cooperative close on-chain pays exactly finalSeq × PRICE to the provider and refunds
  * DEPOSIT − finalSeq × PRICE to the funder (exact balance changes of provider, funder and escrow).
  *
@@ -27,6 +29,8 @@ import { privateKeyToAccount } from "viem/accounts";
 
 import { ReceiptAccumulator, RootAccumulator } from "../../src/core/accumulator";
 import { closeCooperative, openChannel } from "../../src/chain/escrow";
+import { recoverDigestSigner } from "../../src/core/eip712";
+import { paymentTicketDigest } from "../../src/core/ticket";
 import { PayerClient, ProviderRejectedError } from "../../src/node/payer-client";
 import { SqliteStore } from "../../src/store/sqlite-store";
 import type { ChannelRecord, StepRecord } from "../../src/store/store";
@@ -162,29 +166,38 @@ describe("crash and restart under load: 64 invocations in flight at every SIGKIL
         expect(theirs.receipt!.signature, `receipt ${step.seq} ${context}`).to.equal(step.receipt.signature);
         expect(theirs.leaf, `leaf ${step.seq} ${context}`).to.equal(step.leaf);
       }
-      // Whatever the provider stored beyond that was signed by the payer (a ticket it holds too).
+      // Whatever the provider stored beyond that carries a ticket the payer signed (taken back at the restart).
       for (const theirs of providerSteps.slice(accepted.length)) {
-        const ours = payerSteps[Number(theirs.seq) - 1];
-        expect(ours?.ticket.signature, `the provider stored seq ${theirs.seq}, which the payer never signed ${context}`).to.equal(theirs.ticket.signature);
+        const signer = await recoverDigestSigner(paymentTicketDigest(fx.domain, theirs.ticket.ticket), theirs.ticket.signature);
+        expect(signer, `the provider stored seq ${theirs.seq}, which the payer never signed ${context}`).to.equal(fx.payer.address);
       }
       // The provider's leaves rebuild the payer's root over the common prefix.
       const payerRoot = new RootAccumulator();
       for (const step of accepted) payerRoot.append(step.leaf);
       const providerTree = ReceiptAccumulator.fromLeaves(providerSteps.map((s) => s.leaf!));
       expect(providerTree.prefixRoot(accepted.length), `roots differ over ${accepted.length} receipts ${context}`).to.equal(payerRoot.root());
-      return { payerSigned: payerSteps.length, payerAccepted: accepted.length, providerStored: providerSteps.length };
+      expect(payerSteps.length, `the payer stored a ticket without its receipt ${context}`).to.equal(accepted.length);
+      return { payerAccepted: accepted.length, providerStored: providerSteps.length };
     };
 
     /**
-     * Connects to the restarted provider, which re-sends every ticket without a receipt; one more invocation
-     * then waits for all of them (receipts come in seq order). Then a signed commit exchange: same root.
+     * Connects to the restarted provider and takes back every step it stored beyond the payer's: the two
+     * stores are then identical. One more invocation, then a signed commit exchange: same root.
      */
     let providerStored = 0;
     const resume = async (provider: ProviderProcess, context: string) => {
-      const unanswered = payerStore.steps(sessionId).filter((s) => !s.receipt);
-      const resent = { replayed: unanswered.filter((s) => s.seq <= BigInt(providerStored)).length, fresh: unanswered.filter((s) => s.seq > BigInt(providerStored)).length };
+      const held = payerStore.steps(sessionId).length;
       const client = await within(PayerClient.connect({ account: fx.payer, domain: fx.domain, store: payerStore, channel: payerStore.getChannel(sessionId)!, port: provider.port, timeoutMs: 20_000 }), STEP_DEADLINE_MS, `connect ${context}`);
       expect(client.ready.lastSeq, `the restarted provider resumes from its store ${context}`).to.equal(BigInt(providerStored));
+      expect(client.session.seq, `the payer took back every step the provider stored ${context}`).to.equal(BigInt(providerStored));
+      const providerStore = SqliteStore.open(providerDb);
+      try {
+        const text = (steps: StepRecord[]) => steps.map((x) => `${x.seq}:${x.ticket.signature}:${x.receipt?.signature}:${x.leaf}`);
+        expect(text(payerStore.steps(sessionId)), `the payer's steps after the take-back ${context}`).to.deep.equal(text(providerStore.steps(sessionId)));
+      } finally {
+        await providerStore.close();
+      }
+      const resent = `${providerStored - held} taken back`;
       await within(client.invoke(request(nextId++)), STEP_DEADLINE_MS, `the first invocation after the restart ${context}`);
       const steps = payerStore.steps(sessionId);
       expect(steps.filter((s) => !s.receipt).map((s) => s.seq), `tickets without receipts after the restart ${context}`).to.deep.equal([]);
@@ -192,7 +205,7 @@ describe("crash and restart under load: 64 invocations in flight at every SIGKIL
       const { leafCount, root } = await within(client.commit(), STEP_DEADLINE_MS, `the receipt commit ${context}`);
       expect(leafCount, `the commit covers every receipt ${context}`).to.equal(BigInt(steps.length));
       expect(root, `the payer's root ${context}`).to.equal(client.session.accumulator.root());
-      return { client, resent: `${resent.replayed} replayed + ${resent.fresh} fresh` };
+      return { client, resent };
     };
 
     for (let round = 1; round <= ROUNDS; round++) {
@@ -256,18 +269,19 @@ describe("crash and restart under load: 64 invocations in flight at every SIGKIL
       expect(signal, `the provider process died on its own ${context}:\n${provider.stderr()}`).to.equal("SIGKILL");
       expect(inFlightAtKill, `invocations in flight at the kill ${context}`).to.equal(IN_FLIGHT);
       // Each of the 64 either got its receipt before the payer saw the connection fail, or failed with the
-      // connection — never with a refusal by the provider. Failed tickets stay in the payer's store.
+      // connection — never with a refusal by the provider. The payer keeps no ticket of a failed one; the
+      // provider may hold it, and then hands it back at the next restart.
+      const payerSigned = Number(client.session.seq);
       expect(failures.length + answeredAfterKill, `the invocations in flight at the kill ${context}`).to.equal(IN_FLIGHT);
       for (const failure of failures) {
         expect(failure, `${context}: ${failure.message}`).not.to.be.instanceOf(ProviderRejectedError);
         expect(failure.name, `${context}: ${failure.message}`).to.equal("ConnectionClosedError");
       }
       const state = await checkStores(context);
-      const pending = state.payerSigned - state.payerAccepted;
-      expect(pending, `tickets the payer holds without a receipt after the kill ${context}`).to.be.at.most(IN_FLIGHT);
-      const lostInFlight = state.payerSigned - state.providerStored;
+      expect(payerSigned - state.payerAccepted, `tickets signed without a receipt after the kill ${context}`).to.be.at.most(IN_FLIGHT);
+      const lostInFlight = payerSigned - state.providerStored;
       providerStored = state.providerStored;
-      const line = `round ${round}: resent ${resent} at reconnect; kill ${delayMs} ms after ${killAfter} receipts with ${inFlightAtKill} in flight (${answeredAfterKill} answered after the kill, ${failures.length} failed); ${answered} answered before; payer signed ${state.payerSigned}, accepted ${state.payerAccepted}; provider stored ${state.providerStored} (${lostInFlight} in-flight tickets never processed, ${state.providerStored - state.payerAccepted} processed but unacknowledged)`;
+      const line = `round ${round}: ${resent} at reconnect; kill ${delayMs} ms after ${killAfter} receipts with ${inFlightAtKill} in flight (${answeredAfterKill} answered after the kill, ${failures.length} failed); ${answered} answered before; payer signed ${payerSigned}, accepted ${state.payerAccepted}; provider stored ${state.providerStored} (${lostInFlight} in-flight tickets never processed, ${state.providerStored - state.payerAccepted} processed but unacknowledged)`;
       log.push(line);
       if (process.env.IOI_CRASH_VERBOSE) console.log(`      ${line}`);
     }
@@ -305,7 +319,7 @@ describe("crash and restart under load: 64 invocations in flight at every SIGKIL
       expect(after.funder - before.funder, "the funder's balance").to.equal(DEPOSIT - finalSeq * PRICE);
       expect(before.escrow - after.escrow, "the escrow paid out exactly the deposit").to.equal(DEPOSIT);
       await client.close();
-      log.push(`final: resent ${resent}; finalSeq ${finalSeq}, root ${root}; settled ${settled.paidToProvider} wei to the provider, ${settled.refundedToFunder} refunded`);
+      log.push(`final: ${resent}; finalSeq ${finalSeq}, root ${root}; settled ${settled.paidToProvider} wei to the provider, ${settled.refundedToFunder} refunded`);
     } finally {
       provider.child.kill("SIGKILL");
       await provider.exited;
@@ -313,8 +327,7 @@ describe("crash and restart under load: 64 invocations in flight at every SIGKIL
     const state = await checkStores("(after settlement)");
     expect(kills).to.equal(ROUNDS);
     expect(unhandled.map((r) => String((r as Error)?.message ?? r)), "unhandled promise rejections").to.deep.equal([]);
-    expect(state.payerAccepted).to.equal(state.payerSigned);
-    expect(state.providerStored).to.equal(state.payerSigned);
+    expect(state.providerStored).to.equal(state.payerAccepted);
     log.push(`runtime ${((performance.now() - started) / 1000).toFixed(1)} s, ${kills} kills`);
     if (process.env.IOI_CRASH_VERBOSE) console.log(log.slice(-2).map((l) => `      ${l}`).join("\n"));
   });
