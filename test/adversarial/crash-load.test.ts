@@ -38,7 +38,8 @@ import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../../src/core/ter
 import { serveEmbeddedNetwork, type EmbeddedRpc } from "../../scripts/embedded-rpc";
 import { escrowFixture, makeTerms } from "../helpers/fixtures";
 import { startProviderChild, type ProviderProcess } from "../helpers/provider-child";
-import { mulberry32 } from "../helpers/prng";
+import { mulberry32, seedFrom } from "../helpers/prng";
+import { within } from "../helpers/within";
 
 /** Hardhat's well-known key for account #3 (ROLE.provider). */
 const PROVIDER_KEY: Hex = "0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6";
@@ -48,7 +49,7 @@ const pricing: PricingTerms = { version: "1", unit: "invocation", pricePerInvoca
 /** Invocations awaiting their receipts at every kill. */
 const IN_FLIGHT = 64;
 const ROUNDS = Number(process.env.IOI_CRASH_ROUNDS ?? 10);
-const SEED = process.env.IOI_CRASH_SEED !== undefined ? Number(process.env.IOI_CRASH_SEED) >>> 0 : (Date.now() ^ (process.pid << 12)) >>> 0;
+const SEED = seedFrom("IOI_CRASH_SEED");
 /** A provider process that does not print its ready line within this is a failure, not a hang. */
 const START_DEADLINE_MS = 30_000;
 /** Any single wait on the payer side (a resume, a stream, a commit) is bounded by this. */
@@ -64,15 +65,6 @@ async function crashLoadFixture() {
   return { ...fx, publicClient, opened };
 }
 
-/** Rejects with a message naming `what` if `promise` does not settle within `ms`. */
-async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} did not finish within ${ms} ms`)), ms)))]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 describe("crash and restart under load: 64 invocations in flight at every SIGKILL of the provider process", function () {
   this.timeout(600_000);

@@ -32,7 +32,8 @@ import { ProviderNode } from "../../src/node/provider-node";
 import { SqliteStore } from "../../src/store/sqlite-store";
 import type { StepRecord } from "../../src/store/store";
 import { escrowFixture, makeTerms } from "../helpers/fixtures";
-import { mulberry32 } from "../helpers/prng";
+import { mulberry32, seedFrom } from "../helpers/prng";
+import { within as withinMs } from "../helpers/within";
 
 /** Hardhat's well-known key for account #2 (ROLE.payer). */
 const PAYER_KEY: Hex = "0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a";
@@ -41,7 +42,7 @@ const DEPOSIT = parseEther("1");
 const pricing: PricingTerms = { version: "1", unit: "invocation", pricePerInvocation: PRICE };
 const IN_FLIGHT = 64;
 const ROUNDS = Number(process.env.IOI_CRASH_ROUNDS ?? 6);
-const SEED = process.env.IOI_CRASH_SEED !== undefined ? Number(process.env.IOI_CRASH_SEED) >>> 0 : (Date.now() ^ (process.pid << 12)) >>> 0;
+const SEED = seedFrom("IOI_CRASH_SEED");
 /** Any single wait (a child's start, a kill, the provider settling) is bounded by this. */
 const DEADLINE_MS = 60_000;
 const ROOT = path.resolve(__dirname, "../..");
@@ -54,14 +55,7 @@ async function crashPayerFixture() {
   return { ...fx, publicClient, opened };
 }
 
-async function within<T>(promise: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} did not finish within ${DEADLINE_MS} ms`)), DEADLINE_MS)))]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+const within = <T>(promise: Promise<T>, what: string) => withinMs(promise, DEADLINE_MS, what);
 
 const stepText = (steps: StepRecord[]) => steps.map((s) => `${s.seq}:${s.ticket.signature}:${s.receipt?.signature}:${s.leaf}`);
 

@@ -86,7 +86,8 @@ import { serveEmbeddedNetwork } from "../../scripts/embedded-rpc";
 import { BAD_DELIVERABLE, h, sampleIcsJson, samplePackageJson, SUITE } from "../arbitration/fixtures/samples";
 import { escrowFixture, hardhatAccount, makeTerms, ROLE } from "../helpers/fixtures";
 import { thrown } from "../helpers/assert";
-import { mulberry32, type Prng } from "../helpers/prng";
+import { mulberry32, seedFrom, type Prng } from "../helpers/prng";
+import { within } from "../helpers/within";
 import { sampleReceipt, sampleTicket, SESSION_ID } from "../helpers/samples";
 import {
   describeError,
@@ -110,7 +111,7 @@ import {
   type Violation,
 } from "./fuzz-helpers";
 
-const SEED = process.env.IOI_FUZZ_SEED !== undefined ? Number(process.env.IOI_FUZZ_SEED) >>> 0 : (Date.now() ^ (process.pid << 12)) >>> 0;
+const SEED = seedFrom("IOI_FUZZ_SEED");
 const SCALE = Number(process.env.IOI_FUZZ_SCALE ?? 1);
 const scaled = (n: number) => Math.max(1, Math.round(n * SCALE));
 /** No single parser call may take longer than this. */
@@ -144,15 +145,6 @@ async function fuzzFixture() {
 }
 type Fx = Awaited<ReturnType<typeof fuzzFixture>>;
 
-/** Rejects with a message naming `what` if `promise` does not settle within `ms`. */
-async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} did not arrive within ${ms} ms`)), ms)))]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /** canon(value), or — for values canonical JSON refuses (NaN, lone surrogates, ...) — a compact rendering. */
 function wire(value: unknown): string {

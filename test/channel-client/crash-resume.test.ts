@@ -29,7 +29,7 @@ import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../../src/core/ter
 import { serveEmbeddedNetwork, type EmbeddedRpc } from "../../scripts/embedded-rpc";
 import { escrowFixture, makeTerms } from "../helpers/fixtures";
 import { startProviderChild, type ProviderProcess } from "../helpers/provider-child";
-import { mulberry32 } from "../helpers/prng";
+import { mulberry32, seedFrom } from "../helpers/prng";
 
 /** Hardhat's well-known key for account #3 (ROLE.provider). */
 const PROVIDER_KEY: Hex = "0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6";
@@ -37,7 +37,7 @@ const PRICE = parseEther("0.0001");
 const DEPOSIT = parseEther("1");
 const pricing: PricingTerms = { version: "1", unit: "invocation", pricePerInvocation: PRICE };
 const ROUNDS = Number(process.env.IOI_CRASH_ROUNDS ?? 8);
-const SEED = process.env.IOI_CRASH_SEED !== undefined ? Number(process.env.IOI_CRASH_SEED) >>> 0 : (Date.now() ^ (process.pid << 12)) >>> 0;
+const SEED = seedFrom("IOI_CRASH_SEED");
 /** A provider process that does not print its ready line within this is a failure, not a hang. */
 const START_DEADLINE_MS = 30_000;
 

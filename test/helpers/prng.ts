@@ -62,3 +62,9 @@ export function mulberry32(seed: number): Prng {
   };
   return prng;
 }
+
+/** The seed in environment variable `name` (a run reproduces a failure), or a fresh one from the clock and pid. */
+export function seedFrom(name: string): number {
+  const given = process.env[name];
+  return given !== undefined ? Number(given) >>> 0 : (Date.now() ^ (process.pid << 12)) >>> 0;
+}
