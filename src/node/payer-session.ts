@@ -146,7 +146,8 @@ export class PayerSession {
    * handed it back with its receipt (decision 0009, issue 15): the ticket becomes pending again with its
    * request unknown, so `acceptReceipt` then checks its receipt as it checks a replayed one. Only a ticket this
    * payer could have signed is taken: bound to this channel, signed by the payer or by its session key, past
-   * every seq and amount the session holds and within the deposit; nothing may still await a receipt.
+   * the session's seq and at least one call's price past its amount, within the deposit; nothing may still
+   * await a receipt.
    * BindingMismatchError, TicketNotNewerError, DepositExceededError, InvalidSignatureError otherwise, and
    * nothing changes.
    */
@@ -159,9 +160,10 @@ export class PayerSession {
     if (ticket.sessionId !== sessionId || ticket.provider.toLowerCase() !== ref.terms.provider.toLowerCase() || ticket.termsHash !== ref.terms.termsHash) {
       throw new BindingMismatchError(`The ticket handed back as seq ${ticket.seq} is not bound to this channel (session, provider and terms).`);
     }
-    if (ticket.seq <= this.#seq || ticket.cumulativeAmount <= this.#amount) {
+    // What this payer's own tickets always do (`nextTicket`): a later seq, and at least one call's price more.
+    if (ticket.seq <= this.#seq || ticket.cumulativeAmount - this.#amount < prepaidPerCall(this.parameters.pricing)) {
       throw new TicketNotNewerError(
-        `The ticket handed back as seq ${ticket.seq} (amount ${ticket.cumulativeAmount}) does not advance past seq ${this.#seq} (amount ${this.#amount}).`,
+        `The ticket handed back as seq ${ticket.seq} (amount ${ticket.cumulativeAmount}) does not advance past seq ${this.#seq} (amount ${this.#amount}) by one call's price.`,
       );
     }
     if (ticket.cumulativeAmount > deposit) {

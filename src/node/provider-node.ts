@@ -514,11 +514,6 @@ export class ProviderNode {
   }
 
   /**
-   * Runs `step` after `chain`. A step that fails (an answer to a connection that closed meanwhile, a
-   * handler that threw) is logged and never breaks the chain, so later messages of the session — on this
-   * connection or the payer's next one — are still served.
-   */
-  /**
    * The answered steps of the session from `fromSeq` on, at most `limit` (at most `STEPS_PAGE`): what a payer
    * that lost tickets it had sent but not yet made durable needs back. It signed every ticket and already
    * holds a receipt for each earlier one, so nothing here is new to the only peer that may ask (the
@@ -529,6 +524,11 @@ export class ProviderNode {
     return steps.flatMap((step) => (step.receipt ? [{ ticket: step.ticket, receipt: step.receipt }] : []));
   }
 
+  /**
+   * Runs `step` after `chain`. A step that fails (an answer to a connection that closed meanwhile, a
+   * handler that threw) is logged and never breaks the chain, so later messages of the session — on this
+   * connection or the payer's next one — are still served.
+   */
   #after(chain: Promise<void>, step: () => Promise<void> | void): Promise<void> {
     return chain.then(step).catch((error: unknown) => {
       const e = error as BaseError;
