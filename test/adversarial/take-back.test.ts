@@ -17,6 +17,7 @@ import { keccak256, parseEther, stringToBytes, zeroHash, type Hex, type LocalAcc
 
 import { gasEscrowDomain } from "../../src/core/eip712";
 import { GENESIS_RECEIPT_HASH, sessionReceiptHash, signSessionReceipt, type SessionReceipt, type SignedSessionReceipt } from "../../src/core/receipt";
+import { signSessionKeyGrant } from "../../src/core/session-key";
 import { NATIVE_ASSET, sessionIdOf, termsHashOf, type ChannelRef, type PricingTerms } from "../../src/core/terms";
 import { signPaymentTicket, type SignedPaymentTicket } from "../../src/core/ticket";
 import { PayerClient } from "../../src/node/payer-client";
@@ -162,6 +163,21 @@ describe("adversarial: a provider hands back steps the payer lost before they we
     const [first] = await honestSteps();
     const flat = await step(2n, sessionReceiptHash(first!.receipt.receipt), { amount: PRICE });
     await expectRefused(await provide(2n, [first!, flat]), "TicketNotNewerError", /does not advance past seq 1/, [1n]);
+  });
+
+  it("tickets the payer's session key signed are taken back by a payer holding that key (decision 0025)", async () => {
+    const key = hardhatAccount(ROLE.sessionKey);
+    const grant = await signSessionKeyGrant({ account: payer, domain, sessionId, key: key.address, expiry: 1n << 40n, spendCap: DEPOSIT, epoch: 0n, methods: ["tools/echo"] });
+    const first = await step(1n, GENESIS_RECEIPT_HASH, { ticketSigner: key });
+    const port = await provide(1n, [first]);
+    const client = await PayerClient.connect({ account: payer, sessionKey: { account: key, grant }, domain, store, channel: store.getChannel(sessionId)!, port });
+    expect(client.session.seq).to.equal(1n);
+    await client.close();
+    expect(store.steps(sessionId).map((s) => s.ticket.signature)).to.deep.equal([first.ticket.signature]);
+  });
+
+  it("attack: the provider hands back a ticket signed by a session key this payer does not hold — InvalidSignatureError, nothing stored", async () => {
+    await expectRefused(await provide(1n, [await step(1n, GENESIS_RECEIPT_HASH, { ticketSigner: hardhatAccount(ROLE.sessionKey) })]), "InvalidSignatureError", /not by this payer/);
   });
 
   it("attack: the provider reports seq 5 answered and hands back nothing — ReceiptMismatchError, nothing stored", async () => {
