@@ -1,8 +1,9 @@
 /**
- * A payer process for the payer kill-and-resume test (`payer-kill.test.ts`): connects to the provider on
+ * A payer process for the payer kill-and-resume test (`test/adversarial/crash-payer.test.ts`): connects to the provider on
  * the channel its store holds (taking back what the provider answered past the store, as any restarted
  * payer does), then streams invocations with 64 in flight and prints one line per receipt made durable:
- * `{"durable": n}`. Configured through IOI_PAYER_CHILD (JSON); meant to be SIGKILLed at any moment.
+ * `{"durable": n}`. Configured through IOI_PAYER_CHILD (JSON), and does nothing without it (the test runner
+ * loads every file under test/); meant to be SIGKILLed at any moment.
  */
 import type { Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
@@ -31,10 +32,13 @@ async function main(): Promise<void> {
   await store.close();
 }
 
-main().then(
-  () => process.exit(0),
-  (error: unknown) => {
-    process.stderr.write(`${(error as Error).stack ?? String(error)}\n`);
-    process.exit(1);
-  },
-);
+// The test runner loads every file under test/; only a process started as the payer child runs.
+if (process.env.IOI_PAYER_CHILD !== undefined) {
+  main().then(
+    () => process.exit(0),
+    (error: unknown) => {
+      process.stderr.write(`${(error as Error).stack ?? String(error)}\n`);
+      process.exit(1);
+    },
+  );
+}
