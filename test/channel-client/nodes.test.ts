@@ -233,6 +233,7 @@ describe("payer and provider nodes over the sealed socket", function () {
     const channel = payerStore.getChannel(fx.opened.sessionId)!;
     const first = await PayerClient.connect({ account: fx.payer, domain: fx.domain, store: payerStore, channel, port: provider.node.port });
     await first.stream({ count: 10, inflight: 4, request });
+    await first.close();
 
     // The payer's disk now loses every write (a crash before they were durable): tickets 11–16 still leave,
     // since the payer no longer waits on its disk, and the provider answers and stores them.
