@@ -32,7 +32,7 @@ import { benchArbitration, benchReplays, type ArbitrationBench, type ReplayBench
 import { benchCliStartup } from "./bench-cli";
 import { benchAccumulator, benchBatchedReceipts, benchCeiling, benchCrypto, remeasureKeccakCeiling, type Ceiling } from "./bench-micro";
 import { benchTransport } from "./bench-transport";
-import { runSocketBench } from "./bench-socket";
+import { breakdownLines, runSocketBench } from "./bench-socket";
 import { measureGas } from "./gas-report";
 
 /** The channel issue's gas targets (strictly under, except challenge: at most). */
@@ -114,7 +114,7 @@ async function main(): Promise<void> {
   const batched: Record<string, number> = {};
   for (const batch of [1, 100, 1_000]) batched[String(batch)] = await benchBatchedReceipts(batch, quick ? Math.max(batch, 2_000) : batch === 1 ? 1_000 : 50_000);
   log("Measuring tickets over the socket …");
-  const socket = await runSocketBench(quick ? [{ inflight: 1, tickets: 100 }, { inflight: 64, tickets: 500 }] : undefined);
+  const socket = await runSocketBench(quick ? [{ inflight: 1, tickets: 100 }, { inflight: 64, tickets: 500, profile: true }] : undefined);
   log("Measuring gas …");
   const gas = await measureGas();
   log("Measuring arbitration …");
@@ -122,7 +122,7 @@ async function main(): Promise<void> {
   log("Measuring `ioi --help` start-up …");
   const cli = benchCliStartup(quick ? 5 : 20);
 
-  const tickets = Object.fromEntries(socket.map((r) => [`inflight${r.inflight}`, { perSecond: r.perSecond, p50Ms: r.p50Ms, p99Ms: r.p99Ms, tickets: r.tickets }]));
+  const tickets = Object.fromEntries(socket.map((r) => [`inflight${r.inflight}`, { perSecond: r.perSecond, p50Ms: r.p50Ms, p99Ms: r.p99Ms, tickets: r.tickets, ...(r.breakdown ? { cpuUsPerTicketByCostCentre: { payer: r.breakdown.payerUs, provider: r.breakdown.providerUs } } : {}) }]));
   const best = Math.max(...socket.map((r) => r.perSecond));
   const ratio = Number((best / crypto.verifyPerSecond).toFixed(3));
   const results = {
@@ -146,6 +146,7 @@ async function main(): Promise<void> {
   log("");
   log(`Results (${quick ? "quick run" : "full run"}) — ${machine.cpus} × ${machine.model}, Node ${machine.node}`);
   for (const r of socket) row(`tickets/s, ${r.inflight} in flight (p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms)`, String(r.perSecond), "", null);
+  for (const r of socket) if (r.breakdown) for (const line of breakdownLines(r.breakdown)) log(line);
   row("raw secp256k1 verify/s, one core (ceiling)", String(crypto.verifyPerSecond), "", null);
   row("known-key verify/s, one core (node's path)", String(crypto.knownKeyVerifyPerSecond), "", null);
   row("sign/s, one core", String(crypto.signPerSecond), "", null);
@@ -172,7 +173,7 @@ async function measureHotPath(quick: boolean, log: (line: string) => void) {
   // heap of their garbage to collect while it streams.
   log("Measuring tickets over the socket …");
   const loadBefore = os.loadavg()[0]!;
-  const socket = await runSocketBench(quick ? [{ inflight: 1, tickets: 100 }, { inflight: 64, tickets: 500 }] : undefined);
+  const socket = await runSocketBench(quick ? [{ inflight: 1, tickets: 100 }, { inflight: 64, tickets: 500, profile: true }] : undefined);
   const loadAfter = os.loadavg()[0]!;
   log("Measuring the ceiling (every library side by side) …");
   let ceiling: Ceiling = await benchCeiling();
@@ -196,8 +197,9 @@ async function measureHotPath(quick: boolean, log: (line: string) => void) {
     batchedReceiptsToKeccakLimitRatio: receiptRatio,
     batchedReceiptsToReceiptFormatFloorRatio: floorRatio,
     cpuPerTicketUs: {
-      payer: { total: at64.payerCpuUsPerTicket, signAndVerify: cryptoUs, rest: Math.round(at64.payerCpuUsPerTicket - cryptoUs) },
-      provider: { total: at64.providerCpuUsPerTicket, signAndVerify: cryptoUs, rest: Math.round(at64.providerCpuUsPerTicket - cryptoUs) },
+      payer: { total: at64.payerCpuUsPerTicket, signAndVerify: cryptoUs, rest: Math.round(at64.payerCpuUsPerTicket - cryptoUs), byCostCentre: at64.breakdown?.payerUs },
+      provider: { total: at64.providerCpuUsPerTicket, signAndVerify: cryptoUs, rest: Math.round(at64.providerCpuUsPerTicket - cryptoUs), byCostCentre: at64.breakdown?.providerUs },
+      profiledWindow: at64.breakdown && { tickets: at64.breakdown.tickets, perSecond: at64.breakdown.perSecond, payer: at64.breakdown.payer, provider: at64.breakdown.provider },
     },
     transportCpuUsPerMessagePerSide: transport,
     loadAverageDuringSocket: [loadBefore, loadAfter],
@@ -221,6 +223,7 @@ async function measureHotPath(quick: boolean, log: (line: string) => void) {
     row("batched receipts/s (1,000) ÷ receipt-format floor", floorRatio.toFixed(3), "", null);
     row("CPU per ticket, payer (µs): total / sign+verify / rest", `${at64.payerCpuUsPerTicket} / ${cryptoUs} / ${results.cpuPerTicketUs.payer.rest}`, "", null);
     row("CPU per ticket, provider (µs): total / sign+verify / rest", `${at64.providerCpuUsPerTicket} / ${cryptoUs} / ${results.cpuPerTicketUs.provider.rest}`, "", null);
+    if (at64.breakdown) for (const line of breakdownLines(at64.breakdown)) log(line);
     for (const burst of [1, 8, 16] as const) {
       row(`sealed transport alone, bursts of ${burst}: CPU per message per side (µs), a record each (v1) / a record per burst (v2)`, `${transport.v1[`burst${burst}`]} / ${transport.v2[`burst${burst}`]}`, "", null);
     }

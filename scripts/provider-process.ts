@@ -8,12 +8,23 @@ import { createInterface } from "node:readline";
 import type { Hex } from "viem";
 
 /** Starts `ioi provider` as a child process and resolves with its port once it is listening. */
-export async function startProviderProcess(parameters: { rpc: string; escrow: string; db: string; price: bigint; key: Hex; fromBlock: bigint; onLine: (event: Record<string, unknown>) => void }) {
+export async function startProviderProcess(parameters: {
+  rpc: string;
+  escrow: string;
+  db: string;
+  price: bigint;
+  key: Hex;
+  fromBlock: bigint;
+  onLine: (event: Record<string, unknown>) => void;
+  /** Writes a V8 CPU profile of the whole process into `dir` when it exits (`stopProcess`), samples `intervalUs` apart. */
+  cpuProfile?: { dir: string; intervalUs: number };
+}) {
+  // IOI_CPU_PROF_DIR=<dir> profiles every provider process a script starts (for performance work).
+  const profile = parameters.cpuProfile ?? (process.env.IOI_CPU_PROF_DIR ? { dir: process.env.IOI_CPU_PROF_DIR, intervalUs: 1000 } : undefined);
   const child = spawn(
     process.execPath,
     [
-      // IOI_CPU_PROF_DIR=<dir> writes a V8 CPU profile of the provider process there (for performance work).
-      ...(process.env.IOI_CPU_PROF_DIR ? ["--cpu-prof", "--cpu-prof-dir", process.env.IOI_CPU_PROF_DIR] : []),
+      ...(profile ? ["--cpu-prof", "--cpu-prof-dir", profile.dir, "--cpu-prof-interval", String(profile.intervalUs)] : []),
       path.join(__dirname, "..", "bin", "ioi.js"), "provider", "--rpc", parameters.rpc, "--escrow", parameters.escrow, "--db", parameters.db, "--price", parameters.price.toString(), "--port", "0", "--from-block", parameters.fromBlock.toString()],
     // IOI_CLI_SOURCE=1: the child runs the TypeScript sources, as the tests and the demo do, never a stale dist/.
     { env: { ...process.env, IOI_PRIVATE_KEY: parameters.key, IOI_CLI_SOURCE: "1" }, stdio: ["ignore", "pipe", "pipe"] },
