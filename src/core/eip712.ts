@@ -254,6 +254,29 @@ export function toHighS(signature: Hex): Hex {
 }
 
 const domainSeparators = new Map<string, Uint8Array>();
+/**
+ * The separator last used with each domain object, with the values it was computed from: a hit costs two
+ * comparisons instead of a lower-cased key and a map lookup (issue 15, hot path), and a domain object whose
+ * fields changed since simply misses.
+ */
+const separatorOfDomain = new WeakMap<GasEscrowDomain, { chainId: number; verifyingContract: string; separator: Uint8Array }>();
+/** `0x1901 ‖ domainSeparator ‖ structHash`, rewritten by each call (hashing is synchronous, so calls cannot interleave). */
+const digestMessage = new Uint8Array(66);
+digestMessage[0] = 0x19;
+digestMessage[1] = 0x01;
+
+function separatorOf(domain: GasEscrowDomain): Uint8Array {
+  const cached = separatorOfDomain.get(domain);
+  if (cached !== undefined && cached.chainId === domain.chainId && cached.verifyingContract === domain.verifyingContract) return cached.separator;
+  const key = `${domain.chainId}:${domain.verifyingContract.toLowerCase()}`;
+  let separator = domainSeparators.get(key);
+  if (!separator) {
+    separator = hexToBytes(domainSeparator({ domain }));
+    domainSeparators.set(key, separator);
+  }
+  separatorOfDomain.set(domain, { chainId: domain.chainId, verifyingContract: domain.verifyingContract, separator });
+  return separator;
+}
 
 /**
  * The EIP-712 digest `keccak256(0x1901 ‖ domainSeparator ‖ keccak256(structWords))` of a struct already encoded
@@ -261,16 +284,7 @@ const domainSeparators = new Map<string, Uint8Array>();
  * decision 0023). The domain's separator is computed once per chain and contract.
  */
 export function structDigest(domain: GasEscrowDomain, structWords: Uint8Array): Hex {
-  const key = `${domain.chainId}:${domain.verifyingContract.toLowerCase()}`;
-  let separator = domainSeparators.get(key);
-  if (!separator) {
-    separator = hexToBytes(domainSeparator({ domain }));
-    domainSeparators.set(key, separator);
-  }
-  const message = new Uint8Array(66);
-  message[0] = 0x19;
-  message[1] = 0x01;
-  message.set(separator, 2);
-  message.set(keccak256Bytes(structWords), 34);
-  return keccak256Hex(message);
+  digestMessage.set(separatorOf(domain), 2);
+  digestMessage.set(keccak256Bytes(structWords), 34);
+  return keccak256Hex(digestMessage);
 }

@@ -27,13 +27,26 @@ export function keccak256Bytes(data: Uint8Array): Uint8Array {
   return hasher.digest("binary");
 }
 
-/** keccak256 of `data` as 0x-prefixed lowercase hex. */
+/** keccak256 of `data` as 0x-prefixed lowercase hex (hash-wasm writes the hex itself: no digest copy, no Buffer). */
 export function keccak256Hex(data: Uint8Array): Hex {
-  const digest = keccak256Bytes(data);
-  return `0x${Buffer.from(digest.buffer, digest.byteOffset, digest.byteLength).toString("hex")}`;
+  const hasher = wasm;
+  if (hasher === undefined) return `0x${Buffer.from(keccak_256(data)).toString("hex")}`;
+  hasher.init();
+  hasher.update(data);
+  return `0x${hasher.digest("hex")}`;
 }
 
 /** 32 bytes from 0x-prefixed hex that the caller already validated (Node's native hex decoder). */
 export function hashBytes(hex: Hex): Uint8Array {
   return Buffer.from(hex.slice(2), "hex");
+}
+
+/**
+ * Writes `hex` (0x-prefixed) as exactly `bytes` bytes at `offset` of a reused buffer: never past the field,
+ * and a short or malformed value leaves zeros after what it wrote, as a fresh buffer would — so one bad
+ * value can never leave bytes behind for the next digest written into the same buffer.
+ */
+export function writeHexField(buffer: Buffer, hex: string, offset: number, bytes: number): void {
+  const written = buffer.write(hex.slice(2), offset, bytes, "hex");
+  if (written !== bytes) buffer.fill(0, offset + written, offset + bytes);
 }

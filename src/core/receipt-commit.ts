@@ -10,6 +10,7 @@
 import { hexToBytes, type Address, type Hex, type LocalAccount } from "viem";
 
 import { assertDigestSigner, hashTyped, structDigest, signDigest, typeHash, type GasEscrowDomain } from "./eip712";
+import { writeHexField } from "./keccak";
 import { expectHash, expectObject, expectSignatureHex, expectUint, uintToJson } from "./validate";
 
 export type ReceiptCommit = { sessionId: Hex; leafCount: bigint; root: Hex };
@@ -38,6 +39,9 @@ export function signedReceiptCommitFromJson(value: unknown, path = "SignedReceip
 }
 
 const COMMIT_TYPEHASH = hexToBytes(typeHash("ReceiptCommit"));
+/** The commit's struct words, rewritten by each digest (synchronous); the type hash and the seq's padding stay. */
+const commitWords = Buffer.alloc(4 * 32);
+commitWords.set(COMMIT_TYPEHASH, 0);
 const LOWER_HASH = /^0x[0-9a-f]{64}$/;
 
 /**
@@ -58,11 +62,10 @@ export function receiptCommitDigest(domain: GasEscrowDomain, commit: ReceiptComm
   ) {
     return hashTyped(domain, "ReceiptCommit", commit);
   }
-  const words = Buffer.alloc(4 * 32);
-  words.set(COMMIT_TYPEHASH, 0);
-  words.write(commit.sessionId.slice(2), 32, "hex");
+  const words = commitWords;
+  writeHexField(words, commit.sessionId, 32, 32);
   words.writeBigUInt64BE(commit.leafCount, 64 + 24);
-  words.write(commit.root.slice(2), 96, "hex");
+  writeHexField(words, commit.root, 96, 32);
   return structDigest(domain, words);
 }
 

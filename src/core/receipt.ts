@@ -5,7 +5,7 @@
 import { hexToBytes, keccak256, stringToBytes, zeroHash, type Address, type Hex, type LocalAccount } from "viem";
 
 import { artifactId } from "./canonical";
-import { keccak256Bytes, keccak256Hex } from "./keccak";
+import { keccak256Bytes, keccak256Hex, writeHexField } from "./keccak";
 import { assertDigestSigner, signDigest } from "./eip712";
 import { InvalidHexError } from "./errors";
 import {
@@ -52,6 +52,9 @@ export const GENESIS_RECEIPT_HASH: Hex = zeroHash;
 /** Domain tag of receipt signatures (whitepaper 6.4, SIG_DOMAIN_RECEIPT): a receipt signature can be nothing else. */
 export const RECEIPT_SIGNATURE_DOMAIN = "IOI_SIG_DOMAIN_RECEIPT_V1";
 const RECEIPT_SIGNATURE_DOMAIN_HASH = keccak256(stringToBytes(RECEIPT_SIGNATURE_DOMAIN));
+/** The signed digest's preimage: the domain written once, the receipt hash by each call (synchronous). */
+const receiptDigestPreimage = Buffer.alloc(64);
+receiptDigestPreimage.write(RECEIPT_SIGNATURE_DOMAIN_HASH.slice(2), 0, "hex");
 
 const FIELDS = [
   "sessionId",
@@ -347,10 +350,8 @@ export function canonicalSignedReceiptText(signed: SignedSessionReceipt): string
 
 /** What the provider signs: `keccak256(keccak256(RECEIPT_SIGNATURE_DOMAIN) ‖ receiptHash)`. */
 export function sessionReceiptDigest(receiptHash: Hex): Hex {
-  const preimage = Buffer.alloc(64);
-  preimage.write(RECEIPT_SIGNATURE_DOMAIN_HASH.slice(2), 0, "hex");
-  preimage.write(receiptHash.slice(2), 32, "hex");
-  return keccak256Hex(preimage);
+  writeHexField(receiptDigestPreimage, receiptHash, 32, 32);
+  return keccak256Hex(receiptDigestPreimage);
 }
 
 export async function signSessionReceipt(parameters: {

@@ -8,7 +8,7 @@ import { hexToBytes, type Address, type Hex, type LocalAccount } from "viem";
 
 import { artifactId } from "./canonical";
 import { assertDigestSigner, signDigest, structDigest, typeHash, type GasEscrowDomain } from "./eip712";
-import { keccak256Hex } from "./keccak";
+import { keccak256Hex, writeHexField } from "./keccak";
 import { InvalidFieldError, TicketNotNewerError } from "./errors";
 import { expectAddress, expectHash, expectObject, expectSignatureHex, expectUint, uintToJson } from "./validate";
 
@@ -150,6 +150,13 @@ export function canonicalSignedTicketText(signed: SignedPaymentTicket): string |
 const TICKET_TYPEHASH = hexToBytes(typeHash("PaymentTicket"));
 
 /**
+ * The ticket's struct words, rewritten by each `paymentTicketDigest` (hashing is synchronous, so calls cannot
+ * interleave). The type hash is written once; the address's and the integers' leading padding is never written.
+ */
+const ticketWords = Buffer.alloc(7 * 32);
+ticketWords.set(TICKET_TYPEHASH, 0);
+
+/**
  * The EIP-712 digest the payer signs and `GasEscrow.hashPaymentTicket` computes:
  * `keccak256(0x1901 ‖ domainSeparator ‖ keccak256(typeHash ‖ fields as 32-byte words))`. Encoded by hand
  * (a test proves it equal to viem's `hashTypedData` and to the contract) because it runs twice per paid
@@ -158,15 +165,14 @@ const TICKET_TYPEHASH = hexToBytes(typeHash("PaymentTicket"));
 export function paymentTicketDigest(domain: GasEscrowDomain, ticket: PaymentTicket): Hex {
   // Fields were validated at the boundary (hex of the right length, integers in range): native hex decoding
   // and the WebAssembly keccak (decision 0023).
-  const words = Buffer.alloc(7 * 32);
-  words.set(TICKET_TYPEHASH, 0);
-  words.write(ticket.sessionId.slice(2), 32, "hex");
-  words.write(ticket.provider.slice(2), 64 + 12, "hex");
-  words.write(ticket.termsHash.slice(2), 96, "hex");
+  const words = ticketWords;
+  writeHexField(words, ticket.sessionId, 32, 32);
+  writeHexField(words, ticket.provider, 64 + 12, 20);
+  writeHexField(words, ticket.termsHash, 96, 32);
   words.writeBigUInt64BE(ticket.seq, 128 + 24);
   words.writeBigUInt64BE(ticket.cumulativeAmount >> 64n, 160 + 16);
   words.writeBigUInt64BE(ticket.cumulativeAmount & 0xffffffffffffffffn, 160 + 24);
-  words.write(ticket.receiptRoot.slice(2), 192, "hex");
+  writeHexField(words, ticket.receiptRoot, 192, 32);
   return structDigest(domain, words);
 }
 

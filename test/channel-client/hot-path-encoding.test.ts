@@ -12,7 +12,9 @@ import { signedFaultStatementToJson, type SignedFaultStatement } from "../../src
 import { decodePacket, encodePacket, type Packet } from "../../src/core/packets";
 import {
   canonicalSignedReceiptText,
+  RECEIPT_SIGNATURE_DOMAIN,
   ReceiptHasher,
+  sessionReceiptDigest,
   sessionReceiptHashBytes,
   signedSessionReceiptToJson,
   type SignedSessionReceipt,
@@ -23,6 +25,7 @@ import { receiptCommitDigest } from "../../src/core/receipt-commit";
 import {
   canonicalSignedTicketText,
   canonicalTicketText,
+  paymentTicketDigest,
   paymentTicketHash,
   paymentTicketToJson,
   signedPaymentTicketToJson,
@@ -218,6 +221,39 @@ describe("Hot-path encodings (issue 15)", () => {
       const commit = { sessionId: randomHash(prng), leafCount: prng.bigint(0n, 2n ** 64n - 1n), root: randomHash(prng) };
       expect(receiptCommitDigest(domain, commit)).to.equal(hashTyped(domain, "ReceiptCommit", commit));
     }
+  });
+
+  it("digests tickets, commits and receipts through reused buffers: random domains and values match viem, and a malformed value leaves nothing behind for the next", () => {
+    const prng = mulberry32(0xd16e);
+    for (let i = 0; i < 200; i++) {
+      // A fresh domain object each time, and one whose fields change after use: the separator follows the values.
+      const domain = gasEscrowDomain({ chainId: prng.int(1, 100_000), verifyingContract: randomTicket(prng).ticket.provider.toLowerCase() as Hex });
+      const random = randomTicket(prng).ticket;
+      const ticket = { ...random, provider: random.provider.toLowerCase() as Hex };
+      expect(paymentTicketDigest(domain, ticket)).to.equal(hashTyped(domain, "PaymentTicket", ticket));
+      const moved = { ...domain };
+      expect(paymentTicketDigest(moved, ticket)).to.equal(hashTyped(domain, "PaymentTicket", ticket));
+      (moved as { chainId: number }).chainId += 1;
+      expect(paymentTicketDigest(moved, ticket)).to.equal(hashTyped(moved, "PaymentTicket", ticket));
+    }
+    const domain = gasEscrowDomain({ chainId: 31337, verifyingContract: "0x5FbDB2315678afecb367f032d93F642f64180aa3" });
+    const { ticket } = randomTicket(prng);
+    const digest = paymentTicketDigest(domain, ticket);
+    // Too long, too short and not hex: each is written within its field only, and the next digest is unchanged.
+    for (const sessionId of [`0x${"ff".repeat(40)}`, "0xabcd", `0x${"zz".repeat(32)}`] as Hex[]) {
+      paymentTicketDigest(domain, { ...ticket, sessionId, receiptRoot: sessionId, termsHash: sessionId, provider: sessionId });
+      expect(paymentTicketDigest(domain, ticket)).to.equal(digest);
+    }
+    const commit = { sessionId: ticket.sessionId, leafCount: 7n, root: ticket.receiptRoot };
+    const commitDigest = receiptCommitDigest(domain, commit);
+    // A malformed commit never reaches the reused buffer: the generic encoder refuses it.
+    expect(thrown(() => receiptCommitDigest(domain, { ...commit, root: "0x12" as Hex })).name).to.equal("BytesSizeMismatchError");
+    expect(receiptCommitDigest(domain, commit)).to.equal(commitDigest);
+    const receiptHash = h("receipt");
+    const expected = keccak256(`0x${keccak256(stringToBytes(RECEIPT_SIGNATURE_DOMAIN)).slice(2)}${receiptHash.slice(2)}`);
+    expect(sessionReceiptDigest(receiptHash)).to.equal(expected);
+    expect(sessionReceiptDigest("0x01" as Hex)).to.equal(keccak256(`0x${keccak256(stringToBytes(RECEIPT_SIGNATURE_DOMAIN)).slice(2)}01${"00".repeat(31)}`));
+    expect(sessionReceiptDigest(receiptHash)).to.equal(expected);
   });
 
   it("encodes PKT_ACTION_INVOKE and PKT_ACTION_RESULT with exactly canon()'s bytes (known answer and 300 random packets)", () => {
