@@ -83,6 +83,18 @@ describe("canonical JSON (RFC 8785)", () => {
       expect(thrown(() => parseCanonical(new Uint8Array([0x22, 0xff, 0x22]))).name).to.equal("InvalidJsonError");
       expect(thrown(() => parseCanonical("[".repeat(100_000) + "]".repeat(100_000))).name).to.equal("InvalidJsonError");
     });
+
+    it("walks the text for nesting only when it holds more opening brackets than the limit, and then skips those in strings", () => {
+      const nested = (depth: number) => "[".repeat(depth) + "]".repeat(depth);
+      // At the limit the count alone passes it; one level deeper the walk refuses it before JSON.parse.
+      expect(parseCanonical(nested(MAX_JSON_DEPTH))).to.be.an("array");
+      expect(thrown(() => parseCanonical(nested(MAX_JSON_DEPTH + 1))).message).to.match(/^The document nests deeper than 64 levels/);
+      // Many brackets, most inside a string: the walk runs and counts only the structural ones.
+      const shallow = `{"a":${nested(MAX_JSON_DEPTH - 1)},"b":"${"[{".repeat(200)}"}`;
+      expect(parseCanonical(shallow)).to.have.property("b");
+      const deep = `{"a":${nested(MAX_JSON_DEPTH)},"b":"${"[{".repeat(200)}"}`;
+      expect(thrown(() => parseCanonical(deep)).message).to.match(/^The document nests deeper than 64 levels/);
+    });
   });
 
   describe("errors", () => {
