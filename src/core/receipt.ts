@@ -227,8 +227,8 @@ export class ReceiptHasher {
    * many digits the seq had. Receipts of one batch usually share their metering, so only the hashes and the
    * seq are written again; the fixed parts move only when the metering's length does.
    */
-  #amount = -1n;
-  #units = -1n;
+  #amount: bigint | undefined;
+  #units: bigint | undefined;
   #offloadAt = 0;
   #outputAt = 0;
   #prevAt = 0;
@@ -266,11 +266,13 @@ export class ReceiptHasher {
     if (offloadPacketHash.length !== 32 || outputHash.length !== 32 || prevReceiptHash.length !== 32) {
       throw new InvalidHexError("A receipt's hashes are 32 bytes each.");
     }
-    if (seq < 0n || seq >= UINT64_END || units < 0n || units >= UINT128_END || amount < 0n || amount >= UINT128_END) {
-      throw new InvalidHexError("A receipt's seq is a uint64 and its metering uint128s.");
-    }
+    if (seq < 0n || seq >= UINT64_END) throw new InvalidHexError("A receipt's seq is a uint64 and its metering uint128s.");
     const b = this.#buffer;
+    // The metering is range-checked when it changes: the values the layout was written for were checked then.
     if (amount !== this.#amount || units !== this.#units) {
+      if (units < 0n || units >= UINT128_END || amount < 0n || amount >= UINT128_END) {
+        throw new InvalidHexError("A receipt's seq is a uint64 and its metering uint128s.");
+      }
       let at = b.write(`{"metering":{"amount":"${amount}","units":"${units}"},`, 0, "latin1");
       at += this.#model.copy(b, at);
       this.#offloadAt = at;

@@ -208,6 +208,18 @@ describe("Hot-path encodings (issue 15)", () => {
     const hasher = new ReceiptHasher({ sessionId: SESSION_ID, policyHash: zeroHash, modelSnapshotId: "m" });
     expect(thrown(() => hasher.hash(2n ** 64n, new Uint8Array(32), new Uint8Array(32), new Uint8Array(32), 1n, 1n)).name).to.equal("InvalidHexError");
     expect(thrown(() => hasher.hash(1n, new Uint8Array(31), new Uint8Array(32), new Uint8Array(32), 1n, 1n)).name).to.equal("InvalidHexError");
+    // Out-of-range metering is refused on a fresh hasher and after a valid one, and leaves the layout as it was.
+    const zero = new Uint8Array(32);
+    const fresh = new ReceiptHasher({ sessionId: SESSION_ID, policyHash: zeroHash, modelSnapshotId: "m" });
+    for (const [units, amount] of [[-1n, -1n], [2n ** 128n, 1n], [1n, 2n ** 128n], [-1n, 1n]] as const) {
+      expect(thrown(() => fresh.hash(1n, zero, zero, zero, units, amount)).name).to.equal("InvalidHexError");
+    }
+    const valid = fresh.hash(5n, zero, zero, zero, 1n, 1000n);
+    expect(thrown(() => fresh.hash(6n, zero, zero, zero, 2n ** 128n, 1000n)).name).to.equal("InvalidHexError");
+    expect(thrown(() => fresh.hash(6n, zero, zero, zero, 1n, -1n)).name).to.equal("InvalidHexError");
+    expect(Buffer.from(fresh.hash(5n, zero, zero, zero, 1n, 1000n)).equals(Buffer.from(valid))).to.equal(true);
+    const base = { sessionId: SESSION_ID, offloadPacketHash: zeroHash, outputHash: zeroHash, policyHash: zeroHash, modelSnapshotId: "m", prevReceiptHash: zeroHash };
+    expect(Buffer.from(valid).equals(Buffer.from(sessionReceiptHashBytes({ ...base, seq: 5n, metering: { units: 1n, amount: 1000n } })))).to.equal(true);
   });
 
   it("digests receipt commits by hand exactly as viem's hashTypedData (200 random commits, two domains)", () => {
