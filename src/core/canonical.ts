@@ -95,10 +95,12 @@ export function parseJson(input: string | Uint8Array, parameters: Required<Parse
   return value;
 }
 
+const OPENING_BRACKETS = ["{", "["] as const;
+
 /** Opening brackets in `text`, strings included, counting no further than `limit` + 1 (`indexOf` is fast). */
 function openingBrackets(text: string, limit: number): number {
   let count = 0;
-  for (const bracket of ["{", "["]) {
+  for (const bracket of OPENING_BRACKETS) {
     for (let at = text.indexOf(bracket); at !== -1 && count <= limit; at = text.indexOf(bracket, at + 1)) count++;
   }
   return count;
@@ -160,7 +162,7 @@ function assertJsonValue(value: unknown): void {
         const depth = depths[at]!;
         if (depth >= MAX_JSON_DEPTH) throw new InvalidJsonError(`${pathOf(at, parents, keys)} nests deeper than ${MAX_JSON_DEPTH} levels.`);
         if (Array.isArray(v)) {
-          for (let i = 0; i < v.length; i++) add(v[i], at, i, depth + 1);
+          v.forEach((item, i) => add(item, at, i, depth + 1)); // forEach skips a sparse array's holes, as before
         } else {
           const proto = Object.getPrototypeOf(v);
           if (proto !== Object.prototype && proto !== null) {
