@@ -152,7 +152,7 @@ export async function runSocketBench(
           const { profile: payerProfile } = await profiled(PROFILE_INTERVAL_US, () => profiledClient.stream({ count, inflight, request: echo }));
           const to = monotonicUs();
           await profiledClient.close();
-          await stopProcess(profiledNode.child);
+          await stopProcess(profiledNode.child); // the profile is written as the process exits
           const file = readdirSync(profileDir).find((name) => name.endsWith(".cpuprofile"));
           if (file === undefined) throw new Error("The profiled provider process wrote no CPU profile.");
           const providerProfile = JSON.parse(readFileSync(path.join(profileDir, file), "utf8")) as CpuProfile;

@@ -54,8 +54,9 @@ export async function startProviderProcess(parameters: {
   return { child, port };
 }
 
+/** Stops `child` (SIGTERM, then SIGKILL after 5 s); at once if it has already exited, by a code or a signal. */
 export async function stopProcess(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
+  if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise((resolve) => child.once("exit", resolve));
   child.kill("SIGTERM");
   const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
