@@ -19,7 +19,7 @@ function profileOf(stacks: { functionName: string; url: string }[][]): CpuProfil
   return { nodes, startTime: 1_000, samples, timeDeltas: samples.map(() => 10) };
 }
 
-const SRC = "file:///work/project/src";
+const SRC = "file:///srv/app/src";
 
 describe("bench: CPU breakdown by cost centre", () => {
   it("gives a sample to the first frame a rule claims, walking from the running function up", () => {
@@ -28,7 +28,7 @@ describe("bench: CPU breakdown by cost centre", () => {
       [{ functionName: "wasm-function[3]", url: "" }, { functionName: "keccak256Bytes", url: `${SRC}/core/keccak.ts` }, { functionName: "canonicalReceiptText", url: `${SRC}/core/receipt.ts` }],
       // a native JSON.parse counts through its caller
       [{ functionName: "parse", url: "" }, { functionName: "parseJson", url: `${SRC}/core/canonical.ts` }, { functionName: "#onMessage", url: `${SRC}/node/payer-client.ts` }],
-      [{ functionName: "ecdsaRecover", url: "file:///work/project/node_modules/secp256k1/lib/index.js" }, { functionName: "recover", url: `${SRC}/core/secp256k1.ts` }],
+      [{ functionName: "ecdsaRecover", url: "file:///srv/app/node_modules/secp256k1/lib/index.js" }, { functionName: "recover", url: `${SRC}/core/secp256k1.ts` }],
       [{ functionName: "fdatasync", url: "" }, { functionName: "#sync", url: `${SRC}/store/sqlite-store.ts` }],
       [{ functionName: "update", url: "node:internal/crypto/cipher" }, { functionName: "seal", url: `${SRC}/transport/sealing.ts` }, { functionName: "writeBurst", url: `${SRC}/transport/secure-connection.ts` }],
       [{ functionName: "writeBuffer", url: "" }, { functionName: "writeBurst", url: `${SRC}/transport/secure-connection.ts` }],
