@@ -10,7 +10,8 @@
  *   - two durable single-step commits (each a SQLite COMMIT and an fdatasync of the WAL, awaited alone),
  *   - one loopback round trip between two processes,
  *   - one sign and one verify on each side.
- * Their sum is a lower bound for the p50; the bench prints it beside the target and the measured p50.
+ * The sum of the parts' medians is, to within their spread, the least the p50 can be; the bench prints it beside
+ * the target and the measured p50.
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
