@@ -19,21 +19,16 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { keccak256, toHex, zeroAddress, type Hex } from "viem";
-import { mnemonicToAccount } from "viem/accounts";
 
-import { gasEscrowDomain } from "../src/core/eip712";
 import { receiptLeaf } from "../src/core/leaf";
 import { signSessionReceipt } from "../src/core/receipt";
 import { sessionIdOf, type ChannelRef } from "../src/core/terms";
 import { signPaymentTicket } from "../src/core/ticket";
 import { SqliteStore } from "../src/store/sqlite-store";
 import type { StepRecord } from "../src/store/store";
+import { domain, payer, provider } from "./bench-micro";
 
-const MNEMONIC = "test test test test test test test test test test test junk";
-const payer = mnemonicToAccount(MNEMONIC, { addressIndex: 2 });
-const provider = mnemonicToAccount(MNEMONIC, { addressIndex: 3 });
-const ESCROW = "0x5FbDB2315678afecb367f032d93F642f64180aa3" as const;
-const domain = gasEscrowDomain({ chainId: 31337, verifyingContract: ESCROW });
+const ESCROW = domain.verifyingContract;
 const PRICE = 1_000n;
 
 export type DurableStep = { steps: number; p50Ms: number; cpuUsPerStep: number; commits: number; syncs: number };
@@ -88,7 +83,7 @@ export async function measureDurableStep(steps: number, dir?: string): Promise<D
       openedAt: 1n,
     };
     const sessionId = sessionIdOf(domain, ref);
-    await store.putChannel({ sessionId, role: "provider", ref, pricing: { version: "1", unit: "invocation", pricePerInvocation: PRICE }, escrow: ESCROW, chainId: 31337, deposit: 10n ** 24n, status: "open" });
+    await store.putChannel({ sessionId, role: "provider", ref, pricing: { version: "1", unit: "invocation", pricePerInvocation: PRICE }, escrow: ESCROW, chainId: domain.chainId, deposit: 10n ** 24n, status: "open" });
     const prepared: Required<StepRecord>[] = [];
     let prev: Hex = keccak256(toHex("genesis"));
     for (let seq = 1n; seq <= BigInt(2 * steps); seq++) {

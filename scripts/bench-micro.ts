@@ -25,9 +25,10 @@ import { paymentTicketHash, signPaymentTicket, verifyPaymentTicket } from "../sr
 import type { StepRecord } from "../src/store/store";
 
 const MNEMONIC = "test test test test test test test test test test test junk";
-const payer = mnemonicToAccount(MNEMONIC, { addressIndex: 2 });
-const provider = mnemonicToAccount(MNEMONIC, { addressIndex: 3 });
-const domain = gasEscrowDomain({ chainId: 31337, verifyingContract: "0x5FbDB2315678afecb367f032d93F642f64180aa3" });
+/** The bench's payer and provider keys and its escrow domain (every in-process measurement signs with them). */
+export const payer = mnemonicToAccount(MNEMONIC, { addressIndex: 2 });
+export const provider = mnemonicToAccount(MNEMONIC, { addressIndex: 3 });
+export const domain = gasEscrowDomain({ chainId: 31337, verifyingContract: "0x5FbDB2315678afecb367f032d93F642f64180aa3" });
 const SESSION: Hex = keccak256(toHex("bench session"));
 
 export type CryptoCeiling = { verifyPerSecond: number; knownKeyVerifyPerSecond: number; signPerSecond: number };
