@@ -392,8 +392,12 @@ describe("adversarial: attacks that must fail", function () {
     const snap = await snapshot(s);
 
     // The provider replays A's high ticket and A's summary on B.
-    await expectRevert(closeUnilateral(B, ticketA, s.provider), ...(await ticketError(B, ticketA)));
-    await expectRevert(closeCooperative(B, summaryA, s.provider), ...(await summaryError(await summaryDigest(B, summaryA), summaryA.payerSig, B.ref.terms.payer)));
+    // (The expected error is computed before the call starts: a call's rejection must have a handler before
+    // anything else is awaited, or it surfaces as an unhandled rejection.)
+    const replayedTicket = await ticketError(B, ticketA);
+    await expectRevert(closeUnilateral(B, ticketA, s.provider), ...replayedTicket);
+    const replayedSummary = await summaryError(await summaryDigest(B, summaryA), summaryA.payerSig, B.ref.terms.payer);
+    await expectRevert(closeCooperative(B, summaryA, s.provider), ...replayedSummary);
     // …and on A again, which is settled.
     await expectRevert(closeCooperative(A, summaryA, s.provider), "ChannelNotOpen", [A.sessionId]);
     await expectRevert(closeUnilateral(A, ticketA, s.provider), "ChannelNotOpen", [A.sessionId]);
@@ -401,7 +405,7 @@ describe("adversarial: attacks that must fail", function () {
     // B's own ticket closes B; A's ticket cannot supersede it as a challenge either.
     const ticketB = await signTicket(B, 1n, ether("0.1"));
     const closed = await mined(s, closeUnilateral(B, ticketB, s.provider));
-    await expectRevert(challenge(B, stateOf(B, ticketB), ticketA, s.provider), ...(await ticketError(B, ticketA)));
+    await expectRevert(challenge(B, stateOf(B, ticketB), ticketA, s.provider), ...replayedTicket);
     await time.increaseTo((await blockTime(s, closed)) + WINDOW);
     await mined(s, finalize(B, stateOf(B, ticketB), s.watcher));
     await expectDeltas(s, snap, { ETH: { provider: ether("0.1"), client: ether("0.9"), escrow: -ether("1") } });
@@ -418,11 +422,13 @@ describe("adversarial: attacks that must fail", function () {
       const sameId = await signTicket(session, 4n, ether("0.4"), { domain: otherChain });
       const theirId = await signTicket(session, 4n, ether("0.4"), { domain: otherChain, sessionId: sessionIdOf(otherChain, session.ref) });
       for (const ticket of [sameId, theirId]) {
-        await expectRevert(closeUnilateral(session, ticket, s.provider), ...(await ticketError(session, ticket)));
+        const expected = await ticketError(session, ticket);
+        await expectRevert(closeUnilateral(session, ticket, s.provider), ...expected);
       }
       const summary = await signSummary(session, 4n, ether("0.4"), { domain: otherChain });
       const digest = await summaryDigest(session, summary);
-      await expectRevert(closeCooperative(session, summary, s.provider), ...(await summaryError(digest, summary.payerSig, session.ref.terms.payer)));
+      const expected = await summaryError(digest, summary.payerSig, session.ref.terms.payer);
+      await expectRevert(closeCooperative(session, summary, s.provider), ...expected);
     }
     const genuine = await signTicket(session, 2n, ether("0.2"));
     const closed = await mined(s, closeUnilateral(session, genuine, s.provider));
@@ -440,15 +446,17 @@ describe("adversarial: attacks that must fail", function () {
 
     const theirs = await signTicket(there, 6n, ether("0.6")); // genuine over there
     const mixed = await signTicket(here, 6n, ether("0.6"), { domain: there.domain }); // this id, their domain
-    for (const ticket of [theirs, mixed]) await expectRevert(closeUnilateral(here, ticket, s.provider), ...(await ticketError(here, ticket)));
+    for (const ticket of [theirs, mixed]) {
+      const expected = await ticketError(here, ticket);
+      await expectRevert(closeUnilateral(here, ticket, s.provider), ...expected);
+    }
     const theirSummary = await signSummary(there, 6n, ether("0.6"));
-    await expectRevert(
-      closeCooperative(here, theirSummary, s.provider),
-      ...(await summaryError(await summaryDigest(here, theirSummary), theirSummary.payerSig, here.ref.terms.payer)),
-    );
+    const summaryExpected = await summaryError(await summaryDigest(here, theirSummary), theirSummary.payerSig, here.ref.terms.payer);
+    await expectRevert(closeCooperative(here, theirSummary, s.provider), ...summaryExpected);
     // And the other way round: this deployment's ticket on the other one.
     const ours = await signTicket(here, 7n, ether("0.7"));
-    await expectRevert(closeUnilateral(there, ours, s.provider), ...(await ticketError(there, ours)));
+    const oursExpected = await ticketError(there, ours);
+    await expectRevert(closeUnilateral(there, ours, s.provider), ...oursExpected);
 
     // Each settles with its own artifacts.
     await mined(s, closeCooperative(there, theirSummary, s.watcher));
@@ -483,21 +491,25 @@ describe("adversarial: attacks that must fail", function () {
 
     for (const sig of mutations(first.sig)) {
       const bad = { ...first, sig };
-      await expectRevert(closeUnilateral(session, bad, s.provider), ...(await ticketError(session, bad)));
+      const expected = await ticketError(session, bad);
+      await expectRevert(closeUnilateral(session, bad, s.provider), ...expected);
     }
     await mined(s, closeUnilateral(session, first, s.provider));
     for (const sig of mutations(second.sig)) {
       const bad = { ...second, sig };
-      await expectRevert(challenge(session, stateOf(session, first), bad, s.provider), ...(await ticketError(session, bad)));
+      const expected = await ticketError(session, bad);
+      await expectRevert(challenge(session, stateOf(session, first), bad, s.provider), ...expected);
     }
     await mined(s, challenge(session, stateOf(session, first), second, s.provider));
 
     const digest = await summaryDigest(coop, summary);
     for (const sig of mutations(summary.payerSig)) {
-      await expectRevert(closeCooperative(coop, summary, s.provider, { payer: sig }), ...(await summaryError(digest, sig, coop.ref.terms.payer)));
+      const expected = await summaryError(digest, sig, coop.ref.terms.payer);
+      await expectRevert(closeCooperative(coop, summary, s.provider, { payer: sig }), ...expected);
     }
     for (const sig of mutations(summary.providerSig)) {
-      await expectRevert(closeCooperative(coop, summary, s.payerWallet, { provider: sig }), ...(await summaryError(digest, sig, coop.ref.terms.provider)));
+      const expected = await summaryError(digest, sig, coop.ref.terms.provider);
+      await expectRevert(closeCooperative(coop, summary, s.payerWallet, { provider: sig }), ...expected);
     }
     await mined(s, closeCooperative(coop, summary, s.watcher));
 

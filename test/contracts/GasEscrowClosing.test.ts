@@ -332,10 +332,11 @@ describe("GasEscrow closing", () => {
       it(`rejects setRoutingFee from the ${who} wallet with AccessControlUnauthorizedAccount`, async () => {
         const c = await loadFixture(baseFixture);
         const wallet = c[who];
+        const role = await c.escrow.read.GOVERNANCE_ROLE();
         await expectRevert(
           c.escrow.write.setRoutingFee([100, c.treasury.account.address], { account: wallet.account }),
           "AccessControlUnauthorizedAccount",
-          [addressOf(wallet), await c.escrow.read.GOVERNANCE_ROLE()],
+          [addressOf(wallet), role],
         );
         expect(await c.escrow.read.routingFee()).to.deep.equal([0, addressOf(c.treasury)]);
       });
@@ -1304,7 +1305,8 @@ describe("GasEscrow closing", () => {
           await expectRevert(closeKey(c, await keyTicket(c, 3n), byStranger), "UnauthorizedSessionKey", [c.sessionId, SESSION_KEY.address, STRANGER.address]);
           const other = await openChannel(c, c.spec.terms({ nonce: 2n }), TOP_UP);
           const forOther = await grantOf(c, { channel: other });
-          await expectRevert(closeKey(c, await keyTicket(c, 3n), forOther), "UnauthorizedSessionKey", [c.sessionId, SESSION_KEY.address, await recoverGrantSigner(c, forOther)]);
+          const grantSigner = await recoverGrantSigner(c, forOther);
+          await expectRevert(closeKey(c, await keyTicket(c, 3n), forOther), "UnauthorizedSessionKey", [c.sessionId, SESSION_KEY.address, grantSigner]);
           // ... while it does sign for the session it was granted on.
           await mined(c, await closeKey(c, await keyTicket(c, 3n, undefined, other), forOther, c.providerWallet, other));
           await expectBacked(c, [AMOUNT, TOP_UP]);
