@@ -706,14 +706,16 @@ describe("SqliteStore", function () {
       await store.putChannel(c);
       await store.close();
       await store.close();
+      const ticket = await signedTicket(c.sessionId, 1n);
+      // Each write's rejection is taken as the write starts, so none is left unhandled while another is awaited.
       const writes = [
-        store.putChannel(c),
-        store.putTicket(c.sessionId, await signedTicket(c.sessionId, 1n)),
-        store.setCursor("a", 1n),
-        store.updateChannel(c.sessionId, { status: "settled" }),
+        rejection(store.putChannel(c)),
+        rejection(store.putTicket(c.sessionId, ticket)),
+        rejection(store.setCursor("a", 1n)),
+        rejection(store.updateChannel(c.sessionId, { status: "settled" })),
       ];
       for (const write of writes) {
-        const error = await rejection(write);
+        const error = await write;
         expect(error.name).to.equal("StoreClosedError");
         expect(error.message).to.contain("the store is closed");
       }
