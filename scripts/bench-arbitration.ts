@@ -26,6 +26,7 @@ import { sessionReceiptHash, signSessionReceipt, type SignedSessionReceipt } fro
 import { NATIVE_ASSET, sessionIdOf, termsHashOf, type PricingTerms } from "../src/core/terms";
 import { paymentTicketHash, signPaymentTicket, type SignedPaymentTicket } from "../src/core/ticket";
 import { deployAll } from "./deploy";
+import { quantiles } from "./quantiles";
 import { codeGigIcs, FAILING_DELIVERABLE, PASSING_DELIVERABLE, SUITE } from "./examples/code-gig";
 
 const MNEMONIC = "test test test test test test test test test test test junk";
@@ -198,8 +199,7 @@ async function timedReplay(suite: Bundle, deliverable: Bundle, stepsPerTest: num
     });
     times.push(performance.now() - started);
   }
-  times.sort((a, b) => a - b);
-  return { ms: times[Math.floor(times.length / 2)]!, outcome: outcome! };
+  return { ms: quantiles(times, 0.5)[0]!, outcome: outcome! };
 }
 
 /** Replay time of the A.4 suite and of a 1,000-test suite, and the engine's steps per second (after one warm-up replay). */

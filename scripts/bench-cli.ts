@@ -7,6 +7,8 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 
+import { quantiles } from "./quantiles";
+
 /** `nodeBaselineMs`: the median start-up of `node -e ""` in the same runs, so a loaded machine shows as such. */
 export type CliBench = { runs: number; medianMs: number; maxMs: number; peakRssMiB: number; nodeBaselineMs: number; command: string };
 
@@ -42,8 +44,6 @@ export function benchCliStartup(runs = 10): CliBench {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-  times.sort((a, b) => a - b);
-  baseline.sort((a, b) => a - b);
   const round = (x: number) => Math.round(x * 10) / 10;
-  return { runs, medianMs: round(times[Math.floor(times.length / 2)]!), maxMs: round(times[times.length - 1]!), peakRssMiB: round(peakKb / 1024), nodeBaselineMs: round(baseline[Math.floor(baseline.length / 2)]!), command: "node bin/ioi.js --help" };
+  return { runs, medianMs: round(quantiles(times, 0.5)[0]!), maxMs: round(Math.max(...times)), peakRssMiB: round(peakKb / 1024), nodeBaselineMs: round(quantiles(baseline, 0.5)[0]!), command: "node bin/ioi.js --help" };
 }

@@ -27,6 +27,7 @@ import { signPaymentTicket } from "../src/core/ticket";
 import { SqliteStore } from "../src/store/sqlite-store";
 import type { StepRecord } from "../src/store/store";
 import { domain, payer, provider } from "./bench-micro";
+import { quantiles } from "./quantiles";
 
 const ESCROW = domain.verifyingContract;
 const PRICE = 1_000n;
@@ -40,11 +41,6 @@ export type LatencyFloor = {
   /** 2 × durable step + round trip + signatures. */
   floorMs: number;
 };
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
-}
 
 /** A step as the nodes store it: a really signed ticket and receipt of one session, and their leaf. */
 async function signedStep(sessionId: Hex, seq: bigint, prev: Hex): Promise<Required<StepRecord>> {
@@ -104,7 +100,7 @@ export async function measureDurableStep(steps: number, dir?: string): Promise<D
     const after = store.stats;
     return {
       steps,
-      p50Ms: Number(median(times).toFixed(3)),
+      p50Ms: Number(quantiles(times, 0.5)[0]!.toFixed(3)),
       cpuUsPerStep: Math.round((used.user + used.system) / steps),
       commits: after.commits - before.commits,
       syncs: after.syncs - before.syncs,
@@ -154,7 +150,7 @@ export async function measureLoopbackRoundTrip(rounds: number, bytes = 700): Pro
       if (round >= rounds) times.push(performance.now() - started); // the first half warms the path up
     }
     socket.destroy();
-    return Number(median(times).toFixed(3));
+    return Number(quantiles(times, 0.5)[0]!.toFixed(3));
   } finally {
     child.stdin.end();
     child.kill();

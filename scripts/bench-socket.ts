@@ -20,6 +20,7 @@ import { deployAll } from "./deploy";
 import { serveEmbeddedNetwork } from "./embedded-rpc";
 import { startProviderProcess, stopProcess } from "./provider-process";
 import { breakdown, COST_CENTRES, monotonicUs, profiled, type Breakdown, type CostCentre, type CpuProfile } from "./cpu-breakdown";
+import { quantiles } from "./quantiles";
 
 const MNEMONIC = "test test test test test test test test test test test junk";
 
@@ -134,8 +135,8 @@ export async function runSocketBench(
         const payerUsed = process.cpuUsage(payerCpu);
         const providerUsed = processCpuUs(node.child.pid) - providerCpu;
         const storeAfter = store.stats;
-        latencies.sort((a, b) => a - b);
-        const run: SocketRun = { inflight, tickets, perSecond: Math.round(tickets / seconds), p50Ms: Number(latencies[Math.floor(tickets * 0.5)]!.toFixed(2)), p99Ms: Number(latencies[Math.floor(tickets * 0.99)]!.toFixed(2)), payerCpuUsPerTicket: Math.round((payerUsed.user + payerUsed.system) / tickets), providerCpuUsPerTicket: Math.round(providerUsed / tickets), providerCrypto, payerCommits: storeAfter.commits - storeBefore.commits, payerSyncs: storeAfter.syncs - storeBefore.syncs, windows };
+        const [p50, p99] = quantiles(latencies, 0.5, 0.99) as [number, number];
+        const run: SocketRun = { inflight, tickets, perSecond: Math.round(tickets / seconds), p50Ms: Number(p50.toFixed(2)), p99Ms: Number(p99.toFixed(2)), payerCpuUsPerTicket: Math.round((payerUsed.user + payerUsed.system) / tickets), providerCpuUsPerTicket: Math.round(providerUsed / tickets), providerCrypto, payerCommits: storeAfter.commits - storeBefore.commits, payerSyncs: storeAfter.syncs - storeBefore.syncs, windows };
         windows.push({ perSecond: run.perSecond, p50Ms: run.p50Ms });
         if (best === undefined || run.perSecond > best.perSecond) best = run;
       }

@@ -45,6 +45,7 @@ import { runDisputeDemo } from "./demo-disputes";
 import { deployAll } from "./deploy";
 import { serveEmbeddedNetwork } from "./embedded-rpc";
 import { startProviderProcess, stopProcess } from "./provider-process";
+import { quantiles } from "./quantiles";
 
 const HARDHAT_MNEMONIC = "test test test test test test test test test test test junk";
 const INFLIGHT = 32;
@@ -147,9 +148,7 @@ async function main(): Promise<void> {
     latencies.push(...(await client.stream({ count: options.tickets - firstPart, inflight: INFLIGHT, request: (i) => request(firstPart + i) })));
     streamMs += performance.now() - resumed;
     const ticketsPerSecond = Math.round(options.tickets / (streamMs / 1000));
-    latencies.sort((a, b) => a - b);
-    const p50 = latencies[Math.floor(latencies.length / 2)]!;
-    const p99 = latencies[Math.floor(latencies.length * 0.99)]!;
+    const [p50, p99] = quantiles(latencies, 0.5, 0.99) as [number, number];
     const { root, leafCount } = await client.commit();
     log(`Streamed ${options.tickets} paid invocations over the sealed socket, ${INFLIGHT} in flight: ${ticketsPerSecond} tickets/s (p50 ${p50.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms), every ticket checked and stored durably by the provider.`);
     log(`Payer and provider signed the same root ${root} over ${leafCount} receipts.`);

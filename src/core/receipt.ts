@@ -266,12 +266,12 @@ export class ReceiptHasher {
     if (offloadPacketHash.length !== 32 || outputHash.length !== 32 || prevReceiptHash.length !== 32) {
       throw new InvalidHexError("A receipt's hashes are 32 bytes each.");
     }
-    if (seq < 0n || seq >= UINT64_END) throw new InvalidHexError("A receipt's seq is a uint64 and its metering uint128s.");
+    if (seq < 0n || seq >= UINT64_END) throw new InvalidHexError(`A receipt's seq must be a uint64 (0 to 2^64 - 1); received ${seq}.`);
     const b = this.#buffer;
     // The metering is range-checked when it changes: the values the layout was written for were checked then.
     if (amount !== this.#amount || units !== this.#units) {
       if (units < 0n || units >= UINT128_END || amount < 0n || amount >= UINT128_END) {
-        throw new InvalidHexError("A receipt's seq is a uint64 and its metering uint128s.");
+        throw new InvalidHexError(`A receipt's metering units and amount must be uint128s (0 to 2^128 - 1); received ${units} units for ${amount}.`);
       }
       let at = b.write(`{"metering":{"amount":"${amount}","units":"${units}"},`, 0, "latin1");
       at += this.#model.copy(b, at);

@@ -206,13 +206,17 @@ describe("Hot-path encodings (issue 15)", () => {
     }
     expect(thrown(() => new ReceiptHasher({ sessionId: SESSION_ID.toUpperCase() as Hex, policyHash: zeroHash, modelSnapshotId: "m" })).name).to.equal("InvalidHexError");
     const hasher = new ReceiptHasher({ sessionId: SESSION_ID, policyHash: zeroHash, modelSnapshotId: "m" });
-    expect(thrown(() => hasher.hash(2n ** 64n, new Uint8Array(32), new Uint8Array(32), new Uint8Array(32), 1n, 1n)).name).to.equal("InvalidHexError");
+    const tooLongSeq = thrown(() => hasher.hash(2n ** 64n, new Uint8Array(32), new Uint8Array(32), new Uint8Array(32), 1n, 1n));
+    expect(tooLongSeq.name).to.equal("InvalidHexError");
+    expect(tooLongSeq.message).to.equal(`A receipt's seq must be a uint64 (0 to 2^64 - 1); received ${2n ** 64n}.`);
     expect(thrown(() => hasher.hash(1n, new Uint8Array(31), new Uint8Array(32), new Uint8Array(32), 1n, 1n)).name).to.equal("InvalidHexError");
     // Out-of-range metering is refused on a fresh hasher and after a valid one, and leaves the layout as it was.
     const zero = new Uint8Array(32);
     const fresh = new ReceiptHasher({ sessionId: SESSION_ID, policyHash: zeroHash, modelSnapshotId: "m" });
     for (const [units, amount] of [[-1n, -1n], [2n ** 128n, 1n], [1n, 2n ** 128n], [-1n, 1n]] as const) {
-      expect(thrown(() => fresh.hash(1n, zero, zero, zero, units, amount)).name).to.equal("InvalidHexError");
+      const error = thrown(() => fresh.hash(1n, zero, zero, zero, units, amount));
+      expect(error.name).to.equal("InvalidHexError");
+      expect(error.message).to.equal(`A receipt's metering units and amount must be uint128s (0 to 2^128 - 1); received ${units} units for ${amount}.`);
     }
     const valid = fresh.hash(5n, zero, zero, zero, 1n, 1000n);
     expect(thrown(() => fresh.hash(6n, zero, zero, zero, 2n ** 128n, 1000n)).name).to.equal("InvalidHexError");
