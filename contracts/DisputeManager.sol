@@ -25,9 +25,18 @@ import {TryTransfer} from "./libraries/TryTransfer.sol";
 /// arbitrators pinned to the judge runtime; no address bound to the subject and no earlier panel member can be
 /// drawn. A verdict needs two thirds of the panel and more stake at risk than the case moves.
 ///
+/// A panel is drawn from the draw weights as they stood when its randomness was requested (the registry's
+/// checkpoints): nobody can move a pick once the randomness is known (decision 0014).
+///
+/// Rules fixed per case: a case keeps the parameters and asset terms in force when it opened; new ones apply only
+/// to cases opened once the registry's unbonding delay has passed since they were set, so a bond holder who
+/// objects can leave first.
+///
 /// Liveness: every case ends. A round not drawn or not decided by its deadline goes to the slow path; a slow-path
 /// case governance does not decide by its deadline is expired by anyone, enforcing the verdict that stood before
-/// the appeal, or, when none ever stood, splitting the disputed value. The longest case (respond window + two
+/// the appeal, or, when none ever stood, leaving the subject where its own rules put it without a dispute (no
+/// refund: a delivered gig is released, a closing session pays what was recorded) with both bonds returned —
+/// never a split a party could force (decision 0015). The longest case (respond window + two
 /// rounds of draw, decision and appeal + slow path, at most 137 days under the bounds below) stays inside the
 /// escrows' 180-day freeze backstop.
 contract DisputeManager is IDisputeManager {
@@ -85,9 +94,21 @@ contract DisputeManager is IDisputeManager {
     uint256 private immutable _cachedChainId;
     bytes32 private immutable _cachedDomainSeparator;
 
-    Params private _params;
+    /// @dev Every parameter set ever in force or queued, by index (a case stores the index it opened under).
+    Params[] private _rules;
 
-    mapping(address asset => AssetTerms) private _assetTerms;
+    /// @dev The index in force, and when the last entry of `_rules` takes over (zero: nothing queued).
+    uint16 private _activeRules;
+    uint40 private _queuedRulesFrom;
+
+    /// @dev Per asset: the terms in force, and terms queued to take over at `from` (zero: nothing queued).
+    struct TermsState {
+        AssetTerms active;
+        AssetTerms queued;
+        uint40 from;
+    }
+
+    mapping(address asset => TermsState) private _assetTerms;
 
     mapping(bytes32 caseId => Case) private _cases;
 
@@ -104,14 +125,6 @@ contract DisputeManager is IDisputeManager {
     }
 
     mapping(bytes32 subjectKey => SubjectState) private _subjects;
-
-    /// @dev An outcome being enforced.
-    struct Outcome {
-        Verdict verdict;
-        uint128 refund;
-        uint128 slash;
-        bytes32 resolutionHash;
-    }
 
     constructor(
         address governance_,
@@ -132,7 +145,9 @@ contract DisputeManager is IDisputeManager {
         registry = registry_;
         randomness = randomness_;
         governance = governance_;
-        _setParams(p);
+        DisputeRules.validate(p);
+        _rules.push(p);
+        emit ParamsSet(p, uint40(block.timestamp));
     }
 
     modifier onlyGovernance() {
@@ -174,7 +189,7 @@ contract DisputeManager is IDisputeManager {
         bytes32 packageHash
     ) external payable nonReentrant returns (bytes32 caseId) {
         (bytes32 sessionId, address related, bytes32 leaf, bool settled) = DisputeRules.sessionSubject(
-            gasEscrow, terms, openedAt, recorded, receiptHash, ticketHash, proof, _params.settledDisputeWindow
+            gasEscrow, terms, openedAt, recorded, receiptHash, ticketHash, proof, _rules[_rulesNow()].settledDisputeWindow
         );
         Case memory draft = _draft(
             SubjectKind.Session, sessionId, terms.provider, related, terms.asset, _valueOf(recorded), lane, packageHash
@@ -225,12 +240,16 @@ contract DisputeManager is IDisputeManager {
         }
         subject.openCase = caseId;
 
-        Params storage p = _params;
+        uint16 rules = _promoteRules();
+        Params storage p = _rules[rules];
+        AssetTerms memory terms = _promoteTerms(c.asset);
         c.challenger = msg.sender;
         c.status = CaseStatus.Open;
+        c.rules = rules;
+        c.stakeRate = terms.stakeRate;
         c.respondBy = uint40(block.timestamp) + p.respondWindow;
         c.deadline = c.respondBy + p.decisionWindow;
-        c.challengerBond = _bondFor(c.asset, c.value, c.lane);
+        c.challengerBond = _bondFor(p, terms, c.asset, c.value, c.lane);
         _cases[caseId] = c;
         emit CaseOpened(
             caseId,
@@ -283,19 +302,20 @@ contract DisputeManager is IDisputeManager {
             return;
         }
         (bytes32 value, bool expired) = randomness.valueOf(ticket);
-        if (expired) {
+        // A snapshot older than the registry keeps exact is never drawn from: fresh randomness, fresh weights.
+        if (expired || block.number > uint256(r.snapshotBlock) + registry.SNAPSHOT_HORIZON()) {
             _requestDraw(caseId, round, r);
             return;
         }
         if (value == 0) revert RandomnessNotReady(caseId, ticket);
 
-        address[] memory panel = _draw(caseId, c, keccak256(abi.encode(value, caseId, round)));
+        address[] memory panel = _draw(caseId, c, r.snapshotBlock, keccak256(abi.encode(value, caseId, round)));
         if (panel.length == 0) {
             _toSlowPath(caseId, c);
             return;
         }
         _panels[caseId][round] = panel;
-        uint40 deadline = uint40(block.timestamp) + _params.decisionWindow;
+        uint40 deadline = uint40(block.timestamp) + _paramsOf(c).decisionWindow;
         c.status = CaseStatus.Deliberating;
         c.deadline = deadline;
         emit PanelDrawn(caseId, round, panel, deadline);
@@ -307,12 +327,17 @@ contract DisputeManager is IDisputeManager {
     function _requestDraw(bytes32 caseId, uint8 round, Round storage r) private {
         uint256 ticket = randomness.request();
         r.drawTicket = ticket;
+        r.snapshotBlock = uint48(block.number);
         emit PanelRequested(caseId, round, ticket);
     }
 
     /// @dev Draws the panel of the case's current round from everyone eligible but the addresses bound to the
     /// subject and the first round's panel.
-    function _draw(bytes32 caseId, Case storage c, bytes32 seed) private view returns (address[] memory) {
+    function _draw(bytes32 caseId, Case storage c, uint48 snapshotBlock, bytes32 seed)
+        private
+        view
+        returns (address[] memory)
+    {
         address[] memory earlier = c.round == 0 ? new address[](0) : _panels[caseId][0];
         address[] memory excluded = new address[](earlier.length + 3);
         excluded[0] = c.challenger;
@@ -321,7 +346,9 @@ contract DisputeManager is IDisputeManager {
         for (uint256 i; i < earlier.length; ++i) {
             excluded[i + 3] = earlier[i];
         }
-        return Panels.draw(registry, _params.judgeRuntimeHash, excluded, _panelSize(c.round), seed);
+        Params storage p = _paramsOf(c);
+        uint256 size = c.round == 0 ? p.panelSize : 2 * uint256(p.panelSize) - 1;
+        return Panels.draw(registry, p.judgeRuntimeHash, excluded, size, snapshotBlock, seed);
     }
 
     /*//////////////////////////////////////////////////////////////
@@ -334,9 +361,10 @@ contract DisputeManager is IDisputeManager {
         Case storage c = _case(caseId);
         _requireStatus(caseId, c, CaseStatus.Deliberating);
         if (block.timestamp > c.deadline) revert DeadlinePassed(caseId, c.deadline);
-        Outcome memory o = Outcome(resolution.verdict, resolution.refund, resolution.slash, resolution.resolutionHash);
+        Resolution memory o = resolution;
         _checkRemedy(caseId, c, o, true);
         Round storage r = _rounds[caseId][c.round];
+        Params storage p = _paramsOf(c);
         // A supermajority of the panel, losing more if overturned than the case moves (its value plus the slash).
         uint16 mask = Panels.signers(
             registry,
@@ -345,8 +373,8 @@ contract DisputeManager is IDisputeManager {
             signatures,
             _panels[caseId][c.round],
             true,
-            _params.overturnSlashBps,
-            _valueInStake(c.asset, c.value) + o.slash
+            p.overturnSlashBps,
+            _valueInStake(c, c.value) + o.slash
         );
 
         r.verdict = o.verdict;
@@ -360,7 +388,7 @@ contract DisputeManager is IDisputeManager {
             _toSlowPath(caseId, c);
             return;
         }
-        uint40 appealEndsAt = uint40(block.timestamp) + _params.appealWindow;
+        uint40 appealEndsAt = uint40(block.timestamp) + p.appealWindow;
         c.status = CaseStatus.Decided;
         c.deadline = appealEndsAt;
         emit VerdictSubmitted(caseId, c.round, o.verdict, o.refund, o.slash, o.resolutionHash, mask, appealEndsAt);
@@ -373,11 +401,12 @@ contract DisputeManager is IDisputeManager {
         _requireStatus(caseId, c, CaseStatus.Decided);
         if (block.timestamp > c.deadline) revert DeadlinePassed(caseId, c.deadline);
         if (msg.sender != c.challenger && msg.sender != c.respondent) revert NotAParty(caseId, msg.sender);
-        Params storage p = _params;
+        Params storage p = _paramsOf(c);
         if (c.round >= p.maxAppeals) revert AppealCapReached(caseId, p.maxAppeals);
 
         uint8 round = c.round + 1; // <= MAX_APPEALS = SLOW_PATH_ROUND
-        uint128 bond = _bondFor(c.asset, c.value, c.lane + round);
+        // The opening bond was base × multiplier^lane under the same rules, so this is base × multiplier^(lane+round).
+        uint128 bond = (uint256(c.challengerBond) * uint256(p.laneMultiplier) ** round).toUint128();
         Round storage r = _rounds[caseId][round];
         r.appellant = msg.sender;
         r.appealBond = bond;
@@ -408,7 +437,7 @@ contract DisputeManager is IDisputeManager {
         _requireStatus(caseId, c, CaseStatus.Decided);
         if (block.timestamp <= c.deadline) revert DeadlineNotPassed(caseId, c.deadline);
         Round storage r = _rounds[caseId][c.round];
-        _settle(caseId, c, Outcome(r.verdict, r.refund, r.slash, r.resolutionHash), recorded, CaseStatus.Resolved);
+        _settle(caseId, c, Resolution(caseId, r.verdict, r.refund, r.slash, r.resolutionHash), recorded, CaseStatus.Resolved);
     }
 
     /// @inheritdoc IDisputeManager
@@ -420,7 +449,7 @@ contract DisputeManager is IDisputeManager {
         bytes32 caseId = resolution.caseId;
         Case storage c = _case(caseId);
         _requireStatus(caseId, c, CaseStatus.SlowPath);
-        Outcome memory o = Outcome(resolution.verdict, resolution.refund, resolution.slash, resolution.resolutionHash);
+        Resolution memory o = resolution;
         _checkRemedy(caseId, c, o, false);
         Round storage r = _rounds[caseId][SLOW_PATH_ROUND];
         r.verdict = o.verdict;
@@ -443,120 +472,44 @@ contract DisputeManager is IDisputeManager {
             return;
         }
         // Governance did not decide. The verdict that stood before an appeal stands: an appeal nobody heard
-        // never pays the appellant. Without any verdict neither side caused the outcome, so each bears half.
-        (bool stood, Outcome memory o) = _latestVerdict(caseId, SLOW_PATH_ROUND);
-        if (!stood) o = Outcome(Verdict.NoFault, c.value / 2, 0, bytes32(0));
+        // never pays the appellant. Without any verdict the subject ends as its own rules end it without a
+        // dispute (no refund) and both bonds come back in full (no signer earns the fee): no half split either
+        // side could force by starving the panels.
+        (bool stood, Resolution memory o) = _latestVerdict(caseId, SLOW_PATH_ROUND);
+        if (!stood) o = Resolution(caseId, Verdict.NoFault, 0, 0, bytes32(0));
         emit CaseExpired(caseId, stood);
         _settle(caseId, c, o, recorded, CaseStatus.Expired);
     }
 
     function _toSlowPath(bytes32 caseId, Case storage c) private {
-        uint40 deadline = uint40(block.timestamp) + _params.slowPathTimeout;
+        uint40 deadline = uint40(block.timestamp) + _paramsOf(c).slowPathTimeout;
         c.round = SLOW_PATH_ROUND;
         c.status = CaseStatus.SlowPath;
         c.deadline = deadline;
         emit CaseToSlowPath(caseId, SLOW_PATH_ROUND, deadline);
     }
 
-    /// @dev Enforces `o` for good: every state change first, then the registry (refund, SLA slash, arbitrator
-    /// penalties and unlocks, all through contracts fixed at construction), then the asset transfers.
+    /// @dev Enforces `o` for good (`DisputeRules.settle`: refund, SLA slash, bonds, fees, arbitrator penalties
+    /// and unlocks, then the transfers), after marking the case final.
     function _settle(
         bytes32 caseId,
         Case storage c,
-        Outcome memory o,
+        Resolution memory o,
         IGasEscrow.ClosingState calldata recorded,
         CaseStatus finalStatus
     ) private {
         c.status = finalStatus;
         delete _subjects[_subjectKey(c.kind, c.subjectId)].openCase;
-
-        bytes32 finalKey = DisputeRules.outcomeKey(o.verdict, o.refund, o.slash);
-        DisputeRules.BondSplit memory split = _splitBonds(c, o.verdict);
-        mapping(uint256 => Round) storage rounds = _rounds[caseId];
-        split = DisputeRules.settleAppealBonds(rounds, c.challenger, finalKey, _params.burnBps, split);
-        uint256 fees;
-        (split, fees) =
-            DisputeRules.payFees(rounds, _panels[caseId], _claimable[c.asset], caseId, c.asset, finalKey, split);
-
-        uint128 refunded = _releaseSubject(c, o.refund, recorded);
-        uint128 slashed = o.verdict == Verdict.ChallengerWins ? _slash(c, o.slash) : 0;
-        emit CaseResolved(
-            caseId,
-            o.verdict,
-            refunded,
-            slashed,
-            o.resolutionHash,
-            split.toChallenger,
-            split.toRespondent,
-            split.burned,
-            fees
+        DisputeRules.settle(
+            c,
+            _rounds[caseId],
+            _panels[caseId],
+            _claimable[c.asset],
+            _paramsOf(c),
+            DisputeRules.Escrows(gasEscrow, gigEscrow, registry),
+            o,
+            recorded
         );
-        _penalizeAndUnlock(caseId, finalKey);
-        if (c.kind == SubjectKind.Session) registry.unlockBond(IProviderRegistry.Role.Provider, c.respondent);
-
-        address asset = c.asset;
-        _pay(asset, c.challenger, split.toChallenger);
-        _pay(asset, c.respondent, split.toRespondent);
-        _pay(asset, BURN_ADDRESS, split.burned);
-    }
-
-    /// @dev The opening bonds' split (`DisputeRules.splitBonds`).
-    function _splitBonds(Case storage c, Verdict verdict) private view returns (DisputeRules.BondSplit memory) {
-        Params storage p = _params;
-        return DisputeRules.splitBonds(c.challengerBond, c.respondentBond, verdict, p.burnBps, p.feeBps);
-    }
-
-    /// @dev Settles every panel member (slashes for overturned and absent members, then unlocks: `Panels`).
-    function _penalizeAndUnlock(bytes32 caseId, bytes32 finalKey) private {
-        for (uint256 round; round < SLOW_PATH_ROUND; ++round) {
-            Round storage r = _rounds[caseId][round];
-            address[] storage panel = _panels[caseId][round];
-            if (panel.length == 0) continue;
-            Verdict verdict = r.verdict;
-            bool overturned =
-                verdict != Verdict.None && verdict != Verdict.Undecidable && DisputeRules.roundKey(r) != finalKey;
-            Panels.settleRound(
-                registry,
-                caseId,
-                panel,
-                r.signedMask,
-                verdict,
-                overturned,
-                _rounds[caseId][round + 1].appellant,
-                _params
-            );
-        }
-    }
-
-    /// @dev Unfreezes the subject with `refund` and returns what was actually refunded (zero if the escrow's
-    /// own backstop settled the subject meanwhile). A cooperatively settled session's refund is slashed from
-    /// the provider's SLA bond to the funder (`related`) instead, as far as the bond covers it.
-    function _releaseSubject(Case storage c, uint128 refund, IGasEscrow.ClosingState calldata recorded)
-        private
-        returns (uint128)
-    {
-        if (c.kind == SubjectKind.Gig) {
-            return gigEscrow.resolve(uint64(uint256(c.subjectId)), refund) ? refund : 0;
-        }
-        (bool settled, uint128 fromBond) = DisputeRules.refundIfSettled(
-            gasEscrow, registry, c.subjectId, c.respondent, c.related, refund, _assetTerms[c.asset].stakeRate
-        );
-        if (settled) return fromBond;
-        bool applied = gasEscrow.release(c.subjectId, recorded, refund);
-        if (!applied) return 0;
-        uint128 earned = _valueOf(recorded);
-        return refund < earned ? refund : earned;
-    }
-
-    /// @dev Slashes up to `amount` of the respondent's SLA bond (whatever it still holds), to the challenger.
-    function _slash(Case storage c, uint128 amount) private returns (uint128) {
-        if (amount == 0) return 0;
-        IProviderRegistry.Bond memory b = registry.bondOf(IProviderRegistry.Role.Provider, c.respondent);
-        uint256 held = uint256(b.active) + b.pending;
-        uint256 take = amount < held ? amount : held;
-        if (take == 0) return 0;
-        registry.slash(IProviderRegistry.Role.Provider, c.respondent, take, c.challenger, _params.burnBps);
-        return uint128(take); // <= amount
     }
 
     /*//////////////////////////////////////////////////////////////
@@ -579,20 +532,57 @@ contract DisputeManager is IDisputeManager {
 
     /// @inheritdoc IDisputeManager
     function setParams(Params calldata p) external onlyGovernance {
-        _setParams(p);
+        DisputeRules.validate(p);
+        _promoteRules();
+        uint40 from = _delayed();
+        _rules.push(p);
+        _queuedRulesFrom = from;
+        emit ParamsSet(p, from);
     }
 
     /// @inheritdoc IDisputeManager
     function setAssetTerms(address asset, AssetTerms calldata terms) external onlyGovernance {
         if (terms.stakeRate != 0 && terms.bondFloor == 0) revert InvalidParams("bondFloor");
-        _assetTerms[asset] = terms;
-        emit AssetTermsSet(asset, terms.bondFloor, terms.stakeRate);
+        TermsState storage t = _assetTerms[asset];
+        AssetTerms memory active = _promoteTerms(asset);
+        // An asset without terms has no case and no bond exposed to it yet: its first terms apply at once.
+        uint40 from = active.stakeRate == 0 ? uint40(block.timestamp) : _delayed();
+        if (from == block.timestamp) (t.active, t.from) = (terms, 0);
+        else (t.queued, t.from) = (terms, from);
+        emit AssetTermsSet(asset, terms.bondFloor, terms.stakeRate, from);
     }
 
-    function _setParams(Params memory p) private {
-        DisputeRules.validate(p);
-        _params = p;
-        emit ParamsSet(p);
+    /// @dev When a change set now takes effect: after the registry's unbonding delay.
+    function _delayed() private view returns (uint40) {
+        return uint40(block.timestamp + registry.unbondingDelay());
+    }
+
+    /// @dev The parameter index in force now, recording a queued set that has come into force.
+    function _promoteRules() private returns (uint16 active) {
+        active = _rulesNow();
+        if (active != _activeRules) (_activeRules, _queuedRulesFrom) = (active, 0);
+    }
+
+    function _rulesNow() private view returns (uint16) {
+        uint40 from = _queuedRulesFrom;
+        // Fits: one entry per governance call, each behind the timelock; more than 65,535 would revert here.
+        return from != 0 && block.timestamp >= from ? uint16(_rules.length - 1) : _activeRules;
+    }
+
+    /// @dev `asset`'s terms in force now, recording queued terms that have come into force.
+    function _promoteTerms(address asset) private returns (AssetTerms memory) {
+        TermsState storage t = _assetTerms[asset];
+        if (t.from != 0 && block.timestamp >= t.from) (t.active, t.from) = (t.queued, 0);
+        return t.active;
+    }
+
+    function _termsNow(address asset) private view returns (AssetTerms memory) {
+        TermsState storage t = _assetTerms[asset];
+        return t.from != 0 && block.timestamp >= t.from ? t.queued : t.active;
+    }
+
+    function _paramsOf(Case storage c) private view returns (Params storage) {
+        return _rules[c.rules];
     }
 
     /*//////////////////////////////////////////////////////////////
@@ -601,7 +591,7 @@ contract DisputeManager is IDisputeManager {
 
     /// @inheritdoc IDisputeManager
     function bondFor(address asset, uint256 value, uint8 level) external view returns (uint256) {
-        return _bondFor(asset, value, level);
+        return _bondFor(_rules[_rulesNow()], _termsNow(asset), asset, value, level);
     }
 
     /// @inheritdoc IDisputeManager
@@ -626,12 +616,23 @@ contract DisputeManager is IDisputeManager {
 
     /// @inheritdoc IDisputeManager
     function params() external view returns (Params memory) {
-        return _params;
+        return _rules[_rulesNow()];
+    }
+
+    /// @inheritdoc IDisputeManager
+    function latestParams() external view returns (Params memory, uint40 effectiveAt) {
+        uint40 from = _queuedRulesFrom;
+        return (_rules[_rules.length - 1], from);
+    }
+
+    /// @inheritdoc IDisputeManager
+    function caseParams(bytes32 caseId) external view returns (Params memory) {
+        return _paramsOf(_case(caseId));
     }
 
     /// @inheritdoc IDisputeManager
     function assetTerms(address asset) external view returns (AssetTerms memory) {
-        return _assetTerms[asset];
+        return _termsNow(asset);
     }
 
     /// @inheritdoc IDisputeManager
@@ -659,18 +660,18 @@ contract DisputeManager is IDisputeManager {
     }
 
     /// @dev Checks a remedy against its verdict, the disputed value and the slash cap (`DisputeRules.checkRemedy`).
-    function _checkRemedy(bytes32 caseId, Case storage c, Outcome memory o, bool panel) private view {
-        uint256 cap = Math.mulDiv(_valueInStake(c.asset, c.value), _params.slashCapBps, BPS);
+    function _checkRemedy(bytes32 caseId, Case storage c, Resolution memory o, bool panel) private view {
+        uint256 cap = Math.mulDiv(_valueInStake(c, c.value), _paramsOf(c).slashCapBps, BPS);
         DisputeRules.checkRemedy(caseId, c.value, cap, o.verdict, o.refund, o.slash, panel);
     }
 
     /// @dev The latest verdict decided in a round before `beforeRound`, if any.
-    function _latestVerdict(bytes32 caseId, uint256 beforeRound) private view returns (bool, Outcome memory o) {
+    function _latestVerdict(bytes32 caseId, uint256 beforeRound) private view returns (bool, Resolution memory o) {
         for (uint256 round = beforeRound; round > 0; --round) {
             Round storage r = _rounds[caseId][round - 1];
             Verdict v = r.verdict;
             if (v != Verdict.None && v != Verdict.Undecidable) {
-                return (true, Outcome(v, r.refund, r.slash, r.resolutionHash));
+                return (true, Resolution(caseId, v, r.refund, r.slash, r.resolutionHash));
             }
         }
         return (false, o);
@@ -695,28 +696,21 @@ contract DisputeManager is IDisputeManager {
         return keccak256(abi.encode(_DOMAIN_TYPEHASH, _NAME_HASH, _VERSION_HASH, block.chainid, address(this)));
     }
 
-    function _panelSize(uint8 round) private view returns (uint256) {
-        uint256 base = _params.panelSize;
-        return round == 0 ? base : 2 * base - 1;
-    }
-
-    function _valueInStake(address asset, uint256 amount) private view returns (uint256) {
-        return Math.mulDiv(amount, _assetTerms[asset].stakeRate, STAKE_RATE_UNIT);
+    function _valueInStake(Case storage c, uint256 amount) private view returns (uint256) {
+        return Math.mulDiv(amount, c.stakeRate, STAKE_RATE_UNIT);
     }
 
     /// @dev max(value × riskBps / BPS, the asset's floor) × multiplier^level, reverting for an asset without
     /// terms or a bond that does not fit a uint128.
-    function _bondFor(address asset, uint256 value, uint8 level) private view returns (uint128) {
-        AssetTerms memory terms = _assetTerms[asset];
+    function _bondFor(Params storage p, AssetTerms memory terms, address asset, uint256 value, uint8 level)
+        private
+        view
+        returns (uint128)
+    {
         if (terms.stakeRate == 0) revert AssetNotSupported(asset);
-        Params storage p = _params;
         uint256 base = value * p.riskBps / BPS;
         if (base < terms.bondFloor) base = terms.bondFloor;
         return (base * uint256(p.laneMultiplier) ** level).toUint128();
-    }
-
-    function _indexOf(address[] memory list, address a) private pure returns (uint256) {
-        return Panels.indexOf(list, a);
     }
 
     /// @dev Takes a bond of exactly `due` from the caller: ETH as `msg.value`, or the case's token.
@@ -731,18 +725,6 @@ contract DisputeManager is IDisputeManager {
         SafeTransferLib.safeTransferFrom(asset, msg.sender, address(this), due);
         uint256 received = SafeTransferLib.balanceOf(asset, address(this)) - before;
         if (received < due) revert BondShortfall(received, due);
-    }
-
-    /// @dev ETH is force-sent so a hostile party cannot block the other's payout; a token transfer that fails
-    /// (a blocklisted recipient) is credited to the recipient's claimable balance instead of reverting the case.
-    function _pay(address asset, address to, uint256 amount) private {
-        if (amount == 0) return;
-        if (asset == address(0)) {
-            SafeTransferLib.forceSafeTransferETH(to, amount);
-        } else if (!TryTransfer.tryTransfer(asset, to, amount)) {
-            _claimable[asset][to] += amount;
-            emit PayoutDeferred(asset, to, amount);
-        }
     }
 
     /// @dev A transient reentrancy guard whose modifier calls shared functions, so guarding a dozen entry

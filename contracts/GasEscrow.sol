@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity 0.8.28;
 
-import {AccessControl} from "@openzeppelin/contracts/access/AccessControl.sol";
+import {SealedRoles} from "./governance/SealedRoles.sol";
 import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
 import {SafeTransferLib} from "solady/src/utils/SafeTransferLib.sol";
 import {ReentrancyGuardTransient} from "solady/src/utils/ReentrancyGuardTransient.sol";
@@ -23,7 +23,7 @@ import {TryTransfer} from "./libraries/TryTransfer.sol";
 /// A cooperatively settled channel keeps a Settled word instead (decision 0005, amendment for issue 12):
 /// when it settled and a fingerprint of the co-signed summary, so the payer can still dispute its receipts
 /// for `settledDisputeWindow` (refunded from the provider's SLA bond) and the id can never be opened again.
-contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransient {
+contract GasEscrow is IGasEscrow, SealedRoles, EIP712, ReentrancyGuardTransient {
     /*//////////////////////////////////////////////////////////////
                                CONSTANTS
     //////////////////////////////////////////////////////////////*/
@@ -1001,5 +1001,10 @@ contract GasEscrow is IGasEscrow, AccessControl, EIP712, ReentrancyGuardTransien
     /// @dev Transient storage exists on every chain this contract targets (Cancun and later).
     function _useTransientReentrancyGuardOnlyOnMainnet() internal pure override returns (bool) {
         return false;
+    }
+
+    /// @dev `DISPUTE_ROLE` seals (`SealedRoles`).
+    function _isWiringRole(bytes32 role) internal pure override returns (bool) {
+        return role == DISPUTE_ROLE;
     }
 }

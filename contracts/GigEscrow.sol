@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity 0.8.28;
 
-import {AccessControl} from "@openzeppelin/contracts/access/AccessControl.sol";
+import {SealedRoles} from "./governance/SealedRoles.sol";
 import {SafeTransferLib} from "solady/src/utils/SafeTransferLib.sol";
 import {ReentrancyGuardTransient} from "solady/src/utils/ReentrancyGuardTransient.sol";
 import {IGigEscrow} from "./interfaces/IGigEscrow.sol";
@@ -24,7 +24,7 @@ import {TryTransfer} from "./libraries/TryTransfer.sol";
 ///
 /// Roles: `DEFAULT_ADMIN_ROLE` goes to the `governance` address given to the constructor, which later grants
 /// `DISPUTE_ROLE` to the DisputeManager.
-contract GigEscrow is IGigEscrow, AccessControl, ReentrancyGuardTransient {
+contract GigEscrow is IGigEscrow, SealedRoles, ReentrancyGuardTransient {
     /*//////////////////////////////////////////////////////////////
                                CONSTANTS
     //////////////////////////////////////////////////////////////*/
@@ -441,5 +441,10 @@ contract GigEscrow is IGigEscrow, AccessControl, ReentrancyGuardTransient {
     /// @dev Transient storage exists on every chain this contract targets (Cancun and later).
     function _useTransientReentrancyGuardOnlyOnMainnet() internal pure override returns (bool) {
         return false;
+    }
+
+    /// @dev `DISPUTE_ROLE` seals (`SealedRoles`).
+    function _isWiringRole(bytes32 role) internal pure override returns (bool) {
+        return role == DISPUTE_ROLE;
     }
 }

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 pragma solidity 0.8.28;
 
-import {AccessControl} from "@openzeppelin/contracts/access/AccessControl.sol";
+import {SealedRoles} from "./governance/SealedRoles.sol";
 import {Math} from "@openzeppelin/contracts/utils/math/Math.sol";
 import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
+import {Checkpoints} from "@openzeppelin/contracts/utils/structs/Checkpoints.sol";
 import {SafeTransferLib} from "solady/src/utils/SafeTransferLib.sol";
 import {ReentrancyGuardTransient} from "solady/src/utils/ReentrancyGuardTransient.sol";
 import {IProviderRegistry} from "./interfaces/IProviderRegistry.sol";
@@ -24,7 +25,14 @@ import {IProviderRegistry} from "./interfaces/IProviderRegistry.sol";
 /// case locks its respondent's bond and every panel seat locks its arbitrator's stake (DisputeManager) until the
 /// case and its appeal window are over. A locked bond can neither start unbonding nor be withdrawn. The unbonding
 /// delay covers only the windows in which a case can still be opened without a lock (decision 0014).
-contract ProviderRegistry is IProviderRegistry, AccessControl, ReentrancyGuardTransient {
+///
+/// Draw weights are checkpointed (decision 0014, "draw weights fixed before the randomness exists"): every change
+/// of what an arbitrator weighs in a draw — bond, unbond request or cancel, slash, re-pin, admission, removal, the
+/// minimum stake — is recorded by block number, and a panel is drawn from the weights at the block its randomness
+/// was requested (`drawPoolAt`), so nothing done once the randomness is known moves a pick.
+contract ProviderRegistry is IProviderRegistry, SealedRoles, ReentrancyGuardTransient {
+    using Checkpoints for Checkpoints.Trace208;
+
     /*//////////////////////////////////////////////////////////////
                                CONSTANTS
     //////////////////////////////////////////////////////////////*/
@@ -38,9 +46,14 @@ contract ProviderRegistry is IProviderRegistry, AccessControl, ReentrancyGuardTr
     /// @notice May lock and unlock bonds against liabilities; meant for the DisputeManager and the GigEscrow.
     bytes32 public constant LOCKER_ROLE = keccak256("LOCKER_ROLE");
 
-    /// @notice Most arbitrators the pool holds: a draw reads the whole pool (one word per member plus its runtime),
-    /// which bounds the draw's gas. A sortition sum tree (Kleros) is the way past this bound.
+    /// @notice Most arbitrators the pool holds (removed members count until pruned): a draw reads the whole pool
+    /// (two words per member), which bounds the draw's gas. A sortition sum tree (Kleros) is the way past this bound.
     uint256 public constant MAX_POOL = 64;
+
+    /// @notice Blocks for which a draw snapshot stays usable: a removed arbitrator stays in the pool (with weight
+    /// zero from its removal on) until this many blocks have passed, so that a draw from an older snapshot still
+    /// sees it; the DisputeManager requests fresh randomness rather than draw from an older snapshot.
+    uint48 public constant SNAPSHOT_HORIZON = 1024;
 
     /// @notice Where the burnt share of a slash goes. The bond token need not support burning (OpenZeppelin's
     /// ERC-20 refuses transfers to `address(0)`), and nobody holds a key for this address, so tokens sent
@@ -93,9 +106,22 @@ contract ProviderRegistry is IProviderRegistry, AccessControl, ReentrancyGuardTr
     /// @dev Liabilities holding each bond (see `lockBond`).
     mapping(Role role => mapping(address account => uint256)) private _locks;
 
-    /// @dev The arbitrator pool and each member's position in it plus one (zero: not admitted).
+    /// @dev The arbitrator pool and each member's position in it plus one (zero: not in the pool). A removed
+    /// member stays until pruned (`prune`), marked by the block of its removal.
     address[] private _pool;
     mapping(address account => uint256) private _poolSlot;
+    mapping(address account => uint48) private _removedAt;
+
+    /// @dev Admitted, not removed members.
+    uint256 private _admitted;
+
+    /// @dev Each pool member's draw weight by block number. Value layout: bits 0..103 the active stake counted
+    /// (zero while not admitted; fits: a bond is at most MAX_BOND = type(uint104).max), bits 104..207 the top 104
+    /// bits of the pinned judge runtime hash (a pin is a declaration, so a prefix identifies it for the draw).
+    mapping(address account => Checkpoints.Trace208) private _drawWeights;
+
+    /// @dev The minimum arbitrator stake by block number.
+    Checkpoints.Trace208 private _minStakeHistory;
 
     /// @param governance Receives `DEFAULT_ADMIN_ROLE` and `GOVERNANCE_ROLE`.
     /// @param bondToken_ The ERC-20 bonds are posted in (a contract; the settlement token, e.g. LaborGas).
@@ -158,6 +184,7 @@ contract ProviderRegistry is IProviderRegistry, AccessControl, ReentrancyGuardTr
         _requireRegistered(Role.Arbitrator, msg.sender);
         _storeArbitrator(judgeRuntimeHash, didHash, mldsaPublicKeyHash);
         emit ArbitratorUpdated(msg.sender, didHash, judgeRuntimeHash, mldsaPublicKeyHash);
+        _checkpoint(Role.Arbitrator, msg.sender);
     }
 
     /*//////////////////////////////////////////////////////////////
@@ -181,6 +208,7 @@ contract ProviderRegistry is IProviderRegistry, AccessControl, ReentrancyGuardTr
         // Fits: active <= total <= MAX_BOND = type(uint104).max.
         b.active = uint104(active);
         emit Bonded(role, msg.sender, received, active);
+        _checkpoint(role, msg.sender);
     }
 
     /// @inheritdoc IProviderRegistry
@@ -201,6 +229,7 @@ contract ProviderRegistry is IProviderRegistry, AccessControl, ReentrancyGuardTr
         unlockAt = b.unlockAt;
         _bonds[role][msg.sender] = b;
         emit UnbondRequested(role, msg.sender, amount, b.active, b.pending, unlockAt);
+        _checkpoint(role, msg.sender);
     }
 
     /// @inheritdoc IProviderRegistry
@@ -217,6 +246,7 @@ contract ProviderRegistry is IProviderRegistry, AccessControl, ReentrancyGuardTr
         b.unlockAt = 0;
         _bonds[role][msg.sender] = b;
         emit UnbondCancelled(role, msg.sender, amount, b.active);
+        _checkpoint(role, msg.sender);
     }
 
     /// @inheritdoc IProviderRegistry
@@ -258,6 +288,7 @@ contract ProviderRegistry is IProviderRegistry, AccessControl, ReentrancyGuardTr
         emit Slashed(
             role, account, beneficiary, amount, fromPending, burnBps, burned, toBeneficiary, b.active, b.pending
         );
+        _checkpoint(role, account);
 
         if (burned != 0) SafeTransferLib.safeTransfer(bondToken, BURN_ADDRESS, burned);
         if (toBeneficiary != 0) SafeTransferLib.safeTransfer(bondToken, beneficiary, toBeneficiary);
@@ -283,21 +314,44 @@ contract ProviderRegistry is IProviderRegistry, AccessControl, ReentrancyGuardTr
     /// @inheritdoc IProviderRegistry
     function admitArbitrator(address account) external onlyRole(GOVERNANCE_ROLE) {
         _requireRegistered(Role.Arbitrator, account);
-        if (_poolSlot[account] != 0) revert AlreadyAdmitted(account);
-        uint256 size = _pool.length;
-        if (size >= MAX_POOL) revert PoolFull(MAX_POOL);
-        _pool.push(account);
-        // Cannot overflow: size < MAX_POOL.
-        unchecked {
-            _poolSlot[account] = size + 1;
-            emit ArbitratorAdmitted(account, size + 1);
+        if (_isAdmitted(account)) revert AlreadyAdmitted(account);
+        if (_poolSlot[account] != 0) {
+            // Removed but not pruned yet: back in its old slot.
+            delete _removedAt[account];
+        } else {
+            uint256 size = _pool.length;
+            if (size >= MAX_POOL) revert PoolFull(MAX_POOL);
+            _pool.push(account);
+            // Cannot overflow: size < MAX_POOL.
+            unchecked {
+                _poolSlot[account] = size + 1;
+            }
         }
+        // Cannot overflow: _admitted <= _pool.length <= MAX_POOL.
+        unchecked {
+            emit ArbitratorAdmitted(account, ++_admitted);
+        }
+        _checkpoint(Role.Arbitrator, account);
     }
 
     /// @inheritdoc IProviderRegistry
     function removeArbitrator(address account) external onlyRole(GOVERNANCE_ROLE) {
+        if (!_isAdmitted(account)) revert NotAdmitted(account);
+        _removedAt[account] = uint48(block.number);
+        // Cannot underflow: the account was admitted, so _admitted >= 1.
+        unchecked {
+            emit ArbitratorRemoved(account, --_admitted);
+        }
+        _checkpoint(Role.Arbitrator, account);
+    }
+
+    /// @inheritdoc IProviderRegistry
+    function prune(address account) external {
         uint256 slot = _poolSlot[account];
-        if (slot == 0) revert NotAdmitted(account);
+        uint48 removedAt = _removedAt[account];
+        if (slot == 0 || removedAt == 0 || block.number <= uint256(removedAt) + SNAPSHOT_HORIZON) {
+            revert NotPrunable(account);
+        }
         uint256 last = _pool.length - 1; // >= slot - 1 >= 0: the account is in the pool
         if (slot - 1 != last) {
             address moved = _pool[last];
@@ -306,7 +360,8 @@ contract ProviderRegistry is IProviderRegistry, AccessControl, ReentrancyGuardTr
         }
         _pool.pop();
         delete _poolSlot[account];
-        emit ArbitratorRemoved(account, last);
+        delete _removedAt[account];
+        emit ArbitratorPruned(account);
     }
 
     /*//////////////////////////////////////////////////////////////
@@ -406,7 +461,7 @@ contract ProviderRegistry is IProviderRegistry, AccessControl, ReentrancyGuardTr
 
     /// @inheritdoc IProviderRegistry
     function isActiveArbitrator(address account) external view returns (bool) {
-        return _poolSlot[account] != 0 && _isActive(Role.Arbitrator, account);
+        return _isAdmitted(account) && _isActive(Role.Arbitrator, account);
     }
 
     /// @inheritdoc IProviderRegistry
@@ -416,12 +471,18 @@ contract ProviderRegistry is IProviderRegistry, AccessControl, ReentrancyGuardTr
 
     /// @inheritdoc IProviderRegistry
     function isAdmitted(address account) external view returns (bool) {
-        return _poolSlot[account] != 0;
+        return _isAdmitted(account);
     }
 
     /// @inheritdoc IProviderRegistry
-    function admittedArbitrators() external view returns (address[] memory) {
-        return _pool;
+    function admittedArbitrators() external view returns (address[] memory members) {
+        uint256 size = _pool.length;
+        members = new address[](_admitted);
+        uint256 n;
+        for (uint256 i; i < size; ++i) {
+            address account = _pool[i];
+            if (_removedAt[account] == 0) members[n++] = account;
+        }
     }
 
     /// @inheritdoc IProviderRegistry
@@ -430,18 +491,30 @@ contract ProviderRegistry is IProviderRegistry, AccessControl, ReentrancyGuardTr
         view
         returns (address[] memory accounts, uint256[] memory weights)
     {
+        return drawPoolAt(judgeRuntimeHash, uint48(block.number));
+    }
+
+    /// @inheritdoc IProviderRegistry
+    function drawPoolAt(bytes32 judgeRuntimeHash, uint48 blockNumber)
+        public
+        view
+        returns (address[] memory accounts, uint256[] memory weights)
+    {
+        if (blockNumber > block.number) revert SnapshotInFuture(blockNumber, block.number);
         uint256 size = _pool.length;
         accounts = new address[](size);
         weights = new uint256[](size);
-        uint256 minimum = _minArbitratorStake;
+        uint256 minimum = _minStakeHistory.upperLookupRecent(blockNumber);
+        uint256 pin = _pinPrefix(judgeRuntimeHash);
         uint256 n;
         for (uint256 i; i < size; ++i) {
             address account = _pool[i];
-            if (judgeRuntimeHash != 0 && _arbitrators[account].judgeRuntimeHash != judgeRuntimeHash) continue;
-            uint256 active = _bonds[Role.Arbitrator][account].active;
-            if (active < minimum) continue;
+            uint256 packed = _drawWeights[account].upperLookupRecent(blockNumber);
+            uint256 weight = uint104(packed);
+            if (weight == 0 || weight < minimum) continue;
+            if (judgeRuntimeHash != 0 && packed >> 104 != pin) continue;
             accounts[n] = account;
-            weights[n] = active;
+            weights[n] = weight;
             // Cannot overflow: n < size <= MAX_POOL.
             unchecked {
                 ++n;
@@ -504,6 +577,24 @@ contract ProviderRegistry is IProviderRegistry, AccessControl, ReentrancyGuardTr
         if (_isRegistered(role, account)) revert AlreadyRegistered(role, account);
     }
 
+    function _isAdmitted(address account) private view returns (bool) {
+        return _poolSlot[account] != 0 && _removedAt[account] == 0;
+    }
+
+    /// @dev The top 104 bits of a judge runtime hash (see `_drawWeights`).
+    function _pinPrefix(bytes32 judgeRuntimeHash) private pure returns (uint256) {
+        return uint256(judgeRuntimeHash) >> 152;
+    }
+
+    /// @dev Records `account`'s draw weight as of this block (arbitrators in the pool only; see `_drawWeights`).
+    function _checkpoint(Role role, address account) private {
+        if (role != Role.Arbitrator || _poolSlot[account] == 0) return;
+        uint256 weight = _removedAt[account] == 0 ? _bonds[Role.Arbitrator][account].active : 0;
+        uint256 packed = (_pinPrefix(_arbitrators[account].judgeRuntimeHash) << 104) | weight;
+        // Fits: the prefix has 104 bits and the weight at most 104 (a bond is at most MAX_BOND).
+        _drawWeights[account].push(uint48(block.number), uint208(packed));
+    }
+
     function _isActive(Role role, address account) private view returns (bool) {
         uint256 minimum = role == Role.Provider ? _minProviderBond : _minArbitratorStake;
         return _isRegistered(role, account) && _bonds[role][account].active >= minimum;
@@ -531,6 +622,7 @@ contract ProviderRegistry is IProviderRegistry, AccessControl, ReentrancyGuardTr
         // Fit: both were just checked to be at most MAX_BOND = type(uint104).max.
         _minProviderBond = uint104(minProviderBond_);
         _minArbitratorStake = uint104(minArbitratorStake_);
+        _minStakeHistory.push(uint48(block.number), uint208(minArbitratorStake_));
         emit MinimumsSet(minProviderBond_, minArbitratorStake_);
     }
 
@@ -555,5 +647,10 @@ contract ProviderRegistry is IProviderRegistry, AccessControl, ReentrancyGuardTr
     /// @dev Transient storage exists on every chain this contract targets (Cancun and later).
     function _useTransientReentrancyGuardOnlyOnMainnet() internal pure override returns (bool) {
         return false;
+    }
+
+    /// @dev `SLASHER_ROLE`, `LOCKER_ROLE` seal (`SealedRoles`).
+    function _isWiringRole(bytes32 role) internal pure override returns (bool) {
+        return role == SLASHER_ROLE || role == LOCKER_ROLE;
     }
 }

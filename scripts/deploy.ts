@@ -167,6 +167,10 @@ export async function deployAll(hre: HardhatRuntimeEnvironment): Promise<Deploym
   await call("ProviderRegistry", providerRegistry.address, "grantRole", [slasher, disputeManager.address]);
   await call("ProviderRegistry", providerRegistry.address, "grantRole", [locker, disputeManager.address]);
   await call("ProviderRegistry", providerRegistry.address, "grantRole", [locker, gigEscrow.address]);
+  // Sealed for good: from here on nobody, governance included, can grant or revoke these roles (decision 0014).
+  await call("GasEscrow", gasEscrow.address, "sealRoles", []);
+  await call("GigEscrow", gigEscrow.address, "sealRoles", []);
+  await call("ProviderRegistry", providerRegistry.address, "sealRoles", []);
 
   // Asset terms are governance's, which is already the timelock: the deployer schedules them through it when
   // it is also the timelock's proposer (the devnet and a self-governed deployment); otherwise governance must.

@@ -114,11 +114,13 @@ interface IDisputeManager {
         uint40 deadline;
         address respondent;
         uint40 respondBy;
+        uint16 rules;
         address related;
         address asset;
         uint128 value;
         uint128 challengerBond;
         uint128 respondentBond;
+        uint128 stakeRate;
         bytes32 subjectId;
         bytes32 packageHash;
     }
@@ -126,6 +128,8 @@ interface IDisputeManager {
     /// @notice One round of a case: the verdict it reached and who of its panel (`panelOf`) signed it, and the
     /// appeal that opened it (none for round 0).
     /// @param drawTicket The randomness ticket the panel is drawn from (zero: not requested yet).
+    /// @param snapshotBlock The block the ticket was requested in: the panel is drawn from the registry's draw
+    /// weights as they stood then (`IProviderRegistry.drawPoolAt`), before the randomness existed.
     /// @param signedMask Bit i set when member i of the round's panel signed the round's verdict.
     /// @param appellant The party whose appeal opened this round (zero for round 0).
     /// @param appealBond What the appellant posted; returned only if the appeal changes the outcome.
@@ -134,6 +138,7 @@ interface IDisputeManager {
         Verdict verdict;
         uint16 signedMask;
         address appellant;
+        uint48 snapshotBlock;
         uint128 refund;
         uint128 slash;
         uint128 appealBond;
@@ -237,11 +242,14 @@ interface IDisputeManager {
     /// @notice `account` claimed what it was owed in `asset`.
     event Claimed(address indexed asset, address indexed account, uint256 amount);
 
-    /// @notice Governance changed the parameters (they apply to cases opened afterwards, and to later rounds).
-    event ParamsSet(Params params);
+    /// @notice Governance set new parameters. They apply to cases opened at or after `effectiveAt` (the
+    /// registry's unbonding delay after they were set, so every bond holder can leave first); a case keeps the
+    /// parameters it opened under until it ends.
+    event ParamsSet(Params params, uint40 effectiveAt);
 
-    /// @notice Governance set the bond floor and the stake rate of `asset`.
-    event AssetTermsSet(address indexed asset, uint128 bondFloor, uint128 stakeRate);
+    /// @notice Governance set the bond floor and the stake rate of `asset`, for cases opened at or after
+    /// `effectiveAt` (at once for an asset that had no terms; otherwise after the registry's unbonding delay).
+    event AssetTermsSet(address indexed asset, uint128 bondFloor, uint128 stakeRate, uint40 effectiveAt);
 
     /*//////////////////////////////////////////////////////////////
                                  ERRORS
@@ -442,10 +450,16 @@ interface IDisputeManager {
     /// @notice The id the next case on this subject will get.
     function nextCaseId(SubjectKind kind, bytes32 subjectId) external view returns (bytes32);
 
-    /// @notice The current parameters.
+    /// @notice The parameters a case opened now would get.
     function params() external view returns (Params memory);
 
-    /// @notice The terms of `asset`.
+    /// @notice The parameters set last and when they apply (the same as `params()` once in force).
+    function latestParams() external view returns (Params memory, uint40 effectiveAt);
+
+    /// @notice The parameters `caseId` is judged under, fixed when it opened.
+    function caseParams(bytes32 caseId) external view returns (Params memory);
+
+    /// @notice The terms of `asset` a case opened now would get.
     function assetTerms(address asset) external view returns (AssetTerms memory);
 
     /// @notice What `account` can claim in `asset`.

@@ -142,7 +142,11 @@ interface IProviderRegistry {
     event ArbitratorAdmitted(address indexed arbitrator, uint256 poolSize);
 
     /// @notice Governance removed `arbitrator` from the pool (its stake stays bonded, locked and slashable).
+    /// `poolSize` counts the members still admitted.
     event ArbitratorRemoved(address indexed arbitrator, uint256 poolSize);
+
+    /// @notice A removed arbitrator's entry left the pool for good (`prune`), past every usable draw snapshot.
+    event ArbitratorPruned(address indexed arbitrator);
 
     /// @notice A liability now holds `account`'s bond in `role` (a panel seat, an accepted gig, an open case).
     event BondLocked(Role indexed role, address indexed account, uint256 locks);
@@ -228,6 +232,12 @@ interface IProviderRegistry {
 
     /// @notice The arbitrator pool holds `max` arbitrators at most (draws read the whole pool).
     error PoolFull(uint256 max);
+
+    /// @notice `account` is not a removed pool entry older than `SNAPSHOT_HORIZON` blocks.
+    error NotPrunable(address account);
+
+    /// @notice A draw snapshot was asked for a block that has not happened yet.
+    error SnapshotInFuture(uint256 blockNumber, uint256 current);
 
 
     /*//////////////////////////////////////////////////////////////
@@ -315,9 +325,14 @@ interface IProviderRegistry {
     /// Requirements: `account` is a registered arbitrator, not yet admitted, and the pool has room.
     function admitArbitrator(address account) external;
 
-    /// @notice Removes an arbitrator from the pool: it is never drawn again; panels it already sits on keep it,
-    /// and its stake stays locked and slashable until they end. Only GOVERNANCE_ROLE.
+    /// @notice Removes an arbitrator from the pool: it is never drawn from a snapshot taken after this block;
+    /// panels it already sits on keep it, and its stake stays locked and slashable until they end. Its entry stays
+    /// (weight zero) until `prune`. Only GOVERNANCE_ROLE.
     function removeArbitrator(address account) external;
+
+    /// @notice Drops a removed arbitrator's entry from the pool once no usable snapshot can see it any more
+    /// (more than `SNAPSHOT_HORIZON` blocks after its removal), freeing its place. Anyone may call it.
+    function prune(address account) external;
 
     /*//////////////////////////////////////////////////////////////
                                 LIABILITIES
@@ -381,13 +396,23 @@ interface IProviderRegistry {
     /// @notice The arbitrator pool, in admission order (removals move the last entry into the gap).
     function admittedArbitrators() external view returns (address[] memory);
 
-    /// @notice The arbitrators a panel can be drawn from and their draw weights: every admitted arbitrator
-    /// whose active stake meets the minimum and whose pinned judge runtime is `judgeRuntimeHash` (any runtime
-    /// when zero), weighted by its active stake.
+    /// @notice The arbitrators a panel can be drawn from now and their draw weights: `drawPoolAt` this block.
     function drawPool(bytes32 judgeRuntimeHash)
         external
         view
         returns (address[] memory accounts, uint256[] memory weights);
+
+    /// @notice The draw pool as it stood at the end of `blockNumber` (its last checkpoint at or before it): every
+    /// arbitrator admitted then whose active stake then met the minimum then and whose pin then was
+    /// `judgeRuntimeHash` (any runtime when zero), weighted by that stake. Members pruned since are not listed;
+    /// pruning waits `SNAPSHOT_HORIZON` blocks after a removal, so snapshots younger than that are exact.
+    function drawPoolAt(bytes32 judgeRuntimeHash, uint48 blockNumber)
+        external
+        view
+        returns (address[] memory accounts, uint256[] memory weights);
+
+    /// @notice Blocks for which a draw snapshot stays exact (see `prune`).
+    function SNAPSHOT_HORIZON() external view returns (uint48);
 
 
     /// @notice How a slash of `amount` splits: `fromActive` + `fromPending` taken (active first), of which

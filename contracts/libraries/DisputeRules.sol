@@ -1,16 +1,21 @@
 // SPDX-License-Identifier: MIT
 pragma solidity 0.8.28;
 
+import {SafeTransferLib} from "solady/src/utils/SafeTransferLib.sol";
 import {IDisputeManager} from "../interfaces/IDisputeManager.sol";
 import {IGasEscrow} from "../interfaces/IGasEscrow.sol";
+import {IGigEscrow} from "../interfaces/IGigEscrow.sol";
 import {IProviderRegistry} from "../interfaces/IProviderRegistry.sol";
 import {Math} from "@openzeppelin/contracts/utils/math/Math.sol";
 import {MerkleProof} from "@openzeppelin/contracts/utils/cryptography/MerkleProof.sol";
 import {ReceiptLeaf} from "./ReceiptLeaf.sol";
+import {TryTransfer} from "./TryTransfer.sol";
 
 /// @title DisputeRules
-/// @notice The bounds of every DisputeManager parameter, and the check that a parameter set respects them. An
-/// external library, so the check costs the DisputeManager no code size. Under these bounds the longest case —
+/// @notice The bounds of every DisputeManager parameter and the check that a parameter set respects them, who may
+/// dispute a session, and how a case that ends is enforced (`settle`). An external library run by DELEGATECALL,
+/// so every escrow and registry call still comes from the DisputeManager and its code costs the DisputeManager no
+/// code size (decision 0010: the DisputeManager keeps at least 2 KiB below EIP-170). Under these bounds the longest case —
 /// respond window, then two rounds of (draw, decision, appeal), then the slow path — lasts at most
 /// 7 + 2 × (14 + 14 + 7) + 60 = 137 days, inside the escrows' 180-day freeze backstop.
 library DisputeRules {
@@ -38,6 +43,167 @@ library DisputeRules {
 
     /// @notice Stake rates are bond-token units per this many units of an asset (as in the DisputeManager).
     uint256 internal constant STAKE_RATE_UNIT = 1e18;
+
+    /// @notice Where burnt bond shares go (nobody holds its key), as in the DisputeManager.
+    address internal constant BURN_ADDRESS = 0x000000000000000000000000000000000000dEaD;
+
+    /// @notice The contracts a settlement acts on (the DisputeManager's immutables).
+    struct Escrows {
+        IGasEscrow gasEscrow;
+        IGigEscrow gigEscrow;
+        IProviderRegistry registry;
+    }
+
+    /// @notice Enforces outcome `o` of the case `c` for good, which the caller has already marked final: the
+    /// subject's refund (through the escrow, or out of the SLA bond for a settled session), the respondent's SLA
+    /// slash, the opening and appeal bonds' split, the arbitration fee to coherent signers, every panel member's
+    /// penalty and unlock, then the asset transfers — every state change before any transfer of the asset.
+    /// @param p The parameters the case opened under.
+    // `o` is built in memory by the caller (a stored round or a resolution), so it cannot be calldata.
+    // solhint-disable-next-line gas-calldata-parameters
+    function settle(
+        IDisputeManager.Case storage c,
+        mapping(uint256 => IDisputeManager.Round) storage rounds,
+        mapping(uint256 => address[]) storage panels,
+        mapping(address => uint256) storage claimableOf,
+        IDisputeManager.Params storage p,
+        Escrows memory e,
+        IDisputeManager.Resolution memory o,
+        IGasEscrow.ClosingState calldata recorded
+    ) external {
+        bytes32 caseId = o.caseId;
+        bytes32 finalKey = outcomeKey(o.verdict, o.refund, o.slash);
+        BondSplit memory split = splitBonds(c.challengerBond, c.respondentBond, o.verdict, p.burnBps, p.feeBps);
+        split = settleAppealBonds(rounds, c.challenger, finalKey, p.burnBps, split);
+        uint256 fees;
+        (split, fees) = payFees(rounds, panels, claimableOf, caseId, c.asset, finalKey, split);
+
+        uint128 refunded = _releaseSubject(c, e, o.refund, recorded);
+        uint128 slashed = o.verdict == IDisputeManager.Verdict.ChallengerWins ? _slashRespondent(c, e, o.slash, p) : 0;
+        emit IDisputeManager.CaseResolved(
+            caseId,
+            o.verdict,
+            refunded,
+            slashed,
+            o.resolutionHash,
+            split.toChallenger,
+            split.toRespondent,
+            split.burned,
+            fees
+        );
+        for (uint256 round; round < SLOW_PATH_ROUND; ++round) {
+            IDisputeManager.Round storage r = rounds[round];
+            address[] storage panel = panels[round];
+            if (panel.length == 0) continue;
+            IDisputeManager.Verdict verdict = r.verdict;
+            bool overturned = verdict != IDisputeManager.Verdict.None
+                && verdict != IDisputeManager.Verdict.Undecidable && roundKey(r) != finalKey;
+            _settleRound(e.registry, caseId, panel, r.signedMask, verdict, overturned, rounds[round + 1].appellant, p);
+        }
+        if (c.kind == IDisputeManager.SubjectKind.Session) {
+            e.registry.unlockBond(IProviderRegistry.Role.Provider, c.respondent);
+        }
+
+        address asset = c.asset;
+        _pay(claimableOf, asset, c.challenger, split.toChallenger);
+        _pay(claimableOf, asset, c.respondent, split.toRespondent);
+        _pay(claimableOf, asset, BURN_ADDRESS, split.burned);
+    }
+
+    /// @dev Unfreezes the subject with `refund` and returns what was actually refunded (zero if the escrow's
+    /// own backstop settled the subject meanwhile). A cooperatively settled session's refund is slashed from
+    /// the provider's SLA bond to the funder (`related`) instead, as far as the bond covers it.
+    function _releaseSubject(
+        IDisputeManager.Case storage c,
+        Escrows memory e,
+        uint128 refund,
+        IGasEscrow.ClosingState calldata recorded
+    ) private returns (uint128) {
+        if (c.kind == IDisputeManager.SubjectKind.Gig) {
+            return e.gigEscrow.resolve(uint64(uint256(c.subjectId)), refund) ? refund : 0;
+        }
+        (bool settled, uint128 fromBond) =
+            refundIfSettled(e.gasEscrow, e.registry, c.subjectId, c.respondent, c.related, refund, c.stakeRate);
+        if (settled) return fromBond;
+        bool applied = e.gasEscrow.release(c.subjectId, recorded, refund);
+        if (!applied) return 0;
+        uint128 earned = recorded.amount < recorded.deposit ? recorded.amount : recorded.deposit;
+        return refund < earned ? refund : earned;
+    }
+
+    /// @dev Slashes up to `amount` of the respondent's SLA bond (whatever it still holds), to the challenger.
+    function _slashRespondent(
+        IDisputeManager.Case storage c,
+        Escrows memory e,
+        uint128 amount,
+        IDisputeManager.Params storage p
+    ) private returns (uint128) {
+        if (amount == 0) return 0;
+        IProviderRegistry.Bond memory b = e.registry.bondOf(IProviderRegistry.Role.Provider, c.respondent);
+        uint256 held = uint256(b.active) + b.pending;
+        uint256 take = amount < held ? amount : held;
+        if (take == 0) return 0;
+        e.registry.slash(IProviderRegistry.Role.Provider, c.respondent, take, c.challenger, p.burnBps);
+        return uint128(take); // <= amount
+    }
+
+    /// @dev Settles one round's panel once its case is final: signers of an overturned verdict lose
+    /// `overturnSlashBps` of their stake (to `appellant`, less `burnBps`; all burnt when nobody appealed), every
+    /// member of a panel that reached no verdict by its deadline loses `absentSlashBps` (burnt), and every
+    /// member's stake is unlocked. A member that did not sign a verdict its panel reached may have dissented:
+    /// it earns no fee and loses nothing.
+    function _settleRound(
+        IProviderRegistry registry,
+        bytes32 caseId,
+        address[] storage panel,
+        uint16 signedMask,
+        IDisputeManager.Verdict verdict,
+        bool overturned,
+        address appellant,
+        IDisputeManager.Params storage p
+    ) private {
+        bool silent = verdict == IDisputeManager.Verdict.None;
+        for (uint256 i; i < panel.length; ++i) {
+            bool signed = signedMask & (1 << i) != 0;
+            if (overturned && signed) {
+                _penalize(registry, caseId, panel[i], p.overturnSlashBps, appellant, p.burnBps, true);
+            } else if (silent) {
+                _penalize(registry, caseId, panel[i], p.absentSlashBps, BURN_ADDRESS, BPS, false);
+            }
+            registry.unlockBond(IProviderRegistry.Role.Arbitrator, panel[i]);
+        }
+    }
+
+    function _penalize(
+        IProviderRegistry registry,
+        bytes32 caseId,
+        address member,
+        uint16 shareBps,
+        address beneficiary,
+        uint16 burnBps,
+        bool overturned
+    ) private {
+        IProviderRegistry.Bond memory b = registry.bondOf(IProviderRegistry.Role.Arbitrator, member);
+        uint256 amount = Math.mulDiv(uint256(b.active) + b.pending, shareBps, BPS);
+        if (amount == 0) return;
+        if (beneficiary == address(0)) (beneficiary, burnBps) = (BURN_ADDRESS, BPS);
+        emit IDisputeManager.ArbitratorPenalized(caseId, member, amount, overturned);
+        registry.slash(IProviderRegistry.Role.Arbitrator, member, amount, beneficiary, burnBps);
+    }
+
+    /// @dev ETH is force-sent so a hostile party cannot block the other's payout; a token transfer that fails
+    /// (a blocklisted recipient) is credited to the recipient's claimable balance instead of reverting the case.
+    function _pay(mapping(address => uint256) storage claimableOf, address asset, address to, uint256 amount)
+        private
+    {
+        if (amount == 0) return;
+        if (asset == address(0)) {
+            SafeTransferLib.forceSafeTransferETH(to, amount);
+        } else if (!TryTransfer.tryTransfer(asset, to, amount)) {
+            claimableOf[to] += amount;
+            emit IDisputeManager.PayoutDeferred(asset, to, amount);
+        }
+    }
 
     /// @notice Reverts with `InvalidParams` naming the first parameter out of its bounds.
     function validate(IDisputeManager.Params calldata p) external pure {
@@ -78,7 +244,7 @@ library DisputeRules {
     /// arbitration fee; with no fault both come back, the fee coming out of the challenger's. An uncontested loss
     /// pays the fee out of the winner's bond, so a panel that decides is paid.
     function splitBonds(uint256 cb, uint256 rb, IDisputeManager.Verdict verdict, uint16 burnBps, uint16 feeBps)
-        external
+        internal
         pure
         returns (BondSplit memory s)
     {
@@ -134,7 +300,7 @@ library DisputeRules {
         bytes32 finalKey,
         uint16 burnBps,
         BondSplit memory s
-    ) external view returns (BondSplit memory) {
+    ) internal view returns (BondSplit memory) {
         for (uint256 round = 1; round <= SLOW_PATH_ROUND; ++round) {
             IDisputeManager.Round storage r = rounds[round];
             uint256 bond = r.appealBond;
@@ -164,7 +330,7 @@ library DisputeRules {
         address asset,
         bytes32 finalKey,
         BondSplit memory s
-    ) external returns (BondSplit memory, uint256 paid) {
+    ) internal returns (BondSplit memory, uint256 paid) {
         uint256 fee = s.fee;
         s.fee = 0;
         if (fee == 0) return (s, 0);
@@ -298,7 +464,7 @@ library DisputeRules {
         address funder,
         uint128 refund,
         uint256 stakeRate
-    ) external returns (bool settled, uint128 refunded) {
+    ) internal returns (bool settled, uint128 refunded) {
         if (gasEscrow.phaseOf(sessionId) != IGasEscrow.Phase.Settled) return (false, 0);
         uint256 due = Math.mulDiv(refund, stakeRate, STAKE_RATE_UNIT);
         uint256 take = _slashBond(registry, provider, funder, due);

@@ -14,20 +14,19 @@ library Panels {
     /// @notice Basis points in a whole.
     uint16 internal constant BPS = 10_000;
 
-    /// @notice Where burnt stake goes.
-    address internal constant BURN_ADDRESS = 0x000000000000000000000000000000000000dEaD;
-
-    /// @notice Draws `size` members without replacement from the registry's eligible pool, each pick weighted by
-    /// active stake, never drawing an address in `excluded`. Returns an empty panel when fewer than `size`
+    /// @notice Draws `size` members without replacement from the registry's eligible pool as it stood at
+    /// `snapshotBlock` (before the randomness behind `seed` existed), each pick weighted by the active stake then,
+    /// never drawing an address in `excluded`. Returns an empty panel when fewer than `size`
     /// arbitrators are eligible.
     function draw(
         IProviderRegistry registry,
         bytes32 judgeRuntimeHash,
         address[] calldata excluded,
         uint256 size,
+        uint48 snapshotBlock,
         bytes32 seed
     ) external view returns (address[] memory panel) {
-        (address[] memory pool, uint256[] memory weights) = registry.drawPool(judgeRuntimeHash);
+        (address[] memory pool, uint256[] memory weights) = registry.drawPoolAt(judgeRuntimeHash, snapshotBlock);
         uint256 total;
         uint256 eligible;
         for (uint256 i; i < pool.length; ++i) {
@@ -90,50 +89,6 @@ library Panels {
         if (count < needed) revert IDisputeManager.SupermajorityNotMet(count, needed);
         uint256 atRisk = Math.mulDiv(stake, overturnSlashBps, BPS);
         if (atRisk <= moved) revert IDisputeManager.StakeAtRiskTooLow(atRisk, moved);
-    }
-
-    /// @notice Settles one round's panel once its case is final: signers of an overturned verdict lose
-    /// `overturnSlashBps` of their stake (to `appellant`, less `burnBps`; all burnt when nobody appealed), every
-    /// member of a panel that reached no verdict by its deadline loses `absentSlashBps` (burnt), and every
-    /// member's stake is unlocked. A member that did not sign a verdict its panel reached may have dissented:
-    /// it earns no fee and loses nothing.
-    function settleRound(
-        IProviderRegistry registry,
-        bytes32 caseId,
-        address[] storage panel,
-        uint16 signedMask,
-        IDisputeManager.Verdict verdict,
-        bool overturned,
-        address appellant,
-        IDisputeManager.Params storage p
-    ) external {
-        bool silent = verdict == IDisputeManager.Verdict.None;
-        for (uint256 i; i < panel.length; ++i) {
-            bool signed = signedMask & (1 << i) != 0;
-            if (overturned && signed) {
-                _penalize(registry, caseId, panel[i], p.overturnSlashBps, appellant, p.burnBps, true);
-            } else if (silent) {
-                _penalize(registry, caseId, panel[i], p.absentSlashBps, BURN_ADDRESS, BPS, false);
-            }
-            registry.unlockBond(IProviderRegistry.Role.Arbitrator, panel[i]);
-        }
-    }
-
-    function _penalize(
-        IProviderRegistry registry,
-        bytes32 caseId,
-        address member,
-        uint16 shareBps,
-        address beneficiary,
-        uint16 burnBps,
-        bool overturned
-    ) private {
-        IProviderRegistry.Bond memory b = registry.bondOf(IProviderRegistry.Role.Arbitrator, member);
-        uint256 amount = Math.mulDiv(uint256(b.active) + b.pending, shareBps, BPS);
-        if (amount == 0) return;
-        if (beneficiary == address(0)) (beneficiary, burnBps) = (BURN_ADDRESS, BPS);
-        emit IDisputeManager.ArbitratorPenalized(caseId, member, amount, overturned);
-        registry.slash(IProviderRegistry.Role.Arbitrator, member, amount, beneficiary, burnBps);
     }
 
     /// @notice The position of `a` in `list`, or `type(uint256).max` when absent.

@@ -708,6 +708,12 @@ export const disputeManagerAbi = [
         "internalType": "uint128",
         "name": "stakeRate",
         "type": "uint128"
+      },
+      {
+        "indexed": false,
+        "internalType": "uint40",
+        "name": "effectiveAt",
+        "type": "uint40"
       }
     ],
     "name": "AssetTermsSet",
@@ -1125,6 +1131,12 @@ export const disputeManagerAbi = [
         "internalType": "struct IDisputeManager.Params",
         "name": "params",
         "type": "tuple"
+      },
+      {
+        "indexed": false,
+        "internalType": "uint40",
+        "name": "effectiveAt",
+        "type": "uint40"
       }
     ],
     "name": "ParamsSet",
@@ -1427,6 +1439,11 @@ export const disputeManagerAbi = [
             "type": "uint40"
           },
           {
+            "internalType": "uint16",
+            "name": "rules",
+            "type": "uint16"
+          },
+          {
             "internalType": "address",
             "name": "related",
             "type": "address"
@@ -1452,6 +1469,11 @@ export const disputeManagerAbi = [
             "type": "uint128"
           },
           {
+            "internalType": "uint128",
+            "name": "stakeRate",
+            "type": "uint128"
+          },
+          {
             "internalType": "bytes32",
             "name": "subjectId",
             "type": "bytes32"
@@ -1463,6 +1485,102 @@ export const disputeManagerAbi = [
           }
         ],
         "internalType": "struct IDisputeManager.Case",
+        "name": "",
+        "type": "tuple"
+      }
+    ],
+    "stateMutability": "view",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "bytes32",
+        "name": "caseId",
+        "type": "bytes32"
+      }
+    ],
+    "name": "caseParams",
+    "outputs": [
+      {
+        "components": [
+          {
+            "internalType": "uint16",
+            "name": "riskBps",
+            "type": "uint16"
+          },
+          {
+            "internalType": "uint16",
+            "name": "burnBps",
+            "type": "uint16"
+          },
+          {
+            "internalType": "uint16",
+            "name": "feeBps",
+            "type": "uint16"
+          },
+          {
+            "internalType": "uint8",
+            "name": "laneMultiplier",
+            "type": "uint8"
+          },
+          {
+            "internalType": "uint8",
+            "name": "panelSize",
+            "type": "uint8"
+          },
+          {
+            "internalType": "uint8",
+            "name": "maxAppeals",
+            "type": "uint8"
+          },
+          {
+            "internalType": "uint16",
+            "name": "overturnSlashBps",
+            "type": "uint16"
+          },
+          {
+            "internalType": "uint16",
+            "name": "absentSlashBps",
+            "type": "uint16"
+          },
+          {
+            "internalType": "uint32",
+            "name": "slashCapBps",
+            "type": "uint32"
+          },
+          {
+            "internalType": "uint40",
+            "name": "respondWindow",
+            "type": "uint40"
+          },
+          {
+            "internalType": "uint40",
+            "name": "decisionWindow",
+            "type": "uint40"
+          },
+          {
+            "internalType": "uint40",
+            "name": "appealWindow",
+            "type": "uint40"
+          },
+          {
+            "internalType": "uint40",
+            "name": "slowPathTimeout",
+            "type": "uint40"
+          },
+          {
+            "internalType": "uint40",
+            "name": "settledDisputeWindow",
+            "type": "uint40"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "judgeRuntimeHash",
+            "type": "bytes32"
+          }
+        ],
+        "internalType": "struct IDisputeManager.Params",
         "name": "",
         "type": "tuple"
       }
@@ -1696,6 +1814,101 @@ export const disputeManagerAbi = [
         "internalType": "bytes32",
         "name": "",
         "type": "bytes32"
+      }
+    ],
+    "stateMutability": "view",
+    "type": "function"
+  },
+  {
+    "inputs": [],
+    "name": "latestParams",
+    "outputs": [
+      {
+        "components": [
+          {
+            "internalType": "uint16",
+            "name": "riskBps",
+            "type": "uint16"
+          },
+          {
+            "internalType": "uint16",
+            "name": "burnBps",
+            "type": "uint16"
+          },
+          {
+            "internalType": "uint16",
+            "name": "feeBps",
+            "type": "uint16"
+          },
+          {
+            "internalType": "uint8",
+            "name": "laneMultiplier",
+            "type": "uint8"
+          },
+          {
+            "internalType": "uint8",
+            "name": "panelSize",
+            "type": "uint8"
+          },
+          {
+            "internalType": "uint8",
+            "name": "maxAppeals",
+            "type": "uint8"
+          },
+          {
+            "internalType": "uint16",
+            "name": "overturnSlashBps",
+            "type": "uint16"
+          },
+          {
+            "internalType": "uint16",
+            "name": "absentSlashBps",
+            "type": "uint16"
+          },
+          {
+            "internalType": "uint32",
+            "name": "slashCapBps",
+            "type": "uint32"
+          },
+          {
+            "internalType": "uint40",
+            "name": "respondWindow",
+            "type": "uint40"
+          },
+          {
+            "internalType": "uint40",
+            "name": "decisionWindow",
+            "type": "uint40"
+          },
+          {
+            "internalType": "uint40",
+            "name": "appealWindow",
+            "type": "uint40"
+          },
+          {
+            "internalType": "uint40",
+            "name": "slowPathTimeout",
+            "type": "uint40"
+          },
+          {
+            "internalType": "uint40",
+            "name": "settledDisputeWindow",
+            "type": "uint40"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "judgeRuntimeHash",
+            "type": "bytes32"
+          }
+        ],
+        "internalType": "struct IDisputeManager.Params",
+        "name": "",
+        "type": "tuple"
+      },
+      {
+        "internalType": "uint40",
+        "name": "effectiveAt",
+        "type": "uint40"
       }
     ],
     "stateMutability": "view",
@@ -2138,6 +2351,11 @@ export const disputeManagerAbi = [
             "internalType": "address",
             "name": "appellant",
             "type": "address"
+          },
+          {
+            "internalType": "uint48",
+            "name": "snapshotBlock",
+            "type": "uint48"
           },
           {
             "internalType": "uint128",

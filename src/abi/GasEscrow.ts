@@ -386,6 +386,17 @@ export const gasEscrowAbi = [
   {
     "inputs": [
       {
+        "internalType": "bytes32",
+        "name": "role",
+        "type": "bytes32"
+      }
+    ],
+    "name": "RoleSealed",
+    "type": "error"
+  },
+  {
+    "inputs": [
+      {
         "internalType": "uint16",
         "name": "feeBps",
         "type": "uint16"
@@ -1084,6 +1095,12 @@ export const gasEscrowAbi = [
       }
     ],
     "name": "RoleRevoked",
+    "type": "event"
+  },
+  {
+    "anonymous": false,
+    "inputs": [],
+    "name": "RolesSealed",
     "type": "event"
   },
   {
@@ -3046,6 +3063,19 @@ export const gasEscrowAbi = [
   },
   {
     "inputs": [],
+    "name": "rolesSealed",
+    "outputs": [
+      {
+        "internalType": "bool",
+        "name": "",
+        "type": "bool"
+      }
+    ],
+    "stateMutability": "view",
+    "type": "function"
+  },
+  {
+    "inputs": [],
     "name": "routingFee",
     "outputs": [
       {
@@ -3060,6 +3090,13 @@ export const gasEscrowAbi = [
       }
     ],
     "stateMutability": "view",
+    "type": "function"
+  },
+  {
+    "inputs": [],
+    "name": "sealRoles",
+    "outputs": [],
+    "stateMutability": "nonpayable",
     "type": "function"
   },
   {

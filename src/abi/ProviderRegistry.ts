@@ -170,6 +170,11 @@ export const providerRegistryAbi = [
     "type": "error"
   },
   {
+    "inputs": [],
+    "name": "CheckpointUnorderedInsertion",
+    "type": "error"
+  },
+  {
     "inputs": [
       {
         "internalType": "uint256",
@@ -256,6 +261,17 @@ export const providerRegistryAbi = [
   {
     "inputs": [
       {
+        "internalType": "address",
+        "name": "account",
+        "type": "address"
+      }
+    ],
+    "name": "NotPrunable",
+    "type": "error"
+  },
+  {
+    "inputs": [
+      {
         "internalType": "enum IProviderRegistry.Role",
         "name": "role",
         "type": "uint8"
@@ -304,6 +320,17 @@ export const providerRegistryAbi = [
   {
     "inputs": [
       {
+        "internalType": "bytes32",
+        "name": "role",
+        "type": "bytes32"
+      }
+    ],
+    "name": "RoleSealed",
+    "type": "error"
+  },
+  {
+    "inputs": [
+      {
         "internalType": "uint8",
         "name": "bits",
         "type": "uint8"
@@ -341,6 +368,22 @@ export const providerRegistryAbi = [
       }
     ],
     "name": "SlashExceedsBond",
+    "type": "error"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "uint256",
+        "name": "blockNumber",
+        "type": "uint256"
+      },
+      {
+        "internalType": "uint256",
+        "name": "current",
+        "type": "uint256"
+      }
+    ],
+    "name": "SnapshotInFuture",
     "type": "error"
   },
   {
@@ -442,6 +485,19 @@ export const providerRegistryAbi = [
       }
     ],
     "name": "ArbitratorAdmitted",
+    "type": "event"
+  },
+  {
+    "anonymous": false,
+    "inputs": [
+      {
+        "indexed": true,
+        "internalType": "address",
+        "name": "arbitrator",
+        "type": "address"
+      }
+    ],
+    "name": "ArbitratorPruned",
     "type": "event"
   },
   {
@@ -772,6 +828,12 @@ export const providerRegistryAbi = [
       }
     ],
     "name": "RoleRevoked",
+    "type": "event"
+  },
+  {
+    "anonymous": false,
+    "inputs": [],
+    "name": "RolesSealed",
     "type": "event"
   },
   {
@@ -1110,6 +1172,19 @@ export const providerRegistryAbi = [
     "type": "function"
   },
   {
+    "inputs": [],
+    "name": "SNAPSHOT_HORIZON",
+    "outputs": [
+      {
+        "internalType": "uint48",
+        "name": "",
+        "type": "uint48"
+      }
+    ],
+    "stateMutability": "view",
+    "type": "function"
+  },
+  {
     "inputs": [
       {
         "internalType": "address",
@@ -1128,7 +1203,7 @@ export const providerRegistryAbi = [
     "outputs": [
       {
         "internalType": "address[]",
-        "name": "",
+        "name": "members",
         "type": "address[]"
       }
     ],
@@ -1320,6 +1395,35 @@ export const providerRegistryAbi = [
       }
     ],
     "name": "drawPool",
+    "outputs": [
+      {
+        "internalType": "address[]",
+        "name": "accounts",
+        "type": "address[]"
+      },
+      {
+        "internalType": "uint256[]",
+        "name": "weights",
+        "type": "uint256[]"
+      }
+    ],
+    "stateMutability": "view",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "bytes32",
+        "name": "judgeRuntimeHash",
+        "type": "bytes32"
+      },
+      {
+        "internalType": "uint48",
+        "name": "blockNumber",
+        "type": "uint48"
+      }
+    ],
+    "name": "drawPoolAt",
     "outputs": [
       {
         "internalType": "address[]",
@@ -1608,6 +1712,19 @@ export const providerRegistryAbi = [
   {
     "inputs": [
       {
+        "internalType": "address",
+        "name": "account",
+        "type": "address"
+      }
+    ],
+    "name": "prune",
+    "outputs": [],
+    "stateMutability": "nonpayable",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
         "internalType": "bytes32",
         "name": "judgeRuntimeHash",
         "type": "bytes32"
@@ -1725,6 +1842,26 @@ export const providerRegistryAbi = [
       }
     ],
     "name": "revokeRole",
+    "outputs": [],
+    "stateMutability": "nonpayable",
+    "type": "function"
+  },
+  {
+    "inputs": [],
+    "name": "rolesSealed",
+    "outputs": [
+      {
+        "internalType": "bool",
+        "name": "",
+        "type": "bool"
+      }
+    ],
+    "stateMutability": "view",
+    "type": "function"
+  },
+  {
+    "inputs": [],
+    "name": "sealRoles",
     "outputs": [],
     "stateMutability": "nonpayable",
     "type": "function"

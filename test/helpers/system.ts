@@ -138,6 +138,10 @@ export async function systemFixture() {
   await registry.write.grantRole([await registry.read.SLASHER_ROLE(), disputes.address]);
   await registry.write.grantRole([await registry.read.LOCKER_ROLE(), disputes.address]);
   await registry.write.grantRole([await registry.read.LOCKER_ROLE(), gigs.address]);
+  // The wiring is sealed, as on every deployment: no governance key can grant itself these powers later.
+  await escrow.write.sealRoles();
+  await gigs.write.sealRoles();
+  await registry.write.sealRoles();
   await disputes.write.setAssetTerms([zeroAddress, ETH_TERMS]);
   await disputes.write.setAssetTerms([token.address, TOKEN_TERMS]);
 
