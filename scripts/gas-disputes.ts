@@ -196,6 +196,9 @@ export async function measureDisputeGas(hre: HardhatRuntimeEnvironment): Promise
       salt: "gas: panel of 3",
       wait: hardhatTimeTravel(publicClient),
     });
+    // New parameters apply to cases opened an unbonding delay after they were set (decision 0014).
+    const delay = await publicClient.readContract({ address: registry, abi: providerRegistryAbi, functionName: "unbondingDelay" });
+    await advance(Number(delay) + 1);
     const g = await open();
     await send(providerWallet, { address: dm, abi: disputeManagerAbi, functionName: "respond", args: [g.caseId], value: g.bond });
     await draw(g.caseId, "dispute drawPanel (draw, 3 members)");
@@ -249,5 +252,13 @@ export async function measureDisputeGas(hre: HardhatRuntimeEnvironment): Promise
       value: bond,
     }, `dispute openSessionCase (proof depth ${depth})`);
   }
+  // A whole contested gig case, from opening to enforcement with no appeal: what the parties and a panel pay.
+  report["dispute whole gig case (open, respond, draw 5, verdict, finalize)"] = [
+    "dispute openGigCase",
+    "dispute respond (contests, requests the panel)",
+    "dispute drawPanel (draw, 5 members)",
+    "dispute submitVerdict (5-member panel, 4 signatures)",
+    "dispute finalize (no appeal, 4 coherent signers paid)",
+  ].reduce((sum, key) => sum + report[key]!, 0);
   return report;
 }

@@ -233,11 +233,27 @@ export async function measureGas(): Promise<GasReport> {
   return report;
 }
 
+/** EIP-170's limit on a contract's deployed code. */
+export const EIP170_LIMIT = 24_576;
+
+/** The deployed code size in bytes of each contract and library the deployment uses, from the compiled artifacts. */
+export async function codeSizes(): Promise<Record<string, number>> {
+  const sizes: Record<string, number> = {};
+  for (const name of ["DisputeManager", "DisputeRules", "Panels", "GasEscrow", "GigEscrow", "ProviderRegistry", "LaborGas", "BlockhashRandomness", "Timelock"]) {
+    const artifact = await hre.artifacts.readArtifact(name);
+    sizes[name] = (artifact.deployedBytecode.length - 2) / 2;
+  }
+  return sizes;
+}
+
 async function main(): Promise<void> {
   const report = await measureGas();
+  const sizes = await codeSizes();
   const hardfork = hre.config.networks.hardhat.hardfork;
   const file = path.join(__dirname, "..", "gas-report.json");
-  writeFileSync(file, `${JSON.stringify({ conditions: { hardfork, evmTarget: hre.config.solidity.compilers[0]!.settings.evmVersion, asset: "native ETH", payees: "existing accounts", routingFeeBps: 0 }, gas: report }, null, 2)}\n`);
+  writeFileSync(file, `${JSON.stringify({ conditions: { hardfork, evmTarget: hre.config.solidity.compilers[0]!.settings.evmVersion, asset: "native ETH", payees: "existing accounts", routingFeeBps: 0 }, gas: report, codeSize: sizes }, null, 2)}\n`);
+  console.log(`Deployed code size (EIP-170 limit ${EIP170_LIMIT.toLocaleString("en-US")} bytes):`);
+  for (const [name, size] of Object.entries(sizes)) console.log(`  ${name.padEnd(42)} ${size.toLocaleString("en-US").padStart(7)}  (${(EIP170_LIMIT - size).toLocaleString("en-US")} below the limit)`);
   console.log(`Gas used per transaction (hardfork ${hardfork} rules, contracts compiled for ${hre.config.solidity.compilers[0]!.settings.evmVersion}; 21,000 base included):`);
   for (const [op, gas] of Object.entries(report)) console.log(`  ${op.padEnd(42)} ${gas.toLocaleString("en-US")}`);
   console.log(`Wrote ${path.relative(process.cwd(), file)}`);

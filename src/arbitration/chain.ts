@@ -95,7 +95,8 @@ export async function loadCaseContext(
 ): Promise<CaseContext> {
   const onChain = await readCase(publicClient, deployment.disputeManager, caseId, deployment.deploymentBlock);
   const { openedInBlock, ...caseOnChain } = onChain;
-  const params = await publicClient.readContract({ address: deployment.disputeManager, abi: disputeManagerAbi, functionName: "params" });
+  // The rules the case opened under (fixed per case, decision 0014), not whatever governance set since.
+  const params = await publicClient.readContract({ address: deployment.disputeManager, abi: disputeManagerAbi, functionName: "caseParams", args: [caseId] });
   const provider = await publicClient.readContract({
     address: deployment.registry,
     abi: providerRegistryAbi,
@@ -105,7 +106,7 @@ export async function loadCaseContext(
   const respondentIdentity = provider.didHash === zeroHash ? null : { didHash: provider.didHash, mldsaPublicKeyHash: provider.mldsaPublicKeyHash };
   // The contract refuses a slash above this cap, so a verdict asking for more (an ICS or terms penalty larger
   // than governance allows) is capped here rather than signed and reverted.
-  const { stakeRate } = await publicClient.readContract({ address: deployment.disputeManager, abi: disputeManagerAbi, functionName: "assetTerms", args: [onChain.asset] });
+  const { stakeRate } = await publicClient.readContract({ address: deployment.disputeManager, abi: disputeManagerAbi, functionName: "caseOf", args: [caseId] });
   const slashCap = slashCapOf(onChain.value, stakeRate, params.slashCapBps);
   const base = { case: caseOnChain, judgeRuntimeHash: params.judgeRuntimeHash, respondentIdentity, slashCap };
 

@@ -251,8 +251,9 @@ export const DISPUTE_GROUPS: Record<"dispute" | "case" | "arbitrator", CommandGr
         usage: "ioi dispute expire --case ID",
         notes: [
           "An open or deliberating case past its deadline goes to governance's slow path. A slow-path case past its",
-          "deadline ends: the latest verdict a panel reached is enforced, or with none, no fault — half the value",
-          "refunded, no slash, bonds returned. (`ioi dispute escalate` is gone: `ioi case appeal` replaces it.)",
+          "deadline ends: the latest verdict a panel reached is enforced, or with none the subject ends as it would",
+          "without a dispute (a delivered gig is released, a closing session pays what was recorded): no refund, no",
+          "slash, both bonds returned. (`ioi dispute escalate` is gone: `ioi case appeal` replaces it.)",
         ],
         options: CASE_OPTION,
         run: runExpire,
@@ -889,7 +890,7 @@ async function runExpire(values: Values, out: Out): Promise<void> {
   out.lines.push(
     expired.args.verdictStood
       ? `Case ${caseId} expired on the slow path: the latest panel verdict stands — refunded ${assetAmount(r.refunded, c.asset)}, slashed ${r.slashed} bond-token units, ${assetAmount(r.toChallenger, c.asset)} to the challenger, ${assetAmount(r.toRespondent, c.asset)} to the respondent (gas ${receipt.gasUsed}).`
-      : `Case ${caseId} expired on the slow path with no verdict ever reached: no fault, half the value (${assetAmount(r.refunded, c.asset)}) refunded, no slash, bonds returned (gas ${receipt.gasUsed}).`,
+      : `Case ${caseId} expired on the slow path with no verdict ever reached: the subject ends as it would without a dispute (refunded ${assetAmount(r.refunded, c.asset)}), no slash, both bonds returned (gas ${receipt.gasUsed}).`,
   );
   Object.assign(out.result, {
     ...base,
@@ -1162,7 +1163,7 @@ async function runCaseAppeal(values: Values, out: Out): Promise<void> {
   }
   const now = await nowOnChain(publicClient);
   if (now >= BigInt(c.deadline)) throw new CaseStateError(`Case ${caseId}'s appeal window closed at ${formatDate(BigInt(c.deadline))}; finalise it instead.`);
-  const params = await publicClient.readContract({ address: deployment.disputeManager, abi: disputeManagerAbi, functionName: "params" });
+  const params = await publicClient.readContract({ address: deployment.disputeManager, abi: disputeManagerAbi, functionName: "caseParams", args: [caseId] });
   if (c.round >= params.maxAppeals) throw new CaseStateError(`Case ${caseId} was already appealed ${c.round} time${c.round === 1 ? "" : "s"}, the most the DisputeManager allows.`);
   const appealed = await transact("DisputeManager.appeal", () => appealCase({ wallet: wallet!, publicClient, disputeManager: deployment.disputeManager, caseId }));
   out.lines.push(

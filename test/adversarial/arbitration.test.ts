@@ -578,7 +578,8 @@ describe("adversarial: arbitration attacks that must fail (issue 10)", function 
     await finalizeCase(s, a.caseId);
     const fa = await claimFees(s, zeroAddress, panelA, feeOf(a.bond));
     // (b) A panel finds a case Undecidable: straight to the slow path (no appeal of it), governance silent,
-    // no verdict ever stood: the value is split, both bonds come back, nobody is slashed, no fee is earned.
+    // no verdict ever stood: the gig ends as without a dispute (released to the provider, no half split either
+    // side could force), both bonds come back, nobody is slashed, no fee is earned.
     const b = await gigCase(s, zeroAddress, value);
     const panelB = await drawPanel(s, b.caseId);
     await mined(s, submit(s, msg(b.caseId, VERDICT.Undecidable), panelB));
@@ -589,16 +590,17 @@ describe("adversarial: arbitration attacks that must fail (issue 10)", function 
     expect((await s.disputes.read.caseOf([b.caseId])).status).to.equal(STATUS.Expired);
     for (const k of panelB) expect(await s.disputes.read.claimable([zeroAddress, k.address])).to.equal(0n);
     const eth: Record<string, bigint> = {
-      // (a): refund + the provider's bond less burn and fee; (b): half the value and its own bond back.
-      client: -2n * value - a.bond + value + a.bond + a.bond - burnOf(a.bond) - feeOf(a.bond) + value / 2n,
-      provider: -a.bond + value / 2n,
+      // (a): refund + the provider's bond less burn and fee; (b): nothing refunded, its own bond back.
+      client: -2n * value - a.bond + value + a.bond + a.bond - burnOf(a.bond) - feeOf(a.bond),
+      provider: -a.bond + value,
       burn: burnOf(a.bond) + fa.dust,
     };
     for (const k of panelA) credit(eth, arbName(s, k.address), fa.share);
     await expectDeltas(s, snap, { ETH: eth });
     // In (a) the provider is no better off than under any adverse verdict (it gets nothing of the gig and loses
-    // its bond); in (b) each side ends between its loss and its win.
-    const providerB = value / 2n;
+    // its bond); in (b) the provider gets exactly what a quiet dispute window would have given it, and the client
+    // gains nothing from a case that no one decided.
+    const providerB = value;
     expect(providerB < value + a.bond - burnOf(a.bond) - feeOf(a.bond)).to.equal(true);
     expect(providerB > -a.bond).to.equal(true);
   });
@@ -644,12 +646,15 @@ describe("adversarial: arbitration attacks that must fail (issue 10)", function 
     const gigId = await deliveredGig(s, usdt.address, value);
     // Without terms the asset is refused; an 18-decimal floor would ask a bond of 10^10 dollars.
     await expectRevert(s.disputes.write.openGigCase([gigId, 1, PACKAGE_HASH], { account: s.client.account }), "AssetNotSupported", [getAddress(usdt.address)]);
-    await mined(s, s.disputes.write.setAssetTerms([usdt.address, { bondFloor: ether("0.01"), stakeRate: parseUnits("1", 30) }]));
-    expect(await bondAt(s, usdt.address, value, 1)).to.equal(ether("0.03"));
-    // Governance sets a floor of 1 dollar and 1 LaborGas per dollar (10^18 per 10^6 units → 10^30 per 10^18).
+    // Governance sets a floor of 1 dollar and 1 LaborGas per dollar (10^18 per 10^6 units → 10^30 per 10^18). The
+    // asset's first terms apply at once.
     await mined(s, s.disputes.write.setAssetTerms([usdt.address, { bondFloor: unit("1"), stakeRate: parseUnits("1", 30) }]));
     const bond = await bondAt(s, usdt.address, value, 1);
     expect(bond).to.equal(unit("15")); // max(5, 1) × 3
+    // A later change (an 18-decimal floor that would ask a bond of 10^10 dollars) waits out the unbonding delay:
+    // cases opened meanwhile keep the terms in force.
+    await mined(s, s.disputes.write.setAssetTerms([usdt.address, { bondFloor: ether("0.01"), stakeRate: parseUnits("1", 30) }]));
+    expect(await bondAt(s, usdt.address, value, 1)).to.equal(unit("15"));
     const snap = await snapshot(s, fullBook(s), { LGAS: s.token, USDT: usdt });
     const caseId = await s.disputes.read.nextCaseId([KIND.Gig, subjectOf(gigId)]);
     await mined(s, s.disputes.write.openGigCase([gigId, 1, PACKAGE_HASH], { account: s.client.account }));

@@ -30,12 +30,18 @@
  * At the end every case is driven to Resolved or Expired, every window is waited out, every subject paid out,
  * every fee is claimed, the DisputeManager is empty and the registry holds exactly the bonds it records.
  *
+ * Issue 27: arbitrators now and then tweak their stakes by a few wei (bond, unbond request, cancel) — the
+ * grinding move — and the model keeps its own record of every arbitrator's active stake by block. Every panel the
+ * contract draws must equal the panel the model draws off-chain from the randomness and the stakes as they stood
+ * in the block the randomness was requested (never the stakes at the draw), including "too few eligible → slow
+ * path". A case with no verdict at all ends with no refund (the subject as without a dispute) and both bonds back.
+ *
  * IOI_MODEL_SEED sets the seed (printed on failure); IOI_MODEL_STEPS the number of steps (default 2,000).
  */
 import { loadFixture, time } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
 import { expect } from "chai";
 import hre from "hardhat";
-import { getAddress, parseEventLogs, zeroAddress, type Address, type Hex, type LocalAccount, type TransactionReceipt } from "viem";
+import { encodeAbiParameters, getAddress, keccak256, parseEventLogs, zeroAddress, type Address, type Hex, type LocalAccount, type TransactionReceipt } from "viem";
 
 import { ReceiptAccumulator } from "../../src/core/accumulator";
 import { toCompactSignature } from "../../src/core/eip712";
@@ -201,6 +207,7 @@ describe("adversarial: DisputeManager model (random sequences through the real c
     expect(m.cases.length).to.be.greaterThan(20);
     expect(m.counts["verdict"] ?? 0).to.be.greaterThan(5);
     expect(m.counts["finalize"] ?? 0).to.be.greaterThan(0);
+    expect(m.counts["draw: stakes moved after the request, panel as at the request"] ?? 0, "stakes moved between a request and its draw").to.be.greaterThan(0);
   });
 });
 
@@ -215,6 +222,8 @@ class Model {
   nonce = 1n;
   /** The provider's SLA bond as the model predicts it. */
   providerBond = { active: 0n, pending: 0n };
+  /** Each arbitrator's active stake by block (a record per change), as the model saw it after every step. */
+  stakes = new Map<Address, { block: bigint; active: bigint }[]>();
 
   constructor(
     readonly s: System,
@@ -236,6 +245,56 @@ class Model {
     this.now = BigInt(await time.latest());
     const b = await this.s.registry.read.bondOf([PROVIDER_ROLE, this.s.provider.account.address]);
     this.providerBond = { active: b.active, pending: b.pending };
+    await this.recordStakes();
+  }
+
+  /** Records, at the current block, every arbitrator's active stake that changed since its last record. */
+  async recordStakes() {
+    const block = await this.s.publicClient.getBlockNumber();
+    for (const a of ARBS) {
+      const active = (await this.s.registry.read.bondOf([ARBITRATOR_ROLE, a])).active;
+      const history = this.stakes.get(a) ?? [];
+      if (history.at(-1)?.active !== active) history.push({ block, active });
+      this.stakes.set(a, history);
+    }
+  }
+
+  /** `a`'s active stake at the end of `block`, from the model's own record. */
+  private stakeAt(a: Address, block: bigint): bigint {
+    let active = 0n;
+    for (const r of this.stakes.get(a) ?? []) if (r.block <= block) active = r.active;
+    return active;
+  }
+
+  /**
+   * The panel the contract must draw for round `round` of `c`: the model's own draw (Panels.draw's walk over
+   * cumulative weights, picks without replacement) from the randomness of `ticket` and the stakes as they stood
+   * at `snapshotBlock`; null when too few are eligible (the slow path).
+   */
+  private async predictPanel(c: CaseM, round: number, ticket: bigint, snapshotBlock: bigint, excluded: Address[]): Promise<Address[] | null> {
+    const hash = (await this.s.publicClient.getBlock({ blockNumber: ticket })).hash;
+    const value = keccak256(encodeAbiParameters([{ type: "bytes32" }, { type: "uint256" }], [hash, ticket]));
+    const seed = keccak256(encodeAbiParameters([{ type: "bytes32" }, { type: "bytes32" }, { type: "uint8" }], [value, c.id, round]));
+    // The pool's order is the registry's (admission order); only arbitrators pinned to the runtime (ARBS) count.
+    const pool = (await this.s.registry.read.admittedArbitrators()).map((a) => getAddress(a));
+    const weights = pool.map((a) => {
+      if (!ARBS.includes(a) || excluded.includes(a)) return 0n;
+      const w = this.stakeAt(a, snapshotBlock);
+      return w >= MIN_ARBITRATOR_STAKE ? w : 0n;
+    });
+    const size = round === 0 ? P.panelSize : 2 * P.panelSize - 1;
+    if (weights.filter((w) => w > 0n).length < size) return null;
+    let total = weights.reduce((x, y) => x + y, 0n);
+    const panel: Address[] = [];
+    for (let k = 0; k < size; k++) {
+      let pick = BigInt(keccak256(encodeAbiParameters([{ type: "bytes32" }, { type: "uint256" }], [seed, BigInt(k)]))) % total;
+      let i = 0;
+      while (pick >= weights[i]!) pick -= weights[i++]!;
+      panel.push(pool[i]!);
+      total -= weights[i]!;
+      weights[i] = 0n;
+    }
+    return panel;
   }
 
   /** Sends a transaction mined at exactly now + 1 and expects success (or the named custom error). */
@@ -250,6 +309,8 @@ class Model {
     }
     const receipt = await this.s.publicClient.waitForTransactionReceipt({ hash: await send() });
     expect(receipt.status).to.equal("success");
+    // Any transaction may move an arbitrator's stake (a bond, a penalty at settlement): record them at its block.
+    await this.recordStakes();
     return receipt;
   }
 
@@ -537,15 +598,6 @@ class Model {
     await this.refreshHeld(c);
   }
 
-  private async eligible(excluded: Address[]): Promise<number> {
-    let n = 0;
-    for (const a of ARBS) {
-      if (excluded.includes(a)) continue;
-      if ((await this.s.registry.read.bondOf([ARBITRATOR_ROLE, a])).active >= MIN_ARBITRATOR_STAKE) n++;
-    }
-    return n;
-  }
-
   private async draw(c: CaseM) {
     const s = this.s;
     const k = await s.disputes.read.caseOf([c.id]);
@@ -576,9 +628,10 @@ class Model {
     const bound = [getAddress(s.client.account.address), getAddress(s.provider.account.address)];
     if (sub.kind === "session") bound.push(getAddress(sub.session.ref.terms.payer), getAddress(sub.session.ref.terms.funder));
     const earlier = round === 1 ? c.panels[0] ?? [] : [];
+    const drawn = await s.disputes.read.roundOf([c.id, round]);
+    const predicted = await this.predictPanel(c, round, drawn.drawTicket, BigInt(drawn.snapshotBlock), [...bound, ...earlier]);
     if (after.status === STATUS.SlowPath) {
-      const size = round === 0 ? P.panelSize : 2 * P.panelSize - 1;
-      expect(await this.eligible([...bound, ...earlier])).to.be.lessThan(size);
+      expect(predicted, "too few eligible at the snapshot: the slow path").to.equal(null);
       this.count("draw: pool too small, slow path");
       return;
     }
@@ -591,7 +644,32 @@ class Model {
       expect(bound, "no address bound to the subject is drawn").to.not.include(a);
       expect(earlier, "an appeal panel excludes the first").to.not.include(a);
     }
+    expect(panel, "the panel drawn from the stakes at the randomness request").to.deep.equal(predicted);
+    if (await this.stakesMovedSince(BigInt(drawn.snapshotBlock))) this.count("draw: stakes moved after the request, panel as at the request");
     c.panels[round] = panel;
+  }
+
+  private async stakesMovedSince(block: bigint): Promise<boolean> {
+    for (const a of ARBS) if ((this.stakes.get(a) ?? []).some((r) => r.block > block)) return true;
+    return false;
+  }
+
+  /**
+   * The grinding move: an arbitrator tweaks its active stake by a few wei (a bond top-up, an unbond request or its
+   * cancellation) — typically while a draw's randomness is pending or already known. Locked stakes may still bond.
+   */
+  private async stakeTweak() {
+    const s = this.s;
+    const who = this.rng.pick(ARBS);
+    const wallet = s.wallets.find((w) => getAddress(w.account.address) === who)!;
+    const b = await s.registry.read.bondOf([ARBITRATOR_ROLE, who]);
+    const wei = 1n + this.rng.big(999n);
+    const move = this.seatsOf(who) > 0 ? "bond" : this.rng.weighted({ bond: 2, unbond: b.active > wei ? 2 : 0, cancel: b.pending > 0n ? 2 : 0 });
+    if (move === "bond") await this.tx(() => s.registry.write.bond([ARBITRATOR_ROLE, wei], { account: wallet.account }));
+    else if (move === "unbond") await this.tx(() => s.registry.write.requestUnbond([ARBITRATOR_ROLE, wei], { account: wallet.account }));
+    else await this.tx(() => s.registry.write.cancelUnbond([ARBITRATOR_ROLE], { account: wallet.account }));
+    this.note(`stake tweak ${who.slice(0, 8)} ${move} ${wei}`);
+    this.count(`stake tweak: ${move}`);
   }
 
   private randomRemedy(c: CaseM, value: bigint, cap: bigint): { verdict: number; refund: bigint; slash: bigint } {
@@ -708,8 +786,9 @@ class Model {
     } else if (how === "expire") {
       if (k.status !== STATUS.Open && k.status !== STATUS.Deliberating && k.status !== STATUS.SlowPath) expected = "WrongCaseStatus";
       else if (at <= BigInt(k.deadline)) expected = "DeadlineNotPassed";
-      // Governance did not decide: the verdict that stood before the appeal, else half the value, no slash.
-      else if (k.status === STATUS.SlowPath) outcome = this.standing(c) ?? { verdict: VERDICT.NoFault, refund: k.value / 2n, slash: 0n };
+      // Governance did not decide: the verdict that stood before the appeal, else no refund (the subject ends as
+      // without a dispute), no slash, both bonds back.
+      else if (k.status === STATUS.SlowPath) outcome = this.standing(c) ?? { verdict: VERDICT.NoFault, refund: 0n, slash: 0n };
       send = () => s.disputes.write.expire([c.id, recorded], { account: s.watcher.account });
     } else {
       const cap = this.capOf(c, k.value);
@@ -1062,6 +1141,7 @@ class Model {
       onCase: open.length ? 30 : 0,
       claim: 2,
       unbond: 2,
+      stake: 4,
       providerUnbond: this.providerLocks() === 0 ? 8 : 1,
       time: 5,
       mine: 2,
@@ -1108,6 +1188,8 @@ class Model {
         return this.claim();
       case "unbond":
         return this.unbondAttempt();
+      case "stake":
+        return this.stakeTweak();
       case "time": {
         const dt = rng.pick([1n, 30n, 600n, 1800n, 3600n, 3601n, 86_400n, 86_401n, 8n * 86_400n]);
         this.note(`time +${dt}`);

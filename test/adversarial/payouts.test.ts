@@ -12,7 +12,7 @@ import { getAddress, parseEventLogs, zeroAddress, type Hash } from "viem";
 
 import { makeTerms } from "../helpers/fixtures";
 import { expectRevert } from "../helpers/revert";
-import { MIN_PROVIDER_BOND, PROVIDER_ROLE, SYS, systemFixture } from "../helpers/system";
+import { MIN_PROVIDER_BOND, PROVIDER_ROLE, SYS, systemFixture, unsealedSystemFixture } from "../helpers/system";
 import {
   blockTime,
   closeCooperative,
@@ -40,7 +40,8 @@ const ZERO_ROOT = `0x${"00".repeat(32)}` as const;
 
 /** The system with a 1 % routing fee and a blocklist token every party holds and approved everywhere. */
 async function blocklistSystem() {
-  const s = await systemFixture();
+  // Unsealed: a test below has governance hold DISPUTE_ROLE on the GigEscrow to rule a split directly.
+  const s = await unsealedSystemFixture();
   await mined(s, s.escrow.write.setRoutingFee([FEE_BPS, s.wallets[SYS.treasury]!.account.address]));
   const blk = await hre.viem.deployContract("BlocklistToken");
   const supply = ether("1000");

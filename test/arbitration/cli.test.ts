@@ -572,7 +572,7 @@ describe("ioi dispute, arbitrate and case CLI", function () {
       expect(jsonOf(await cli(f, ROLE.stranger, ["case", "show", "--case", caseId]))).to.deep.include({ status: "resolved", round: 1 });
     });
 
-    it("expires an undecided case to the slow path and out: no verdict ever, so half the value is refunded", async () => {
+    it("expires an undecided case to the slow path and out: no verdict ever, so the gig is released as without a dispute (no refund)", async () => {
       const f = await loadFixture(disputeFixture);
       const { caseId } = await openGigCase(f, "gig-expire", "0");
       const params = await paramsOf(f);
@@ -583,7 +583,7 @@ describe("ioi dispute, arbitrate and case CLI", function () {
       await time.increase(params.slowPathTimeout + 1);
       const expired = await cli(f, ROLE.stranger, ["dispute", "expire", "--case", caseId]);
       expect(expired.code, expired.err).to.equal(0);
-      expect(jsonOf(expired)).to.deep.include({ ok: true, outcome: "expired", verdictStood: false, refunded: (BOUNTY / 2n).toString(), slashed: "0" });
+      expect(jsonOf(expired)).to.deep.include({ ok: true, outcome: "expired", verdictStood: false, refunded: "0", slashed: "0" });
       expect(expired.out).to.contain("no verdict ever reached");
       expect(jsonOf(await cli(f, ROLE.stranger, ["case", "show", "--case", caseId]))).to.deep.include({ status: "expired" });
     });

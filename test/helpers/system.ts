@@ -117,6 +117,18 @@ function signResolution(account: LocalAccount, domain: Domain, message: Resoluti
 }
 
 export async function systemFixture() {
+  return deploySystem({ seal: true });
+}
+
+/**
+ * The same system with its wiring roles left unsealed, for the few tests whose setup needs governance to hold a
+ * wiring role itself (a test slasher, a test resolver); every deployment seals them (decision 0014).
+ */
+export async function unsealedSystemFixture() {
+  return deploySystem({ seal: false });
+}
+
+async function deploySystem(options: { seal: boolean }) {
   const publicClient = await hre.viem.getPublicClient();
   const wallets = await hre.viem.getWalletClients();
   const governance = wallets[SYS.governance]!;
@@ -139,9 +151,11 @@ export async function systemFixture() {
   await registry.write.grantRole([await registry.read.LOCKER_ROLE(), disputes.address]);
   await registry.write.grantRole([await registry.read.LOCKER_ROLE(), gigs.address]);
   // The wiring is sealed, as on every deployment: no governance key can grant itself these powers later.
-  await escrow.write.sealRoles();
-  await gigs.write.sealRoles();
-  await registry.write.sealRoles();
+  if (options.seal) {
+    await escrow.write.sealRoles();
+    await gigs.write.sealRoles();
+    await registry.write.sealRoles();
+  }
   await disputes.write.setAssetTerms([zeroAddress, ETH_TERMS]);
   await disputes.write.setAssetTerms([token.address, TOKEN_TERMS]);
 
