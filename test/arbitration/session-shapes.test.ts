@@ -86,6 +86,29 @@ describe("issue 27 finding 9: session cases from every shape of session, from th
     return jsonOf(result);
   }
 
+  it("refuses `ioi anchor` and `build-session` with one sentence when they cannot act: an open channel, a stranger, a provider's store, a seq the payer never accepted", async () => {
+    const s = await loadFixture(shapeSystem);
+    const { sessionId } = s.opened;
+    const payerDb = path.join(sandbox.dir, "payer.db");
+    const providerDb = path.join(sandbox.dir, "provider.db");
+    for (const [db, role] of [[payerDb, "payer"], [providerDb, "provider"]] as const) {
+      const store = SqliteStore.open(db);
+      await store.putChannel({ sessionId, role, ref: s.opened.ref, pricing, escrow: s.escrow.address, chainId: s.channelDomain.chainId, deposit: s.opened.deposit, status: "open" });
+      await store.close();
+    }
+    const refused = async (index: number, argv: string[], message: string) => {
+      const result = await cli(s, index, argv);
+      expect(result.code, result.err).to.equal(2);
+      expect(result.err).to.contain(message);
+      expect(result.err).to.not.match(/\n\s+at /);
+    };
+    await refused(SYS.payer, ["anchor", "--session", sessionId, "--db", payerDb], "is Open on-chain; a receipt commit is anchored while the channel is closing");
+    await refused(SYS.stranger, ["anchor", "--session", sessionId, "--db", payerDb], "Only the channel's payer");
+    await refused(SYS.provider, ["anchor", "--session", sessionId, "--db", providerDb], "runs on the payer's store");
+    await ok(s, SYS.client, ["close", "--session", sessionId, "--db", payerDb, "--unilateral"]); // the funder closes on no ticket
+    await refused(SYS.payer, ["dispute", "build-session", "--session", sessionId, "--seq", "3", "--db", payerDb, "--out", path.join(sandbox.dir, "p.json")], "--seq must name a receipt the payer accepted; the store holds none");
+  });
+
   for (const signer of SIGNERS) {
     for (const close of CLOSES) {
       for (const [inflight, count] of SHAPES) {
