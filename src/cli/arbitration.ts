@@ -67,6 +67,8 @@ import { ContractRevertError, decodeRevert } from "../chain/revert";
 import { checkedWrite } from "../chain/write";
 import { BaseError, SizeLimitError } from "../core/errors";
 import { gasEscrowAbi, type ClosingState, type Wallet } from "../chain/escrow";
+import { grantForTicket, KeyTicketWithoutGrantError } from "../node/key-tickets";
+import { leafCountOfRoot } from "../node/receipt-anchor";
 import { sessionReceiptHash } from "../core/receipt";
 import { paymentTicketHash } from "../core/ticket";
 import { assertBundleHash, bundleHash, type Bundle } from "../arbitration/bundle";
@@ -221,12 +223,13 @@ export const DISPUTE_GROUPS: Record<"dispute" | "case" | "arbitrator", CommandGr
         summary: "build a ChallengePackage disputing one receipt of a closing session, from the payer's store",
         usage: "ioi dispute build-session --session ID --seq N [--lane 0|1] --out FILE [--db PATH]",
         notes: [
-          "  --seq N       the receipt being disputed; the recorded close must commit it (ticket seq - 1 receipts)",
+          "  --seq N       the receipt being disputed: the recorded root or an anchored provider commit must cover it",
           "  --lane 0|1    the lane to open at (default 0)",
           "  --out FILE    where the package is written, as canonical JSON",
           "  --db PATH     the payer's store (default .data/payer.db)",
           "The package carries the channel with its current recorded close, the receipt with its ticket and",
-          "inclusion proof against the recorded root, and the receipt before it when the store has one.",
+          "inclusion proof against the recorded root (or the anchored provider-signed receipt commit that covers",
+          "it: see `ioi anchor`), the payer's grant when a session key signed a ticket, and the receipt before it.",
         ],
         options: { session: { type: "string" }, seq: { type: "string" }, lane: { type: "string" }, out: { type: "string" } },
         run: runBuildSession,
@@ -660,41 +663,55 @@ async function runBuildSession(values: Values, out: Out): Promise<void> {
       throw new PackageMismatchError(`Only the session's payer ${payer} or funder ${funder} can dispute it; the acting key is ${account.address}.`);
     }
     const closing = await currentClosingState(publicClient, deployment.gasEscrow, sessionId, deployment.deploymentBlock);
+    // Receipts are accepted in seq order, so the store's receipts in seq order are the accumulator's leaves.
     const steps = store.steps(sessionId).filter((step) => step.receipt !== undefined && step.leaf !== undefined);
     const tree = ReceiptAccumulator.fromLeaves(steps.map((step) => step.leaf!));
-    // A receipt the recorded root does not commit can still be proven against the provider's signed receipt
-    // commit the payer anchored (`ioi close --unilateral`, the payer's watchtower; decision 0003).
+    const index = steps.findIndex((step) => step.seq === seq);
+    if (index < 0) {
+      throw new UsageError(`--seq must name a receipt the payer accepted; the store holds ${steps.length === 0 ? "none" : `receipts with seqs ${steps[0]!.seq} to ${steps[steps.length - 1]!.seq}`} for this session, not ${seq}.`);
+    }
+    // Which root the receipt is provable against (docs/decisions/0003): the recorded root covers however many
+    // receipts the closing ticket's signer had accepted (a pipelined ticket lags the receipts behind it; a
+    // payer's closing ticket and a cooperative summary cover them all), found by its root, never assumed from
+    // the seq. A receipt past it is proven against the provider's signed receipt commit the payer anchored.
+    const recordedCount = leafCountOfRoot(tree, closing.receiptRoot);
     const commit = store.latestCommit(sessionId, "provider");
     const commitCount = commit ? Number(commit.commit.leafCount) : 0;
-    const commitUsable =
-      commit !== undefined &&
-      seq <= commit.commit.leafCount &&
-      steps.length >= commitCount &&
-      tree.prefixRoot(commitCount) === commit.commit.root &&
+    const commitCovers = commit !== undefined && index < commitCount && commitCount <= tree.size && tree.prefixRoot(commitCount) === commit.commit.root;
+    const recordedUsable = recordedCount !== undefined && index < recordedCount;
+    const commitAnchored =
+      !recordedUsable &&
+      commitCovers &&
       (await publicClient.readContract({ address: deployment.gasEscrow, abi: gasEscrowAbi, functionName: "anchoredCommitOf", args: [sessionId, commit.commit.root] })) !== 0n;
-    // The recorded ticket n carries the root over receipts 1..n-1 (docs/decisions/0003).
-    const committed = closing.seq === 0n ? 0 : Number(closing.seq - 1n);
-    const recordedUsable = committed > 0 && seq <= BigInt(committed) && steps.length >= committed && tree.prefixRoot(committed) === closing.receiptRoot;
-    if (!recordedUsable && !commitUsable) {
-      if (committed === 0) throw new UsageError(`The recorded close (ticket seq ${closing.seq}) commits no receipts and no anchored receipt commit covers seq ${seq}; none can be disputed.`);
-      if (seq > BigInt(committed)) {
-        throw new UsageError(`--seq must name a receipt the recorded close commits (1 to ${committed}, ticket seq ${closing.seq} - 1) or an anchored receipt commit covers; received ${seq}.`);
-      }
-      if (steps.length < committed) {
-        throw new PackageMismatchError(`The recorded close commits ${committed} receipts, but the store holds only ${steps.length}; check --db.`);
-      }
-      throw new PackageMismatchError(
-        `The store's first ${committed} receipts hash to ${tree.prefixRoot(committed)}, not to the recorded root ${closing.receiptRoot}; they cannot be proven.`,
-      );
+    if (!recordedUsable && !commitAnchored) {
+      const recorded =
+        recordedCount === undefined
+          ? `The recorded root ${closing.receiptRoot} (ticket seq ${closing.seq}) is the root of none of the store's first receipts`
+          : recordedCount === 0
+            ? `The recorded close (ticket seq ${closing.seq}) commits no receipts`
+            : `--seq must name a receipt the recorded close commits (${steps[0]!.seq} to ${steps[recordedCount - 1]!.seq}, the ${recordedCount} receipts ticket seq ${closing.seq} commits) or an anchored receipt commit covers; received ${seq}`;
+      const remedy = commitCovers
+        ? `the provider's receipt commit over ${commitCount} receipts covers it but is not anchored: run \`ioi anchor --session ${sessionId}\` (payer or funder) while the channel is closing or settled, then build again.`
+        : commit === undefined
+          ? "the store holds no receipt commit the provider signed, so no anchored root can prove it."
+          : `the provider's newest receipt commit in the store (over ${commitCount} receipts) does not prove seq ${seq}.`;
+      throw new UsageError(`${recorded}; ${remedy}`);
     }
-    const size = recordedUsable ? committed : commitCount;
-    const evidenceOf = (index: number): ReceiptEvidence => {
-      const step = steps[index]!;
-      return { receipt: step.receipt!, ticket: step.ticket, leafIndex: BigInt(index), merkleProof: tree.proof(index, size) };
+    const size = recordedUsable ? recordedCount : commitCount;
+    const evidenceOf = async (i: number): Promise<ReceiptEvidence> => {
+      const step = steps[i]!;
+      // A ticket a session key signed is the payer's only with the grant (decision 0025): the store keeps every
+      // grant the payer signed, and the package carries the one the ticket needs.
+      let grant: Awaited<ReturnType<typeof grantForTicket>>;
+      try {
+        grant = await grantForTicket({ channel, store, ticket: step.ticket });
+      } catch (error) {
+        if (!(error instanceof KeyTicketWithoutGrantError)) throw error;
+        throw new PackageMismatchError(`${error.shortMessage} Without the payer's grant no arbitrator can check the ticket; keep the grant in the store (\`ioi session-key authorize --session\`, or stream with --session-key).`);
+      }
+      return { receipt: step.receipt!, ticket: step.ticket, leafIndex: BigInt(i), merkleProof: tree.proof(i, size), ...(grant ? { sessionKey: grant } : {}) };
     };
-    const index = steps.findIndex((step) => step.seq === seq);
-    if (index < 0 || index >= size) throw new PackageMismatchError(`The store holds no committed receipt with seq ${seq}.`);
-    const receipts = index > 0 && steps[index - 1]!.seq === seq - 1n ? [evidenceOf(index - 1), evidenceOf(index)] : [evidenceOf(index)];
+    const receipts = index > 0 && steps[index - 1]!.seq === seq - 1n ? [await evidenceOf(index - 1), await evidenceOf(index)] : [await evidenceOf(index)];
     // The receipts as the provider delivered them (what the payer checked against its request and output),
     // and the provider's fault statement for the challenged seq, if the call failed (issue 12 item 5).
     const delivered = receipts.map((e) => ({ receipt: e.receipt }));
@@ -724,6 +741,7 @@ async function runBuildSession(values: Values, out: Out): Promise<void> {
       closingSeq: closing.seq.toString(),
       committedReceipts: size,
       provenAgainst: recordedUsable ? "recorded root" : "anchored receipt commit",
+      sessionKey: receipts.find((e) => e.receipt.receipt.seq === seq)!.sessionKey?.grant.key ?? null,
       faultStatement: fault !== undefined,
     });
   } finally {

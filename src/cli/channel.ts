@@ -32,7 +32,6 @@ import { gasEscrowDomain, signingAccount, type GasEscrowDomain } from "../core/e
 import { signedSessionKeyGrantFromJson, type SignedSessionKeyGrant } from "../core/session-key";
 import { secp256k1Backend } from "../core/secp256k1";
 import {
-  anchorReceiptCommit,
   challengeClose,
   closeCooperative,
   closeUnilateral,
@@ -43,6 +42,7 @@ import {
   CHANNEL_PHASES,
 } from "../chain/escrow";
 import { readSettledDisputeWindow } from "../chain/dispute-window";
+import { anchorIfLagging, leafCountOfRoot, type AnchorOutcome } from "../node/receipt-anchor";
 import { getLogsPaged, readPaged } from "../chain/logs";
 import {
   acceptGig,
@@ -191,6 +191,17 @@ export const COMMANDS: Record<string, Command> = {
     usage: "ioi close --session ID [--unilateral] [--peer HOST:PORT [--allow-remote]]",
     options: { session: { type: "string" }, unilateral: { type: "boolean" }, peer: { type: "string" }, "allow-remote": { type: "boolean" }, ...LOG_OPTIONS },
     run: runClose,
+  },
+  anchor: {
+    summary: "anchor the provider's newest signed receipt commit when the recorded root lags it (payer or funder)",
+    usage: "ioi anchor --session ID [--db PATH]",
+    notes: [
+      "Reads the channel's recorded close (or cooperative settlement) from the chain. When its root covers fewer of",
+      "the payer's receipts than the provider's newest signed receipt commit in the store, anchors that commit, so",
+      "`ioi dispute build-session` can prove every receipt it covers. A no-op when nothing lags or it is anchored.",
+    ],
+    options: { session: { type: "string" } },
+    run: runAnchor,
   },
   challenge: {
     summary: "answer a stale unilateral close with the newest ticket in the store",
@@ -700,13 +711,11 @@ async function runClose(values: Record<string, unknown>, out: Out): Promise<void
       await store.updateChannel(channel.sessionId, { status: "closing" });
       out.lines.push(`Closed unilaterally with seq ${closed.state.seq}; the challenge window ends at ${formatDate(closed.finalizesAt)} (in ${formatDuration(channel.ref.terms.challengeDuration)}); then \`ioi finalize\` (gas ${closed.gasUsed}).`);
       Object.assign(out.result, { sessionId: channel.sessionId, seq: closed.state.seq.toString(), finalizesAt: closed.finalizesAt.toString(), gasUsed: Number(closed.gasUsed) });
-      // The payer anchors the provider's newest signed receipt commit, so every receipt it covers stays
-      // provable whatever ticket ends up recorded (decision 0003, amendment "anchoring").
-      const commit = channel.role === "payer" ? store.latestCommit(channel.sessionId, "provider") : undefined;
-      if (commit) {
-        const anchored = await anchorReceiptCommit({ wallet: wallet!, publicClient, escrow, ref: channel.ref, commit });
-        out.lines.push(`Anchored the provider's receipt commit over ${anchored.leafCount} receipts (root ${anchored.root}, gas ${anchored.gasUsed}).`);
-        Object.assign(out.result, { anchoredCommit: { leafCount: anchored.leafCount.toString(), root: anchored.root, gasUsed: Number(anchored.gasUsed) } });
+      // The payer anchors the provider's newest signed receipt commit whenever the recorded root lags it, so
+      // every receipt it covers stays provable (decision 0003, amendment "anchoring"; issue 27 finding 9).
+      if (channel.role === "payer") {
+        const anchoring = await anchorIfLagging({ wallet: wallet!, publicClient, escrow, store, channel, recordedRoot: closed.state.receiptRoot });
+        reportAnchoring(out, anchoring);
       }
       return;
     }
@@ -723,6 +732,50 @@ async function runClose(values: Record<string, unknown>, out: Out): Promise<void
   } finally {
     await store.close();
   }
+}
+
+async function runAnchor(values: Record<string, unknown>, out: Out): Promise<void> {
+  const account = loadAccount(values);
+  const { publicClient, wallet, escrow, fromBlock } = await chainClients(values, account);
+  const store = openStore(values, "payer");
+  try {
+    const channel = channelOf(store, sessionOf(values));
+    const { sessionId } = channel;
+    if (channel.role !== "payer") {
+      throw new UsageError(`The store holds ${sessionId} as the ${channel.role}'s channel; \`ioi anchor\` runs on the payer's store (--db), whose receipts a case would prove.`);
+    }
+    const { payer, funder } = channel.ref.terms;
+    if (!isAddressEqual(account.address, payer) && !isAddressEqual(account.address, funder)) {
+      throw new UsageError(`Only the channel's payer ${payer} or funder ${funder} may anchor a receipt commit; the acting key is ${account.address}.`);
+    }
+    const phase = CHANNEL_PHASES[await publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "phaseOf", args: [sessionId] })];
+    if (phase !== "Closing" && phase !== "Settled") {
+      throw new UsageError(
+        `Session ${sessionId} is ${phase} on-chain; a receipt commit is anchored while the channel is closing (inside its challenge window) or after a cooperative settlement.`,
+      );
+    }
+    const { currentClosingState } = await import("../arbitration/chain");
+    const recorded = await currentClosingState(publicClient, escrow, sessionId, fromBlock);
+    const anchoring = await anchorIfLagging({ wallet: wallet!, publicClient, escrow, store, channel, recordedRoot: recorded.receiptRoot });
+    reportAnchoring(out, anchoring);
+    Object.assign(out.result, { sessionId, recordedSeq: recorded.seq.toString(), recordedRoot: recorded.receiptRoot, recordedReceipts: leafCountOfRoot(store.leaves(sessionId), recorded.receiptRoot) ?? null });
+  } finally {
+    await store.close();
+  }
+}
+
+/** What `anchorIfLagging` did, as lines and the JSON result's `anchoring` (and `anchoredCommit` when it sent one). */
+function reportAnchoring(out: Out, anchoring: AnchorOutcome): void {
+  if (anchoring.status === "not_lagging") {
+    out.lines.push("The recorded root covers every receipt the provider's newest signed commit covers; nothing to anchor.");
+  } else if (anchoring.status === "already_anchored") {
+    out.lines.push(`The provider's receipt commit over ${anchoring.commit.commit.leafCount} receipts (root ${anchoring.commit.commit.root}) is anchored already.`);
+  } else {
+    const { anchored } = anchoring;
+    out.lines.push(`Anchored the provider's receipt commit over ${anchored.leafCount} receipts (root ${anchored.root}, gas ${anchored.gasUsed}).`);
+    Object.assign(out.result, { anchoredCommit: { leafCount: anchored.leafCount.toString(), root: anchored.root, gasUsed: Number(anchored.gasUsed), transactionHash: anchored.hash } });
+  }
+  out.result.anchoring = anchoring.status;
 }
 
 async function runChallenge(values: Record<string, unknown>, out: Out): Promise<void> {

@@ -90,6 +90,15 @@ async function runAuthorize(values: Record<string, unknown>, out: Out): Promise<
   if (chain.revokedAt !== 0n) throw new UsageError(`Key ${key} was revoked on this channel at ${chain.revokedAt}; revoked keys stay revoked, so grant a fresh key.`);
   const signed = await signSessionKeyGrant({ account, domain, sessionId, key, expiry: now + expiresIn, spendCap: cap, methods, epoch: chain.currentEpoch });
   await verifySessionKeyGrant({ domain, signed, payer: ref.terms.payer, sessionId, now, chain });
+  // The payer's store keeps the grants it signed: a session case on a ticket this key signs needs it (issue 27).
+  if (values.session !== undefined) {
+    const store = openStore(values, "payer");
+    try {
+      await store.putSessionKeyGrant(sessionId, signed);
+    } finally {
+      await store.close();
+    }
+  }
   const document = { grant: signedSessionKeyGrantToJson(signed), ...(privateKey ? { privateKey } : {}) };
   if (outFile) {
     try {

@@ -150,6 +150,9 @@ export class PayerClient {
   /** Connects, binds the session, and re-sends every ticket that still awaits its receipt. */
   static async connect(parameters: PayerClientParameters): Promise<PayerClient> {
     const { account, domain, store, channel, host = "127.0.0.1", port, timeoutMs } = parameters;
+    // The payer keeps every grant it signs tickets under, before the first such ticket: a key-signed ticket is the
+    // payer's only with its grant, on-chain and in a session case (`ioi dispute build-session`, issue 27 finding 9).
+    if (parameters.sessionKey) await store.putSessionKeyGrant(channel.sessionId, parameters.sessionKey.grant);
     const connection = await connectSecure({ host, port, account, sessionId: channel.sessionId, expectedPeer: channel.ref.terms.provider, timeoutMs });
     const session = PayerSession.restore(
       { account, domain, ref: channel.ref, sessionId: channel.sessionId, pricing: channel.pricing, deposit: channel.deposit, ...(parameters.sessionKey ? { sessionKey: parameters.sessionKey } : {}) },

@@ -1,5 +1,6 @@
 /**
- * Watchtower: defends a provider against a stale unilateral close. It follows the escrow's events; when a
+ * Watchtower: defends a provider against a stale unilateral close, and a payer's receipts against a close whose
+ * root lags them. It follows the escrow's events; when a
  * channel it holds tickets for is closed (or challenged) with a ticket older than the newest one in its
  * store, it challenges with the newest one while the window is open — and it re-checks every closing
  * channel on every poll until it settles (not only when an event arrives), so a ticket the provider
@@ -14,19 +15,25 @@
  * puts it on-chain at once — closes the open channel with it, or challenges a close — so a revocation never
  * takes away work the provider accepted before it knew.
  *
+ * On a payer's channel it never challenges (a newer ticket only pays the provider more); it defends the payer's
+ * receipts instead: whenever the recorded root lags the provider's newest signed receipt commit in the store
+ * (a provider's pipelined ticket commits fewer receipts than the payer accepted), it anchors that commit while
+ * the window is open, so every receipt stays provable in a session case (decision 0003; issue 27 finding 9).
+ *
  * It runs inside the provider node and on its own (`ioi watchtower`) against the same store.
  */
 import { isAddressEqual, type Address, type Hex, type PublicClient } from "viem";
 
 import { ChainFollower, type EscrowEvent } from "../chain/follower";
 import { DEVNET_READING, type RetryOptions } from "../chain/logs";
-import { anchorReceiptCommit, challengeClose, closeCooperative, closeUnilateral, finalizeClose, gasEscrowAbi, type ClosingState, type Wallet } from "../chain/escrow";
+import { challengeClose, closeCooperative, closeUnilateral, finalizeClose, gasEscrowAbi, type ClosingState, type Wallet } from "../chain/escrow";
 import { grantForTicket, keyGraceEnd, KeyTicketWithoutGrantError } from "./key-tickets";
 import type { SignedSessionKeyGrant } from "../core/session-key";
 import type { SignedPaymentTicket } from "../core/ticket";
 import { errorText, type Logger } from "./log";
 import type { NodeMetrics } from "./metrics";
 import type { ChannelRecord, ChannelRole, ChannelStore } from "../store/store";
+import { anchorIfLagging, commitToAnchor } from "./receipt-anchor";
 
 export type WatchtowerAnswer = {
   sessionId: Hex;
@@ -51,7 +58,11 @@ export type WatchtowerParameters = {
   fromBlock: bigint;
   /** Cursor name; distinct per watchtower sharing a store. */
   name?: string;
-  /** Channels (by this store's role) whose newest ticket the tower defends. Default: provider channels. */
+  /**
+   * Channels (by this store's role) the tower defends. Default: both. A provider's channel is defended by
+   * challenging a stale close with the newest ticket; a payer's by anchoring the provider's newest signed
+   * receipt commit when the recorded root lags it (the tower's wallet must then be the payer's or the funder's).
+   */
   defend?: ChannelRole[];
   /**
    * Also finalise closing channels of this store once their window has passed, and submit the co-signed
@@ -80,6 +91,9 @@ export type WatchtowerParameters = {
 
 /** A provider-signed receipt commit anchored on-chain (`ReceiptCommitAnchored`), as the tower saw it. */
 export type AnchoredCommitSeen = { sessionId: Hex; by: Address; leafCount: bigint; root: Hex; txHash: Hex };
+
+/** The default of `WatchtowerParameters.defend`: whichever side the store's channel is. */
+const DEFEND_BOTH: readonly ChannelRole[] = ["payer", "provider"];
 
 export class Watchtower {
   readonly follower: ChainFollower;
@@ -138,7 +152,10 @@ export class Watchtower {
   async defendClosing(): Promise<void> {
     const { store } = this.parameters;
     for (const channel of store.listChannels({ status: "closing" })) {
-      if (store.getClosing(channel.sessionId)) await this.#defend(channel.sessionId);
+      const closing = store.getClosing(channel.sessionId);
+      if (!closing) continue;
+      await this.#defend(channel.sessionId);
+      await this.#anchor(channel.sessionId, closing.finalizesAt);
     }
   }
 
@@ -229,6 +246,7 @@ export class Watchtower {
           const state: ClosingState = { ...previous.state, seq, amount, receiptRoot };
           await store.putClosing(sessionId, { state, finalizesAt: BigInt(finalizesAt), closer: challenger, txHash: event.transactionHash });
           await this.#defend(sessionId);
+          await this.#anchor(sessionId, BigInt(finalizesAt));
           break;
         }
         case "ChannelReleased": {
@@ -271,11 +289,12 @@ export class Watchtower {
 
   /** Challenges the recorded close of `sessionId` if the store holds a newer ticket and the window is open. */
   async #defend(sessionId: Hex): Promise<void> {
-    const { store, publicClient, wallet, escrow, defend = ["provider"] } = this.parameters;
+    const { store, publicClient, wallet, escrow, defend = DEFEND_BOTH } = this.parameters;
     const channel = store.getChannel(sessionId);
     const closing = store.getClosing(sessionId);
     const newest = store.latestTicket(sessionId);
-    if (!channel || !closing || !newest || !defend.includes(channel.role)) return;
+    // A payer's newer ticket would only pay the provider more: a payer's side is defended by #anchor.
+    if (!channel || !closing || !newest || channel.role !== "provider" || !defend.includes(channel.role)) return;
     const { state, finalizesAt } = closing;
     // The escrow takes only a ticket that raises the cumulative amount (see GasEscrow.challenge).
     const owesMore = newest.ticket.cumulativeAmount > state.amount;
@@ -327,10 +346,10 @@ export class Watchtower {
    * nothing is closed.
    */
   async #secureRevoked(sessionId: Hex, revoked: (grant: NonNullable<Awaited<ReturnType<typeof grantForTicket>>>) => boolean, why: string): Promise<void> {
-    const { store, publicClient, wallet, escrow, defend = ["provider"] } = this.parameters;
+    const { store, publicClient, wallet, escrow, defend = DEFEND_BOTH } = this.parameters;
     const channel = store.getChannel(sessionId);
     const newest = store.latestTicket(sessionId);
-    if (!channel || !newest || !defend.includes(channel.role) || channel.status === "settled") return;
+    if (!channel || !newest || channel.role !== "provider" || !defend.includes(channel.role) || channel.status === "settled") return;
     const grant = await this.#grantOf(channel, newest);
     if (!grant || !revoked(grant)) return;
     const phase = await publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "phaseOf", args: [sessionId] });
@@ -370,28 +389,45 @@ export class Watchtower {
   }
 
   /**
-   * A payer's tower (`defend` includes "payer"): when its channel closes, anchors the newest receipt commit the
-   * provider signed, unless that root is anchored already, so every receipt it covers stays provable whatever
-   * ticket is recorded (decision 0003).
+   * A payer's channel (`defend` includes "payer", the default): when the recorded root lags the newest receipt
+   * commit the provider signed, anchors that commit unless it is anchored already, so every receipt it covers
+   * stays provable whatever ticket is recorded (decision 0003). Runs when a close or challenge is seen and on
+   * every poll (a commit may reach the store after the close); a state already handled is not re-read. A
+   * failure is logged, never thrown: a handler that throws would have the follower re-deliver the batch forever.
    */
   async #anchor(sessionId: Hex, finalizesAt: bigint): Promise<void> {
-    const { store, publicClient, wallet, escrow, defend = ["provider"] } = this.parameters;
+    const { store, publicClient, wallet, escrow, defend = DEFEND_BOTH } = this.parameters;
     const channel = store.getChannel(sessionId);
-    if (!channel || channel.role !== "payer" || !defend.includes("payer")) return;
-    // Only the payer or the funder may anchor; a tower paying gas from another account leaves it to `ioi close`.
+    const closing = store.getClosing(sessionId);
+    if (!channel || !closing || channel.role !== "payer" || !defend.includes("payer")) return;
+    // Only the payer or the funder may anchor; a tower paying gas from another account leaves it to `ioi anchor`.
     const { payer, funder } = channel.ref.terms;
     if (!isAddressEqual(wallet.account.address, payer) && !isAddressEqual(wallet.account.address, funder)) return;
     const commit = store.latestCommit(sessionId, "provider");
-    if (!commit) return;
-    if ((await publicClient.getBlock()).timestamp >= finalizesAt) return;
-    const already = await publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "anchoredCommitOf", args: [sessionId, commit.commit.root] });
-    if (already !== 0n) return;
-    const anchored = await anchorReceiptCommit({ wallet, publicClient, escrow, ref: channel.ref, commit });
-    this.parameters.logger?.info(
-      { event: "watchtower.anchored", sessionId, leafCount: anchored.leafCount.toString(), root: anchored.root, txHash: anchored.hash },
-      "provider's receipt commit anchored",
-    );
+    const state = `${closing.state.receiptRoot}:${commit?.commit.leafCount ?? 0n}`;
+    if (this.#anchorHandled.get(sessionId) === state) return;
+    if (!commitToAnchor({ leaves: store.leaves(sessionId), recordedRoot: closing.state.receiptRoot, commit })) {
+      this.#anchorHandled.set(sessionId, state);
+      return;
+    }
+    if ((await publicClient.getBlock()).timestamp >= finalizesAt) return; // the escrow no longer takes it
+    try {
+      const outcome = await anchorIfLagging({ wallet, publicClient, escrow, store, channel, recordedRoot: closing.state.receiptRoot });
+      this.#anchorHandled.set(sessionId, state);
+      if (outcome.status !== "anchored") return;
+      const { anchored } = outcome;
+      this.parameters.logger?.info(
+        { event: "watchtower.anchored", sessionId, leafCount: anchored.leafCount.toString(), root: anchored.root, recordedRoot: closing.state.receiptRoot, txHash: anchored.hash },
+        "provider's receipt commit anchored: the recorded root lagged it",
+      );
+    } catch (error) {
+      this.parameters.logger?.warn({ event: "watchtower.anchor_failed", sessionId, error: errorText(error) }, "could not anchor the provider's receipt commit");
+      this.parameters.onError?.(error);
+    }
   }
+
+  /** Per payer channel, the (recorded root, newest commit) pair already anchored or found not lagging. */
+  readonly #anchorHandled = new Map<Hex, string>();
 
   /** Finalises every closing channel of the store whose window (and any dispute) has passed. */
   async finalizeDue(): Promise<void> {

@@ -138,8 +138,10 @@ export interface ChannelStore {
   getFaultStatement(sessionId: Hex, seq: bigint): SignedFaultStatement | undefined;
 
   /**
-   * Provider: a payer's session-key grant for the session (decision 0025), persisted BEFORE any ticket signed
-   * by its key is accepted, so the ticket can always be submitted on-chain with it. Idempotent.
+   * A payer's session-key grant for the session (decision 0025). Provider: persisted BEFORE any ticket signed
+   * by its key is accepted, so the ticket can always be submitted on-chain with it. Payer: persisted when it
+   * signs the grant (`ioi session-key authorize --session`) and before it signs a ticket with the key, so a
+   * session case can show the ticket is the payer's (issue 27 finding 9). Idempotent.
    */
   putSessionKeyGrant(sessionId: Hex, signed: SignedSessionKeyGrant): Promise<void>;
   /** The session's stored grants (only those naming `key`, if given), in the order they were stored. */
