@@ -788,7 +788,11 @@ class Model {
       else if (at <= BigInt(k.deadline)) expected = "DeadlineNotPassed";
       // Governance did not decide: the verdict that stood before the appeal, else no refund (the subject ends as
       // without a dispute), no slash, both bonds back.
-      else if (k.status === STATUS.SlowPath) outcome = this.standing(c) ?? { verdict: VERDICT.NoFault, refund: 0n, slash: 0n };
+      else if (k.status === STATUS.SlowPath) {
+        const standing = this.standing(c);
+        if (!standing) this.count("expire: no verdict ever, subject as without a dispute");
+        outcome = standing ?? { verdict: VERDICT.NoFault, refund: 0n, slash: 0n };
+      }
       send = () => s.disputes.write.expire([c.id, recorded], { account: s.watcher.account });
     } else {
       const cap = this.capOf(c, k.value);
