@@ -23,7 +23,7 @@
  */
 
 /** Bumped whenever the rewriting changes what is counted. */
-export const FUEL_METER_VERSION = 1;
+export const FUEL_METER_VERSION = 2;
 
 /** The export under which the metered module exposes its fuel global (mutable i64). */
 export const FUEL_EXPORT = "ioi_fuel";
@@ -109,10 +109,23 @@ function skipBlockType(r: Reader): void {
 }
 
 /**
- * Rewrites one function body's expression, inserting a charge after every `loop` header; returns the new
- * expression bytes (with a charge at its start too).
+ * Before `memory.copy` / `memory.fill` (length on top of the stack): keep the length in `local`, and charge
+ * one unit per {@link BULK_BYTES_PER_UNIT} bytes, trapping if that empties the fuel.
  */
-function meterExpression(r: Reader, end: number, global: number): number[] {
+function chargeBulk(global: number, local: number): number[] {
+  const g = leb(global);
+  const l = leb(local);
+  return [0x22, ...l, 0x23, ...g, 0x20, ...l, 0xad, 0x42, 0x06, 0x88, 0x7d, 0x24, ...g, 0x23, ...g, 0x42, 0x00, 0x53, 0x04, 0x40, 0x00, 0x0b];
+}
+
+/** Bytes of `memory.copy` / `memory.fill` per unit of fuel (2^6). */
+export const BULK_BYTES_PER_UNIT = 64;
+
+/**
+ * Rewrites one function body's expression, inserting a charge after every `loop` header and before every
+ * bulk memory operation; returns the new expression bytes (with a charge at its start too).
+ */
+function meterExpression(r: Reader, end: number, global: number, scratch: number): number[] {
   const out: number[] = [...charge(global)];
   let from = r.pos;
   const flush = () => {
@@ -171,7 +184,16 @@ function meterExpression(r: Reader, end: number, global: number): number[] {
         r.skip(1);
         break;
       case op === 0xfc: {
+        const at = r.pos - 1;
         const sub = r.u32();
+        if (sub === 10 || sub === 11) {
+          // Emit everything before this instruction, then the bulk charge, then the instruction itself.
+          const opStart = r.pos;
+          r.pos = at;
+          flush();
+          out.push(...chargeBulk(global, scratch));
+          r.pos = opStart;
+        }
         if (sub <= 7) break;
         if (sub === 8) (r.u32(), r.skip(1));
         else if (sub === 9 || sub === 13 || (sub >= 15 && sub <= 17)) r.u32();
@@ -233,6 +255,26 @@ export function meterWasm(input: Uint8Array): Uint8Array {
   const exported = er.u32();
   exportSection.body = new Uint8Array([...leb(exported + 1), ...exportSection.body.subarray(er.pos), ...name(FUEL_EXPORT), 0x03, ...leb(fuelIndex)]);
 
+  // Parameter counts of each defined function (its scratch local goes after its parameters and locals).
+  const typeParams: number[] = [];
+  const typeSection = sections.find((s) => s.id === 1);
+  if (typeSection) {
+    const tr = new Reader(typeSection.body);
+    for (let n = tr.u32(); n > 0; n--) {
+      if (tr.byte() !== 0x60) throw new FuelMeterError("a type that is not a function type");
+      const params = tr.u32();
+      tr.skip(params);
+      tr.skip(tr.u32());
+      typeParams.push(params);
+    }
+  }
+  const functionTypes: number[] = [];
+  const functionSection = sections.find((s) => s.id === 3);
+  if (functionSection) {
+    const fr = new Reader(functionSection.body);
+    for (let n = fr.u32(); n > 0; n--) functionTypes.push(fr.u32());
+  }
+
   const code = sections.find((s) => s.id === 10);
   if (!code) throw new FuelMeterError("the module has no code");
   const cr = new Reader(code.body);
@@ -242,10 +284,15 @@ export function meterWasm(input: Uint8Array): Uint8Array {
   for (let i = 0; i < count; i++) {
     const size = cr.u32();
     const end = cr.pos + size;
-    const start = cr.pos;
-    for (let n = cr.u32(); n > 0; n--) (cr.u32(), cr.skip(1));
-    const locals = [...code.body.subarray(start, cr.pos)];
-    const expression = meterExpression(cr, end, fuelIndex);
+    const groups = cr.u32();
+    const groupStart = cr.pos;
+    let declared = 0;
+    for (let n = groups; n > 0; n--) (declared += cr.u32(), cr.skip(1));
+    // One more i32 local: the scratch that holds a bulk operation's length.
+    const locals = [...leb(groups + 1), ...code.body.subarray(groupStart, cr.pos), 0x01, 0x7f];
+    const params = typeParams[functionTypes[i]!];
+    if (params === undefined) throw new FuelMeterError(`function ${i} has no type`);
+    const expression = meterExpression(cr, end, fuelIndex, params + declared);
     if (cr.pos !== end) throw new FuelMeterError(`function ${i} does not end where its size says`);
     const body = [...locals, ...expression];
     bodies.push(...leb(body.length));
