@@ -259,18 +259,28 @@ async function testSuiteCheck(item: Extract<RubricItem, { kind: "test_suite" }>,
 }
 
 /**
- * Whether the suite asked the deliverable the same questions (same tests, same requests, in the same order)
- * and got the same answers in both replays, up to where the shorter one stopped: then any difference in the
- * verdicts is the suite's own judgement changing with its inputs.
+ * Whether, in every test, the suite asked the deliverable the same questions and got the same answers in
+ * both replays (up to where it stopped asking in the shorter one): then any difference in the verdicts is
+ * the suite's own judgement changing with its inputs.
  */
 function sameExchanges(a: ReplayOutcome, b: ReplayOutcome): boolean {
-  const length = Math.min(a.calls.length, b.calls.length);
-  for (let i = 0; i < length; i++) {
-    const [x, y] = [a.calls[i]!, b.calls[i]!];
-    if (x.test !== y.test || x.request !== y.request || x.answer !== y.answer) return false;
+  // Per test: the calls both replays made agree (same request, same answer); one may have asked fewer.
+  const byTest = (outcome: ReplayOutcome) => {
+    const map = new Map<number, CallTraceLike[]>();
+    for (const call of outcome.calls) map.set(call.test, [...(map.get(call.test) ?? []), call]);
+    return map;
+  };
+  const [x, y] = [byTest(a), byTest(b)];
+  for (const [test, calls] of x) {
+    const other = y.get(test) ?? [];
+    for (let i = 0; i < Math.min(calls.length, other.length); i++) {
+      if (calls[i]!.request !== other[i]!.request || calls[i]!.answer !== other[i]!.answer) return false;
+    }
   }
-  return a.calls.length === b.calls.length || a.suiteFault !== null || b.suiteFault !== null;
+  return true;
 }
+
+type CallTraceLike = { test: number; request: string; answer: string };
 
 function failedNames(outcome: ReplayOutcome): string[] {
   return outcome.tests.filter((test) => !test.passed).map((test) => test.name);
