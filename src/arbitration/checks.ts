@@ -16,8 +16,15 @@
  *   clock and seed (`SUITE_INPUT_DEPENDENT`), or one that behaved differently in the two identical replays
  *   (`SUITE_NONDETERMINISTIC`). Its check passes (nothing is held against the deliverable) and names the
  *   fault; the runner then decides against the challenger.
- * Only evidence problems (suite missing or not the bound one, an unrunnable runner) and host faults (the
- * engine could not run, the host watchdog fired: `JUDGE_HOST_FAULT`) leave the case undecidable.
+ * - to the **challenger** (the client, who owes the bound suite): a package without the test suite, with a
+ *   suite that is not the bound one, or one that cannot be run (`TEST_SUITE_MISSING`,
+ *   `TEST_SUITE_HASH_MISMATCH`, `TEST_SUITE_INVALID`): nobody profits from their own missing evidence.
+ * A verdict that changes under the alternate inputs is the suite's (`SUITE_INPUT_DEPENDENT`) only when the
+ * suite asked the deliverable exactly the same questions and got exactly the same answers, yet judged them
+ * differently; when its questions changed, the deliverable's answers to the pinned questions decide (the
+ * pinned run is the verdict), so neither side can make its own behaviour the other's fault.
+ * Only a fault of the arbitrator's own host (the engine could not run, the host watchdog fired) stops Lane 1:
+ * it throws {@link JudgeHostFaultError} and the arbitrator abstains.
  * The same inputs always give a deep-equal result.
  */
 import { keccak256, stringToBytes, type Hex } from "viem";
@@ -42,7 +49,7 @@ import { upipCanonical, upipHashHex, type UpipRecord } from "./upip";
 /** One Lane 1 outcome, exactly as it appears in a Resolution's `objective_checks`. */
 export type ObjectiveCheck = { name: string; status: boolean; hash: Hex | null; detail: string | null };
 
-/** Why Lane 1 could not decide; every code makes the case undecidable rather than a fault of either party. */
+/** Evidence the challenger owed for the test suite and did not supply: decided against the challenger. */
 export const REASON_CODES = {
   testSuiteMissing: "TEST_SUITE_MISSING",
   testSuiteHashMismatch: "TEST_SUITE_HASH_MISMATCH",
@@ -63,6 +70,8 @@ export type ObjectiveChecksResult = {
   replays: UpipRecord[];
   /** Failing tests charged to the deliverable (0 otherwise): the `failedTests` of `penaltyFor`. */
   failedTests: number;
+  /** Tests of the bound suite the deliverable passed in the deciding replay (evidence of work done). */
+  passedTests: number;
   /** Ids of `semantic` rubric items, which need Lane 2. */
   needsLane2: string[];
   /** Sorted, unique {@link REASON_CODES}: the case is undecidable. */
@@ -100,6 +109,7 @@ export async function runObjectiveChecks(parameters: ObjectiveChecksParameters):
   const reasons = new Set<string>();
   const attribution = new Set<string>();
   let failedTests = 0;
+  let passedTests = 0;
   let suiteAtFault = false;
 
   for (const item of ics.rubric.items) {
@@ -112,6 +122,7 @@ export async function runObjectiveChecks(parameters: ObjectiveChecksParameters):
       checks.push(outcome.check);
       replays.push(...outcome.replays);
       failedTests += outcome.failedTests;
+      passedTests += outcome.passedTests;
       if (outcome.reason) reasons.add(outcome.reason);
       outcome.attribution.forEach((code) => attribution.add(code));
       suiteAtFault ||= outcome.suiteAtFault;
@@ -119,7 +130,7 @@ export async function runObjectiveChecks(parameters: ObjectiveChecksParameters):
     }
     checks.push(pureCheck(item, deliverable));
   }
-  return { checks, replays, failedTests, needsLane2, reasonCodes: [...reasons].sort(), attribution: [...attribution].sort(), suiteAtFault };
+  return { checks, replays, failedTests, passedTests, needsLane2, reasonCodes: [...reasons].sort(), attribution: [...attribution].sort(), suiteAtFault };
 }
 
 /*//////////////////////////////////////////////////////////////
@@ -130,6 +141,7 @@ type TestSuiteOutcome = {
   check: ObjectiveCheck;
   replays: UpipRecord[];
   failedTests: number;
+  passedTests: number;
   reason: string | null;
   attribution: string[];
   suiteAtFault: boolean;
@@ -138,13 +150,15 @@ type TestSuiteOutcome = {
 async function testSuiteCheck(item: Extract<RubricItem, { kind: "test_suite" }>, parameters: ObjectiveChecksParameters): Promise<TestSuiteOutcome> {
   const { ics, suite, deliverable, inputs, replay = engineReplay, actor = "ioi-arbitration/lane1" } = parameters;
   const name = item.id;
+  // Evidence the challenger owed: its absence or invalidity is held against the challenger, never the deliverable.
   const inconclusive = (reason: string, detail: string): TestSuiteOutcome => ({
-    check: { name, status: false, hash: null, detail: clip(`inconclusive (${reason}): ${detail}`) },
+    check: { name, status: true, hash: null, detail: clip(`evidence fault (${reason}): ${detail}; nothing is held against the deliverable`) },
     replays: [],
     failedTests: 0,
-    reason,
-    attribution: [],
-    suiteAtFault: false,
+    passedTests: 0,
+    reason: null,
+    attribution: [reason],
+    suiteAtFault: true,
   });
   const binding = ics.testSuite!; // icsFromJson refuses a test_suite item without a binding
   if (suite === null) return inconclusive(REASON_CODES.testSuiteMissing, "the package carries no test suite.");
@@ -180,9 +194,7 @@ async function testSuiteCheck(item: Extract<RubricItem, { kind: "test_suite" }>,
     if (error instanceof UnsupportedRunnerError || error instanceof InvalidBundleError) {
       return inconclusive(REASON_CODES.testSuiteInvalid, (error as BaseError).shortMessage);
     }
-    if (error instanceof JudgeHostFaultError || error instanceof EngineUnavailableError) {
-      return inconclusive(REASON_CODES.judgeHostFault, (error as BaseError).shortMessage);
-    }
+    if (error instanceof EngineUnavailableError) throw new JudgeHostFaultError("The judge engine is unavailable.", { cause: error });
     throw error;
   }
   const [first, second, shifted] = runs as [ReplayOutcome, ReplayOutcome, ReplayOutcome];
@@ -191,6 +203,7 @@ async function testSuiteCheck(item: Extract<RubricItem, { kind: "test_suite" }>,
     check: { name, status: true, hash: upipHashHex(records[0]!), detail: clip(`suite fault (${code}): ${detail}; nothing is held against the deliverable`) },
     replays: records,
     failedTests: 0,
+    passedTests: 0,
     reason: null,
     attribution: [code],
     suiteAtFault: true,
@@ -212,13 +225,14 @@ async function testSuiteCheck(item: Extract<RubricItem, { kind: "test_suite" }>,
       },
       replays: [first.record, second.record],
       failedTests: names.length,
+      passedTests: first.tests.filter((test) => test.passed && !failed.has(test.name)).length,
       reason: null,
       attribution: [ATTRIBUTION_CODES.deliverableNondeterministic],
       suiteAtFault: false,
     };
   }
   if (first.suiteFault) return suiteFault(first.suiteFault.code, first.suiteFault.detail, [first.record]);
-  if (shifted.suiteFault || verdictOf(shifted) !== verdictOf(first)) {
+  if ((shifted.suiteFault || verdictOf(shifted) !== verdictOf(first)) && sameExchanges(first, shifted)) {
     const what = shifted.suiteFault
       ? `${shifted.suiteFault.code}: ${shifted.suiteFault.detail}`
       : `${failedNames(shifted).length} of ${shifted.tests.length} tests failed instead of ${failedNames(first).length} of ${first.tests.length}`;
@@ -237,11 +251,36 @@ async function testSuiteCheck(item: Extract<RubricItem, { kind: "test_suite" }>,
     check: { name, status: names.length === 0, hash: upipHashHex(first.record), detail: clip(detail) },
     replays: [first.record],
     failedTests: names.length,
+    passedTests: first.tests.length - names.length,
     reason: null,
     attribution: [...new Set(faults.map((test) => test.fault!))].sort(),
     suiteAtFault: false,
   };
 }
+
+/**
+ * Whether, in every test, the suite asked the deliverable the same questions and got the same answers in
+ * both replays (up to where it stopped asking in the shorter one): then any difference in the verdicts is
+ * the suite's own judgement changing with its inputs.
+ */
+function sameExchanges(a: ReplayOutcome, b: ReplayOutcome): boolean {
+  // Per test: the calls both replays made agree (same request, same answer); one may have asked fewer.
+  const byTest = (outcome: ReplayOutcome) => {
+    const map = new Map<number, CallTraceLike[]>();
+    for (const call of outcome.calls) map.set(call.test, [...(map.get(call.test) ?? []), call]);
+    return map;
+  };
+  const [x, y] = [byTest(a), byTest(b)];
+  for (const [test, calls] of x) {
+    const other = y.get(test) ?? [];
+    for (let i = 0; i < Math.min(calls.length, other.length); i++) {
+      if (calls[i]!.request !== other[i]!.request || calls[i]!.answer !== other[i]!.answer) return false;
+    }
+  }
+  return true;
+}
+
+type CallTraceLike = { test: number; request: string; answer: string };
 
 function failedNames(outcome: ReplayOutcome): string[] {
   return outcome.tests.filter((test) => !test.passed).map((test) => test.name);

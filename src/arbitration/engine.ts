@@ -15,8 +15,12 @@
  * or module cache carries over between runs: the interrupt count and the memory accounting of a run are a
  * function of its inputs alone.
  *
- * {@link ENGINE_WASM_SHA256} is sha256 of the exact `.wasm` bytes this process compiles (read once, hashed,
- * then compiled from those same bytes), and is what the judge runtime hash commits to.
+ * Before compiling, the pinned bytes are metered (`fuel.ts`): every function entry and loop iteration of the
+ * engine takes a unit of fuel from a per-instance global, and the instance traps when it runs out, so native
+ * operations are budgeted as deterministically as bytecode. {@link engineWasmSha256} is sha256 of the exact
+ * metered bytes this process compiles (the pinned `.wasm` read once, metered, hashed, then compiled from those
+ * same bytes), and is what the judge runtime hash commits to; {@link enginePinnedWasmSha256} is that of the
+ * package's own `.wasm`.
  */
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -26,6 +30,7 @@ import baseVariant from "@jitl/quickjs-wasmfile-release-sync";
 import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSWASMModule } from "quickjs-emscripten-core";
 
 import { BaseError } from "../core/errors";
+import { FUEL_EXPORT, meterWasm } from "./fuel";
 
 /** The engine the judge runs: npm package and variant, both pinned exactly in package.json / package-lock.json. */
 export const ENGINE = {
@@ -51,7 +56,7 @@ type WasmApi = {
 };
 const Wasm = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
 
-type Loaded = { bytes: Buffer; module: WasmModule; sha256: string; glueSha256: string };
+type Loaded = { module: WasmModule; sha256: string; pinnedSha256: string; glueSha256: string };
 let loaded: Loaded | undefined;
 
 function load(): Loaded {
@@ -60,17 +65,27 @@ function load(): Loaded {
     const bytes = readFileSync(require.resolve(`${ENGINE.variant}/wasm`));
     // The variant loads its glue with import(), so the ES module build is the one that runs.
     const glue = readFileSync(join(dirname(require.resolve(`${ENGINE.variant}/package.json`)), "dist", "emscripten-module.mjs"));
-    const sha256 = createHash("sha256").update(bytes).digest("hex");
-    loaded = { bytes, module: new Wasm.Module(bytes), sha256, glueSha256: createHash("sha256").update(glue).digest("hex") };
+    const metered = meterWasm(bytes);
+    loaded = {
+      module: new Wasm.Module(metered),
+      sha256: createHash("sha256").update(metered).digest("hex"),
+      pinnedSha256: createHash("sha256").update(bytes).digest("hex"),
+      glueSha256: createHash("sha256").update(glue).digest("hex"),
+    };
     return loaded;
   } catch (cause) {
     throw new EngineUnavailableError(`The judge engine ${ENGINE.variant}@${ENGINE.version} could not be loaded.`, { cause });
   }
 }
 
-/** sha256 (hex) of the engine's WebAssembly bytes as compiled by this process. */
+/** sha256 (hex) of the engine's WebAssembly bytes as compiled by this process (metered, `fuel.ts`). */
 export function engineWasmSha256(): string {
   return load().sha256;
+}
+
+/** sha256 (hex) of the engine package's own `.wasm` (before metering). */
+export function enginePinnedWasmSha256(): string {
+  return load().pinnedSha256;
 }
 
 /** sha256 (hex) of the Emscripten glue that wires the engine's imports (whose time and environment imports are replaced). */
@@ -168,23 +183,34 @@ function sealImports(env: Record<string, unknown>, clockMs: number): Record<stri
   };
 }
 
+/** The fuel meter of one instance: units left (the instance traps below zero). */
+export type FuelGauge = { value: bigint };
+
+/** A sealed instance and its fuel gauge. */
+export type SealedInstance = { module: QuickJSWASMModule; fuel: FuelGauge };
+
 /**
  * A fresh, sealed engine instance (its own WebAssembly memory) whose clock reads `clockMs` and whose time
- * zone is UTC. Rejects with {@link EngineUnavailableError} if the engine cannot be loaded or sealed.
+ * zone is UTC, with its fuel gauge (empty: the host fills it before running anything). Rejects with
+ * {@link EngineUnavailableError} if the engine cannot be loaded or sealed.
  */
-export async function newSealedInstance(parameters: SealedInstanceParameters): Promise<QuickJSWASMModule> {
+export async function newSealedInstance(parameters: SealedInstanceParameters): Promise<SealedInstance> {
   const { module } = load();
+  let fuel: FuelGauge | undefined;
   const variant = newVariant(baseVariant, {
     emscriptenModule: {
       instantiateWasm(imports: WasmImports, done: (instance: WasmInstance, module: WasmModule) => void) {
         const instance = new Wasm.Instance(module, { ...imports, a: sealImports(imports.a!, parameters.clockMs) });
+        fuel = (instance.exports as Record<string, FuelGauge>)[FUEL_EXPORT];
         done(instance, module);
         return instance.exports;
       },
     } as never,
   });
   try {
-    return await newQuickJSWASMModuleFromVariant(variant);
+    const quickjs = await newQuickJSWASMModuleFromVariant(variant);
+    if (fuel === undefined) throw new EngineUnavailableError("The engine instance has no fuel meter.");
+    return { module: quickjs, fuel };
   } catch (cause) {
     if (cause instanceof EngineUnavailableError) throw cause;
     throw new EngineUnavailableError("A sealed engine instance could not be created.", { cause });

@@ -20,12 +20,12 @@
  */
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
-import type { QuickJSContext, QuickJSHandle, QuickJSRuntime, QuickJSWASMModule } from "quickjs-emscripten-core";
+import type { QuickJSContext, QuickJSHandle, QuickJSRuntime } from "quickjs-emscripten-core";
 import { hexToBytes, type Hex } from "viem";
 
 import { BaseError } from "../core/errors";
 import { bundleFromJson, type Bundle } from "./bundle";
-import { newSealedInstance } from "./engine";
+import { newSealedInstance, type FuelGauge, type SealedInstance } from "./engine";
 import { UnsupportedRunnerError } from "./errors";
 import type { Runner } from "./ics";
 import { DELIVERABLE_PRELUDE, MAX_MESSAGE_LENGTH, MAX_NAME_LENGTH, MAX_TESTS, SUITE_PRELUDE } from "./prelude";
@@ -87,6 +87,21 @@ export class JudgeHostFaultError extends BaseError {
   override name = "JudgeHostFaultError" as const;
 }
 
+/**
+ * Fuel (`fuel.ts`: one unit per function entry or loop iteration of the engine) per step of a budget: an
+ * ICS `step_budget` of n gives each side n × FUEL_PER_STEP units per test (and the suite as much to load).
+ */
+export const FUEL_PER_STEP = 20_000n;
+
+/**
+ * Fuel a message costs its sender per character, and gives its receiver: what reading it (parsing,
+ * canonicalising, comparing) costs the receiver, so a large answer is paid for by the side that produced it.
+ */
+export const BRIDGE_FUEL_PER_CHAR = 300n;
+
+/** Fuel an instance gets to install its prelude and read its bundle (fixed, the same for every replay). */
+const INSTALL_FUEL = 1_000_000_000n;
+
 /** Default memory budget of each instance. */
 export const DEFAULT_MEMORY_BYTES = 32 * 1024 * 1024;
 
@@ -112,34 +127,96 @@ function seedWords(seed: Hex): number[] {
 
 const sha256Hex = (text: string): string => bytesToHex(sha256(utf8ToBytes(text)));
 
-/** A sealed instance with its runtime, context, step counter and output buffer. */
+/** The side that exhausted its fuel inside a call (the instance trapped): never used again. */
+class FuelTrap extends Error {}
+
+/** A sealed instance with its runtime, context, fuel budget and output buffer. */
 class Side {
-  steps = 0;
-  phaseSteps = 0;
+  /** Fuel used in finished phases. */
+  spent = 0n;
+  /** The current phase's budget (grows with credits). */
+  phaseBudget = 0n;
   output: string[] = [];
   outputBytes = 0;
   overBudget: "steps" | "output" | null = null;
+  /** The instance trapped with its fuel gone: it stopped at the unit where it ran out and is dead. */
+  exhausted = false;
   hostFault = false;
   readonly runtime: QuickJSRuntime;
   readonly context: QuickJSContext;
+  readonly fuel: FuelGauge;
   handles: Record<string, QuickJSHandle> = {};
 
   constructor(
-    readonly module: QuickJSWASMModule,
+    instance: SealedInstance,
     readonly budgets: Budgets,
     readonly deadline: number,
   ) {
-    this.runtime = module.newRuntime();
+    this.fuel = instance.fuel;
+    this.fuel.value = INSTALL_FUEL;
+    this.phaseBudget = INSTALL_FUEL;
+    this.runtime = instance.module.newRuntime();
     this.runtime.setMemoryLimit(budgets.memoryBytes);
     this.runtime.setMaxStackSize(MAX_STACK_BYTES);
+    // Between bytecode instructions: the host watchdog, and a clean stop once a budget is gone.
     this.runtime.setInterruptHandler(() => {
-      this.steps++;
-      this.phaseSteps++;
       if (performance.now() > this.deadline) this.hostFault = true;
-      if (this.phaseSteps > this.budgets.stepsPerTest) this.overBudget ??= "steps";
+      if (this.fuel.value < 0n) this.overBudget ??= "steps";
       return this.hostFault || this.overBudget !== null;
     });
     this.context = this.runtime.newContext();
+  }
+
+  /** Starts a phase (loading, or one test) with `fuel` units. */
+  startPhase(fuel: bigint): void {
+    this.spent += this.used();
+    this.phaseBudget = fuel;
+    this.fuel.value = fuel;
+  }
+
+  /** Fuel used in the current phase. */
+  used(): bigint {
+    const left = this.fuel.value;
+    return left < 0n ? this.phaseBudget : this.phaseBudget - left;
+  }
+
+  /** Total fuel used so far. */
+  total(): bigint {
+    return this.spent + this.used();
+  }
+
+  /** Gives the current phase `units` more fuel (work the other side caused it). */
+  credit(units: bigint): void {
+    if (this.exhausted) return;
+    this.phaseBudget += units;
+    this.fuel.value += units;
+  }
+
+  /** Takes `units` of the current phase's fuel (work it caused the other side); false if that exhausts it. */
+  charge(units: bigint): boolean {
+    this.fuel.value -= units;
+    if (this.fuel.value >= 0n) return true;
+    this.overBudget ??= "steps";
+    return false;
+  }
+
+  /**
+   * Runs `fn` against the instance. A trap with the fuel gone marks the side exhausted and throws
+   * {@link FuelTrap}; any other failure of the engine itself is the host's ({@link JudgeHostFaultError}).
+   */
+  run<T>(fn: () => T): T {
+    if (this.exhausted) throw new FuelTrap();
+    try {
+      return fn();
+    } catch (error) {
+      if (error instanceof JudgeHostFaultError) throw error;
+      if (this.fuel.value < 0n) {
+        this.exhausted = true;
+        this.overBudget ??= "steps";
+        throw new FuelTrap();
+      }
+      throw new JudgeHostFaultError("The judge engine failed.", { cause: error });
+    }
   }
 
   /** Appends output within the budget; past it, marks the side over budget (the next interrupt stops it) and reports false. */
@@ -154,76 +231,94 @@ class Side {
     return true;
   }
 
-  /** Installs the prelude with the host object and keeps its handles. */
+  /** Installs the prelude with the host object and keeps its handles (on the fixed install allowance). */
   install(prelude: string, files: Record<string, string>, seed: Hex, extra: Record<string, (...args: QuickJSHandle[]) => QuickJSHandle | void>): void {
     const ctx = this.context;
-    const host = ctx.newObject();
-    ctx.setProp(host, "files", ctx.newString(JSON.stringify(files)));
-    const seedArray = ctx.newArray();
-    seedWords(seed).forEach((word, i) => ctx.setProp(seedArray, i, ctx.newNumber(word)));
-    ctx.setProp(host, "seed", seedArray);
-    seedArray.dispose();
-    const print = ctx.newFunction("print", (text) => {
-      if (!this.print(ctx.getString(text))) throw new Error("output budget exceeded");
+    this.run(() => {
+      const host = ctx.newObject();
+      ctx.setProp(host, "files", ctx.newString(JSON.stringify(files)));
+      const seedArray = ctx.newArray();
+      seedWords(seed).forEach((word, i) => ctx.setProp(seedArray, i, ctx.newNumber(word)));
+      ctx.setProp(host, "seed", seedArray);
+      seedArray.dispose();
+      const print = ctx.newFunction("print", (text) => {
+        if (!this.print(ctx.getString(text))) throw new Error("output budget exceeded");
+      });
+      ctx.setProp(host, "print", print);
+      print.dispose();
+      const compile = ctx.newFunction("compile", (pathHandle) => {
+        const path = ctx.getString(pathHandle);
+        const source = Object.hasOwn(files, path) ? files[path]! : "";
+        // One line of wrapper before the source keeps the source's own line numbers.
+        const result = ctx.evalCode(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, path);
+        if (result.error) throw result.error;
+        return result.value;
+      });
+      ctx.setProp(host, "compile", compile);
+      compile.dispose();
+      for (const [name, fn] of Object.entries(extra)) {
+        const handle = ctx.newFunction(name, fn);
+        ctx.setProp(host, name, handle);
+        handle.dispose();
+      }
+      const factory = ctx.unwrapResult(ctx.evalCode(prelude, "ioi:prelude"));
+      const api = ctx.unwrapResult(ctx.callFunction(factory, ctx.undefined, host));
+      factory.dispose();
+      host.dispose();
+      for (const key of ["runEntry", "runTest", "collect", "crashOutcome", "invoke"]) {
+        const handle = ctx.getProp(api, key);
+        if (ctx.typeof(handle) === "function") this.handles[key] = handle;
+        else handle.dispose();
+      }
+      api.dispose();
     });
-    ctx.setProp(host, "print", print);
-    print.dispose();
-    const compile = ctx.newFunction("compile", (pathHandle) => {
-      const path = ctx.getString(pathHandle);
-      const source = Object.hasOwn(files, path) ? files[path]! : "";
-      // One line of wrapper before the source keeps the source's own line numbers.
-      const result = ctx.evalCode(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, path);
-      if (result.error) throw result.error;
-      return result.value;
-    });
-    ctx.setProp(host, "compile", compile);
-    compile.dispose();
-    for (const [name, fn] of Object.entries(extra)) {
-      const handle = ctx.newFunction(name, fn);
-      ctx.setProp(host, name, handle);
-      handle.dispose();
-    }
-    const factory = ctx.unwrapResult(ctx.evalCode(prelude, "ioi:prelude"));
-    const api = ctx.unwrapResult(ctx.callFunction(factory, ctx.undefined, host));
-    factory.dispose();
-    host.dispose();
-    for (const key of ["runEntry", "runTest", "collect", "crashOutcome", "invoke"]) {
-      const handle = ctx.getProp(api, key);
-      if (ctx.typeof(handle) === "function") this.handles[key] = handle;
-      else handle.dispose();
-    }
-    api.dispose();
   }
 
-  /** Calls a prelude function with string/number arguments; returns its string result or the error's dump. */
-  callApi(name: string, ...args: Array<string | number>): { value: string } | { error: unknown } {
-    const ctx = this.context;
-    const handles = args.map((arg) => (typeof arg === "string" ? ctx.newString(arg) : ctx.newNumber(arg)));
+  /**
+   * Calls a prelude function with string/number arguments; returns its string result, the error's dump, or
+   * `{ trapped: true }` when the side ran out of fuel inside the call (the instance is then dead).
+   */
+  callApi(name: string, ...args: Array<string | number>): { value: string } | { error: unknown } | { trapped: true } {
     try {
-      const result = ctx.callFunction(this.handles[name]!, ctx.undefined, ...handles);
-      if (result.error) {
-        const dumped: unknown = safeDump(ctx, result.error);
-        result.error.dispose();
-        return { error: dumped };
-      }
-      const value = ctx.typeof(result.value) === "string" ? ctx.getString(result.value) : String(ctx.dump(result.value));
-      result.value.dispose();
-      return { value };
-    } finally {
-      handles.forEach((handle) => handle.dispose());
+      return this.run(() => {
+        const ctx = this.context;
+        const handles = args.map((arg) => (typeof arg === "string" ? ctx.newString(arg) : ctx.newNumber(arg)));
+        try {
+          const result = ctx.callFunction(this.handles[name]!, ctx.undefined, ...handles);
+          if (result.error) {
+            const dumped: unknown = safeDump(ctx, result.error);
+            result.error.dispose();
+            return { error: dumped };
+          }
+          const value = ctx.typeof(result.value) === "string" ? ctx.getString(result.value) : String(ctx.dump(result.value));
+          result.value.dispose();
+          return { value };
+        } finally {
+          if (this.fuel.value >= 0n) handles.forEach((handle) => handle.dispose());
+        }
+      });
+    } catch (error) {
+      if (error instanceof FuelTrap) return { trapped: true };
+      throw error;
     }
   }
 
   /** Runs pending promise jobs until none are left or a budget stops it. */
   drainJobs(): void {
-    for (;;) {
-      if (!this.runtime.hasPendingJob()) return;
-      const result = this.runtime.executePendingJobs();
-      if (result.error) {
-        result.error.dispose();
-        return;
-      }
-      if (this.overBudget !== null || this.hostFault) return;
+    try {
+      this.run(() => {
+        for (;;) {
+          if (!this.runtime.hasPendingJob()) return;
+          const result = this.runtime.executePendingJobs();
+          if (result.error) {
+            result.error.dispose();
+            return;
+          }
+          if (this.overBudget !== null || this.hostFault) return;
+        }
+      });
+    } catch (error) {
+      if (!(error instanceof FuelTrap)) throw error;
     }
   }
 }
@@ -298,27 +393,37 @@ export async function replay(parameters: ReplayParameters): Promise<ReplayOutcom
   let suiteFault: SuiteFault | null = null;
   let current = -1;
   let testFault: DeliverableFault | null = null;
-  let deliverableSteps = 0;
+  let deliverableSteps = 0n;
   let deliverableOutput: string[] = [];
   let deliverableOutputBytes = 0;
   let host: Side | null = null;
+
+  const phaseFuel = BigInt(budgets.stepsPerTest) * FUEL_PER_STEP;
+  // A host fault met inside a host callback: kept here, never thrown into the guest that made the callback.
+  let hostError: JudgeHostFaultError | null = null;
 
   const newDeliverable = async (): Promise<Side> => {
     const side = new Side(await newInstance(inputs.deliverable.clockMs), budgets, deadline);
     side.outputBytes = deliverableOutputBytes;
     side.output = deliverableOutput;
-    side.install(DELIVERABLE_PRELUDE, deliverable.files, inputs.deliverable.seed, {});
+    try {
+      side.install(DELIVERABLE_PRELUDE, deliverable.files, inputs.deliverable.seed, {});
+    } catch (cause) {
+      throw new JudgeHostFaultError("The deliverable's prelude could not be installed.", { cause });
+    }
+    side.startPhase(phaseFuel);
     return side;
   };
   const retire = (side: Side) => {
-    deliverableSteps += side.steps;
+    deliverableSteps += side.total();
     deliverableOutputBytes = side.outputBytes;
     deliverableOutput = side.output;
   };
+  const answer = (value: object) => JSON.stringify(value);
 
-  // The bridge: one request string in, one answer string out; nothing else crosses.
-  const invoke = (requestText: string): string => {
-    const answer = (value: object) => JSON.stringify(value);
+  // The bridge: one request string in, one answer string out; nothing else crosses. Each message costs its
+  // sender BRIDGE_FUEL_PER_CHAR per character and gives its receiver as much (what reading it costs).
+  const bridge = (requestText: string): string => {
     if (testFault !== null) return answer({ error: faultMessage(testFault) });
     if (requestText.length > MAX_MESSAGE_LENGTH) return answer({ error: `the request is longer than ${MAX_MESSAGE_LENGTH} characters` });
     const request = JSON.parse(requestText) as { module: unknown; fn: unknown; args: unknown };
@@ -331,24 +436,43 @@ export async function replay(parameters: ReplayParameters): Promise<ReplayOutcom
     }
     const side = host!;
     const forwarded = JSON.stringify({ module, fn: request.fn, args: request.args });
+    const toll = BigInt(forwarded.length) * BRIDGE_FUEL_PER_CHAR;
+    // The suite pays for what its request costs the deliverable to read; without the fuel, the call is not made.
+    if (!suiteSide.charge(toll)) return answer({ error: "the suite has no fuel left to send this request" });
+    side.credit(toll);
     let result = side.callApi("invoke", forwarded);
     if ("value" in result && result.value === "pending") {
       side.drainJobs();
-      result = side.overBudget !== null || side.hostFault ? { error: "stopped" } : side.callApi("collect");
+      result = side.overBudget !== null || side.hostFault || side.exhausted ? { error: "stopped" } : side.callApi("collect");
       if ("value" in result && result.value === "") result = { value: answer({ error: "the deliverable's promise never settled" }) };
     }
-    let text: string;
     if (side.hostFault) throw new JudgeHostFaultError("The host watchdog stopped the deliverable.");
-    if (side.overBudget !== null || "error" in result || result.value === '{"fault":"memory"}') {
+    let text: string;
+    if (side.overBudget !== null || !("value" in result) || result.value === '{"fault":"memory"}') {
       testFault = side.overBudget === "steps" ? "DELIVERABLE_STEP_BUDGET" : side.overBudget === "output" ? "DELIVERABLE_OUTPUT_LIMIT" : "DELIVERABLE_MEMORY_LIMIT";
       text = answer({ error: faultMessage(testFault) });
     } else if (result.value.length > MAX_MESSAGE_LENGTH) {
       text = answer({ error: `the answer is longer than ${MAX_MESSAGE_LENGTH} characters` });
+    } else if (!side.charge(BigInt(result.value.length) * BRIDGE_FUEL_PER_CHAR)) {
+      // The deliverable pays for what its answer costs the suite to read.
+      testFault = "DELIVERABLE_STEP_BUDGET";
+      text = answer({ error: faultMessage(testFault) });
     } else {
       text = result.value;
+      suiteSide.credit(BigInt(text.length) * BRIDGE_FUEL_PER_CHAR);
     }
     calls.push({ test: current, request: sha256Hex(forwarded), answer: sha256Hex(text) });
     return text;
+  };
+  const invoke = (requestText: string): string => {
+    try {
+      return bridge(requestText);
+    } catch (error) {
+      // Never an exception inside the suite: the suite is stopped at its next step and the replay abstains.
+      hostError ??= error instanceof JudgeHostFaultError ? error : new JudgeHostFaultError("The bridge failed.", { cause: error });
+      suiteSide.hostFault = true;
+      return answer({ error: "the judge's host stopped this replay" });
+    }
   };
 
   const suiteSide = new Side(await newInstance(inputs.suite.clockMs), budgets, deadline);
@@ -368,8 +492,12 @@ export async function replay(parameters: ReplayParameters): Promise<ReplayOutcom
     throw new JudgeHostFaultError("The suite's prelude could not be installed.", { cause });
   }
 
-  const suiteStop = (): SuiteFault | null => {
+  const hostStop = () => {
+    if (hostError) throw hostError;
     if (suiteSide.hostFault) throw new JudgeHostFaultError("The host watchdog stopped the suite.");
+  };
+  const suiteStop = (): SuiteFault | null => {
+    hostStop();
     if (suiteSide.overBudget === "steps") return { code: "SUITE_STEP_BUDGET", detail: `the suite used more than ${budgets.stepsPerTest} steps${current < 0 ? " while loading" : ` in test ${JSON.stringify(names[current])}`}` };
     if (suiteSide.overBudget === "output") return { code: "SUITE_OUTPUT_LIMIT", detail: `the suite printed more than ${budgets.outputBytes} bytes` };
     return null;
@@ -377,6 +505,7 @@ export async function replay(parameters: ReplayParameters): Promise<ReplayOutcom
 
   try {
     // Load: the suite registers its tests.
+    suiteSide.startPhase(phaseFuel);
     const loaded = suiteSide.callApi("runEntry", entry);
     suiteFault = suiteStop();
     if (suiteFault === null && "error" in loaded) {
@@ -390,12 +519,13 @@ export async function replay(parameters: ReplayParameters): Promise<ReplayOutcom
       current = index;
       testFault = null;
       if (host === null) host = await newDeliverable();
-      host.phaseSteps = 0;
-      suiteSide.phaseSteps = 0;
+      else host.startPhase(phaseFuel);
+      suiteSide.startPhase(phaseFuel);
       let raw = suiteSide.callApi("runTest", index);
       if ("value" in raw && raw.value === "pending") {
         suiteSide.drainJobs();
-        raw = suiteSide.overBudget !== null || suiteSide.hostFault ? raw : suiteSide.callApi("collect");
+        raw = suiteSide.overBudget !== null || suiteSide.hostFault || suiteSide.exhausted || hostError ? raw : suiteSide.callApi("collect");
+        hostStop();
         if ("value" in raw && raw.value === "") {
           suiteFault = { code: "SUITE_NEVER_SETTLED", detail: `test ${JSON.stringify(names[index])} returned a promise that never settled` };
           break;
@@ -403,9 +533,9 @@ export async function replay(parameters: ReplayParameters): Promise<ReplayOutcom
       }
       suiteFault = suiteStop();
       if (suiteFault !== null) break;
-      if ("error" in raw) {
+      if (!("value" in raw)) {
         // Only an uncatchable stop escapes runTest; anything else is the suite's own crash.
-        suiteFault = { code: "SUITE_CRASHED", detail: `test ${JSON.stringify(names[index])} stopped the suite: ${errorText(raw.error)}` };
+        suiteFault = { code: "SUITE_CRASHED", detail: `test ${JSON.stringify(names[index])} stopped the suite: ${"error" in raw ? errorText(raw.error) : "out of fuel"}` };
         break;
       }
       const verdict = JSON.parse(raw.value) as { passed: boolean; kind?: string; message?: string };
@@ -435,6 +565,7 @@ export async function replay(parameters: ReplayParameters): Promise<ReplayOutcom
   } finally {
     if (host !== null) retire(host);
   }
+  hostStop();
 
   const failed = results.filter((r) => !r.passed).map((r) => r.name);
   const stdout = [...suiteSide.output, ...transcript].join("") + `${JSON.stringify({ total: names.length, failed, suite_fault: suiteFault?.code ?? null })}\n`;
@@ -459,12 +590,12 @@ export async function replay(parameters: ReplayParameters): Promise<ReplayOutcom
       failedTests: failed,
       deliverableFaults: results.filter((r) => r.fault !== null).map((r) => ({ test: r.name, fault: r.fault! })),
       suiteFault: suiteFault?.code ?? null,
-      steps: { suite: suiteSide.steps, deliverable: deliverableSteps },
+      steps: { suite: Number(suiteSide.total()), deliverable: Number(deliverableSteps) },
       stdout,
       stderr,
     }),
   });
-  return { record, tests: results, suiteFault, stdout, stderr, calls, steps: { suite: suiteSide.steps, deliverable: deliverableSteps } };
+  return { record, tests: results, suiteFault, stdout, stderr, calls, steps: { suite: Number(suiteSide.total()), deliverable: Number(deliverableSteps) } };
 }
 
 function faultMessage(fault: DeliverableFault): string {

@@ -18,8 +18,11 @@ import { BaseError } from "../core/errors";
 import { NO_FAULT_CODES } from "../core/fault-statement";
 import type { Bundle } from "./bundle";
 import { runObjectiveChecks, type ObjectiveChecksParameters, type ObjectiveChecksResult } from "./checks";
+import { EngineUnavailableError } from "./engine";
+import { JudgeHostFaultError } from "./replay";
 import type { CaseContext } from "./context";
 import { ENGINE, engineWasmSha256 } from "./engine";
+import { FUEL_METER_VERSION } from "./fuel";
 import { gigInputs } from "./pinned";
 import { HARNESS_SHA256 } from "./prelude";
 import { penaltyFor, unserviceableRefund, type Ics } from "./ics";
@@ -35,7 +38,7 @@ import {
 } from "./resolution";
 
 /** The judge runtime this runner is: what arbitrators pin in the registry (whitepaper 8.3.1.4). */
-export const JUDGE_RUNTIME = { runner: "ioi-arbitration", version: "3", lanes: [0, 1], runtime: "quickjs-wasm" } as const;
+export const JUDGE_RUNTIME = { runner: "ioi-arbitration", version: "4", lanes: [0, 1], runtime: "quickjs-wasm" } as const;
 
 /**
  * The hash arbitrators register: the runner's identity and version, the judge engine's WebAssembly bytes
@@ -47,7 +50,7 @@ export function judgeRuntimeHash(): Hex {
   return artifactId({
     ...JUDGE_RUNTIME,
     lanes: [...JUDGE_RUNTIME.lanes],
-    engine: { package: ENGINE.package, version: ENGINE.version, variant: ENGINE.variant, wasm_sha256: engineWasmSha256() },
+    engine: { package: ENGINE.package, version: ENGINE.version, variant: ENGINE.variant, wasm_sha256: engineWasmSha256(), fuel_meter: FUEL_METER_VERSION },
     harness_sha256: HARNESS_SHA256,
   });
 }
@@ -144,6 +147,23 @@ export type ArbitrationRun = {
   audit: AuditEntry[];
 };
 
+/** Why an arbitrator abstained: a fault of its own host, never of a party. */
+export const ABSTAIN_REASON = "JUDGE_HOST_FAULT" as const;
+
+/**
+ * The arbitrator's own host could not complete the run (the watchdog fired, the engine could not be loaded or
+ * failed): no verdict and nothing to sign. Another arbitrator, or this one later, judges the case.
+ */
+export type Abstention = { state: "abstain"; reason: typeof ABSTAIN_REASON; detail: string; audit: AuditEntry[] };
+
+/** {@link arbitrate} met a host fault: the arbitrator abstains (`abstention` says why); nothing may be signed. */
+export class ArbitratorAbstainedError extends BaseError {
+  override name = "ArbitratorAbstainedError" as const;
+  constructor(readonly abstention: Abstention) {
+    super(`The arbitrator abstains: ${abstention.detail}`);
+  }
+}
+
 type Decision = {
   verdict: FinalVerdict;
   refund: bigint;
@@ -155,8 +175,19 @@ type Decision = {
   lane1: ObjectiveChecksResult | null;
 };
 
-/** Runs one arbitration of `pkg` against `ctx` to a delivered verdict or a fail-safe undecidable resolution. */
+/**
+ * Runs one arbitration of `pkg` against `ctx` to a delivered verdict or a fail-safe undecidable resolution.
+ * Rejects with {@link ArbitratorAbstainedError} when the arbitrator's own host fails ({@link judge} returns
+ * the abstention instead).
+ */
 export async function arbitrate(parameters: ArbitrationParameters): Promise<ArbitrationRun> {
+  const run = await judge(parameters);
+  if (run.state === "abstain") throw new ArbitratorAbstainedError(run);
+  return run;
+}
+
+/** As {@link arbitrate}, but a host fault gives an {@link Abstention} (state `abstain`, no resolution). */
+export async function judge(parameters: ArbitrationParameters): Promise<ArbitrationRun | Abstention> {
   const { pkg, ctx } = parameters;
   const audit = parameters.audit ?? new AuditLog(parameters.actor, ctx.case.caseId);
   const runtime = parameters.judgeRuntime ?? judgeRuntimeHash();
@@ -172,8 +203,17 @@ export async function arbitrate(parameters: ArbitrationParameters): Promise<Arbi
   const plan = ["lane0", ...(ctx.case.kind === "gig" && ics ? ics.rubric.items.map((item) => `lane1:${item.kind}:${item.id}`) : [])];
   audit.enter("plan", "ok", plan.join(" "));
 
-  // execute
-  const decision = await execute(parameters, ics, runtime);
+  // execute: a fault of this arbitrator's host is never a verdict; it abstains.
+  let decision: Decision;
+  try {
+    decision = await execute(parameters, ics, runtime);
+  } catch (error) {
+    if (!(error instanceof JudgeHostFaultError || error instanceof EngineUnavailableError)) throw error;
+    const detail = `${error.shortMessage}${error.cause instanceof Error ? ` (${error.cause.message})` : ""}`;
+    audit.enter("execute", "fail", `${ABSTAIN_REASON}: ${detail}`);
+    audit.enter("fail_safe", "fail", "abstained: no resolution");
+    return { state: "abstain", reason: ABSTAIN_REASON, detail, audit: audit.entries };
+  }
   decision.reasonCodes = [...new Set([...intakeReasons, ...decision.reasonCodes])].sort();
   if (decision.reasonCodes.length) decision.verdict = "undecidable";
   audit.enter("execute", "ok", `lane0 ${decision.lane0.checks.length} checks; lane1 ${decision.lane1?.checks.length ?? 0} checks`);
@@ -188,6 +228,9 @@ export async function arbitrate(parameters: ArbitrationParameters): Promise<Arbi
   audit.enter(state, verified ? "ok" : "fail", `resolution ${hash}`);
   return { state, resolution, resolutionHash: hash, message: resolutionMessage(resolution), audit: audit.entries };
 }
+
+/** A fault receipt with no evidence of work behind it: refunded in full, decided against the provider. */
+export const FAULT_RECEIPT_UNSUPPORTED = "FAULT_RECEIPT_UNSUPPORTED";
 
 function soleIcs(pkg: ChallengePackage): Ics | null {
   const items = evidenceOfKind(pkg, "ics");
@@ -225,10 +268,34 @@ async function execute(parameters: ArbitrationParameters, ics: Ics | null, runti
   const deliverable = evidenceOfKind(pkg, "deliverable")[0]!.content;
   const fault = faultReceipt(deliverable);
   if (fault === "invalid") return { ...decision, reasonCodes: ["FAULT_RECEIPT_INVALID"] };
-  if (fault) return { ...decision, verdict: "no_fault", refund: unserviceableRefund(ics!, value) };
 
   const suite = evidenceOfKind(pkg, "test_suite")[0]?.content ?? null;
   const gig = ctx.gig!; // Lane 0 refuses a gig case without the gig
+  if (fault) {
+    // Unserviceable (decision 0015, amended by issue 27): the terms' compute_spent_bps is kept only with
+    // evidence of work the terms name: the rest of the delivery passes at least one test of the bound suite (or
+    // the client's own suite is at fault, so the provider cannot be asked to prove it). A bare declaration keeps
+    // nothing: the bounty is refunded in full, no slash, and the provider, who contested with nothing but its
+    // own word, bears the case (ChallengerWins: its bond pays the fee).
+    const rest: Bundle = { files: Object.fromEntries(Object.entries(deliverable.files).filter(([path]) => path !== FAULT_RECEIPT_FILE)) };
+    const evidence =
+      Object.keys(rest.files).length === 0 || !ics!.testSuite
+        ? null
+        : await runObjectiveChecks({
+            ics: ics!,
+            suite,
+            deliverable: rest,
+            inputs: gigInputs({ chainId: ctx.case.chainId, gigEscrow: gig.gigEscrow, gigId: gig.gigId, fundedAt: gig.fundedAt }),
+            ...(parameters.replay ? { replay: parameters.replay } : {}),
+            ...(parameters.watchdogMs === undefined ? {} : { watchdogMs: parameters.watchdogMs }),
+            actor: `ioi-arbitration/lane1@${runtime}`,
+          });
+    if (evidence && (evidence.passedTests > 0 || evidence.suiteAtFault)) {
+      return { ...decision, lane1: evidence, verdict: "no_fault", refund: unserviceableRefund(ics!, value), attribution: evidence.attribution };
+    }
+    return { ...decision, lane1: evidence, verdict: "provider_fault", refund: value, slash: 0n, attribution: [FAULT_RECEIPT_UNSUPPORTED] };
+  }
+
   const lane1 = await runObjectiveChecks({
     ics: ics!,
     suite,

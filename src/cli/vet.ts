@@ -23,7 +23,7 @@ import { parseDocument } from "../arbitration/document";
 import { icsFromJson, icsHash, type Ics } from "../arbitration/ics";
 import { readBundleDirectory, readOptionFile } from "./input-file";
 import { alternateInputs, DEFAULT_INPUTS, gigInputs, readGigFunding } from "../arbitration/pinned";
-import { replay as engineReplay, type PinnedInputs, type ReplayOutcome, type ReplayParameters } from "../arbitration/replay";
+import { JudgeHostFaultError, replay as engineReplay, type PinnedInputs, type ReplayOutcome, type ReplayParameters } from "../arbitration/replay";
 import type { UpipRecord } from "../arbitration/upip";
 
 /** Exit status of a vet that ran and found the deliverable failing or the suite at fault (1 is an error, 2 a usage error). */
@@ -37,8 +37,13 @@ export type VetVerdict =
   | "deliverable_fails"
   /** The suite is at fault (crashes, budgets, clock- or seed-dependent verdict): Lane 1 would attribute it to the client. */
   | "suite_at_fault"
-  /** Lane 1 could not decide (e.g. the host could not run the engine). */
-  | "undecidable";
+  /** Lane 1 could not decide (e.g. a rubric item that needs Lane 2). */
+  | "undecidable"
+  /** This machine could not finish the replay (the watchdog fired or the engine failed): arbitrators would not judge on it. */
+  | "host_fault";
+
+/** The host watchdog of one vetting replay (wall clock; the budgets themselves are deterministic). */
+export const VET_WATCHDOG_MS = 120_000;
 
 export type VetParameters = {
   ics: Ics;
@@ -90,7 +95,7 @@ const verdictKey = (outcome: ReplayOutcome): string => JSON.stringify([outcome.t
 export async function vetGig(parameters: VetParameters): Promise<VetReturnType> {
   const { ics, suite, deliverable, inputs } = parameters;
   if (suite !== null && ics.testSuite) assertBundleHash(suite, ics.testSuite.hash, "the test suite");
-  const watchdog = parameters.watchdogMs === undefined ? {} : { watchdogMs: parameters.watchdogMs };
+  const watchdog = { watchdogMs: parameters.watchdogMs ?? VET_WATCHDOG_MS };
   const outcomes: ReplayOutcome[] = [];
   const replays: ReplayParameters[] = [];
   const recording = async (p: ReplayParameters): Promise<ReplayOutcome> => {
@@ -99,16 +104,39 @@ export async function vetGig(parameters: VetParameters): Promise<VetReturnType> 
     outcomes.push(outcome);
     return outcome;
   };
-  const lane1 = await runObjectiveChecks({ ics, suite, deliverable, inputs, replay: recording, actor: "ioi-arbitration/lane1", ...watchdog });
   const alternate = alternateInputs(inputs);
+  let lane1: Awaited<ReturnType<typeof runObjectiveChecks>>;
+  try {
+    lane1 = await runObjectiveChecks({ ics, suite, deliverable, inputs, replay: recording, actor: "ioi-arbitration/lane1", ...watchdog });
+  } catch (error) {
+    if (!(error instanceof JudgeHostFaultError)) throw error;
+    return {
+      verdict: "host_fault",
+      inputs,
+      alternate,
+      checks: [],
+      failedTests: [],
+      alternateFailedTests: null,
+      attribution: [],
+      reasonCodes: [`JUDGE_HOST_FAULT: ${error.shortMessage}`],
+      suiteInputDependent: false,
+      deliverableInputDependent: false,
+      needsLane2: [],
+      records: [],
+    };
+  }
 
   // Replays come in threes per test_suite item: pinned, pinned again, suite under the alternate inputs.
   const [pinned, , shifted] = outcomes;
   let deliverableInputDependent = false;
   if (pinned && replays[0]) {
-    const both = await engineReplay({ ...replays[0], inputs: { suite: alternate, deliverable: alternate }, intent: "ioi gig vet: both sides under the alternate clock and seed" });
+    // Advisory only: a host fault here leaves the warning unset rather than failing the vet.
+    const both = await engineReplay({ ...replays[0], inputs: { suite: alternate, deliverable: alternate }, intent: "ioi gig vet: both sides under the alternate clock and seed" }).catch((error: unknown) => {
+      if (error instanceof JudgeHostFaultError) return null;
+      throw error;
+    });
     // Only the deliverable's part of the verdict: the suite's own dependence is reported separately.
-    deliverableInputDependent = shifted !== undefined && verdictKey(both) !== verdictKey(shifted);
+    deliverableInputDependent = both !== null && shifted !== undefined && verdictKey(both) !== verdictKey(shifted);
   }
   const suiteInputDependent = lane1.attribution.includes("SUITE_INPUT_DEPENDENT");
   const verdict: VetVerdict = lane1.reasonCodes.length
@@ -211,9 +239,10 @@ async function runVet(values: Values, out: Out): Promise<void> {
     deliverable_fails: `Verdict: the deliverable fails; Lane 1 would decide against the provider${vet.failedTests.length ? ` (${vet.failedTests.length} failed test${vet.failedTests.length === 1 ? "" : "s"})` : ""}.`,
     suite_at_fault: `Verdict: the suite is at fault (${vet.attribution.join(", ")}); Lane 1 would attribute this suite to the client.`,
     undecidable: `Verdict: Lane 1 could not decide (${vet.reasonCodes.join(", ")}).`,
+    host_fault: `Verdict: this machine could not finish the replay (${vet.reasonCodes.join(", ")}); nothing about the suite or the deliverable was decided.`,
   };
   lines.push(verdictLine[vet.verdict]);
-  if (vet.verdict !== "pass") out.exitCode = VET_FAILED_EXIT_CODE;
+  if (vet.verdict !== "pass") out.exitCode = vet.verdict === "host_fault" ? 1 : VET_FAILED_EXIT_CODE;
   Object.assign(out.result, {
     verdict: vet.verdict,
     icsHash: icsHash(ics),

@@ -541,3 +541,38 @@ describe("adversarial: Lane 1 attacks end decided and attributed (coin-flip, hos
     });
   }
 });
+
+/** Issue 27 finding 2: junk that never answers — `(3n ** 600000n).toString()` in a loop, one native op per step of old. */
+const BIGINT_STALL: Bundle = {
+  files: { "math.js": '"use strict";\nconst stall = () => { let s = 0; for (let i = 0; i < 5000; i++) s += (3n ** 600000n).toString().length; return s; };\nexports.add = () => stall();\nexports.mul = () => stall();\n' },
+};
+
+describe("issue 27 finding 2: a stall never wins a case", function () {
+  this.timeout(120_000);
+
+  it("a deliverable that stalls in native BigInt work exhausts its own fuel on every test → decided against the provider, exact balances", async function () {
+    const s = await loadFixture(systemFixture);
+    const gas: Gas = new Map();
+    const before = await balances(s);
+    const stakesBefore = await stakes(s);
+    const providerBondBefore = await s.registry.read.bondOf([PROVIDER_ROLE, s.provider.account.address]);
+    const started = performance.now();
+    const gig = await disputedGig(s, gas, inLaborGas(s), SUITE, BIGINT_STALL, 2_030_000_000n);
+    const run = await judgeTwice(s, gig);
+    expect(performance.now() - started, "two arbitrations in well under a minute").to.be.below(60_000);
+
+    expect(run.resolution.aggregate).to.deep.include({ finalVerdict: "provider_fault", reasonCodes: ["DELIVERABLE_STEP_BUDGET"], unresolved: false });
+    const check = run.resolution.objectiveChecks.find((c) => c.name === "passes_tests")!;
+    expect(check.status).to.equal(false);
+    expect(check.detail).to.match(/^12 of 12 tests failed: /);
+    const penalty = penaltyFor(gig.ics, 12, gig.pay.amount);
+    expect(run.message).to.deep.equal({ caseId: gig.caseId, verdict: VERDICT.ChallengerWins, refund: penalty.refund, slash: penalty.slash, resolutionHash: run.resolutionHash });
+
+    const { panel, signers } = await enforce(s, gas, gig, run);
+    expectDeltas(before, await balances(s), providerFaultDeltas(s, gig, 12, signers), gas);
+    const providerBondAfter = await s.registry.read.bondOf([PROVIDER_ROLE, s.provider.account.address]);
+    expect(providerBondBefore.active - providerBondAfter.active).to.equal(penalty.slash);
+    expect(await stakes(s)).to.deep.equal(stakesBefore);
+    await expectLocksReleased(s, panel);
+  });
+});

@@ -96,26 +96,28 @@ describe("arbitration/checks", function () {
       let ran = false;
       const result = await run(TEST_ONLY(), GOOD_DELIVERABLE, other, async (p) => ((ran = true), engineReplay(p)));
       expect(ran).to.equal(false);
-      expect(result.reasonCodes).to.deep.equal(["TEST_SUITE_HASH_MISMATCH"]);
-      expect(result.checks[0]!.detail).to.equal(`inconclusive (TEST_SUITE_HASH_MISMATCH): the test suite hashes to ${bundleHash(other)}, but the ICS binds ${SUITE_HASH}.`);
+      // Issue 27: evidence the challenger owes decides against it, never undecidable.
+      expect(result).to.deep.include({ reasonCodes: [], attribution: ["TEST_SUITE_HASH_MISMATCH"], suiteAtFault: true, failedTests: 0 });
+      expect(result.checks[0]!.detail).to.equal(`evidence fault (TEST_SUITE_HASH_MISMATCH): the test suite hashes to ${bundleHash(other)}, but the ICS binds ${SUITE_HASH}.; nothing is held against the deliverable`);
     });
 
     it("TEST_SUITE_MISSING: no suite in the package", async () => {
-      expect((await run(TEST_ONLY(), GOOD_DELIVERABLE, null)).reasonCodes).to.deep.equal(["TEST_SUITE_MISSING"]);
+      expect(await run(TEST_ONLY(), GOOD_DELIVERABLE, null)).to.deep.include({ reasonCodes: [], attribution: ["TEST_SUITE_MISSING"], suiteAtFault: true });
     });
 
     it("TEST_SUITE_INVALID: the runner names no file of the suite", async () => {
       const ics = icsFromJson(sampleIcsJson({ test_suite: { hash: SUITE_HASH, runner: { ...RUNNER, command: ["node", "missing.js"] } } }));
-      expect((await run(ics, GOOD_DELIVERABLE)).reasonCodes).to.deep.equal(["TEST_SUITE_INVALID"]);
+      expect(await run(ics, GOOD_DELIVERABLE)).to.deep.include({ reasonCodes: [], attribution: ["TEST_SUITE_INVALID"], suiteAtFault: true });
     });
 
     it("JUDGE_HOST_FAULT: the host watchdog fired (never a verdict)", async () => {
+      // Issue 27: a host fault is thrown (the arbitrator abstains), never a result.
       const result = await run(TEST_ONLY(), GOOD_DELIVERABLE, SUITE, async () => {
         throw new JudgeHostFaultError("The host watchdog stopped the suite.");
-      });
-      expect(result).to.deep.include({ reasonCodes: ["JUDGE_HOST_FAULT"], failedTests: 0, suiteAtFault: false });
-      const real = await runObjectiveChecks({ ics: TEST_ONLY(), suite: SUITE, deliverable: GOOD_DELIVERABLE, inputs: INPUTS, watchdogMs: 0 });
-      expect(real.reasonCodes).to.deep.equal(["JUDGE_HOST_FAULT"]);
+      }).catch((e: unknown) => e);
+      expect(result).to.be.instanceOf(JudgeHostFaultError);
+      const real = await runObjectiveChecks({ ics: TEST_ONLY(), suite: SUITE, deliverable: GOOD_DELIVERABLE, inputs: INPUTS, watchdogMs: 0 }).catch((e: unknown) => e);
+      expect(real).to.be.instanceOf(JudgeHostFaultError);
     });
 
     it("passes other errors through (a bug is not a verdict)", async () => {
