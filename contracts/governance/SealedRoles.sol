@@ -14,7 +14,7 @@ abstract contract SealedRoles is ISealedRoles, AccessControl {
     function sealRoles() external onlyRole(DEFAULT_ADMIN_ROLE) {
         if (_rolesSealed) return;
         _rolesSealed = true;
-        emit RolesSealed();
+        emit RolesSealed(msg.sender);
     }
 
     /// @inheritdoc ISealedRoles

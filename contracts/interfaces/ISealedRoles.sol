@@ -7,8 +7,9 @@ pragma solidity 0.8.28;
 /// deployment and then sealed: after `sealRoles`, nobody — governance included — can grant or revoke them, so no
 /// governance key can later give itself the power to zero a payout or slash a bond (decision 0014).
 interface ISealedRoles {
-    /// @notice The wiring roles were sealed for good.
-    event RolesSealed();
+    /// @notice The wiring roles were sealed for good, by `sealer` (an admin). Carries an argument so that every
+    /// event of the sealed contracts has some (log readers filter on `args`).
+    event RolesSealed(address indexed sealer);
 
     /// @notice `role` is sealed: it can no longer be granted or revoked.
     error RoleSealed(bytes32 role);

@@ -1099,7 +1099,14 @@ export const gasEscrowAbi = [
   },
   {
     "anonymous": false,
-    "inputs": [],
+    "inputs": [
+      {
+        "indexed": true,
+        "internalType": "address",
+        "name": "sealer",
+        "type": "address"
+      }
+    ],
     "name": "RolesSealed",
     "type": "event"
   },

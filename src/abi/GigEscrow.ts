@@ -657,7 +657,14 @@ export const gigEscrowAbi = [
   },
   {
     "anonymous": false,
-    "inputs": [],
+    "inputs": [
+      {
+        "indexed": true,
+        "internalType": "address",
+        "name": "sealer",
+        "type": "address"
+      }
+    ],
     "name": "RolesSealed",
     "type": "event"
   },

@@ -832,7 +832,14 @@ export const providerRegistryAbi = [
   },
   {
     "anonymous": false,
-    "inputs": [],
+    "inputs": [
+      {
+        "indexed": true,
+        "internalType": "address",
+        "name": "sealer",
+        "type": "address"
+      }
+    ],
     "name": "RolesSealed",
     "type": "event"
   },
