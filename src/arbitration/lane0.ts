@@ -3,10 +3,17 @@
  * terms and the policy, the receipt chain, Merkle inclusion against the root the chain committed, and the
  * completeness of the evidence a verdict needs.
  *
- * Every check is attributed. An *evidence* check that fails means the arbitrator cannot trust what it was
- * given (wrong package, unverifiable signature, artifact that is not the one bound on-chain): the run fails
- * safe with a reason code. A *respondent* check that fails on evidence that did verify is a proven violation
- * by the provider (for example a receipt it signed under another policy): it decides the case at once.
+ * Every check is attributed to the party that owes it (decision 0014, "evidence owed, evidence missing"):
+ * - An *evidence* check covers what the challenger must supply: it built the package and committed its hash
+ *   when it opened the case, so evidence it owed and left out, or supplied invalid (a receipt whose provider
+ *   signature does not verify, a proof that does not verify against the committed root, a ticket not signed by
+ *   the payer or its granted key, the wrong terms preimage…), is proven against it: a `challengerFaults` code
+ *   that decides the case `challenger_fault`, never `undecidable` — nobody profits from their own omission.
+ * - A *host* check covers the arbitrator's own problem (the package it was handed is not the one the case
+ *   committed, the case is not open, the context it read from the chain is incomplete): it abstains (no
+ *   signature), never a verdict.
+ * - A *respondent* check that fails on evidence that did verify is a proven violation by the provider (for
+ *   example a receipt it signed under another policy): it decides the case at once.
  */
 import { getAddress, isAddressEqual, keccak256, zeroHash, type Hex } from "viem";
 
@@ -41,8 +48,13 @@ export type Lane0Violation = {
 
 export type Lane0Result = {
   checks: Lane0Check[];
-  /** Reason codes of evidence that did not verify (sorted, unique); non-empty means fail safe. */
+  /**
+   * Reason codes of every evidence or host check that did not pass (sorted, unique): non-empty means the
+   * respondent's conduct was not judged. Each is also in `abstainCodes` or `challengerFaults`.
+   */
   reasonCodes: string[];
+  /** Codes of the arbitrator's own problems (sorted, unique): non-empty means it abstains (signs nothing). */
+  abstainCodes: string[];
   /** Proven violations by the respondent, in check order. */
   violations: Lane0Violation[];
   /**
@@ -52,8 +64,10 @@ export type Lane0Result = {
    */
   noFault: { seq: bigint; code: string; refund: bigint } | null;
   /**
-   * Codes of what Lane 0 proved against the challenger (e.g. `DISPUTE_WINDOW_CLOSED`: the case opened after the
-   * terms' dispute window): non-empty decides the case for the respondent, whatever the receipts show.
+   * Codes of what Lane 0 proved against the challenger (sorted, unique): evidence it owed and did not supply or
+   * supplied invalid (`MISSING_CHANNEL`, `RECEIPT_SIGNATURE_INVALID`, …), or a case it should not have brought
+   * (`DISPUTE_WINDOW_CLOSED`: opened after the terms' dispute window). Non-empty decides the case for the
+   * respondent, whatever the receipts show (unless the arbitrator abstains).
    */
   challengerFaults: string[];
 };
@@ -64,16 +78,39 @@ export const FAULT_RECEIPT_FILE = "FAULT_RECEIPT.json";
 class Checks {
   readonly checks: Lane0Check[] = [];
   readonly reasons = new Set<string>();
+  readonly abstain = new Set<string>();
   readonly violations: Lane0Violation[] = [];
   noFault: Lane0Result["noFault"] = null;
-  readonly challengerFaults: string[] = [];
+  readonly challengerFaults = new Set<string>();
 
-  /** Records an evidence check: a failure (or missing evidence) makes the run fail safe with `reason`. */
+  /**
+   * Records a check of evidence the challenger owes (it built and committed the package): evidence missing or
+   * invalid is proven against the challenger with `reason`, and the respondent's conduct is not judged.
+   */
   evidence(name: string, reason: string, ok: boolean | "missing", detail: string | null = null): boolean {
     const status: CheckStatus = ok === "missing" ? "missing" : ok ? "pass" : "fail";
     this.checks.push({ name, status, detail: status === "pass" ? null : detail });
-    if (status !== "pass") this.reasons.add(reason);
+    if (status !== "pass") {
+      this.reasons.add(reason);
+      this.challengerFaults.add(reason);
+    }
     return status === "pass";
+  }
+
+  /**
+   * Records a check of the arbitrator's own inputs (the package it was handed, the case's status, what it read
+   * from the chain): a failure makes it abstain with `reason`. Recorded only when it fails, so a run that
+   * passes keeps the bytes it had before these checks were split out (`package_hash` keeps its place: `ok`
+   * records it whatever the outcome).
+   */
+  host(name: string, reason: string, ok: boolean, detail: string, always = false): boolean {
+    if (ok && !always) return true;
+    this.checks.push({ name, status: ok ? "pass" : "fail", detail: ok ? null : detail });
+    if (!ok) {
+      this.reasons.add(reason);
+      this.abstain.add(reason);
+    }
+    return ok;
   }
 
   /** Records a check of the respondent's conduct: a failure is a proven violation. */
@@ -86,12 +123,19 @@ class Checks {
   /** Records a check of the challenger's case: a failure proves the case should not have been brought. */
   challenger(name: string, ok: boolean, code: string, detail: string): boolean {
     this.checks.push({ name, status: ok ? "pass" : "fail", detail: ok ? null : detail });
-    if (!ok) this.challengerFaults.push(code);
+    if (!ok) this.challengerFaults.add(code);
     return ok;
   }
 
   result(): Lane0Result {
-    return { checks: this.checks, reasonCodes: [...this.reasons].sort(), violations: this.violations, noFault: this.noFault, challengerFaults: this.challengerFaults };
+    return {
+      checks: this.checks,
+      reasonCodes: [...this.reasons].sort(),
+      abstainCodes: [...this.abstain].sort(),
+      violations: this.violations,
+      noFault: this.noFault,
+      challengerFaults: [...this.challengerFaults].sort(),
+    };
   }
 }
 
@@ -100,11 +144,14 @@ export async function runLane0(pkg: ChallengePackage, ctx: CaseContext): Promise
   const c = new Checks();
   const onChain = ctx.case;
 
-  c.evidence(
+  // The arbitrator's own inputs: a package that is not the committed one says nothing about either party (the
+  // arbitrator fetches the right one); a case that is not undecided is not this arbitrator's to judge.
+  c.host(
     "package_hash",
     "PACKAGE_HASH_MISMATCH",
     packageHash(pkg) === onChain.packageHash,
     `the package hashes to ${packageHash(pkg)}; the case committed ${onChain.packageHash}`,
+    true,
   );
   c.evidence(
     "case_binding",
@@ -114,7 +161,7 @@ export async function runLane0(pkg: ChallengePackage, ctx: CaseContext): Promise
   );
   c.evidence("challenger_binding", "CHALLENGER_MISMATCH", isAddressEqual(pkg.challenger, onChain.challenger), "the package names another challenger");
   // Judged while undecided: before the draw (an arbitrator may run early) or while its panel deliberates.
-  c.evidence("case_open", "CASE_NOT_OPEN", onChain.status === "open" || onChain.status === "deliberating", `the case is ${onChain.status}`);
+  c.host("case_open", "CASE_NOT_OPEN", onChain.status === "open" || onChain.status === "deliberating", `the case is ${onChain.status}`, true);
 
   await identityChecks(c, pkg, ctx);
   if (onChain.kind === "gig") await gigChecks(c, pkg, ctx);
@@ -145,6 +192,7 @@ async function identityChecks(c: Checks, pkg: ChallengePackage, ctx: CaseContext
 
 async function gigChecks(c: Checks, pkg: ChallengePackage, ctx: CaseContext): Promise<void> {
   const gig = ctx.gig;
+  if (!c.host("gig_context", "CONTEXT_INCOMPLETE", gig !== null, "the arbitrator's context lacks the case's gig (read it from the chain again)")) return;
   const subject = pkg.subject;
   const bound =
     gig !== null &&
@@ -231,6 +279,7 @@ async function gigChecks(c: Checks, pkg: ChallengePackage, ctx: CaseContext): Pr
 
 async function sessionChecks(c: Checks, pkg: ChallengePackage, ctx: CaseContext): Promise<void> {
   const session = ctx.session;
+  if (!c.host("session_context", "CONTEXT_INCOMPLETE", session !== null, "the arbitrator's context lacks the case's session (read it from the chain again)")) return;
   const subject = pkg.subject;
   const bound =
     session !== null &&
@@ -367,7 +416,7 @@ async function sessionChecks(c: Checks, pkg: ChallengePackage, ctx: CaseContext)
   }
   receiptChain(c, receipts, pricing);
   deliveredComparison(c, receipts, delivered, pricing);
-  prepaidExcess(c, receipts, channel, session);
+  if (!prepaidExcess(c, receipts, channel, session)) failedCallsPaid(c, receipts, channel, session);
 
   // The session no-fault path (decision 0015): a verified fault statement for the challenged receipt as proven.
   const proven = challenged!.receipt.receipt;
@@ -474,13 +523,13 @@ function deliveredComparison(c: Checks, receipts: ReceiptEvidence[], delivered: 
  * settled session (the co-signed amount is the receipts' sum), a package without a complete prefix (the sum is
  * not known; the check is not recorded, so such a case's bytes do not change).
  */
-function prepaidExcess(c: Checks, receipts: ReceiptEvidence[], channel: ChannelEvidence, session: SessionOnChain): void {
+function prepaidExcess(c: Checks, receipts: ReceiptEvidence[], channel: ChannelEvidence, session: SessionOnChain): boolean {
   const pricing = channel.pricing;
-  if (pricing.version !== "2" || session.settledAtOpen === true) return;
+  if (pricing.version !== "2" || session.settledAtOpen === true) return false;
   const { seq: k, amount, deposit } = channel.closing;
   const paid = amount < deposit ? amount : deposit;
   const counted = receipts.filter((e) => e.receipt.receipt.seq <= k);
-  if (!counted.every((e, i) => e.receipt.receipt.seq === BigInt(i + 1))) return;
+  if (!counted.every((e, i) => e.receipt.receipt.seq === BigInt(i + 1))) return false;
   const m = BigInt(counted.length);
   const metered = counted.reduce((sum, e) => sum + e.receipt.receipt.metering.amount, 0n);
   const owed = metered + (k - m) * pricing.pricing.capPerCall;
@@ -491,6 +540,44 @@ function prepaidExcess(c: Checks, receipts: ReceiptEvidence[], channel: ChannelE
     refund: excess,
     slash: 0n,
   });
+  return true;
+}
+
+/**
+ * FAILED_CALL_PAID (decision 0022, amendment "failed calls cannot be sold"): a failed call is receipted with a
+ * zero charge, but its ticket prepaid it (ticket n prepays call n, decision 0003), and a unilateral close on a
+ * ticket k ≥ n pays the provider what ticket n prepaid. For every zero-charge receipt n ≤ k in evidence whose
+ * predecessor's ticket is in evidence too (or n = 1), what the close paid for call n is known exactly:
+ * `min(t_n, paid) − min(t_{n−1}, paid)`, where `t` is a ticket's cumulative amount and `paid` what the recorded
+ * close pays (its amount, at most the deposit). That is refunded (a respondent violation, one per receipt, no
+ * penalty: the provider's own receipt proves nothing was owed). A failed call nothing paid for — after the
+ * recorded ticket, a ticket that added 0, a cooperatively settled session (the co-signed amount is the receipts'
+ * sum) — records a passing check and stays the provider's defence. Not recorded for receipts that charge
+ * something, so cases without a failed call keep their bytes; not judged where `prepaidExcess` judged (v2 with a
+ * complete prefix: its excess already counts each failed call's prepaid cap).
+ */
+function failedCallsPaid(c: Checks, receipts: ReceiptEvidence[], channel: ChannelEvidence, session: SessionOnChain): void {
+  if (session.settledAtOpen === true) return;
+  const { seq: k, amount, deposit } = channel.closing;
+  const paid = amount < deposit ? amount : deposit;
+  const upToPaid = (x: bigint): bigint => (x < paid ? x : paid);
+  const bySeq = new Map(receipts.map((e) => [e.receipt.receipt.seq, e] as const));
+  for (const e of receipts) {
+    const r = e.receipt.receipt;
+    if (r.metering.amount !== 0n || r.seq > k) continue;
+    const previous = r.seq === 1n ? 0n : bySeq.get(r.seq - 1n)?.ticket.ticket.cumulativeAmount;
+    if (previous === undefined) continue; // what call n − 1's ticket had paid is not in evidence
+    const through = upToPaid(e.ticket.ticket.cumulativeAmount);
+    const before = upToPaid(previous);
+    const prepaid = through > before ? through - before : 0n;
+    c.respondent(`receipt[seq ${r.seq}].failed_call_paid`, prepaid === 0n, {
+      code: "FAILED_CALL_PAID",
+      seq: r.seq,
+      slash: 0n,
+      detail: `receipt ${r.seq} charges 0 (a failed call), but its ticket prepaid ${prepaid} of the ${paid} the close on ticket ${k} pays`,
+      refund: prepaid,
+    });
+  }
 }
 
 /**
@@ -498,7 +585,7 @@ function prepaidExcess(c: Checks, receipts: ReceiptEvidence[], channel: ChannelE
  * within `disputes.windowAfterSettlement` of the settlement. The chain enforces only its own
  * `settledDisputeWindow`, so the effective window is the shorter of the two and Lane 0 judges the terms' part.
  * A case opened after it is decided against the challenger — a decidable fact, never a fail-safe; only a
- * context without the two times (not read from the chain) makes the run fail safe. The bounds are inclusive,
+ * context without the two times (not read from the chain: the arbitrator's own problem) makes it abstain. The bounds are inclusive,
  * as the contract's (`block.timestamp > settledAt + window` is late). Judged under v2 terms only (v1 has no
  * window) and only for settled sessions (a closing session's window is the chain's challenge period).
  */
@@ -506,7 +593,7 @@ function termsDisputeWindow(c: Checks, pricing: PricingTerms, session: SessionOn
   if (pricing.version !== "2" || session.settledAtOpen !== true) return true;
   const { settledAt, caseOpenedAt } = session;
   if (settledAt === undefined || caseOpenedAt === undefined) {
-    c.evidence("dispute_window", "SETTLEMENT_TIME_UNKNOWN", "missing", "the context lacks the settlement time or the case's opening time");
+    c.host("dispute_window", "SETTLEMENT_TIME_UNKNOWN", false, "the arbitrator's context lacks the settlement time or the case's opening time");
     return false;
   }
   const until = settledAt + pricing.disputes.windowAfterSettlement;

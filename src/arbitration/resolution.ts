@@ -113,6 +113,11 @@ export type ResolutionJson = {
 /** Limits of the resolution fields. */
 export const RESOLUTION_LIMITS = {
   maxChecks: 64,
+  /**
+   * Lane 0 records up to about ten checks per receipt, and a package carries up to 64 evidence items
+   * (`PACKAGE_LIMITS.maxEvidence`): a case over 40 receipts (issue 27 finding 6) records over 300.
+   */
+  maxLane0Checks: 1024,
   maxReplays: 8,
   maxReasonCodes: 32,
   maxNameLength: 128,

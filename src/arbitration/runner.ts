@@ -1,9 +1,12 @@
 /**
  * The arbitration runner: one run per case, moving through intake → plan → execute → verify → deliver |
  * fail_safe (UAICP), each transition appended to an audit log with request id, trace id, time, actor and
- * outcome. A verdict is delivered only when every piece of evidence it rests on verified; anything else ends
- * in fail_safe: an `undecidable` resolution with reason codes, which on-chain moves the case to the slow
- * path. Nothing is guessed.
+ * outcome. A verdict is delivered only when every piece of evidence it rests on verified. Evidence the
+ * challenger owed and did not supply (or supplied invalid) is itself a verdict: `challenger_fault` (decision
+ * 0014, "evidence owed, evidence missing"). A problem of the arbitrator's own (a package that is not the one the
+ * case committed, another judge runtime, an incomplete chain context) ends in `abstain`: no verdict, nothing
+ * to sign. What remains undecided (a rubric item that needs Lane 2…) ends in fail_safe: an `undecidable`
+ * resolution with reason codes, which on-chain moves the case to the slow path. Nothing is guessed.
  *
  * The resolution is a pure function of (package, chain context, replay records, judge runtime): no clock,
  * host or random value enters it, so independent arbitrators produce byte-identical resolutions and sign the
@@ -58,7 +61,7 @@ export function judgeRuntimeHash(): Hex {
 /** Fault codes a provider's fault receipt (gigs) or fault statement (sessions) may carry (whitepaper 8.3.1.3). */
 export { NO_FAULT_CODES };
 
-export type Phase = "intake" | "plan" | "execute" | "verify" | "deliver" | "fail_safe";
+export type Phase = "intake" | "plan" | "execute" | "verify" | "deliver" | "fail_safe" | "abstain";
 
 /** One audit log line (UAICP 5.4). */
 export type AuditEntry = {
@@ -77,12 +80,13 @@ export class IllegalTransitionError extends BaseError {
 }
 
 const NEXT: Record<Phase, readonly Phase[]> = {
-  intake: ["plan", "fail_safe"],
-  plan: ["execute", "fail_safe"],
-  execute: ["verify", "fail_safe"],
+  intake: ["plan", "fail_safe", "abstain"],
+  plan: ["execute", "fail_safe", "abstain"],
+  execute: ["verify", "fail_safe", "abstain"],
   verify: ["deliver", "fail_safe"],
   deliver: [],
   fail_safe: [],
+  abstain: [],
 };
 
 /** Appends transitions in order, refusing any UAICP does not allow, and forwards each line to `sink`. */
@@ -139,8 +143,13 @@ export type ArbitrationParameters = {
   judgeRuntime?: Hex;
 };
 
+/**
+ * A run's end. `deliver`: a verdict; `fail_safe`: an `undecidable` resolution (the slow path); `abstain`: the
+ * arbitrator could not judge for a reason of its own (`resolution.aggregate.reasonCodes` says which) — its
+ * resolution is a record for the audit trail only and must never be signed (`ioi arbitrate` refuses to).
+ */
 export type ArbitrationRun = {
-  state: "deliver" | "fail_safe";
+  state: "deliver" | "fail_safe" | "abstain";
   resolution: Resolution;
   resolutionHash: Hex;
   message: ResolutionMessage;
@@ -150,60 +159,46 @@ export type ArbitrationRun = {
 /** Why an arbitrator abstained: a fault of its own host, never of a party. */
 export const ABSTAIN_REASON = "JUDGE_HOST_FAULT" as const;
 
-/**
- * The arbitrator's own host could not complete the run (the watchdog fired, the engine could not be loaded or
- * failed): no verdict and nothing to sign. Another arbitrator, or this one later, judges the case.
- */
-export type Abstention = { state: "abstain"; reason: typeof ABSTAIN_REASON; detail: string; audit: AuditEntry[] };
-
-/** {@link arbitrate} met a host fault: the arbitrator abstains (`abstention` says why); nothing may be signed. */
-export class ArbitratorAbstainedError extends BaseError {
-  override name = "ArbitratorAbstainedError" as const;
-  constructor(readonly abstention: Abstention) {
-    super(`The arbitrator abstains: ${abstention.detail}`);
-  }
-}
-
 type Decision = {
   verdict: FinalVerdict;
   refund: bigint;
   slash: bigint;
   reasonCodes: string[];
-  /** Codes that explain whom a decided verdict is attributed to (Lane 1's `attribution`). */
+  /** Codes that explain whom a decided verdict is attributed to (Lane 1's `attribution`, Lane 0's challenger faults). */
   attribution: string[];
+  /** The arbitrator's own problems (host faults): non-empty means it abstains, whatever else was found. */
+  abstain: string[];
   lane0: Lane0Result;
   lane1: ObjectiveChecksResult | null;
 };
 
 /**
- * Runs one arbitration of `pkg` against `ctx` to a delivered verdict or a fail-safe undecidable resolution.
- * Rejects with {@link ArbitratorAbstainedError} when the arbitrator's own host fails ({@link judge} returns
- * the abstention instead).
+ * Runs one arbitration of `pkg` against `ctx` to a delivered verdict, a fail-safe undecidable resolution, or an
+ * abstention (state `abstain`: the arbitrator's own host or inputs failed; nothing may be signed).
  */
 export async function arbitrate(parameters: ArbitrationParameters): Promise<ArbitrationRun> {
-  const run = await judge(parameters);
-  if (run.state === "abstain") throw new ArbitratorAbstainedError(run);
-  return run;
-}
-
-/** As {@link arbitrate}, but a host fault gives an {@link Abstention} (state `abstain`, no resolution). */
-export async function judge(parameters: ArbitrationParameters): Promise<ArbitrationRun | Abstention> {
   const { pkg, ctx } = parameters;
   const audit = parameters.audit ?? new AuditLog(parameters.actor, ctx.case.caseId);
   const runtime = parameters.judgeRuntime ?? judgeRuntimeHash();
 
-  // intake: is this a case this runtime may judge, and is the package the one the case committed?
+  // intake: is this a case this runtime may judge, and is the package the one the case committed? Neither is
+  // either party's doing: the arbitrator abstains (it runs Lane 0 only, for the record, and signs nothing).
   const intakeReasons: string[] = [];
   if (ctx.judgeRuntimeHash !== runtime && BigInt(ctx.judgeRuntimeHash) !== 0n) intakeReasons.push("JUDGE_RUNTIME_MISMATCH");
   if (packageHash(pkg) !== ctx.case.packageHash) intakeReasons.push("PACKAGE_HASH_MISMATCH");
   audit.enter("intake", intakeReasons.length ? "fail" : "ok", intakeReasons.join(",") || `case ${ctx.case.caseId} (${ctx.case.kind})`);
+  if (intakeReasons.length) {
+    const lane0 = await runLane0(pkg, ctx);
+    const decision: Decision = { verdict: "undecidable", refund: 0n, slash: 0n, reasonCodes: [], attribution: [], abstain: intakeReasons, lane0, lane1: null };
+    return abstain(pkg, ctx, runtime, decision, audit);
+  }
 
   // plan: Lane 0 always; Lane 1 from the rubric of a gig's ICS; semantic items would need Lane 2.
   const ics = soleIcs(pkg);
   const plan = ["lane0", ...(ctx.case.kind === "gig" && ics ? ics.rubric.items.map((item) => `lane1:${item.kind}:${item.id}`) : [])];
   audit.enter("plan", "ok", plan.join(" "));
 
-  // execute: a fault of this arbitrator's host is never a verdict; it abstains.
+  // execute: a fault of this arbitrator's own host (the watchdog, the engine) is never a verdict; it abstains.
   let decision: Decision;
   try {
     decision = await execute(parameters, ics, runtime);
@@ -211,12 +206,13 @@ export async function judge(parameters: ArbitrationParameters): Promise<Arbitrat
     if (!(error instanceof JudgeHostFaultError || error instanceof EngineUnavailableError)) throw error;
     const detail = `${error.shortMessage}${error.cause instanceof Error ? ` (${error.cause.message})` : ""}`;
     audit.enter("execute", "fail", `${ABSTAIN_REASON}: ${detail}`);
-    audit.enter("fail_safe", "fail", "abstained: no resolution");
-    return { state: "abstain", reason: ABSTAIN_REASON, detail, audit: audit.entries };
+    const lane0 = await runLane0(pkg, ctx);
+    return abstain(pkg, ctx, runtime, { verdict: "undecidable", refund: 0n, slash: 0n, reasonCodes: [], attribution: [], abstain: [ABSTAIN_REASON], lane0, lane1: null }, audit);
   }
-  decision.reasonCodes = [...new Set([...intakeReasons, ...decision.reasonCodes])].sort();
-  if (decision.reasonCodes.length) decision.verdict = "undecidable";
   audit.enter("execute", "ok", `lane0 ${decision.lane0.checks.length} checks; lane1 ${decision.lane1?.checks.length ?? 0} checks`);
+  if (decision.abstain.length) return abstain(pkg, ctx, runtime, decision, audit);
+  decision.reasonCodes = [...new Set(decision.reasonCodes)].sort();
+  if (decision.reasonCodes.length) decision.verdict = "undecidable";
 
   // verify: deliver only if every required invariant holds.
   const verified = decision.verdict !== "undecidable";
@@ -232,6 +228,16 @@ export async function judge(parameters: ArbitrationParameters): Promise<Arbitrat
 /** A fault receipt with no evidence of work behind it: refunded in full, decided against the provider. */
 export const FAULT_RECEIPT_UNSUPPORTED = "FAULT_RECEIPT_UNSUPPORTED";
 
+/** Ends a run the arbitrator cannot judge for a reason of its own: no verdict, a record that is never signed. */
+function abstain(pkg: ChallengePackage, ctx: CaseContext, runtime: Hex, decision: Decision, audit: AuditLog): ArbitrationRun {
+  const reasons = [...new Set(decision.abstain)].sort();
+  const record: Decision = { ...decision, verdict: "undecidable", refund: 0n, slash: 0n, reasonCodes: reasons, attribution: [] };
+  const resolution = buildResolution(pkg, ctx, runtime, record);
+  const hash = resolutionHash(resolution);
+  audit.enter("abstain", "fail", `host fault ${reasons.join(",")}; nothing signed`);
+  return { state: "abstain", resolution, resolutionHash: hash, message: resolutionMessage(resolution), audit: audit.entries };
+}
+
 function soleIcs(pkg: ChallengePackage): Ics | null {
   const items = evidenceOfKind(pkg, "ics");
   return items.length === 1 ? items[0]!.content : null;
@@ -241,10 +247,14 @@ async function execute(parameters: ArbitrationParameters, ics: Ics | null, runti
   const { pkg, ctx } = parameters;
   const value = ctx.case.value;
   const lane0 = await runLane0(pkg, ctx);
-  const decision: Decision = { verdict: "undecidable", refund: 0n, slash: 0n, reasonCodes: [...lane0.reasonCodes], attribution: [], lane0, lane1: null };
-  if (lane0.reasonCodes.length) return decision;
-  // A case Lane 0 proved should not have been brought (opened after the terms' dispute window) is lost by its challenger.
+  const decision: Decision = { verdict: "undecidable", refund: 0n, slash: 0n, reasonCodes: [], attribution: [], abstain: [], lane0, lane1: null };
+  // The arbitrator's own problem (incomplete context, a case not undecided): abstain, whatever else was found.
+  if (lane0.abstainCodes.length) return { ...decision, abstain: [...lane0.abstainCodes] };
+  // Evidence the challenger owed and did not supply (or supplied invalid), or a case Lane 0 proved should not
+  // have been brought (opened after the terms' dispute window): lost by its challenger, the codes attributed.
   if (lane0.challengerFaults.length) return { ...decision, verdict: "challenger_fault", attribution: [...lane0.challengerFaults] };
+  // Every evidence check is owed by the challenger or the arbitrator; none is left to fail safe on.
+  if (lane0.reasonCodes.length) return { ...decision, reasonCodes: [...lane0.reasonCodes] };
 
   // A Lane 0 violation on verified evidence decides the case at once.
   if (lane0.violations.length) {
@@ -255,7 +265,8 @@ async function execute(parameters: ArbitrationParameters, ics: Ics | null, runti
   if (ctx.case.kind === "session") {
     // The session no-fault path (decision 0015): the provider's verified fault statement for the challenged
     // receipt, which metered more than the compute it declares spent → NoFault, the difference refunded, no
-    // slash. A failed call charged no more than that (decision 0022 charges 0) gives the challenger nothing.
+    // slash. A failed call charged no more than that (decision 0022 charges 0) and that no ticket paid for
+    // gives the challenger nothing; one a ticket paid for is a FAILED_CALL_PAID violation (above).
     const noFault = lane0.noFault;
     if (noFault && noFault.refund > 0n) {
       const owed = refundAllowed(pkg, ctx) ? noFault.refund : 0n;

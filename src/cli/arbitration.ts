@@ -142,6 +142,11 @@ export class CaseStateError extends BaseError {
   override name = "CaseStateError" as const;
 }
 
+/** The arbitrator could not judge the case for a reason of its own (host fault): it signs nothing. */
+export class ArbitratorAbstainedError extends BaseError {
+  override name = "ArbitratorAbstainedError" as const;
+}
+
 /** A signature file is malformed, signs another resolution or case, or does not recover to its signer. */
 export class SignatureFileError extends BaseError {
   override name = "SignatureFileError" as const;
@@ -1489,6 +1494,12 @@ async function runArbitrate(values: Values, out: Out): Promise<void> {
     const run = await arbitrate({ pkg, ctx, actor: `arbitrator:${arbitrator.address}` });
     runs.push(run);
     if (auditFile) writeOutput("audit", auditFile, run.audit.map((entry) => `${JSON.stringify(entry)}\n`).join(""), true);
+  }
+  const abstained = runs.find((r) => r.state === "abstain");
+  if (abstained) {
+    throw new ArbitratorAbstainedError(
+      `The arbitrator abstains from case ${caseId} (${abstained.resolution.aggregate.reasonCodes.join(", ")}): a fault of its own inputs, not of either party; nothing was signed.`,
+    );
   }
   const hashes = [...new Set(runs.map((r) => r.resolutionHash))];
   if (hashes.length !== 1) {

@@ -324,7 +324,7 @@ describe("adversarial: the provider's committed receipts contradict what it deli
     });
   });
 
-  it("attack: a fault statement the provider did not sign (or for another seq) does not decide anything — the run fails safe with a reason code", async function () {
+  it("attack: a fault statement the provider did not sign (or for another seq) in the challenger's package decides the case against the challenger (it supplied it); handed to an arbitrator as another package than the case committed, it abstains", async function () {
     const s = await loadFixture(systemFixture);
     const c = await failedCallSession(s, "charged");
     const ctx = await loadCaseContext(s.publicClient, deploymentOf(s), c.caseId, c.pkg);
@@ -336,12 +336,17 @@ describe("adversarial: the provider's committed receipts contradict what it deli
     for (const [bad, reason, check] of [[forged, "FAULT_STATEMENT_INVALID", "fault.signature"], [otherSeq, "FAULT_STATEMENT_MISMATCH", "fault.binding"]] as const) {
       const evidence = c.pkg.evidence.map((e) => (e.kind === "fault" ? makeEvidence("fault", bad) : e));
       const pkg = { ...c.pkg, evidence };
-      // The arbitrator judges the package as given (its hash is not the case's, which also fails safe).
+      // Had the challenger committed this package, it would have lost: judged against a context whose case
+      // committed its hash.
+      const committed = await arbitrate({ pkg, ctx: { ...ctx, case: { ...ctx.case, packageHash: packageHash(pkg) } }, actor: "arbitrator" });
+      expect(committed.state).to.equal("deliver");
+      expect(committed.resolution.aggregate).to.deep.include({ finalVerdict: "challenger_fault", reasonCodes: [reason] });
+      expect(committed.resolution.lane0.checks.find((x) => x.name === check)!.status).to.equal("fail");
+      expect(committed.message).to.deep.include({ verdict: 2, refund: 0n, slash: 0n });
+      // Handed to an arbitrator for the real case (whose package hash differs), it is nobody's fault: abstain.
       const run = await arbitrate({ pkg, ctx, actor: "arbitrator" });
-      expect(run.state).to.equal("fail_safe");
-      expect(run.resolution.aggregate.reasonCodes).to.include(reason);
-      expect(run.resolution.lane0.checks.find((x) => x.name === check)!.status).to.equal("fail");
-      expect(run.message).to.deep.include({ verdict: 4, refund: 0n, slash: 0n });
+      expect(run.state).to.equal("abstain");
+      expect(run.resolution.aggregate.reasonCodes).to.deep.equal(["PACKAGE_HASH_MISMATCH"]);
     }
   });
 });

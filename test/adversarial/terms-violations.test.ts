@@ -374,15 +374,16 @@ describe("adversarial: receipts that break the channel's terms document, decided
       expect(run.message).to.deep.include({ verdict: 1, refund: c.badAmount, slash: cap });
     });
 
-    it("a context that lacks the settlement time fails safe (SETTLEMENT_TIME_UNKNOWN) rather than guessing either way", async function () {
+    it("a context that lacks the settlement time makes the arbitrator abstain (SETTLEMENT_TIME_UNKNOWN: its own read of the chain) rather than guess either way", async function () {
       const s = await loadFixture(systemFixture);
       const c = await violatedSession(s, "model", true, shortWindow, DAY + 1n);
       const received = parsePackage(canon(packageToJson(c.pkg)));
       const ctx = await loadCaseContext(s.publicClient, deploymentOf(s), c.caseId, received);
       const { settledAt: _dropped, ...session } = ctx.session!;
       const run = await arbitrate({ pkg: received, ctx: { ...ctx, session }, actor: "arbitrator-0" });
-      expect(run.state).to.equal("fail_safe");
+      expect(run.state).to.equal("abstain");
       expect(run.resolution.aggregate.reasonCodes).to.deep.equal(["SETTLEMENT_TIME_UNKNOWN"]);
+      expect(run.audit.map((e) => e.phase).at(-1)).to.equal("abstain");
     });
   });
 

@@ -190,18 +190,18 @@ describe("arbitration: cases end to end", function () {
     expect(await s.registry.read.bondOf([0, s.provider.account.address])).to.deep.equal(bondBefore);
   });
 
-  it("a test suite whose hash does not match the ICS → fail safe, undecidable, escalated to the slow path", async function () {
+  it("a test suite whose hash does not match the ICS, in the client's own package → the challenger's fault (issue 27 finding 5), decided, not escalated", async function () {
     const s = await loadFixture(systemFixture);
     const tampered: Bundle = { files: { ...SUITE.files, "lib/cases.js": SUITE.files["lib/cases.js"]!.replace("[0, 0], 0]", "[0, 0], 1]") } };
     const c = await gigCase(s, { suite: tampered });
     const [run] = await threeRuns(s, c.caseId, c.pkg);
-    expect(run!.state).to.equal("fail_safe");
-    expect(run!.resolution.aggregate).to.deep.include({ finalVerdict: "undecidable", unresolved: true });
-    expect(run!.resolution.aggregate.reasonCodes).to.include("TEST_SUITE_HASH_MISMATCH");
-    expect(run!.audit.map((e) => e.phase).at(-1)).to.equal("fail_safe");
+    expect(run!.state).to.equal("deliver");
+    expect(run!.resolution.aggregate).to.deep.include({ finalVerdict: "challenger_fault", unresolved: false, reasonCodes: ["TEST_SUITE_HASH_MISMATCH"] });
+    expect(run!.resolution.objectiveChecks).to.deep.equal([]); // Lane 1 never ran on a suite that is not the bound one
+    expect(run!.audit.map((e) => e.phase).at(-1)).to.equal("deliver");
     const resolved = await enforce(s, run!);
-    expect(resolved.outcome).to.equal("escalated");
-    expect((await s.disputes.read.caseOf([c.caseId])).status).to.equal(STATUS.SlowPath);
+    expect(resolved.outcome).to.equal("resolved");
+    expect((await s.disputes.read.caseOf([c.caseId])).status).to.equal(STATUS.Resolved);
   });
 
   it("a deliverable that loops forever → decided against the provider: every test fails by its step budget, exact balances", async function () {
@@ -238,14 +238,15 @@ describe("arbitration: cases end to end", function () {
     expect(run!.resolution.aggregate.reasonCodes).to.deep.equal(["NEEDS_LANE2:readable"]);
   });
 
-  it("a package that is not the one the case committed → fail safe", async function () {
+  it("a package that is not the one the case committed → the arbitrator abstains (nobody's fault: it fetches the committed one)", async function () {
     const s = await loadFixture(systemFixture);
     const c = await gigCase(s);
     const other = { ...c.pkg, graphId: zeroHash };
     const ctx = await loadCaseContext(s.publicClient, deploymentOf(s), c.caseId, other);
     const run = await arbitrate({ pkg: other, ctx, actor: "arbitrator" });
-    expect(run.state).to.equal("fail_safe");
-    expect(run.resolution.aggregate.reasonCodes).to.include("PACKAGE_HASH_MISMATCH");
+    expect(run.state).to.equal("abstain");
+    expect(run.resolution.aggregate.reasonCodes).to.deep.equal(["PACKAGE_HASH_MISMATCH"]);
+    expect(run.audit.map((e) => e.phase)).to.deep.equal(["intake", "abstain"]);
   });
 
   it("Lane 0 checks the respondent's hybrid identity anchor (secp256k1 + ML-DSA-44) against the registry when present", async function () {
@@ -262,12 +263,13 @@ describe("arbitration: cases end to end", function () {
     expect(run!.resolution.lane0.checks.find((check) => check.name === "identity[0]")!.status).to.equal("pass");
     expect(run!.resolution.aggregate.finalVerdict).to.equal("provider_fault");
 
-    // A forged ML-DSA-44 signature (the secp256k1 half still valid) does not verify: fail safe.
+    // A forged ML-DSA-44 signature (the secp256k1 half still valid) in the challenger's package does not verify:
+    // the challenger supplied invalid evidence, so it loses.
     const forgedSig = `0x${"00".repeat(2420)}` as Hex;
     const forged = await gigCase(s, { mutate: (p) => ({ ...p, evidence: [...p.evidence, makeEvidence("identity", { ...anchor, mldsaSignature: forgedSig })] }) });
     const [bad] = await threeRuns(s, forged.caseId, forged.pkg);
-    expect(bad!.state).to.equal("fail_safe");
-    expect(bad!.resolution.aggregate.reasonCodes).to.include("IDENTITY_ANCHOR_INVALID");
+    expect(bad!.state).to.equal("deliver");
+    expect(bad!.resolution.aggregate).to.deep.include({ finalVerdict: "challenger_fault", reasonCodes: ["IDENTITY_ANCHOR_INVALID"] });
   });
 
   it("the audit log refuses transitions UAICP does not allow", function () {
@@ -473,16 +475,19 @@ describe("arbitration: cases end to end", function () {
     expect(now.amount).to.equal(c.closing.amount - PRICE * 2n);
   });
 
-  it("session: a receipt commit signed by someone other than the provider → fail safe (COMMIT_SIGNATURE_INVALID)", async function () {
+  it("session: a receipt commit signed by someone other than the provider → the challenger's fault (COMMIT_SIGNATURE_INVALID); handed over uncommitted, abstain", async function () {
     const s = await loadFixture(systemFixture);
     const c = await sessionCase(s, 4n, "overmeter", false, true);
     const forged = structuredClone(c.pkg);
     const item = forged.evidence.find((e) => e.kind === "channel")!;
     if (item.kind === "channel") item.content.commit = await signReceiptCommit(hardhatAccount(SYS.payer), gasEscrowDomain({ chainId: Number(s.chainId), verifyingContract: getAddress(s.escrow.address) }), item.content.commit!.commit);
     const ctx = await loadCaseContext(s.publicClient, deploymentOf(s), c.caseId, forged);
+    const committed = await arbitrate({ pkg: forged, ctx: { ...ctx, case: { ...ctx.case, packageHash: packageHash(forged) } }, actor: "arbitrator" });
+    expect(committed.state).to.equal("deliver");
+    expect(committed.resolution.aggregate).to.deep.include({ finalVerdict: "challenger_fault", reasonCodes: ["COMMIT_SIGNATURE_INVALID", "MERKLE_PROOF_INVALID"] });
     const run = await arbitrate({ pkg: forged, ctx, actor: "arbitrator" });
-    expect(run.state).to.equal("fail_safe");
-    expect(run.resolution.aggregate.reasonCodes).to.include.members(["COMMIT_SIGNATURE_INVALID", "MERKLE_PROOF_INVALID"]);
+    expect(run.state).to.equal("abstain");
+    expect(run.resolution.aggregate.reasonCodes).to.deep.equal(["PACKAGE_HASH_MISMATCH"]);
   });
 
   it("session: tickets signed by a session key under the payer's grant → Lane 0 accepts them and decides the receipt (provider fault)", async function () {
@@ -507,16 +512,18 @@ describe("arbitration: cases end to end", function () {
     expect(run!.resolution.aggregate.finalVerdict).to.equal("challenger_fault");
   });
 
-  it("session: a receipt whose provider signature is forged → fail safe, not a fault of either party", async function () {
+  it("session: a receipt whose provider signature was swapped out after the case committed its package (e.g. by a relay) → the arbitrator abstains, not a fault of either party", async function () {
     const s = await loadFixture(systemFixture);
     const c = await sessionCase(s, 2n);
-    // An arbitrator handed a package whose receipt signature was swapped out (e.g. by a relay) cannot verify it.
     const forged = structuredClone(c.pkg);
     const item = forged.evidence.find((e) => e.kind === "receipt")!;
     if (item.kind === "receipt") item.content.receipt.signature = `0x${"11".repeat(64)}1b`;
     const ctx = await loadCaseContext(s.publicClient, deploymentOf(s), c.caseId, forged);
     const run = await arbitrate({ pkg: forged, ctx, actor: "arbitrator" });
-    expect(run.state).to.equal("fail_safe");
-    expect(run.resolution.aggregate.reasonCodes).to.include.members(["PACKAGE_HASH_MISMATCH", "RECEIPT_SIGNATURE_INVALID"]);
+    expect(run.state).to.equal("abstain");
+    expect(run.resolution.aggregate.reasonCodes).to.deep.equal(["PACKAGE_HASH_MISMATCH"]);
+    // The committed package's signature was the provider's: judged from it, the case is decided.
+    const [decided] = await threeRuns(s, c.caseId, c.pkg);
+    expect(decided!.state).to.equal("deliver");
   });
 });

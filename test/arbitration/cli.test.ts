@@ -6,7 +6,7 @@
 import { loadFixture, time } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
 import { expect } from "chai";
 import hre from "hardhat";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { erc20Abi, getAddress, keccak256, pad, parseEther, stringToBytes, toHex, zeroAddress, zeroHash, type Address, type Hex, type LocalAccount } from "viem";
@@ -441,6 +441,13 @@ describe("ioi dispute, arbitrate and case CLI", function () {
       // A package for another case and a key that is not on the panel are refused.
       const otherCase = await cli(f, indexOf(panel[0]!), ["arbitrate", "--case", HASH, "--package", files.out]);
       expectTypedFailure(otherCase, 1, "PackageMismatchError", `is for case ${expectedCaseId}, not case ${HASH}`);
+      // A package for this case that is not the one it committed (a relay changed a byte): the member abstains,
+      // a fault of its own inputs, and signs nothing (issue 27; decision 0014, amendment).
+      const swapped = path.join(dir, "swapped-package.json");
+      writeFileSync(swapped, canon(packageToJson({ ...pkg, claims: pkg.claims.map((c) => ({ ...c, description: `${c.description} (relayed)` })) })));
+      const abstained = await cli(f, indexOf(panel[0]!), ["arbitrate", "--case", expectedCaseId, "--package", swapped, "--sign-only", "--out", path.join(dir, "abstained.json")]);
+      expectTypedFailure(abstained, 1, "ArbitratorAbstainedError", `abstains from case ${expectedCaseId} (PACKAGE_HASH_MISMATCH)`);
+      expect(existsSync(path.join(dir, "abstained.json"))).to.equal(false);
       const outsider = [...Array(16).keys()].map((i) => 20 + i).find((i) => !panel.includes(addressOf(i)))!;
       const notOnPanel = await cli(f, outsider, ["arbitrate", "--case", expectedCaseId, "--package", files.out, "--sign-only", "--out", path.join(dir, "x.json")]);
       expectTypedFailure(notOnPanel, 1, "NotOnPanelError", `${addressOf(outsider)} is not on case ${expectedCaseId}'s round 0 panel`);

@@ -88,7 +88,7 @@ describe("arbitration: Lane 0 on delivered receipts and fault statements (issue 
     expect(run.message).to.deep.include({ verdict: 1, refund: PRICE, slash: 0n });
   });
 
-  describe("delivered-receipt evidence that does not verify fails safe", function () {
+  describe("delivered-receipt evidence that does not verify is the challenger's fault (it supplied it)", function () {
     const cases: Array<[string, string, string, (steps: Step[]) => Promise<DeliveredReceiptEvidence[]>]> = [
       ["signed by the payer, not the provider", "DELIVERED_RECEIPT_SIGNATURE_INVALID", "delivered[seq 2].signature", async (steps) => [{ receipt: await signSessionReceipt({ account: PAYER, receipt: steps[1]!.receipt.receipt }) }]],
       ["for another session", "DELIVERED_RECEIPT_BINDING_MISMATCH", "delivered[seq 2].binding", async (steps) => [{ receipt: await signSessionReceipt({ account: PROVIDER, receipt: { ...steps[1]!.receipt.receipt, sessionId: `0x${"99".repeat(32)}` } }) }]],
@@ -107,10 +107,10 @@ describe("arbitration: Lane 0 on delivered receipts and fault statements (issue 
         const items = (await make(steps)).map((d) => makeEvidence("delivered_receipt", d));
         const { pkg, ctx } = sessionCase(steps, tree, 2n, withEvidence(items));
         const run = await judge(pkg, ctx);
-        expect(run.state).to.equal("fail_safe");
-        expect(run.resolution.aggregate.reasonCodes).to.deep.equal([reason]);
+        expect(run.state).to.equal("deliver");
+        expect(run.resolution.aggregate).to.deep.include({ finalVerdict: "challenger_fault", reasonCodes: [reason] });
         expect(failedChecks(run)).to.include(check);
-        expect(run.message).to.deep.include({ verdict: 4, refund: 0n, slash: 0n });
+        expect(run.message).to.deep.include({ verdict: 2, refund: 0n, slash: 0n });
       });
     }
   });
@@ -129,8 +129,31 @@ describe("arbitration: Lane 0 on delivered receipts and fault statements (issue 
       expect(failedChecks(run)).to.deep.equal([]);
     });
 
-    it("a failed call charged 0 (decision 0022), or charged no more than the compute declared → the challenger's fault", async function () {
-      for (const [amount, spent] of [[0n, 0n], [PRICE, PRICE], [PRICE / 2n, PRICE]] as const) {
+    it("a failed call charged 0 (decision 0022) that its ticket prepaid and the close pays → FAILED_CALL_PAID, what the ticket paid refunded (issue 27 finding 6)", async function () {
+      const { steps, tree } = await failedSession(0n);
+      const statement = await fault({ offloadPacketHash: steps[1]!.receipt.receipt.offloadPacketHash, computeSpent: 0n });
+      const { pkg, ctx } = sessionCase(steps, tree, 2n, withEvidence([makeEvidence("fault", statement)]));
+      const run = await judge(pkg, ctx);
+      expect(run.resolution.aggregate.finalVerdict).to.equal("provider_fault");
+      expect(failedChecks(run)).to.deep.equal(["receipt[seq 2].failed_call_paid"]);
+      expect(run.message).to.deep.include({ verdict: 1, refund: PRICE, slash: 0n }); // ticket 2 − ticket 1
+    });
+
+    it("an honest failed call charged 0 that no ticket paid for (ticket 2 added nothing) → the challenger's fault", async function () {
+      const { steps, tree } = await sessionSteps(
+        (r) => (r.seq === 2n ? { ...r, outputHash: keccak256(FAILED), metering: { units: 0n, amount: 0n } } : r),
+        (seq) => PRICE * (seq >= 2n ? seq - 1n : seq),
+      );
+      const statement = await fault({ offloadPacketHash: steps[1]!.receipt.receipt.offloadPacketHash, computeSpent: 0n });
+      const { pkg, ctx } = sessionCase(steps, tree, 2n, withEvidence([makeEvidence("fault", statement)]), PRICE * 3n);
+      const run = await judge(pkg, ctx);
+      expect(run.resolution.aggregate.finalVerdict).to.equal("challenger_fault");
+      expect(run.resolution.lane0.checks.find((c) => c.name === "receipt[seq 2].failed_call_paid")!.status).to.equal("pass");
+      expect(run.message).to.deep.include({ verdict: 2, refund: 0n, slash: 0n });
+    });
+
+    it("a failed call charged no more than the compute declared → the challenger's fault", async function () {
+      for (const [amount, spent] of [[PRICE, PRICE], [PRICE / 2n, PRICE]] as const) {
         const { steps, tree } = await failedSession(amount);
         const statement = await fault({ offloadPacketHash: steps[1]!.receipt.receipt.offloadPacketHash, computeSpent: spent });
         const { pkg, ctx } = sessionCase(steps, tree, 2n, withEvidence([makeEvidence("fault", statement)]));
@@ -173,14 +196,15 @@ describe("arbitration: Lane 0 on delivered receipts and fault statements (issue 
       ],
     ];
     for (const [what, reason, check, make] of refusals) {
-      it(`a fault statement ${what} → fail safe (${reason})`, async function () {
+      it(`a fault statement ${what} → the challenger's fault (${reason}: it supplied the statement)`, async function () {
         const { steps, tree } = await failedSession(PRICE);
         const items = (await make(steps)).map((f) => makeEvidence("fault", f));
         const { pkg, ctx } = sessionCase(steps, tree, 2n, withEvidence(items));
         const run = await judge(pkg, ctx);
-        expect(run.state).to.equal("fail_safe");
-        expect(run.resolution.aggregate.reasonCodes).to.deep.equal([reason]);
+        expect(run.state).to.equal("deliver");
+        expect(run.resolution.aggregate).to.deep.include({ finalVerdict: "challenger_fault", reasonCodes: [reason] });
         expect(failedChecks(run)).to.include(check);
+        expect(run.message).to.deep.include({ verdict: 2, refund: 0n, slash: 0n });
       });
     }
   });

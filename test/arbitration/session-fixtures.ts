@@ -50,14 +50,18 @@ export type Step = { ticket: SignedPaymentTicket; receipt: SignedSessionReceipt;
 
 /**
  * The session's four steps. `tamper(receipt)` may change the receipt of any seq before the provider signs it
- * (the one the root then commits); the chain links on from whatever was signed.
+ * (the one the root then commits); the chain links on from whatever was signed. `cumulative(seq)` is ticket
+ * seq's cumulative amount (default: each ticket prepays one call at PRICE).
  */
-export async function sessionSteps(tamper: (r: SessionReceipt) => SessionReceipt = (r) => r): Promise<{ steps: Step[]; tree: ReceiptAccumulator }> {
+export async function sessionSteps(
+  tamper: (r: SessionReceipt) => SessionReceipt = (r) => r,
+  cumulative: (seq: bigint) => bigint = (seq) => PRICE * seq,
+): Promise<{ steps: Step[]; tree: ReceiptAccumulator }> {
   const tree = new ReceiptAccumulator();
   const steps: Step[] = [];
   let prev: Hex = `0x${"00".repeat(32)}`;
   for (let seq = 1n; seq <= 4n; seq++) {
-    const ticket = { sessionId: SESSION_ID, provider: PROVIDER.address, termsHash: REF.terms.termsHash, seq, cumulativeAmount: PRICE * seq, receiptRoot: tree.root() };
+    const ticket = { sessionId: SESSION_ID, provider: PROVIDER.address, termsHash: REF.terms.termsHash, seq, cumulativeAmount: cumulative(seq), receiptRoot: tree.root() };
     const receipt = tamper({
       sessionId: SESSION_ID,
       seq,
@@ -76,15 +80,19 @@ export async function sessionSteps(tamper: (r: SessionReceipt) => SessionReceipt
   return { steps, tree };
 }
 
-/** A package disputing `seq` (with its predecessor) against the recorded root of ticket 4, and its context. */
+/**
+ * A package disputing `seq` (with its predecessor) against the recorded root of ticket 4 (closed at `amount`,
+ * ticket 4's cumulative amount), and its context.
+ */
 export function sessionCase(
   steps: Step[],
   tree: ReceiptAccumulator,
   seq: bigint,
   extend: (pkg: ChallengePackage) => ChallengePackage = (pkg) => pkg,
+  amount: bigint = PRICE * 4n,
 ): { pkg: ChallengePackage; ctx: CaseContext } {
   const caseId: Hex = `0x${"c0".repeat(32)}`;
-  const closing = { deposit: PRICE * 10n, seq: 4n, amount: PRICE * 4n, receiptRoot: tree.prefixRoot(3), feeBps: 0 };
+  const closing = { deposit: PRICE * 10n, seq: 4n, amount, receiptRoot: tree.prefixRoot(3), feeBps: 0 };
   const i = Number(seq) - 1;
   const receipts = steps.slice(i - 1, i + 1).map((step) => ({ receipt: step.receipt, ticket: step.ticket, leafIndex: BigInt(step.index), merkleProof: tree.proof(step.index, 3) }));
   const pkg = extend(
