@@ -11,7 +11,6 @@ import {IProviderRegistry} from "./interfaces/IProviderRegistry.sol";
 import {IRandomness} from "./interfaces/IRandomness.sol";
 import {DisputeRules} from "./libraries/DisputeRules.sol";
 import {Panels} from "./libraries/Panels.sol";
-import {TryTransfer} from "./libraries/TryTransfer.sol";
 
 /// @title DisputeManager
 /// @notice Takes challenges against a gig's delivery or a closing session's receipts, holds the parties' bonds,
@@ -189,7 +188,14 @@ contract DisputeManager is IDisputeManager {
         bytes32 packageHash
     ) external payable nonReentrant returns (bytes32 caseId) {
         (bytes32 sessionId, address related, bytes32 leaf, bool settled) = DisputeRules.sessionSubject(
-            gasEscrow, terms, openedAt, recorded, receiptHash, ticketHash, proof, _rules[_rulesNow()].settledDisputeWindow
+            gasEscrow,
+            terms,
+            openedAt,
+            recorded,
+            receiptHash,
+            ticketHash,
+            proof,
+            _rules[_rulesNow()].settledDisputeWindow
         );
         Case memory draft = _draft(
             SubjectKind.Session, sessionId, terms.provider, related, terms.asset, _valueOf(recorded), lane, packageHash
@@ -437,7 +443,8 @@ contract DisputeManager is IDisputeManager {
         _requireStatus(caseId, c, CaseStatus.Decided);
         if (block.timestamp <= c.deadline) revert DeadlineNotPassed(caseId, c.deadline);
         Round storage r = _rounds[caseId][c.round];
-        _settle(caseId, c, Resolution(caseId, r.verdict, r.refund, r.slash, r.resolutionHash), recorded, CaseStatus.Resolved);
+        Resolution memory o = Resolution(caseId, r.verdict, r.refund, r.slash, r.resolutionHash);
+        _settle(caseId, c, o, recorded, CaseStatus.Resolved);
     }
 
     /// @inheritdoc IDisputeManager

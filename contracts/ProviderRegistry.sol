@@ -481,7 +481,10 @@ contract ProviderRegistry is IProviderRegistry, SealedRoles, ReentrancyGuardTran
         uint256 n;
         for (uint256 i; i < size; ++i) {
             address account = _pool[i];
-            if (_removedAt[account] == 0) members[n++] = account;
+            if (_removedAt[account] == 0) {
+                members[n] = account;
+                ++n;
+            }
         }
     }
 

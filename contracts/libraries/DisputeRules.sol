@@ -15,8 +15,8 @@ import {TryTransfer} from "./TryTransfer.sol";
 /// @notice The bounds of every DisputeManager parameter and the check that a parameter set respects them, who may
 /// dispute a session, and how a case that ends is enforced (`settle`). An external library run by DELEGATECALL,
 /// so every escrow and registry call still comes from the DisputeManager and its code costs the DisputeManager no
-/// code size (decision 0010: the DisputeManager keeps at least 2 KiB below EIP-170). Under these bounds the longest case —
-/// respond window, then two rounds of (draw, decision, appeal), then the slow path — lasts at most
+/// code size (decision 0010: the DisputeManager keeps at least 2 KiB below EIP-170). Under these bounds the longest
+/// case — respond window, then two rounds of (draw, decision, appeal), then the slow path — lasts at most
 /// 7 + 2 × (14 + 14 + 7) + 60 = 137 days, inside the escrows' 180-day freeze backstop.
 library DisputeRules {
     /// @notice Basis points in a whole.
