@@ -96,9 +96,9 @@ contract DisputeManager is IDisputeManager {
     /// @dev Every parameter set ever in force or queued, by index (a case stores the index it opened under).
     Params[] private _rules;
 
-    /// @dev The index in force, and when the last entry of `_rules` takes over (zero: nothing queued).
+    /// @dev The index last recorded in force, and when the last entry of `_rules` takes (or took) over.
     uint16 private _activeRules;
-    uint40 private _queuedRulesFrom;
+    uint40 private _latestRulesFrom;
 
     /// @dev Per asset: the terms in force, and terms queued to take over at `from` (zero: nothing queued).
     struct TermsState {
@@ -146,6 +146,7 @@ contract DisputeManager is IDisputeManager {
         governance = governance_;
         DisputeRules.validate(p);
         _rules.push(p);
+        _latestRulesFrom = uint40(block.timestamp);
         emit ParamsSet(p, uint40(block.timestamp));
     }
 
@@ -541,9 +542,11 @@ contract DisputeManager is IDisputeManager {
     function setParams(Params calldata p) external onlyGovernance {
         DisputeRules.validate(p);
         _promoteRules();
+        // Case.rules holds an index as a uint16.
+        if (_rules.length > type(uint16).max) revert InvalidParams("too many parameter sets");
         uint40 from = _delayed();
         _rules.push(p);
-        _queuedRulesFrom = from;
+        _latestRulesFrom = from;
         emit ParamsSet(p, from);
     }
 
@@ -559,7 +562,9 @@ contract DisputeManager is IDisputeManager {
         emit AssetTermsSet(asset, terms.bondFloor, terms.stakeRate, from);
     }
 
-    /// @dev When a change set now takes effect: after the registry's unbonding delay.
+    /// @dev When a change set now takes effect: after the registry's unbonding delay. A bond holder reacts while
+    /// the change waits in the timelock's public queue (its own delay comes on top), so an unbonding it requests
+    /// when the change is scheduled matures before the change applies to any case.
     function _delayed() private view returns (uint40) {
         return uint40(block.timestamp + registry.unbondingDelay());
     }
@@ -567,13 +572,12 @@ contract DisputeManager is IDisputeManager {
     /// @dev The parameter index in force now, recording a queued set that has come into force.
     function _promoteRules() private returns (uint16 active) {
         active = _rulesNow();
-        if (active != _activeRules) (_activeRules, _queuedRulesFrom) = (active, 0);
+        if (active != _activeRules) _activeRules = active;
     }
 
     function _rulesNow() private view returns (uint16) {
-        uint40 from = _queuedRulesFrom;
-        // Fits: one entry per governance call, each behind the timelock; more than 65,535 would revert here.
-        return from != 0 && block.timestamp >= from ? uint16(_rules.length - 1) : _activeRules;
+        // Fits: setParams refuses a 65,537th set, so the last index is at most 65,535.
+        return block.timestamp >= _latestRulesFrom ? uint16(_rules.length - 1) : _activeRules;
     }
 
     /// @dev `asset`'s terms in force now, recording queued terms that have come into force.
@@ -628,8 +632,7 @@ contract DisputeManager is IDisputeManager {
 
     /// @inheritdoc IDisputeManager
     function latestParams() external view returns (Params memory, uint40 effectiveAt) {
-        uint40 from = _queuedRulesFrom;
-        return (_rules[_rules.length - 1], from);
+        return (_rules[_rules.length - 1], _latestRulesFrom);
     }
 
     /// @inheritdoc IDisputeManager
