@@ -117,6 +117,19 @@ function signResolution(account: LocalAccount, domain: Domain, message: Resoluti
 }
 
 export async function systemFixture() {
+  return buildSystem({ seal: true });
+}
+
+/**
+ * The same system with the wiring roles left unsealed, as before `sealRoles`: governance can still grant itself
+ * SLASHER_ROLE or DISPUTE_ROLE. Only for tests that need governance to act through a wiring role (a direct
+ * slash to set a bond up), or that show what sealing prevents.
+ */
+export async function unsealedSystemFixture() {
+  return buildSystem({ seal: false });
+}
+
+async function buildSystem(options: { seal: boolean }) {
   const publicClient = await hre.viem.getPublicClient();
   const wallets = await hre.viem.getWalletClients();
   const governance = wallets[SYS.governance]!;
@@ -139,9 +152,11 @@ export async function systemFixture() {
   await registry.write.grantRole([await registry.read.LOCKER_ROLE(), disputes.address]);
   await registry.write.grantRole([await registry.read.LOCKER_ROLE(), gigs.address]);
   // The wiring is sealed, as on every deployment: no governance key can grant itself these powers later.
-  await escrow.write.sealRoles();
-  await gigs.write.sealRoles();
-  await registry.write.sealRoles();
+  if (options.seal) {
+    await escrow.write.sealRoles();
+    await gigs.write.sealRoles();
+    await registry.write.sealRoles();
+  }
   await disputes.write.setAssetTerms([zeroAddress, ETH_TERMS]);
   await disputes.write.setAssetTerms([token.address, TOKEN_TERMS]);
 
@@ -190,7 +205,7 @@ export async function systemFixture() {
   };
 }
 
-export type System = Awaited<ReturnType<typeof systemFixture>>;
+export type System = Awaited<ReturnType<typeof buildSystem>>;
 
 /** Deploys the DisputeManager with its two external libraries linked, as `scripts/deploy.ts` does. */
 export async function deployDisputeManager(args: readonly [Address, Address, Address, Address, Address, DisputeParams]) {
