@@ -26,7 +26,6 @@ import {
   keccak256,
   parseEther,
   stringToBytes,
-  zeroAddress,
   type Abi,
   type Address,
   type Hex,
@@ -324,7 +323,7 @@ describe("issue 27 finding 1: panels are drawn, not ground", function () {
      */
     async function drawOnChain(s: System, panels: Address, size: number, snapshot: bigint, seed: Hex): Promise<Address[]> {
       const abi = (await hre.artifacts.readArtifact("Panels")).abi as Abi;
-      const fn = abi.find((x) => x.type === "function" && x.name === "draw") as { inputs: { type: string }[] };
+      const fn = abi.find((x) => x.type === "function" && x.name === "draw") as unknown as { inputs: { type: string }[] };
       const selector = toFunctionSelector(`draw(${fn.inputs.map((i) => i.type).join(",")})`);
       const args = encodeAbiParameters(
         [{ type: "address" }, { type: "bytes32" }, { type: "address[]" }, { type: "uint256" }, { type: "uint48" }, { type: "bytes32" }],

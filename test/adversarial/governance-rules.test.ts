@@ -59,7 +59,6 @@ const MOVED: DisputeParams = { ...P, slashCapBps: 1, overturnSlashBps: 10_000, f
 const MOVED_TERMS = { bondFloor: TOKEN_TERMS.bondFloor, stakeRate: parseEther("1000000") };
 
 const gigSubject = (gigId: bigint): Hex => `0x${gigId.toString(16).padStart(64, "0")}`;
-const sortKeys = (keys: LocalAccount[]) => [...keys].sort((a, b) => (BigInt(a.address) < BigInt(b.address) ? -1 : 1));
 
 /** A LaborGas gig of 1 funded, accepted and delivered. */
 async function deliveredTokenGig(s: System): Promise<bigint> {

@@ -1397,7 +1397,7 @@ describe("ProviderRegistry", () => {
       const now = await c.publicClient.getBlockNumber();
       await hre.network.provider.send("hardhat_mine", [`0x${(removedAt + 1024n - now).toString(16)}`]);
       expect(await c.publicClient.getBlockNumber()).to.equal(removedAt + 1024n);
-      await expectRevert(c.registry.simulate.prune([m], { account: c.stranger.account }), "NotPrunable", [m]);
+      await expectRevert(c.registry.simulate.prune([m], { account: c.stranger.account.address }), "NotPrunable", [m]);
       // Until pruned, the snapshot before the removal still sees the member, and the one after does not.
       expect(await c.registry.read.drawPoolAt([runtime, Number(before)])).to.deep.equal([[m, o, st], [BOND, BOND + 1n, BOND + 2n]]);
       expect(await c.registry.read.drawPoolAt([runtime, Number(removedAt)])).to.deep.equal([[o, st], [BOND + 1n, BOND + 2n]]);
