@@ -6,14 +6,14 @@
 import { loadFixture, time } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
 import { expect } from "chai";
 import hre from "hardhat";
-import { decodeErrorResult, getAddress, keccak256, stringToBytes, zeroAddress, type Abi, type Address, type Hex, type PublicClient } from "viem";
+import { decodeErrorResult, encodeFunctionData, getAddress, keccak256, stringToBytes, zeroAddress, type Abi, type Address, type Hex, type PublicClient } from "viem";
 
 import { providerRegistryAbi } from "../../src/arbitration/chain";
 import { judgeRuntimeHash } from "../../src/arbitration/runner";
 import type { Wallet } from "../../src/chain/escrow";
 import { deployAll } from "../../scripts/deploy";
 import { admitArbitratorCalls, executeCalls, scheduleCalls, timelockAbi } from "../../scripts/timelock";
-import { expectRevert } from "../helpers/revert";
+import { expectRevert, rawRevertData } from "../helpers/revert";
 
 const label = (s: string): Hex => keccak256(stringToBytes(s));
 const ROLES = ["DEFAULT_ADMIN_ROLE", "GOVERNANCE_ROLE", "DISPUTE_ROLE", "SLASHER_ROLE", "LOCKER_ROLE"] as const;
@@ -116,6 +116,48 @@ describe("scripts/deploy.ts", () => {
     await executeCalls(p);
     expect(await f.registry.read.isAdmitted([candidate.account.address])).to.equal(true);
     expect(await f.publicClient.readContract({ address: f.deployment.timelock, abi: timelockAbi, functionName: "isOperationDone", args: [scheduled.id] })).to.equal(true);
+  });
+
+  it("seals the wiring roles before handing governance over: not even the timelock can grant SLASHER_ROLE or DISPUTE_ROLE", async () => {
+    const f = await loadFixture(deployedFixture);
+    expect([await f.gasEscrow.read.rolesSealed(), await f.gigEscrow.read.rolesSealed(), await f.registry.read.rolesSealed()]).to.deep.equal([true, true, true]);
+    const deployer = f.wallets[0]!;
+    const timelock = f.deployment.timelock;
+    const slasher = await f.registry.read.SLASHER_ROLE();
+    const dispute = await f.gasEscrow.read.DISPUTE_ROLE();
+    const calls = [
+      { target: f.registry.address, data: encodeFunctionData({ abi: f.registry.abi, functionName: "grantRole", args: [slasher, timelock] }) },
+      { target: f.gasEscrow.address, data: encodeFunctionData({ abi: f.gasEscrow.abi, functionName: "grantRole", args: [dispute, timelock] }) },
+    ];
+    const p = { publicClient: f.publicClient, wallet: deployer, timelock, calls, salt: "grant the wiring to governance" };
+    const scheduled = await scheduleCalls(p);
+    await time.increaseTo(scheduled.readyAt);
+    const error = await executeCalls(p).then(() => undefined, (e: unknown) => e as Error);
+    expect(error, "the timelock granted itself a sealed role").to.be.instanceOf(Error);
+    // The timelock bubbles the target's revert; Hardhat may report it only in its message.
+    const data = rawRevertData(error) ?? (/return data: (0x[0-9a-f]+)/.exec(String(error))?.[1] as Hex | undefined);
+    expect(data, String(error)).to.be.a("string");
+    expect(decodeErrorResult({ abi: f.registry.abi, data: data! })).to.deep.include({ errorName: "RoleSealed", args: [slasher] });
+    expect(await f.registry.read.hasRole([slasher, timelock])).to.equal(false);
+    expect(await f.gasEscrow.read.hasRole([dispute, timelock])).to.equal(false);
+  });
+
+  it("leaves every deployed contract at least 2,048 bytes under EIP-170's 24,576 (issue 27 finding 10: room to grow)", async () => {
+    const f = await loadFixture(deployedFixture);
+    const LIMIT = 24_576;
+    const HEADROOM = 2_048;
+    const sizes: Record<string, number> = {};
+    for (const [name, { address }] of Object.entries(f.deployment.contracts)) {
+      const code = await f.publicClient.getCode({ address });
+      expect(code, `${name} has code`).to.match(/^0x[0-9a-f]+$/);
+      sizes[name] = (code!.length - 2) / 2;
+    }
+    // The contracts the issue names are all there, and each keeps the headroom.
+    expect(Object.keys(sizes)).to.include.members(["DisputeManager", "GasEscrow", "GigEscrow", "ProviderRegistry", "Panels", "DisputeRules"]);
+    for (const [name, size] of Object.entries(sizes)) {
+      expect(size, `${name}: ${size} bytes, ${LIMIT - size} under the limit`).to.be.at.most(LIMIT - HEADROOM);
+    }
+    console.log(`      code sizes (bytes): ${Object.entries(sizes).map(([n, b]) => `${n} ${b}`).join(", ")}`);
   });
 
   it("refuses DisputeManager governance from anyone but the timelock", async () => {

@@ -48,6 +48,8 @@ import {
   SYS,
   systemFixture,
   VERDICT,
+  UNBONDING_DELAY,
+  unsealedSystemFixture,
   type DisputeParams,
   type ResolutionMessage,
   type System,
@@ -186,6 +188,40 @@ const CONTESTED = perKind("contestedGigCase", contestedGigCase);
 const DRAWN = perKind("drawnGigCase", drawnGigCase);
 const UNCONTESTED_DRAWN = perKind("uncontestedDrawnGigCase", uncontestedDrawnGigCase);
 const DECIDED = perKind("decidedGigCase", decidedGigCase);
+
+/**
+ * A system whose governance queued `params` and `terms` (per asset) and waited out the registry's unbonding delay,
+ * so that they are in force for cases opened from here on (rules apply only to cases opened at or after their
+ * `effectiveAt`). `unsealed`: governance can still grant itself the wiring roles (to slash a bond directly).
+ */
+async function systemUnder(
+  overrides: { params?: Partial<DisputeParams>; terms?: [Address | "token", { bondFloor: bigint; stakeRate: bigint }][]; unsealed?: boolean },
+): Promise<System> {
+  const s = overrides.unsealed ? await unsealedSystemFixture() : await systemFixture();
+  if (overrides.params) await s.disputes.write.setParams([{ ...P, ...overrides.params }]);
+  for (const [asset, terms] of overrides.terms ?? []) {
+    await s.disputes.write.setAssetTerms([asset === "token" ? s.token.address : asset, terms]);
+  }
+  await time.increase(UNBONDING_DELAY);
+  if (overrides.params) expect(await s.disputes.read.params()).to.deep.equal({ ...P, ...overrides.params });
+  return s;
+}
+
+/** Drawn ETH cases under changed rules (see `systemUnder`), for the refusals that need them. */
+const DRAWN_HIGH_STAKE_RATE = async function drawnAtHighStakeRate() {
+  return drawnGigCase(await systemUnder({ terms: [[zeroAddress, { bondFloor: ETH_TERMS.bondFloor, stakeRate: parseEther("5000") }]] }), "ETH");
+};
+const DRAWN_UNSEALED = async function drawnUnsealed() {
+  return drawnGigCase(await unsealedSystemFixture(), "ETH");
+};
+/** A LaborGas case opened under a 500 % slash cap, in a system where governance can still slash directly. */
+const DRAWN_WIDE_CAP_UNSEALED = async function drawnTokenCaseWideCapUnsealed() {
+  return drawnGigCase(await systemUnder({ params: { slashCapBps: 50_000 }, unsealed: true }), "ERC20");
+};
+/** A case decided in round 0 that opened under rules allowing no appeal. */
+const DECIDED_NO_APPEALS = async function decidedGigCaseWithoutAppeals() {
+  return decidedGigCase(await systemUnder({ params: { maxAppeals: 0 } }), "ETH");
+};
 
 /** Signs `message` for the case by `signers` (ascending) and submits it from the watcher (no party). */
 async function submit(
@@ -350,8 +386,10 @@ describe("DisputeManager", function () {
       // Floor 0.5 SIX (500,000 base units); 1 SIX counts as 1 LaborGas (10^12 stake units per base unit).
       const terms = { bondFloor: 500_000n, stakeRate: 10n ** 30n };
       const receipt = await mined(s, await s.disputes.write.setAssetTerms([six.address, terms]));
+      // An asset's first terms apply at once (nothing was exposed to it yet).
+      const now = Number((await s.publicClient.getBlock({ blockNumber: receipt.blockNumber })).timestamp);
       expect(eventsOf(s, receipt).map((e) => [e.eventName, e.args])).to.deep.equal([
-        ["AssetTermsSet", { asset: getAddress(six.address), bondFloor: 500_000n, stakeRate: 10n ** 30n }],
+        ["AssetTermsSet", { asset: getAddress(six.address), bondFloor: 500_000n, stakeRate: 10n ** 30n, effectiveAt: now }],
       ]);
       expect(await s.disputes.read.assetTerms([six.address])).to.deep.equal(terms);
       expect(await s.disputes.read.bondFor([six.address, 1_000_000n, 0])).to.equal(500_000n); // the floor
@@ -392,7 +430,17 @@ describe("DisputeManager", function () {
         );
       const decoded = decodeErrorResult({ abi: s.disputes.abi, data: raw! });
       expect([decoded.errorName, decoded.args]).to.deep.equal(["NotGovernance", [getAddress(s.stranger.account.address)]]);
-      await s.disputes.write.setAssetTerms([zeroAddress, { bondFloor: 0n, stakeRate: 0n }]);
+      // A change to an asset that has terms waits the registry's unbonding delay; until then the old terms hold.
+      const receipt = await mined(s, await s.disputes.write.setAssetTerms([zeroAddress, { bondFloor: 0n, stakeRate: 0n }]));
+      const now = BigInt((await s.publicClient.getBlock({ blockNumber: receipt.blockNumber })).timestamp);
+      expect(eventsOf(s, receipt).map((e) => [e.eventName, e.args])).to.deep.equal([
+        ["AssetTermsSet", { asset: zeroAddress, bondFloor: 0n, stakeRate: 0n, effectiveAt: Number(now + UNBONDING_DELAY) }],
+      ]);
+      expect(await s.disputes.read.assetTerms([zeroAddress])).to.deep.equal(ETH_TERMS);
+      await time.increaseTo(now + UNBONDING_DELAY - 1n);
+      expect(await s.disputes.read.assetTerms([zeroAddress])).to.deep.equal(ETH_TERMS);
+      await time.increaseTo(now + UNBONDING_DELAY);
+      expect(await s.disputes.read.assetTerms([zeroAddress])).to.deep.equal({ bondFloor: 0n, stakeRate: 0n });
       const gigId = await deliveredGig(s, "ETH");
       await expectRevert(
         s.disputes.write.openGigCase([gigId, 1, PACKAGE_HASH], { account: s.client.account, value: BOND }),
@@ -449,12 +497,19 @@ describe("DisputeManager", function () {
           settledDisputeWindow: 30 * DAY,
         },
       ];
+      let last: { next: DisputeParams; effectiveAt: number } | undefined;
       for (const edge of edges) {
         const next = { ...P, ...edge };
         const receipt = await mined(s, await s.disputes.write.setParams([next]));
-        expect(eventsOf(s, receipt).map((e) => e.eventName)).to.deep.equal(["ParamsSet"]);
-        expect(await s.disputes.read.params()).to.deep.equal(next);
+        const effectiveAt = Number((await s.publicClient.getBlock({ blockNumber: receipt.blockNumber })).timestamp + UNBONDING_DELAY);
+        expect(eventsOf(s, receipt).map((e) => [e.eventName, e.args])).to.deep.equal([["ParamsSet", { params: next, effectiveAt }]]);
+        // Queued, not in force: each new set supersedes the queued one, and the set in force stays P.
+        expect(await s.disputes.read.latestParams()).to.deep.equal([next, effectiveAt]);
+        expect(await s.disputes.read.params()).to.deep.equal(P);
+        last = { next, effectiveAt };
       }
+      await time.increaseTo(last!.effectiveAt);
+      expect(await s.disputes.read.params()).to.deep.equal(last!.next);
     });
 
     it("hashes resolutions under its own EIP-712 domain", async function () {
@@ -687,8 +742,10 @@ describe("DisputeManager", function () {
     });
 
     it("a pool too small for the panel sends the case to the slow path", async function () {
-      const c = await loadFixture(CONTESTED.ETH);
+      // Removed before the contest requests the randomness: the draw's snapshot holds two arbitrators.
+      const c = await loadFixture(OPEN.ETH);
       for (const i of SYS.arbitrators.slice(2)) await c.registry.write.removeArbitrator([hardhatAccount(i).address]);
+      await c.disputes.write.respond([c.caseId], { account: c.provider.account, value: BOND });
       await hre.network.provider.send("hardhat_mine", ["0x2"]);
       const receipt = await mined(c, await c.disputes.write.drawPanel([c.caseId], { account: c.watcher.account }));
       expect(eventsOf(c, receipt).map((e) => e.eventName)).to.deep.equal(["CaseToSlowPath"]);
@@ -710,6 +767,8 @@ describe("DisputeManager", function () {
       signers?: (string | number)[];
       tamper?: (sigs: { r: Hex; vs: Hex }[]) => void;
       prepare?: (c: Drawn) => Promise<void>;
+      /** A drawn ETH case other than DRAWN.ETH's (rules changed before it opened, or an unsealed system). */
+      fixture?: () => Promise<Drawn>;
       error: string;
       args: (c: Drawn, out: LocalAccount) => readonly unknown[];
     };
@@ -762,15 +821,15 @@ describe("DisputeManager", function () {
       {
         name: "stake at risk not above the value (the asset's stake rate raised to 5,000 LaborGas per ETH)",
         message: { verdict: VERDICT.RespondentWins },
-        prepare: async (c) => {
-          await c.disputes.write.setAssetTerms([zeroAddress, { bondFloor: ETH_TERMS.bondFloor, stakeRate: parseEther("5000") }]);
-        },
+        // The case opened under that rate (a case keeps the rate in force when it opened).
+        fixture: DRAWN_HIGH_STAKE_RATE,
         error: "StakeAtRiskTooLow",
         args: () => [parseEther("5000"), parseEther("5000")],
       },
       {
         name: "stake at risk not above value plus slash (a signer's stake slashed to 1,000)",
         message: { verdict: VERDICT.ChallengerWins, slash: CAP },
+        fixture: DRAWN_UNSEALED,
         prepare: async (c) => {
           await c.registry.write.grantRole([await c.registry.read.SLASHER_ROLE(), c.governance.account.address]);
           await c.registry.write.slash([ARBITRATOR_ROLE, c.panel[0]!.address, parseEther("4000"), c.governance.account.address, 0]);
@@ -790,7 +849,7 @@ describe("DisputeManager", function () {
     ];
     for (const row of rows) {
       it(`refuses ${row.name} with ${row.error}`, async function () {
-        const c = await loadFixture(DRAWN.ETH);
+        const c = await loadFixture(row.fixture ?? DRAWN.ETH);
         const out = hardhatAccount(SYS.arbitrators.find((i) => !c.panel.some((k) => k.address === hardhatAccount(i).address))!);
         await row.prepare?.(c);
         const positions = row.signers ?? [0, 1];
@@ -944,9 +1003,9 @@ describe("DisputeManager", function () {
       });
 
       it("ChallengerWins slashes only what the provider's bond still holds", async function () {
-        const c = await loadFixture(DRAWN[kind]);
-        // A cap high enough for the whole bond: ETH's is 2,000 LaborGas; LaborGas's is raised for the purpose.
-        if (kind === "ERC20") await c.disputes.write.setParams([{ ...P, slashCapBps: 50_000 }]);
+        // A cap high enough for the whole bond: ETH's is 2,000 LaborGas; LaborGas's is raised for the purpose
+        // (before the case opened: a case keeps its opening rules), and governance may still slash directly.
+        const c = await loadFixture(kind === "ERC20" ? DRAWN_WIDE_CAP_UNSEALED : DRAWN[kind]);
         const slash = kind === "ETH" ? parseEther("2000") : parseEther("5");
         if (kind === "ERC20") {
           // 5 LaborGas of a 1-LaborGas gig is the most the cap allows; take the bond down to 3 first.
@@ -1159,15 +1218,22 @@ describe("DisputeManager", function () {
 
   describe("appeal limits and the slow path (ETH)", function () {
     it("refuses an appeal past the cap (AppealCapReached) and after the appeal window (DeadlinePassed)", async function () {
-      const c = await loadFixture(DECIDED.ETH);
+      const c = await loadFixture(DECIDED_NO_APPEALS);
       const { deadline } = await c.disputes.read.caseOf([c.caseId]);
-      await c.disputes.write.setParams([{ ...P, maxAppeals: 0 }]);
       await expectRevert(
         c.disputes.write.appeal([c.caseId], { account: c.client.account, value: APPEAL_BOND_1 }),
         "AppealCapReached",
         [c.caseId, 0],
       );
+      // Rules queued while the case is open do not reach it: it keeps the cap it opened under.
       await c.disputes.write.setParams([P]);
+      expect((await c.disputes.read.latestParams())[0]).to.deep.equal(P);
+      expect(await c.disputes.read.caseParams([c.caseId])).to.deep.equal({ ...P, maxAppeals: 0 });
+      await expectRevert(
+        c.disputes.write.appeal([c.caseId], { account: c.client.account, value: APPEAL_BOND_1 }),
+        "AppealCapReached",
+        [c.caseId, 0],
+      );
       await time.increaseTo(deadline + 1);
       await expectRevert(c.disputes.write.appeal([c.caseId], { account: c.client.account, value: APPEAL_BOND_1 }), "DeadlinePassed", [
         c.caseId,
@@ -1255,7 +1321,7 @@ describe("DisputeManager", function () {
       await expectNoLocks(c);
     });
 
-    it("expire without any verdict: the value is split (refund = value / 2), both bonds return, nothing burnt", async function () {
+    it("expire without any verdict: the gig is released to the provider as without a dispute (refund 0), both bonds return in full, nothing burnt", async function () {
       const c = await loadFixture(CONTESTED.ETH);
       const { deadline } = await c.disputes.read.caseOf([c.caseId]);
       await time.increaseTo(deadline + 1);
@@ -1266,19 +1332,21 @@ describe("DisputeManager", function () {
       const before = await snapshot(c);
       const receipt = await mined(c, await c.disputes.write.expire([c.caseId, NO_STATE], { account: c.watcher.account }));
       await expectMoves(c, before, {
-        client: GIG_AMOUNT / 2n + BOND,
-        provider: GIG_AMOUNT / 2n + BOND,
+        client: BOND,
+        provider: GIG_AMOUNT + BOND,
         manager: -2n * BOND,
         gigs: -GIG_AMOUNT,
       });
       expect(eventsOf(c, receipt).map((e) => e.eventName)).to.deep.equal(["CaseExpired", "CaseResolved"]);
       expect(eventsOf(c, receipt)[0]!.args).to.deep.equal({ caseId: c.caseId, verdictStood: false });
+      expect(eventsOf(c, receipt)[1]!.args).to.deep.include({ verdict: VERDICT.NoFault, refunded: 0n, slashed: 0n, toChallenger: BOND, toRespondent: BOND, burned: 0n, arbitrationFees: 0n });
+      expect((await c.gigs.read.gigOf([c.gigId])).status).to.equal(GIG_STATUS.Released);
       expect((await c.disputes.read.caseOf([c.caseId])).status).to.equal(STATUS.Expired);
       await expectHoldsClaimables(c, new Map());
       await expectRevert(c.disputes.write.expire([c.caseId, NO_STATE]), "WrongCaseStatus", [c.caseId, STATUS.Expired]);
     });
 
-    it("a silent panel: the case goes to the slow path, and at its end every member loses absentSlashBps (burnt)", async function () {
+    it("a silent panel: the case goes to the slow path, and at its end every member loses absentSlashBps (burnt); the gig is released, bonds returned", async function () {
       const c = await loadFixture(DRAWN.ETH);
       const { deadline } = await c.disputes.read.caseOf([c.caseId]);
       await time.increaseTo(deadline + 1);
@@ -1290,7 +1358,7 @@ describe("DisputeManager", function () {
       await expectMoves(
         c,
         before,
-        { client: GIG_AMOUNT / 2n + BOND, provider: GIG_AMOUNT / 2n + BOND, manager: -2n * BOND, gigs: -GIG_AMOUNT },
+        { client: BOND, provider: GIG_AMOUNT + BOND, manager: -2n * BOND, gigs: -GIG_AMOUNT },
         { burn: 3n * ABSENT_SLASH, registry: -3n * ABSENT_SLASH },
       );
       expect(
@@ -1530,7 +1598,6 @@ describe("DisputeManager", function () {
       }
       for (const i of SYS.arbitrators.slice(3)) await s.registry.write.removeArbitrator([hardhatAccount(i).address]);
       const caseId = await openSessionCase(s, session, 1);
-      await s.disputes.write.respond([caseId], { account: s.provider.account, value: BOND });
       return { ...s, session, caseId };
     }
 
@@ -1538,6 +1605,7 @@ describe("DisputeManager", function () {
       const c = await loadFixture(partiesInThePool);
       const pool = (await c.registry.read.drawPool([JUDGE_RUNTIME_HASH]))[0];
       expect(pool).to.have.length(6);
+      await c.disputes.write.respond([c.caseId], { account: c.provider.account, value: BOND });
       const panel = await drawPanel(c, c.caseId);
       expect(panel.map((k) => getAddress(k.address))).to.deep.equal(
         sortKeys(SYS.arbitrators.slice(0, 3).map(hardhatAccount)).map((k) => getAddress(k.address)),
@@ -1549,7 +1617,9 @@ describe("DisputeManager", function () {
 
     it("goes to the slow path rather than seat a party when the others are too few", async function () {
       const c = await loadFixture(partiesInThePool);
+      // Removed before the contest requests the randomness, so the draw's snapshot holds two non-parties.
       await c.registry.write.removeArbitrator([hardhatAccount(SYS.arbitrators[0]).address]);
+      await c.disputes.write.respond([c.caseId], { account: c.provider.account, value: BOND });
       await hre.network.provider.send("hardhat_mine", ["0x2"]);
       const receipt = await mined(c, await c.disputes.write.drawPanel([c.caseId], { account: c.watcher.account }));
       expect(eventsOf(c, receipt).map((e) => e.eventName)).to.deep.equal(["CaseToSlowPath"]);

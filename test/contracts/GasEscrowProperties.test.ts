@@ -1042,7 +1042,8 @@ class Run {
     if (c.status !== STATUS.SlowPath) return this.toSlowPath(c, at);
     const standing = this.standing(c);
     if (standing) await this.settleCase(c, standing.verdict, standing.refund, ok, STATUS.Expired);
-    else await this.settleCase(c, VERDICT.NoFault, c.value / 2n, ok, STATUS.Expired);
+    // No verdict ever stood: the session ends as its recorded close put it (no refund), both bonds back in full.
+    else await this.settleCase(c, VERDICT.NoFault, 0n, ok, STATUS.Expired);
   }
 
   /** Governance decides a slow-path case: the verdict that stood, if one did (so nothing is overturned). */

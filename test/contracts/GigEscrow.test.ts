@@ -1955,8 +1955,9 @@ class GigRun {
       this.f.disputes.write.expire([c.id, NO_STATE], { account }), predicted);
     if (!ok) return;
     if (c.status !== CASE.SlowPath) return this.toSlowPath(c, at);
-    // No verdict ever stood (no appeals here): NoFault, half the value refunded.
-    await this.settleCase(c, VERDICT.NoFault, c.value / 2n, ok, CASE.Expired);
+    // No verdict ever stood (no appeals here): the gig ends as without a dispute (released, no refund), both
+    // bonds back in full.
+    await this.settleCase(c, VERDICT.NoFault, 0n, ok, CASE.Expired);
   }
 
   /** Governance decides a slow-path case (a stranger cannot; a refund above the value is refused). */

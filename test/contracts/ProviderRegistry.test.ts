@@ -1348,24 +1348,144 @@ describe("ProviderRegistry", () => {
       expect(await c.registry.read.isActiveArbitrator([c.member.account.address])).to.equal(true);
     });
 
-    it("removes by swapping the last member into the gap", async () => {
+    it("removal keeps the member's entry until pruned: admittedArbitrators lists the admitted only, in admission order", async () => {
       const c = await loadFixture(registryFixture);
       const ws = [c.member, c.other, c.stranger];
       for (const [i, w] of ws.entries()) {
         await ROLES[1]!.register(c, w, identity(`pool-${i}`));
         await c.registry.write.admitArbitrator([w.account.address], { account: c.governance.account });
       }
-      await c.registry.write.removeArbitrator([c.member.account.address], { account: c.governance.account });
-      expect(await c.registry.read.admittedArbitrators()).to.deep.equal([
-        getAddress(c.stranger.account.address),
-        getAddress(c.other.account.address),
+      const [m, o, st] = ws.map((w) => getAddress(w.account.address)) as [Address, Address, Address];
+      const removed = await eventsOf(c, await c.registry.write.removeArbitrator([m], { account: c.governance.account }));
+      expect(removed.events.map((e) => [e.eventName, e.args])).to.deep.equal([["ArbitratorRemoved", { arbitrator: m, poolSize: 2n }]]);
+      // Nothing moved: the others keep their places.
+      expect(await c.registry.read.admittedArbitrators()).to.deep.equal([o, st]);
+      expect(await c.registry.read.isAdmitted([m])).to.equal(false);
+      await c.registry.write.removeArbitrator([o], { account: c.governance.account });
+      expect(await c.registry.read.admittedArbitrators()).to.deep.equal([st]);
+      // A removed, unpruned member is admitted again in its old place (first), and removable again.
+      const again = await eventsOf(c, await c.registry.write.admitArbitrator([m], { account: c.governance.account }));
+      expect(again.events.map((e) => [e.eventName, e.args])).to.deep.equal([["ArbitratorAdmitted", { arbitrator: m, poolSize: 2n }]]);
+      expect(await c.registry.read.admittedArbitrators()).to.deep.equal([m, st]);
+      await c.registry.write.removeArbitrator([st], { account: c.governance.account });
+      expect(await c.registry.read.admittedArbitrators()).to.deep.equal([m]);
+      // A re-admitted member is not prunable (it is no longer removed).
+      await hre.network.provider.send("hardhat_mine", ["0x500"]);
+      await expectRevert(c.registry.write.prune([m], { account: c.stranger.account }), "NotPrunable", [m]);
+    });
+
+    it("prune: refused until SNAPSHOT_HORIZON (1,024) blocks have passed since the removal, then anyone drops the entry and frees its slot", async () => {
+      const c = await loadFixture(registryFixture);
+      expect(await c.registry.read.SNAPSHOT_HORIZON()).to.equal(1024);
+      const runtime = MEMBER_ID.judgeRuntimeHash;
+      const ws = [c.member, c.other, c.stranger];
+      for (const [i, w] of ws.entries()) {
+        await ROLES[1]!.register(c, w, identity(`prune-${i}`, { judgeRuntimeHash: runtime }));
+        await c.registry.write.bond([ARBITRATOR, BOND + BigInt(i)], { account: w.account });
+        await c.registry.write.admitArbitrator([w.account.address], { account: c.governance.account });
+      }
+      const [m, o, st] = ws.map((w) => getAddress(w.account.address)) as [Address, Address, Address];
+      const before = await c.publicClient.getBlockNumber();
+      const { receipt } = await eventsOf(c, await c.registry.write.removeArbitrator([m], { account: c.governance.account }));
+      const removedAt = receipt.blockNumber;
+      // Only a removed entry is prunable: not an admitted member, not an account never in the pool.
+      await expectRevert(c.registry.write.prune([o], { account: c.stranger.account }), "NotPrunable", [o]);
+      await expectRevert(c.registry.write.prune([c.beneficiary.account.address], { account: c.stranger.account }), "NotPrunable", [
+        getAddress(c.beneficiary.account.address),
       ]);
-      await c.registry.write.removeArbitrator([c.other.account.address], { account: c.governance.account });
-      expect(await c.registry.read.admittedArbitrators()).to.deep.equal([getAddress(c.stranger.account.address)]);
-      // The moved member is removable at its new slot, and the removed one can be admitted again.
-      await c.registry.write.removeArbitrator([c.stranger.account.address], { account: c.governance.account });
-      await c.registry.write.admitArbitrator([c.member.account.address], { account: c.governance.account });
-      expect(await c.registry.read.admittedArbitrators()).to.deep.equal([getAddress(c.member.account.address)]);
+      // The last refused block is removedAt + 1,024 (a call runs at the latest block's number).
+      const now = await c.publicClient.getBlockNumber();
+      await hre.network.provider.send("hardhat_mine", [`0x${(removedAt + 1024n - now).toString(16)}`]);
+      expect(await c.publicClient.getBlockNumber()).to.equal(removedAt + 1024n);
+      await expectRevert(c.registry.simulate.prune([m], { account: c.stranger.account.address }), "NotPrunable", [m]);
+      // Until pruned, the snapshot before the removal still sees the member, and the one after does not.
+      expect(await c.registry.read.drawPoolAt([runtime, Number(before)])).to.deep.equal([[m, o, st], [BOND, BOND + 1n, BOND + 2n]]);
+      expect(await c.registry.read.drawPoolAt([runtime, Number(removedAt)])).to.deep.equal([[o, st], [BOND + 1n, BOND + 2n]]);
+      const pruned = await eventsOf(c, await c.registry.write.prune([m], { account: c.stranger.account }));
+      expect(pruned.receipt.blockNumber).to.equal(removedAt + 1025n);
+      expect(pruned.events.map((e) => [e.eventName, e.args])).to.deep.equal([["ArbitratorPruned", { arbitrator: m }]]);
+      // The last entry moved into the gap; the pruned member is gone from every snapshot (they are past the horizon).
+      expect(await c.registry.read.admittedArbitrators()).to.deep.equal([st, o]);
+      expect(await c.registry.read.drawPoolAt([runtime, Number(before)])).to.deep.equal([[st, o], [BOND + 2n, BOND + 1n]]);
+      await expectRevert(c.registry.write.prune([m], { account: c.stranger.account }), "NotPrunable", [m]);
+      // Admitted again after pruning, it takes a new slot at the end.
+      await c.registry.write.admitArbitrator([m], { account: c.governance.account });
+      expect(await c.registry.read.admittedArbitrators()).to.deep.equal([st, o, m]);
+      expect((await bondOf(c, ARBITRATOR, m)).active).to.equal(BOND);
+    });
+
+    it("drawPoolAt(snapshot) stays what it was whatever happens after the snapshot: bond, unbond, cancel, slash, re-pin, admission, removal, minimum", async () => {
+      const c = await loadFixture(registryFixture);
+      const runtime = MEMBER_ID.judgeRuntimeHash;
+      const otherRuntime = keccak256(stringToBytes("another runtime"));
+      const extra = [7, 8, 9].map((i) => c.wallets[i]!);
+      for (const w of extra) {
+        await c.token.write.mint([w.account.address, SUPPLY]);
+        await c.token.write.approve([c.registry.address, SUPPLY], { account: w.account });
+      }
+      const [A, B, C, D, E] = [c.member, c.other, c.stranger, ...extra] as [Wallet, Wallet, Wallet, Wallet, Wallet];
+      const setups: [Wallet, Hex, bigint, boolean][] = [
+        [A, runtime, BOND, true],
+        [B, runtime, BOND * 2n, true],
+        [C, runtime, BOND * 3n, false], // registered and bonded, admitted only later
+        [D, runtime, BOND * 4n, true],
+        [E, otherRuntime, BOND * 5n, true], // pinned to another runtime, re-pins later
+      ];
+      for (const [w, pin, amount, admit] of setups) {
+        await ROLES[1]!.register(c, w, identity(`snap-${w.account.address}`, { judgeRuntimeHash: pin }));
+        await c.registry.write.bond([ARBITRATOR, amount], { account: w.account });
+        if (admit) await c.registry.write.admitArbitrator([w.account.address], { account: c.governance.account });
+      }
+      await c.registry.write.requestUnbond([ARBITRATOR, BOND / 2n], { account: B.account });
+      const a = (w: Wallet) => getAddress(w.account.address);
+      type Pool = readonly [readonly Address[], readonly bigint[]];
+      const snapshots: { block: bigint; what: string; pool: Pool }[] = [];
+      const record = async (what: string, pool: Pool) => {
+        const block = await c.publicClient.getBlockNumber();
+        expect(await c.registry.read.drawPool([runtime]), `drawPool after ${what}`).to.deep.equal(pool);
+        snapshots.push({ block, what, pool });
+      };
+      await record("setup", [[a(A), a(B), a(D)], [BOND, BOND + BOND / 2n, BOND * 4n]]);
+      await c.registry.write.bond([ARBITRATOR, 1n], { account: A.account });
+      await record("a one-wei bond", [[a(A), a(B), a(D)], [BOND + 1n, BOND + BOND / 2n, BOND * 4n]]);
+      await c.registry.write.requestUnbond([ARBITRATOR, 2n], { account: A.account });
+      await record("a two-wei unbond request", [[a(A), a(B), a(D)], [BOND - 1n, BOND + BOND / 2n, BOND * 4n]]);
+      await c.registry.write.cancelUnbond([ARBITRATOR], { account: B.account });
+      await record("a cancelled unbond", [[a(A), a(B), a(D)], [BOND - 1n, BOND * 2n, BOND * 4n]]);
+      await c.registry.write.slash([ARBITRATOR, a(D), BOND, c.beneficiary.account.address, 0], { account: c.slasher.account });
+      await record("a slash", [[a(A), a(B), a(D)], [BOND - 1n, BOND * 2n, BOND * 3n]]);
+      await ROLES[1]!.update(c, E, identity(`snap-${E.account.address}`, { judgeRuntimeHash: runtime }));
+      await record("a re-pin onto the runtime", [[a(A), a(B), a(D), a(E)], [BOND - 1n, BOND * 2n, BOND * 3n, BOND * 5n]]);
+      await c.registry.write.admitArbitrator([a(C)], { account: c.governance.account });
+      await record("an admission", [[a(A), a(B), a(D), a(E), a(C)], [BOND - 1n, BOND * 2n, BOND * 3n, BOND * 5n, BOND * 3n]]);
+      await c.registry.write.removeArbitrator([a(D)], { account: c.governance.account });
+      await record("a removal", [[a(A), a(B), a(E), a(C)], [BOND - 1n, BOND * 2n, BOND * 5n, BOND * 3n]]);
+      await c.registry.write.setMinimums([MIN_PROVIDER_BOND, BOND], { account: c.governance.account });
+      await record("a minimum raised above A's stake", [[a(B), a(E), a(C)], [BOND * 2n, BOND * 5n, BOND * 3n]]);
+      await ROLES[1]!.update(c, B, identity(`snap-${B.account.address}`, { judgeRuntimeHash: otherRuntime }));
+      await record("a re-pin away from the runtime", [[a(E), a(C)], [BOND * 5n, BOND * 3n]]);
+      // Every snapshot still reads exactly as it did at its block, and the block before the first is older still.
+      for (const snap of snapshots) {
+        expect(await c.registry.read.drawPoolAt([runtime, Number(snap.block)]), `drawPoolAt after ${snap.what}`).to.deep.equal(snap.pool);
+      }
+      expect(snapshots.map((x) => x.block)).to.deep.equal(snapshots.map((_, i) => snapshots[0]!.block + BigInt(i)));
+      // Any runtime (zero hash): the pin filter goes, the stake and admission filters stay.
+      expect(await c.registry.read.drawPoolAt([zeroHash, Number(snapshots[0]!.block)])).to.deep.equal([
+        [a(A), a(B), a(D), a(E)],
+        [BOND, BOND + BOND / 2n, BOND * 4n, BOND * 5n],
+      ]);
+    });
+
+    it("drawPoolAt refuses a block that has not happened yet with SnapshotInFuture", async () => {
+      const c = await loadFixture(FIXTURES.Arbitrator.bonded);
+      const runtime = MEMBER_ID.judgeRuntimeHash;
+      // A call runs at the latest block's number.
+      const current = await c.publicClient.getBlockNumber();
+      expect(await c.registry.read.drawPoolAt([runtime, Number(current)])).to.deep.equal([[getAddress(c.member.account.address)], [BOND]]);
+      await expectRevert(c.registry.read.drawPoolAt([runtime, Number(current + 1n)]), "SnapshotInFuture", [current + 1n, current]);
+      // Before the member bonded (admitted with no stake), the pool was empty; before the registry existed, too.
+      expect(await c.registry.read.drawPoolAt([runtime, Number(current - 1n)])).to.deep.equal([[], []]);
+      expect(await c.registry.read.drawPoolAt([runtime, 0])).to.deep.equal([[], []]);
     });
 
     type AdmissionCase = { name: string; call: (c: Ctx) => Promise<Hash>; error: string; args: (c: Ctx) => readonly unknown[] };
@@ -1412,7 +1532,7 @@ describe("ProviderRegistry", () => {
       });
     }
 
-    it(`holds at most MAX_POOL (64) arbitrators: the 65th is refused with PoolFull until one leaves`, async function () {
+    it(`holds at most MAX_POOL (64) arbitrators: the 65th is refused with PoolFull until a removed one is pruned`, async function () {
       const c = await loadFixture(registryFixture);
       expect(await c.registry.read.MAX_POOL()).to.equal(64n);
       const addresses: Address[] = Array.from({ length: 65 }, (_, i) => getAddress(`0x${(0x10000 + i).toString(16).padStart(40, "0")}`));
@@ -1433,7 +1553,16 @@ describe("ProviderRegistry", () => {
         "PoolFull",
         [64n],
       );
+      // A removed entry still counts until it is pruned, SNAPSHOT_HORIZON blocks later.
       await c.registry.write.removeArbitrator([addresses[0]!], { account: c.governance.account });
+      expect((await c.registry.read.admittedArbitrators()).length).to.equal(63);
+      await expectRevert(
+        c.registry.write.admitArbitrator([addresses[64]!], { account: c.governance.account }),
+        "PoolFull",
+        [64n],
+      );
+      await hre.network.provider.send("hardhat_mine", ["0x401"]);
+      await c.registry.write.prune([addresses[0]!], { account: c.stranger.account });
       await c.registry.write.admitArbitrator([addresses[64]!], { account: c.governance.account });
       const pool = await c.registry.read.admittedArbitrators();
       expect(pool.length).to.equal(64);

@@ -204,7 +204,7 @@ async function deploySystem(options: { seal: boolean }) {
   };
 }
 
-export type System = Awaited<ReturnType<typeof systemFixture>>;
+export type System = Awaited<ReturnType<typeof deploySystem>>;
 
 /** Deploys the DisputeManager with its two external libraries linked, as `scripts/deploy.ts` does. */
 export async function deployDisputeManager(args: readonly [Address, Address, Address, Address, Address, DisputeParams]) {
