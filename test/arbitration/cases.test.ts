@@ -176,15 +176,30 @@ describe("arbitration: cases end to end", function () {
     expect(after[1]! - before[1]!).to.equal(GIG_AMOUNT + bond - (bond * 2_000n) / 10_000n - (bond * 1_000n) / 10_000n); // burn and fee
   });
 
-  it("a provider's fault receipt → no fault: refund less compute spent, no slash", async function () {
+  it("a provider's fault receipt with evidence of work (the rest of the delivery passes tests of the bound suite) → no fault: refund less compute spent, no slash", async function () {
+    const s = await loadFixture(systemFixture);
+    const fault: Bundle = {
+      files: { ...GOOD_DELIVERABLE.files, [FAULT_RECEIPT_FILE]: JSON.stringify({ code: "ERR_UPSTREAM_POLICY_VIOLATION", detail: "upstream refused the prompt" }) },
+    };
+    const c = await gigCase(s, { deliverable: fault });
+    const [run] = await threeRuns(s, c.caseId, c.pkg);
+    expect(run!.resolution.aggregate.finalVerdict).to.equal("no_fault");
+    expect(run!.message.refund).to.equal(unserviceableRefund(c.ics, GIG_AMOUNT));
+    const bondBefore = await s.registry.read.bondOf([0, s.provider.account.address]);
+    await enforce(s, run!);
+    expect(await s.registry.read.bondOf([0, s.provider.account.address])).to.deep.equal(bondBefore);
+  });
+
+  // Issue 27 finding 7 (intentional change): a bare declaration used to keep compute_spent_bps as no fault.
+  it("a bare fault receipt (nothing else delivered) → provider fault: the bounty refunded in full, no slash (FAULT_RECEIPT_UNSUPPORTED)", async function () {
     const s = await loadFixture(systemFixture);
     const fault: Bundle = {
       files: { [FAULT_RECEIPT_FILE]: JSON.stringify({ code: "ERR_UPSTREAM_POLICY_VIOLATION", detail: "upstream refused the prompt" }) },
     };
     const c = await gigCase(s, { deliverable: fault });
     const [run] = await threeRuns(s, c.caseId, c.pkg);
-    expect(run!.resolution.aggregate.finalVerdict).to.equal("no_fault");
-    expect(run!.message.refund).to.equal(unserviceableRefund(c.ics, GIG_AMOUNT));
+    expect(run!.resolution.aggregate).to.deep.include({ finalVerdict: "provider_fault", reasonCodes: ["FAULT_RECEIPT_UNSUPPORTED"] });
+    expect(run!.message).to.deep.include({ verdict: 1, refund: GIG_AMOUNT, slash: 0n });
     const bondBefore = await s.registry.read.bondOf([0, s.provider.account.address]);
     await enforce(s, run!);
     expect(await s.registry.read.bondOf([0, s.provider.account.address])).to.deep.equal(bondBefore);
