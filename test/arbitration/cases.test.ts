@@ -205,6 +205,35 @@ describe("arbitration: cases end to end", function () {
     expect(await s.registry.read.bondOf([0, s.provider.account.address])).to.deep.equal(bondBefore);
   });
 
+  // Issue 27: an invalid fault receipt is the provider's own evidence; it no longer makes the case undecidable.
+  for (const [label, extra, failed] of [
+    ["alone", {}, 0],
+    ["beside code failing 3 of 12 tests", BAD_DELIVERABLE.files, 3],
+  ] as const) {
+    it(`an invalid fault receipt ${label} → provider fault (FAULT_RECEIPT_INVALID): the bounty refunded in full, slashed only for failing tests, exact balances`, async function () {
+      const s = await loadFixture(systemFixture);
+      const fault: Bundle = { files: { ...extra, [FAULT_RECEIPT_FILE]: JSON.stringify({ code: "ERR_NOT_A_CODE", detail: "trust me" }) } };
+      const c = await gigCase(s, { deliverable: fault });
+      const runs = await threeRuns(s, c.caseId, c.pkg);
+      expect(new Set(runs.map((r) => r.resolutionHash)).size).to.equal(1);
+      const run = runs[0]!;
+      expect(run.state).to.equal("deliver");
+      expect(run.resolution.aggregate).to.deep.include({ finalVerdict: "provider_fault", unresolved: false, reasonCodes: ["FAULT_RECEIPT_INVALID"] });
+      const slash = failed ? penaltyFor(c.ics, failed, GIG_AMOUNT).slash : 0n;
+      expect(failed === 0 || slash > 0n).to.equal(true);
+      expect(run.message).to.deep.include({ verdict: 1, refund: GIG_AMOUNT, slash });
+      const bondBefore = await s.registry.read.bondOf([0, s.provider.account.address]);
+      const before = await parties(s);
+      await enforce(s, run);
+      const after = await parties(s);
+      const bond = (await s.disputes.read.caseOf([c.caseId])).challengerBond;
+      // Uncontested: the panel's fee (10 % of the bond) comes out of the winning challenger's bond; the provider gets nothing.
+      expect(after[0]! - before[0]!).to.equal(GIG_AMOUNT + bond - (bond * 1_000n) / 10_000n);
+      expect(after[1]! - before[1]!).to.equal(0n);
+      expect(bondBefore.active - (await s.registry.read.bondOf([0, s.provider.account.address])).active).to.equal(slash);
+    });
+  }
+
   it("a test suite whose hash does not match the ICS → fail safe, undecidable, escalated to the slow path", async function () {
     const s = await loadFixture(systemFixture);
     const tampered: Bundle = { files: { ...SUITE.files, "lib/cases.js": SUITE.files["lib/cases.js"]!.replace("[0, 0], 0]", "[0, 0], 1]") } };
