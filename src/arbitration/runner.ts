@@ -232,6 +232,9 @@ export async function judge(parameters: ArbitrationParameters): Promise<Arbitrat
 /** A fault receipt with no evidence of work behind it: refunded in full, decided against the provider. */
 export const FAULT_RECEIPT_UNSUPPORTED = "FAULT_RECEIPT_UNSUPPORTED";
 
+/** Lane 0 codes for the gig's test suite (missing, or not the bound one): owed by the challenger, decided in Lane 1. */
+const CHALLENGER_OWED_LANE0 = new Set(["MISSING_TEST_SUITE", "TEST_SUITE_HASH_MISMATCH"]);
+
 /** A fault receipt that is not `{code, detail}` with a known code: decided against the provider, refunded in full. */
 export const FAULT_RECEIPT_INVALID = "FAULT_RECEIPT_INVALID";
 
@@ -248,8 +251,12 @@ async function execute(parameters: ArbitrationParameters, ics: Ics | null, runti
   const { pkg, ctx } = parameters;
   const value = ctx.case.value;
   const lane0 = await runLane0(pkg, ctx);
-  const decision: Decision = { verdict: "undecidable", refund: 0n, slash: 0n, reasonCodes: [...lane0.reasonCodes], attribution: [], lane0, lane1: null };
-  if (lane0.reasonCodes.length) return decision;
+  // A gig's test suite is evidence its challenger owes (issue 27): Lane 0 reports it missing or not the bound
+  // one, and Lane 1 decides that against the challenger instead of leaving the case undecidable.
+  const owed = ctx.case.kind === "gig" ? CHALLENGER_OWED_LANE0 : new Set<string>();
+  const blocking = lane0.reasonCodes.filter((code) => !owed.has(code));
+  const decision: Decision = { verdict: "undecidable", refund: 0n, slash: 0n, reasonCodes: blocking, attribution: [], lane0, lane1: null };
+  if (blocking.length) return decision;
   // A case Lane 0 proved should not have been brought (opened after the terms' dispute window) is lost by its challenger.
   if (lane0.challengerFaults.length) return { ...decision, verdict: "challenger_fault", attribution: [...lane0.challengerFaults] };
 
@@ -274,7 +281,8 @@ async function execute(parameters: ArbitrationParameters, ics: Ics | null, runti
   // Gig: Lane 0 guaranteed exactly one ICS and one deliverable, both bound on-chain.
   const deliverable = evidenceOfKind(pkg, "deliverable")[0]!.content;
   const fault = faultReceipt(deliverable);
-  const suite = evidenceOfKind(pkg, "test_suite")[0]?.content ?? null;
+  const suites = evidenceOfKind(pkg, "test_suite");
+  const suite = suites.length === 1 ? suites[0]!.content : null;
   const gig = ctx.gig!; // Lane 0 refuses a gig case without the gig
   if (fault === "invalid") {
     // An invalid fault receipt is the provider's own evidence (the deliverable's hash is on-chain): it never

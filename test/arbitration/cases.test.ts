@@ -234,18 +234,19 @@ describe("arbitration: cases end to end", function () {
     });
   }
 
-  it("a test suite whose hash does not match the ICS → fail safe, undecidable, escalated to the slow path", async function () {
+  // Issue 27 finding 5 (intentional change): the suite is evidence the challenger owes; this used to be undecidable.
+  it("a test suite whose hash does not match the ICS → decided against the challenger (TEST_SUITE_HASH_MISMATCH), never undecidable", async function () {
     const s = await loadFixture(systemFixture);
     const tampered: Bundle = { files: { ...SUITE.files, "lib/cases.js": SUITE.files["lib/cases.js"]!.replace("[0, 0], 0]", "[0, 0], 1]") } };
     const c = await gigCase(s, { suite: tampered });
     const [run] = await threeRuns(s, c.caseId, c.pkg);
-    expect(run!.state).to.equal("fail_safe");
-    expect(run!.resolution.aggregate).to.deep.include({ finalVerdict: "undecidable", unresolved: true });
-    expect(run!.resolution.aggregate.reasonCodes).to.include("TEST_SUITE_HASH_MISMATCH");
-    expect(run!.audit.map((e) => e.phase).at(-1)).to.equal("fail_safe");
+    expect(run!.state).to.equal("deliver");
+    expect(run!.resolution.aggregate).to.deep.include({ finalVerdict: "challenger_fault", unresolved: false, reasonCodes: ["TEST_SUITE_HASH_MISMATCH"] });
+    expect(run!.resolution.lane0.checks.find((check) => check.name === "test_suite_binding")!.status).to.equal("fail");
+    expect(run!.message).to.deep.include({ verdict: 2, refund: 0n, slash: 0n });
     const resolved = await enforce(s, run!);
-    expect(resolved.outcome).to.equal("escalated");
-    expect((await s.disputes.read.caseOf([c.caseId])).status).to.equal(STATUS.SlowPath);
+    expect(resolved.outcome).to.equal("resolved");
+    expect((await s.disputes.read.caseOf([c.caseId])).status).to.equal(STATUS.Resolved);
   });
 
   it("a deliverable that loops forever → decided against the provider: every test fails by its step budget, exact balances", async function () {
