@@ -238,6 +238,13 @@ function abstain(pkg: ChallengePackage, ctx: CaseContext, runtime: Hex, decision
   return { state: "abstain", resolution, resolutionHash: hash, message: resolutionMessage(resolution), audit: audit.entries };
 }
 
+/** A fault receipt that is not `{code, detail}` with a known code: decided against the provider, refunded in full. */
+export const FAULT_RECEIPT_INVALID = "FAULT_RECEIPT_INVALID";
+
+function withoutFaultReceipt(deliverable: Bundle): Bundle {
+  return { files: Object.fromEntries(Object.entries(deliverable.files).filter(([path]) => path !== FAULT_RECEIPT_FILE)) };
+}
+
 function soleIcs(pkg: ChallengePackage): Ics | null {
   const items = evidenceOfKind(pkg, "ics");
   return items.length === 1 ? items[0]!.content : null;
@@ -278,17 +285,46 @@ async function execute(parameters: ArbitrationParameters, ics: Ics | null, runti
   // Gig: Lane 0 guaranteed exactly one ICS and one deliverable, both bound on-chain.
   const deliverable = evidenceOfKind(pkg, "deliverable")[0]!.content;
   const fault = faultReceipt(deliverable);
-  if (fault === "invalid") return { ...decision, reasonCodes: ["FAULT_RECEIPT_INVALID"] };
-
-  const suite = evidenceOfKind(pkg, "test_suite")[0]?.content ?? null;
+  const suites = evidenceOfKind(pkg, "test_suite");
+  const suite = suites.length === 1 ? suites[0]!.content : null;
   const gig = ctx.gig!; // Lane 0 refuses a gig case without the gig
+  if (fault === "invalid") {
+    // An invalid fault receipt is the provider's own evidence (the deliverable's hash is on-chain): it never
+    // stops the case. Decided against the provider: the bounty refunded in full; the slash is only what the
+    // terms give for the tests the rest of the delivery fails (none for a bare receipt, none when the
+    // client's suite is itself at fault), never more.
+    const rest = withoutFaultReceipt(deliverable);
+    const evidence =
+      Object.keys(rest.files).length === 0 || !ics!.testSuite
+        ? null
+        : await runObjectiveChecks({
+            ics: ics!,
+            suite,
+            deliverable: rest,
+            inputs: gigInputs({ chainId: ctx.case.chainId, gigEscrow: gig.gigEscrow, gigId: gig.gigId, fundedAt: gig.fundedAt }),
+            ...(parameters.replay ? { replay: parameters.replay } : {}),
+            ...(parameters.watchdogMs === undefined ? {} : { watchdogMs: parameters.watchdogMs }),
+            actor: `ioi-arbitration/lane1@${runtime}`,
+          });
+    const failed = evidence && !evidence.suiteAtFault && evidence.reasonCodes.length === 0 ? evidence.failedTests : 0;
+    const { slash } = failed > 0 ? penaltyFor(ics!, failed, value) : { slash: 0n };
+    const cap = ctx.slashCap ?? null;
+    return {
+      ...decision,
+      lane1: evidence,
+      verdict: "provider_fault",
+      refund: value,
+      slash: cap !== null && slash > cap ? cap : slash,
+      attribution: [...new Set([FAULT_RECEIPT_INVALID, ...(evidence?.attribution ?? [])])].sort(),
+    };
+  }
   if (fault) {
     // Unserviceable (decision 0015, amended by issue 27): the terms' compute_spent_bps is kept only with
     // evidence of work the terms name: the rest of the delivery passes at least one test of the bound suite (or
     // the client's own suite is at fault, so the provider cannot be asked to prove it). A bare declaration keeps
     // nothing: the bounty is refunded in full, no slash, and the provider, who contested with nothing but its
     // own word, bears the case (ChallengerWins: its bond pays the fee).
-    const rest: Bundle = { files: Object.fromEntries(Object.entries(deliverable.files).filter(([path]) => path !== FAULT_RECEIPT_FILE)) };
+    const rest = withoutFaultReceipt(deliverable);
     const evidence =
       Object.keys(rest.files).length === 0 || !ics!.testSuite
         ? null

@@ -28,7 +28,7 @@ import { loadCaseContext, type Deployment } from "../../src/arbitration/chain";
 import { runObjectiveChecks } from "../../src/arbitration/checks";
 import { icsFromJson, icsHash, penaltyFor, stepBudgetOf, type Ics } from "../../src/arbitration/ics";
 import { packageHash, packageToJson, parsePackage, type ChallengePackage } from "../../src/arbitration/package";
-import { gigInputs } from "../../src/arbitration/pinned";
+import { alternateInputs, gigInputs } from "../../src/arbitration/pinned";
 import { DEFAULT_MEMORY_BYTES, replay } from "../../src/arbitration/replay";
 import { resolutionToJson } from "../../src/arbitration/resolution";
 import { arbitrate, type ArbitrationRun } from "../../src/arbitration/runner";
@@ -88,13 +88,17 @@ function openingBond(pay: Payment): bigint {
   return base * BigInt(DISPUTE_PARAMS.laneMultiplier) ** BigInt(LANE);
 }
 
-function icsFor(pay: Payment, suite: Bundle): Ics {
+function icsFor(pay: Payment, suite: Bundle, stepBudget?: number): Ics {
+  const base = sampleIcsJson();
   return icsFromJson(
     sampleIcsJson({
       asset: pay.asset.toLowerCase() as Address,
       max_price: (pay.amount * 2n).toString(),
       test_suite: { hash: bundleHash(suite), runner: RUNNER },
       penalty_schedule: PENALTIES,
+      ...(stepBudget === undefined
+        ? {}
+        : { rubric: { version: 1, items: [{ id: "passes_tests", kind: "test_suite", step_budget: stepBudget }, ...base.rubric.items.slice(1)] } }),
     }),
   );
 }
@@ -116,8 +120,16 @@ type Gig = { gigId: bigint; caseId: Hex; pkg: ChallengePackage; ics: Ics; funded
  * Funds (at the pinned `fundedAt`, so the case's clock and seed are the same on every run), accepts and
  * delivers a gig, then the client opens a Lane 1 case on it and the provider contests it.
  */
-async function disputedGig(s: System, gas: Gas, pay: Payment, suite: Bundle, deliverable: Bundle, fundedAt: bigint): Promise<Gig> {
-  const ics = icsFor(pay, suite);
+async function disputedGig(
+  s: System,
+  gas: Gas,
+  pay: Payment,
+  suite: Bundle,
+  deliverable: Bundle,
+  fundedAt: bigint,
+  options: { packagedSuite?: Bundle | null; stepBudget?: number } = {},
+): Promise<Gig> {
+  const ics = icsFor(pay, suite, options.stepBudget);
   const eth = pay.asset === zeroAddress;
   const bond = openingBond(pay);
   await time.setNextBlockTimestamp(fundedAt);
@@ -143,7 +155,8 @@ async function disputedGig(s: System, gas: Gas, pay: Payment, suite: Bundle, del
     gigEscrow: getAddress(s.gigs.address),
     gigId,
     ics,
-    suite,
+    // The client builds the package: by default with the suite the ICS binds; `packagedSuite` overrides it.
+    suite: options.packagedSuite === undefined ? suite : options.packagedSuite,
     deliverable,
   });
   await booked(s, gas, s.disputes.write.openGigCase([gigId, LANE, packageHash(pkg)], { account: s.client.account, value: eth ? bond : 0n }));
@@ -254,12 +267,18 @@ const inAsset = (b: Balances, pay: Payment) => (pay.asset === zeroAddress ? b.et
 
 /** Expected changes when the provider is found at fault for `failed` tests (ChallengerWins). */
 function providerFaultDeltas(s: System, gig: Gig, failed: number, signers: LocalAccount[]): Balances {
+  const { refund, slash } = penaltyFor(gig.ics, failed, gig.pay.amount);
+  expect((slash * BigInt(DISPUTE_PARAMS.burnBps)) / BPS > 0n && refund > 0n).to.equal(true);
+  return challengerWinsDeltas(s, gig, refund, slash, signers);
+}
+
+/** Expected changes of a ChallengerWins verdict refunding `refund` of the gig and slashing `slash` LaborGas. */
+function challengerWinsDeltas(s: System, gig: Gig, refund: bigint, slash: bigint, signers: LocalAccount[]): Balances {
   const { bond, pay } = gig;
-  const { refund, slash } = penaltyFor(gig.ics, failed, pay.amount);
   const { fee, share, dust } = feeOf(bond, signers.length);
   const bondBurn = (bond * BigInt(DISPUTE_PARAMS.burnBps)) / BPS;
   const slashBurn = (slash * BigInt(DISPUTE_PARAMS.burnBps)) / BPS;
-  expect(fee > 0n && dust > 0n && slashBurn > 0n && refund > 0n).to.equal(true);
+  expect(fee > 0n && dust > 0n).to.equal(true);
   const out: Balances = { token: new Map(), eth: new Map() };
   const value = inAsset(out, pay);
   // The client paid the gig and its bond; gets the refund and both bonds less the burn and the fee.
@@ -574,5 +593,165 @@ describe("issue 27 finding 2: a stall never wins a case", function () {
     expect(providerBondBefore.active - providerBondAfter.active).to.equal(penalty.slash);
     expect(await stakes(s)).to.deep.equal(stakesBefore);
     await expectLocksReleased(s, panel);
+  });
+});
+
+/*//////////////////////////////////////////////////////////////
+           ISSUE 27: FINDINGS 3, 4, 7 AND THE MISSING SUITE
+//////////////////////////////////////////////////////////////*/
+
+/** A client's suite that draws every test's inputs from the harness's seeded `Math.random` (allowed: decision 0013). */
+const RANDOM_INPUT_SUITE: Bundle = {
+  files: {
+    "run.js": [
+      '"use strict";',
+      'const { test, call, equal } = require("ioi:harness");',
+      "for (let i = 0; i < 8; i++) {",
+      "  test(`random_add_${i}`, () => {",
+      "    const a = Math.floor(Math.random() * 1000), b = Math.floor(Math.random() * 1000);",
+      '    equal(call("add", [a, b], { module: "math.js" }), a + b);',
+      "  });",
+      "}",
+      "",
+    ].join("\n"),
+  },
+};
+
+/** Wrong whenever the sum is a multiple of 3: which tests of a random suite it fails depends on the questions. */
+const WRONG_ON_MULTIPLES_OF_3: Bundle = {
+  files: { "math.js": '"use strict";\nexports.add = (a, b) => ((a + b) % 3 === 0 ? a + b + 1 : a + b);\nexports.mul = (a, b) => a * b;\n' },
+};
+
+/** `add` answers with 20,000 numbers: cheap to build natively, costly to carry across the bridge and compare. */
+const HUGE_ANSWER: Bundle = {
+  files: { "math.js": '"use strict";\nexports.add = (a, b) => new Array(20000).fill(a + b);\nexports.mul = (a, b) => a * b;\n' },
+};
+
+/** A delivery that is nothing but the provider's own word that the request was unserviceable. */
+const BARE_FAULT_RECEIPT: Bundle = {
+  files: { "FAULT_RECEIPT.json": JSON.stringify({ code: "ERR_UPSTREAM_POLICY_VIOLATION", detail: "upstream refused the prompt" }) },
+};
+
+/** Runs the whole drawn-panel life of a case and asserts every balance, the provider's SLA bond and the stakes. */
+async function playOut(
+  s: System,
+  gas: Gas,
+  gig: Gig,
+  run: ArbitrationRun,
+  before: Balances,
+  expected: (signers: LocalAccount[]) => Balances,
+  slashed: bigint,
+  gigStatus: number = GIG_STATUS.Released,
+) {
+  const stakesBefore = await stakes(s);
+  const providerBondBefore = await s.registry.read.bondOf([PROVIDER_ROLE, s.provider.account.address]);
+  const { panel, signers } = await enforce(s, gas, gig, run);
+  expectDeltas(before, await balances(s), expected(signers), gas);
+  const providerBondAfter = await s.registry.read.bondOf([PROVIDER_ROLE, s.provider.account.address]);
+  expect(providerBondBefore.active - providerBondAfter.active).to.equal(slashed);
+  expect(await stakes(s)).to.deep.equal(stakesBefore);
+  expect((await s.gigs.read.gigOf([gig.gigId])).status).to.equal(gigStatus);
+  await expectLocksReleased(s, panel);
+}
+
+describe("issue 27 finding 3: a suite drawing inputs from the seeded Math.random does not turn the deliverable's wrong answers into the suite's fault", function () {
+  this.timeout(120_000);
+
+  it("the deliverable fails some of the randomly drawn tests → decided against the provider (not SUITE_INPUT_DEPENDENT), exact balances", async function () {
+    const s = await loadFixture(systemFixture);
+    const pay = inLaborGas(s);
+    const fundedAt = 2_040_000_000n;
+    const ics = icsFor(pay, RANDOM_INPUT_SUITE);
+    const pinned = gigInputs({ chainId: s.chainId, gigEscrow: getAddress(s.gigs.address), gigId: 1n, fundedAt });
+
+    // The attack is real: under the alternate seed the suite asks other questions, the same deliverable fails
+    // another number of tests, and a rule blaming any verdict change on the suite would acquit the deliverable.
+    const budgets = {
+      stepsPerTest: stepBudgetOf(ics.rubric.items[0] as Parameters<typeof stepBudgetOf>[0]),
+      memoryBytes: DEFAULT_MEMORY_BYTES,
+      outputBytes: ics.testSuite!.runner.maxOutputBytes,
+    };
+    const replayWith = (suiteInputs: typeof pinned) =>
+      replay({ suite: RANDOM_INPUT_SUITE, deliverable: WRONG_ON_MULTIPLES_OF_3, runner: ics.testSuite!.runner, budgets, inputs: { suite: suiteInputs, deliverable: pinned }, actor: "attack", intent: "vet" });
+    const failing = (r: Awaited<ReturnType<typeof replayWith>>) => r.tests.filter((t) => !t.passed).map((t) => t.name);
+    const atPinned = failing(await replayWith(pinned));
+    const atAlternate = failing(await replayWith(alternateInputs(pinned)));
+    expect(atPinned.length).to.be.within(1, 7);
+    expect(atAlternate).to.not.deep.equal(atPinned);
+
+    const gas: Gas = new Map();
+    const before = await balances(s);
+    const gig = await disputedGig(s, gas, pay, RANDOM_INPUT_SUITE, WRONG_ON_MULTIPLES_OF_3, fundedAt);
+    expect(gig.gigId).to.equal(1n);
+    const run = await judgeTwice(s, gig);
+
+    expect(run.resolution.aggregate).to.deep.include({ finalVerdict: "provider_fault", reasonCodes: [], unresolved: false });
+    expect(run.resolution.objectiveChecks.find((c) => c.name === "passes_tests")).to.deep.include({
+      status: false,
+      detail: `${atPinned.length} of 8 tests failed: ${[...atPinned].sort().join(", ")}`,
+    });
+    const penalty = penaltyFor(gig.ics, atPinned.length, pay.amount);
+    expect(run.message).to.deep.equal({ caseId: gig.caseId, verdict: VERDICT.ChallengerWins, refund: penalty.refund, slash: penalty.slash, resolutionHash: run.resolutionHash });
+    await playOut(s, gas, gig, run, before, (signers) => providerFaultDeltas(s, gig, atPinned.length, signers), penalty.slash);
+  });
+});
+
+describe("issue 27 finding 4: a deliverable's large answer is charged to the deliverable, not to the suite's step budget", function () {
+  this.timeout(120_000);
+
+  it("ICS step_budget 350, `add` answers with 20,000 numbers → its 6 tests fail by DELIVERABLE_STEP_BUDGET (not SUITE_STEP_BUDGET), exact balances", async function () {
+    const s = await loadFixture(systemFixture);
+    const pay = inLaborGas(s);
+    const gas: Gas = new Map();
+    const before = await balances(s);
+    const gig = await disputedGig(s, gas, pay, SUITE, HUGE_ANSWER, 2_050_000_000n, { stepBudget: 350 });
+    expect(stepBudgetOf(gig.ics.rubric.items[0] as Parameters<typeof stepBudgetOf>[0])).to.equal(350);
+    const run = await judgeTwice(s, gig);
+
+    expect(run.resolution.aggregate).to.deep.include({ finalVerdict: "provider_fault", reasonCodes: ["DELIVERABLE_STEP_BUDGET"], unresolved: false });
+    const check = run.resolution.objectiveChecks.find((c) => c.name === "passes_tests")!;
+    expect(check.status).to.equal(false);
+    expect(check.detail).to.match(/^6 of 12 tests failed: add_big, add_mixed, add_neg, add_one, add_pos, add_zero; over budget: /);
+    expect(check.detail).to.not.include("SUITE_");
+    const penalty = penaltyFor(gig.ics, 6, pay.amount);
+    expect(run.message).to.deep.equal({ caseId: gig.caseId, verdict: VERDICT.ChallengerWins, refund: penalty.refund, slash: penalty.slash, resolutionHash: run.resolutionHash });
+    await playOut(s, gas, gig, run, before, (signers) => providerFaultDeltas(s, gig, 6, signers), penalty.slash);
+  });
+});
+
+describe("issue 27 finding 7: a bare self-asserted 'unserviceable' keeps nothing", function () {
+  this.timeout(120_000);
+
+  it("a delivery that is only FAULT_RECEIPT.json → the client is refunded in full, no slash, the provider's bond pays the fee (FAULT_RECEIPT_UNSUPPORTED), exact balances", async function () {
+    const s = await loadFixture(systemFixture);
+    const pay = inLaborGas(s);
+    const gas: Gas = new Map();
+    const before = await balances(s);
+    const gig = await disputedGig(s, gas, pay, SUITE, BARE_FAULT_RECEIPT, 2_060_000_000n);
+    const run = await judgeTwice(s, gig);
+
+    expect(run.resolution.aggregate).to.deep.include({ finalVerdict: "provider_fault", reasonCodes: ["FAULT_RECEIPT_UNSUPPORTED"], unresolved: false });
+    expect(run.message).to.deep.equal({ caseId: gig.caseId, verdict: VERDICT.ChallengerWins, refund: pay.amount, slash: 0n, resolutionHash: run.resolutionHash });
+    // The client gets the whole bounty back and its bond plus the provider's, less burn and fee; the provider
+    // keeps none of the bounty (not the terms' 10 % compute_spent_bps) and loses its bond.
+    await playOut(s, gas, gig, run, before, (signers) => challengerWinsDeltas(s, gig, pay.amount, 0n, signers), 0n, GIG_STATUS.Refunded);
+  });
+});
+
+describe("issue 27 finding 5 (gig): the client's missing suite is the client's fault", function () {
+  this.timeout(120_000);
+
+  it("the client leaves the bound suite out of its package → decided against the client (TEST_SUITE_MISSING): the provider keeps the bounty and wins the bond, exact balances", async function () {
+    const s = await loadFixture(systemFixture);
+    const pay = inLaborGas(s);
+    const gas: Gas = new Map();
+    const before = await balances(s);
+    const gig = await disputedGig(s, gas, pay, SUITE, GOOD_DELIVERABLE, 2_070_000_000n, { packagedSuite: null });
+    expect(gig.pkg.evidence.some((item) => item.kind === "test_suite")).to.equal(false);
+    const run = await judgeTwice(s, gig);
+
+    expect(run.resolution.aggregate).to.deep.include({ finalVerdict: "challenger_fault", reasonCodes: ["TEST_SUITE_MISSING"], unresolved: false });
+    expect(run.message).to.deep.equal({ caseId: gig.caseId, verdict: VERDICT.RespondentWins, refund: 0n, slash: 0n, resolutionHash: run.resolutionHash });
+    await playOut(s, gas, gig, run, before, (signers) => suiteFaultDeltas(s, gig, signers), 0n);
   });
 });

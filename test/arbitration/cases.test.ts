@@ -176,10 +176,10 @@ describe("arbitration: cases end to end", function () {
     expect(after[1]! - before[1]!).to.equal(GIG_AMOUNT + bond - (bond * 2_000n) / 10_000n - (bond * 1_000n) / 10_000n); // burn and fee
   });
 
-  it("a provider's fault receipt → no fault: refund less compute spent, no slash", async function () {
+  it("a provider's fault receipt with evidence of work (the rest of the delivery passes tests of the bound suite) → no fault: refund less compute spent, no slash", async function () {
     const s = await loadFixture(systemFixture);
     const fault: Bundle = {
-      files: { [FAULT_RECEIPT_FILE]: JSON.stringify({ code: "ERR_UPSTREAM_POLICY_VIOLATION", detail: "upstream refused the prompt" }) },
+      files: { ...GOOD_DELIVERABLE.files, [FAULT_RECEIPT_FILE]: JSON.stringify({ code: "ERR_UPSTREAM_POLICY_VIOLATION", detail: "upstream refused the prompt" }) },
     };
     const c = await gigCase(s, { deliverable: fault });
     const [run] = await threeRuns(s, c.caseId, c.pkg);
@@ -190,7 +190,52 @@ describe("arbitration: cases end to end", function () {
     expect(await s.registry.read.bondOf([0, s.provider.account.address])).to.deep.equal(bondBefore);
   });
 
-  it("a test suite whose hash does not match the ICS, in the client's own package → the challenger's fault (issue 27 finding 5), decided, not escalated", async function () {
+  // Issue 27 finding 7 (intentional change): a bare declaration used to keep compute_spent_bps as no fault.
+  it("a bare fault receipt (nothing else delivered) → provider fault: the bounty refunded in full, no slash (FAULT_RECEIPT_UNSUPPORTED)", async function () {
+    const s = await loadFixture(systemFixture);
+    const fault: Bundle = {
+      files: { [FAULT_RECEIPT_FILE]: JSON.stringify({ code: "ERR_UPSTREAM_POLICY_VIOLATION", detail: "upstream refused the prompt" }) },
+    };
+    const c = await gigCase(s, { deliverable: fault });
+    const [run] = await threeRuns(s, c.caseId, c.pkg);
+    expect(run!.resolution.aggregate).to.deep.include({ finalVerdict: "provider_fault", reasonCodes: ["FAULT_RECEIPT_UNSUPPORTED"] });
+    expect(run!.message).to.deep.include({ verdict: 1, refund: GIG_AMOUNT, slash: 0n });
+    const bondBefore = await s.registry.read.bondOf([0, s.provider.account.address]);
+    await enforce(s, run!);
+    expect(await s.registry.read.bondOf([0, s.provider.account.address])).to.deep.equal(bondBefore);
+  });
+
+  // Issue 27: an invalid fault receipt is the provider's own evidence; it no longer makes the case undecidable.
+  for (const [label, extra, failed] of [
+    ["alone", {}, 0],
+    ["beside code failing 3 of 12 tests", BAD_DELIVERABLE.files, 3],
+  ] as const) {
+    it(`an invalid fault receipt ${label} → provider fault (FAULT_RECEIPT_INVALID): the bounty refunded in full, slashed only for failing tests, exact balances`, async function () {
+      const s = await loadFixture(systemFixture);
+      const fault: Bundle = { files: { ...extra, [FAULT_RECEIPT_FILE]: JSON.stringify({ code: "ERR_NOT_A_CODE", detail: "trust me" }) } };
+      const c = await gigCase(s, { deliverable: fault });
+      const runs = await threeRuns(s, c.caseId, c.pkg);
+      expect(new Set(runs.map((r) => r.resolutionHash)).size).to.equal(1);
+      const run = runs[0]!;
+      expect(run.state).to.equal("deliver");
+      expect(run.resolution.aggregate).to.deep.include({ finalVerdict: "provider_fault", unresolved: false, reasonCodes: ["FAULT_RECEIPT_INVALID"] });
+      const slash = failed ? penaltyFor(c.ics, failed, GIG_AMOUNT).slash : 0n;
+      expect(failed === 0 || slash > 0n).to.equal(true);
+      expect(run.message).to.deep.include({ verdict: 1, refund: GIG_AMOUNT, slash });
+      const bondBefore = await s.registry.read.bondOf([0, s.provider.account.address]);
+      const before = await parties(s);
+      await enforce(s, run);
+      const after = await parties(s);
+      const bond = (await s.disputes.read.caseOf([c.caseId])).challengerBond;
+      // Uncontested: the panel's fee (10 % of the bond) comes out of the winning challenger's bond; the provider gets nothing.
+      expect(after[0]! - before[0]!).to.equal(GIG_AMOUNT + bond - (bond * 1_000n) / 10_000n);
+      expect(after[1]! - before[1]!).to.equal(0n);
+      expect(bondBefore.active - (await s.registry.read.bondOf([0, s.provider.account.address])).active).to.equal(slash);
+    });
+  }
+
+  // Issue 27 finding 5 (intentional change): the suite is evidence the challenger owes; this used to be undecidable.
+  it("a test suite whose hash does not match the ICS → decided against the challenger (TEST_SUITE_HASH_MISMATCH), never undecidable", async function () {
     const s = await loadFixture(systemFixture);
     const tampered: Bundle = { files: { ...SUITE.files, "lib/cases.js": SUITE.files["lib/cases.js"]!.replace("[0, 0], 0]", "[0, 0], 1]") } };
     const c = await gigCase(s, { suite: tampered });
@@ -199,6 +244,8 @@ describe("arbitration: cases end to end", function () {
     expect(run!.resolution.aggregate).to.deep.include({ finalVerdict: "challenger_fault", unresolved: false, reasonCodes: ["TEST_SUITE_HASH_MISMATCH"] });
     expect(run!.resolution.objectiveChecks).to.deep.equal([]); // Lane 1 never ran on a suite that is not the bound one
     expect(run!.audit.map((e) => e.phase).at(-1)).to.equal("deliver");
+    expect(run!.resolution.lane0.checks.find((check) => check.name === "test_suite_binding")!.status).to.equal("fail");
+    expect(run!.message).to.deep.include({ verdict: 2, refund: 0n, slash: 0n });
     const resolved = await enforce(s, run!);
     expect(resolved.outcome).to.equal("resolved");
     expect((await s.disputes.read.caseOf([c.caseId])).status).to.equal(STATUS.Resolved);

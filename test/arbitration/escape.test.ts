@@ -143,7 +143,8 @@ describe("arbitration: escape battery (sealed engine)", function () {
 
     for (const [label, attempt, fault] of [
       ["loops forever", "for (;;) {}", "DELIVERABLE_STEP_BUDGET"],
-      ["allocates without bound", "const hoard = []; for (;;) hoard.push(new ArrayBuffer(1 << 20))", "DELIVERABLE_MEMORY_LIMIT"],
+      // Issue 27: zero-filling memory costs fuel (fuel.ts), so unbounded allocation runs out of steps before memory.
+      ["allocates without bound", "const hoard = []; for (;;) hoard.push(new ArrayBuffer(1 << 20))", "DELIVERABLE_STEP_BUDGET"],
       ["recurses without bound", "const f = () => f(); f()", "DELIVERABLE_MEMORY_LIMIT"],
       ["floods its output", 'for (;;) console.log("x".repeat(1000))', "DELIVERABLE_OUTPUT_LIMIT"],
     ] as const) {
@@ -188,7 +189,9 @@ describe("arbitration: escape battery (sealed engine)", function () {
 
     for (const [label, attempt, fault] of [
       ["loops forever", "for (;;) {}", "SUITE_STEP_BUDGET"],
-      ["allocates without bound", "const hoard = []; for (;;) hoard.push(new ArrayBuffer(1 << 20))", "SUITE_MEMORY_LIMIT"],
+      // Issue 27: zero-filling memory costs fuel (fuel.ts), so unbounded allocation runs out of steps before memory.
+      ["allocates without bound", "const hoard = []; for (;;) hoard.push(new ArrayBuffer(1 << 20))", "SUITE_STEP_BUDGET"],
+      ["recurses without bound", "const f = () => f(); f()", "SUITE_MEMORY_LIMIT"],
       ["floods its output", 'for (;;) console.log("x".repeat(1000))', "SUITE_OUTPUT_LIMIT"],
     ] as const) {
       it(`${label}: ${fault}`, async () => {

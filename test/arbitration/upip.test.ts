@@ -5,13 +5,14 @@ import { zeroHash } from "viem";
 
 import { canon } from "../../src/core/canonical";
 import { bundleHash } from "../../src/arbitration/bundle";
-import { engineWasmSha256 } from "../../src/arbitration/engine";
+import { enginePinnedWasmSha256, engineWasmSha256 } from "../../src/arbitration/engine";
+import { meterWasm } from "../../src/arbitration/fuel";
 import { replay } from "../../src/arbitration/replay";
 import { upipCanonical, upipFromJson, upipStackHash, verifyUpip, type UpipRecord } from "../../src/arbitration/upip";
 import { thrown } from "../helpers/assert";
 import { BAD_DELIVERABLE, GOOD_DELIVERABLE, mutable, SUITE } from "./fixtures/samples";
 
-const sha256 = (bytes: string | Buffer): string => createHash("sha256").update(bytes).digest("hex");
+const sha256 = (bytes: string | Uint8Array): string => createHash("sha256").update(bytes).digest("hex");
 const INPUTS = { clockMs: 1_700_000_000_000, seed: zeroHash };
 
 const record = async (deliverable = BAD_DELIVERABLE): Promise<UpipRecord> =>
@@ -33,7 +34,9 @@ describe("arbitration/upip", function () {
   it("captures the engine's wasm hash, both bundles' hashes, the pinned inputs, the budgets and the result", async () => {
     const r = await record();
     const wasm = readFileSync(require.resolve("@jitl/quickjs-wasmfile-release-sync/wasm"));
-    expect(r.deps.engine_sha256).to.equal(sha256(wasm)).and.to.equal(engineWasmSha256());
+    // The record names the bytes actually compiled: the pinned .wasm with its fuel meter (decision 0013, issue 27).
+    expect(r.deps.engine_sha256).to.equal(sha256(meterWasm(wasm))).and.to.equal(engineWasmSha256());
+    expect(enginePinnedWasmSha256()).to.equal(sha256(wasm)).and.not.to.equal(r.deps.engine_sha256);
     expect(r.state).to.include({ suite_hash: bundleHash(SUITE), deliverable_hash: bundleHash(BAD_DELIVERABLE) });
     expect(r.process.inputs).to.deep.equal({ suite: { clock_ms: INPUTS.clockMs, seed: zeroHash }, deliverable: { clock_ms: INPUTS.clockMs, seed: zeroHash } });
     expect(r.process.budgets).to.deep.equal({ steps_per_test: 100, memory_bytes: 1 << 25, max_output_bytes: 65_536 });
