@@ -741,7 +741,7 @@ describe("issue 27 finding 7: a bare self-asserted 'unserviceable' keeps nothing
 describe("issue 27 finding 5 (gig): the client's missing suite is the client's fault", function () {
   this.timeout(120_000);
 
-  it("the client leaves the bound suite out of its package → decided against the client (TEST_SUITE_MISSING): the provider keeps the bounty and wins the bond, exact balances", async function () {
+  it("the client leaves the bound suite out of its package → decided against the client (MISSING_TEST_SUITE, Lane 0: evidence the client owed): the provider keeps the bounty and wins the bond, exact balances", async function () {
     const s = await loadFixture(systemFixture);
     const pay = inLaborGas(s);
     const gas: Gas = new Map();
@@ -750,7 +750,7 @@ describe("issue 27 finding 5 (gig): the client's missing suite is the client's f
     expect(gig.pkg.evidence.some((item) => item.kind === "test_suite")).to.equal(false);
     const run = await judgeTwice(s, gig);
 
-    expect(run.resolution.aggregate).to.deep.include({ finalVerdict: "challenger_fault", reasonCodes: ["TEST_SUITE_MISSING"], unresolved: false });
+    expect(run.resolution.aggregate).to.deep.include({ finalVerdict: "challenger_fault", reasonCodes: ["MISSING_TEST_SUITE"], unresolved: false });
     expect(run.message).to.deep.equal({ caseId: gig.caseId, verdict: VERDICT.RespondentWins, refund: 0n, slash: 0n, resolutionHash: run.resolutionHash });
     await playOut(s, gas, gig, run, before, (signers) => suiteFaultDeltas(s, gig, signers), 0n);
   });
