@@ -82,7 +82,9 @@ export async function listChannels(store: ChannelStore, publicClient: PublicClie
       const open = phase === 1;
       const asset = c.ref.terms.asset;
       const unit = await unitOf(publicClient, asset);
-      const claimable = phase === 0 || c.status === "settled" ? 0n : closing && !open ? closing.state.amount : paid;
+      // Settled (or gone from the escrow): nothing is left to claim, whatever the store's status says.
+      const settled = phase === 0 || CHANNEL_PHASES[phase] === "Settled";
+      const claimable = settled || c.status === "settled" ? 0n : closing && !open ? closing.state.amount : paid;
       return {
         sessionId: c.sessionId,
         role: c.role,
@@ -105,7 +107,7 @@ export async function listChannels(store: ChannelStore, publicClient: PublicClie
             : null,
         asset,
         money: { deposit: money(c.deposit, asset, unit), paid: money(paid, asset, unit), remaining: money(c.deposit - paid, asset, unit), claimable: money(claimable, asset, unit) },
-        settlement: phase === 0 ? await settlementOf(publicClient, escrow, c.sessionId, c.ref.openedAt, asset, unit) : null,
+        settlement: settled ? await settlementOf(publicClient, escrow, c.sessionId, c.ref.openedAt, asset, unit) : null,
       };
     }),
   );

@@ -50,7 +50,7 @@ export async function unitOf(publicClient: PublicClient, asset: Address): Promis
 /**
  * Which balance a change moves, so it can be checked against the chain: `wallet` — the account's own balance
  * of the asset (ETH or ERC-20 `balanceOf`); `bond` — its bond in the ProviderRegistry (`bondOf(role, account)`,
- * active + pending); `claimable` — what the DisputeManager credits it (`claimableOf`); `channel` — taken off a
+ * active + pending); `claimable` — what the DisputeManager credits it (`claimable`); `channel` — taken off a
  * session's recorded payout, paid to the funder when the channel finalises.
  */
 export type Ledger = "wallet" | "bond" | "claimable" | "channel";
