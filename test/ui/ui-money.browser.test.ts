@@ -12,7 +12,7 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import hre from "hardhat";
-import puppeteer, { type Browser, type HTTPRequest, type Page } from "puppeteer-core";
+import puppeteer, { type Browser, type HTTPRequest } from "puppeteer-core";
 import { erc20Abi, getAddress, isAddressEqual, parseEther, parseGwei, parseUnits, zeroAddress, type Address, type Hex, type PublicClient } from "viem";
 
 import { providerRegistryAbi } from "../../src/abi/ProviderRegistry";
@@ -66,7 +66,8 @@ describe("issue 28 item 10: the page's money against the chain (headless browser
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it("issue 28 item 10: micro-payments, a slash with its LGAS burn, open gigs and channel navigation show what the chain holds", async () => {
+  /** The devnet after the demo's two cases, two open gigs, and two micro-payment channels (A settled, B open). */
+  async function world() {
     const publicClient = (await hre.viem.getPublicClient()) as unknown as PublicClient;
     const wallets = (await hre.viem.getWalletClients()) as unknown as Wallet[];
     const deployment = await deployAll(hre);
@@ -123,7 +124,7 @@ describe("issue 28 item 10: the page's money against the chain (headless browser
     page.on("pageerror", (error) => errors.push(String(error)));
     // A wait that fails says what the page reported.
     const waitFor = async <A extends unknown[]>(fn: (...args: A) => boolean, ...args: A) =>
-      page.waitForFunction(fn as never, { timeout: 20_000 }, ...(args as never[])).catch(async (error: unknown) => {
+      page.waitForFunction(fn as never, { timeout: 20_000 }, ...(args as unknown as never[])).catch(async (error: unknown) => {
         throw new Error(`${(error as Error).message}; the page says: ${await page.$eval("header", (e) => e.textContent)} ${errors.join("; ")}`);
       });
     await page.goto(ui.url, { waitUntil: "load" });
@@ -143,20 +144,7 @@ describe("issue 28 item 10: the page's money against the chain (headless browser
       }));
     const depositOf = (sessionId: Hex) => publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "depositOf", args: [sessionId] });
 
-    // Open channels: what the page shows is what the escrow holds and what the newest ticket pays, to the wei.
-    const openA = await figures(rowA);
-    expect(openA.paid).to.equal("400000 wei");
-    expect(shown(openA.deposit).amount).to.equal(await depositOf(a.opened.sessionId));
-    expect(shown(openA.paid).amount).to.equal(BigInt(CALLS_A) * PRICE);
-    expect(shown(openA.remaining).amount).to.equal((await depositOf(a.opened.sessionId)) - BigInt(CALLS_A) * PRICE);
-    const openB = await figures(rowB);
-    expect(openB.deposit).to.equal("250 gwei");
-    expect(shown(openB.deposit).amount).to.equal(await depositOf(b.opened.sessionId));
-    expect(shown(openB.paid).amount).to.equal(BigInt(CALLS_B) * PRICE);
-    expect(shown(openB.remaining).amount).to.equal((await depositOf(b.opened.sessionId)) - BigInt(CALLS_B) * PRICE);
-    expect(shown(openB.claimable).amount).to.equal(BigInt(CALLS_B) * PRICE);
-
-    // A settles cooperatively; the page's split is each party's balance change in the settling block.
+    // A settles cooperatively.
     await a.session.commit();
     const { summary, payerSignature, providerSignature } = await a.session.cooperativeClose();
     await a.session.close();
@@ -168,6 +156,29 @@ describe("issue 28 item 10: the page's money against the chain (headless browser
       const receipt = await publicClient.getTransactionReceipt({ hash });
       return { from: receipt.from, cost: receipt.gasUsed * receipt.effectiveGasPrice };
     };
+    return { publicClient, c, gigCase, untaken, taken, providerAddress, a, b, page, errors, waitFor, rowA, rowB, figures, depositOf, payer, settled, block, ethDelta, gasOf };
+  }
+  let w: Awaited<ReturnType<typeof world>>;
+  before(async () => {
+    w = await world();
+  });
+  afterEach(function () {
+    // Each test reads what the page shows; a script error on the page fails the test that caused it.
+    const errors = w?.errors ?? [];
+    expect(errors, errors.join("\n")).to.deep.equal([]);
+  });
+
+  it("issue 28 item 10: a micro-payment channel's figures are the chain's, to the wei: open (gwei, wei) and settled (each party's balance change)", async () => {
+    const { providerAddress, b, page, waitFor, rowA, rowB, figures, depositOf, payer, settled, block, ethDelta, gasOf } = w;
+    // Open channels: what the page shows is what the escrow holds and what the newest ticket pays, to the wei.
+    const openB = await figures(rowB);
+    expect(openB.deposit).to.equal("250 gwei");
+    expect(shown(openB.deposit).amount).to.equal(await depositOf(b.opened.sessionId));
+    expect(shown(openB.paid).amount).to.equal(BigInt(CALLS_B) * PRICE);
+    expect(shown(openB.remaining).amount).to.equal((await depositOf(b.opened.sessionId)) - BigInt(CALLS_B) * PRICE);
+    expect(shown(openB.claimable).amount).to.equal(BigInt(CALLS_B) * PRICE);
+
+    // A settled: the page's split is each party's balance change in the settling block.
     await waitFor((s) => document.querySelector(`${s} .phase`)?.textContent === "Settled", rowA);
     await waitFor((s) => document.querySelector(`${s} .settlement .to-provider`) !== null, rowA);
     const after = await figures(rowA);
@@ -177,10 +188,14 @@ describe("issue 28 item 10: the page's money against the chain (headless browser
     expect(shown(after.toFunder).amount, "back to the funder").to.equal((await ethDelta(payer.address, block)) + settleGas.cost);
     expect(shown(after.toProvider).amount + shown(after.fee).amount, "paid = provider + fee").to.equal(BigInt(CALLS_A) * PRICE);
     expect(shown(after.toProvider).amount + shown(after.fee).amount + shown(after.toFunder).amount).to.equal(DEPOSIT_A);
+    expect(after.paid).to.equal("400000 wei");
     expect(shown(after.paid).amount).to.equal(BigInt(CALLS_A) * PRICE);
     expect(shown(after.claimable).amount).to.equal(0n);
     await page.screenshot({ path: path.join(OUTPUT, "money-1-channels.png"), fullPage: true });
+  });
 
+  it("issue 28 item 10: a proof result belongs to its channel: cleared on navigation, a late one dropped", async () => {
+    const { page, waitFor, rowA, rowB, a, b } = w;
     // Navigation: a valid proof in A is gone once B's receipts are open; B's receipts read in wei.
     const proofState = () => page.$eval("#proof-result", (e) => ({ result: (e as HTMLElement).dataset.result ?? null, session: (e as HTMLElement).dataset.session ?? null, text: e.textContent ?? "" }));
     await page.click(`${rowA} button.receipts`);
@@ -228,6 +243,10 @@ describe("issue 28 item 10: the page's money against the chain (headless browser
     expect(await proofState()).to.deep.equal({ result: null, session: null, text: "" });
     await page.setRequestInterception(false);
 
+  });
+
+  it("issue 28 item 10: an open gig's provider is nobody or its tentative taker, never the zero address", async () => {
+    const { page, untaken, taken, providerAddress, gigCase } = w;
     // Gigs and the demo's gig case.
     await page.click('nav button[data-tab="cases"]');
     const caseSelector = `.case[data-case="${gigCase.caseId}"]`;
@@ -241,6 +260,13 @@ describe("issue 28 item 10: the page's money against the chain (headless browser
     expect(getAddress(takenCell.title)).to.equal(providerAddress);
     expect(shown(takenCell.amount).amount).to.equal(parseEther("0.5"));
 
+  });
+
+  it("issue 28 item 10: a slash reads in LGAS with its burn, every balance change of the case matches the chain, verdicts carry the CLI's names", async () => {
+    const { page, publicClient, c, gigCase, providerAddress, ethDelta, gasOf } = w;
+    const caseSelector = `.case[data-case="${gigCase.caseId}"]`;
+    await page.click('nav button[data-tab="cases"]');
+    await page.waitForSelector(caseSelector);
     const shownCase = await page.$eval(caseSelector, (e) => ({
       verdict: e.querySelector(".verdict")?.textContent ?? "",
       remedy: e.querySelector(".remedy")?.textContent ?? "",
@@ -303,6 +329,5 @@ describe("issue 28 item 10: the page's money against the chain (headless browser
     const lgasRows = shownCase.rows.filter((r) => shown(r.change).unit === "LGAS");
     expect(lgasRows.reduce((sum, r) => sum + shown(r.change).amount, 0n)).to.equal(0n);
 
-    expect(errors, errors.join("\n")).to.deep.equal([]);
   });
 });
