@@ -172,6 +172,7 @@ describe("issue 28 item 10: the page's money against the chain (headless browser
     const { providerAddress, b, page, waitFor, rowA, rowB, figures, depositOf, payer, settled, block, ethDelta, gasOf } = w;
     // Open channels: what the page shows is what the escrow holds and what the newest ticket pays, to the wei.
     const openB = await figures(rowB);
+    expect(openB.paid, "7 calls at 8000 wei").to.equal("56000 wei");
     expect(openB.deposit).to.equal("250 gwei");
     expect(shown(openB.deposit).amount).to.equal(await depositOf(b.opened.sessionId));
     expect(shown(openB.paid).amount).to.equal(BigInt(CALLS_B) * PRICE);
@@ -202,7 +203,7 @@ describe("issue 28 item 10: the page's money against the chain (headless browser
     await page.waitForSelector('#receipts button.prove[data-index="10"]');
     await page.click('#receipts button.prove[data-index="10"]');
     await page.waitForSelector("#proof-result[data-result]");
-    expect(await proofState()).to.deep.include({ result: "valid", session: a.opened.sessionId });
+    expect((await proofState()).result).to.equal("valid");
     await page.click(`${rowB} button.receipts`);
     await waitFor((s) => document.querySelector("#receipts-session")?.textContent === s && document.querySelectorAll("#receipts tbody tr").length > 0, b.opened.sessionId);
     expect(await proofState()).to.deep.equal({ result: null, session: null, text: "" });
@@ -251,7 +252,7 @@ describe("issue 28 item 10: the page's money against the chain (headless browser
     await page.click('nav button[data-tab="cases"]');
     const caseSelector = `.case[data-case="${gigCase.caseId}"]`;
     await page.waitForSelector(caseSelector);
-    const gigCell = (id: bigint) => page.$eval(`#gigs tr[data-gig="${id}"]`, (tr) => ({ provider: tr.querySelector(".provider")!.textContent, title: (tr.querySelector(".provider") as HTMLElement).title, amount: tr.querySelector(".money")!.textContent }));
+    const gigCell = (id: bigint) => page.$eval(`#gigs tr[data-gig="${id}"]`, (tr) => ({ provider: tr.children[3]!.textContent, title: (tr.children[3] as HTMLElement).title, amount: tr.children[4]!.textContent }));
     const untakenCell = await gigCell(untaken.gigId);
     expect(untakenCell.provider).to.equal("open to any bonded provider");
     expect(untakenCell.amount).to.equal("42 gwei");
