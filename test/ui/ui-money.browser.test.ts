@@ -253,6 +253,10 @@ describe("issue 28 item 10: the page's money against the chain (headless browser
     const caseSelector = `.case[data-case="${gigCase.caseId}"]`;
     await page.waitForSelector(caseSelector);
     const gigCell = (id: bigint) => page.$eval(`#gigs tr[data-gig="${id}"]`, (tr) => ({ provider: tr.children[3]!.textContent, title: (tr.children[3] as HTMLElement).title, amount: tr.children[4]!.textContent }));
+    // The demo's gig named its provider at funding: the address, nothing tentative about it.
+    const namedCell = await gigCell(untaken.gigId - 1n);
+    expect(getAddress(namedCell.title)).to.equal(providerAddress);
+    expect(namedCell.provider).to.not.match(/tentative|open/);
     const untakenCell = await gigCell(untaken.gigId);
     expect(untakenCell.provider).to.equal("open to any bonded provider");
     expect(untakenCell.amount).to.equal("42 gwei");
