@@ -68,3 +68,22 @@ export function formatRelative(at: bigint, now: bigint): string {
 export function formatMoment(at: bigint, now: bigint = BigInt(Math.floor(Date.now() / 1000))): string {
   return `${formatDate(at)} (${formatRelative(at, now)})`;
 }
+
+/** 1 gwei and 0.001 ETH in wei: where {@link formatAmountAdaptive} changes unit. */
+const GWEI = 10n ** 9n;
+const MILLI_ETH = 10n ** 15n;
+
+/**
+ * `amount` base units in the unit that reads best, exactly (no rounding, ever): ETH below 1 gwei in wei
+ * ("8000 wei"), below 0.001 ETH in gwei ("15 gwei", "1.000000001 gwei"), else in ETH ("0.25 ETH"); a token
+ * (LGAS for bonds) always in its own unit with its own decimals ("-25 LGAS"). Negative amounts keep their
+ * sign. This is what the operator page shows (decision 0024): a micro-payment of 8000 wei must never read
+ * as "0 ETH".
+ */
+export function formatAmountAdaptive(amount: bigint, unit: AssetUnit = ETH_UNIT): string {
+  if (unit.symbol !== ETH_UNIT.symbol || unit.decimals !== ETH_UNIT.decimals) return formatAmount(amount, unit);
+  const size = amount < 0n ? -amount : amount;
+  if (size < GWEI) return `${amount} wei`;
+  if (size < MILLI_ETH) return `${formatUnits(amount, 9)} gwei`;
+  return formatAmount(amount, ETH_UNIT);
+}

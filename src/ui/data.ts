@@ -3,26 +3,27 @@
  * a channel's receipts and leaves, the gigs and dispute cases the chain holds with the records (challenge
  * packages, resolutions, UPIP process records) found in a directory, and the bench results.
  *
- * Amounts are decimal strings (bigint in code), never JS numbers.
+ * Amounts are decimal strings (bigint in code), never JS numbers; each also goes out as a `Money` with its asset's
+ * unit and the text the page shows (`./money.ts`, issue 28 item 10).
  */
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 
-import { getAddress, parseEventLogs, type Address, type Hex, type PublicClient } from "viem";
+import { parseEventLogs, type Address, type Hex, type PublicClient } from "viem";
 
 import { disputeManagerAbi } from "../arbitration/chain";
 import { CASE_STATUSES } from "../arbitration/context";
 import { packageFromJson, packageHash } from "../arbitration/package";
 import { resolutionFromJson, resolutionHash, type Resolution } from "../arbitration/resolution";
 import { getLogsPaged, type RetryOptions } from "../chain/logs";
+import { providerRegistryAbi } from "../abi/ProviderRegistry";
 import { CHANNEL_PHASES, gasEscrowAbi } from "../chain/escrow";
 import { gigEscrowAbi, readGig } from "../chain/gig";
 import { paymentTicketHash } from "../core/ticket";
 import { sessionReceiptHash } from "../core/receipt";
+import { ETH_UNIT, formatAmountAdaptive, type AssetUnit } from "../core/format";
 import type { ChannelStore } from "../store/store";
-
-/** `IDisputeManager.Verdict` by index: the challenger (client or payer) wins, the respondent wins, … */
-const VERDICTS = ["none", "challenger_wins", "respondent_wins", "no_fault", "undecidable"] as const;
+import { gigProviderOf, money, resolutionChanges, unitOf, verdictName, type BalanceChange, type GigProvider, type Money } from "./money";
 
 export type ChannelView = {
   sessionId: Hex;
@@ -42,7 +43,31 @@ export type ChannelView = {
   finalizesAt: string | null;
   /** The newest receipt root both sides signed (PKT_RECEIPT_COMMIT), else the newest ticket's root. */
   latestRoot: { root: Hex; leafCount: string | null; source: "signed commit" | "ticket" } | null;
+  /** The channel's asset (zero: ETH) and the figures above as the page shows them, in that asset's unit. */
+  asset: Address;
+  money: { deposit: Money; paid: Money; remaining: Money; claimable: Money };
+  /** What the settlement paid, from `ChannelSettled`: to the provider, to the treasury's fees, back to the funder. */
+  settlement: { paidToProvider: Money; fee: Money; refundedToFunder: Money; transactionHash: Hex } | null;
 };
+
+/** Settlements are final: read once per escrow and session. */
+const settlements = new Map<string, ChannelView["settlement"]>();
+
+async function settlementOf(publicClient: PublicClient, escrow: Address, sessionId: Hex, fromBlock: bigint, asset: Address, unit: AssetUnit): Promise<ChannelView["settlement"]> {
+  const key = `${escrow.toLowerCase()}:${sessionId}`;
+  if (settlements.has(key)) return settlements.get(key)!;
+  const logs = await publicClient.getContractEvents({ address: escrow, abi: gasEscrowAbi, eventName: "ChannelSettled", args: { sessionId }, fromBlock, strict: true });
+  const log = logs[0];
+  if (!log) return null;
+  const found = {
+    paidToProvider: money(log.args.paidToProvider, asset, unit),
+    fee: money(log.args.fee, asset, unit),
+    refundedToFunder: money(log.args.refundedToFunder, asset, unit),
+    transactionHash: log.transactionHash,
+  };
+  settlements.set(key, found);
+  return found;
+}
 
 export async function listChannels(store: ChannelStore, publicClient: PublicClient, escrow: Address): Promise<ChannelView[]> {
   const channels = store.listChannels();
@@ -55,6 +80,11 @@ export async function listChannels(store: ChannelStore, publicClient: PublicClie
       const closing = store.getClosing(c.sessionId);
       const commit = store.latestCommit(c.sessionId, c.role === "provider" ? "payer" : "provider") ?? store.latestCommit(c.sessionId, c.role);
       const open = phase === 1;
+      const asset = c.ref.terms.asset;
+      const unit = await unitOf(publicClient, asset);
+      // Settled (or gone from the escrow): nothing is left to claim, whatever the store's status says.
+      const settled = phase === 0 || CHANNEL_PHASES[phase] === "Settled";
+      const claimable = settled || c.status === "settled" ? 0n : closing && !open ? closing.state.amount : paid;
       return {
         sessionId: c.sessionId,
         role: c.role,
@@ -65,7 +95,7 @@ export async function listChannels(store: ChannelStore, publicClient: PublicClie
         deposit: c.deposit.toString(),
         paid: paid.toString(),
         remaining: (c.deposit - paid).toString(),
-        claimable: (phase === 0 || c.status === "settled" ? 0n : closing && !open ? closing.state.amount : paid).toString(),
+        claimable: claimable.toString(),
         seq: (latest?.ticket.seq ?? 0n).toString(),
         receipts: store.receiptCount(c.sessionId),
         windowSecondsLeft: closing && !open && c.status !== "settled" ? Number(closing.finalizesAt > now ? closing.finalizesAt - now : 0n) : null,
@@ -75,14 +105,18 @@ export async function listChannels(store: ChannelStore, publicClient: PublicClie
           : latest
             ? { root: latest.ticket.receiptRoot, leafCount: null, source: "ticket" as const }
             : null,
+        asset,
+        money: { deposit: money(c.deposit, asset, unit), paid: money(paid, asset, unit), remaining: money(c.deposit - paid, asset, unit), claimable: money(claimable, asset, unit) },
+        settlement: settled ? await settlementOf(publicClient, escrow, c.sessionId, c.ref.openedAt, asset, unit) : null,
       };
     }),
   );
 }
 
-export type ReceiptView = { index: number; seq: string; amount: string; receiptHash: Hex; ticketHash: Hex; leaf: Hex; outputHash: Hex };
+export type ReceiptView = { index: number; seq: string; amount: string; amountText: string; receiptHash: Hex; ticketHash: Hex; leaf: Hex; outputHash: Hex };
 
-export function listReceipts(store: ChannelStore, sessionId: Hex, offset: number, limit: number): { total: number; receipts: ReceiptView[] } {
+/** A page of the channel's receipts; `unit` is the channel's asset's (ETH by default). */
+export function listReceipts(store: ChannelStore, sessionId: Hex, offset: number, limit: number, unit: AssetUnit = ETH_UNIT): { total: number; receipts: ReceiptView[] } {
   const receipts: ReceiptView[] = [];
   let index = 0;
   for (const step of store.steps(sessionId)) {
@@ -92,6 +126,7 @@ export function listReceipts(store: ChannelStore, sessionId: Hex, offset: number
         index,
         seq: step.seq.toString(),
         amount: step.ticket.ticket.cumulativeAmount.toString(),
+        amountText: formatAmountAdaptive(step.ticket.ticket.cumulativeAmount, unit),
         receiptHash: sessionReceiptHash(step.receipt.receipt),
         ticketHash: paymentTicketHash(step.ticket.ticket),
         leaf: step.leaf,
@@ -195,8 +230,23 @@ export type CaseView = {
   value: string;
   bond: string;
   packageHash: Hex;
+  /** The case's asset (its value, bonds, refund and fees) and the figures as the page shows them. */
+  asset: Address;
+  /** The registry's bond token (LGAS on devnets): what a slash is counted in. */
+  bondToken: Address;
+  money: { value: Money; bond: Money };
   panels: { round: number; panel: Address[]; deadline: string }[];
-  verdict: { round: number; verdict: string; refund: string; slash: string; resolutionHash: Hex; signers: Address[]; appealEndsAt: string } | null;
+  /** Verdicts are named as the CLI names them: provider_fault, challenger_fault, no_fault, undecidable. */
+  verdict: {
+    round: number;
+    verdict: string;
+    refund: string;
+    slash: string;
+    money: { refund: Money; slash: Money };
+    resolutionHash: Hex;
+    signers: Address[];
+    appealEndsAt: string;
+  } | null;
   appealSecondsLeft: number | null;
   resolved: {
     verdict: string;
@@ -206,11 +256,11 @@ export type CaseView = {
     toRespondent: string;
     burned: string;
     arbitrationFees: string;
-    fees: { arbitrator: Address; amount: string }[];
     transactionHash: Hex;
+    money: { refunded: Money; slashed: Money; toChallenger: Money; toRespondent: Money; burned: Money; arbitrationFees: Money };
   } | null;
-  /** Every balance change the resolution made, by party. */
-  balanceChanges: { party: string; account: Address | null; change: string; what: string }[];
+  /** Every balance change the resolving transaction made, burns included, each in its own asset (`./money.ts`). */
+  balanceChanges: BalanceChange[];
   failingTests: string[];
   checks: { name: string; status: boolean; detail: string | null }[];
   records: { package: string | null; resolution: string | null; upip: number };
@@ -219,80 +269,124 @@ export type CaseView = {
 export async function listCases(publicClient: PublicClient, disputeManager: Address, records: Records, reading: PageReading = {}): Promise<CaseView[]> {
   const logs = parseEventLogs({ abi: disputeManagerAbi, logs: await pagedLogs(publicClient, disputeManager, reading) });
   const now = (await publicClient.getBlock()).timestamp;
-  const cases = new Map<Hex, CaseView>();
+  const registry = await publicClient.readContract({ address: disputeManager, abi: disputeManagerAbi, functionName: "registry" });
+  const bondToken = await publicClient.readContract({ address: registry, abi: providerRegistryAbi, functionName: "bondToken" });
+  const bondUnit = await unitOf(publicClient, bondToken);
+  // Amounts are kept as bigint while the logs are read and given their units once the case's asset is known.
+  type Raw = {
+    view: CaseView;
+    value: bigint;
+    bond: bigint;
+    verdict?: { round: number; code: number; refund: bigint; slash: bigint; resolutionHash: Hex; signers: Address[]; appealEndsAt: bigint };
+    resolved?: { code: number; refunded: bigint; slashed: bigint; toChallenger: bigint; toRespondent: bigint; burned: bigint; fees: bigint; transactionHash: Hex };
+  };
+  const cases = new Map<Hex, Raw>();
   for (const log of logs) {
     if (!("caseId" in log.args)) continue;
     const caseId = log.args.caseId as Hex;
     if (log.eventName === "CaseOpened") {
       const a = log.args;
       cases.set(caseId, {
-        caseId,
-        kind: a.kind === 1 ? "gig" : "session",
-        subjectId: a.subjectId,
-        status: "open",
-        lane: a.lane,
-        challenger: a.challenger,
-        respondent: a.respondent,
-        value: a.value.toString(),
-        bond: a.bond.toString(),
-        packageHash: a.packageHash,
-        panels: [],
-        verdict: null,
-        appealSecondsLeft: null,
-        resolved: null,
-        balanceChanges: [],
-        failingTests: [],
-        checks: [],
-        records: { package: null, resolution: null, upip: 0 },
+        value: a.value,
+        bond: a.bond,
+        view: {
+          caseId,
+          kind: a.kind === 1 ? "gig" : "session",
+          subjectId: a.subjectId,
+          status: "open",
+          lane: a.lane,
+          challenger: a.challenger,
+          respondent: a.respondent,
+          value: a.value.toString(),
+          bond: a.bond.toString(),
+          packageHash: a.packageHash,
+          asset: "0x0000000000000000000000000000000000000000",
+          bondToken,
+          money: { value: money(a.value, bondToken, bondUnit), bond: money(a.bond, bondToken, bondUnit) },
+          panels: [],
+          verdict: null,
+          appealSecondsLeft: null,
+          resolved: null,
+          balanceChanges: [],
+          failingTests: [],
+          checks: [],
+          records: { package: null, resolution: null, upip: 0 },
+        },
       });
       continue;
     }
-    const c = cases.get(caseId);
-    if (!c) continue;
-    if (log.eventName === "PanelDrawn") c.panels.push({ round: log.args.round, panel: [...log.args.panel], deadline: log.args.deadline.toString() });
+    const raw = cases.get(caseId);
+    if (!raw) continue;
+    if (log.eventName === "PanelDrawn") raw.view.panels.push({ round: log.args.round, panel: [...log.args.panel], deadline: log.args.deadline.toString() });
     else if (log.eventName === "VerdictSubmitted") {
-      const panel = c.panels.find((p) => p.round === log.args.round)?.panel ?? [];
+      const panel = raw.view.panels.find((p) => p.round === log.args.round)?.panel ?? [];
       const mask = log.args.signedMask;
-      c.verdict = {
+      raw.verdict = {
         round: log.args.round,
-        verdict: VERDICTS[log.args.verdict] ?? String(log.args.verdict),
-        refund: log.args.refund.toString(),
-        slash: log.args.slash.toString(),
+        code: log.args.verdict,
+        refund: log.args.refund,
+        slash: log.args.slash,
         resolutionHash: log.args.resolutionHash,
         signers: panel.filter((_, i) => (mask >> i) & 1),
-        appealEndsAt: log.args.appealEndsAt.toString(),
+        appealEndsAt: BigInt(log.args.appealEndsAt),
       };
     } else if (log.eventName === "CaseResolved") {
       const a = log.args;
-      c.resolved = {
-        verdict: VERDICTS[a.verdict] ?? String(a.verdict),
-        refunded: a.refunded.toString(),
-        slashed: a.slashed.toString(),
-        toChallenger: a.toChallenger.toString(),
-        toRespondent: a.toRespondent.toString(),
-        burned: a.burned.toString(),
-        arbitrationFees: a.arbitrationFees.toString(),
-        fees: [],
-        transactionHash: log.transactionHash,
-      };
-    } else if (log.eventName === "ArbitrationFeeEarned" && c.resolved) {
-      c.resolved.fees.push({ arbitrator: getAddress(log.args.arbitrator), amount: log.args.amount.toString() });
+      raw.resolved = { code: a.verdict, refunded: a.refunded, slashed: a.slashed, toChallenger: a.toChallenger, toRespondent: a.toRespondent, burned: a.burned, fees: a.arbitrationFees, transactionHash: log.transactionHash };
     }
   }
-  for (const c of cases.values()) {
+  for (const { view: c, value, bond, verdict, resolved } of cases.values()) {
     const stored = await publicClient.readContract({ address: disputeManager, abi: disputeManagerAbi, functionName: "caseOf", args: [c.caseId] });
+    const asset = stored.asset;
+    const unit = await unitOf(publicClient, asset);
+    c.asset = asset;
+    c.money = { value: money(value, asset, unit), bond: money(bond, asset, unit) };
     c.status = CASE_STATUSES[stored.status] ?? String(stored.status);
-    if (c.verdict && !c.resolved) c.appealSecondsLeft = Number(BigInt(c.verdict.appealEndsAt) > now ? BigInt(c.verdict.appealEndsAt) - now : 0n);
-    if (c.resolved) {
-      const r = c.resolved;
-      c.balanceChanges.push(
-        { party: "challenger", account: c.challenger, change: r.toChallenger, what: "bond back and remedy from the case" },
-        { party: "respondent", account: c.respondent, change: r.toRespondent, what: "bond back from the case" },
-        { party: c.kind === "gig" ? "client (refund from the gig escrow)" : "funder (refund from the channel)", account: null, change: r.refunded, what: "refunded from the subject" },
-        { party: "respondent's SLA bond", account: c.respondent, change: `-${r.slashed}`, what: "slashed" },
-        { party: "burn", account: "0x000000000000000000000000000000000000dEaD", change: r.burned, what: "burnt share" },
-        ...r.fees.map((f) => ({ party: "arbitrator", account: f.arbitrator, change: f.amount, what: "fee for a coherent signature" })),
-      );
+    if (verdict) {
+      c.verdict = {
+        round: verdict.round,
+        verdict: verdictName(verdict.code),
+        refund: verdict.refund.toString(),
+        slash: verdict.slash.toString(),
+        money: { refund: money(verdict.refund, asset, unit), slash: money(verdict.slash, bondToken, bondUnit) },
+        resolutionHash: verdict.resolutionHash,
+        signers: verdict.signers,
+        appealEndsAt: verdict.appealEndsAt.toString(),
+      };
+      if (!resolved) c.appealSecondsLeft = Number(verdict.appealEndsAt > now ? verdict.appealEndsAt - now : 0n);
+    }
+    if (resolved) {
+      const r = resolved;
+      c.resolved = {
+        verdict: verdictName(r.code),
+        refunded: r.refunded.toString(),
+        slashed: r.slashed.toString(),
+        toChallenger: r.toChallenger.toString(),
+        toRespondent: r.toRespondent.toString(),
+        burned: r.burned.toString(),
+        arbitrationFees: r.fees.toString(),
+        transactionHash: r.transactionHash,
+        money: {
+          refunded: money(r.refunded, asset, unit),
+          slashed: money(r.slashed, bondToken, bondUnit),
+          toChallenger: money(r.toChallenger, asset, unit),
+          toRespondent: money(r.toRespondent, asset, unit),
+          burned: money(r.burned, asset, unit),
+          arbitrationFees: money(r.fees, asset, unit),
+        },
+      };
+      c.balanceChanges = await resolutionChanges({
+        publicClient,
+        disputeManager,
+        caseId: c.caseId,
+        kind: c.kind,
+        subjectId: c.subjectId,
+        challenger: c.challenger,
+        respondent: c.respondent,
+        related: stored.related,
+        asset,
+        transactionHash: r.transactionHash,
+      });
     }
     const resolution = records.resolutions.get(c.caseId.toLowerCase() as Hex);
     if (resolution) {
@@ -303,10 +397,25 @@ export async function listCases(publicClient: PublicClient, disputeManager: Addr
     }
     c.records.package = records.packages.get(c.packageHash.toLowerCase() as Hex) ?? null;
   }
-  return [...cases.values()];
+  return [...cases.values()].map((raw) => raw.view);
 }
 
-export type GigRow = { gigId: string; status: string; client: Address; provider: Address; amount: string; asset: Address; windowEndsAt: string; cases: Hex[] };
+/**
+ * `provider` is who the chain holds: null while an open gig waits for a taker (never the zero address), with its
+ * standing — named at funding, tentative (took an open gig, not yet confirmed) or confirmed.
+ */
+export type GigRow = {
+  gigId: string;
+  status: string;
+  client: Address;
+  provider: Address | null;
+  providerStanding: GigProvider["standing"];
+  amount: string;
+  asset: Address;
+  money: { amount: Money };
+  windowEndsAt: string;
+  cases: Hex[];
+};
 
 export async function listGigs(publicClient: PublicClient, gigEscrow: Address, cases: CaseView[], reading: PageReading = {}): Promise<GigRow[]> {
   const funded = parseEventLogs({ abi: gigEscrowAbi, eventName: "GigFunded", logs: await pagedLogs(publicClient, gigEscrow, reading) });
@@ -315,13 +424,16 @@ export async function listGigs(publicClient: PublicClient, gigEscrow: Address, c
       const gigId = BigInt(log.args.gigId);
       const view = await readGig({ publicClient, gigEscrow, gigId });
       const subject = `0x${gigId.toString(16).padStart(64, "0")}`;
+      const provider = await gigProviderOf(publicClient, gigEscrow, gigId, log.args.provider, view.provider);
       return {
         gigId: gigId.toString(),
         status: view.status,
         client: view.client,
-        provider: view.provider,
+        provider: provider.address,
+        providerStanding: provider.standing,
         amount: view.amount.toString(),
         asset: view.asset,
+        money: { amount: money(view.amount, view.asset, await unitOf(publicClient, view.asset)) },
         windowEndsAt: view.windowEndsAt.toString(),
         cases: cases.filter((c) => c.kind === "gig" && c.subjectId.toLowerCase() === subject).map((c) => c.caseId),
       };

@@ -24,6 +24,7 @@ import { challengeClose, claimableOf, claimPayout, closeUnilateral, finalizeClos
 import type { ChannelStore } from "../store/store";
 import { listCases, listChannels, listGigs, listReceipts, loadRecords, onChainRoot, upipRecord, type PageReading } from "./data";
 import { PACKAGE_ROOT } from "../core/package-root";
+import { unitOf } from "./money";
 
 export type UiParameters = {
   store: ChannelStore;
@@ -166,7 +167,7 @@ export async function startUi(p: UiParameters): Promise<UiServer> {
     if (!sessionId) return reply;
     const offset = Math.max(0, Number.parseInt(request.query.offset ?? "0", 10) || 0);
     const limit = Math.min(500, Math.max(1, Number.parseInt(request.query.limit ?? "50", 10) || 50));
-    return listReceipts(p.store, sessionId, offset, limit);
+    return listReceipts(p.store, sessionId, offset, limit, await unitOf(p.publicClient, p.store.getChannel(sessionId)!.ref.terms.asset));
   });
 
   // What the browser needs to prove a receipt on its own: every leaf up to the count the chain's root

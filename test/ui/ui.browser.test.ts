@@ -165,7 +165,7 @@ describe("ioi ui in a headless browser (issue 16)", function () {
       panel: e.querySelector(".panel")?.textContent ?? "",
     }));
     expect(shown.failing).to.have.length(3);
-    expect(shown.verdict).to.match(/^challenger_wins/);
+    expect(shown.verdict).to.match(/^provider_fault/); // the CLI's name (issue 28 item 10)
     expect(shown.balances).to.be.at.least(5);
     expect(shown.links).to.include.members(["package", "resolution", "upip"]);
     expect(shown.panel.split(", ")).to.have.length(gigCase.panel.length);

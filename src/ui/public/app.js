@@ -14,15 +14,12 @@ const el = (tag, attrs = {}, ...children) => {
   return node;
 };
 const short = (hex) => (hex ? `${hex.slice(0, 10)}…${hex.slice(-6)}` : "–");
-/** Wei (decimal string, may be negative) as ETH with up to 6 decimals, exactly (BigInt). */
-function eth(wei) {
-  let v = BigInt(wei);
-  const sign = v < 0n ? "-" : "";
-  if (v < 0n) v = -v;
-  const whole = v / 10n ** 18n;
-  const frac = (v % 10n ** 18n).toString().padStart(18, "0").slice(0, 6).replace(/0+$/, "");
-  return `${sign}${whole}${frac ? "." + frac : ""} ETH`;
-}
+/**
+ * An amount as the server sends it ({ amount, symbol, decimals, text }): the text in the asset's own unit with
+ * adaptive precision (src/core/format.ts, shared with the CLI), the exact base units on hover. The page never
+ * formats money itself, so it cannot round a micro-payment to "0 ETH" or name a bond's unit wrongly.
+ */
+const money = (m, classes = "num") => el("span", { class: `money ${classes}`, title: `${m.amount} base units of ${m.symbol}`, "data-amount": m.amount, "data-symbol": m.symbol }, m.text);
 const duration = (s) => (s === null ? "–" : s === 0 ? "ended" : s >= 3600 ? `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min` : s >= 60 ? `${Math.floor(s / 60)} min ${s % 60} s` : `${s} s`);
 async function api(path, options) {
   const response = await fetch(path, options);
@@ -67,10 +64,17 @@ async function loadChannels() {
         el("td", {}, c.role),
         el("td", { class: "phase" }, c.phase),
         el("td", {}, c.status),
-        el("td", { class: "num" }, eth(c.deposit)),
-        el("td", { class: "num paid" }, eth(c.paid)),
-        el("td", { class: "num" }, eth(c.remaining)),
-        el("td", { class: "num" }, eth(c.claimable)),
+        el("td", { class: "num deposit" }, money(c.money.deposit)),
+        el("td", { class: "num paid" }, money(c.money.paid)),
+        el("td", { class: "num remaining" }, money(c.money.remaining)),
+        el("td", { class: "num claimable" }, money(c.money.claimable)),
+        el(
+          "td",
+          { class: "settlement" },
+          ...(c.settlement
+            ? [el("span", { class: "to-provider" }, "provider ", money(c.settlement.paidToProvider)), ", ", el("span", { class: "fee" }, "fee ", money(c.settlement.fee)), ", ", el("span", { class: "to-funder" }, "funder ", money(c.settlement.refundedToFunder))]
+            : ["–"]),
+        ),
         el("td", {}, duration(c.windowSecondsLeft)),
         el("td", { class: "num receipts-count" }, c.receipts),
         el("td", { class: "num tps" }, liveRate[c.sessionId] ?? 0),
@@ -80,7 +84,7 @@ async function loadChannels() {
     }),
   );
   $("#live-total").textContent = channels.reduce((n, c) => n + c.receipts, 0);
-  if (channels.length === 0) body.append(el("tr", {}, el("td", { colSpan: 13 }, "The store holds no channels yet.")));
+  if (channels.length === 0) body.append(el("tr", {}, el("td", { colSpan: 14 }, "The store holds no channels yet.")));
 }
 
 async function act(action, sessionId) {
@@ -124,10 +128,29 @@ async function loadLive() {
 
 // --- receipts and proofs ---
 const proofData = new Map();
+/** Bumped whenever the receipts panel changes channel: a proof started for another channel is dropped. */
+let view = 0;
+function clearProof() {
+  const out = $("#proof-result");
+  out.className = "proof";
+  delete out.dataset.result;
+  delete out.dataset.proof;
+  delete out.dataset.session;
+  out.replaceChildren();
+}
 async function showReceipts(sessionId, offset) {
+  if (sessionId !== selected) {
+    // Another channel: nothing said about the previous one may stay on screen.
+    view++;
+    clearProof();
+    $("#receipts tbody").replaceChildren();
+    $("#receipts-range").textContent = "loading…";
+  }
   selected = sessionId;
   receiptsOffset = Math.max(0, offset);
+  const shown = view;
   const { total, receipts } = await api(`/api/channels/${sessionId}/receipts?offset=${receiptsOffset}&limit=${PAGE}`);
+  if (shown !== view) return;
   $("#receipts-panel").hidden = false;
   $("#receipts-session").textContent = sessionId;
   $("#receipts-range").textContent = total === 0 ? "no receipts" : `${receiptsOffset + 1}–${receiptsOffset + receipts.length} of ${total}`;
@@ -138,7 +161,7 @@ async function showReceipts(sessionId, offset) {
         { "data-index": r.index },
         el("td", { class: "num" }, r.index),
         el("td", { class: "num" }, r.seq),
-        el("td", { class: "num" }, eth(r.amount)),
+        el("td", { class: "num amount", title: `${r.amount} base units` }, r.amountText),
         el("td", { class: "hash", title: r.receiptHash }, short(r.receiptHash)),
         el("td", { class: "hash", title: r.ticketHash }, short(r.ticketHash)),
         el("td", { class: "hash", title: r.leaf }, short(r.leaf)),
@@ -152,22 +175,28 @@ $("#receipts-next").addEventListener("click", () => selected && showReceipts(sel
 
 async function prove(sessionId, receipt) {
   const out = $("#proof-result");
-  out.className = "proof";
+  const started = view;
+  clearProof();
+  out.textContent = `proving receipt #${receipt.index}…`;
+  // Whatever comes back is shown only if the page still shows this channel.
+  const current = () => started === view && selected === sessionId;
   try {
     const data = await api(`/api/channels/${sessionId}/proof-data`);
+    if (!current()) return;
     proofData.set(sessionId, data);
     if (!data.onChain) throw new Error("The chain has recorded no receipt root for this channel yet (it is recorded when the channel closes).");
     if (data.coveredReceipts === null) throw new Error(`No prefix of this store's receipts has the on-chain root ${data.onChain.root}.`);
     if (receipt.index >= data.coveredReceipts) throw new Error(`Receipt #${receipt.index} is newer than the ${data.coveredReceipts} receipts the on-chain root covers.`);
-    const started = performance.now();
+    const began = performance.now();
     const leaf = leafOf(receipt.receiptHash, receipt.ticketHash);
     const leafMatches = bytesToHex(leaf) === receipt.leaf.toLowerCase() && data.leaves[receipt.index].toLowerCase() === receipt.leaf.toLowerCase();
     const levels = buildLevels(data.leaves);
     const root = rootOf(levels);
     const proof = proofOf(levels, receipt.index);
     const ok = leafMatches && root.toLowerCase() === data.onChain.root.toLowerCase() && verifyProof(leaf, proof, data.onChain.root);
-    const ms = (performance.now() - started).toFixed(1);
+    const ms = (performance.now() - began).toFixed(1);
     out.className = `proof ${ok ? "ok" : "fail"}`;
+    out.dataset.session = sessionId;
     out.dataset.result = ok ? "valid" : "invalid";
     out.replaceChildren(
       el("strong", {}, ok ? `✓ Receipt #${receipt.index} (seq ${receipt.seq}) is in the on-chain root.` : `✗ Receipt #${receipt.index} does NOT prove against the on-chain root.`),
@@ -178,7 +207,9 @@ async function prove(sessionId, receipt) {
     );
     out.dataset.proof = JSON.stringify(proof.map(bytesToHex));
   } catch (error) {
+    if (!current()) return;
     out.className = "proof fail";
+    out.dataset.session = sessionId;
     out.dataset.result = "error";
     out.textContent = error.message;
   }
@@ -189,7 +220,7 @@ async function loadCases() {
   const { cases, gigs, note } = await api("/api/cases");
   $("#gigs tbody").replaceChildren(
     ...gigs.map((g) =>
-      el("tr", { "data-gig": g.gigId }, el("td", {}, g.gigId), el("td", {}, g.status), el("td", { class: "hash" }, short(g.client)), el("td", { class: "hash" }, short(g.provider)), el("td", { class: "num" }, eth(g.amount)), el("td", {}, g.windowEndsAt === "0" ? "–" : new Date(Number(g.windowEndsAt) * 1000).toISOString()), el("td", { class: "hash" }, g.cases.map(short).join(", "))),
+      el("tr", { "data-gig": g.gigId }, el("td", {}, g.gigId), el("td", {}, g.status), el("td", { class: "hash" }, short(g.client)), el("td", { class: "provider", title: g.provider ?? "" }, g.provider ? `${short(g.provider)}${g.providerStanding === "named" ? "" : ` (${g.providerStanding})`}` : g.providerStanding), el("td", { class: "num" }, money(g.money.amount)), el("td", {}, g.windowEndsAt === "0" ? "–" : new Date(Number(g.windowEndsAt) * 1000).toISOString()), el("td", { class: "hash" }, g.cases.map(short).join(", "))),
     ),
   );
   const container = $("#cases");
@@ -201,19 +232,38 @@ async function loadCases() {
     row("lane", c.lane);
     row("status", c.status);
     row("challenger / respondent", `${short(c.challenger)} / ${short(c.respondent)}`);
-    row("value / bond", `${eth(c.value)} / ${eth(c.bond)}`);
+    row("value / bond", el("span", {}, money(c.money.value), " / ", money(c.money.bond)));
     for (const p of c.panels) row(`panel (round ${p.round})`, el("span", { class: "hash panel" }, p.panel.map(short).join(", ")));
     if (c.verdict) {
-      row("verdict", el("span", { class: "verdict" }, `${c.verdict.verdict} — refund ${eth(c.verdict.refund)}, slash ${eth(c.verdict.slash)}`));
+      row("verdict", el("span", { class: "verdict" }, `${c.verdict.verdict} — refund ${c.verdict.money.refund.text}, slash ${c.verdict.money.slash.text}`));
       row("signed by", el("span", { class: "hash" }, c.verdict.signers.map(short).join(", ")));
       row("appeal window", `ends ${new Date(Number(c.verdict.appealEndsAt) * 1000).toISOString()}${c.appealSecondsLeft !== null ? ` (${duration(c.appealSecondsLeft)} left)` : " (closed)"}`);
       row("resolution hash", el("span", { class: "hash" }, c.verdict.resolutionHash));
     }
     if (c.resolved) {
-      row("remedy", `${c.resolved.verdict}: refunded ${eth(c.resolved.refunded)}, slashed ${eth(c.resolved.slashed)}, burnt ${eth(c.resolved.burned)}, fees ${eth(c.resolved.arbitrationFees)}`);
+      const m = c.resolved.money;
+      row("remedy", el("span", { class: "remedy" }, `${c.resolved.verdict}: refunded ${m.refunded.text}, slashed ${m.slashed.text} of bond, ${m.burned.text} of the losing bond burnt, fees ${m.arbitrationFees.text}`));
+      row("enforced in", el("span", { class: "hash resolved-tx" }, c.resolved.transactionHash));
     }
-    const changes = el("table", { class: "balances" }, el("thead", {}, el("tr", {}, el("th", {}, "party"), el("th", {}, "account"), el("th", {}, "change"), el("th", {}, "what"))));
-    changes.append(el("tbody", {}, ...c.balanceChanges.map((b) => el("tr", {}, el("td", {}, b.party), el("td", { class: "hash" }, b.account ? short(b.account) : "–"), el("td", { class: `num ${b.change.startsWith("-") ? "neg" : "pos"}` }, eth(b.change)), el("td", {}, b.what)))));
+    const changes = el("table", { class: "balances" }, el("thead", {}, el("tr", {}, el("th", {}, "party"), el("th", {}, "account"), el("th", {}, "change"), el("th", {}, "where"), el("th", {}, "what"))));
+    const where = { wallet: "balance", bond: "bond in the registry", claimable: "claimable", channel: "channel payout" };
+    changes.append(
+      el(
+        "tbody",
+        {},
+        ...c.balanceChanges.map((b) =>
+          el(
+            "tr",
+            { "data-account": b.account, "data-ledger": b.ledger, ...(b.role ? { "data-role": b.role } : {}) },
+            el("td", {}, b.party),
+            el("td", { class: "hash", title: b.account }, short(b.account)),
+            el("td", { class: `num change ${b.change.amount.startsWith("-") ? "neg" : "pos"}` }, money(b.change)),
+            el("td", {}, where[b.ledger] ?? b.ledger),
+            el("td", {}, b.what),
+          ),
+        ),
+      ),
+    );
     const failing = el("ul", { class: "failing-tests" }, ...c.failingTests.map((t) => el("li", {}, t)));
     const checks = el("ul", { class: "checks" }, ...c.checks.map((k) => el("li", {}, `${k.status ? "✓" : "✗"} ${k.name}${k.detail ? ": " + k.detail : ""}`)));
     const links = el("p", { class: "records" });
