@@ -331,7 +331,7 @@ export class ProviderNode {
       await store.updateChannel(sessionId, { deposit });
       record = { ...record, deposit };
     }
-    const session = ProviderSession.restore(
+    const session = await ProviderSession.resume(
       {
         account,
         domain,
@@ -340,6 +340,8 @@ export class ProviderNode {
         pricing,
         deposit: record.deposit,
         modelSnapshotId: this.parameters.modelSnapshotId,
+        // A ticket or commit naming an older prefix than the session keeps in memory (issue 28 item 6).
+        olderPeaks: (leafCount) => store.accumulatorState(sessionId, { leafCount })?.peaks,
         handler: async (input, request) => {
           // The node passes the request it parsed from the packet (`input` is its canonical bytes).
           const outcome = await this.#run((request as JsonObject | undefined) ?? (JSON.parse(new TextDecoder().decode(input)) as JsonObject));
@@ -351,7 +353,7 @@ export class ProviderNode {
           return { output: outcome.bytes, value: outcome.result, units: outcome.units };
         },
       },
-      store.steps(sessionId),
+      store,
     );
     // A known channel still binds when it is no longer open, so that the payer can hear its answered
     // tickets again (they were paid) and a typed refusal for anything new.
@@ -452,7 +454,7 @@ export class ProviderNode {
     const metrics = this.parameters.metrics;
     metrics?.verifySeconds.observe((performance.now() - started) / 1000);
     const stored = performance.now();
-    const durable = store.putStep(b.record.sessionId, result.step);
+    const durable = store.putStep(b.record.sessionId, result.step, result.state);
     if (metrics) {
       void durable.then(
         () => {
