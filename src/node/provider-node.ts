@@ -21,7 +21,7 @@ import type { ChannelRecord, ChannelStore } from "../store/store";
 import type { SettlementSummary } from "../core/summary";
 import { modelAllowed, sessionIdOf, termsHashOf, type PricingTerms } from "../core/terms";
 import { signTermsOffer } from "../core/terms-offer";
-import { listenSecure, type SecureConnection, type SecureServer } from "../transport";
+import { listenSecure, type ListenSecureParameters, type SecureConnection, type SecureServer } from "../transport";
 import type { JsonObject } from "../core/validate";
 import type { Logger } from "./log";
 import type { NodeMetrics } from "./metrics";
@@ -67,7 +67,19 @@ export type ProviderNodeParameters = {
    * watchtower's `onEvents`, as `ioi provider` does).
    */
   follow?: { fromBlock: bigint; pollMs?: number };
+  /**
+   * A handshaken connection that has not bound a channel (session.open) within this many ms is closed
+   * (default 10 s; issue 28 item 5): a valid handshake with a throw-away key holds nothing for long.
+   */
+  bindTimeoutMs?: number;
+  /** Limits on strangers passed to the listener (handshake deadline, per-source and global caps, idle timeout). */
+  limits?: Pick<
+    ListenSecureParameters,
+    "handshakeTimeoutMs" | "maxPendingHandshakes" | "maxPendingPerSource" | "maxConnectionsPerSource" | "maxConnections" | "handshakesPerSecondPerSource" | "idleTimeoutMs"
+  >;
 };
+
+export const DEFAULT_BIND_TIMEOUT_MS = 10_000;
 
 /**
  * What the node knows of a bound channel's lifecycle. Only `open` is served: `closed` once the provider
@@ -110,6 +122,7 @@ export class ProviderNode {
       port: parameters.port ?? 0,
       account: parameters.account,
       authorize: async (sessionId, payer) => node.#authorize(sessionId, payer),
+      ...parameters.limits,
     });
     node.#server.on("connection", (connection) => node.#serve(connection));
     node.#server.on("handshakeError", (error, remote) => node.#log(`handshake refused from ${remote.address}: ${error.shortMessage}`, "peer.refused", { remote: remote.address }));
@@ -210,7 +223,17 @@ export class ProviderNode {
 
   #serve(connection: SecureConnection): void {
     let bound: Bound | undefined;
+    let binding = false;
     const send = (message: NodeMessage) => connection.send(encodeMessage(message));
+    // Issue 28 item 5: a connection that binds no channel in time is a stranger holding a slot.
+    const bindTimeoutMs = this.parameters.bindTimeoutMs ?? DEFAULT_BIND_TIMEOUT_MS;
+    const bindTimer = setTimeout(() => {
+      if (bound || binding) return;
+      this.#log(`closing connection ${connection.sessionId.slice(0, 10)}: no channel bound within ${bindTimeoutMs} ms`, "peer.dropped", { sessionId: connection.sessionId });
+      void connection.close();
+    }, bindTimeoutMs);
+    bindTimer.unref();
+    void connection.closed.then(() => clearTimeout(bindTimer));
     connection.on("error", (error) => this.#log(`connection ${connection.sessionId.slice(0, 10)} closed: ${error.name}: ${error.shortMessage}`));
     connection.on("message", (bytes) => {
       let message: NodeMessage;
@@ -234,6 +257,7 @@ export class ProviderNode {
           void connection.close();
           return;
         }
+        binding = true;
         void this.#bind(connection, message)
           .then(
             (b) => {
