@@ -86,7 +86,9 @@ describe("issue 28 item 5: a node that stays up under hostile connections", func
     cleanup.push(() => stranger.destroy());
     const silent = net.connect({ host: "127.0.0.1", port: node.port });
     silent.on("error", () => undefined);
-    cleanup.push(() => silent.destroy());
+    cleanup.push(() => {
+      silent.destroy();
+    });
     const silentClosed = new Promise<number>((resolve) => silent.once("close", () => resolve(performance.now())));
     const started = performance.now();
     await Promise.race([stranger.closed, new Promise((_, reject) => setTimeout(() => reject(new Error("the stranger was never cut off")), 5_000))]);
