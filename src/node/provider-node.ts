@@ -75,7 +75,7 @@ export type ProviderNodeParameters = {
   /** Limits on strangers passed to the listener (handshake deadline, per-source and global caps, idle timeout). */
   limits?: Pick<
     ListenSecureParameters,
-    "handshakeTimeoutMs" | "maxPendingHandshakes" | "maxPendingPerSource" | "maxConnectionsPerSource" | "maxConnections" | "handshakesPerSecondPerSource" | "idleTimeoutMs"
+    "handshakeTimeoutMs" | "maxPendingHandshakes" | "maxPendingPerSource" | "maxConnectionsPerSource" | "maxConnections" | "handshakesPerSecondPerSource" | "idleTimeoutMs" | "strangerHandshakesPerSecond"
   >;
 };
 
@@ -122,6 +122,8 @@ export class ProviderNode {
       port: parameters.port ?? 0,
       account: parameters.account,
       authorize: async (sessionId, payer) => node.#authorize(sessionId, payer),
+      // Existing channels first (issue 28 item 5): their payers' handshakes skip the strangers' turns.
+      prioritize: (sessionId, payer) => parameters.store.getChannel(sessionId)?.ref.terms.payer.toLowerCase() === payer.toLowerCase(),
       ...parameters.limits,
     });
     node.#server.on("connection", (connection) => node.#serve(connection));

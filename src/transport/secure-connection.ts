@@ -102,6 +102,12 @@ export const DEFAULT_MAX_CONNECTIONS_PER_SOURCE = 64;
 export const DEFAULT_MAX_CONNECTIONS = 4_096;
 /** New connections one source may start per second (a token bucket of this size, refilled continuously). */
 export const DEFAULT_HANDSHAKES_PER_SECOND_PER_SOURCE = 20;
+/**
+ * Handshakes of strangers (not an existing channel's payer) whose crypto runs per second: each costs the
+ * responder a signature check, a KEM encapsulation and a signature, a few ms of CPU that the streams of
+ * existing channels would otherwise lose.
+ */
+export const DEFAULT_STRANGER_HANDSHAKES_PER_SECOND = 16;
 /** An open connection on which nothing arrives or leaves for this long is closed. */
 export const DEFAULT_IDLE_TIMEOUT_MS = 300_000;
 export const DEFAULT_HOST = "127.0.0.1";
@@ -164,6 +170,16 @@ export type ListenSecureParameters = ConnectionOptions & {
   handshakesPerSecondPerSource?: number;
   /** Inactivity after which an open connection is closed (default {@link DEFAULT_IDLE_TIMEOUT_MS}; 0: never). */
   idleTimeoutMs?: number;
+  /**
+   * Handshakes of strangers whose crypto runs per second, in all (default
+   * {@link DEFAULT_STRANGER_HANDSHAKES_PER_SECOND}), taken in turn from each waiting source.
+   */
+  strangerHandshakesPerSecond?: number;
+  /**
+   * Whether the (not yet verified) initiator of `sessionId` is an existing channel's payer: its handshake skips
+   * the strangers' turns. A false claim costs one signature check and then fails.
+   */
+  prioritize?: (sessionId: Hex, initiator: Address) => boolean;
 };
 
 /** Limits a listener enforces on strangers (issue 28 item 5). */
@@ -175,6 +191,7 @@ type ServerLimits = {
   maxConnections: number;
   handshakesPerSecondPerSource: number;
   idleTimeoutMs: number;
+  strangerHandshakesPerSecond: number;
 };
 
 function validateLimits(parameters: ListenSecureParameters): ServerLimits {
@@ -186,6 +203,7 @@ function validateLimits(parameters: ListenSecureParameters): ServerLimits {
     maxConnections: parameters.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
     handshakesPerSecondPerSource: parameters.handshakesPerSecondPerSource ?? DEFAULT_HANDSHAKES_PER_SECOND_PER_SOURCE,
     idleTimeoutMs: parameters.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,
+    strangerHandshakesPerSecond: parameters.strangerHandshakesPerSecond ?? DEFAULT_STRANGER_HANDSHAKES_PER_SECOND,
   };
   for (const [name, value] of Object.entries(limits)) {
     const min = name === "idleTimeoutMs" ? 0 : 1;
@@ -465,6 +483,12 @@ export class SecureServer extends EventEmitter {
   private readonly limits: ServerLimits;
   private readonly pending = new Set<HandshakeIo>();
   private readonly sources = new Map<string, SourceState>();
+  private readonly prioritize: ((sessionId: Hex, initiator: Address) => boolean) | undefined;
+  /** Strangers waiting for a handshake turn, per source, in source order of first arrival (round robin). */
+  private readonly turns = new Map<string, Array<{ io: HandshakeIo; go: () => void }>>();
+  private turnTokens = 0;
+  private turnsRefilledAt = performance.now();
+  private turnTimer: NodeJS.Timeout | undefined;
   private readonly open = new Set<SecureConnection>();
   private closing: Promise<void> | undefined;
 
@@ -476,6 +500,8 @@ export class SecureServer extends EventEmitter {
     this.authorize = parameters.authorize;
     this.options = validateOptions(parameters);
     this.limits = validateLimits(parameters);
+    this.prioritize = parameters.prioritize;
+    this.turnTokens = this.limits.strangerHandshakesPerSecond;
     this.server = net.createServer((socket) => void this.accept(socket));
     this.server.on("error", (error) => emitSafely(this, "error", error));
   }
@@ -506,11 +532,44 @@ export class SecureServer extends EventEmitter {
     this.closing ??= (async () => {
       const serverClosed = new Promise<void>((resolve) => this.server.close(() => resolve()));
       for (const io of this.pending) io.fail(new HandshakeError("The server is closing."));
+      clearTimeout(this.turnTimer);
+      this.turns.clear();
       await Promise.all([...this.open].map((connection) => connection.close()));
       await serverClosed;
     })();
     return this.closing;
   }
+
+  /** Resolves when `address` may spend a stranger's handshake crypto: at most the configured rate, one source after another. */
+  private handshakeTurn(address: string, io: HandshakeIo): Promise<void> {
+    return new Promise<void>((go) => {
+      let queue = this.turns.get(address);
+      if (!queue) this.turns.set(address, (queue = []));
+      queue.push({ io, go });
+      this.pumpTurns();
+    });
+  }
+
+  private readonly pumpTurns = (): void => {
+    this.turnTimer = undefined;
+    const rate = this.limits.strangerHandshakesPerSecond;
+    const now = performance.now();
+    this.turnTokens = Math.min(rate, this.turnTokens + ((now - this.turnsRefilledAt) / 1000) * rate);
+    this.turnsRefilledAt = now;
+    while (this.turnTokens >= 1 && this.turns.size > 0) {
+      const [address, queue] = this.turns.entries().next().value as [string, Array<{ io: HandshakeIo; go: () => void }>];
+      this.turns.delete(address);
+      const job = queue.shift();
+      if (queue.length > 0) this.turns.set(address, queue); // to the back of the round
+      if (!job || job.io.failure) continue; // timed out or cut off while waiting: costs no turn
+      this.turnTokens -= 1;
+      job.go();
+    }
+    if (this.turns.size > 0 && !this.closing) {
+      this.turnTimer = setTimeout(this.pumpTurns, Math.ceil(((1 - this.turnTokens) / rate) * 1000));
+      this.turnTimer.unref();
+    }
+  };
 
   /** The state of `address`, created on first sight; dropped again once it holds nothing (see `release`). */
   private source(address: string): SourceState {
@@ -570,7 +629,7 @@ export class SecureServer extends EventEmitter {
     this.pending.add(io);
     state.pending.add(io);
     try {
-      const opened = await runHandshake(io, this.limits.handshakeTimeoutMs, () => this.respond(io));
+      const opened = await runHandshake(io, this.limits.handshakeTimeoutMs, () => this.respond(io, address));
       const { frames, eof } = io.detach();
       const connection = new SecureConnection({ ...opened, ...this.options, socket, decoder, frames, eof, role: "responder", idleTimeoutMs: this.limits.idleTimeoutMs });
       if (this.closing) {
@@ -594,11 +653,17 @@ export class SecureServer extends EventEmitter {
     }
   }
 
-  private async respond(io: HandshakeIo) {
+  private async respond(io: HandshakeIo, address: string) {
     const initFrame = await io.read(
       () => new HandshakeError("The initiator closed the connection before sending ChannelOpenInit."),
     );
     const init = decodeInit(initFrame);
+    // The signature check and the Try (a KEM encapsulation and a signature) are what a stranger costs: an
+    // existing channel's payer goes first, everyone else takes a fair turn (issue 28 item 5).
+    if (!this.prioritize?.(init.sessionId, init.initiator)) {
+      io.stage = "waiting for a handshake turn";
+      await this.handshakeTurn(address, io);
+    }
     await verifyInit(init);
 
     io.stage = "authorizing the initiator";
