@@ -67,7 +67,7 @@ export type ProviderSessionParameters = {
 };
 
 /** Steps replayed per turn of the event loop when a channel must be rebuilt from its leaves (a legacy store). */
-const REBUILD_PAGE = 2_000;
+const REBUILD_PAGE = 250;
 
 /**
  * What the receipt of a successful call charges: under v1 terms what its ticket added (one invocation, one

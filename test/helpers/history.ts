@@ -25,6 +25,8 @@ export type WriteHistoryParameters = {
   count: number;
   price: bigint;
   modelSnapshotId: string;
+  /** Store the accumulator state with each step (default true); false writes a store as before issue 28. */
+  withState?: boolean;
 };
 
 /** Writes the history; resolves with the leaves in order (to check roots against) once it is durable. */
@@ -60,7 +62,7 @@ export async function writeHistory(parameters: WriteHistoryParameters): Promise<
       store.putStep(
         sessionId,
         { seq, ticket: { ticket, signature: ticketSignature }, receipt: { receipt, signature: receiptSignature }, leaf },
-        { leafCount: i, peaks: accumulator.peaks(), charged: price * seq },
+        parameters.withState === false ? undefined : { leafCount: i, peaks: accumulator.peaks(), charged: price * seq },
       ),
     );
     if (pending.length === 1000) {
