@@ -16,6 +16,8 @@
  *   npm run bench -- --quick    smaller sizes, for a smoke test
  *   npm run bench -- --arbitration   only the arbitration figures, merged into the existing results.json
  *   npm run bench -- --cli      only `ioi --help` start-up from dist/ (built first), merged likewise
+ *   npm run bench -- --nodes    only issue 28's node figures (payer tickets/s under a flood of hostile connections
+ *                                    ÷ quiet, resume of a 100,000-receipt channel), merged likewise
  *   npm run bench -- --hot-path      only the hot path of issue 15 (ceiling, batched receipts, socket, the sealed transport alone),
  *                                    merged into the existing results.json
  *
@@ -34,6 +36,7 @@ import { benchAccumulator, benchBatchedReceipts, benchCeiling, benchCrypto, reme
 import { benchTransport } from "./bench-transport";
 import { latencyFloor, measureDurableStep, measureLoopbackRoundTrip } from "./bench-floor";
 import { breakdownLines, runSocketBench } from "./bench-socket";
+import { benchNodes, nodesRows } from "./bench-nodes";
 import { measureGas } from "./gas-report";
 
 /** The channel issue's gas targets (strictly under, except challenge: at most). */
@@ -95,6 +98,18 @@ async function main(): Promise<void> {
     return;
   }
 
+  if (process.argv.includes("--nodes")) {
+    log("Measuring nodes under a flood and a large resume …");
+    const nodes = await benchNodes(quick, log);
+    const previous = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>) : {};
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(file, `${JSON.stringify({ ...previous, nodes: { ...nodes, machine, quick, loadAverage: os.loadavg(), measuredAt: new Date().toISOString() } }, null, 2)}\n`);
+    log("");
+    nodesRows(nodes, row);
+    log(`Updated the node figures in ${path.relative(process.cwd(), file)}`);
+    return;
+  }
+
   if (process.argv.includes("--hot-path")) {
     const hot = await measureHotPath(quick, log);
     const previous = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>) : {};
@@ -122,6 +137,8 @@ async function main(): Promise<void> {
   const arbitration = { ...(await benchArbitration(hre)), replay: await benchReplays(quick ? 3 : 5) };
   log("Measuring `ioi --help` start-up …");
   const cli = benchCliStartup(quick ? 5 : 20);
+  log("Measuring nodes under a flood and a large resume …");
+  const nodes = await benchNodes(quick, log);
 
   const tickets = Object.fromEntries(socket.map((r) => [`inflight${r.inflight}`, { perSecond: r.perSecond, p50Ms: r.p50Ms, p99Ms: r.p99Ms, tickets: r.tickets, ...(r.breakdown ? { cpuUsPerTicketByCostCentre: { payer: r.breakdown.payerUs, provider: r.breakdown.providerUs } } : {}) }]));
   const best = Math.max(...socket.map((r) => r.perSecond));
@@ -140,6 +157,7 @@ async function main(): Promise<void> {
     arbitrationMs: arbitration.gigCaseMs,
     arbitration,
     cli,
+    nodes,
   };
   mkdirSync(dir, { recursive: true });
   writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
@@ -160,6 +178,7 @@ async function main(): Promise<void> {
   row(`ioi --help start-up, median of ${cli.runs} (worst ${cli.maxMs} ms)`, `${cli.medianMs} ms`, "< 1000 ms", cli.medianMs < 1000);
   row("ioi --help peak memory", `${cli.peakRssMiB} MiB`, "", null);
   row("bare `node -e \"\"` start-up, same runs (machine load)", `${cli.nodeBaselineMs} ms`, "", null);
+  nodesRows(nodes, row);
   for (const [op, gasUsed] of Object.entries(gas)) {
     const target = GAS_TARGETS[op];
     const met = target ? (target.inclusive ? gasUsed <= target.limit : gasUsed < target.limit) : null;

@@ -113,7 +113,10 @@ export async function rpcClients(values: Record<string, unknown>, account?: Loca
     throw new UsageError(`No EVM node answers at ${url}; start one with \`npm run devnet\` or pass --rpc.`, { cause });
   }
   const chain = defineChain({ id: chainId, name: `chain-${chainId}`, nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [url] } } });
-  const publicClient = createPublicClient({ chain, transport: http(url) }) as PublicClient;
+  // viem caches the block number for 4 s by default: a --poll-ms below that would re-read a stale head
+  // (issue 28 item 7). The client polls and caches exactly as often as the chain is read.
+  const { pollMs } = readingOf(values, chainId);
+  const publicClient = createPublicClient({ chain, transport: http(url), pollingInterval: pollMs, cacheTime: pollMs }) as PublicClient;
   const wallet = account ? (createWalletClient({ account, chain, transport: http(url) }) as Wallet) : undefined;
   return { publicClient, wallet, chainId };
 }

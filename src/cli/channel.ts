@@ -343,6 +343,8 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
     fromBlock: uint(values, "from-block", "first block to watch", fromBlock),
     ...reading,
     name: `watchtower:${account.address.toLowerCase()}`,
+    // The provider collects by itself (issue 28 item 7): due closes are finalised and payouts claimed.
+    finalize: true,
     onAnswer: (a) => console.log(JSON.stringify({ event: "watchtower.answered", sessionId: a.sessionId, staleSeq: a.staleSeq.toString(), answeredSeq: a.answeredSeq.toString(), inWindow: a.inWindow, txHash: a.txHash })),
     // The node learns from the same events when a bound channel closes or settles, and stops serving it.
     onEvents: (events) => node.applyEscrowEvents(events),

@@ -353,3 +353,72 @@ export function verifyProof(proof: readonly Hex[], root: Hex, leaf: Hex): boolea
   });
   return compareNodes(node, 0, expected, 0) === 0;
 }
+
+/** Peaks of the first `size` leaves, lowest level first: what `prefixRoot` folds for an older prefix. */
+export type PrefixPeaksLookup = (size: number) => readonly Hex[] | undefined;
+
+/**
+ * The provider's accumulator (issue 28 item 6): a `RootAccumulator` (peaks only) that also answers
+ * `prefixRoot(size)` for the prefixes a pipelined ticket or a receipt commit may name. The peaks of the
+ * newest `window` prefixes are kept in memory; an older prefix is asked of `olderPeaks` (the store keeps the
+ * peaks of every step, decision 0009). So it can be restored from one stored state in time that does not
+ * grow with the receipts, and it holds O(window · log n) memory however long the channel is.
+ *
+ * It cannot prove leaves: inclusion proofs are built from the store's leaves when a dispute needs them.
+ */
+export class PrefixRootAccumulator {
+  readonly #current: RootAccumulator;
+  /** size → peaks of that prefix (hex), for the newest `#window` sizes. */
+  readonly #recent = new Map<number, Hex[]>();
+  readonly #window: number;
+  readonly #olderPeaks: PrefixPeaksLookup | undefined;
+
+  constructor(options: { state?: { size: string; peaks: Hex[] }; window?: number; olderPeaks?: PrefixPeaksLookup } = {}) {
+    this.#current = options.state ? RootAccumulator.fromJSON(options.state) : new RootAccumulator();
+    const window = options.window ?? 4096;
+    if (!Number.isSafeInteger(window) || window < 1) throw new InvalidFieldError("window", "a positive integer", window);
+    this.#window = window;
+    this.#olderPeaks = options.olderPeaks;
+    this.#recent.set(this.#current.size, this.#current.peaks());
+  }
+
+  get size(): number {
+    return this.#current.size;
+  }
+
+  /** Appends a leaf (validated as in `ReceiptAccumulator.append`) and returns its index. */
+  append(leaf: Hex | Uint8Array): number {
+    const index = this.#current.append(leaf);
+    const size = index + 1;
+    this.#recent.set(size, this.#current.peaks());
+    this.#recent.delete(size - this.#window - 1);
+    return index;
+  }
+
+  root(): Hex {
+    return this.#current.root();
+  }
+
+  peaks(): Hex[] {
+    return this.#current.peaks();
+  }
+
+  toJSON(): { size: string; peaks: Hex[] } {
+    return this.#current.toJSON();
+  }
+
+  /**
+   * The root over the first `size` leaves. Throws `LeafIndexOutOfRangeError` when `size` is not in
+   * [0, this.size], and `InvalidFieldError` when the prefix is older than the window and nobody kept its
+   * peaks (a store written before peaks were kept).
+   */
+  prefixRoot(size: number): Hex {
+    if (!Number.isInteger(size) || size < 0 || size > this.size) throw new LeafIndexOutOfRangeError(size, this.size + 1);
+    if (size === 0) return EMPTY_ROOT;
+    const peaks = this.#recent.get(size) ?? this.#olderPeaks?.(size);
+    if (peaks === undefined) {
+      throw new InvalidFieldError("size", `a prefix of the last ${this.#window} receipts (older peaks were not kept)`, size);
+    }
+    return rootHex(peaks.map((peak) => toNode(peak, "peak")));
+  }
+}

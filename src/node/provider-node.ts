@@ -21,7 +21,7 @@ import type { ChannelRecord, ChannelStore } from "../store/store";
 import type { SettlementSummary } from "../core/summary";
 import { modelAllowed, sessionIdOf, termsHashOf, type PricingTerms } from "../core/terms";
 import { signTermsOffer } from "../core/terms-offer";
-import { listenSecure, type SecureConnection, type SecureServer } from "../transport";
+import { listenSecure, type ListenSecureParameters, type SecureConnection, type SecureServer } from "../transport";
 import type { JsonObject } from "../core/validate";
 import type { Logger } from "./log";
 import type { NodeMetrics } from "./metrics";
@@ -67,7 +67,19 @@ export type ProviderNodeParameters = {
    * watchtower's `onEvents`, as `ioi provider` does).
    */
   follow?: { fromBlock: bigint; pollMs?: number };
+  /**
+   * A handshaken connection that has not bound a channel (session.open) within this many ms is closed
+   * (default 10 s; issue 28 item 5): a valid handshake with a throw-away key holds nothing for long.
+   */
+  bindTimeoutMs?: number;
+  /** Limits on strangers passed to the listener (handshake deadline, per-source and global caps, idle timeout). */
+  limits?: Pick<
+    ListenSecureParameters,
+    "handshakeTimeoutMs" | "maxPendingHandshakes" | "maxPendingPerSource" | "maxConnectionsPerSource" | "maxConnections" | "handshakesPerSecondPerSource" | "idleTimeoutMs" | "strangerHandshakesPerSecond"
+  >;
 };
+
+export const DEFAULT_BIND_TIMEOUT_MS = 10_000;
 
 /**
  * What the node knows of a bound channel's lifecycle. Only `open` is served: `closed` once the provider
@@ -110,6 +122,9 @@ export class ProviderNode {
       port: parameters.port ?? 0,
       account: parameters.account,
       authorize: async (sessionId, payer) => node.#authorize(sessionId, payer),
+      // Existing channels first (issue 28 item 5): their payers' handshakes skip the strangers' turns.
+      prioritize: (sessionId, payer) => parameters.store.getChannel(sessionId)?.ref.terms.payer.toLowerCase() === payer.toLowerCase(),
+      ...parameters.limits,
     });
     node.#server.on("connection", (connection) => node.#serve(connection));
     node.#server.on("handshakeError", (error, remote) => node.#log(`handshake refused from ${remote.address}: ${error.shortMessage}`, "peer.refused", { remote: remote.address }));
@@ -210,7 +225,17 @@ export class ProviderNode {
 
   #serve(connection: SecureConnection): void {
     let bound: Bound | undefined;
+    let binding = false;
     const send = (message: NodeMessage) => connection.send(encodeMessage(message));
+    // Issue 28 item 5: a connection that binds no channel in time is a stranger holding a slot.
+    const bindTimeoutMs = this.parameters.bindTimeoutMs ?? DEFAULT_BIND_TIMEOUT_MS;
+    const bindTimer = setTimeout(() => {
+      if (bound || binding) return;
+      this.#log(`closing connection ${connection.sessionId.slice(0, 10)}: no channel bound within ${bindTimeoutMs} ms`, "peer.dropped", { sessionId: connection.sessionId });
+      void connection.close();
+    }, bindTimeoutMs);
+    bindTimer.unref();
+    void connection.closed.then(() => clearTimeout(bindTimer));
     connection.on("error", (error) => this.#log(`connection ${connection.sessionId.slice(0, 10)} closed: ${error.name}: ${error.shortMessage}`));
     connection.on("message", (bytes) => {
       let message: NodeMessage;
@@ -234,6 +259,7 @@ export class ProviderNode {
           void connection.close();
           return;
         }
+        binding = true;
         void this.#bind(connection, message)
           .then(
             (b) => {
@@ -331,7 +357,7 @@ export class ProviderNode {
       await store.updateChannel(sessionId, { deposit });
       record = { ...record, deposit };
     }
-    const session = ProviderSession.restore(
+    const session = await ProviderSession.resume(
       {
         account,
         domain,
@@ -340,6 +366,8 @@ export class ProviderNode {
         pricing,
         deposit: record.deposit,
         modelSnapshotId: this.parameters.modelSnapshotId,
+        // A ticket or commit naming an older prefix than the session keeps in memory (issue 28 item 6).
+        olderPeaks: (leafCount) => store.accumulatorState(sessionId, { leafCount })?.peaks,
         handler: async (input, request) => {
           // The node passes the request it parsed from the packet (`input` is its canonical bytes).
           const outcome = await this.#run((request as JsonObject | undefined) ?? (JSON.parse(new TextDecoder().decode(input)) as JsonObject));
@@ -351,7 +379,7 @@ export class ProviderNode {
           return { output: outcome.bytes, value: outcome.result, units: outcome.units };
         },
       },
-      store.steps(sessionId),
+      store,
     );
     // A known channel still binds when it is no longer open, so that the payer can hear its answered
     // tickets again (they were paid) and a typed refusal for anything new.
@@ -452,7 +480,7 @@ export class ProviderNode {
     const metrics = this.parameters.metrics;
     metrics?.verifySeconds.observe((performance.now() - started) / 1000);
     const stored = performance.now();
-    const durable = store.putStep(b.record.sessionId, result.step);
+    const durable = store.putStep(b.record.sessionId, result.step, result.state);
     if (metrics) {
       void durable.then(
         () => {

@@ -5,7 +5,7 @@
  */
 import type { Hex, LocalAccount } from "viem";
 
-import { ReceiptAccumulator } from "../core/accumulator";
+import { PrefixRootAccumulator, type PrefixPeaksLookup } from "../core/accumulator";
 import type { GasEscrowDomain } from "../core/eip712";
 import { BindingMismatchError, DepositExceededError, TicketUnderpaidError } from "../core/errors";
 import { receiptLeafFromHashes } from "../core/leaf";
@@ -17,7 +17,7 @@ import {
   type SignedSessionReceipt,
 } from "../core/receipt";
 import { settlementSummaryDigest, signSettlementSummary, type SettlementSummary } from "../core/summary";
-import type { StepRecord } from "../store/store";
+import type { AccumulatorState, ChannelStore, StepRecord } from "../store/store";
 import { prepaidPerCall, priceOf, type ChannelRef, type PricingTerms } from "../core/terms";
 import {
   assertTicketAdvances,
@@ -59,7 +59,15 @@ export type ProviderSessionParameters = {
   handler: WorkHandler;
   /** Unix seconds now, for session-key expiry (default: the system clock). */
   now?: () => bigint;
+  /**
+   * Peaks of an older prefix than the accumulator keeps in memory (a ticket or commit naming it): the
+   * store's `accumulatorState(sessionId, { leafCount })` (issue 28 item 6).
+   */
+  olderPeaks?: PrefixPeaksLookup;
 };
+
+/** Steps replayed per turn of the event loop when a channel must be rebuilt from its leaves (a legacy store). */
+const REBUILD_PAGE = 250;
 
 /**
  * What the receipt of a successful call charges: under v1 terms what its ticket added (one invocation, one
@@ -72,10 +80,17 @@ export function chargeFor(pricing: PricingTerms, units: bigint, added: bigint): 
 }
 
 /** `value`: what the handler passed along with `output` (the parsed answer, so that nobody parses it again). */
-export type InvocationResult = { output: Uint8Array; value?: unknown; charged: boolean; step: Required<StepRecord> };
+export type InvocationResult = {
+  output: Uint8Array;
+  value?: unknown;
+  charged: boolean;
+  step: Required<StepRecord>;
+  /** The accumulator after the step: stored with it, so the channel resumes from it (issue 28 item 6). */
+  state: AccumulatorState;
+};
 
 export class ProviderSession {
-  readonly accumulator = new ReceiptAccumulator();
+  readonly accumulator: PrefixRootAccumulator;
   #latest: SignedPaymentTicket | undefined;
   #prevReceiptHash: Hex = GENESIS_RECEIPT_HASH;
   #deposit: bigint;
@@ -87,21 +102,67 @@ export class ProviderSession {
   /** The grant the newest accepted ticket was signed under (undefined: signed by the payer itself). */
   #latestGrant: SignedSessionKeyGrant | undefined;
 
-  constructor(readonly parameters: ProviderSessionParameters) {
+  constructor(readonly parameters: ProviderSessionParameters, state?: { size: string; peaks: Hex[] }) {
     this.#deposit = parameters.deposit;
+    this.accumulator = new PrefixRootAccumulator({ state, olderPeaks: parameters.olderPeaks });
+  }
+
+  /**
+   * Resumes the session from the store in time that does not grow with its receipts (issue 28 item 6): the
+   * newest answered step and the accumulator state stored with it. A store whose newest step has no state
+   * (written before peaks were kept) is rebuilt from its steps a page per turn of the event loop, so other
+   * channels keep being served meanwhile, and the state is then stored so the next resume is immediate.
+   */
+  static async resume(
+    parameters: ProviderSessionParameters,
+    store: Pick<ChannelStore, "latestAnsweredStep" | "accumulatorState" | "steps" | "putStep">,
+  ): Promise<ProviderSession> {
+    const { sessionId } = parameters;
+    const latest = store.latestAnsweredStep(sessionId);
+    if (!latest?.receipt || !latest.leaf) return new ProviderSession(parameters);
+    const state = store.accumulatorState(sessionId);
+    if (state && state.seq === latest.seq) {
+      const session = new ProviderSession(parameters, { size: String(state.leafCount), peaks: state.peaks });
+      session.#latest = latest.ticket;
+      session.#prevReceiptHash = sessionReceiptHash(latest.receipt.receipt);
+      session.#charged = state.charged;
+      return session;
+    }
+    const session = new ProviderSession(parameters);
+    for (let fromSeq = 0n; ; ) {
+      const page = store.steps(sessionId, { fromSeq, limit: REBUILD_PAGE });
+      session.#replay(page);
+      if (page.length < REBUILD_PAGE) break;
+      fromSeq = page[page.length - 1]!.seq + 1n;
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    const rebuilt = { leafCount: session.accumulator.size, peaks: session.accumulator.peaks(), charged: session.#charged };
+    await store.putStep(sessionId, latest as Required<StepRecord>, rebuilt);
+    return session;
   }
 
   /** Rebuilds the session from the steps the store kept (every one the provider ever answered). */
   static restore(parameters: ProviderSessionParameters, steps: readonly StepRecord[]): ProviderSession {
     const session = new ProviderSession(parameters);
+    session.#replay(steps);
+    return session;
+  }
+
+  #replay(steps: readonly StepRecord[]): void {
     for (const step of steps) {
       if (!step.receipt || !step.leaf) continue; // a provider stores a step only with its receipt
-      session.accumulator.append(step.leaf);
-      session.#latest = step.ticket;
-      session.#prevReceiptHash = sessionReceiptHash(step.receipt.receipt);
-      session.#charged += step.receipt.receipt.metering.amount;
+      this.accumulator.append(step.leaf);
+      this.#latest = step.ticket;
+      this.#charged += step.receipt.receipt.metering.amount;
     }
-    return session;
+    const last = this.#latestReceipt(steps);
+    if (last) this.#prevReceiptHash = sessionReceiptHash(last);
+  }
+
+  /** The receipt of the last answered step in `steps` (hashed once, not once per step). */
+  #latestReceipt(steps: readonly StepRecord[]): SessionReceipt | undefined {
+    for (let i = steps.length - 1; i >= 0; i--) if (steps[i]!.receipt && steps[i]!.leaf) return steps[i]!.receipt!.receipt;
+    return undefined;
   }
 
   /** The newest ticket accepted: what the provider would close or challenge with. */
@@ -194,7 +255,8 @@ export class ProviderSession {
     this.#latestGrant = grant;
     this.#prevReceiptHash = receiptHash;
     this.#charged += receipt.metering.amount;
-    return { output, ...(value === undefined ? {} : { value }), charged, step: { seq: ticket.seq, ticket: signed, receipt: signedReceipt, leaf } };
+    const state: AccumulatorState = { leafCount: this.accumulator.size, peaks: this.accumulator.peaks(), charged: this.#charged };
+    return { output, ...(value === undefined ? {} : { value }), charged, step: { seq: ticket.seq, ticket: signed, receipt: signedReceipt, leaf }, state };
   }
 
   /**

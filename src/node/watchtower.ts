@@ -65,8 +65,9 @@ export type WatchtowerParameters = {
    */
   defend?: ChannelRole[];
   /**
-   * Also finalise closing channels of this store once their window has passed, and submit the co-signed
-   * cooperative close of a channel still open on-chain.
+   * Also finalise closing channels of this store once their window has passed, submit the co-signed
+   * cooperative close of a channel still open on-chain, and claim what the escrow credits the wallet
+   * (issue 28 item 7: `ioi provider` and `ioi watchtower` run with it, so nothing waits for a person).
    */
   finalize?: boolean;
   /** Every batch of escrow events, after the tower handled it (e.g. `ProviderNode.applyEscrowEvents`). */
@@ -82,6 +83,8 @@ export type WatchtowerParameters = {
   onReorg?: (reorg: { at: bigint; rewoundTo: bigint }) => void;
   onAnswer?: (answer: WatchtowerAnswer) => void;
   onFinalized?: (sessionId: Hex, txHash: Hex) => void;
+  /** A claimable balance of `asset` was collected for the tower's wallet (with `finalize`). */
+  onClaimed?: (asset: Address, amount: bigint, txHash: Hex) => void;
   onError?: (error: unknown) => void;
   /** Structured JSON-line logs (issue 16): closes seen, challenges sent, settlements, errors. */
   logger?: Logger;
@@ -451,5 +454,37 @@ export class Watchtower {
       );
       this.parameters.onFinalized?.(channel.sessionId, settled.hash);
     }
+    await this.claimDue();
+  }
+
+  /**
+   * Claims what the escrow holds for the tower's wallet (issue 28 item 7): ERC-20 payouts and refunds the token
+   * refused at settlement (decision 0016) are credited as claimable; a node that finalises collects them too,
+   * once per asset of the store's channels whose claimable balance is not zero (a zero balance sends nothing).
+   */
+  async claimDue(): Promise<void> {
+    const { store, publicClient, wallet, escrow } = this.parameters;
+    const account = wallet.account.address;
+    const assets = new Set(store.listChannels().map((channel) => channel.ref.terms.asset.toLowerCase() as Address));
+    for (const asset of assets) {
+      const owed = await publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "claimableOf", args: [asset, account] });
+      if (owed === 0n) continue;
+      try {
+        await this.#claim(asset, owed);
+      } catch (error) {
+        // Still refused (a blocklisted wallet): the balance stays claimable and the next poll tries again.
+        this.#onError(error);
+      }
+    }
+  }
+
+  async #claim(asset: Address, owed: bigint): Promise<void> {
+    const { publicClient, wallet, escrow } = this.parameters;
+    const { request } = await publicClient.simulateContract({ address: escrow, abi: gasEscrowAbi, functionName: "claim", args: [asset], account: wallet.account });
+    const hash = await wallet.writeContract(request);
+    const receipt = await publicClient.waitForTransactionReceipt({ hash });
+    if (receipt.status !== "success") throw new Error(`claim(${asset}) reverted in ${hash}.`);
+    this.parameters.logger?.info({ event: "watchtower.claimed", asset, amount: owed.toString(), txHash: hash }, "claimable payout collected");
+    this.parameters.onClaimed?.(asset, owed, hash);
   }
 }

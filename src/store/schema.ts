@@ -97,6 +97,20 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (session_id, key, grant)
   ) STRICT;
   `,
+  // 4 → 5 (issue 28 item 6, decision 0009): the provider's receipt accumulator after each step it answered —
+  // the peaks over its first leaf_count receipts and what they charged — written in the step's transaction,
+  // so a channel resumes from its newest row in constant time and a ticket naming an older prefix is checked
+  // with one indexed lookup instead of a rebuild from every leaf.
+  `
+  CREATE TABLE accumulator_states (
+    session_id TEXT NOT NULL REFERENCES channels (session_id),
+    leaf_count TEXT NOT NULL CHECK (${SEQ_KEY("leaf_count")}),
+    seq        TEXT NOT NULL CHECK (${SEQ_KEY("seq")}),
+    peaks      TEXT NOT NULL,             -- JSON array of 0x + 64 hex, lowest level first
+    charged    TEXT NOT NULL CHECK (${DECIMAL("charged")}),
+    PRIMARY KEY (session_id, leaf_count)
+  ) STRICT;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -78,6 +78,7 @@ import {
   type CooperativeCloseRecord,
   type ListChannelsFilter,
   type StepRecord,
+  type AccumulatorState,
   type StepsOptions,
 } from "./store";
 
@@ -117,6 +118,26 @@ const RECENT_STEPS = 4096;
 export const DEFAULT_BUSY_TIMEOUT_MS = 5000;
 
 type ChannelRow = { session_id: string; role: string; status: string; deposit: string; channel: string };
+/** Validates an accumulator state before it is queued: its columns as the schema stores them. */
+function accumulatorStateRow(state: AccumulatorState, seq: bigint): { leafCount: string; peaks: string; charged: string } {
+  if (!Number.isSafeInteger(state.leafCount) || state.leafCount < 1) {
+    throw new InvalidFieldError("accumulator.leafCount", "a positive integer (the step's receipt is counted)", state.leafCount);
+  }
+  if (state.peaks.length !== popcount(state.leafCount)) {
+    throw new InconsistentRecordError(`The accumulator state of step ${seq} has ${state.peaks.length} peaks; ${state.leafCount} receipts make ${popcount(state.leafCount)}.`);
+  }
+  if (typeof state.charged !== "bigint" || state.charged < 0n) throw new InvalidFieldError("accumulator.charged", "a non-negative bigint", state.charged);
+  const peaks = state.peaks.map((peak, i) => expectHash(peak, `accumulator.peaks[${i}]`).toLowerCase());
+  return { leafCount: seqKey(BigInt(state.leafCount)), peaks: JSON.stringify(peaks), charged: state.charged.toString() };
+}
+
+function popcount(n: number): number {
+  let count = 0;
+  for (let rest = n; rest > 0; rest = Math.floor(rest / 2)) count += rest % 2;
+  return count;
+}
+
+type AccumulatorRow = { leaf_count: string; seq: string; peaks: string; charged: string };
 type StepRow = { seq: string; ticket: string; receipt: string | null; leaf: string | null };
 
 function prepareStatements(db: Database.Database) {
@@ -157,6 +178,19 @@ function prepareStatements(db: Database.Database) {
     ),
     leaves: db.prepare<[string], { seq: string; leaf: string }>(
       "SELECT seq, leaf FROM steps WHERE session_id = ? AND leaf IS NOT NULL ORDER BY seq",
+    ),
+    insertAccumulatorState: db.prepare<[string, string, string, string, string]>(
+      `INSERT INTO accumulator_states (session_id, leaf_count, seq, peaks, charged) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (session_id, leaf_count) DO NOTHING`,
+    ),
+    latestAccumulatorState: db.prepare<[string], AccumulatorRow>(
+      "SELECT leaf_count, seq, peaks, charged FROM accumulator_states WHERE session_id = ? ORDER BY leaf_count DESC LIMIT 1",
+    ),
+    accumulatorStateAt: db.prepare<[string, string], AccumulatorRow>(
+      "SELECT leaf_count, seq, peaks, charged FROM accumulator_states WHERE session_id = ? AND leaf_count = ?",
+    ),
+    latestAnsweredStep: db.prepare<[string], StepRow>(
+      "SELECT seq, ticket, receipt, leaf FROM steps WHERE session_id = ? AND leaf IS NOT NULL ORDER BY seq DESC LIMIT 1",
     ),
     receiptCount: db.prepare<[string], number>(
       "SELECT count(*) FROM steps WHERE session_id = ? AND leaf IS NOT NULL",
@@ -381,7 +415,7 @@ export class SqliteStore implements ChannelStore {
     });
   }
 
-  putStep(sessionId: Hex, step: Required<StepRecord>): Promise<void> {
+  putStep(sessionId: Hex, step: Required<StepRecord>, accumulator?: AccumulatorState): Promise<void> {
     return this.#write("putStep", (batch) => {
       const id = expectHash(sessionId, "sessionId");
       const { ticket, receipt } = step;
@@ -412,9 +446,12 @@ export class SqliteStore implements ChannelStore {
       const receiptValue = `${receiptText}\n${leaf}`;
       if (existingTicket !== undefined && existingTicket !== ticketText) throw new TicketConflictError(id, step.seq);
       if (existingReceipt !== undefined && existingReceipt !== receiptValue) throw new ReceiptConflictError(id, step.seq);
+      const state = accumulator === undefined ? undefined : accumulatorStateRow(accumulator, step.seq);
       batch.tickets.set(key, ticketText);
       batch.receipts.set(key, receiptValue);
       return () => {
+        // In the step's own transaction: a stored step always has its state, and a state always its step.
+        if (state) this.#sql.insertAccumulatorState.run(id, state.leafCount, seq, state.peaks, state.charged);
         if (this.#sql.upsertStep.run(id, seq, ticketText, receiptText, leaf).changes > 0) return;
         // Nothing changed: the identical step is already stored, or another process wrote a different one.
         const row = this.#sql.getStep.get(id, seq);
@@ -450,6 +487,31 @@ export class SqliteStore implements ChannelStore {
     return this.#sql.leaves
       .all(sessionId)
       .map((row) => decodeRow("steps", `${sessionId}#${row.seq}`, () => expectHash(row.leaf, "steps.leaf")));
+  }
+
+  accumulatorState(sessionId: Hex, at?: { leafCount: number }): (AccumulatorState & { seq: bigint }) | undefined {
+    this.#assertOpen("accumulatorState");
+    if (at !== undefined && (!Number.isSafeInteger(at.leafCount) || at.leafCount < 0)) {
+      throw new InvalidFieldError("at.leafCount", "a non-negative integer", at.leafCount);
+    }
+    const row = at === undefined ? this.#sql.latestAccumulatorState.get(sessionId) : this.#sql.accumulatorStateAt.get(sessionId, seqKey(BigInt(at.leafCount)));
+    if (!row) return undefined;
+    return decodeRow("accumulator_states", `${sessionId}#${row.leaf_count}`, () => {
+      const peaks = JSON.parse(row.peaks) as unknown;
+      if (!Array.isArray(peaks)) throw new InvalidFieldError("accumulator_states.peaks", "a JSON array of hashes", row.peaks);
+      return {
+        leafCount: Number(seqFromKey(row.leaf_count, "accumulator_states.leaf_count")),
+        seq: seqFromKey(row.seq, "accumulator_states.seq"),
+        peaks: peaks.map((peak, i) => expectHash(peak, `accumulator_states.peaks[${i}]`)),
+        charged: BigInt(row.charged),
+      };
+    });
+  }
+
+  latestAnsweredStep(sessionId: Hex): StepRecord | undefined {
+    this.#assertOpen("latestAnsweredStep");
+    const row = this.#sql.latestAnsweredStep.get(sessionId);
+    return row ? decodeRow("steps", `${sessionId}#${row.seq}`, () => decodeStep(sessionId, row)) : undefined;
   }
 
   receiptCount(sessionId: Hex): number {

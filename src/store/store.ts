@@ -71,6 +71,13 @@ export type ClosingRecord = {
 /** A cooperative close both parties signed (mode Cooperative): what either can submit on-chain. */
 export type CooperativeCloseRecord = { summary: SettlementSummary; payerSignature: Hex; providerSignature: Hex };
 
+/**
+ * The provider's receipt accumulator right after a step (issue 28 item 6, decision 0009): how many receipts,
+ * the peaks over them (lowest level first) and what the receipts charged in total. Stored with the step, so
+ * a channel resumes from its newest state in constant time and an older prefix root is one lookup.
+ */
+export type AccumulatorState = { leafCount: number; peaks: Hex[]; charged: bigint };
+
 export type ChannelPatch = { deposit?: bigint; status?: ChannelStatus };
 export type ListChannelsFilter = { role?: ChannelRole; status?: ChannelStatus };
 export type StepsOptions = {
@@ -100,7 +107,15 @@ export interface ChannelStore {
    * bytes, else `TicketConflictError`). Idempotent for identical steps; a different receipt or leaf for a
    * step that has one rejects with `ReceiptConflictError`.
    */
-  putStep(sessionId: Hex, step: Required<StepRecord>): Promise<void>;
+  putStep(sessionId: Hex, step: Required<StepRecord>, accumulator?: AccumulatorState): Promise<void>;
+  /**
+   * Provider: the accumulator state stored with the step of seq `seq`, or with the step after which the
+   * accumulator held `leafCount` receipts (`{ leafCount }`); by default the newest. Undefined if none was
+   * stored (steps written before issue 28, or by a payer).
+   */
+  accumulatorState(sessionId: Hex, at?: { leafCount: number }): (AccumulatorState & { seq: bigint }) | undefined;
+  /** The step with the highest seq that has a receipt. */
+  latestAnsweredStep(sessionId: Hex): StepRecord | undefined;
   /** The ticket with the highest seq. */
   latestTicket(sessionId: Hex): SignedPaymentTicket | undefined;
   /** Steps in ascending seq. */

@@ -87,8 +87,29 @@ import {
 export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 10_000;
 /** Sealed bytes allowed to wait in the socket before unawaited sends are refused (8 maximal messages). */
 export const DEFAULT_MAX_BUFFERED_BYTES = 8 * (MAX_MESSAGE_BYTES + SEALED_FRAME_OVERHEAD);
-/** Handshakes a listener runs at once; more connections are dropped until some finish. */
+/** Handshakes a listener runs at once; past it, a newcomer takes the slot of the source holding the most. */
 export const DEFAULT_MAX_PENDING_HANDSHAKES = 128;
+/**
+ * The responder's deadline for a whole handshake (issue 28 item 5): a peer that has not proved its keys by
+ * then is cut off. A payer on loopback or a LAN finishes in milliseconds; 5 s leaves room for a slow link.
+ */
+export const DEFAULT_SERVER_HANDSHAKE_TIMEOUT_MS = 5_000;
+/** Handshakes one source address may have in progress at once. */
+export const DEFAULT_MAX_PENDING_PER_SOURCE = 8;
+/** Open (handshaken) connections one source address may hold at once; established ones are never evicted. */
+export const DEFAULT_MAX_CONNECTIONS_PER_SOURCE = 64;
+/** Open connections a listener holds at once. */
+export const DEFAULT_MAX_CONNECTIONS = 4_096;
+/** New connections one source may start per second (a token bucket of this size, refilled continuously). */
+export const DEFAULT_HANDSHAKES_PER_SECOND_PER_SOURCE = 20;
+/**
+ * Handshakes of strangers (not an existing channel's payer) whose crypto runs per second: each costs the
+ * responder a signature check, a KEM encapsulation and a signature, a few ms of CPU that the streams of
+ * existing channels would otherwise lose.
+ */
+export const DEFAULT_STRANGER_HANDSHAKES_PER_SECOND = 16;
+/** An open connection on which nothing arrives or leaves for this long is closed. */
+export const DEFAULT_IDLE_TIMEOUT_MS = 300_000;
 export const DEFAULT_HOST = "127.0.0.1";
 
 export type AuthorizeResult = { ok: true } | { ok: false; reason: string };
@@ -113,6 +134,8 @@ type ConnectionOptions = {
 export type ConnectSecureParameters = ConnectionOptions & {
   host: string;
   port: number;
+  /** Local address to connect from (default: the OS picks). */
+  localAddress?: string;
   /** The payer's key: signs ChannelOpenInit. */
   account: LocalAccount;
   sessionId: Hex;
@@ -133,8 +156,64 @@ export type ListenSecureParameters = ConnectionOptions & {
   /** The provider's key: signs ChannelOpenTry. */
   account: LocalAccount;
   authorize: AuthorizeInitiator;
+  /** Handshakes in progress at once (default {@link DEFAULT_MAX_PENDING_HANDSHAKES}). */
   maxPendingHandshakes?: number;
+  /** The responder's handshake deadline (default {@link DEFAULT_SERVER_HANDSHAKE_TIMEOUT_MS}); `timeoutMs` still bounds a close. */
+  handshakeTimeoutMs?: number;
+  /** Handshakes in progress per source address (default {@link DEFAULT_MAX_PENDING_PER_SOURCE}). */
+  maxPendingPerSource?: number;
+  /** Open connections per source address (default {@link DEFAULT_MAX_CONNECTIONS_PER_SOURCE}). */
+  maxConnectionsPerSource?: number;
+  /** Open connections in all (default {@link DEFAULT_MAX_CONNECTIONS}). */
+  maxConnections?: number;
+  /** New connections per second per source address (default {@link DEFAULT_HANDSHAKES_PER_SECOND_PER_SOURCE}). */
+  handshakesPerSecondPerSource?: number;
+  /** Inactivity after which an open connection is closed (default {@link DEFAULT_IDLE_TIMEOUT_MS}; 0: never). */
+  idleTimeoutMs?: number;
+  /**
+   * Handshakes of strangers whose crypto runs per second, in all (default
+   * {@link DEFAULT_STRANGER_HANDSHAKES_PER_SECOND}), taken in turn from each waiting source.
+   */
+  strangerHandshakesPerSecond?: number;
+  /**
+   * Whether the (not yet verified) initiator of `sessionId` is an existing channel's payer: its handshake skips
+   * the strangers' turns. A false claim costs one signature check and then fails.
+   */
+  prioritize?: (sessionId: Hex, initiator: Address) => boolean;
 };
+
+/** Limits a listener enforces on strangers (issue 28 item 5). */
+type ServerLimits = {
+  handshakeTimeoutMs: number;
+  maxPendingHandshakes: number;
+  maxPendingPerSource: number;
+  maxConnectionsPerSource: number;
+  maxConnections: number;
+  handshakesPerSecondPerSource: number;
+  idleTimeoutMs: number;
+  strangerHandshakesPerSecond: number;
+};
+
+function validateLimits(parameters: ListenSecureParameters): ServerLimits {
+  const limits: ServerLimits = {
+    handshakeTimeoutMs: parameters.handshakeTimeoutMs ?? DEFAULT_SERVER_HANDSHAKE_TIMEOUT_MS,
+    maxPendingHandshakes: parameters.maxPendingHandshakes ?? DEFAULT_MAX_PENDING_HANDSHAKES,
+    maxPendingPerSource: parameters.maxPendingPerSource ?? DEFAULT_MAX_PENDING_PER_SOURCE,
+    maxConnectionsPerSource: parameters.maxConnectionsPerSource ?? DEFAULT_MAX_CONNECTIONS_PER_SOURCE,
+    maxConnections: parameters.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
+    handshakesPerSecondPerSource: parameters.handshakesPerSecondPerSource ?? DEFAULT_HANDSHAKES_PER_SECOND_PER_SOURCE,
+    idleTimeoutMs: parameters.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,
+    strangerHandshakesPerSecond: parameters.strangerHandshakesPerSecond ?? DEFAULT_STRANGER_HANDSHAKES_PER_SECOND,
+  };
+  for (const [name, value] of Object.entries(limits)) {
+    const min = name === "idleTimeoutMs" ? 0 : 1;
+    if (!Number.isSafeInteger(value) || value < min) throw new InvalidFieldError(name, min === 0 ? "a non-negative integer" : "a positive integer", value);
+  }
+  return limits;
+}
+
+/** Per source address: handshakes in progress, open connections, and its token bucket of new connections. */
+type SourceState = { pending: Set<HandshakeIo>; open: number; tokens: number; refilledAt: number };
 
 export type RemoteEndpoint = { address: string | undefined; port: number | undefined };
 
@@ -327,7 +406,7 @@ export async function connectSecure(parameters: ConnectSecureParameters): Promis
   const expectedPeer = parameters.expectedPeer;
   const version = expectLiteral(parameters.handshakeVersion ?? HANDSHAKE_VERSION, "handshakeVersion", HANDSHAKE_VERSIONS);
   const decoder = new FrameDecoder({ maxFrameBytes: MAX_HANDSHAKE_MESSAGE_BYTES });
-  const socket = net.connect({ host, port });
+  const socket = net.connect({ host, port, ...(parameters.localAddress ? { localAddress: parameters.localAddress } : {}) });
   socket.setNoDelay(true);
   const io = new HandshakeIo(socket, decoder, "connecting");
 
@@ -401,8 +480,15 @@ export class SecureServer extends EventEmitter {
   private readonly account: LocalAccount;
   private readonly authorize: AuthorizeInitiator;
   private readonly options: ReturnType<typeof validateOptions>;
-  private readonly maxPendingHandshakes: number;
+  private readonly limits: ServerLimits;
   private readonly pending = new Set<HandshakeIo>();
+  private readonly sources = new Map<string, SourceState>();
+  private readonly prioritize: ((sessionId: Hex, initiator: Address) => boolean) | undefined;
+  /** Strangers waiting for a handshake turn, per source, in source order of first arrival (round robin). */
+  private readonly turns = new Map<string, Array<{ io: HandshakeIo; go: () => void }>>();
+  private turnTokens = 0;
+  private turnsRefilledAt = performance.now();
+  private turnTimer: NodeJS.Timeout | undefined;
   private readonly open = new Set<SecureConnection>();
   private closing: Promise<void> | undefined;
 
@@ -413,7 +499,9 @@ export class SecureServer extends EventEmitter {
     this.account = parameters.account;
     this.authorize = parameters.authorize;
     this.options = validateOptions(parameters);
-    this.maxPendingHandshakes = parameters.maxPendingHandshakes ?? DEFAULT_MAX_PENDING_HANDSHAKES;
+    this.limits = validateLimits(parameters);
+    this.prioritize = parameters.prioritize;
+    this.turnTokens = this.limits.strangerHandshakesPerSecond;
     this.server = net.createServer((socket) => void this.accept(socket));
     this.server.on("error", (error) => emitSafely(this, "error", error));
   }
@@ -444,47 +532,138 @@ export class SecureServer extends EventEmitter {
     this.closing ??= (async () => {
       const serverClosed = new Promise<void>((resolve) => this.server.close(() => resolve()));
       for (const io of this.pending) io.fail(new HandshakeError("The server is closing."));
+      clearTimeout(this.turnTimer);
+      this.turns.clear();
       await Promise.all([...this.open].map((connection) => connection.close()));
       await serverClosed;
     })();
     return this.closing;
   }
 
+  /** Resolves when `address` may spend a stranger's handshake crypto: at most the configured rate, one source after another. */
+  private handshakeTurn(address: string, io: HandshakeIo): Promise<void> {
+    return new Promise<void>((go) => {
+      let queue = this.turns.get(address);
+      if (!queue) this.turns.set(address, (queue = []));
+      queue.push({ io, go });
+      this.pumpTurns();
+    });
+  }
+
+  private readonly pumpTurns = (): void => {
+    this.turnTimer = undefined;
+    const rate = this.limits.strangerHandshakesPerSecond;
+    const now = performance.now();
+    this.turnTokens = Math.min(rate, this.turnTokens + ((now - this.turnsRefilledAt) / 1000) * rate);
+    this.turnsRefilledAt = now;
+    while (this.turnTokens >= 1 && this.turns.size > 0) {
+      const [address, queue] = this.turns.entries().next().value as [string, Array<{ io: HandshakeIo; go: () => void }>];
+      this.turns.delete(address);
+      const job = queue.shift();
+      if (queue.length > 0) this.turns.set(address, queue); // to the back of the round
+      if (!job || job.io.failure) continue; // timed out or cut off while waiting: costs no turn
+      this.turnTokens -= 1;
+      job.go();
+    }
+    if (this.turns.size > 0 && !this.closing) {
+      this.turnTimer = setTimeout(this.pumpTurns, Math.ceil(((1 - this.turnTokens) / rate) * 1000));
+      this.turnTimer.unref();
+    }
+  };
+
+  /** The state of `address`, created on first sight; dropped again once it holds nothing (see `release`). */
+  private source(address: string): SourceState {
+    let state = this.sources.get(address);
+    if (!state) {
+      state = { pending: new Set(), open: 0, tokens: this.limits.handshakesPerSecondPerSource, refilledAt: performance.now() };
+      this.sources.set(address, state);
+    }
+    return state;
+  }
+
+  private release(address: string, state: SourceState): void {
+    const full = state.tokens >= this.limits.handshakesPerSecondPerSource;
+    if (state.pending.size === 0 && state.open === 0 && full) this.sources.delete(address);
+  }
+
+  /**
+   * Why a newcomer from `state` is refused, or undefined to admit it (issue 28 item 5). Established
+   * connections are never touched: every limit applies to newcomers. When every handshake slot is taken, the
+   * newcomer takes the oldest slot of the source holding the most, provided that source holds more than the
+   * newcomer's own — so a flood from some addresses cannot keep a payer at another address out.
+   */
+  private refusal(address: string, state: SourceState): string | undefined {
+    const now = performance.now();
+    const rate = this.limits.handshakesPerSecondPerSource;
+    state.tokens = Math.min(rate, state.tokens + ((now - state.refilledAt) / 1000) * rate);
+    state.refilledAt = now;
+    if (state.tokens < 1) return `${address} starts more than ${rate} connections a second`;
+    if (state.pending.size >= this.limits.maxPendingPerSource) return `${address} already has ${state.pending.size} handshakes in progress`;
+    if (state.open >= this.limits.maxConnectionsPerSource) return `${address} already holds ${state.open} connections`;
+    if (this.open.size + this.pending.size >= this.limits.maxConnections) return `the listener holds ${this.open.size} connections`;
+    if (this.pending.size >= this.limits.maxPendingHandshakes) {
+      let heaviest: SourceState | undefined;
+      for (const other of this.sources.values()) if (!heaviest || other.pending.size > heaviest.pending.size) heaviest = other;
+      if (!heaviest || heaviest.pending.size <= state.pending.size + 1) return `${this.pending.size} handshakes are already in progress`;
+      const oldest = heaviest.pending.values().next().value as HandshakeIo;
+      oldest.fail(new HandshakeError("The handshake was cut off: its source holds more handshake slots than any other."));
+    }
+    state.tokens -= 1;
+    return undefined;
+  }
+
   private async accept(socket: net.Socket): Promise<void> {
     const remote: RemoteEndpoint = { address: socket.remoteAddress, port: socket.remotePort };
-    if (this.closing || this.pending.size >= this.maxPendingHandshakes) {
+    const address = socket.remoteAddress ?? "unknown";
+    const state = this.source(address);
+    const refused = this.closing ? "the server is closing" : this.refusal(address, state);
+    if (refused !== undefined) {
       socket.destroy();
-      const reason = this.closing ? "the server is closing" : `${this.pending.size} handshakes are already in progress`;
-      emitSafely(this, "handshakeError", new HandshakeError(`Connection refused: ${reason}.`), remote);
+      this.release(address, state);
+      emitSafely(this, "handshakeError", new HandshakeError(`Connection refused: ${refused}.`), remote);
       return;
     }
     socket.setNoDelay(true);
     const decoder = new FrameDecoder({ maxFrameBytes: MAX_HANDSHAKE_MESSAGE_BYTES });
     const io = new HandshakeIo(socket, decoder, "waiting for ChannelOpenInit");
     this.pending.add(io);
+    state.pending.add(io);
     try {
-      const opened = await runHandshake(io, this.options.timeoutMs, () => this.respond(io));
+      const opened = await runHandshake(io, this.limits.handshakeTimeoutMs, () => this.respond(io, address));
       const { frames, eof } = io.detach();
-      const connection = new SecureConnection({ ...opened, ...this.options, socket, decoder, frames, eof, role: "responder" });
+      const connection = new SecureConnection({ ...opened, ...this.options, socket, decoder, frames, eof, role: "responder", idleTimeoutMs: this.limits.idleTimeoutMs });
       if (this.closing) {
         void connection.close();
         return;
       }
       this.open.add(connection);
-      void connection.closed.then(() => this.open.delete(connection));
+      state.open += 1;
+      void connection.closed.then(() => {
+        this.open.delete(connection);
+        state.open -= 1;
+        this.release(address, state);
+      });
       emitSafely(this, "connection", connection);
     } catch (error) {
       emitSafely(this, "handshakeError", asTransportError(error), remote);
     } finally {
       this.pending.delete(io);
+      state.pending.delete(io);
+      this.release(address, state);
     }
   }
 
-  private async respond(io: HandshakeIo) {
+  private async respond(io: HandshakeIo, address: string) {
     const initFrame = await io.read(
       () => new HandshakeError("The initiator closed the connection before sending ChannelOpenInit."),
     );
     const init = decodeInit(initFrame);
+    // The signature check and the Try (a KEM encapsulation and a signature) are what a stranger costs: an
+    // existing channel's payer goes first, everyone else takes a fair turn (issue 28 item 5).
+    if (!this.prioritize?.(init.sessionId, init.initiator)) {
+      io.stage = "waiting for a handshake turn";
+      await this.handshakeTurn(address, io);
+    }
     await verifyInit(init);
 
     io.stage = "authorizing the initiator";
@@ -550,6 +729,8 @@ type ConnectionParts = ReturnType<typeof validateOptions> & {
   peer: Address;
   transcriptHash: Hex;
   version: HandshakeVersion;
+  /** Inactivity after which the connection is closed (0 or absent: never). */
+  idleTimeoutMs?: number;
 };
 
 /** Bookkeeping cost counted per buffered message, so that many empty messages also reach the inbox limit. */
@@ -654,6 +835,11 @@ export class SecureConnection extends EventEmitter {
     this.socket.on("error", this.onSocketError);
     this.socket.on("close", this.onSocketClose);
     this.socket.on("drain", this.onDrain);
+    if (parts.idleTimeoutMs) {
+      const idleMs = parts.idleTimeoutMs;
+      this.socket.setTimeout(idleMs);
+      this.socket.on("timeout", () => this.finish(new ConnectionClosedError(`Nothing arrived or left for ${idleMs} ms; the idle connection is closed.`)));
+    }
     super.on("newListener", (event: string | symbol) => {
       // The listener is added after this event: deliver the inbox to it on the next tick.
       if (event === "message") process.nextTick(() => this.drainInbox());

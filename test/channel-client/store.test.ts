@@ -172,7 +172,7 @@ describe("SqliteStore", function () {
         busyTimeoutMs: 1234,
         schemaVersion: SCHEMA_VERSION,
       });
-      expect(SCHEMA_VERSION).to.equal(4);
+      expect(SCHEMA_VERSION).to.equal(5);
       await store.close();
       // Reopening an up-to-date file migrates nothing and keeps the version.
       expect(openStore().settings().schemaVersion).to.equal(SCHEMA_VERSION);
@@ -535,7 +535,7 @@ describe("SqliteStore", function () {
         await store.close();
       }
       const raw = new Database(dbPath);
-      raw.exec("DROP TABLE session_key_grants; DROP TABLE fault_statements");
+      raw.exec("DROP TABLE accumulator_states; DROP TABLE session_key_grants; DROP TABLE fault_statements");
       raw.pragma("user_version = 2");
       raw.close();
       const store = openStore();

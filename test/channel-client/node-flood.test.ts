@@ -1,0 +1,99 @@
+/**
+ * Issue 28 item 5: a provider node stays up under hostile connections. Loopback only, bounded, stops by itself.
+ */
+import { loadFixture } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
+import { expect } from "chai";
+import { mkdtempSync, rmSync } from "node:fs";
+import * as net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { bytesToHex, parseEther, type PublicClient } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { randomBytes } from "node:crypto";
+
+import { echoHandler } from "../../src/cli/channel";
+import { openChannel } from "../../src/chain/escrow";
+import { PayerClient } from "../../src/node/payer-client";
+import { ProviderNode } from "../../src/node/provider-node";
+import { SqliteStore } from "../../src/store/sqlite-store";
+import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../../src/core/terms";
+import { connectSecure } from "../../src/transport";
+import { escrowFixture, makeTerms } from "../helpers/fixtures";
+import { startFlood } from "../../scripts/flood";
+
+const PRICE = 1_000n;
+const pricing: PricingTerms = { version: "1", unit: "invocation", pricePerInvocation: PRICE };
+const request = (i: number) => ({ jsonrpc: "2.0", id: `invoke-${i}`, method: "tools/echo", params: { text: `call ${i}` } });
+
+async function channelFixture() {
+  const fx = await escrowFixture();
+  const publicClient = fx.publicClient as unknown as PublicClient;
+  const opened = await openChannel({ wallet: fx.funder, publicClient, escrow: fx.escrow.address, terms: makeTerms(NATIVE_ASSET, { termsHash: termsHashOf(pricing) }), amount: parseEther("1") });
+  return { ...fx, publicClient, opened };
+}
+
+describe("issue 28 item 5: a node that stays up under hostile connections", function () {
+  this.timeout(90_000);
+  let dir: string;
+  const cleanup: Array<() => Promise<unknown> | void> = [];
+  beforeEach(() => (dir = mkdtempSync(path.join(os.tmpdir(), "ioi-flood-"))));
+  afterEach(async () => {
+    while (cleanup.length > 0) await Promise.resolve(cleanup.pop()!()).catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function provider(fx: Awaited<ReturnType<typeof channelFixture>>) {
+    const store = SqliteStore.open(path.join(dir, "provider.db"));
+    const node = await ProviderNode.start({ account: fx.provider, publicClient: fx.publicClient, domain: fx.domain, store, pricing, handler: echoHandler, modelSnapshotId: "worker:echo@1", bindTimeoutMs: 1_000, limits: { handshakeTimeoutMs: 2_000 } });
+    cleanup.push(async () => {
+      await node.stop();
+      await store.close();
+    });
+    return { node, store };
+  }
+
+  it("issue 28 item 5: 240 silent, slow, garbage and throw-away-key connections do not stop a payer from opening and streaming", async () => {
+    const fx = await loadFixture(channelFixture);
+    const { node, store } = await provider(fx);
+    // Every kind held at once from eight other loopback addresses, more than the listener's 128 handshake slots.
+    const flood = startFlood({ port: node.port, total: 240, concurrency: 240, provider: fx.provider.address, holdMs: 20_000 });
+    cleanup.push(() => flood.stop());
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+
+    const payerStore = SqliteStore.open(path.join(dir, "payer.db"));
+    await payerStore.putChannel({ sessionId: fx.opened.sessionId, role: "payer", ref: fx.opened.ref, pricing, escrow: fx.escrow.address, chainId: fx.domain.chainId, deposit: fx.opened.deposit, status: "open" });
+    const started = performance.now();
+    const client = await PayerClient.connect({ account: fx.payer, domain: fx.domain, store: payerStore, channel: payerStore.getChannel(fx.opened.sessionId)!, port: node.port });
+    cleanup.push(async () => {
+      await client.close();
+      await payerStore.close();
+    });
+    const latencies = await client.stream({ count: 50, inflight: 4, request });
+    const elapsed = performance.now() - started;
+    expect(latencies).to.have.length(50);
+    expect(store.receiptCount(fx.opened.sessionId)).to.equal(50);
+    expect(store.latestTicket(fx.opened.sessionId)!.ticket.cumulativeAmount).to.equal(50n * PRICE);
+    expect(elapsed, `opened and streamed 50 tickets in ${elapsed.toFixed(0)} ms under the flood`).to.be.below(10_000);
+    flood.stop();
+    const stats = await flood.done;
+    expect(stats.attempted).to.equal(240);
+  });
+
+  it("issue 28 item 5: a throw-away-key connection that binds nothing is closed at the bind deadline; a silent socket at the handshake deadline", async () => {
+    const fx = await loadFixture(channelFixture);
+    const { node } = await provider(fx);
+    const stranger = await connectSecure({ host: "127.0.0.1", port: node.port, account: privateKeyToAccount(generatePrivateKey()), sessionId: bytesToHex(randomBytes(32)), expectedPeer: fx.provider.address });
+    cleanup.push(() => stranger.destroy());
+    const silent = net.connect({ host: "127.0.0.1", port: node.port });
+    silent.on("error", () => undefined);
+    cleanup.push(() => {
+      silent.destroy();
+    });
+    const silentClosed = new Promise<number>((resolve) => silent.once("close", () => resolve(performance.now())));
+    const started = performance.now();
+    await Promise.race([stranger.closed, new Promise((_, reject) => setTimeout(() => reject(new Error("the stranger was never cut off")), 5_000))]);
+    expect(performance.now() - started).to.be.below(3_000);
+    const silentAt = await Promise.race([silentClosed, new Promise<number>((_, reject) => setTimeout(() => reject(new Error("the silent socket was never cut off")), 6_000))]);
+    expect(silentAt - started).to.be.within(1_500, 4_000);
+  });
+});
