@@ -867,10 +867,14 @@ contract GasEscrow is IGasEscrow, SealedRoles, EIP712, ReentrancyGuardTransient 
     }
 
     /// @dev Reverts unless `grant` is the payer's delegation to the ticket's signer for this session, the
-    /// ticket is within its cap, and the key's grace has not run out (decision 0025). The grace after an
-    /// expiry or a revocation is the channel's challenge duration: a provider that stops accepting a key's
-    /// tickets when it sees the expiry or the revocation's block has that long to put its newest one on-chain,
-    /// so no ticket it accepted before it could know is lost. The capabilities are not checkable here.
+    /// ticket is within its cap, and no revocation's grace has run out (decision 0025). The grace after a
+    /// revocation is the channel's challenge duration: a provider that stops accepting a key's tickets when it
+    /// sees the revocation's block has that long to put its newest one on-chain, so no ticket it accepted
+    /// before it could know is lost. The grant's expiry is not judged here (decision 0025, amendment for issue
+    /// 28): it bounds when the key may sign, which the provider checks by its clock before any work, and the
+    /// chain cannot tell when a ticket was signed — refusing an expired key's tickets at submission would let
+    /// a payer who simply waits close at seq 0 and take back work the key paid for. A revocation, which is a
+    /// public event a watcher reacts to, ends the key on-chain. The capabilities are not checkable here.
     function _requireKeyTicket(
         bytes32 sessionId,
         ChannelTerms calldata terms,
@@ -898,8 +902,7 @@ contract GasEscrow is IGasEscrow, SealedRoles, EIP712, ReentrancyGuardTransient 
             revert SessionKeySpendCapExceeded(key, ticket.cumulativeAmount, grant.spendCap);
         }
         uint256 grace = terms.challengeDuration;
-        // uint256 sums: an expiry near 2^64 plus the grace cannot wrap.
-        if (block.timestamp >= uint256(grant.expiry) + grace) revert SessionKeyExpired(key, grant.expiry);
+        // uint256 sums below: a time near 2^40 plus the grace cannot wrap.
         uint40 revokedAt = _keyRevokedAt[sessionId][key];
         if (revokedAt != 0 && block.timestamp >= uint256(revokedAt) + grace) revert RevokedSessionKey(key, revokedAt);
         uint64 currentEpoch = _keyEpochs[terms.payer];

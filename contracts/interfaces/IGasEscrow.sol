@@ -43,8 +43,9 @@ interface IGasEscrow {
     }
 
     /// @notice A payer's EIP-712 `SessionKey` delegation (decision 0025): `key` may sign this session's
-    /// tickets for cumulative amounts up to `spendCap` until `expiry`, paying only for the MCP methods whose
-    /// set hashes to `capabilities`; it lives in the payer's revocation epoch `epoch`. It is never stored:
+    /// tickets for cumulative amounts up to `spendCap` until `expiry` (what it signed by then stays payable),
+    /// paying only for the MCP methods whose set hashes to `capabilities`; it lives in the payer's revocation
+    /// epoch `epoch`. It is never stored:
     /// the provider checks it off-chain with no transaction, and a key-signed ticket carries it on-chain.
     /// @dev The session id is not a field: it comes from the channel's terms. `capabilities` cannot be
     /// checked here (a ticket does not name the method it pays for); providers and Lane 0 check it.
@@ -260,10 +261,6 @@ interface IGasEscrow {
     /// @notice The grant was not signed by the session's payer (`signer` recovered instead).
     error UnauthorizedSessionKey(bytes32 sessionId, address key, address signer);
 
-    /// @notice The session key expired at `expiry` and the grace after it (the channel's challenge
-    /// duration) has passed too, so its tickets no longer settle.
-    error SessionKeyExpired(address key, uint64 expiry);
-
     /// @notice The session key was revoked at `revokedAt` and the grace after it (the channel's challenge
     /// duration) has passed, so its tickets no longer settle.
     error RevokedSessionKey(address key, uint40 revokedAt);
@@ -348,9 +345,10 @@ interface IGasEscrow {
     /// @notice `closeUnilateral` with a ticket signed by a session key, which `grant` (signed by the payer)
     /// authorises. Requirements as `closeUnilateral`, and: `ticket.seq > 0`; the grant names this session's
     /// payer as signer and the ticket's signer as key; the amount is within its cap; it is not in an epoch
-    /// the payer has not reached; and now is before `expiry + challengeDuration` and before
-    /// `revokedAt + challengeDuration` for any revocation of the key (decision 0025: tickets the provider
-    /// accepted before it could know of an expiry or revocation still settle).
+    /// the payer has not reached; and now is before `revokedAt + challengeDuration` for any revocation of the
+    /// key or its epoch (decision 0025: tickets the provider accepted before it could know of a revocation
+    /// still settle). The grant's `expiry` is not checked: it bounds signing, which the provider checks before
+    /// any work; what a key signed stays payable after it expires (decision 0025, amendment for issue 28).
     function closeUnilateralWithKey(
         ChannelTerms calldata terms,
         uint64 openedAt,

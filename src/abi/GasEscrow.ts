@@ -450,22 +450,6 @@ export const gasEscrowAbi = [
         "type": "address"
       },
       {
-        "internalType": "uint64",
-        "name": "expiry",
-        "type": "uint64"
-      }
-    ],
-    "name": "SessionKeyExpired",
-    "type": "error"
-  },
-  {
-    "inputs": [
-      {
-        "internalType": "address",
-        "name": "key",
-        "type": "address"
-      },
-      {
         "internalType": "uint128",
         "name": "amount",
         "type": "uint128"

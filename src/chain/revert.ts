@@ -160,7 +160,6 @@ const TEMPLATES: Record<string, (a: Formatted) => string> = {
   NotTheFunder: (a) => `only the funder ${a.funder} may do this, not ${a.caller}`,
   NotThePayer: (a) => `only the payer of ${a.sessionId} may do this, not ${a.caller}`,
   RevokedSessionKey: (a) => `session key ${a.key} was revoked at ${a.revokedAt} and the grace of one challenge window after it has passed`,
-  SessionKeyExpired: (a) => `session key ${a.key} expired at ${a.expiry} and the grace of one challenge window after it has passed`,
   SessionKeySpendCapExceeded: (a) => `the ticket's amount ${a.amount} exceeds session key ${a.key}'s spend cap ${a.spendCap}`,
   UnauthorizedSessionKey: (a) => `the grant of session key ${a.key} was signed by ${a.signer}, not by the payer of ${a.sessionId}`,
   SessionExists: (a) => `a channel with session id ${a.sessionId} exists already (reuse of a nonce)`,
