@@ -6,6 +6,7 @@ import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
 import {SafeTransferLib} from "solady/src/utils/SafeTransferLib.sol";
 import {ReentrancyGuardTransient} from "solady/src/utils/ReentrancyGuardTransient.sol";
 import {IGasEscrow} from "./interfaces/IGasEscrow.sol";
+import {IProviderRegistry} from "./interfaces/IProviderRegistry.sol";
 import {TryTransfer} from "./libraries/TryTransfer.sol";
 
 /// @title GasEscrow
@@ -70,6 +71,12 @@ contract GasEscrow is IGasEscrow, SealedRoles, EIP712, ReentrancyGuardTransient 
     /// @notice Hard cap on the routing fee: 10% of the provider's payout.
     uint16 public constant MAX_ROUTING_FEE_BPS = 1_000;
 
+    /// @notice How long after a cooperative close the provider's bond stays in the registry whatever unbonding it
+    /// requested (`IProviderRegistry.holdBond`): the longest settled-session dispute window the DisputeManager
+    /// accepts (`DisputeRules.MAX_SETTLED_DISPUTE_WINDOW`, 30 days). A case opened inside the window locks the
+    /// bond from then on, so the hold need only cover the window itself (decision 0006, amendment for issue 28).
+    uint64 public constant SETTLED_BOND_HOLD = 30 days;
+
     /// @notice After the window plus this long, a frozen session can be finalised even if its dispute cases
     /// were never resolved, so a broken or captured dispute contract cannot lock funds forever.
     uint256 public constant MAX_FREEZE_DURATION = 180 days;
@@ -110,6 +117,10 @@ contract GasEscrow is IGasEscrow, SealedRoles, EIP712, ReentrancyGuardTransient 
                                 STORAGE
     //////////////////////////////////////////////////////////////*/
 
+    /// @notice The registry holding providers' bonds, which answer for cooperatively settled sessions; this
+    /// escrow must hold its `HOLDER_ROLE`.
+    IProviderRegistry public immutable registry;
+
     mapping(bytes32 sessionId => uint256 word) private _channels;
 
     /// @dev When a session key was revoked on a session (0: never). Session keys are granted off-chain
@@ -137,7 +148,12 @@ contract GasEscrow is IGasEscrow, SealedRoles, EIP712, ReentrancyGuardTransient 
     /// @param governance Receives the admin and governance roles.
     /// @param treasury Receives the routing fees.
     /// @param routingFeeBps Initial routing fee, at most MAX_ROUTING_FEE_BPS.
-    constructor(address governance, address treasury, uint16 routingFeeBps) EIP712("IOI GasEscrow", "1") {
+    /// @param registry_ The ProviderRegistry whose provider bonds answer for settled sessions (a contract).
+    constructor(address governance, address treasury, uint16 routingFeeBps, IProviderRegistry registry_)
+        EIP712("IOI GasEscrow", "1")
+    {
+        if (address(registry_).code.length == 0) revert RegistryNotContract(address(registry_));
+        registry = registry_;
         _grantRole(DEFAULT_ADMIN_ROLE, governance);
         _grantRole(GOVERNANCE_ROLE, governance);
         _setRoutingFee(routingFeeBps, treasury);
@@ -215,6 +231,7 @@ contract GasEscrow is IGasEscrow, SealedRoles, EIP712, ReentrancyGuardTransient 
         emit ChannelSettled(
             sessionId, CloseMode.Cooperative, finalSeq, finalReceiptRoot, toProvider, toFunder, fee
         );
+        _holdSettledBond(terms);
         _settle(terms, toProvider, fee, toFunder);
     }
 
@@ -968,6 +985,16 @@ contract GasEscrow is IGasEscrow, SealedRoles, EIP712, ReentrancyGuardTransient 
         uint256 before = SafeTransferLib.balanceOf(token, address(this));
         SafeTransferLib.safeTransferFrom(token, msg.sender, address(this), amount);
         return SafeTransferLib.balanceOf(token, address(this)) - before;
+    }
+
+    /// @dev The payer may dispute a cooperative summary's receipts for the settled-session window, refunded from
+    /// the provider's bond: the registry keeps that bond until then, whatever unbonding was requested before.
+    function _holdSettledBond(ChannelTerms calldata terms) private {
+        (, address provider,,) = _parties(terms);
+        // Cannot overflow: block.timestamp + 30 days is far below 2^64.
+        unchecked {
+            registry.holdBond(IProviderRegistry.Role.Provider, provider, uint64(block.timestamp + SETTLED_BOND_HOLD));
+        }
     }
 
     /// @dev Books the fee and sends both payouts; called after the channel's word is settled (deleted, or

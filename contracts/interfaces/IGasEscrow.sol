@@ -258,6 +258,9 @@ interface IGasEscrow {
     /// or `challengeWithKey`, with its grant).
     error UnauthorizedTicketSigner(bytes32 sessionId, address signer);
 
+    /// @notice The registry given to the constructor holds no code.
+    error RegistryNotContract(address registry);
+
     /// @notice The grant was not signed by the session's payer (`signer` recovered instead).
     error UnauthorizedSessionKey(bytes32 sessionId, address key, address signer);
 

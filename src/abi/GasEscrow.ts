@@ -16,6 +16,11 @@ export const gasEscrowAbi = [
         "internalType": "uint16",
         "name": "routingFeeBps",
         "type": "uint16"
+      },
+      {
+        "internalType": "contract IProviderRegistry",
+        "name": "registry_",
+        "type": "address"
       }
     ],
     "stateMutability": "nonpayable",
@@ -365,6 +370,17 @@ export const gasEscrowAbi = [
   {
     "inputs": [],
     "name": "Reentrancy",
+    "type": "error"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "address",
+        "name": "registry",
+        "type": "address"
+      }
+    ],
+    "name": "RegistryNotContract",
     "type": "error"
   },
   {
@@ -1301,6 +1317,19 @@ export const gasEscrowAbi = [
         "internalType": "bytes32",
         "name": "",
         "type": "bytes32"
+      }
+    ],
+    "stateMutability": "view",
+    "type": "function"
+  },
+  {
+    "inputs": [],
+    "name": "SETTLED_BOND_HOLD",
+    "outputs": [
+      {
+        "internalType": "uint64",
+        "name": "",
+        "type": "uint64"
       }
     ],
     "stateMutability": "view",
@@ -2883,6 +2912,19 @@ export const gasEscrowAbi = [
         "internalType": "enum IGasEscrow.Phase",
         "name": "",
         "type": "uint8"
+      }
+    ],
+    "stateMutability": "view",
+    "type": "function"
+  },
+  {
+    "inputs": [],
+    "name": "registry",
+    "outputs": [
+      {
+        "internalType": "contract IProviderRegistry",
+        "name": "",
+        "type": "address"
       }
     ],
     "stateMutability": "view",

@@ -311,7 +311,7 @@ export class Watchtower {
     const grant = await this.#grantOf(channel, newest);
     if (grant === null) return;
     const graceEnd = grant ? await keyGraceEnd({ publicClient, channel, grant }) : undefined;
-    if (graceEnd !== undefined && now >= graceEnd) {
+    if (grant && graceEnd !== undefined && now >= graceEnd) {
       this.parameters.logger?.warn(
         { event: "watchtower.key_grace_over", sessionId, seq: newest.ticket.seq.toString(), key: grant.grant.key },
         "the newest ticket's session key is past its grace; it can no longer be submitted",

@@ -48,6 +48,7 @@ import {
   SYS,
   systemFixture,
   unsealedSystemFixture,
+  UNBONDING_DELAY,
   TOKEN_TERMS,
   ETH_STAKE_RATE,
   VERDICT,
@@ -445,7 +446,10 @@ describe("adversarial: attacks that must fail", function () {
 
   it("attack: ticket replay across deployments (tickets and summaries signed for another GasEscrow)", async function () {
     const s = await loadFixture(system);
-    const escrow2 = await hre.viem.deployContract("GasEscrow", [s.governance.account.address, s.wallets[SYS.treasury]!.account.address, 0]);
+    // Another deployment has its own registry (this one's wiring is sealed), holding its settled providers' bonds.
+    const registry2 = await hre.viem.deployContract("ProviderRegistry", [s.governance.account.address, s.token.address, MIN_PROVIDER_BOND, MIN_ARBITRATOR_STAKE, UNBONDING_DELAY]);
+    const escrow2 = await hre.viem.deployContract("GasEscrow", [s.governance.account.address, s.wallets[SYS.treasury]!.account.address, 0, registry2.address]);
+    await mined(s, registry2.write.grantRole([await registry2.read.HOLDER_ROLE(), escrow2.address]));
     const here = await openSession(s, zeroAddress, { deposit: ether("1") });
     const there = await openSession(s, zeroAddress, { deposit: ether("1"), escrow: escrow2 });
     const snap = await snapshot(s, systemBook(s, { escrow2: escrow2.address }));
