@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity 0.8.28;
 
-import {SealedRoles} from "./governance/SealedRoles.sol";
+import {DisputableAssets} from "./governance/DisputableAssets.sol";
 import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
 import {SafeTransferLib} from "solady/src/utils/SafeTransferLib.sol";
 import {ReentrancyGuardTransient} from "solady/src/utils/ReentrancyGuardTransient.sol";
@@ -24,7 +24,7 @@ import {TryTransfer} from "./libraries/TryTransfer.sol";
 /// A cooperatively settled channel keeps a Settled word instead (decision 0005, amendment for issue 12):
 /// when it settled and a fingerprint of the co-signed summary, so the payer can still dispute its receipts
 /// for `settledDisputeWindow` (refunded from the provider's SLA bond) and the id can never be opened again.
-contract GasEscrow is IGasEscrow, SealedRoles, EIP712, ReentrancyGuardTransient {
+contract GasEscrow is IGasEscrow, DisputableAssets, EIP712, ReentrancyGuardTransient {
     /*//////////////////////////////////////////////////////////////
                                CONSTANTS
     //////////////////////////////////////////////////////////////*/
@@ -172,6 +172,7 @@ contract GasEscrow is IGasEscrow, SealedRoles, EIP712, ReentrancyGuardTransient 
         // anyone else (say, front-running in the same block) reverts instead of taking the id first.
         if (msg.sender != terms.funder) revert NotTheFunder(sessionId, msg.sender, terms.funder);
         if (_channels[sessionId] != 0) revert SessionExists(sessionId);
+        _requireDisputable(terms.asset);
 
         uint256 received = terms.asset == address(0) ? _receiveEth(amount) : _receiveToken(terms.asset, amount);
         if (received == 0) revert ZeroDeposit();
@@ -192,6 +193,8 @@ contract GasEscrow is IGasEscrow, SealedRoles, EIP712, ReentrancyGuardTransient 
         bytes32 sessionId = _sessionId(terms, openedAt);
         uint256 word = _requireOpen(sessionId);
         uint256 held = word & _DEPOSIT_MASK;
+        // Terms may have been withdrawn since the channel opened: no new money goes where no case can follow.
+        _requireDisputable(terms.asset);
 
         uint256 received = terms.asset == address(0) ? _receiveEth(amount) : _receiveToken(terms.asset, amount);
         if (received == 0) revert ZeroDeposit();
@@ -975,8 +978,8 @@ contract GasEscrow is IGasEscrow, SealedRoles, EIP712, ReentrancyGuardTransient 
         return amount;
     }
 
-    /// @dev Pulls `amount` of `token` from the caller and returns what actually arrived, so that a
-    /// fee-on-transfer token credits the channel with the net amount rather than over-crediting it.
+    /// @dev Pulls `amount` of `token` from the caller; reverts (`TransferAmountMismatch`) unless exactly
+    /// `amount` arrived: a fee-on-transfer token is refused, not credited net (issue 28).
     /// The transfer happens before the channel's word is written; the guard keeps a hostile token from
     /// re-entering in between.
     function _receiveToken(address token, uint256 amount) private nonReentrant returns (uint256) {
@@ -984,7 +987,9 @@ contract GasEscrow is IGasEscrow, SealedRoles, EIP712, ReentrancyGuardTransient 
         if (amount == 0) return 0;
         uint256 before = SafeTransferLib.balanceOf(token, address(this));
         SafeTransferLib.safeTransferFrom(token, msg.sender, address(this), amount);
-        return SafeTransferLib.balanceOf(token, address(this)) - before;
+        uint256 received = SafeTransferLib.balanceOf(token, address(this)) - before;
+        _requireExact(token, amount, received);
+        return received;
     }
 
     /// @dev The payer may dispute a cooperative summary's receipts for the settled-session window, refunded from
@@ -1033,7 +1038,7 @@ contract GasEscrow is IGasEscrow, SealedRoles, EIP712, ReentrancyGuardTransient 
         return false;
     }
 
-    /// @dev `DISPUTE_ROLE` seals (`SealedRoles`).
+    /// @dev `DISPUTE_ROLE` seals (`SealedRoles`); sealing also needs the dispute terms source (`DisputableAssets`).
     function _isWiringRole(bytes32 role) internal pure override returns (bool) {
         return role == DISPUTE_ROLE;
     }

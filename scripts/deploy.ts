@@ -171,6 +171,9 @@ export async function deployAll(hre: HardhatRuntimeEnvironment): Promise<Deploym
   // The GasEscrow keeps a provider's bond from being withdrawn inside a settled session's dispute window.
   const holder = await role("ProviderRegistry", providerRegistry.address, "HOLDER_ROLE");
   await call("ProviderRegistry", providerRegistry.address, "grantRole", [holder, gasEscrow.address]);
+  // Both escrows read asset terms from the DisputeManager and refuse to hold an asset without them (issue 28).
+  await call("GasEscrow", gasEscrow.address, "setDisputeTermsSource", [disputeManager.address]);
+  await call("GigEscrow", gigEscrow.address, "setDisputeTermsSource", [disputeManager.address]);
   // Sealed for good: from here on nobody, governance included, can grant or revoke these roles (decision 0014).
   await call("GasEscrow", gasEscrow.address, "sealRoles", []);
   await call("GigEscrow", gigEscrow.address, "sealRoles", []);

@@ -71,6 +71,17 @@ export const gasEscrowAbi = [
   {
     "inputs": [
       {
+        "internalType": "address",
+        "name": "asset",
+        "type": "address"
+      }
+    ],
+    "name": "AssetWithoutDisputeTerms",
+    "type": "error"
+  },
+  {
+    "inputs": [
+      {
         "internalType": "uint64",
         "name": "challengeDuration",
         "type": "uint64"
@@ -573,6 +584,27 @@ export const gasEscrowAbi = [
   {
     "inputs": [
       {
+        "internalType": "address",
+        "name": "asset",
+        "type": "address"
+      },
+      {
+        "internalType": "uint256",
+        "name": "amount",
+        "type": "uint256"
+      },
+      {
+        "internalType": "uint256",
+        "name": "received",
+        "type": "uint256"
+      }
+    ],
+    "name": "TransferAmountMismatch",
+    "type": "error"
+  },
+  {
+    "inputs": [
+      {
         "internalType": "bytes32",
         "name": "sessionId",
         "type": "bytes32"
@@ -616,6 +648,22 @@ export const gasEscrowAbi = [
       }
     ],
     "name": "UnexpectedEth",
+    "type": "error"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "string",
+        "name": "what",
+        "type": "string"
+      }
+    ],
+    "name": "WiringIncomplete",
+    "type": "error"
+  },
+  {
+    "inputs": [],
+    "name": "WiringSealed",
     "type": "error"
   },
   {
@@ -933,6 +981,19 @@ export const gasEscrowAbi = [
       }
     ],
     "name": "Deposited",
+    "type": "event"
+  },
+  {
+    "anonymous": false,
+    "inputs": [
+      {
+        "indexed": true,
+        "internalType": "address",
+        "name": "source",
+        "type": "address"
+      }
+    ],
+    "name": "DisputeTermsSourceSet",
     "type": "event"
   },
   {
@@ -2379,6 +2440,19 @@ export const gasEscrowAbi = [
   },
   {
     "inputs": [],
+    "name": "disputeTermsSource",
+    "outputs": [
+      {
+        "internalType": "contract IAssetTerms",
+        "name": "",
+        "type": "address"
+      }
+    ],
+    "stateMutability": "view",
+    "type": "function"
+  },
+  {
+    "inputs": [],
     "name": "eip712Domain",
     "outputs": [
       {
@@ -3220,6 +3294,19 @@ export const gasEscrowAbi = [
       }
     ],
     "stateMutability": "view",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "contract IAssetTerms",
+        "name": "source",
+        "type": "address"
+      }
+    ],
+    "name": "setDisputeTermsSource",
+    "outputs": [],
+    "stateMutability": "nonpayable",
     "type": "function"
   },
   {

@@ -460,6 +460,22 @@ export const providerRegistryAbi = [
     "type": "error"
   },
   {
+    "inputs": [
+      {
+        "internalType": "string",
+        "name": "what",
+        "type": "string"
+      }
+    ],
+    "name": "WiringIncomplete",
+    "type": "error"
+  },
+  {
+    "inputs": [],
+    "name": "WiringSealed",
+    "type": "error"
+  },
+  {
     "inputs": [],
     "name": "ZeroAmount",
     "type": "error"

@@ -152,6 +152,8 @@ async function deploySystem(options: { seal: boolean }) {
   await registry.write.grantRole([await registry.read.LOCKER_ROLE(), disputes.address]);
   await registry.write.grantRole([await registry.read.LOCKER_ROLE(), gigs.address]);
   await registry.write.grantRole([await registry.read.HOLDER_ROLE(), escrow.address]);
+  await escrow.write.setDisputeTermsSource([disputes.address]);
+  await gigs.write.setDisputeTermsSource([disputes.address]);
   // The wiring is sealed, as on every deployment: no governance key can grant itself these powers later.
   if (options.seal) {
     await escrow.write.sealRoles();
