@@ -354,6 +354,21 @@ describe("GasEscrow closing", () => {
       });
     }
 
+    it("issue 28 items 2 and 4: the registry must be a contract (RegistryNotContract); sealing needs the dispute terms source (WiringIncomplete), which only the admin sets and which is fixed once sealed (WiringSealed)", async () => {
+      const c = await loadFixture(baseFixture);
+      const gov = addressOf(c.governance);
+      await expectRevert(hre.viem.deployContract("GasEscrow", [gov, addressOf(c.treasury), 0, gov]), "RegistryNotContract", [getAddress(gov)], c.escrow.abi);
+      expect(getAddress(await c.escrow.read.registry())).to.equal(getAddress(c.escrowArgs[3]));
+      await expectRevert(c.escrow.write.sealRoles({ account: c.governance.account }), "WiringIncomplete", ["disputeTermsSource"]);
+      const admin = await c.escrow.read.DEFAULT_ADMIN_ROLE();
+      await expectRevert(c.escrow.write.setDisputeTermsSource([c.escrowArgs[3]], { account: c.stranger.account }), "AccessControlUnauthorizedAccount", [getAddress(c.stranger.account.address), admin]);
+      // Any contract answering assetTerms serves; here the registry stands in only to be a contract address.
+      await c.escrow.write.setDisputeTermsSource([c.escrowArgs[3]], { account: c.governance.account });
+      await c.escrow.write.sealRoles({ account: c.governance.account });
+      await expectRevert(c.escrow.write.setDisputeTermsSource([zeroAddress], { account: c.governance.account }), "WiringSealed", []);
+      expect(getAddress(await c.escrow.read.disputeTermsSource())).to.equal(getAddress(c.escrowArgs[3]));
+    });
+
     it("rejects a zero treasury with ZeroTreasury", async () => {
       const c = await loadFixture(baseFixture);
       await expectRevert(c.escrow.write.setRoutingFee([100, zeroAddress], { account: c.governance.account }), "ZeroTreasury", []);
