@@ -133,6 +133,10 @@ contract GasEscrow is IGasEscrow, DisputableAssets, EIP712, ReentrancyGuardTrans
     /// @dev When each of a payer's epochs ended (`revokeAllSessionKeys`).
     mapping(address payer => mapping(uint64 epoch => uint40 endedAt)) private _epochEndedAt;
 
+    /// @dev Everything owed per asset (open and closing deposits, accrued fees, claimable payouts): the balance
+    /// above it is surplus (`sweep`). Only exact transfers are accepted at funding, so it is exact.
+    mapping(address asset => uint256 amount) private _liabilities;
+
     /// @dev Fees collected for the treasury per asset, not yet withdrawn.
     mapping(address asset => uint256 amount) private _accruedFees;
 
@@ -180,6 +184,7 @@ contract GasEscrow is IGasEscrow, DisputableAssets, EIP712, ReentrancyGuardTrans
 
         // The fee in force now is the channel's for life: governance cannot change a running channel's price.
         _channels[sessionId] = received | (uint256(_feeBps()) << _FEE_SHIFT);
+        _liabilities[terms.asset] += received;
         emit ChannelOpened(sessionId, terms.payer, terms.provider, terms.asset, openedAt, received);
     }
 
@@ -203,6 +208,7 @@ contract GasEscrow is IGasEscrow, DisputableAssets, EIP712, ReentrancyGuardTrans
         if (total > _DEPOSIT_MASK) revert DepositOverflow(sessionId, total);
 
         _channels[sessionId] = (word ^ held) | total;
+        _liabilities[terms.asset] += received;
         emit Deposited(sessionId, msg.sender, received, total);
     }
 
@@ -503,12 +509,28 @@ contract GasEscrow is IGasEscrow, DisputableAssets, EIP712, ReentrancyGuardTrans
     }
 
     /// @inheritdoc IGasEscrow
+    function sweep(address asset) external nonReentrant returns (uint256 amount) {
+        uint256 balance = asset == address(0) ? address(this).balance : SafeTransferLib.balanceOf(asset, address(this));
+        uint256 owed = _liabilities[asset];
+        if (balance <= owed) return 0;
+        // Cannot underflow: balance > owed.
+        unchecked {
+            amount = balance - owed;
+        }
+        address treasury = address(uint160(_feeConfig));
+        emit SurplusSwept(asset, treasury, amount);
+        if (asset == address(0)) SafeTransferLib.forceSafeTransferETH(treasury, amount);
+        else SafeTransferLib.safeTransfer(asset, treasury, amount);
+    }
+
+    /// @inheritdoc IGasEscrow
     /// @dev Guarded like every token-moving path. ETH is never deferred (it is force-sent), but a claim of
     /// `address(0)` still works, so the function treats every asset alike.
     function claim(address asset) external nonReentrant returns (uint256 amount) {
         amount = _claimable[asset][msg.sender];
         if (amount == 0) return 0;
         _claimable[asset][msg.sender] = 0;
+        _liabilities[asset] -= amount;
         emit Claimed(asset, msg.sender, amount);
         if (asset == address(0)) {
             SafeTransferLib.forceSafeTransferETH(msg.sender, amount);
@@ -576,6 +598,11 @@ contract GasEscrow is IGasEscrow, DisputableAssets, EIP712, ReentrancyGuardTrans
     /// @inheritdoc IGasEscrow
     function claimableOf(address asset, address account) external view returns (uint256) {
         return _claimable[asset][account];
+    }
+
+    /// @inheritdoc IGasEscrow
+    function liabilitiesOf(address asset) external view returns (uint256) {
+        return _liabilities[asset];
     }
 
     /// @notice Fees accrued in `asset` and not yet withdrawn.
@@ -1015,19 +1042,23 @@ contract GasEscrow is IGasEscrow, DisputableAssets, EIP712, ReentrancyGuardTrans
     /// anyway through a self-destructing forwarder), so a hostile party cannot block the other's payout.
     /// An ERC-20 transfer that fails is credited to the recipient's claimable balance instead (decision
     /// 0016), so one blocklisted recipient never blocks the other's payout or its own refund of the rest.
+    /// Every caller pays something owed, so a payout that leaves lowers the asset's liabilities; a deferred one
+    /// stays owed (claimable).
     function _pay(address asset, address to, uint256 amount) private {
         if (amount == 0) return;
         if (asset == address(0)) {
             SafeTransferLib.forceSafeTransferETH(to, amount);
-        } else {
-            _payToken(asset, to, amount);
+        } else if (!_payToken(asset, to, amount)) {
+            return;
         }
+        _liabilities[asset] -= amount;
     }
 
     /// @dev The one place a payout is deferred: the credit is written after the failed call, inside the
     /// guard, so a token re-entering during the attempt cannot claim or pay anything in between.
-    function _payToken(address token, address to, uint256 amount) private nonReentrant {
-        if (!TryTransfer.tryTransfer(token, to, amount)) {
+    function _payToken(address token, address to, uint256 amount) private nonReentrant returns (bool paid) {
+        paid = TryTransfer.tryTransfer(token, to, amount);
+        if (!paid) {
             _claimable[token][to] += amount;
             emit PayoutDeferred(token, to, amount);
         }

@@ -164,6 +164,10 @@ interface IGasEscrow {
     /// credited to its claimable balance, announced by a `PayoutDeferred` in the same transaction).
     event FeesWithdrawn(address indexed asset, address indexed treasury, uint256 amount);
 
+    /// @notice `amount` of `asset` that the escrow held beyond everything it owes (a direct transfer, a token
+    /// that credited it, ETH forced in) was sent to the treasury.
+    event SurplusSwept(address indexed asset, address indexed treasury, uint256 amount);
+
     /// @notice A payout of `amount` of the ERC-20 `asset` to `account` reverted (a blocklist, a paused
     /// token); it was credited to `account`'s claimable balance instead, so nobody else's payout waits.
     /// The same event is declared by GigEscrow and the DisputeManager.
@@ -422,6 +426,15 @@ interface IGasEscrow {
     /// @notice Sends the accrued fees in `asset` to the treasury. Anyone may call. If the token refuses the
     /// transfer, the fees are credited to the treasury's claimable balance (`PayoutDeferred`).
     function withdrawFees(address asset) external;
+
+    /// @notice Sends the treasury whatever the escrow holds in `asset` beyond what it owes (open and closing
+    /// deposits, accrued fees, claimable payouts: `liabilitiesOf`). Anyone may call; nothing owed can move.
+    /// Returns 0 (no-op) when there is no surplus, including when a token's balance fell below what is owed.
+    function sweep(address asset) external returns (uint256 amount);
+
+    /// @notice Everything the escrow owes in `asset`: deposits of open and closing channels, fees accrued for
+    /// the treasury, and payouts deferred to `claim`.
+    function liabilitiesOf(address asset) external view returns (uint256);
 
     /// @notice Pays the caller its claimable balance of `asset` (payouts the token refused earlier).
     /// A zero balance is a no-op; a transfer that still fails reverts and leaves the balance in place.

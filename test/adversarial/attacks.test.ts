@@ -1216,6 +1216,27 @@ describe("adversarial: attacks that must fail", function () {
     await expectRevert(s.gigs.write.setDisputeTermsSource([zeroAddress]), "WiringSealed", []);
   });
 
+  it("issue 28 item 4: surplus a token credited the GasEscrow beyond what it owes is swept to the treasury by anyone; nothing owed moves, and the channel still settles exactly", async function () {
+    const s = await loadFixture(hostileTokens);
+    const snap = await snapshot(s, systemBook(s));
+    const session = await openSession(s, s.token.address, { deposit: ether("1") });
+    // A token crediting the escrow outside a funding transfer (here: a plain transfer, as an airdrop or a positive
+    // rebase would) leaves a balance above what the escrow owes.
+    await mined(s, s.token.write.transfer([s.escrow.address, ether("5")], { account: s.stranger.account }));
+    expect(await s.escrow.read.liabilitiesOf([s.token.address])).to.equal(ether("1"));
+    await mined(s, s.escrow.write.sweep([s.token.address], { account: s.watcher.account }));
+    await mined(s, s.escrow.write.sweep([s.token.address], { account: s.watcher.account })); // nothing left: a no-op
+    expect(await s.token.read.balanceOf([s.escrow.address])).to.equal(ether("1"));
+    const summary = await signSummary(session, 4n, ether("0.4"));
+    await mined(s, closeCooperative(session, summary, s.watcher));
+    await mined(s, s.escrow.write.withdrawFees([s.token.address], { account: s.watcher.account }));
+    const fee = feeOf(ether("0.4"), FEE_BPS);
+    expect(await s.escrow.read.liabilitiesOf([s.token.address])).to.equal(0n);
+    await expectDeltas(s, snap, {
+      LGAS: { stranger: -ether("5"), treasury: ether("5") + fee, provider: ether("0.4") - fee, client: -ether("0.4") },
+    });
+  });
+
   it("attack: non-returning tokens (end to end)", async function () {
     const s = await loadFixture(hostileTokens);
     const nrt = s.noReturn;
