@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 pragma solidity 0.8.28;
 
-import {SealedRoles} from "./governance/SealedRoles.sol";
+import {DisputableAssets} from "./governance/DisputableAssets.sol";
 import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
 import {SafeTransferLib} from "solady/src/utils/SafeTransferLib.sol";
 import {ReentrancyGuardTransient} from "solady/src/utils/ReentrancyGuardTransient.sol";
 import {IGasEscrow} from "./interfaces/IGasEscrow.sol";
+import {IProviderRegistry} from "./interfaces/IProviderRegistry.sol";
 import {TryTransfer} from "./libraries/TryTransfer.sol";
 
 /// @title GasEscrow
@@ -23,7 +24,7 @@ import {TryTransfer} from "./libraries/TryTransfer.sol";
 /// A cooperatively settled channel keeps a Settled word instead (decision 0005, amendment for issue 12):
 /// when it settled and a fingerprint of the co-signed summary, so the payer can still dispute its receipts
 /// for `settledDisputeWindow` (refunded from the provider's SLA bond) and the id can never be opened again.
-contract GasEscrow is IGasEscrow, SealedRoles, EIP712, ReentrancyGuardTransient {
+contract GasEscrow is IGasEscrow, DisputableAssets, EIP712, ReentrancyGuardTransient {
     /*//////////////////////////////////////////////////////////////
                                CONSTANTS
     //////////////////////////////////////////////////////////////*/
@@ -70,6 +71,12 @@ contract GasEscrow is IGasEscrow, SealedRoles, EIP712, ReentrancyGuardTransient 
     /// @notice Hard cap on the routing fee: 10% of the provider's payout.
     uint16 public constant MAX_ROUTING_FEE_BPS = 1_000;
 
+    /// @notice How long after a cooperative close the provider's bond stays in the registry whatever unbonding it
+    /// requested (`IProviderRegistry.holdBond`): the longest settled-session dispute window the DisputeManager
+    /// accepts (`DisputeRules.MAX_SETTLED_DISPUTE_WINDOW`, 30 days). A case opened inside the window locks the
+    /// bond from then on, so the hold need only cover the window itself (decision 0006, amendment for issue 28).
+    uint64 public constant SETTLED_BOND_HOLD = 30 days;
+
     /// @notice After the window plus this long, a frozen session can be finalised even if its dispute cases
     /// were never resolved, so a broken or captured dispute contract cannot lock funds forever.
     uint256 public constant MAX_FREEZE_DURATION = 180 days;
@@ -110,6 +117,10 @@ contract GasEscrow is IGasEscrow, SealedRoles, EIP712, ReentrancyGuardTransient 
                                 STORAGE
     //////////////////////////////////////////////////////////////*/
 
+    /// @notice The registry holding providers' bonds, which answer for cooperatively settled sessions; this
+    /// escrow must hold its `HOLDER_ROLE`.
+    IProviderRegistry public immutable registry;
+
     mapping(bytes32 sessionId => uint256 word) private _channels;
 
     /// @dev When a session key was revoked on a session (0: never). Session keys are granted off-chain
@@ -121,6 +132,10 @@ contract GasEscrow is IGasEscrow, SealedRoles, EIP712, ReentrancyGuardTransient 
 
     /// @dev When each of a payer's epochs ended (`revokeAllSessionKeys`).
     mapping(address payer => mapping(uint64 epoch => uint40 endedAt)) private _epochEndedAt;
+
+    /// @dev Everything owed per asset (open and closing deposits, accrued fees, claimable payouts): the balance
+    /// above it is surplus (`sweep`). Only exact transfers are accepted at funding, so it is exact.
+    mapping(address asset => uint256 amount) private _liabilities;
 
     /// @dev Fees collected for the treasury per asset, not yet withdrawn.
     mapping(address asset => uint256 amount) private _accruedFees;
@@ -137,7 +152,12 @@ contract GasEscrow is IGasEscrow, SealedRoles, EIP712, ReentrancyGuardTransient 
     /// @param governance Receives the admin and governance roles.
     /// @param treasury Receives the routing fees.
     /// @param routingFeeBps Initial routing fee, at most MAX_ROUTING_FEE_BPS.
-    constructor(address governance, address treasury, uint16 routingFeeBps) EIP712("IOI GasEscrow", "1") {
+    /// @param registry_ The ProviderRegistry whose provider bonds answer for settled sessions (a contract).
+    constructor(address governance, address treasury, uint16 routingFeeBps, IProviderRegistry registry_)
+        EIP712("IOI GasEscrow", "1")
+    {
+        if (address(registry_).code.length == 0) revert RegistryNotContract(address(registry_));
+        registry = registry_;
         _grantRole(DEFAULT_ADMIN_ROLE, governance);
         _grantRole(GOVERNANCE_ROLE, governance);
         _setRoutingFee(routingFeeBps, treasury);
@@ -156,6 +176,7 @@ contract GasEscrow is IGasEscrow, SealedRoles, EIP712, ReentrancyGuardTransient 
         // anyone else (say, front-running in the same block) reverts instead of taking the id first.
         if (msg.sender != terms.funder) revert NotTheFunder(sessionId, msg.sender, terms.funder);
         if (_channels[sessionId] != 0) revert SessionExists(sessionId);
+        _requireDisputable(terms.asset);
 
         uint256 received = terms.asset == address(0) ? _receiveEth(amount) : _receiveToken(terms.asset, amount);
         if (received == 0) revert ZeroDeposit();
@@ -163,6 +184,7 @@ contract GasEscrow is IGasEscrow, SealedRoles, EIP712, ReentrancyGuardTransient 
 
         // The fee in force now is the channel's for life: governance cannot change a running channel's price.
         _channels[sessionId] = received | (uint256(_feeBps()) << _FEE_SHIFT);
+        _liabilities[terms.asset] += received;
         emit ChannelOpened(sessionId, terms.payer, terms.provider, terms.asset, openedAt, received);
     }
 
@@ -176,6 +198,8 @@ contract GasEscrow is IGasEscrow, SealedRoles, EIP712, ReentrancyGuardTransient 
         bytes32 sessionId = _sessionId(terms, openedAt);
         uint256 word = _requireOpen(sessionId);
         uint256 held = word & _DEPOSIT_MASK;
+        // Terms may have been withdrawn since the channel opened: no new money goes where no case can follow.
+        _requireDisputable(terms.asset);
 
         uint256 received = terms.asset == address(0) ? _receiveEth(amount) : _receiveToken(terms.asset, amount);
         if (received == 0) revert ZeroDeposit();
@@ -184,6 +208,7 @@ contract GasEscrow is IGasEscrow, SealedRoles, EIP712, ReentrancyGuardTransient 
         if (total > _DEPOSIT_MASK) revert DepositOverflow(sessionId, total);
 
         _channels[sessionId] = (word ^ held) | total;
+        _liabilities[terms.asset] += received;
         emit Deposited(sessionId, msg.sender, received, total);
     }
 
@@ -215,6 +240,7 @@ contract GasEscrow is IGasEscrow, SealedRoles, EIP712, ReentrancyGuardTransient 
         emit ChannelSettled(
             sessionId, CloseMode.Cooperative, finalSeq, finalReceiptRoot, toProvider, toFunder, fee
         );
+        _holdSettledBond(terms);
         _settle(terms, toProvider, fee, toFunder);
     }
 
@@ -483,12 +509,28 @@ contract GasEscrow is IGasEscrow, SealedRoles, EIP712, ReentrancyGuardTransient 
     }
 
     /// @inheritdoc IGasEscrow
+    function sweep(address asset) external nonReentrant returns (uint256 amount) {
+        uint256 balance = asset == address(0) ? address(this).balance : SafeTransferLib.balanceOf(asset, address(this));
+        uint256 owed = _liabilities[asset];
+        if (balance <= owed) return 0;
+        // Cannot underflow: balance > owed.
+        unchecked {
+            amount = balance - owed;
+        }
+        address treasury = address(uint160(_feeConfig));
+        emit SurplusSwept(asset, treasury, amount);
+        if (asset == address(0)) SafeTransferLib.forceSafeTransferETH(treasury, amount);
+        else SafeTransferLib.safeTransfer(asset, treasury, amount);
+    }
+
+    /// @inheritdoc IGasEscrow
     /// @dev Guarded like every token-moving path. ETH is never deferred (it is force-sent), but a claim of
     /// `address(0)` still works, so the function treats every asset alike.
     function claim(address asset) external nonReentrant returns (uint256 amount) {
         amount = _claimable[asset][msg.sender];
         if (amount == 0) return 0;
         _claimable[asset][msg.sender] = 0;
+        _liabilities[asset] -= amount;
         emit Claimed(asset, msg.sender, amount);
         if (asset == address(0)) {
             SafeTransferLib.forceSafeTransferETH(msg.sender, amount);
@@ -556,6 +598,11 @@ contract GasEscrow is IGasEscrow, SealedRoles, EIP712, ReentrancyGuardTransient 
     /// @inheritdoc IGasEscrow
     function claimableOf(address asset, address account) external view returns (uint256) {
         return _claimable[asset][account];
+    }
+
+    /// @inheritdoc IGasEscrow
+    function liabilitiesOf(address asset) external view returns (uint256) {
+        return _liabilities[asset];
     }
 
     /// @notice Fees accrued in `asset` and not yet withdrawn.
@@ -867,10 +914,14 @@ contract GasEscrow is IGasEscrow, SealedRoles, EIP712, ReentrancyGuardTransient 
     }
 
     /// @dev Reverts unless `grant` is the payer's delegation to the ticket's signer for this session, the
-    /// ticket is within its cap, and the key's grace has not run out (decision 0025). The grace after an
-    /// expiry or a revocation is the channel's challenge duration: a provider that stops accepting a key's
-    /// tickets when it sees the expiry or the revocation's block has that long to put its newest one on-chain,
-    /// so no ticket it accepted before it could know is lost. The capabilities are not checkable here.
+    /// ticket is within its cap, and no revocation's grace has run out (decision 0025). The grace after a
+    /// revocation is the channel's challenge duration: a provider that stops accepting a key's tickets when it
+    /// sees the revocation's block has that long to put its newest one on-chain, so no ticket it accepted
+    /// before it could know is lost. The grant's expiry is not judged here (decision 0025, amendment for issue
+    /// 28): it bounds when the key may sign, which the provider checks by its clock before any work, and the
+    /// chain cannot tell when a ticket was signed — refusing an expired key's tickets at submission would let
+    /// a payer who simply waits close at seq 0 and take back work the key paid for. A revocation, which is a
+    /// public event a watcher reacts to, ends the key on-chain. The capabilities are not checkable here.
     function _requireKeyTicket(
         bytes32 sessionId,
         ChannelTerms calldata terms,
@@ -898,8 +949,7 @@ contract GasEscrow is IGasEscrow, SealedRoles, EIP712, ReentrancyGuardTransient 
             revert SessionKeySpendCapExceeded(key, ticket.cumulativeAmount, grant.spendCap);
         }
         uint256 grace = terms.challengeDuration;
-        // uint256 sums: an expiry near 2^64 plus the grace cannot wrap.
-        if (block.timestamp >= uint256(grant.expiry) + grace) revert SessionKeyExpired(key, grant.expiry);
+        // uint256 sums below: a time near 2^40 plus the grace cannot wrap.
         uint40 revokedAt = _keyRevokedAt[sessionId][key];
         if (revokedAt != 0 && block.timestamp >= uint256(revokedAt) + grace) revert RevokedSessionKey(key, revokedAt);
         uint64 currentEpoch = _keyEpochs[terms.payer];
@@ -955,8 +1005,8 @@ contract GasEscrow is IGasEscrow, SealedRoles, EIP712, ReentrancyGuardTransient 
         return amount;
     }
 
-    /// @dev Pulls `amount` of `token` from the caller and returns what actually arrived, so that a
-    /// fee-on-transfer token credits the channel with the net amount rather than over-crediting it.
+    /// @dev Pulls `amount` of `token` from the caller; reverts (`TransferAmountMismatch`) unless exactly
+    /// `amount` arrived: a fee-on-transfer token is refused, not credited net (issue 28).
     /// The transfer happens before the channel's word is written; the guard keeps a hostile token from
     /// re-entering in between.
     function _receiveToken(address token, uint256 amount) private nonReentrant returns (uint256) {
@@ -964,7 +1014,19 @@ contract GasEscrow is IGasEscrow, SealedRoles, EIP712, ReentrancyGuardTransient 
         if (amount == 0) return 0;
         uint256 before = SafeTransferLib.balanceOf(token, address(this));
         SafeTransferLib.safeTransferFrom(token, msg.sender, address(this), amount);
-        return SafeTransferLib.balanceOf(token, address(this)) - before;
+        uint256 received = SafeTransferLib.balanceOf(token, address(this)) - before;
+        _requireExact(token, amount, received);
+        return received;
+    }
+
+    /// @dev The payer may dispute a cooperative summary's receipts for the settled-session window, refunded from
+    /// the provider's bond: the registry keeps that bond until then, whatever unbonding was requested before.
+    function _holdSettledBond(ChannelTerms calldata terms) private {
+        (, address provider,,) = _parties(terms);
+        // Cannot overflow: block.timestamp + 30 days is far below 2^64.
+        unchecked {
+            registry.holdBond(IProviderRegistry.Role.Provider, provider, uint64(block.timestamp + SETTLED_BOND_HOLD));
+        }
     }
 
     /// @dev Books the fee and sends both payouts; called after the channel's word is settled (deleted, or
@@ -980,19 +1042,23 @@ contract GasEscrow is IGasEscrow, SealedRoles, EIP712, ReentrancyGuardTransient 
     /// anyway through a self-destructing forwarder), so a hostile party cannot block the other's payout.
     /// An ERC-20 transfer that fails is credited to the recipient's claimable balance instead (decision
     /// 0016), so one blocklisted recipient never blocks the other's payout or its own refund of the rest.
+    /// Every caller pays something owed, so a payout that leaves lowers the asset's liabilities; a deferred one
+    /// stays owed (claimable).
     function _pay(address asset, address to, uint256 amount) private {
         if (amount == 0) return;
         if (asset == address(0)) {
             SafeTransferLib.forceSafeTransferETH(to, amount);
-        } else {
-            _payToken(asset, to, amount);
+        } else if (!_payToken(asset, to, amount)) {
+            return;
         }
+        _liabilities[asset] -= amount;
     }
 
     /// @dev The one place a payout is deferred: the credit is written after the failed call, inside the
     /// guard, so a token re-entering during the attempt cannot claim or pay anything in between.
-    function _payToken(address token, address to, uint256 amount) private nonReentrant {
-        if (!TryTransfer.tryTransfer(token, to, amount)) {
+    function _payToken(address token, address to, uint256 amount) private nonReentrant returns (bool paid) {
+        paid = TryTransfer.tryTransfer(token, to, amount);
+        if (!paid) {
             _claimable[token][to] += amount;
             emit PayoutDeferred(token, to, amount);
         }
@@ -1003,7 +1069,7 @@ contract GasEscrow is IGasEscrow, SealedRoles, EIP712, ReentrancyGuardTransient 
         return false;
     }
 
-    /// @dev `DISPUTE_ROLE` seals (`SealedRoles`).
+    /// @dev `DISPUTE_ROLE` seals (`SealedRoles`); sealing also needs the dispute terms source (`DisputableAssets`).
     function _isWiringRole(bytes32 role) internal pure override returns (bool) {
         return role == DISPUTE_ROLE;
     }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity 0.8.28;
 
-import {SealedRoles} from "./governance/SealedRoles.sol";
+import {DisputableAssets} from "./governance/DisputableAssets.sol";
 import {SafeTransferLib} from "solady/src/utils/SafeTransferLib.sol";
 import {ReentrancyGuardTransient} from "solady/src/utils/ReentrancyGuardTransient.sol";
 import {IGigEscrow} from "./interfaces/IGigEscrow.sol";
@@ -24,7 +24,7 @@ import {TryTransfer} from "./libraries/TryTransfer.sol";
 ///
 /// Roles: `DEFAULT_ADMIN_ROLE` goes to the `governance` address given to the constructor, which later grants
 /// `DISPUTE_ROLE` to the DisputeManager.
-contract GigEscrow is IGigEscrow, SealedRoles, ReentrancyGuardTransient {
+contract GigEscrow is IGigEscrow, DisputableAssets, ReentrancyGuardTransient {
     /*//////////////////////////////////////////////////////////////
                                CONSTANTS
     //////////////////////////////////////////////////////////////*/
@@ -156,6 +156,7 @@ contract GigEscrow is IGigEscrow, SealedRoles, ReentrancyGuardTransient {
             revert DisputeWindowOutOfRange(disputeWindow, MIN_DISPUTE_WINDOW, MAX_DISPUTE_WINDOW);
         }
 
+        _requireDisputable(asset);
         uint256 received = asset == address(0) ? _receiveEth(amount) : _receiveToken(asset, amount);
         if (received == 0 || received > type(uint128).max) revert AmountReceivedOutOfRange(received);
 
@@ -415,13 +416,14 @@ contract GigEscrow is IGigEscrow, SealedRoles, ReentrancyGuardTransient {
         return amount;
     }
 
-    /// @dev Pulls `amount` of `token` from the caller and returns what actually arrived, so that a
-    /// fee-on-transfer token escrows the net amount rather than over-crediting the gig.
-    function _receiveToken(address token, uint256 amount) private returns (uint256) {
+    /// @dev Pulls `amount` of `token` from the caller; reverts (`TransferAmountMismatch`) unless exactly
+    /// `amount` arrived: a fee-on-transfer token could never back a case (`BondShortfall`), so it is refused.
+    function _receiveToken(address token, uint256 amount) private returns (uint256 received) {
         if (msg.value != 0) revert UnexpectedEth(msg.value);
         uint256 before = SafeTransferLib.balanceOf(token, address(this));
         SafeTransferLib.safeTransferFrom(token, msg.sender, address(this), amount);
-        return SafeTransferLib.balanceOf(token, address(this)) - before;
+        received = SafeTransferLib.balanceOf(token, address(this)) - before;
+        _requireExact(token, amount, received);
     }
 
     /// @dev Sends a payout after all state changes. ETH is force-sent (a recipient that reverts receives it
@@ -443,7 +445,7 @@ contract GigEscrow is IGigEscrow, SealedRoles, ReentrancyGuardTransient {
         return false;
     }
 
-    /// @dev `DISPUTE_ROLE` seals (`SealedRoles`).
+    /// @dev `DISPUTE_ROLE` seals (`SealedRoles`); sealing also needs the dispute terms source (`DisputableAssets`).
     function _isWiringRole(bytes32 role) internal pure override returns (bool) {
         return role == DISPUTE_ROLE;
     }

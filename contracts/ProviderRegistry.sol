@@ -46,6 +46,10 @@ contract ProviderRegistry is IProviderRegistry, SealedRoles, ReentrancyGuardTran
     /// @notice May lock and unlock bonds against liabilities; meant for the DisputeManager and the GigEscrow.
     bytes32 public constant LOCKER_ROLE = keccak256("LOCKER_ROLE");
 
+    /// @notice May hold bonds until a time (`holdBond`); meant for the GasEscrow, whose cooperatively settled
+    /// sessions stay disputable — refunded from the provider's bond — for a window after they paid out.
+    bytes32 public constant HOLDER_ROLE = keccak256("HOLDER_ROLE");
+
     /// @notice Most arbitrators the pool holds (removed members count until pruned): a draw reads the whole pool
     /// (two words per member), which bounds the draw's gas. A sortition sum tree (Kleros) is the way past this bound.
     uint256 public constant MAX_POOL = 64;
@@ -105,6 +109,9 @@ contract ProviderRegistry is IProviderRegistry, SealedRoles, ReentrancyGuardTran
 
     /// @dev Liabilities holding each bond (see `lockBond`).
     mapping(Role role => mapping(address account => uint256)) private _locks;
+
+    /// @dev Before when each bond cannot be withdrawn (see `holdBond`); uint64 seconds never wrap.
+    mapping(Role role => mapping(address account => uint64)) private _heldUntil;
 
     /// @dev The arbitrator pool and each member's position in it plus one (zero: not in the pool). A removed
     /// member stays until pruned (`prune`), marked by the block of its removal.
@@ -376,6 +383,15 @@ contract ProviderRegistry is IProviderRegistry, SealedRoles, ReentrancyGuardTran
     }
 
     /// @inheritdoc IProviderRegistry
+    /// @dev A time, not a count: a settlement's window ends by itself, with no transaction to release it, and the
+    /// latest window covers every earlier one.
+    function holdBond(Role role, address account, uint64 until) external onlyRole(HOLDER_ROLE) {
+        if (until <= _heldUntil[role][account]) return;
+        _heldUntil[role][account] = until;
+        emit BondHeld(role, account, until);
+    }
+
+    /// @inheritdoc IProviderRegistry
     function unlockBond(Role role, address account) external onlyRole(LOCKER_ROLE) {
         uint256 locks = _locks[role][account];
         if (locks == 0) revert BondNotLocked(role, account);
@@ -450,8 +466,13 @@ contract ProviderRegistry is IProviderRegistry, SealedRoles, ReentrancyGuardTran
     }
 
     /// @inheritdoc IProviderRegistry
+    /// @dev A pending bond under a hold (`holdBond`) is still Unbonding until the hold ends.
     function unbondPhaseOf(Role role, address account) external view returns (UnbondPhase) {
-        return _unbondPhase(_bonds[role][account]);
+        UnbondPhase phase = _unbondPhase(_bonds[role][account]);
+        if (phase == UnbondPhase.Withdrawable && block.timestamp < _heldUntil[role][account]) {
+            return UnbondPhase.Unbonding;
+        }
+        return phase;
     }
 
     /// @inheritdoc IProviderRegistry
@@ -467,6 +488,11 @@ contract ProviderRegistry is IProviderRegistry, SealedRoles, ReentrancyGuardTran
     /// @inheritdoc IProviderRegistry
     function locksOf(Role role, address account) external view returns (uint256) {
         return _locks[role][account];
+    }
+
+    /// @inheritdoc IProviderRegistry
+    function heldUntilOf(Role role, address account) external view returns (uint64) {
+        return _heldUntil[role][account];
     }
 
     /// @inheritdoc IProviderRegistry
@@ -609,10 +635,14 @@ contract ProviderRegistry is IProviderRegistry, SealedRoles, ReentrancyGuardTran
         return block.timestamp < b.unlockAt ? UnbondPhase.Unbonding : UnbondPhase.Withdrawable;
     }
 
+    /// @dev The hold is checked after the delay, so each error names the constraint that binds: a bond whose
+    /// delay has passed but that still answers for a settled session is `BondHeldUntil`.
     function _requireWithdrawable(Role role, address account, Bond memory b) private view {
         UnbondPhase phase = _unbondPhase(b);
         if (phase == UnbondPhase.None) revert NothingToWithdraw(role, account);
         if (phase == UnbondPhase.Unbonding) revert UnbondingNotElapsed(role, account, b.unlockAt, block.timestamp);
+        uint64 heldUntil = _heldUntil[role][account];
+        if (block.timestamp < heldUntil) revert BondHeldUntil(role, account, heldUntil, block.timestamp);
     }
 
     function _setMinimums(uint256 minProviderBond_, uint256 minArbitratorStake_) private {
@@ -652,8 +682,8 @@ contract ProviderRegistry is IProviderRegistry, SealedRoles, ReentrancyGuardTran
         return false;
     }
 
-    /// @dev `SLASHER_ROLE`, `LOCKER_ROLE` seal (`SealedRoles`).
+    /// @dev `SLASHER_ROLE`, `LOCKER_ROLE`, `HOLDER_ROLE` seal (`SealedRoles`).
     function _isWiringRole(bytes32 role) internal pure override returns (bool) {
-        return role == SLASHER_ROLE || role == LOCKER_ROLE;
+        return role == SLASHER_ROLE || role == LOCKER_ROLE || role == HOLDER_ROLE;
     }
 }

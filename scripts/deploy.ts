@@ -13,7 +13,7 @@
  * scheduling a call and executing it; IOI_GOVERNANCE (default: the deployer) is its only proposer and executor
  * and nobody administers it but itself. The deployer grants the wiring roles — DISPUTE_ROLE on both escrows to
  * the DisputeManager, SLASHER_ROLE and LOCKER_ROLE on the registry to the DisputeManager, LOCKER_ROLE to the
- * GigEscrow — sets the DisputeManager's asset terms, hands DEFAULT_ADMIN_ROLE of both escrows and the registry
+ * GigEscrow, HOLDER_ROLE on the registry to the GasEscrow — sets the DisputeManager's asset terms, hands DEFAULT_ADMIN_ROLE of both escrows and the registry
  * and GOVERNANCE_ROLE of the GasEscrow and the registry (the GigEscrow has none) to the timelock and renounces its own. The DisputeManager's immutable governance is
  * the timelock. Every later governance call (admitting an arbitrator, new parameters) goes through
  * `scripts/timelock.ts`: schedule, wait out the delay, execute.
@@ -118,7 +118,6 @@ export async function deployAll(hre: HardhatRuntimeEnvironment): Promise<Deploym
   const timelock = await deploy("Timelock", [BigInt(timelockDelay), [governance], [governance], zeroAddress]);
   const laborGas = await deploy("LaborGas", [me]);
   // The deployer governs the three role-based contracts only until it has wired them; then the timelock does.
-  const gasEscrow = await deploy("GasEscrow", [me, treasury, routingFeeBps]);
   // Bonds in LaborGas. Live gigs, open cases and panel seats lock the bonds they concern; the unbonding delay
   // (30 days, the registry's minimum) covers the windows in which a case can still be opened without a lock
   // (decision 0014).
@@ -129,6 +128,8 @@ export async function deployAll(hre: HardhatRuntimeEnvironment): Promise<Deploym
     parseEther(process.env.IOI_MIN_ARBITRATOR_STAKE ?? "1000"),
     BigInt(30 * DAY),
   ]);
+  // The GasEscrow holds providers' bonds in the registry for the dispute window of each cooperative settlement.
+  const gasEscrow = await deploy("GasEscrow", [me, treasury, routingFeeBps, providerRegistry.address]);
   const gigEscrow = await deploy("GigEscrow", [me, providerRegistry.address]);
   const randomness = await deploy("BlockhashRandomness", [BigInt(randomnessDelayBlocks)]);
   const panels = await deploy("Panels", []);
@@ -167,6 +168,12 @@ export async function deployAll(hre: HardhatRuntimeEnvironment): Promise<Deploym
   await call("ProviderRegistry", providerRegistry.address, "grantRole", [slasher, disputeManager.address]);
   await call("ProviderRegistry", providerRegistry.address, "grantRole", [locker, disputeManager.address]);
   await call("ProviderRegistry", providerRegistry.address, "grantRole", [locker, gigEscrow.address]);
+  // The GasEscrow keeps a provider's bond from being withdrawn inside a settled session's dispute window.
+  const holder = await role("ProviderRegistry", providerRegistry.address, "HOLDER_ROLE");
+  await call("ProviderRegistry", providerRegistry.address, "grantRole", [holder, gasEscrow.address]);
+  // Both escrows read asset terms from the DisputeManager and refuse to hold an asset without them (issue 28).
+  await call("GasEscrow", gasEscrow.address, "setDisputeTermsSource", [disputeManager.address]);
+  await call("GigEscrow", gigEscrow.address, "setDisputeTermsSource", [disputeManager.address]);
   // Sealed for good: from here on nobody, governance included, can grant or revoke these roles (decision 0014).
   await call("GasEscrow", gasEscrow.address, "sealRoles", []);
   await call("GigEscrow", gigEscrow.address, "sealRoles", []);

@@ -35,7 +35,12 @@ export async function measureGas(): Promise<GasReport> {
   const payer = account(2);
   const provider = account(3);
   const sessionKey = account(7);
-  const escrow = await hre.viem.deployContract("GasEscrow", [governance.account.address, treasury.account.address, 0]);
+  // The GasEscrow holds a settled provider's bond in this registry (HOLDER_ROLE), as deployed.
+  const UNBONDING_DELAY = 30n * 24n * 3600n;
+  const token = await hre.viem.deployContract("LaborGas", [governance.account.address]);
+  const registry = await hre.viem.deployContract("ProviderRegistry", [governance.account.address, token.address, parseEther("100"), parseEther("1000"), UNBONDING_DELAY]);
+  const escrow = await hre.viem.deployContract("GasEscrow", [governance.account.address, treasury.account.address, 0, registry.address]);
+  await registry.write.grantRole([await registry.read.HOLDER_ROLE(), escrow.address], { account: governance.account });
   const domain = gasEscrowDomain({ chainId: await publicClient.getChainId(), verifyingContract: escrow.address });
   const report: GasReport = {};
   const gasOf = async (label: string, hash: Hash) => {
@@ -121,9 +126,6 @@ export async function measureGas(): Promise<GasReport> {
 
   // ProviderRegistry: bonds in LaborGas; the provider account registers, bonds, unbonds (30 days, the
   // minimum), is slashed; an arbitrator registers, stakes and is admitted (by governance, here an account).
-  const UNBONDING_DELAY = 30n * 24n * 3600n;
-  const token = await hre.viem.deployContract("LaborGas", [governance.account.address]);
-  const registry = await hre.viem.deployContract("ProviderRegistry", [governance.account.address, token.address, parseEther("100"), parseEther("1000"), UNBONDING_DELAY]);
   const PROVIDER = 0;
   const ARBITRATOR = 1;
   const UNBONDING_DAYS = 30;

@@ -13,6 +13,7 @@ abstract contract SealedRoles is ISealedRoles, AccessControl {
     /// @inheritdoc ISealedRoles
     function sealRoles() external onlyRole(DEFAULT_ADMIN_ROLE) {
         if (_rolesSealed) return;
+        _beforeSeal();
         _rolesSealed = true;
         emit RolesSealed(msg.sender);
     }
@@ -24,6 +25,14 @@ abstract contract SealedRoles is ISealedRoles, AccessControl {
 
     /// @dev The roles that seal.
     function _isWiringRole(bytes32 role) internal pure virtual returns (bool);
+
+    /// @dev Reverts (`WiringIncomplete`) if the contract's other wiring is not set: a sealed contract is complete.
+    function _beforeSeal() internal view virtual {}
+
+    /// @dev Reverts with `WiringSealed` once sealed: guards wiring that is not a role.
+    function _requireUnsealed() internal view {
+        if (_rolesSealed) revert WiringSealed();
+    }
 
     function _grantRole(bytes32 role, address account) internal virtual override returns (bool) {
         if (_rolesSealed && _isWiringRole(role)) revert RoleSealed(role);

@@ -43,8 +43,9 @@ interface IGasEscrow {
     }
 
     /// @notice A payer's EIP-712 `SessionKey` delegation (decision 0025): `key` may sign this session's
-    /// tickets for cumulative amounts up to `spendCap` until `expiry`, paying only for the MCP methods whose
-    /// set hashes to `capabilities`; it lives in the payer's revocation epoch `epoch`. It is never stored:
+    /// tickets for cumulative amounts up to `spendCap` until `expiry` (what it signed by then stays payable),
+    /// paying only for the MCP methods whose set hashes to `capabilities`; it lives in the payer's revocation
+    /// epoch `epoch`. It is never stored:
     /// the provider checks it off-chain with no transaction, and a key-signed ticket carries it on-chain.
     /// @dev The session id is not a field: it comes from the channel's terms. `capabilities` cannot be
     /// checked here (a ticket does not name the method it pays for); providers and Lane 0 check it.
@@ -163,6 +164,10 @@ interface IGasEscrow {
     /// credited to its claimable balance, announced by a `PayoutDeferred` in the same transaction).
     event FeesWithdrawn(address indexed asset, address indexed treasury, uint256 amount);
 
+    /// @notice `amount` of `asset` that the escrow held beyond everything it owes (a direct transfer, a token
+    /// that credited it, ETH forced in) was sent to the treasury.
+    event SurplusSwept(address indexed asset, address indexed treasury, uint256 amount);
+
     /// @notice A payout of `amount` of the ERC-20 `asset` to `account` reverted (a blocklist, a paused
     /// token); it was credited to `account`'s claimable balance instead, so nobody else's payout waits.
     /// The same event is declared by GigEscrow and the DisputeManager.
@@ -257,12 +262,11 @@ interface IGasEscrow {
     /// or `challengeWithKey`, with its grant).
     error UnauthorizedTicketSigner(bytes32 sessionId, address signer);
 
+    /// @notice The registry given to the constructor holds no code.
+    error RegistryNotContract(address registry);
+
     /// @notice The grant was not signed by the session's payer (`signer` recovered instead).
     error UnauthorizedSessionKey(bytes32 sessionId, address key, address signer);
-
-    /// @notice The session key expired at `expiry` and the grace after it (the channel's challenge
-    /// duration) has passed too, so its tickets no longer settle.
-    error SessionKeyExpired(address key, uint64 expiry);
 
     /// @notice The session key was revoked at `revokedAt` and the grace after it (the channel's challenge
     /// duration) has passed, so its tickets no longer settle.
@@ -348,9 +352,10 @@ interface IGasEscrow {
     /// @notice `closeUnilateral` with a ticket signed by a session key, which `grant` (signed by the payer)
     /// authorises. Requirements as `closeUnilateral`, and: `ticket.seq > 0`; the grant names this session's
     /// payer as signer and the ticket's signer as key; the amount is within its cap; it is not in an epoch
-    /// the payer has not reached; and now is before `expiry + challengeDuration` and before
-    /// `revokedAt + challengeDuration` for any revocation of the key (decision 0025: tickets the provider
-    /// accepted before it could know of an expiry or revocation still settle).
+    /// the payer has not reached; and now is before `revokedAt + challengeDuration` for any revocation of the
+    /// key or its epoch (decision 0025: tickets the provider accepted before it could know of a revocation
+    /// still settle). The grant's `expiry` is not checked: it bounds signing, which the provider checks before
+    /// any work; what a key signed stays payable after it expires (decision 0025, amendment for issue 28).
     function closeUnilateralWithKey(
         ChannelTerms calldata terms,
         uint64 openedAt,
@@ -421,6 +426,15 @@ interface IGasEscrow {
     /// @notice Sends the accrued fees in `asset` to the treasury. Anyone may call. If the token refuses the
     /// transfer, the fees are credited to the treasury's claimable balance (`PayoutDeferred`).
     function withdrawFees(address asset) external;
+
+    /// @notice Sends the treasury whatever the escrow holds in `asset` beyond what it owes (open and closing
+    /// deposits, accrued fees, claimable payouts: `liabilitiesOf`). Anyone may call; nothing owed can move.
+    /// Returns 0 (no-op) when there is no surplus, including when a token's balance fell below what is owed.
+    function sweep(address asset) external returns (uint256 amount);
+
+    /// @notice Everything the escrow owes in `asset`: deposits of open and closing channels, fees accrued for
+    /// the treasury, and payouts deferred to `claim`.
+    function liabilitiesOf(address asset) external view returns (uint256);
 
     /// @notice Pays the caller its claimable balance of `asset` (payouts the token refused earlier).
     /// A zero balance is a no-op; a transfer that still fails reverts and leaves the balance in place.

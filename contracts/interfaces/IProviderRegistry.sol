@@ -154,6 +154,10 @@ interface IProviderRegistry {
     /// @notice One liability on `account`'s bond in `role` ended; `locks` remain.
     event BondUnlocked(Role indexed role, address indexed account, uint256 locks);
 
+    /// @notice `account`'s bond in `role` cannot be withdrawn before `heldUntil` (a settled session it answers
+    /// for is still disputable until then).
+    event BondHeld(Role indexed role, address indexed account, uint64 heldUntil);
+
 
     /*//////////////////////////////////////////////////////////////
                                  ERRORS
@@ -207,6 +211,10 @@ interface IProviderRegistry {
 
     /// @notice The pending bond unlocks at `unlockAt`; it is only `timestamp` now.
     error UnbondingNotElapsed(Role role, address account, uint256 unlockAt, uint256 timestamp);
+
+    /// @notice The bond still answers for something settled (a cooperatively settled session in its dispute
+    /// window) until `heldUntil`; it is only `timestamp` now. Whatever was requested before, it stays.
+    error BondHeldUntil(Role role, address account, uint256 heldUntil, uint256 timestamp);
 
     /// @notice A slash of `amount` exceeds everything `account` holds for `role` (`held` = active + pending).
     error SlashExceedsBond(Role role, address account, uint256 amount, uint256 held);
@@ -345,6 +353,11 @@ interface IProviderRegistry {
     /// @notice Ends one liability added by `lockBond`. Only LOCKER_ROLE.
     function unlockBond(Role role, address account) external;
 
+    /// @notice Keeps `account`'s bond in `role` from being withdrawn before `until` (only ever later: an earlier
+    /// time is a no-op). Only HOLDER_ROLE (the GasEscrow, for the dispute window of each session it settled
+    /// cooperatively). Slashing is unaffected; a pending unbond stays pending and slashable until then.
+    function holdBond(Role role, address account, uint64 until) external;
+
 
     /*//////////////////////////////////////////////////////////////
                                   VIEWS
@@ -389,6 +402,9 @@ interface IProviderRegistry {
 
     /// @notice How many liabilities hold `account`'s bond in `role`.
     function locksOf(Role role, address account) external view returns (uint256);
+
+    /// @notice The time before which `account`'s bond in `role` cannot be withdrawn (0: no hold).
+    function heldUntilOf(Role role, address account) external view returns (uint64);
 
     /// @notice Whether `account` is in the arbitrator pool.
     function isAdmitted(address account) external view returns (bool);

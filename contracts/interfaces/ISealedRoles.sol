@@ -14,6 +14,12 @@ interface ISealedRoles {
     /// @notice `role` is sealed: it can no longer be granted or revoked.
     error RoleSealed(bytes32 role);
 
+    /// @notice The wiring is sealed: the contract's other wiring (its dispute-terms source) can no longer change.
+    error WiringSealed();
+
+    /// @notice `sealRoles` before the wiring is complete: `what` is not set yet.
+    error WiringIncomplete(string what);
+
     /// @notice Seals the wiring roles for good (idempotent). Only `DEFAULT_ADMIN_ROLE`.
     function sealRoles() external;
 

@@ -16,6 +16,11 @@ export const gasEscrowAbi = [
         "internalType": "uint16",
         "name": "routingFeeBps",
         "type": "uint16"
+      },
+      {
+        "internalType": "contract IProviderRegistry",
+        "name": "registry_",
+        "type": "address"
       }
     ],
     "stateMutability": "nonpayable",
@@ -61,6 +66,17 @@ export const gasEscrowAbi = [
       }
     ],
     "name": "AmountExceedsDeposit",
+    "type": "error"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "address",
+        "name": "asset",
+        "type": "address"
+      }
+    ],
+    "name": "AssetWithoutDisputeTerms",
     "type": "error"
   },
   {
@@ -371,6 +387,17 @@ export const gasEscrowAbi = [
     "inputs": [
       {
         "internalType": "address",
+        "name": "registry",
+        "type": "address"
+      }
+    ],
+    "name": "RegistryNotContract",
+    "type": "error"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "address",
         "name": "key",
         "type": "address"
       },
@@ -440,22 +467,6 @@ export const gasEscrowAbi = [
       }
     ],
     "name": "SessionKeyEpochAhead",
-    "type": "error"
-  },
-  {
-    "inputs": [
-      {
-        "internalType": "address",
-        "name": "key",
-        "type": "address"
-      },
-      {
-        "internalType": "uint64",
-        "name": "expiry",
-        "type": "uint64"
-      }
-    ],
-    "name": "SessionKeyExpired",
     "type": "error"
   },
   {
@@ -573,6 +584,27 @@ export const gasEscrowAbi = [
   {
     "inputs": [
       {
+        "internalType": "address",
+        "name": "asset",
+        "type": "address"
+      },
+      {
+        "internalType": "uint256",
+        "name": "amount",
+        "type": "uint256"
+      },
+      {
+        "internalType": "uint256",
+        "name": "received",
+        "type": "uint256"
+      }
+    ],
+    "name": "TransferAmountMismatch",
+    "type": "error"
+  },
+  {
+    "inputs": [
+      {
         "internalType": "bytes32",
         "name": "sessionId",
         "type": "bytes32"
@@ -616,6 +648,22 @@ export const gasEscrowAbi = [
       }
     ],
     "name": "UnexpectedEth",
+    "type": "error"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "string",
+        "name": "what",
+        "type": "string"
+      }
+    ],
+    "name": "WiringIncomplete",
+    "type": "error"
+  },
+  {
+    "inputs": [],
+    "name": "WiringSealed",
     "type": "error"
   },
   {
@@ -937,6 +985,19 @@ export const gasEscrowAbi = [
   },
   {
     "anonymous": false,
+    "inputs": [
+      {
+        "indexed": true,
+        "internalType": "address",
+        "name": "source",
+        "type": "address"
+      }
+    ],
+    "name": "DisputeTermsSourceSet",
+    "type": "event"
+  },
+  {
+    "anonymous": false,
     "inputs": [],
     "name": "EIP712DomainChanged",
     "type": "event"
@@ -1180,6 +1241,31 @@ export const gasEscrowAbi = [
     "type": "event"
   },
   {
+    "anonymous": false,
+    "inputs": [
+      {
+        "indexed": true,
+        "internalType": "address",
+        "name": "asset",
+        "type": "address"
+      },
+      {
+        "indexed": true,
+        "internalType": "address",
+        "name": "treasury",
+        "type": "address"
+      },
+      {
+        "indexed": false,
+        "internalType": "uint256",
+        "name": "amount",
+        "type": "uint256"
+      }
+    ],
+    "name": "SurplusSwept",
+    "type": "event"
+  },
+  {
     "inputs": [],
     "name": "DEFAULT_ADMIN_ROLE",
     "outputs": [
@@ -1317,6 +1403,19 @@ export const gasEscrowAbi = [
         "internalType": "bytes32",
         "name": "",
         "type": "bytes32"
+      }
+    ],
+    "stateMutability": "view",
+    "type": "function"
+  },
+  {
+    "inputs": [],
+    "name": "SETTLED_BOND_HOLD",
+    "outputs": [
+      {
+        "internalType": "uint64",
+        "name": "",
+        "type": "uint64"
       }
     ],
     "stateMutability": "view",
@@ -2366,6 +2465,19 @@ export const gasEscrowAbi = [
   },
   {
     "inputs": [],
+    "name": "disputeTermsSource",
+    "outputs": [
+      {
+        "internalType": "contract IAssetTerms",
+        "name": "",
+        "type": "address"
+      }
+    ],
+    "stateMutability": "view",
+    "type": "function"
+  },
+  {
+    "inputs": [],
     "name": "eip712Domain",
     "outputs": [
       {
@@ -2822,6 +2934,25 @@ export const gasEscrowAbi = [
   {
     "inputs": [
       {
+        "internalType": "address",
+        "name": "asset",
+        "type": "address"
+      }
+    ],
+    "name": "liabilitiesOf",
+    "outputs": [
+      {
+        "internalType": "uint256",
+        "name": "",
+        "type": "uint256"
+      }
+    ],
+    "stateMutability": "view",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
         "components": [
           {
             "internalType": "address",
@@ -2899,6 +3030,19 @@ export const gasEscrowAbi = [
         "internalType": "enum IGasEscrow.Phase",
         "name": "",
         "type": "uint8"
+      }
+    ],
+    "stateMutability": "view",
+    "type": "function"
+  },
+  {
+    "inputs": [],
+    "name": "registry",
+    "outputs": [
+      {
+        "internalType": "contract IProviderRegistry",
+        "name": "",
+        "type": "address"
       }
     ],
     "stateMutability": "view",
@@ -3199,6 +3343,19 @@ export const gasEscrowAbi = [
   {
     "inputs": [
       {
+        "internalType": "contract IAssetTerms",
+        "name": "source",
+        "type": "address"
+      }
+    ],
+    "name": "setDisputeTermsSource",
+    "outputs": [],
+    "stateMutability": "nonpayable",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
         "internalType": "uint16",
         "name": "feeBps",
         "type": "uint16"
@@ -3343,6 +3500,25 @@ export const gasEscrowAbi = [
       }
     ],
     "stateMutability": "view",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "address",
+        "name": "asset",
+        "type": "address"
+      }
+    ],
+    "name": "sweep",
+    "outputs": [
+      {
+        "internalType": "uint256",
+        "name": "amount",
+        "type": "uint256"
+      }
+    ],
+    "stateMutability": "nonpayable",
     "type": "function"
   },
   {

@@ -51,6 +51,17 @@ export const gigEscrowAbi = [
   {
     "inputs": [
       {
+        "internalType": "address",
+        "name": "asset",
+        "type": "address"
+      }
+    ],
+    "name": "AssetWithoutDisputeTerms",
+    "type": "error"
+  },
+  {
+    "inputs": [
+      {
         "internalType": "uint64",
         "name": "gigId",
         "type": "uint64"
@@ -264,6 +275,27 @@ export const gigEscrowAbi = [
   {
     "inputs": [
       {
+        "internalType": "address",
+        "name": "asset",
+        "type": "address"
+      },
+      {
+        "internalType": "uint256",
+        "name": "amount",
+        "type": "uint256"
+      },
+      {
+        "internalType": "uint256",
+        "name": "received",
+        "type": "uint256"
+      }
+    ],
+    "name": "TransferAmountMismatch",
+    "type": "error"
+  },
+  {
+    "inputs": [
+      {
         "internalType": "uint256",
         "name": "value",
         "type": "uint256"
@@ -281,6 +313,22 @@ export const gigEscrowAbi = [
       }
     ],
     "name": "UnknownGig",
+    "type": "error"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "string",
+        "name": "what",
+        "type": "string"
+      }
+    ],
+    "name": "WiringIncomplete",
+    "type": "error"
+  },
+  {
+    "inputs": [],
+    "name": "WiringSealed",
     "type": "error"
   },
   {
@@ -347,6 +395,19 @@ export const gigEscrowAbi = [
       }
     ],
     "name": "Claimed",
+    "type": "event"
+  },
+  {
+    "anonymous": false,
+    "inputs": [
+      {
+        "indexed": true,
+        "internalType": "address",
+        "name": "source",
+        "type": "address"
+      }
+    ],
+    "name": "DisputeTermsSourceSet",
     "type": "event"
   },
   {
@@ -878,6 +939,19 @@ export const gigEscrowAbi = [
     "type": "function"
   },
   {
+    "inputs": [],
+    "name": "disputeTermsSource",
+    "outputs": [
+      {
+        "internalType": "contract IAssetTerms",
+        "name": "",
+        "type": "address"
+      }
+    ],
+    "stateMutability": "view",
+    "type": "function"
+  },
+  {
     "inputs": [
       {
         "internalType": "uint64",
@@ -1291,6 +1365,19 @@ export const gigEscrowAbi = [
   {
     "inputs": [],
     "name": "sealRoles",
+    "outputs": [],
+    "stateMutability": "nonpayable",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "contract IAssetTerms",
+        "name": "source",
+        "type": "address"
+      }
+    ],
+    "name": "setDisputeTermsSource",
     "outputs": [],
     "stateMutability": "nonpayable",
     "type": "function"

@@ -119,6 +119,32 @@ export const providerRegistryAbi = [
       },
       {
         "internalType": "uint256",
+        "name": "heldUntil",
+        "type": "uint256"
+      },
+      {
+        "internalType": "uint256",
+        "name": "timestamp",
+        "type": "uint256"
+      }
+    ],
+    "name": "BondHeldUntil",
+    "type": "error"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "enum IProviderRegistry.Role",
+        "name": "role",
+        "type": "uint8"
+      },
+      {
+        "internalType": "address",
+        "name": "account",
+        "type": "address"
+      },
+      {
+        "internalType": "uint256",
         "name": "locks",
         "type": "uint256"
       }
@@ -434,6 +460,22 @@ export const providerRegistryAbi = [
     "type": "error"
   },
   {
+    "inputs": [
+      {
+        "internalType": "string",
+        "name": "what",
+        "type": "string"
+      }
+    ],
+    "name": "WiringIncomplete",
+    "type": "error"
+  },
+  {
+    "inputs": [],
+    "name": "WiringSealed",
+    "type": "error"
+  },
+  {
     "inputs": [],
     "name": "ZeroAmount",
     "type": "error"
@@ -579,6 +621,31 @@ export const providerRegistryAbi = [
       }
     ],
     "name": "ArbitratorUpdated",
+    "type": "event"
+  },
+  {
+    "anonymous": false,
+    "inputs": [
+      {
+        "indexed": true,
+        "internalType": "enum IProviderRegistry.Role",
+        "name": "role",
+        "type": "uint8"
+      },
+      {
+        "indexed": true,
+        "internalType": "address",
+        "name": "account",
+        "type": "address"
+      },
+      {
+        "indexed": false,
+        "internalType": "uint64",
+        "name": "heldUntil",
+        "type": "uint64"
+      }
+    ],
+    "name": "BondHeld",
     "type": "event"
   },
   {
@@ -1076,6 +1143,19 @@ export const providerRegistryAbi = [
   },
   {
     "inputs": [],
+    "name": "HOLDER_ROLE",
+    "outputs": [
+      {
+        "internalType": "bytes32",
+        "name": "",
+        "type": "bytes32"
+      }
+    ],
+    "stateMutability": "view",
+    "type": "function"
+  },
+  {
+    "inputs": [],
     "name": "LOCKER_ROLE",
     "outputs": [
       {
@@ -1505,6 +1585,53 @@ export const providerRegistryAbi = [
       }
     ],
     "stateMutability": "view",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "enum IProviderRegistry.Role",
+        "name": "role",
+        "type": "uint8"
+      },
+      {
+        "internalType": "address",
+        "name": "account",
+        "type": "address"
+      }
+    ],
+    "name": "heldUntilOf",
+    "outputs": [
+      {
+        "internalType": "uint64",
+        "name": "",
+        "type": "uint64"
+      }
+    ],
+    "stateMutability": "view",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "enum IProviderRegistry.Role",
+        "name": "role",
+        "type": "uint8"
+      },
+      {
+        "internalType": "address",
+        "name": "account",
+        "type": "address"
+      },
+      {
+        "internalType": "uint64",
+        "name": "until",
+        "type": "uint64"
+      }
+    ],
+    "name": "holdBond",
+    "outputs": [],
+    "stateMutability": "nonpayable",
     "type": "function"
   },
   {

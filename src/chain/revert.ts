@@ -113,7 +113,7 @@ const ENUMS: Record<string, readonly string[]> = {
 };
 
 /** Argument names that hold a point in time (unix seconds). */
-const TIME_NAMES = /(At|By|deadline|expiry|timestamp)$/;
+const TIME_NAMES = /(At|By|Until|deadline|expiry|timestamp)$/;
 /** Argument names that hold a duration in seconds. */
 const DURATION_NAMES = /(Duration|Window|[dD]elay)$/;
 /** Argument names that hold an amount of the call's asset. */
@@ -160,7 +160,6 @@ const TEMPLATES: Record<string, (a: Formatted) => string> = {
   NotTheFunder: (a) => `only the funder ${a.funder} may do this, not ${a.caller}`,
   NotThePayer: (a) => `only the payer of ${a.sessionId} may do this, not ${a.caller}`,
   RevokedSessionKey: (a) => `session key ${a.key} was revoked at ${a.revokedAt} and the grace of one challenge window after it has passed`,
-  SessionKeyExpired: (a) => `session key ${a.key} expired at ${a.expiry} and the grace of one challenge window after it has passed`,
   SessionKeySpendCapExceeded: (a) => `the ticket's amount ${a.amount} exceeds session key ${a.key}'s spend cap ${a.spendCap}`,
   UnauthorizedSessionKey: (a) => `the grant of session key ${a.key} was signed by ${a.signer}, not by the payer of ${a.sessionId}`,
   SessionExists: (a) => `a channel with session id ${a.sessionId} exists already (reuse of a nonce)`,
@@ -181,6 +180,9 @@ const TEMPLATES: Record<string, (a: Formatted) => string> = {
   UnbondingNotElapsed: (a) => `the ${a.role} bond of ${a.account} unlocks at ${a.unlockAt}`,
   InsufficientActiveBond: (a) => `${a.account} has ${a.active} active as ${a.role}, less than the ${a.requested} requested`,
   BondIsLocked: (a) => `the ${a.role} bond of ${a.account} is locked by ${a.locks} live gig(s) or case(s)`,
+  BondHeldUntil: (a) => `the ${a.role} bond of ${a.account} still answers for a settled session's dispute window until ${a.heldUntil}`,
+  AssetWithoutDisputeTerms: (a) => `${a.asset} has no dispute terms, so no case could ever be opened about money in it; the escrow refuses it`,
+  TransferAmountMismatch: (a) => `the token ${a.asset} credited ${a.received} for a transfer of ${a.amount} (a fee-on-transfer or otherwise non-standard token); the escrow refuses it`,
   NothingToClaim: (a) => `${a.account} has nothing to claim in ${a.asset}`,
   ERC20InsufficientBalance: (a) => `the token balance of ${a.sender} is ${a.balance}, less than the ${a.needed} needed`,
   ERC20InsufficientAllowance: (a) => `the allowance for ${a.spender} is ${a.allowance}, less than the ${a.needed} needed; approve first`,

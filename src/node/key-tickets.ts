@@ -43,11 +43,12 @@ export async function grantForTicket(parameters: { channel: ChannelRecord; store
 }
 
 /**
- * The first block time at which the chain refuses `grant`'s tickets on this channel: the earliest of its
- * expiry, the key's revocation on the session and the end of its epoch, plus the channel's challenge
- * duration (the grace, decision 0025). Mirrors `GasEscrow._requireSessionKey`.
+ * The first block time at which the chain refuses `grant`'s tickets on this channel: the earlier of the key's
+ * revocation on the session and the end of its epoch, plus the channel's challenge duration (the grace,
+ * decision 0025); `undefined` while neither happened. The grant's expiry is not an end: what a key signed
+ * before it expired stays payable (decision 0025, amendment for issue 28). Mirrors `GasEscrow._requireKeyTicket`.
  */
-export async function keyGraceEnd(parameters: { publicClient: PublicClient; channel: ChannelRecord; grant: SignedSessionKeyGrant }): Promise<bigint> {
+export async function keyGraceEnd(parameters: { publicClient: PublicClient; channel: ChannelRecord; grant: SignedSessionKeyGrant }): Promise<bigint | undefined> {
   const { publicClient, channel, grant } = parameters;
   const address = channel.escrow;
   const { payer, challengeDuration } = channel.ref.terms;
@@ -55,11 +56,10 @@ export async function keyGraceEnd(parameters: { publicClient: PublicClient; chan
     publicClient.readContract({ address, abi: gasEscrowAbi, functionName: "sessionKeyRevokedAt", args: [channel.sessionId, grant.grant.key] }),
     publicClient.readContract({ address, abi: gasEscrowAbi, functionName: "keyEpochOf", args: [payer] }),
   ]);
-  let end = grant.grant.expiry;
-  if (revokedAt !== 0 && BigInt(revokedAt) < end) end = BigInt(revokedAt);
+  let end: bigint | undefined = revokedAt !== 0 ? BigInt(revokedAt) : undefined;
   if (grant.grant.epoch < currentEpoch) {
     const endedAt = BigInt(await publicClient.readContract({ address, abi: gasEscrowAbi, functionName: "epochRevokedAt", args: [payer, grant.grant.epoch] }));
-    if (endedAt < end) end = endedAt;
+    if (end === undefined || endedAt < end) end = endedAt;
   }
-  return end + challengeDuration;
+  return end === undefined ? undefined : end + challengeDuration;
 }

@@ -313,7 +313,8 @@ export class Watchtower {
     // A key-signed ticket goes on-chain with its grant, and only while the chain still takes the key.
     const grant = await this.#grantOf(channel, newest);
     if (grant === null) return;
-    if (grant && now >= (await keyGraceEnd({ publicClient, channel, grant }))) {
+    const graceEnd = grant ? await keyGraceEnd({ publicClient, channel, grant }) : undefined;
+    if (grant && graceEnd !== undefined && now >= graceEnd) {
       this.parameters.logger?.warn(
         { event: "watchtower.key_grace_over", sessionId, seq: newest.ticket.seq.toString(), key: grant.grant.key },
         "the newest ticket's session key is past its grace; it can no longer be submitted",
@@ -366,7 +367,8 @@ export class Watchtower {
       this.parameters.logger?.warn({ event: "watchtower.cannot_close", sessionId, why }, "a revoked key's newest ticket needs a close, and this tower's wallet is no party to the channel");
       return;
     }
-    if ((await publicClient.getBlock()).timestamp >= (await keyGraceEnd({ publicClient, channel, grant }))) return;
+    const graceEnd = await keyGraceEnd({ publicClient, channel, grant });
+    if (graceEnd !== undefined && (await publicClient.getBlock()).timestamp >= graceEnd) return;
     const closed = await closeUnilateral({ wallet, publicClient, escrow, ref: channel.ref, ticket: newest, grant });
     await store.putClosing(sessionId, { state: closed.state, finalizesAt: closed.finalizesAt, closer: wallet.account.address, txHash: closed.hash });
     await store.updateChannel(sessionId, { status: "closing" });

@@ -643,12 +643,12 @@ describe("adversarial: arbitration attacks that must fail (issue 10)", function 
       for (const spender of [s.gigs.address, s.disputes.address]) await mined(s, usdt.write.approve([spender, unit("10000")], { account: w.account }));
     }
     const value = unit("50"); // a 50-dollar gig
-    const gigId = await deliveredGig(s, usdt.address, value);
-    // Without terms the asset is refused; an 18-decimal floor would ask a bond of 10^10 dollars.
-    await expectRevert(s.disputes.write.openGigCase([gigId, 1, PACKAGE_HASH], { account: s.client.account }), "AssetNotSupported", [getAddress(usdt.address)]);
-    // Governance sets a floor of 1 dollar and 1 LaborGas per dollar (10^18 per 10^6 units → 10^30 per 10^18). The
-    // asset's first terms apply at once.
+    // Without terms the asset is refused at funding (issue 28 item 4): no gig that could never get a case.
+    await expectRevert(deliveredGig(s, usdt.address, value), "AssetWithoutDisputeTerms", [getAddress(usdt.address)]);
+    // Governance sets a floor of 1 dollar and 1 LaborGas per dollar (10^18 per 10^6 units → 10^30 per 10^18); an
+    // 18-decimal floor would ask a bond of 10^10 dollars. The asset's first terms apply at once.
     await mined(s, s.disputes.write.setAssetTerms([usdt.address, { bondFloor: unit("1"), stakeRate: parseUnits("1", 30) }]));
+    const gigId = await deliveredGig(s, usdt.address, value);
     const bond = await bondAt(s, usdt.address, value, 1);
     expect(bond).to.equal(unit("15")); // max(5, 1) × 3
     // A later change (an 18-decimal floor that would ask a bond of 10^10 dollars) waits out the unbonding delay:

@@ -48,6 +48,7 @@ import {
   SYS,
   systemFixture,
   unsealedSystemFixture,
+  UNBONDING_DELAY,
   TOKEN_TERMS,
   ETH_STAKE_RATE,
   VERDICT,
@@ -69,9 +70,11 @@ import {
   feeOf,
   finalize,
   fundGig,
+  GIG_WINDOW,
   highSTwins,
   HOSTILE_RECEIVER_ABI,
   hostileState,
+  ICS_HASH,
   label,
   MAX_UINT64,
   mined,
@@ -445,7 +448,10 @@ describe("adversarial: attacks that must fail", function () {
 
   it("attack: ticket replay across deployments (tickets and summaries signed for another GasEscrow)", async function () {
     const s = await loadFixture(system);
-    const escrow2 = await hre.viem.deployContract("GasEscrow", [s.governance.account.address, s.wallets[SYS.treasury]!.account.address, 0]);
+    // Another deployment has its own registry (this one's wiring is sealed), holding its settled providers' bonds.
+    const registry2 = await hre.viem.deployContract("ProviderRegistry", [s.governance.account.address, s.token.address, MIN_PROVIDER_BOND, MIN_ARBITRATOR_STAKE, UNBONDING_DELAY]);
+    const escrow2 = await hre.viem.deployContract("GasEscrow", [s.governance.account.address, s.wallets[SYS.treasury]!.account.address, 0, registry2.address]);
+    await mined(s, registry2.write.grantRole([await registry2.read.HOLDER_ROLE(), escrow2.address]));
     const here = await openSession(s, zeroAddress, { deposit: ether("1") });
     const there = await openSession(s, zeroAddress, { deposit: ether("1"), escrow: escrow2 });
     const snap = await snapshot(s, systemBook(s, { escrow2: escrow2.address }));
@@ -1168,43 +1174,75 @@ describe("adversarial: attacks that must fail", function () {
 
   /*////////////////////////////// misbehaving tokens //////////////////////////////*/
 
-  it("attack: fee-on-transfer tokens (credited with what arrived; a bond refused with BondShortfall) and non-returning tokens (end to end)", async function () {
+  it("issue 28 item 4: a fee-on-transfer token, even with dispute terms, is refused at funding (TransferAmountMismatch) — no channel or gig that could never get a case; nothing moves", async function () {
     const s = await loadFixture(hostileTokens);
     const fot = s.feeToken;
-    const nrt = s.noReturn;
     const net = (x: bigint) => x - (x * 100n) / 10_000n;
-    const tokens = { LGAS: s.token, FOT: fot, NRT: nrt };
+    const tokens = { LGAS: s.token, FOT: fot };
+    expect((await s.disputes.read.assetTerms([fot.address])).stakeRate).to.equal(TOKEN_TERMS.stakeRate);
+    const snap = await snapshot(s, systemBook(s), tokens);
+    const terms = makeTerms(fot.address);
+    await expectRevert(
+      s.escrow.write.open([terms, ether("1")], { account: s.client.account }),
+      "TransferAmountMismatch",
+      [getAddress(fot.address), ether("1"), net(ether("1"))],
+    );
+    const now = (await s.publicClient.getBlock()).timestamp;
+    await expectRevert(
+      s.gigs.write.fund([s.provider.account.address, fot.address, ether("1"), ICS_HASH, Number(now + 86_400n), GIG_WINDOW], { account: s.client.account }),
+      "TransferAmountMismatch",
+      [getAddress(fot.address), ether("1"), net(ether("1"))],
+    );
+    expect(await s.gigs.read.gigCount()).to.equal(0n);
+    await expectDeltas(s, snap, {});
+  });
 
-    // Fee-on-transfer channel: the escrow credits 0.99 of 1 and can never be made to pay the gross.
-    let snap = await snapshot(s, systemBook(s), tokens);
-    const F = await openSession(s, fot.address, { deposit: ether("1") });
-    expect(F.deposit).to.equal(net(ether("1")));
-    const gross = await signSummary(F, 10n, ether("1"));
-    await expectRevert(closeCooperative(F, gross, s.provider), "AmountExceedsDeposit", [F.sessionId, ether("1"), net(ether("1"))]);
-    const tF = await signTicket(F, 10n, ether("1")); // the payer signed for the gross amount
-    const closedF = await mined(s, closeUnilateral(F, tF, s.provider));
-    await time.increaseTo((await blockTime(s, closedF)) + WINDOW);
-    await mined(s, finalize(F, stateOf(F, tF), s.watcher)); // pays min(owed, held) = held, less 1 % fee (×0.99 on the way)
-    const paid = F.deposit - feeOf(F.deposit, FEE_BPS);
-    await mined(s, s.escrow.write.withdrawFees([fot.address], { account: s.watcher.account }));
+  it("issue 28 item 4: an asset without dispute terms is refused at funding (AssetWithoutDisputeTerms) for channels and gigs, sponsored or not; nothing moves", async function () {
+    const s = await loadFixture(hostileTokens);
+    const bare = await hre.viem.deployContract("LaborGas", [s.governance.account.address]); // a plain ERC-20, no terms
+    await mined(s, bare.write.mint([s.client.account.address, ether("10")]));
+    for (const spender of [s.escrow.address, s.gigs.address]) await mined(s, bare.write.approve([spender, ether("10")], { account: s.client.account }));
+    expect((await s.disputes.read.assetTerms([bare.address])).stakeRate).to.equal(0n);
+    const snap = await snapshot(s, systemBook(s), { LGAS: s.token, BARE: bare });
+    await expectRevert(s.escrow.write.open([makeTerms(bare.address), ether("1")], { account: s.client.account }), "AssetWithoutDisputeTerms", [getAddress(bare.address)]);
+    const now = (await s.publicClient.getBlock()).timestamp;
+    const gig = [s.provider.account.address, bare.address, ether("1"), ICS_HASH, Number(now + 86_400n), GIG_WINDOW] as const;
+    await expectRevert(s.gigs.write.fund([...gig], { account: s.client.account }), "AssetWithoutDisputeTerms", [getAddress(bare.address)]);
+    await expectRevert(s.gigs.write.fundFor([s.payerWallet.account.address, ...gig], { account: s.client.account }), "AssetWithoutDisputeTerms", [getAddress(bare.address)]);
+    expect(await s.gigs.read.gigCount()).to.equal(0n);
+    await expectDeltas(s, snap, {});
+    // The wiring cannot be changed to dodge the rule: the terms source is sealed with the roles.
+    await expectRevert(s.escrow.write.setDisputeTermsSource([zeroAddress]), "WiringSealed", []);
+    await expectRevert(s.gigs.write.setDisputeTermsSource([zeroAddress]), "WiringSealed", []);
+  });
+
+  it("issue 28 item 4: surplus a token credited the GasEscrow beyond what it owes is swept to the treasury by anyone; nothing owed moves, and the channel still settles exactly", async function () {
+    const s = await loadFixture(hostileTokens);
+    const snap = await snapshot(s, systemBook(s));
+    const session = await openSession(s, s.token.address, { deposit: ether("1") });
+    // A token crediting the escrow outside a funding transfer (here: a plain transfer, as an airdrop or a positive
+    // rebase would) leaves a balance above what the escrow owes.
+    await mined(s, s.token.write.transfer([s.escrow.address, ether("5")], { account: s.stranger.account }));
+    expect(await s.escrow.read.liabilitiesOf([s.token.address])).to.equal(ether("1"));
+    await mined(s, s.escrow.write.sweep([s.token.address], { account: s.watcher.account }));
+    await mined(s, s.escrow.write.sweep([s.token.address], { account: s.watcher.account })); // nothing left: a no-op
+    expect(await s.token.read.balanceOf([s.escrow.address])).to.equal(ether("1"));
+    const summary = await signSummary(session, 4n, ether("0.4"));
+    await mined(s, closeCooperative(session, summary, s.watcher));
+    await mined(s, s.escrow.write.withdrawFees([s.token.address], { account: s.watcher.account }));
+    const fee = feeOf(ether("0.4"), FEE_BPS);
+    expect(await s.escrow.read.liabilitiesOf([s.token.address])).to.equal(0n);
     await expectDeltas(s, snap, {
-      FOT: { client: -ether("1"), provider: net(paid), treasury: net(feeOf(F.deposit, FEE_BPS)) },
+      LGAS: { stranger: -ether("5"), treasury: ether("5") + fee, provider: ether("0.4") - fee, client: -ether("0.4") },
     });
+  });
 
-    // Fee-on-transfer gig: escrows what arrived; a dispute bond in it is refused, and the gig still ends.
-    snap = await snapshot(s, systemBook(s), tokens);
-    const gigId = await deliveredGig(s, fot.address, ether("1"));
-    const escrowed = net(ether("1"));
-    expect((await s.gigs.read.gigOf([gigId])).amount).to.equal(escrowed);
-    const due = bondFor(escrowed, 1);
-    await expectRevert(s.disputes.write.openGigCase([gigId, 1, PACKAGE_HASH], { account: s.client.account }), "BondShortfall", [net(due), due]);
-    expect((await s.gigs.read.gigOf([gigId])).status).to.equal(GIG_STATUS.Delivered);
-    await time.increase(3600);
-    await mined(s, s.gigs.write.release([gigId], { account: s.watcher.account }));
-    await expectDeltas(s, snap, { FOT: { client: -ether("1"), provider: net(escrowed) } });
-
+  it("attack: non-returning tokens (end to end)", async function () {
+    const s = await loadFixture(hostileTokens);
+    const nrt = s.noReturn;
+    const tokens = { LGAS: s.token, NRT: nrt };
     // Non-returning token: a stale close answered by a challenge, and a gig disputed with bonds in it.
-    snap = await snapshot(s, systemBook(s), tokens);
+    const snap = await snapshot(s, systemBook(s), tokens);
     const Nn = await openSession(s, nrt.address);
     const stale = await signTicket(Nn, 3n, tenths(3n));
     const newest = await signTicket(Nn, 7n, tenths(7n));

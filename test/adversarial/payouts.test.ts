@@ -12,7 +12,7 @@ import { getAddress, parseEventLogs, zeroAddress, type Hash } from "viem";
 
 import { makeTerms } from "../helpers/fixtures";
 import { expectRevert } from "../helpers/revert";
-import { MIN_PROVIDER_BOND, PROVIDER_ROLE, SYS, systemFixture, unsealedSystemFixture } from "../helpers/system";
+import { MIN_PROVIDER_BOND, PROVIDER_ROLE, SYS, systemFixture, TOKEN_TERMS, unsealedSystemFixture } from "../helpers/system";
 import {
   blockTime,
   closeCooperative,
@@ -44,6 +44,8 @@ async function blocklistSystem() {
   const s = await unsealedSystemFixture();
   await mined(s, s.escrow.write.setRoutingFee([FEE_BPS, s.wallets[SYS.treasury]!.account.address]));
   const blk = await hre.viem.deployContract("BlocklistToken");
+  // Escrows hold only assets with dispute terms (issue 28 item 4): a blocklist token is a vetted asset like USDC.
+  await mined(s, s.disputes.write.setAssetTerms([blk.address, TOKEN_TERMS]));
   const supply = ether("1000");
   for (const wallet of [s.client, s.payerWallet, s.provider, s.stranger]) {
     await mined(s, blk.write.mint([wallet.account.address, supply]));

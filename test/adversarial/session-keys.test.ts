@@ -225,6 +225,61 @@ describe("adversarial: session keys and sponsored sessions (decision 0025)", fun
     });
   });
 
+  it("issue 28 item 1: the payer waits past expiry + the challenge window and closes at seq 0; the provider answers with the key's newest ticket (challengeWithKey) and is paid for all 5 calls", async () => {
+    const s = await loadFixture(feeSystem);
+    const session = await openSession(s, zeroAddress);
+    const expiry = (await s.publicClient.getBlock()).timestamp + 600n;
+    const grant = await grantFor(s, session, PAYER_KEY, { expiry });
+    let now = expiry - 100n;
+    const { payerSession, providerSession } = await sessions(s, session, grant, PAYER_KEY, () => now);
+    const snap = await snapshot(s);
+    for (let i = 1; i <= 5; i++) await invoke(payerSession, providerSession, i);
+    now = expiry;
+    await rejectsWith(invoke(payerSession, providerSession, 6), "SessionKeyExpiredError");
+    const served = 5n * PRICE;
+    // Nobody puts the key's ticket on-chain before expiry + window; the payer then walks away at seq 0.
+    await time.increaseTo(expiry + WINDOW + 3600n);
+    const base = { publicClient: s.publicClient, escrow: escrowAddress(s), ref: session.ref };
+    const walkAway = await closeOnChain({ ...base, wallet: s.payerWallet, ticket: undefined });
+    expect(walkAway.state.amount).to.equal(0n);
+    const defended = await challengeClose({ ...base, wallet: s.provider, recorded: walkAway.state, ticket: providerSession.latestTicket!, grant: providerSession.latestGrant });
+    expect(defended.state.amount).to.equal(served);
+    await time.increaseTo(walkAway.finalizesAt);
+    await finalizeClose({ ...base, wallet: s.watcher, recorded: defended.state });
+    await mined(s, s.escrow.write.withdrawFees([zeroAddress]));
+    await expectDeltas(s, snap, {
+      ETH: { provider: served - feeOf(served), client: session.deposit - served, treasury: feeOf(served), escrow: -session.deposit },
+    });
+  });
+
+  it("issue 28 item 1: long after the expiry the provider closes by itself with the key's newest ticket and is paid; a key-signed ticket above the cap is still refused", async () => {
+    const s = await loadFixture(feeSystem);
+    const session = await openSession(s, s.token.address);
+    const expiry = (await s.publicClient.getBlock()).timestamp + 600n;
+    const grant = await grantFor(s, session, PAYER_KEY, { expiry, cap: 3n * PRICE });
+    let now = expiry - 100n;
+    const { payerSession, providerSession } = await sessions(s, session, grant, PAYER_KEY, () => now);
+    const snap = await snapshot(s);
+    for (let i = 1; i <= 3; i++) await invoke(payerSession, providerSession, i);
+    now = expiry;
+    await time.increaseTo(expiry + 10n * WINDOW);
+    const over = await signPaymentTicket({
+      account: KEY,
+      domain: session.domain,
+      ticket: { ...providerSession.latestTicket!.ticket, seq: 4n, cumulativeAmount: 4n * PRICE },
+    });
+    await expectRevert(
+      s.escrow.write.closeUnilateralWithKey([session.ref.terms, session.ref.openedAt, ticketArg(over), grantArg(grant)], { account: s.provider.account }),
+      "SessionKeySpendCapExceeded",
+      [KEY.address, 4n * PRICE, 3n * PRICE],
+    );
+    await settleNewest(s, session, providerSession);
+    const paid = 3n * PRICE;
+    await expectDeltas(s, snap, {
+      LGAS: { provider: paid - feeOf(paid), client: session.deposit - paid, treasury: feeOf(paid), escrow: -session.deposit },
+    });
+  });
+
   it("attack: a ticket over the key's spend cap: the payer's client will not sign it, the provider refuses it, the chain rejects it", async () => {
     const s = await loadFixture(feeSystem);
     const session = await openSession(s, s.token.address);

@@ -228,4 +228,53 @@ describe("adversarial: disputes on a cooperatively settled session (issue 12)", 
     await expectDeltas(s, snap, { ETH: eth, LGAS: { client: PROVIDER_BOND, registry: -PROVIDER_BOND } });
     expect((await s.registry.read.bondOf([PROVIDER_ROLE, s.provider.account.address])).active).to.equal(0n);
   });
+  it("issue 28 item 2: the provider asks to unbond before a cooperative settlement and the unbonding matures inside the settled window — the bond stays until the window ends, and the payer's winning case is refunded from it", async function () {
+    const s = await loadFixture(system);
+    const DAY = 24 * 3600;
+    // 29 days before the settlement, the provider asks for its whole bond back (no case, no lock yet).
+    await mined(s, s.registry.write.requestUnbond([PROVIDER_ROLE, PROVIDER_BOND], { account: s.provider.account }));
+    const { unlockAt } = await s.registry.read.bondOf([PROVIDER_ROLE, s.provider.account.address]);
+    await time.increase(29 * DAY);
+    const t = await settledSession(s);
+    const [, settledAt] = await s.escrow.read.settledInfo([t.session.sessionId, t.settled]);
+    const heldUntil = BigInt(settledAt) + BigInt(await s.escrow.read.SETTLED_BOND_HOLD());
+    expect(await s.registry.read.heldUntilOf([PROVIDER_ROLE, s.provider.account.address])).to.equal(heldUntil);
+    const snap = await snapshot(s, fullBook(s));
+
+    // The unbonding matures a day later, inside the 3-day settled window: the withdrawal is refused.
+    await time.increaseTo(unlockAt + 60);
+    expect(BigInt(unlockAt) + 60n < BigInt(settledAt) + BigInt(P.settledDisputeWindow), "matures inside the window").to.equal(true);
+    expect(await s.registry.read.unbondPhaseOf([PROVIDER_ROLE, s.provider.account.address])).to.equal(1); // Unbonding
+    await expectRevert(s.registry.write.withdraw([PROVIDER_ROLE], { account: s.provider.account }), "BondHeldUntil");
+
+    // The payer's case, uncontested, decided by a drawn panel: 0.4 ETH refunded from the (pending) bond.
+    const caseId = await s.disputes.read.nextCaseId([KIND.Session, t.session.sessionId]);
+    const bond = await s.disputes.read.bondFor([zeroAddress, t.amount, 1]);
+    await mined(s, openSettledCase(s, t, s.payerWallet, bond));
+    await time.increase(P.respondWindow + 1);
+    const panel = await drawPanel(s, caseId);
+    const refund = ether("0.4");
+    const message = { caseId, verdict: VERDICT.ChallengerWins, refund, slash: 0n, resolutionHash: RESOLUTION_HASH };
+    await mined(s, s.disputes.write.submitVerdict([message, await quorumSignatures(s, message, sortAsc(panel))], { account: s.watcher.account }));
+    await time.increase(P.appealWindow + 1);
+    await mined(s, s.disputes.write.finalize([caseId, t.settled], { account: s.watcher.account }));
+    const fee = arbFeeOf(bond);
+    const share = fee / BigInt(panel.length);
+    for (const k of panel) await mined(s, s.disputes.write.claim([zeroAddress], { account: s.wallets.find((w) => getAddress(w.account.address) === getAddress(k.address))!.account }));
+
+    // Until the hold ends the rest stays; from then on it is the provider's to withdraw.
+    if (BigInt(await time.latest()) < heldUntil - 1n) {
+      await expectRevert(s.registry.write.withdraw([PROVIDER_ROLE], { account: s.provider.account }), "BondHeldUntil");
+    }
+    await time.increaseTo(heldUntil);
+    await mined(s, s.registry.write.withdraw([PROVIDER_ROLE], { account: s.provider.account }));
+
+    const refundInStake = inStake(refund); // 400 LaborGas
+    const eth: Record<string, bigint> = { payer: -fee, burn: fee - share * BigInt(panel.length) };
+    for (const k of panel) eth[arbName(s, k.address)] = share;
+    await expectDeltas(s, snap, {
+      ETH: eth,
+      LGAS: { client: refundInStake, provider: PROVIDER_BOND - refundInStake, registry: -PROVIDER_BOND },
+    });
+  });
 });

@@ -39,9 +39,21 @@ async function deployEscrow(url: string, directory: string): Promise<{ chainId: 
   const deployer = mnemonicToAccount(HARDHAT_MNEMONIC, { addressIndex: ROLE.deployer });
   const chain = { id: chainId, name: `chain-${chainId}`, nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [url] } } } as const;
   const wallet = createWalletClient({ account: deployer, chain, transport: http(url) });
-  const artifact = await hre.artifacts.readArtifact("GasEscrow");
-  const hash = await wallet.deployContract({ abi: artifact.abi as Abi, bytecode: artifact.bytecode as Hex, args: [deployer.address, deployer.address, 0] });
-  const receipt = await client.waitForTransactionReceipt({ hash });
+  const deploy = async (name: string, args: unknown[]) => {
+    const artifact = await hre.artifacts.readArtifact(name);
+    const hash = await wallet.deployContract({ abi: artifact.abi as Abi, bytecode: artifact.bytecode as Hex, args });
+    return { abi: artifact.abi as Abi, receipt: await client.waitForTransactionReceipt({ hash }) };
+  };
+  // The escrow holds settled providers' bonds in a registry (issue 28 item 2), which needs a bond token.
+  const token = await deploy("LaborGas", [deployer.address]);
+  const day = 24n * 3600n;
+  const registry = await deploy("ProviderRegistry", [deployer.address, token.receipt.contractAddress!, 1n, 1n, 30n * day]);
+  const registryAddress = getAddress(registry.receipt.contractAddress!);
+  const { receipt } = await deploy("GasEscrow", [deployer.address, deployer.address, 0, registryAddress]);
+  const holder = (await client.readContract({ address: registryAddress, abi: registry.abi, functionName: "HOLDER_ROLE" })) as Hex;
+  await client.waitForTransactionReceipt({
+    hash: await wallet.writeContract({ address: registryAddress, abi: registry.abi, functionName: "grantRole", args: [holder, receipt.contractAddress!] }),
+  });
   const escrow = getAddress(receipt.contractAddress!);
   const record = { network: `chain-${chainId}`, chainId, contracts: { GasEscrow: { address: escrow, blockNumber: receipt.blockNumber.toString() } } };
   writeFileSync(path.join(directory, `chain-${chainId}.json`), JSON.stringify(record));

@@ -16,7 +16,7 @@ import { admitArbitratorCalls, executeCalls, scheduleCalls, timelockAbi } from "
 import { expectRevert, rawRevertData } from "../helpers/revert";
 
 const label = (s: string): Hex => keccak256(stringToBytes(s));
-const ROLES = ["DEFAULT_ADMIN_ROLE", "GOVERNANCE_ROLE", "DISPUTE_ROLE", "SLASHER_ROLE", "LOCKER_ROLE"] as const;
+const ROLES = ["DEFAULT_ADMIN_ROLE", "GOVERNANCE_ROLE", "DISPUTE_ROLE", "SLASHER_ROLE", "LOCKER_ROLE", "HOLDER_ROLE"] as const;
 
 async function deployedFixture() {
   const deployment = await deployAll(hre);
@@ -76,6 +76,14 @@ describe("scripts/deploy.ts", () => {
       ProviderRegistry: ["SLASHER_ROLE", "LOCKER_ROLE"],
     });
     expect(await rolesOf(f, c.GigEscrow.address)).to.deep.equal({ GasEscrow: [], GigEscrow: [], ProviderRegistry: ["LOCKER_ROLE"] });
+  });
+
+  it("issue 28 item 2: the GasEscrow holds HOLDER_ROLE on its registry, sealed, and names that registry", async () => {
+    const f = await loadFixture(deployedFixture);
+    const c = f.deployment.contracts;
+    expect(await rolesOf(f, c.GasEscrow.address)).to.deep.equal({ GasEscrow: [], GigEscrow: [], ProviderRegistry: ["HOLDER_ROLE"] });
+    expect(getAddress(await f.gasEscrow.read.registry())).to.equal(c.ProviderRegistry.address);
+    expect(await f.registry.read.rolesSealed()).to.equal(true);
   });
 
   it("records the randomness, libraries and default dispute parameters, and set both assets' terms", async () => {

@@ -399,19 +399,16 @@ describe("DisputeManager", function () {
       expect(await s.disputes.read.bondFor([zeroAddress, 1_000_000n, 0])).to.equal(ETH_TERMS.bondFloor);
     });
 
-    it("opens a case in a 6-decimal token at its floor, and refuses a gig in an asset without terms", async function () {
+    it("opens a case in a 6-decimal token at its floor; a gig in an asset without terms is refused at funding (issue 28 item 4)", async function () {
       const s = await loadFixture(SYSTEM);
       const six = await hre.viem.deployContract("SixDecimalToken");
       await six.write.mint([s.client.account.address, 10_000_000n]);
       await six.write.approve([s.gigs.address, 10_000_000n], { account: s.client.account });
       await six.write.approve([s.disputes.address, 10_000_000n], { account: s.client.account });
-      const gigId = await deliveredGig(s, "ERC20", 2_000_000n, six.address);
-      await expectRevert(
-        s.disputes.write.openGigCase([gigId, 1, PACKAGE_HASH], { account: s.client.account }),
-        "AssetNotSupported",
-        [getAddress(six.address)],
-      );
+      await expectRevert(deliveredGig(s, "ERC20", 2_000_000n, six.address), "AssetWithoutDisputeTerms", [getAddress(six.address)]);
+      expect(await six.read.balanceOf([s.client.account.address])).to.equal(10_000_000n);
       await s.disputes.write.setAssetTerms([six.address, { bondFloor: 500_000n, stakeRate: 10n ** 30n }]);
+      const gigId = await deliveredGig(s, "ERC20", 2_000_000n, six.address);
       await s.disputes.write.openGigCase([gigId, 1, PACKAGE_HASH], { account: s.client.account });
       expect(await six.read.balanceOf([s.disputes.address])).to.equal(1_500_000n);
       expect(await six.read.balanceOf([s.client.account.address])).to.equal(10_000_000n - 2_000_000n - 1_500_000n);
@@ -1628,23 +1625,19 @@ describe("DisputeManager", function () {
   });
 
   describe("hostile tokens", function () {
-    it("a fee-on-transfer token cannot post a bond (BondShortfall)", async function () {
+    it("issue 28 item 4: a fee-on-transfer token with terms cannot even fund a gig (TransferAmountMismatch), so no case is ever owed in it", async function () {
       const s = await loadFixture(SYSTEM);
       const fee = await hre.viem.deployContract("FeeOnTransferToken", [100n]);
       await s.disputes.write.setAssetTerms([fee.address, { bondFloor: parseEther("0.01"), stakeRate: parseEther("1") }]);
       await fee.write.mint([s.client.account.address, parseEther("10")]);
       await fee.write.approve([s.gigs.address, parseEther("10")], { account: s.client.account });
-      await fee.write.approve([s.disputes.address, parseEther("10")], { account: s.client.account });
-      const gigId = await deliveredGig(s, "ERC20", GIG_AMOUNT, fee.address);
-      const { amount } = await s.gigs.read.gigOf([gigId]);
-      expect(amount).to.equal(parseEther("0.99")); // the gig escrowed what arrived
-      const due = parseEther("0.297"); // max(0.99 × 10 %, 0.01) × 3
-      expect(await s.disputes.read.bondFor([fee.address, amount, 1])).to.equal(due);
       await expectRevert(
-        s.disputes.write.openGigCase([gigId, 1, PACKAGE_HASH], { account: s.client.account }),
-        "BondShortfall",
-        [due - due / 100n, due],
+        deliveredGig(s, "ERC20", GIG_AMOUNT, fee.address),
+        "TransferAmountMismatch",
+        [getAddress(fee.address), GIG_AMOUNT, GIG_AMOUNT - GIG_AMOUNT / 100n],
       );
+      expect(await fee.read.balanceOf([s.client.account.address])).to.equal(parseEther("10"));
+      expect(await s.gigs.read.gigCount()).to.equal(0n);
     });
 
     it("a token re-entering finalize from a payout is refused (Reentrancy) and the case settles once, exactly", async function () {

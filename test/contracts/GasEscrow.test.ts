@@ -785,7 +785,7 @@ describe("GasEscrow", () => {
           {
             name: "they signed for another GasEscrow deployment",
             signatures: signedBy(payer, provider, undefined, async (c) => {
-              const other = await hre.viem.deployContract("GasEscrow", [c.escrowArgs[0], c.escrowArgs[1], 0]);
+              const other = await hre.viem.deployContract("GasEscrow", [c.escrowArgs[0], c.escrowArgs[1], 0, c.escrowArgs[3]]);
               return gasEscrowDomain({ chainId: c.domain.chainId, verifyingContract: other.address });
             }),
             rejected: "payer",

@@ -1022,46 +1022,30 @@ describe("GigEscrow", () => {
       return { gigId, escrowed, windowEndsAt: delivered!.args.windowEndsAt };
     }
 
-    describe("FeeOnTransferToken (1 % fee)", () => {
+    describe("FeeOnTransferToken: refused at funding (issue 28 item 4)", () => {
       const net = (x: bigint) => x - (x * 100n) / 10_000n;
 
-      it("escrows what arrived, and pays out exactly that (the provider then bears the token's own fee)", async () => {
-        const c = await loadFixture(tokensFixture);
-        const clientBefore = await c.feeToken.read.balanceOf([addressOf(c.client)]);
-        const { gigId, escrowed, windowEndsAt } = await deliveredIn(c, c.feeToken.address);
-        expect(escrowed).to.equal(net(AMOUNT));
-        expect((await c.gig.read.gigOf([gigId])).amount).to.equal(net(AMOUNT));
-        expect(await c.feeToken.read.balanceOf([c.gig.address])).to.equal(net(AMOUNT));
-        expect(await c.feeToken.read.balanceOf([addressOf(c.client)])).to.equal(clientBefore - AMOUNT);
-
-        await time.setNextBlockTimestamp(windowEndsAt);
-        const receipt = await mined(c, await c.gig.write.release([gigId], { account: c.relayer.account }));
-        expect(settledOf(c, receipt).map((e) => e.toProvider)).to.deep.equal([net(AMOUNT)]);
-        expect(await c.feeToken.read.balanceOf([addressOf(c.provider)])).to.equal(net(net(AMOUNT)));
-        expect(await c.feeToken.read.balanceOf([c.gig.address])).to.equal(0n);
-      });
-
-      it("splits a ruling from the escrowed (net) amount", async () => {
-        const c = await loadFixture(tokensFixture);
-        const { gigId, escrowed } = await deliveredIn(c, c.feeToken.address);
-        await mined(c, await c.gig.write.freeze([gigId], { account: c.disputes.account }));
-        await expectRevert(c.gig.write.resolve([gigId, AMOUNT], { account: c.disputes.account }), "RefundExceedsAmount", [gigId, AMOUNT, escrowed]);
-        await mined(c, await c.gig.write.resolve([gigId, escrowed / 2n], { account: c.disputes.account }));
-        expect(await c.feeToken.read.balanceOf([c.gig.address])).to.equal(0n);
-      });
-
-      it("reverts with AmountReceivedOutOfRange(0) when the token takes everything as its fee", async () => {
-        const c = await loadFixture(tokensFixture);
-        const args: FundArgs = { ...(await argsFor(c, assetSpec("ERC20", c))), asset: c.fullFeeToken.address };
-        await expectRevert(sendFund(c, args), "AmountReceivedOutOfRange", [0n]);
-        expect(await c.gig.read.gigCount()).to.equal(0n);
-      });
+      for (const [name, token, received] of [
+        ["a 1 % fee", "feeToken", net(AMOUNT)],
+        ["a fee that takes everything", "fullFeeToken", 0n],
+      ] as const) {
+        it(`issue 28 item 4: ${name} is TransferAmountMismatch; no gig, and the client's balance is unchanged`, async () => {
+          const c = await loadFixture(tokensFixture);
+          const t = c[token];
+          const before = await t.read.balanceOf([addressOf(c.client)]);
+          const args: FundArgs = { ...(await argsFor(c, assetSpec("ERC20", c))), asset: t.address };
+          await expectRevert(sendFund(c, args), "TransferAmountMismatch", [getAddress(t.address), AMOUNT, received]);
+          expect(await c.gig.read.gigCount()).to.equal(0n);
+          expect(await t.read.balanceOf([addressOf(c.client)])).to.equal(before);
+          expect(await t.read.balanceOf([c.gig.address])).to.equal(0n);
+        });
+      }
     });
 
-    it("reverts with AmountReceivedOutOfRange when a token credits more than a uint128", async () => {
+    it("issue 28 item 4: a token that credits more than was sent is refused too (TransferAmountMismatch)", async () => {
       const c = await loadFixture(tokensFixture);
       const args: FundArgs = { ...(await argsFor(c, assetSpec("ERC20", c))), asset: c.bonusToken.address };
-      await expectRevert(sendFund(c, args), "AmountReceivedOutOfRange", [AMOUNT + 2n ** 128n]);
+      await expectRevert(sendFund(c, args), "TransferAmountMismatch", [getAddress(c.bonusToken.address), AMOUNT, AMOUNT + 2n ** 128n]);
       expect(await c.gig.read.gigCount()).to.equal(0n);
     });
 

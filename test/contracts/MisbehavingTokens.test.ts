@@ -123,85 +123,21 @@ async function close(c: Fixture, ref: ChannelRef, finalAmount: bigint) {
 }
 
 describe("GasEscrow with misbehaving tokens and payees", () => {
-  describe("FeeOnTransferToken (1 % fee)", () => {
-    const fee = (x: bigint) => (x * 100n) / 10_000n;
-    const net = (x: bigint) => x - fee(x);
+  describe("FeeOnTransferToken (1 % fee): refused, never credited net (issue 28 item 4)", () => {
+    const net = (x: bigint) => x - (x * 100n) / 10_000n;
 
-    it("credits a channel with the net amount received on open and on deposit", async () => {
+    it("issue 28 item 4: open is TransferAmountMismatch(token, amount, received); no channel, and no balance moves", async () => {
       const c = await loadFixture(misbehavingFixture);
       const funderBefore = await c.feeToken.read.balanceOf([c.funder.account.address]);
-      const { ref, sessionId, events } = await open(c, makeTerms(c.feeToken.address), AMOUNT);
-      expect(net(AMOUNT)).to.equal(990_000n);
-      expect(events.map((e) => e.args.deposit)).to.deep.equal([990_000n]);
-      expect(await c.escrow.read.depositOf([sessionId])).to.equal(990_000n);
-      expect(await c.feeToken.read.balanceOf([c.escrow.address])).to.equal(990_000n);
-      expect(await c.feeToken.read.balanceOf([c.funder.account.address])).to.equal(funderBefore - AMOUNT);
-
-      const deposited = await deposit(c, ref, TOP_UP, 99_000n);
-      expect(deposited.map((e) => [e.args.amount, e.args.deposit])).to.deep.equal([[99_000n, 1_089_000n]]);
-      expect(await c.escrow.read.depositOf([sessionId])).to.equal(1_089_000n);
-      expect(await c.feeToken.read.balanceOf([c.escrow.address])).to.equal(1_089_000n);
-    });
-
-    for (const [name, finalAmount] of [
-      ["the whole net deposit", net(AMOUNT)],
-      ["part of it", 300_000n],
-    ] as const) {
-      it(`settles cooperatively paying out ${name}, leaving the escrow empty`, async () => {
-        const c = await loadFixture(misbehavingFixture);
-        const { ref, sessionId } = await open(c, makeTerms(c.feeToken.address), AMOUNT);
-        const held = net(AMOUNT);
-        const providerBefore = await c.feeToken.read.balanceOf([ref.terms.provider]);
-        const funderBefore = await c.feeToken.read.balanceOf([ref.terms.funder]);
-
-        const settled = await close(c, ref, finalAmount);
-
-        expect(settled.map((e) => [e.args.paidToProvider, e.args.refundedToFunder])).to.deep.equal([
-          [finalAmount, held - finalAmount],
-        ]);
-        // The escrow sends exactly the split; the token then takes its fee from each transfer.
-        expect(await c.feeToken.read.balanceOf([ref.terms.provider])).to.equal(providerBefore + net(finalAmount));
-        expect(await c.feeToken.read.balanceOf([ref.terms.funder])).to.equal(funderBefore + net(held - finalAmount));
-        expect(await c.feeToken.read.balanceOf([c.escrow.address])).to.equal(0n);
-        expect(await c.escrow.read.depositOf([sessionId])).to.equal(0n);
-      });
-    }
-
-    it("cannot pay out the gross amount opened: the fee never reached the escrow", async () => {
-      const c = await loadFixture(misbehavingFixture);
-      const { ref, sessionId } = await open(c, makeTerms(c.feeToken.address), AMOUNT);
-      const args = await closeArgs(c, ref, AMOUNT);
-      await expectRevert(c.escrow.write.closeCooperative(args, { account: c.relayer.account }), "AmountExceedsDeposit", [
-        sessionId,
-        AMOUNT,
-        net(AMOUNT),
-      ]);
-      expect(await c.escrow.read.depositOf([sessionId])).to.equal(net(AMOUNT));
-    });
-
-    it("keeps its token balance equal to the sum of open deposits through opens, deposits and closes", async () => {
-      const c = await loadFixture(misbehavingFixture);
-      const refs: ChannelRef[] = [];
-      const holdings = async () => {
-        let sum = 0n;
-        for (const ref of refs) sum += await c.escrow.read.depositOf([sessionIdOf(c.domain, ref)]);
-        return sum;
-      };
-      const check = async () => expect(await c.feeToken.read.balanceOf([c.escrow.address])).to.equal(await holdings());
-
-      for (const [i, amount] of [AMOUNT, 12_345n, 99n].entries()) {
-        refs.push((await open(c, makeTerms(c.feeToken.address, { nonce: BigInt(i + 1) }), amount)).ref);
-        await check();
-      }
-      await deposit(c, refs[1]!, 7_777n, net(7_777n));
-      await check();
-      await close(c, refs[0]!, 123_456n);
-      await check();
-      await deposit(c, refs[2]!, 1_000n, net(1_000n));
-      await check();
-      await close(c, refs[1]!, 0n);
-      await check();
-      expect(await holdings()).to.equal(net(99n) + net(1_000n));
+      const terms = makeTerms(c.feeToken.address);
+      await expectRevert(
+        c.escrow.write.open([terms, AMOUNT], { account: c.funder.account }),
+        "TransferAmountMismatch",
+        [getAddress(c.feeToken.address), AMOUNT, net(AMOUNT)],
+      );
+      expect(await c.feeToken.read.balanceOf([c.funder.account.address])).to.equal(funderBefore);
+      expect(await c.feeToken.read.balanceOf([c.escrow.address])).to.equal(0n);
+      expect(await c.feeToken.read.balanceOf([terms.provider])).to.equal(0n);
     });
   });
 

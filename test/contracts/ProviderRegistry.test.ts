@@ -1605,6 +1605,58 @@ describe("ProviderRegistry", () => {
                               BOND LOCKS
   //////////////////////////////////////////////////////////////*/
 
+  describe("bond holds (issue 28 item 2)", () => {
+    /** `member` bonded as a provider; `other` holds HOLDER_ROLE (the GasEscrow's role). */
+    async function holderFixture() {
+      const c = await registryFixture();
+      await ROLES[PROVIDER]!.register(c, c.member, MEMBER_ID);
+      await c.registry.write.bond([PROVIDER, BOND], { account: c.member.account });
+      await c.registry.write.grantRole([await c.registry.read.HOLDER_ROLE(), c.other.account.address], { account: c.governance.account });
+      return { ...c, holder: c.other };
+    }
+
+    it("issue 28 item 2: holdBond only from HOLDER_ROLE; it only ever moves later (an earlier time is a no-op, no event)", async () => {
+      const c = await loadFixture(holderFixture);
+      const who = getAddress(c.member.account.address);
+      const holderRole = await c.registry.read.HOLDER_ROLE();
+      for (const caller of [c.governance, c.slasher, c.member, c.stranger]) {
+        await expectRevert(c.registry.write.holdBond([PROVIDER, who, 1n], { account: caller.account }), "AccessControlUnauthorizedAccount", [getAddress(caller.account.address), holderRole]);
+      }
+      const until = BigInt(await time.latest()) + 1000n;
+      const { events } = await eventsOf(c, await c.registry.write.holdBond([PROVIDER, who, until], { account: c.holder.account }));
+      expect(events.map((e) => [e.eventName, e.args])).to.deep.equal([["BondHeld", { role: PROVIDER, account: who, heldUntil: until }]]);
+      const earlier = await eventsOf(c, await c.registry.write.holdBond([PROVIDER, who, until - 1n], { account: c.holder.account }));
+      expect(earlier.events).to.deep.equal([]);
+      expect(await c.registry.read.heldUntilOf([PROVIDER, who])).to.equal(until);
+      expect(await c.registry.read.heldUntilOf([ARBITRATOR, who])).to.equal(0n);
+    });
+
+    it("issue 28 item 2: an unbonding requested before the hold matures, yet the bond cannot be withdrawn until the hold ends (BondHeldUntil); it stays slashable meanwhile", async () => {
+      const c = await loadFixture(holderFixture);
+      const who = getAddress(c.member.account.address);
+      await c.registry.write.requestUnbond([PROVIDER, BOND], { account: c.member.account });
+      const { unlockAt } = await c.registry.read.bondOf([PROVIDER, who]);
+      const until = BigInt(unlockAt) + 7n * 24n * 3600n;
+      await c.registry.write.holdBond([PROVIDER, who, until], { account: c.holder.account });
+      await time.setNextBlockTimestamp(unlockAt);
+      await expectRevert(c.registry.write.withdraw([PROVIDER], { account: c.member.account }), "BondHeldUntil", [PROVIDER, who, until, BigInt(unlockAt)]);
+      expect(await c.registry.read.unbondPhaseOf([PROVIDER, who])).to.equal(PHASE.Unbonding); // while held
+      await c.registry.write.slash([PROVIDER, who, parseEther("10"), c.beneficiary.account.address, 0], { account: c.slasher.account });
+      await time.setNextBlockTimestamp(until);
+      const before = await c.token.read.balanceOf([who]);
+      await c.registry.write.withdraw([PROVIDER], { account: c.member.account });
+      expect((await c.token.read.balanceOf([who])) - before).to.equal(BOND - parseEther("10"));
+    });
+
+    it("issue 28 item 2: HOLDER_ROLE is a wiring role: sealed, it can be neither granted nor revoked", async () => {
+      const c = await loadFixture(holderFixture);
+      const holderRole = await c.registry.read.HOLDER_ROLE();
+      await c.registry.write.sealRoles({ account: c.governance.account });
+      await expectRevert(c.registry.write.grantRole([holderRole, c.stranger.account.address], { account: c.governance.account }), "RoleSealed", [holderRole]);
+      await expectRevert(c.registry.write.revokeRole([holderRole, c.holder.account.address], { account: c.governance.account }), "RoleSealed", [holderRole]);
+    });
+  });
+
   describe("bond locks", () => {
     /** Both roles bonded by `member`; `other` holds LOCKER_ROLE. */
     async function lockerFixture() {

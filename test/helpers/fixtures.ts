@@ -37,13 +37,16 @@ export async function escrowFixture() {
   const deployer = wallets[ROLE.deployer]!;
   const governance = deployer.account.address;
   const treasury = wallets[ROLE.treasury]!.account.address;
+  const token = await hre.viem.deployContract("LaborGas", [deployer.account.address]);
+  // The registry whose provider bonds answer for cooperatively settled sessions (the escrow holds HOLDER_ROLE).
+  const registry = await hre.viem.deployContract("ProviderRegistry", [governance, token.address, parseEther("100"), parseEther("250"), 30n * 24n * 3600n]);
   // Routing fee 0 by default so balance tests read plainly; fee behaviour has its own fixture.
-  const escrowArgs = [governance, treasury, 0] as const;
+  const escrowArgs = [governance, treasury, 0, registry.address] as const;
   const escrow = await hre.viem.deployContract("GasEscrow", [...escrowArgs]);
+  await registry.write.grantRole([await registry.read.HOLDER_ROLE(), escrow.address], { account: deployer.account });
   // Stands in for the DisputeManager: may freeze and release closing sessions.
   const disputes = wallets[ROLE.disputes]!;
   await escrow.write.grantRole([await escrow.read.DISPUTE_ROLE(), disputes.account.address], { account: deployer.account });
-  const token = await hre.viem.deployContract("LaborGas", [deployer.account.address]);
   const funder = wallets[ROLE.funder]!;
   await token.write.mint([funder.account.address, TOKEN_SUPPLY]);
   await token.write.approve([escrow.address, TOKEN_SUPPLY], { account: funder.account });
@@ -54,6 +57,7 @@ export async function escrowFixture() {
     wallets,
     escrow,
     escrowArgs,
+    registry,
     governance: deployer,
     disputes,
     treasury: wallets[ROLE.treasury]!,

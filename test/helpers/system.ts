@@ -3,7 +3,8 @@
  * timelock, so tests can act as governance directly): LaborGas, GasEscrow, ProviderRegistry, GigEscrow, a
  * BlockhashRandomness and a DisputeManager (linked to its Panels and DisputeRules libraries) holding
  * DISPUTE_ROLE on both escrows and SLASHER_ROLE and LOCKER_ROLE on the registry; the GigEscrow holds
- * LOCKER_ROLE too. A bonded provider and eleven bonded arbitrators are registered: ten admitted and pinned to
+ * LOCKER_ROLE too, and the GasEscrow HOLDER_ROLE (settled sessions hold the provider's bond). A bonded provider
+ * and eleven bonded arbitrators are registered: ten admitted and pinned to
  * this runtime, one admitted but pinned to another runtime; ETH and LaborGas have dispute terms.
  */
 import hre from "hardhat";
@@ -134,7 +135,6 @@ async function deploySystem(options: { seal: boolean }) {
   const governance = wallets[SYS.governance]!;
   const gov = governance.account.address;
   const token = await hre.viem.deployContract("LaborGas", [gov]);
-  const escrow = await hre.viem.deployContract("GasEscrow", [gov, wallets[SYS.treasury]!.account.address, 0]);
   const registry = await hre.viem.deployContract("ProviderRegistry", [
     gov,
     token.address,
@@ -142,6 +142,7 @@ async function deploySystem(options: { seal: boolean }) {
     MIN_ARBITRATOR_STAKE,
     UNBONDING_DELAY,
   ]);
+  const escrow = await hre.viem.deployContract("GasEscrow", [gov, wallets[SYS.treasury]!.account.address, 0, registry.address]);
   const gigs = await hre.viem.deployContract("GigEscrow", [gov, registry.address]);
   const randomness = await hre.viem.deployContract("BlockhashRandomness", [1n]);
   const disputes = await deployDisputeManager([gov, escrow.address, gigs.address, registry.address, randomness.address, DISPUTE_PARAMS]);
@@ -150,6 +151,9 @@ async function deploySystem(options: { seal: boolean }) {
   await registry.write.grantRole([await registry.read.SLASHER_ROLE(), disputes.address]);
   await registry.write.grantRole([await registry.read.LOCKER_ROLE(), disputes.address]);
   await registry.write.grantRole([await registry.read.LOCKER_ROLE(), gigs.address]);
+  await registry.write.grantRole([await registry.read.HOLDER_ROLE(), escrow.address]);
+  await escrow.write.setDisputeTermsSource([disputes.address]);
+  await gigs.write.setDisputeTermsSource([disputes.address]);
   // The wiring is sealed, as on every deployment: no governance key can grant itself these powers later.
   if (options.seal) {
     await escrow.write.sealRoles();
