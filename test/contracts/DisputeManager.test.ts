@@ -434,11 +434,22 @@ describe("DisputeManager", function () {
         ["AssetTermsSet", { asset: zeroAddress, bondFloor: 0n, stakeRate: 0n, effectiveAt: Number(now + UNBONDING_DELAY) }],
       ]);
       expect(await s.disputes.read.assetTerms([zeroAddress])).to.deep.equal(ETH_TERMS);
-      await time.increaseTo(now + UNBONDING_DELAY - 1n);
+      // A gig delivered just before the change applies, with a dispute window that outlasts it.
+      await time.increaseTo(now + UNBONDING_DELAY - 10n);
       expect(await s.disputes.read.assetTerms([zeroAddress])).to.deep.equal(ETH_TERMS);
+      const deadline = now + UNBONDING_DELAY + 86_400n;
+      await mined(s, await s.gigs.write.fund([s.provider.account.address, zeroAddress, GIG_AMOUNT, ICS_HASH, Number(deadline), 86_400], { account: s.client.account, value: GIG_AMOUNT }));
+      const gigId = await s.gigs.read.gigCount();
+      await s.gigs.write.accept([gigId], { account: s.provider.account });
+      await s.gigs.write.deliver([gigId, DELIVERABLE, zeroHash], { account: s.provider.account });
       await time.increaseTo(now + UNBONDING_DELAY);
       expect(await s.disputes.read.assetTerms([zeroAddress])).to.deep.equal({ bondFloor: 0n, stakeRate: 0n });
-      const gigId = await deliveredGig(s, "ETH");
+      // No new gig in the asset can be funded any more (issue 28: only disputable money is escrowed)…
+      await expectRevert(
+        s.gigs.write.fund([s.provider.account.address, zeroAddress, GIG_AMOUNT, ICS_HASH, Number(deadline), 86_400], { account: s.client.account, value: GIG_AMOUNT }),
+        "AssetWithoutDisputeTerms",
+      );
+      // …and no new case in it can be opened.
       await expectRevert(
         s.disputes.write.openGigCase([gigId, 1, PACKAGE_HASH], { account: s.client.account, value: BOND }),
         "AssetNotSupported",
