@@ -27,7 +27,7 @@ export function openRpcDocument(): Record<string, unknown> {
       title: "ioi-settlement control API",
       version: API_VERSION,
       description: [
-        "JSON-RPC 2.0 over HTTP (POST /) and WebSocket (GET / with Upgrade), on loopback unless started with --listen-public.",
+        "JSON-RPC 2.0 over HTTP (POST /) and WebSocket (GET / with Upgrade), on loopback unless started with --allow-public.",
         "Every request carries `Authorization: Bearer <token>`; without it HTTP answers 401 and a WebSocket upgrade is refused with 401.",
         "Params are by name. Amounts, ids and times are decimal strings, never JSON numbers.",
         "Errors carry `data.reason` (a stable string) and `data.retryable` (whether the same request can succeed later).",

@@ -108,7 +108,7 @@ const failure = (id: JsonRpcResponse["id"], error: unknown): JsonRpcResponse => 
 export async function startApiServer(parameters: StartApiServerParameters): Promise<RunningApiServer> {
   const { context, token, host = "127.0.0.1", port = DEFAULT_API_PORT, listenPublic = false, maxRequestBytes = DEFAULT_MAX_REQUEST_BYTES, onError } = parameters;
   if (!isLoopback(host) && !listenPublic) {
-    throw new ApiError("INVALID_REQUEST", `Refusing to listen on ${host}, which is not loopback: pass --listen-public to expose the API beyond this machine.`);
+    throw new ApiError("INVALID_REQUEST", `Refusing to listen on ${host}, which is not loopback: pass --allow-public to expose the API beyond this machine.`);
   }
   if (token.length < 16) throw new ApiError("INVALID_REQUEST", "The API token must be at least 16 characters.");
   const runtime = new ApiRuntime(context);

@@ -12,13 +12,13 @@ import type { Deployment } from "../roles/deployment";
 
 export const API_SERVE_COMMAND: Command = {
   summary: "serve the JSON-RPC control API (HTTP and WebSocket) on loopback, with a bearer token",
-  usage: "ioi api serve [--host 127.0.0.1] [--port 8645] [--token-file PATH] [--token-env NAME] [--listen-public] [--max-request-bytes N] [--db PATH]",
+  usage: "ioi api serve [--host 127.0.0.1] [--port 8645] [--token-file PATH] [--token-env NAME] [--allow-public] [--max-request-bytes N] [--db PATH]",
   notes: [
-    "  --host H               address to bind (default 127.0.0.1; anything but loopback also needs --listen-public)",
+    "  --host H               address to bind (default 127.0.0.1; anything but loopback also needs --allow-public)",
     "  --port N               TCP port (default 8645; 0 = any free port)",
     "  --token-env NAME       environment variable holding the bearer token (default IOI_API_TOKEN, if set)",
     "  --token-file PATH      else the token file (default .data/api.token; created, mode 0600, when absent)",
-    "  --listen-public        allow a non-loopback --host (put TLS in front of it: the token crosses in the clear)",
+    "  --allow-public         allow a non-loopback --host (put TLS in front of it: the token crosses in the clear)",
     "  --max-request-bytes N  largest HTTP body or WebSocket frame (default 1048576)",
     "Methods and their params: schemas/openrpc.json (OpenRPC 1.3). Every request sends `Authorization: Bearer <token>`.",
   ],
@@ -28,14 +28,14 @@ export const API_SERVE_COMMAND: Command = {
     port: { type: "string" },
     "token-file": { type: "string" },
     "token-env": { type: "string" },
-    "listen-public": { type: "boolean" },
+    "allow-public": { type: "boolean" },
     "max-request-bytes": { type: "string" },
   },
   run: async (values, out) => {
     const { startApiServer, loadOrCreateToken, isLoopback } = await import("../api/server");
     const host = (values.host as string | undefined) ?? "127.0.0.1";
-    const listenPublic = values["listen-public"] === true;
-    if (!isLoopback(host) && !listenPublic) throw new UsageError(`--host ${host} is not loopback: pass --listen-public to expose the API beyond this machine.`);
+    const listenPublic = values["allow-public"] === true;
+    if (!isLoopback(host) && !listenPublic) throw new UsageError(`--host ${host} is not loopback: pass --allow-public to expose the API beyond this machine.`);
     const port = Number(boundedUint(values, "port", "TCP port (0 = any free port)", 0n, 65535n, 8645n));
     const maxRequestBytes = Number(boundedUint(values, "max-request-bytes", "largest request in bytes", 1024n, 64n << 20n, 1n << 20n));
     const tokenEnv = (values["token-env"] as string | undefined) ?? "IOI_API_TOKEN";

@@ -200,7 +200,8 @@ describe("control API (issue 29 item 7)", function () {
   it("auth: no token or a wrong one gets 401 over HTTP and a refused upgrade; the token file is created with mode 0600", async () => {
     const { server } = await apiSystem();
     const request = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "node.info" });
-    for (const headers of [{}, { authorization: `Bearer ${TOKEN.slice(0, -1)}x` }, { authorization: `Basic ${TOKEN}` }, { authorization: "Bearer" }]) {
+    const headerSets: Record<string, string>[] = [{}, { authorization: `Bearer ${TOKEN.slice(0, -1)}x` }, { authorization: `Basic ${TOKEN}` }, { authorization: "Bearer" }];
+    for (const headers of headerSets) {
       const answer = await httpRaw(server.url, request, headers);
       expect(answer.status).to.equal(401);
       expect(answer.body.error).to.deep.equal({ code: -32004, message: "A valid bearer token is required (Authorization: Bearer <token>).", data: { reason: "UNAUTHORIZED", retryable: false } });
@@ -230,7 +231,7 @@ describe("control API (issue 29 item 7)", function () {
     const context = { hub: new SubscriptionHub() } as never;
     let message = "";
     await startApiServer({ context, token: TOKEN, host: "0.0.0.0", port: 0 }).catch((e: Error) => (message = e.message));
-    expect(message).to.equal("Refusing to listen on 0.0.0.0, which is not loopback: pass --listen-public to expose the API beyond this machine.");
+    expect(message).to.equal("Refusing to listen on 0.0.0.0, which is not loopback: pass --allow-public to expose the API beyond this machine.");
   });
 
   it("bad input: one-sentence JSON-RPC errors with stable reasons and retry hints; garbage never takes the server down", async () => {

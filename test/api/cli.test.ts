@@ -1,14 +1,14 @@
 /**
  * `ioi api serve` as an operator runs it: a child process on the embedded devnet served over HTTP, the token
  * generated into a 0600 file, answered with that token and refused without it, stopped with SIGTERM; and the
- * usage refusals (a public host without --listen-public, a short token) as one sentence and exit 2.
+ * usage refusals (a public host without --allow-public, a short token) as one sentence and exit 2.
  */
 import { loadFixture } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
 import { expect } from "chai";
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { getAddress } from "viem";
+import { getAddress, type HDAccount } from "viem";
 
 import { hardhatAccount } from "../helpers/fixtures";
 import { cliSandbox, runCli } from "../helpers/cli";
@@ -16,7 +16,7 @@ import { SYS, systemFixture } from "../helpers/system";
 import { httpCall, httpRaw } from "./schema-client";
 
 const ROOT = path.resolve(__dirname, "../..");
-const PAYER_KEY = "0x" + Buffer.from(hardhatAccount(SYS.payer).getHdKey().privateKey!).toString("hex");
+const PAYER_KEY = "0x" + Buffer.from((hardhatAccount(SYS.payer) as HDAccount).getHdKey().privateKey!).toString("hex");
 
 describe("ioi api serve", function () {
   this.timeout(120_000);
@@ -63,10 +63,10 @@ describe("ioi api serve", function () {
     expect(await exited).to.equal(0);
   });
 
-  it("refuses a public host without --listen-public, and a short token, with one sentence and exit 2", async () => {
+  it("refuses a public host without --allow-public, and a short token, with one sentence and exit 2", async () => {
     const publicHost = await runCli(["api", "serve", "--host", "0.0.0.0", "--rpc", sandbox.rpc.url]);
     expect(publicHost.code).to.equal(2);
-    expect(publicHost.err.split("\n")[0]).to.equal("ioi api serve failed — UsageError: --host 0.0.0.0 is not loopback: pass --listen-public to expose the API beyond this machine.");
+    expect(publicHost.err.split("\n")[0]).to.equal("ioi api serve failed — UsageError: --host 0.0.0.0 is not loopback: pass --allow-public to expose the API beyond this machine.");
     const short = await runCli(["api", "serve", "--rpc", sandbox.rpc.url], { IOI_API_TOKEN: "short" });
     expect(short.code).to.equal(2);
     expect(short.err.split("\n")[0]).to.equal("ioi api serve failed — UsageError: $IOI_API_TOKEN must hold a token of at least 32 characters.");

@@ -57,7 +57,7 @@ export async function httpCall(url: string, token: string, method: string, param
 
 /** A raw HTTP exchange: whatever body and headers, for auth and bad-input tests. */
 export async function httpRaw(url: string, body: string | Uint8Array, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
-  const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body });
+  const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: typeof body === "string" ? body : new Blob([Uint8Array.from(body)]) });
   const text = await response.text();
   return { status: response.status, body: text ? JSON.parse(text) : undefined };
 }
