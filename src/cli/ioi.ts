@@ -25,6 +25,7 @@ import { GLOBAL_HELP, GLOBAL_OPTIONS, UsageError, type Command, type CommandOpti
 import { MONEY_COMMANDS, PROVIDER_COMMANDS, REGISTRY_HELP, REGISTRY_OPTIONS } from "./money";
 import { OPTION_HELP } from "./option-help";
 import { SESSION_KEY_COMMANDS } from "./session-key";
+import { API_GROUP } from "./api";
 
 /** The package's version, from the package.json above this file (in the source tree or a built dist/). */
 export function packageVersion(): string {
@@ -110,6 +111,7 @@ function buildProgram(io: CliState): Commander {
     group(cmd, name, g.commands, DISPUTE_OPTIONS, DISPUTE_HELP, "Dispute options:", io);
   }
   leaf(program, "arbitrate", ARBITRATE_COMMAND, DISPUTE_OPTIONS, DISPUTE_HELP, "Dispute options:", io);
+  group(program.command("api").description(API_GROUP.summary), "api", API_GROUP.commands, {}, [], "", io);
   return program;
 }
 

@@ -64,7 +64,7 @@ describe("layout: one concept per folder of src/", function () {
 
   it("has the folders the architecture names, and no others", function () {
     const folders = readdirSync(SRC).filter((name) => statSync(path.join(SRC, name)).isDirectory()).sort();
-    expect(folders).to.deep.equal(["abi", "arbitration", "chain", "cli", "core", "node", "roles", "store", "transport", "ui"]);
+    expect(folders).to.deep.equal(["abi", "api", "arbitration", "chain", "cli", "core", "node", "roles", "store", "transport", "ui"]);
   });
 
   it("the protocol core imports only itself, its libraries and the generated ABIs, and reads only the package's schemas", function () {
