@@ -14,7 +14,7 @@ import type { PublicClient } from "viem";
 import type { Wallet } from "../../src/chain/escrow";
 import { Watchtower } from "../../src/node/watchtower";
 import { SqliteStore } from "../../src/store/sqlite-store";
-import { SYS, unsealedSystemFixture } from "../helpers/system";
+import { SYS, TOKEN_TERMS, unsealedSystemFixture } from "../helpers/system";
 import { closeUnilateral, ether, feeOf, mined, openSession, signTicket, snapshot, systemBook, expectDeltas } from "./helpers";
 
 const FEE_BPS = 100;
@@ -23,6 +23,8 @@ async function blocklistSystem() {
   const s = await unsealedSystemFixture();
   await mined(s, s.escrow.write.setRoutingFee([FEE_BPS, s.wallets[SYS.treasury]!.account.address]));
   const blk = await hre.viem.deployContract("BlocklistToken");
+  // Escrows hold only assets with dispute terms (issue 28 item 4): a blocklist token is a vetted asset like USDC.
+  await mined(s, s.disputes.write.setAssetTerms([blk.address, TOKEN_TERMS]));
   for (const wallet of [s.client, s.payerWallet, s.provider]) {
     await mined(s, blk.write.mint([wallet.account.address, ether("1000")]));
     await mined(s, blk.write.approve([s.escrow.address, ether("1000")], { account: wallet.account }));
