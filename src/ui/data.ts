@@ -15,7 +15,7 @@ import { disputeManagerAbi } from "../arbitration/chain";
 import { CASE_STATUSES } from "../arbitration/context";
 import { packageFromJson, packageHash } from "../arbitration/package";
 import { resolutionFromJson, resolutionHash, type Resolution } from "../arbitration/resolution";
-import { getLogsPaged, type RetryOptions } from "../chain/logs";
+import { getLogsPaged, readPaged, type RetryOptions } from "../chain/logs";
 import { providerRegistryAbi } from "../abi/ProviderRegistry";
 import { CHANNEL_PHASES, gasEscrowAbi } from "../chain/escrow";
 import { gigEscrowAbi, readGig } from "../chain/gig";
@@ -56,7 +56,11 @@ const settlements = new Map<string, ChannelView["settlement"]>();
 async function settlementOf(publicClient: PublicClient, escrow: Address, sessionId: Hex, fromBlock: bigint, asset: Address, unit: AssetUnit): Promise<ChannelView["settlement"]> {
   const key = `${escrow.toLowerCase()}:${sessionId}`;
   if (settlements.has(key)) return settlements.get(key)!;
-  const logs = await publicClient.getContractEvents({ address: escrow, abi: gasEscrowAbi, eventName: "ChannelSettled", args: { sessionId }, fromBlock, strict: true });
+  // Paged and bounded like every range query (public-chain-safe reading); stops at the first page that has it.
+  const toBlock = await publicClient.getBlockNumber();
+  const read = (from: bigint, to: bigint) =>
+    publicClient.getContractEvents({ address: escrow, abi: gasEscrowAbi, eventName: "ChannelSettled", args: { sessionId }, fromBlock: from, toBlock: to, strict: true });
+  const logs = await readPaged<Awaited<ReturnType<typeof read>>[number]>({ fromBlock, toBlock, done: (found) => found.length > 0 }, read);
   const log = logs[0];
   if (!log) return null;
   const found = {
