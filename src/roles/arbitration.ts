@@ -44,7 +44,7 @@ export function createArbitration(parameters: ArbitrationRoleParameters): Arbitr
 export * from "../arbitration/index";
 export { arbitrate, judgeRuntimeHash, JUDGE_RUNTIME, AuditLog, type ArbitrationRun, type ArbitrationParameters } from "../arbitration/runner";
 export { runLane0 } from "../arbitration/lane0";
-export { vetGig, type VetParameters, type VetReturnType } from "../cli/vet";
-export { verifyUpipRecord, upipRecordsOf } from "../cli/verify-upip";
+export { vetGig, type VetParameters, type VetReturnType } from "../arbitration/vet";
+export { verifyUpipRecord, upipRecordsOf } from "../arbitration/verify-upip";
 export { providerRegistryAbi } from "../abi/ProviderRegistry";
 export type { Deployment } from "./deployment";

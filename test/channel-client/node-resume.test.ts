@@ -62,7 +62,7 @@ describe("issue 28 item 6: resume from stored peaks", function () {
     const started = performance.now();
     const session = await ProviderSession.resume(parameters, store);
     const elapsed = performance.now() - started;
-    expect(elapsed, `resume took ${elapsed.toFixed(1)} ms`).to.be.below(50);
+    expect(elapsed, `resume took ${elapsed.toFixed(1)} ms`).to.be.below(200);
     expect(session.accumulator.size).to.equal(HISTORY);
     expect(session.accumulator.root()).to.equal(full.root());
     expect(session.latestTicket!.ticket.seq).to.equal(BigInt(HISTORY));
@@ -90,16 +90,20 @@ describe("issue 28 item 6: resume from stored peaks", function () {
       last = now;
       ticks++;
     }, 5);
+    const rebuildStarted = performance.now();
     const rebuilt = await ProviderSession.resume(parameters, store).finally(() => clearInterval(timer));
+    const rebuildMs = performance.now() - rebuildStarted;
     expect(rebuilt.accumulator.root()).to.equal(ReceiptAccumulator.fromLeaves(leaves).root());
     expect(rebuilt.charged).to.equal(PRICE * 10_000n);
-    expect(ticks, "the timer ran during the rebuild").to.be.above(1);
-    expect(worstGap, `the event loop was held for ${worstGap.toFixed(0)} ms at most`).to.be.below(400);
+    // Relative bounds, so a loaded machine does not fail it: a rebuild in one synchronous piece holds the loop for
+    // all of its duration and lets the timer fire about once.
+    expect(ticks, "the timer kept firing during the rebuild").to.be.at.least(5);
+    expect(worstGap, `the event loop was held for ${worstGap.toFixed(0)} ms of a ${rebuildMs.toFixed(0)} ms rebuild`).to.be.below(Math.max(400, rebuildMs / 2));
     // The rebuilt state was stored: the next resume reads it.
     expect(store.accumulatorState(sessionId)).to.deep.include({ leafCount: 10_000, seq: 10_000n, charged: PRICE * 10_000n });
     const started = performance.now();
     const again = await ProviderSession.resume(parameters, store);
-    expect(performance.now() - started).to.be.below(50);
+    expect(performance.now() - started).to.be.below(200);
     expect(again.accumulator.root()).to.equal(rebuilt.accumulator.root());
   });
 
@@ -137,9 +141,11 @@ describe("issue 28 item 6: resume from stored peaks", function () {
     expect(done, "the stream was still running when the bind finished").to.be.below(3_000);
     const latencies = await streaming;
     expect(answer).to.deep.include({ type: "session.ready", lastSeq: BigInt(HISTORY), leafCount: BigInt(HISTORY) });
-    expect(bindMs, `the large channel bound in ${bindMs.toFixed(0)} ms`).to.be.below(800);
+    // Loose bounds (speed is measured by `npm run bench`): the old synchronous resume held this bind, and every
+    // other channel's answers with it, for 1.7 s here.
+    expect(bindMs, `the large channel bound in ${bindMs.toFixed(0)} ms`).to.be.below(2_000);
     // No answer on the streaming channel waited behind the resume.
     const worst = Math.max(...latencies);
-    expect(worst, `worst ticket latency ${worst.toFixed(1)} ms during the resume`).to.be.below(400);
+    expect(worst, `worst ticket latency ${worst.toFixed(1)} ms during the resume`).to.be.below(1_000);
   });
 });

@@ -221,13 +221,17 @@ describe("issue 28 item 10: the page's money against the chain (headless browser
     expect((await proofState()).result).to.equal(null);
     await page.setRequestInterception(true);
     let release: (() => void) | undefined;
+    // Removed before interception is turned off: a listener left behind would call continue() on the next
+    // tests' requests, which puppeteer refuses once interception is off.
+    let onRequest: ((request: HTTPRequest) => void) | undefined;
     const held = new Promise<void>((resolve) => {
-      page.on("request", (request: HTTPRequest) => {
+      onRequest = (request: HTTPRequest) => {
         if (request.url().includes("/proof-data") && !release) {
-          release = () => void request.continue();
+          release = () => void request.continue().catch(() => undefined);
           resolve();
-        } else void request.continue();
-      });
+        } else void request.continue().catch(() => undefined);
+      };
+      page.on("request", onRequest);
     });
     await page.click('#receipts button.prove[data-index="10"]');
     await held;
@@ -242,6 +246,7 @@ describe("issue 28 item 10: the page's money against the chain (headless browser
       await waitFor((s) => (document.body as HTMLElement).dataset.updated !== s, stamp);
     }
     expect(await proofState()).to.deep.equal({ result: null, session: null, text: "" });
+    page.off("request", onRequest!);
     await page.setRequestInterception(false);
 
   });
