@@ -9,7 +9,7 @@
  * variable named by --key-env (default IOI_PRIVATE_KEY). Every command prints readable lines, or with
  * --json one JSON object on the last line.
  */
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import {
   decodeFunctionData,
@@ -66,7 +66,7 @@ import { echoHandler } from "../node/echo-worker";
 import { EndpointError, listenHost, parsePeer } from "../node/endpoints";
 import type { McpWorker } from "../node/mcp-worker";
 import type { McpHandler } from "../node/provider-node";
-import { readRequestFile, requestFrom, RequestFileError } from "../node/requests";
+import { readRequestFile, RequestFileReader, requestFrom, RequestFileError } from "../node/requests";
 import { signedSessionReceiptToJson, sessionReceiptHash } from "../core/receipt";
 import type { ChannelRecord, ChannelStore } from "../store/store";
 import { channelRefToJson, describePricing, disputeWindowProblem, sessionIdOf, type ChannelRef, modelAllowed, NATIVE_ASSET, prepaidPerCall, pricingTermsFromJson, pricingTermsToJson, termsHashOf, type PricingTerms } from "../core/terms";
@@ -81,8 +81,11 @@ import {
   hashOption,
   loadAccount,
   need,
+  openExistingStore,
   openStore,
   sessionOf,
+  storedChannelOn,
+  storePath,
   uint,
   UsageError,
   weiAmount,
@@ -220,6 +223,16 @@ export const COMMANDS: Record<string, Command> = {
     usage: "ioi watchtower [--from-block N] [--once] [--metrics HOST:PORT] [--log-level L] [--log-file PATH]",
     options: { "from-block": { type: "string" }, once: { type: "boolean" }, ...METRICS_OPTION, ...LOG_OPTIONS },
     run: runWatchtower,
+  },
+  results: {
+    summary: "print again every paid call's request, result (or error) and receipt from the payer's store, as JSON lines",
+    usage: "ioi results --session ID [--from-seq N] [--db PATH]",
+    notes: [
+      "  Each result is stored before its receipt counts (ioi call, ioi stream), so after Ctrl-C or a crash every",
+      "  answered paid call is here. `verified` says the stored request and output hash to the receipt's hashes.",
+    ],
+    options: { session: { type: "string" }, "from-seq": { type: "string" } },
+    run: runResults,
   },
   export: {
     summary: "print a session's tickets and receipts as JSON lines, with the on-chain root",
@@ -551,8 +564,9 @@ async function runStream(values: Record<string, unknown>, out: Out): Promise<voi
   const account = loadAccount(values);
   // Every option is checked before the chain or the store is touched.
   if (values.n !== undefined && values["request-file"] !== undefined) throw new UsageError("Give either -n (synthetic requests) or --request-file, not both.");
-  const requests = values["request-file"] === undefined ? undefined : asUsage(() => readRequestFile(values["request-file"] as string));
-  const count = requests ? requests.length : Number(boundedUint(values, "n", "how many invocations to stream (or give --request-file)", 1n, 10_000_000n));
+  // A request file is streamed line by line (issue 28 item 8): checked once in full here, then read again as sent.
+  const requests = values["request-file"] === undefined ? undefined : asUsage(() => RequestFileReader.open(values["request-file"] as string));
+  const count = requests ? requests.count : Number(boundedUint(values, "n", "how many invocations to stream (or give --request-file)", 1n, 10_000_000n));
   const inflight = Number(boundedUint(values, "inflight", "invocations in flight at once", 1n, 4_096n, 16n));
   // Signed receipt commits mid-stream: every N receipts and/or T seconds (0 turns either off).
   const commitEvery = Number(boundedUint(values, "commit-every", "receipts between two receipt commits (0: none mid-stream)", 0n, 10_000_000n, 100n));
@@ -560,32 +574,66 @@ async function runStream(values: Record<string, unknown>, out: Out): Promise<voi
   const sessionId = sessionOf(values);
   const sessionKey = sessionKeyOf(values, sessionId);
   if (values.peer !== undefined) peerOf(values, undefined);
-  const { domain } = await chainClients(values);
-  const store = openStore(values, "payer");
+  const { domain, chainId } = await chainClients(values);
+  const store = openExistingStore(values, "payer");
+  // Ctrl-C stops sending; every call already paid for is awaited, its result stored and printed (issue 28 item 8).
+  const interrupt = new AbortController();
+  const onSignal = () => {
+    process.stderr.write("\nInterrupted: no new calls are paid for; waiting for the answers to those already paid (Ctrl-C again quits at once).\n");
+    interrupt.abort();
+  };
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
   try {
-    const channel = channelOf(store, sessionId);
+    const channel = storedChannelOn(store, sessionId, chainId, domain.verifyingContract);
     const { host, port } = peerOf(values, channel);
     const client = await (await nodeModules.payerClient()).PayerClient.connect({ account, domain, store, channel, host, port, logger: loggerFrom(values, "payer"), ...(sessionKey ? { sessionKey } : {}) });
     await assertAffordable(client, channel, count);
     const started = performance.now();
+    // Ids of requests in flight, by index: what an answer is printed under (the file itself is never held).
+    const ids = new Map<number, JsonObject["id"]>();
+    let answered = 0;
     const latencies = await client.stream({
       count,
       inflight,
-      request: (i) => requests?.[i] ?? { jsonrpc: "2.0", id: `invoke-${i}`, method: "tools/echo", params: { text: `invocation ${i}` } },
+      request: (i) => {
+        if (!requests) return { jsonrpc: "2.0", id: `invoke-${i}`, method: "tools/echo", params: { text: `invocation ${i}` } };
+        const request = requests.next();
+        ids.set(i, request.id);
+        return request;
+      },
       onProgress: progressBar(count),
       commitEvery,
       commitIntervalMs,
-      // With a request file, each answer is printed as it is receipted: one JSON line per request.
-      ...(requests ? { onOutcome: (i: number, o: InvocationOutcome) => out.lines.push(JSON.stringify(outcomeJson(requests[i]!, o))) } : {}),
+      signal: interrupt.signal,
+      // With a request file, each answer is printed the moment it is durable (stored with its receipt): one
+      // JSON line per request, on stdout at once — never held until the stream ends.
+      onOutcome: (i: number, o: InvocationOutcome) => {
+        answered += 1;
+        if (!requests) return;
+        const id = ids.get(i);
+        ids.delete(i);
+        console.log(JSON.stringify(outcomeJson({ id: id ?? null }, o)));
+      },
     });
+    requests?.close();
     const seconds = (performance.now() - started) / 1000;
     const { root, leafCount } = await client.commit();
     await client.close();
     latencies.sort((a, b) => a - b);
-    const perSecond = Math.round(count / seconds);
-    out.lines.push(`Streamed ${count} invocations in ${seconds.toFixed(2)} s (${perSecond}/s, p50 ${latencies[Math.floor(count / 2)]!.toFixed(1)} ms); root ${root} over ${leafCount} receipts, agreed with the provider.`);
-    Object.assign(out.result, { sessionId: channel.sessionId, invocations: count, seconds, ticketsPerSecond: perSecond, finalSeq: client.session.seq.toString(), paid: client.session.cumulativeAmount.toString(), charged: client.session.charged.toString(), receiptRoot: root });
+    const perSecond = Math.round(answered / seconds);
+    const p50 = latencies.length ? `${latencies[Math.floor(latencies.length / 2)]!.toFixed(1)} ms` : "n/a";
+    if (interrupt.signal.aborted) {
+      out.lines.push(`Interrupted after ${answered} of ${count} invocations; every paid call's result is stored (\`ioi results --session ${channel.sessionId}\`); root ${root} over ${leafCount} receipts, agreed with the provider.`);
+      out.exitCode = 130;
+    } else {
+      out.lines.push(`Streamed ${count} invocations in ${seconds.toFixed(2)} s (${perSecond}/s, p50 ${p50}); root ${root} over ${leafCount} receipts, agreed with the provider.`);
+    }
+    Object.assign(out.result, { sessionId: channel.sessionId, invocations: answered, requested: count, interrupted: interrupt.signal.aborted, seconds, ticketsPerSecond: perSecond, finalSeq: client.session.seq.toString(), paid: client.session.cumulativeAmount.toString(), charged: client.session.charged.toString(), receiptRoot: root });
   } finally {
+    process.removeListener("SIGINT", onSignal);
+    process.removeListener("SIGTERM", onSignal);
+    requests?.close();
     await store.close();
   }
 }
@@ -629,10 +677,10 @@ async function runCall(values: Record<string, unknown>, out: Out): Promise<void>
   const sessionId = sessionOf(values);
   const sessionKey = sessionKeyOf(values, sessionId);
   if (values.peer !== undefined) peerOf(values, undefined);
-  const { domain } = await chainClients(values);
-  const store = openStore(values, "payer");
+  const { domain, chainId } = await chainClients(values);
+  const store = openExistingStore(values, "payer");
   try {
-    const channel = channelOf(store, sessionId);
+    const channel = storedChannelOn(store, sessionId, chainId, domain.verifyingContract);
     const { host, port } = peerOf(values, channel);
     const client = await (await nodeModules.payerClient()).PayerClient.connect({ account, domain, store, channel, host, port, ...(sessionKey ? { sessionKey } : {}) });
     await assertAffordable(client, channel, 1);
@@ -655,10 +703,18 @@ async function runCall(values: Record<string, unknown>, out: Out): Promise<void>
 }
 
 async function runStatus(values: Record<string, unknown>, out: Out): Promise<void> {
-  const store = openStore(values, (values.db as string | undefined) ? "x" : "payer");
   // Which secp256k1 implementation signs and checks on this machine (decision 0023).
   out.lines.push(`secp256k1 backend: ${secp256k1Backend().implementation}`);
   out.result.crypto = secp256k1Backend().implementation;
+  // A read-only command creates no store (issue 28 item 9): without one there is nothing to list.
+  const file = storePath(values, "payer");
+  if (!values.session && !existsSync(file)) {
+    out.lines.push(`No store at ${file}: it holds no channels.`);
+    out.result.channels = [];
+    return;
+  }
+  const sessionId = values.session === undefined ? undefined : sessionOf(values);
+  const store = openExistingStore(values, "payer");
   try {
     if (!values.session) {
       const channels = store.listChannels();
@@ -667,8 +723,9 @@ async function runStatus(values: Record<string, unknown>, out: Out): Promise<voi
       out.result.channels = channels.map((c) => ({ sessionId: c.sessionId, role: c.role, status: c.status, deposit: c.deposit.toString() }));
       return;
     }
-    const channel = channelOf(store, sessionOf(values));
-    const { publicClient, escrow } = await chainClients(values);
+    channelOf(store, sessionId!);
+    const { publicClient, escrow, chainId } = await chainClients(values);
+    const channel = storedChannelOn(store, sessionId!, chainId, escrow);
     const phase = await publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "phaseOf", args: [channel.sessionId] });
     const phases = CHANNEL_PHASES;
     const latest = store.latestTicket(channel.sessionId);
@@ -692,10 +749,10 @@ async function runStatus(values: Record<string, unknown>, out: Out): Promise<voi
 
 async function runClose(values: Record<string, unknown>, out: Out): Promise<void> {
   const account = loadAccount(values);
-  const { publicClient, wallet, escrow, domain } = await chainClients(values, account);
-  const store = openStore(values, "payer");
+  const { publicClient, wallet, escrow, domain, chainId } = await chainClients(values, account);
+  const store = openExistingStore(values, "payer");
   try {
-    const channel = channelOf(store, sessionOf(values));
+    const channel = storedChannelOn(store, sessionOf(values), chainId, escrow);
     if (values.unilateral) {
       // A payer closes with a ticket that drains the pipeline: the amount it already promised and the root
       // over every receipt it accepted, so each one is provable against what the close records (issue 12).
@@ -736,10 +793,10 @@ async function runClose(values: Record<string, unknown>, out: Out): Promise<void
 
 async function runAnchor(values: Record<string, unknown>, out: Out): Promise<void> {
   const account = loadAccount(values);
-  const { publicClient, wallet, escrow, fromBlock } = await chainClients(values, account);
-  const store = openStore(values, "payer");
+  const { publicClient, wallet, escrow, fromBlock, chainId } = await chainClients(values, account);
+  const store = openExistingStore(values, "payer");
   try {
-    const channel = channelOf(store, sessionOf(values));
+    const channel = storedChannelOn(store, sessionOf(values), chainId, escrow);
     const { sessionId } = channel;
     if (channel.role !== "payer") {
       throw new UsageError(`The store holds ${sessionId} as the ${channel.role}'s channel; \`ioi anchor\` runs on the payer's store (--db), whose receipts a case would prove.`);
@@ -780,10 +837,10 @@ function reportAnchoring(out: Out, anchoring: AnchorOutcome): void {
 
 async function runChallenge(values: Record<string, unknown>, out: Out): Promise<void> {
   const account = loadAccount(values);
-  const { publicClient, wallet, escrow } = await chainClients(values, account);
-  const store = openStore(values, "provider");
+  const { publicClient, wallet, escrow, chainId } = await chainClients(values, account);
+  const store = openExistingStore(values, "provider");
   try {
-    const channel = channelOf(store, sessionOf(values));
+    const channel = storedChannelOn(store, sessionOf(values), chainId, escrow);
     const closing = closingOf(store, channel);
     const newest = store.latestTicket(channel.sessionId);
     if (!newest || newest.ticket.seq <= closing.state.seq) throw new UsageError(`The store holds no ticket newer than the recorded seq ${closing.state.seq}.`);
@@ -799,10 +856,10 @@ async function runChallenge(values: Record<string, unknown>, out: Out): Promise<
 
 async function runFinalize(values: Record<string, unknown>, out: Out): Promise<void> {
   const account = loadAccount(values);
-  const { publicClient, wallet, escrow } = await chainClients(values, account);
-  const store = openStore(values, "payer");
+  const { publicClient, wallet, escrow, chainId } = await chainClients(values, account);
+  const store = openExistingStore(values, "payer");
   try {
-    const channel = channelOf(store, sessionOf(values));
+    const channel = storedChannelOn(store, sessionOf(values), chainId, escrow);
     const closing = closingOf(store, channel);
     const settled = await finalizeClose({ wallet: wallet!, publicClient, escrow, ref: channel.ref, recorded: closing.state });
     await store.updateChannel(channel.sessionId, { status: "settled" });
@@ -853,11 +910,68 @@ async function runWatchtower(values: Record<string, unknown>, out: Out): Promise
   }
 }
 
-async function runExport(values: Record<string, unknown>, out: Out): Promise<void> {
-  const store = openStore(values, "provider");
+/** Results printed per store read: `ioi results` holds one page, never a whole session. */
+const RESULTS_PAGE = 1000;
+
+/**
+ * `ioi results` (issue 28 item 8): every stored result of a payer's channel with the ticket that paid for it and
+ * the provider's signed receipt, one JSON line each, read page by page. Offline: nothing is sent.
+ */
+async function runResults(values: Record<string, unknown>, out: Out): Promise<void> {
+  const sessionId = sessionOf(values);
+  let fromSeq = uint(values, "from-seq", "the first seq to print", 1n);
+  const store = openExistingStore(values, "payer");
   try {
-    const channel = channelOf(store, sessionOf(values));
+    const channel = channelOf(store, sessionId);
+    if (channel.role !== "payer") throw new UsageError(`Session ${sessionId} is stored as a ${channel.role} channel; results are kept by the payer's store.`);
+    let printed = 0;
+    let unverified = 0;
+    for (;;) {
+      const page = store.results(sessionId, { fromSeq, limit: RESULTS_PAGE });
+      if (page.length === 0) break;
+      const steps = new Map(store.steps(sessionId, { fromSeq: page[0]!.seq, limit: Number(page[page.length - 1]!.seq - page[0]!.seq) + 1 }).map((step) => [step.seq, step]));
+      for (const stored of page) {
+        const step = steps.get(stored.seq);
+        const request = JSON.parse(stored.request) as JsonObject;
+        const output = JSON.parse(stored.output) as JsonObject;
+        const receipt = step?.receipt;
+        const verified =
+          receipt !== undefined &&
+          receipt.receipt.outputHash === keccak256(stringToBytes(stored.output)) &&
+          receipt.receipt.offloadPacketHash === keccak256(stringToBytes(stored.request));
+        if (!verified) unverified += 1;
+        const failed = receipt !== undefined && Object.keys(output).length === 1 && "error" in output && receipt.receipt.metering.amount === 0n;
+        console.log(JSON.stringify({
+          seq: stored.seq.toString(),
+          id: request.id ?? null,
+          method: request.method,
+          ...(failed ? { error: output.error } : { result: output }),
+          charged: receipt ? receipt.receipt.metering.amount.toString() : null,
+          verified,
+          ...(step ? { ticket: signedPaymentTicketToJson(step.ticket) } : {}),
+          ...(receipt ? { receipt: signedSessionReceiptToJson(receipt) } : {}),
+        }));
+        printed += 1;
+      }
+      fromSeq = page[page.length - 1]!.seq + 1n;
+    }
+    const paid = store.latestTicket(sessionId)?.ticket.seq ?? 0n;
+    const answered = store.receiptCount(sessionId);
+    process.stderr.write(`${printed} stored result(s) of session ${sessionId}; ${answered} receipted call(s), newest ticket seq ${paid}${unverified ? `; ${unverified} do not match their receipt` : ""}.\n`);
+    if (unverified > 0) out.exitCode = 3;
+    out.json = false; // the JSON lines are the output
+  } finally {
+    await store.close();
+  }
+}
+
+async function runExport(values: Record<string, unknown>, out: Out): Promise<void> {
+  const store = openExistingStore(values, "provider");
+  try {
+    const sessionId = sessionOf(values);
+    channelOf(store, sessionId);
     const { publicClient, escrow, chainId } = await chainClients(values);
+    const channel = storedChannelOn(store, sessionId, chainId, escrow);
     const reading = readingOf(values, chainId);
     const lines: string[] = [];
     lines.push(canon({ type: "session", sessionId: channel.sessionId, escrow: escrow.toLowerCase(), ref: channelRefToJson(channel.ref), pricing: pricingTermsToJson(channel.pricing), termsHash: termsHashOf(channel.pricing), leafDomain: "IOI_SESSION_LEAF_V1" }));
