@@ -1281,6 +1281,10 @@ async function runArbitratorRepin(values: Values, out: Out): Promise<void> {
   const didHash = values["did-hash"] === undefined ? record.didHash : hashOption(values, "did-hash", "keccak-256 of the DID document");
   const mldsaHash = values["mldsa-hash"] === undefined ? record.mldsaPublicKeyHash : hashOption(values, "mldsa-hash", "keccak-256 of the ML-DSA public key");
   const runtime = judgeRuntimeHash();
+  // A no-op transaction is refused (issue 28 item 9): the same runtime and the same hashes change nothing.
+  if (record.judgeRuntimeHash === runtime && didHash === record.didHash && mldsaHash === record.mldsaPublicKeyHash) {
+    throw new UsageError(`${account.address} is pinned to this build's judge runtime ${runtime} already, with the same DID and ML-DSA hashes; nothing was sent.`);
+  }
   const { hash, receipt } = await write("ProviderRegistry.updateArbitrator", wallet!, publicClient, { address: deployment.registry, abi: providerRegistryAbi, functionName: "updateArbitrator", args: [runtime, didHash, mldsaHash] });
   out.lines.push(`Re-pinned ${account.address} from judge runtime ${record.judgeRuntimeHash} to ${runtime} (gas ${receipt.gasUsed}).`);
   Object.assign(out.result, { arbitrator: account.address, previousJudgeRuntimeHash: record.judgeRuntimeHash, judgeRuntimeHash: runtime, transactionHash: hash, gasUsed: Number(receipt.gasUsed) });

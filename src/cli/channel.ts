@@ -9,7 +9,7 @@
  * variable named by --key-env (default IOI_PRIVATE_KEY). Every command prints readable lines, or with
  * --json one JSON object on the last line.
  */
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import {
   decodeFunctionData,
@@ -94,6 +94,7 @@ import {
   type Out,
 } from "./common";
 import { deployedAddress, deployedContract, givenAddress, readingOf, rpcClients } from "./chain";
+import { readOptionFile } from "./input-file";
 import { formatAmountWithBase, formatDate, formatDuration, formatMoment } from "../core/format";
 import { parseDocument } from "../arbitration/document";
 import { icsFromJson, icsHash, type Ics } from "../arbitration/ics";
@@ -545,8 +546,10 @@ function sessionKeyOf(values: Record<string, unknown>, sessionId: Hex): { accoun
   const file = values["session-key"] as string | undefined;
   if (file === undefined) return undefined;
   let raw: { grant?: unknown; privateKey?: unknown };
+  const bytes = readOptionFile("session-key", file, 64 * 1024);
   try {
-    raw = JSON.parse(readFileSync(file, "utf8")) as typeof raw;
+    raw = JSON.parse(bytes.toString("utf8")) as typeof raw;
+    if (typeof raw !== "object" || raw === null) throw new Error("not an object");
   } catch {
     throw new UsageError(`Cannot read --session-key ${file}: it must be the file \`ioi session-key authorize --out\` wrote.`);
   }
@@ -1112,12 +1115,8 @@ function termsOption(values: Record<string, unknown>, priceWhat: string): Pricin
   const file = values["terms-file"] as string | undefined;
   if (file === undefined) return { version: "1", unit: "invocation", pricePerInvocation: weiAmount(values, "price", priceWhat) };
   if (values.price !== undefined) throw new UsageError("Give either --price WEI (a flat price per invocation) or --terms-file FILE (a terms document), not both.");
-  let bytes: Buffer;
-  try {
-    bytes = readFileSync(file);
-  } catch (cause) {
-    throw new UsageError(`Cannot read --terms-file ${file}: ${(cause as Error).message.split("\n")[0]}.`, { cause });
-  }
+  // A regular file of bounded size (issue 28 item 9): a FIFO or a device would hang the command.
+  const bytes = readOptionFile("terms-file", file, MAX_TERMS_FILE_BYTES);
   return pricingTermsFromJson(parseDocument(bytes, { maxBytes: MAX_TERMS_FILE_BYTES, what: `The terms document in ${file}` }), `terms in ${file}`);
 }
 
@@ -1135,12 +1134,7 @@ function icsHashOf(values: Record<string, unknown>): { icsHash: Hex; icsFile?: s
     throw new UsageError("Give exactly one of --ics HASH and --ics-file PATH: the Intent Contract Schema the gig is bound to.");
   }
   if (hasHash) return { icsHash: hashOption(values, "ics", "the hash of the Intent Contract Schema") };
-  let bytes: Buffer;
-  try {
-    bytes = readFileSync(file!);
-  } catch (cause) {
-    throw new UsageError(`Cannot read --ics-file ${file}: ${(cause as Error).message.split("\n")[0]}.`, { cause });
-  }
+  const bytes = readOptionFile("ics-file", file!, MAX_ICS_FILE_BYTES);
   const ics = icsFromJson(parseDocument(bytes, { maxBytes: MAX_ICS_FILE_BYTES, what: `The Intent Contract Schema in ${file}` }), `ICS in ${file}`);
   return { icsHash: icsHash(ics), icsFile: file!, ics };
 }
