@@ -116,11 +116,14 @@ export { addressOption, channelOf, gigIdOf, GLOBAL_HELP, hashOption, loadAccount
 export const COMMANDS: Record<string, Command> = {
   provider: {
     summary: "start a provider node on 127.0.0.1 (with its watchtower) and serve until Ctrl-C",
-    usage: "ioi provider [--port N] (--price WEI | --terms-file FILE) [--model ID] [--host IP --allow-public] [--worker-timeout MS] [--metrics HOST:PORT] [--log-level L] [--log-file PATH] [--worker CMD [ARGS…]]   |   ioi provider register|bond|unbond|withdraw|show",
+    usage: "ioi provider [--port N] (--price WEI | --terms-file FILE) [--model ID] [--host IP --allow-public] [--worker-timeout MS] [--worker-env NAME]… [--metrics HOST:PORT] [--log-level L] [--log-file PATH] [--worker CMD [ARGS…]]   |   ioi provider register|bond|unbond|withdraw|show",
     notes: [
       "  --worker CMD [ARGS…]  run this MCP server over stdio and sell its calls (must come last: everything",
       "                        after it is the worker's command line); without it, the demo's echo worker",
       "  --worker-timeout MS   longest a worker call may take (default 30000); a call that fails is not charged",
+      "  --worker-env NAME     pass this variable to the worker (repeatable). A worker gets only PATH, HOME, LANG,",
+      "                        LC_ALL, LC_CTYPE, TZ, TMPDIR and SYSTEMROOT by default, never the node's key",
+      "                        (IOI_PRIVATE_KEY, --key-env) or any IOI_*KEY*/SECRET/TOKEN/PASSWORD variable",
       "  --host IP             address to listen on (default 127.0.0.1); a non-loopback one needs --allow-public",
       "  --terms-file FILE     the terms document offered (schemas/terms.schema.json: metered pricing with a cap per",
       "                        call, model snapshot ids, dispute rules, required receipts); --model must be one it lists",
@@ -134,6 +137,7 @@ export const COMMANDS: Record<string, Command> = {
       host: { type: "string" },
       "allow-public": { type: "boolean" },
       "worker-timeout": { type: "string" },
+      "worker-env": { type: "string", multiple: true },
       ...METRICS_OPTION,
       ...LOG_OPTIONS,
     },
@@ -318,13 +322,24 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
   // `--worker CMD [ARGS…]` arrives as the worker's argv (main splits it off before parsing).
   const argv = values.worker as string[] | undefined;
   if (argv !== undefined && (argv.length === 0 || argv[0] === "")) throw new UsageError("--worker needs the command that runs the MCP server, e.g. --worker node server.js.");
+  const envNames = (values["worker-env"] as unknown as string[] | undefined) ?? [];
+  if (envNames.length > 0 && argv === undefined) throw new UsageError("--worker-env goes with --worker CMD: it names variables passed to the worker.");
+  const { workerEnvironment, WorkerEnvError } = await nodeModules.mcpWorker();
+  let workerEnv: NodeJS.ProcessEnv;
+  try {
+    // The worker serves strangers: it gets an allow-list of variables, never the node's keys (issue 28 item 3).
+    workerEnv = workerEnvironment(envNames, process.env, (values["key-env"] as string | undefined) ?? "IOI_PRIVATE_KEY");
+  } catch (error) {
+    if (error instanceof WorkerEnvError) throw new UsageError(error.shortMessage);
+    throw error;
+  }
   const { publicClient, wallet, escrow, domain, chainId, fromBlock } = await chainClients(values, account);
   const reading = readingOf(values, chainId);
   const log = (line: string) => process.stderr.write(`provider: ${line}\n`);
   let worker: McpWorker | undefined;
   let handler: McpHandler = echoHandler;
   if (argv !== undefined) {
-    worker = await (await nodeModules.mcpWorker()).McpWorker.start({ command: argv[0]!, args: argv.slice(1), timeoutMs: workerTimeout, log });
+    worker = await (await nodeModules.mcpWorker()).McpWorker.start({ command: argv[0]!, args: argv.slice(1), timeoutMs: workerTimeout, env: workerEnv, log });
     handler = worker.handler;
   }
   const store = openStore(values, "provider");
@@ -363,7 +378,7 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
   });
   tower.start();
   // The ready line is always JSON, so a supervising process can read the port.
-  console.log(JSON.stringify({ event: "provider.ready", host, port: node.port, provider: account.address, escrow, termsHash: termsHashOf(pricing), worker: worker ? { tools: worker.info?.tools.map((t) => t.name) ?? [] } : "echo", crypto: secp256k1Backend().implementation, ...(metrics ? { metrics: `http://${metrics.address}/metrics` } : {}) }));
+  console.log(JSON.stringify({ event: "provider.ready", host, port: node.port, provider: account.address, escrow, termsHash: termsHashOf(pricing), worker: worker ? { tools: worker.info?.tools.map((t) => t.name) ?? [], env: Object.keys(workerEnv).sort() } : "echo", crypto: secp256k1Backend().implementation, ...(metrics ? { metrics: `http://${metrics.address}/metrics` } : {}) }));
   logger.info({ event: "provider.ready", host, port: node.port, provider: account.address, escrow }, "provider node listening");
   await new Promise<void>((resolve) => {
     process.once("SIGINT", resolve);
