@@ -578,19 +578,35 @@ function sessionKeyOf(values: Record<string, unknown>, sessionId: Hex): { accoun
   return { account, grant };
 }
 
+/** The method of `ioi stream -n`'s synthetic calls. */
+const SYNTHETIC_METHOD = "tools/echo";
+
+/** Why a session key's grant cannot pay for `method`, or undefined when it can. */
+function methodCheck(grant: SignedSessionKeyGrant): (method: string) => string | undefined {
+  const methods = grant.methods;
+  return (method) =>
+    methods.includes("*") || methods.includes(method) ? undefined : `its method ${method} is not one the session key may pay for (${methods.join(", ")}); nothing was paid.`;
+}
+
 async function runStream(values: Record<string, unknown>, out: Out): Promise<void> {
   const account = loadAccount(values);
   // Every option is checked before the chain or the store is touched.
   if (values.n !== undefined && values["request-file"] !== undefined) throw new UsageError("Give either -n (synthetic requests) or --request-file, not both.");
   // A request file is streamed line by line (issue 28 item 8): checked once in full here, then read again as sent.
-  const requests = values["request-file"] === undefined ? undefined : asUsage(() => RequestFileReader.open(values["request-file"] as string));
+  const sessionId = sessionOf(values);
+  const sessionKey = sessionKeyOf(values, sessionId);
+  // A session key pays only for the methods its grant names (decision 0025): a request it cannot pay for is named
+  // before anything is paid (issue 28 item 9: the README's sequence used to fail mid-stream).
+  const allowed = sessionKey ? methodCheck(sessionKey.grant) : undefined;
+  const requests = values["request-file"] === undefined ? undefined : asUsage(() => RequestFileReader.open(values["request-file"] as string, allowed));
+  if (!requests && allowed?.(SYNTHETIC_METHOD)) {
+    throw new UsageError(`-n streams synthetic ${SYNTHETIC_METHOD} calls, but --session-key ${String(values["session-key"])} may pay only for ${sessionKey!.grant.methods.join(", ")}; stream a --request-file of those methods, or authorize the key with --methods ${SYNTHETIC_METHOD}.`);
+  }
   const count = requests ? requests.count : Number(boundedUint(values, "n", "how many invocations to stream (or give --request-file)", 1n, 10_000_000n));
   const inflight = Number(boundedUint(values, "inflight", "invocations in flight at once", 1n, 4_096n, 16n));
   // Signed receipt commits mid-stream: every N receipts and/or T seconds (0 turns either off).
   const commitEvery = Number(boundedUint(values, "commit-every", "receipts between two receipt commits (0: none mid-stream)", 0n, 10_000_000n, 100n));
   const commitIntervalMs = Number(boundedUint(values, "commit-seconds", "seconds between two receipt commits (0: none)", 0n, 86_400n, 0n)) * 1000;
-  const sessionId = sessionOf(values);
-  const sessionKey = sessionKeyOf(values, sessionId);
   if (values.peer !== undefined) peerOf(values, undefined);
   const { domain, chainId } = await chainClients(values);
   const store = openExistingStore(values, "payer");
@@ -615,7 +631,7 @@ async function runStream(values: Record<string, unknown>, out: Out): Promise<voi
       count,
       inflight,
       request: (i) => {
-        if (!requests) return { jsonrpc: "2.0", id: `invoke-${i}`, method: "tools/echo", params: { text: `invocation ${i}` } };
+        if (!requests) return { jsonrpc: "2.0", id: `invoke-${i}`, method: SYNTHETIC_METHOD, params: { text: `invocation ${i}` } };
         const request = requests.next();
         ids.set(i, request.id);
         return request;
@@ -694,6 +710,8 @@ async function runCall(values: Record<string, unknown>, out: Out): Promise<void>
   });
   const sessionId = sessionOf(values);
   const sessionKey = sessionKeyOf(values, sessionId);
+  const refused = sessionKey ? methodCheck(sessionKey.grant)(request.method as string) : undefined;
+  if (refused) throw new UsageError(`The request: ${refused}`);
   if (values.peer !== undefined) peerOf(values, undefined);
   const { domain, chainId } = await chainClients(values);
   const store = openExistingStore(values, "payer");

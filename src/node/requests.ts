@@ -82,18 +82,29 @@ export class RequestFileReader {
     this.#single = single;
   }
 
-  static open(file: string): RequestFileReader {
+  /**
+   * `allowed`: the methods the signer may pay for (a session key's grant); a request for another is named here,
+   * before anything is paid, instead of refused by the provider mid-stream.
+   */
+  static open(file: string, allowed?: (method: string) => string | undefined): RequestFileReader {
     const size = regularFileSize(file);
     if (size <= MAX_REQUEST_LINE_BYTES) {
       // A small file may be one pretty-printed object (the rule readRequestFile keeps).
       const text = readText(file);
       const trimmed = text.trim();
-      if (trimmed.startsWith("{") && !trimmed.includes("\n{")) return new RequestFileReader(file, 1, requestOfLine(trimmed, `The request in ${file}`));
+      if (trimmed.startsWith("{") && !trimmed.includes("\n{")) {
+        const request = requestOfLine(trimmed, `The request in ${file}`);
+        const refused = allowed?.(request.method as string);
+        if (refused) throw new RequestFileError(`The request in ${file}: ${refused}`);
+        return new RequestFileReader(file, 1, request);
+      }
     }
     const probe = new RequestFileReader(file, 0, undefined);
     let count = 0;
     for (const { text, lineNo } of probe.#scan()) {
-      requestOfLine(text, `${file} line ${lineNo}`);
+      const request = requestOfLine(text, `${file} line ${lineNo}`);
+      const refused = allowed?.(request.method as string);
+      if (refused) throw new RequestFileError(`${file} line ${lineNo}: ${refused}`);
       if (++count > MAX_REQUESTS) throw new RequestFileError(`${file} holds more than ${MAX_REQUESTS} requests.`);
     }
     if (count === 0) throw new RequestFileError(`${file} holds no request.`);
