@@ -81,6 +81,7 @@ import {
   hashOption,
   loadAccount,
   need,
+  assertStoreExists,
   openExistingStore,
   openStore,
   sessionOf,
@@ -785,10 +786,13 @@ async function runStatus(values: Record<string, unknown>, out: Out): Promise<voi
 
 async function runClose(values: Record<string, unknown>, out: Out): Promise<void> {
   const account = loadAccount(values);
+  // Inputs first (issue 28 item 9): the session id and the store, before the chain is reached for.
+  const sessionId = sessionOf(values);
+  assertStoreExists(values, "payer");
   const { publicClient, wallet, escrow, domain, chainId } = await chainClients(values, account);
   const store = openExistingStore(values, "payer");
   try {
-    const channel = storedChannelOn(store, sessionOf(values), chainId, escrow);
+    const channel = storedChannelOn(store, sessionId, chainId, escrow);
     if (values.unilateral) {
       // A payer closes with a ticket that drains the pipeline: the amount it already promised and the root
       // over every receipt it accepted, so each one is provable against what the close records (issue 12).
@@ -829,11 +833,13 @@ async function runClose(values: Record<string, unknown>, out: Out): Promise<void
 
 async function runAnchor(values: Record<string, unknown>, out: Out): Promise<void> {
   const account = loadAccount(values);
+  // Inputs first (issue 28 item 9): the session id and the store, before the chain is reached for.
+  const sessionId = sessionOf(values);
+  assertStoreExists(values, "payer");
   const { publicClient, wallet, escrow, fromBlock, chainId } = await chainClients(values, account);
   const store = openExistingStore(values, "payer");
   try {
-    const channel = storedChannelOn(store, sessionOf(values), chainId, escrow);
-    const { sessionId } = channel;
+    const channel = storedChannelOn(store, sessionId, chainId, escrow);
     if (channel.role !== "payer") {
       throw new UsageError(`The store holds ${sessionId} as the ${channel.role}'s channel; \`ioi anchor\` runs on the payer's store (--db), whose receipts a case would prove.`);
     }
@@ -873,10 +879,13 @@ function reportAnchoring(out: Out, anchoring: AnchorOutcome): void {
 
 async function runChallenge(values: Record<string, unknown>, out: Out): Promise<void> {
   const account = loadAccount(values);
+  // Inputs first (issue 28 item 9): the session id and the store, before the chain is reached for.
+  const sessionId = sessionOf(values);
+  assertStoreExists(values, "provider");
   const { publicClient, wallet, escrow, chainId } = await chainClients(values, account);
   const store = openExistingStore(values, "provider");
   try {
-    const channel = storedChannelOn(store, sessionOf(values), chainId, escrow);
+    const channel = storedChannelOn(store, sessionId, chainId, escrow);
     const closing = closingOf(store, channel);
     const newest = store.latestTicket(channel.sessionId);
     if (!newest || newest.ticket.seq <= closing.state.seq) throw new UsageError(`The store holds no ticket newer than the recorded seq ${closing.state.seq}.`);
@@ -892,10 +901,13 @@ async function runChallenge(values: Record<string, unknown>, out: Out): Promise<
 
 async function runFinalize(values: Record<string, unknown>, out: Out): Promise<void> {
   const account = loadAccount(values);
+  // Inputs first (issue 28 item 9): the session id and the store, before the chain is reached for.
+  const sessionId = sessionOf(values);
+  assertStoreExists(values, "payer");
   const { publicClient, wallet, escrow, chainId } = await chainClients(values, account);
   const store = openExistingStore(values, "payer");
   try {
-    const channel = storedChannelOn(store, sessionOf(values), chainId, escrow);
+    const channel = storedChannelOn(store, sessionId, chainId, escrow);
     const closing = closingOf(store, channel);
     const settled = await finalizeClose({ wallet: wallet!, publicClient, escrow, ref: channel.ref, recorded: closing.state });
     await store.updateChannel(channel.sessionId, { status: "settled" });

@@ -144,9 +144,14 @@ export function storePath(values: Record<string, unknown>, role: string): string
  * store file or its directory; a missing one is one sentence naming it.
  */
 export function openExistingStore(values: Record<string, unknown>, role: string): ChannelStore {
+  assertStoreExists(values, role);
+  return openStore(values, role);
+}
+
+/** Refuses a missing store before anything else is reached for (the chain, a node). */
+export function assertStoreExists(values: Record<string, unknown>, role: string): void {
   const file = storePath(values, role);
   if (!existsSync(file)) throw new UsageError(`The store ${file} does not exist; check --db (a store is created by \`ioi open\`, \`ioi import\` or \`ioi provider\`).`);
-  return openStore(values, role);
 }
 
 /**

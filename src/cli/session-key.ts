@@ -73,6 +73,11 @@ function methodsOf(values: Record<string, unknown>): string[] {
 
 async function runAuthorize(values: Record<string, unknown>, out: Out): Promise<void> {
   const account = loadAccount(values);
+  // Nothing secret is overwritten without --force (issue 28 item 9): the file may hold another grant's private key.
+  const outPath = values.out as string | undefined;
+  if (outPath !== undefined && existsSync(outPath) && values.force !== true) {
+    throw new UsageError(`--out ${outPath} exists (it may hold another session key's grant and private key); choose a new file, or add --force to overwrite it.`);
+  }
   const ref = channelRefOf(values);
   requirePayer(account, ref, "grant its session keys");
   const cap = weiAmount(values, "cap", "the most the key's tickets may authorise in total (the channel's deposit caps it anyway)");
@@ -87,10 +92,6 @@ async function runAuthorize(values: Record<string, unknown>, out: Out): Promise<
   }
   const outFile = values.out as string | undefined;
   if (privateKey && !outFile) throw new UsageError("A fresh session key needs --out FILE to keep its private key (or give --key ADDR for a key you hold).");
-  // Nothing secret is overwritten without --force (issue 28 item 9): the file may hold another grant's private key.
-  if (outFile !== undefined && existsSync(outFile) && values.force !== true) {
-    throw new UsageError(`--out ${outFile} exists (it may hold another session key's grant and private key); choose a new file, or add --force to overwrite it.`);
-  }
   const { publicClient, escrow, domain } = await chainClients(values, account);
   const sessionId = sessionIdOf(domain, ref);
   const now = (await publicClient.getBlock()).timestamp;
