@@ -565,7 +565,7 @@ function sessionKeyOf(values: Record<string, unknown>, sessionId: Hex): { accoun
   const bytes = readOptionFile("session-key", file, 64 * 1024);
   try {
     raw = JSON.parse(bytes.toString("utf8")) as typeof raw;
-    if (typeof raw !== "object" || raw === null) throw new Error("not an object");
+    if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw new Error("not an object");
   } catch {
     throw new UsageError(`Cannot read --session-key ${file}: it must be the file \`ioi session-key authorize --out\` wrote.`);
   }

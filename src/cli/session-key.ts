@@ -78,11 +78,12 @@ async function runAuthorize(values: Record<string, unknown>, out: Out): Promise<
   if (outPath !== undefined && existsSync(outPath) && values.force !== true) {
     throw new UsageError(`--out ${outPath} exists (it may hold another session key's grant and private key); choose a new file, or add --force to overwrite it.`);
   }
-  const ref = channelRefOf(values);
-  requirePayer(account, ref, "grant its session keys");
+  // Every option is checked before the store or the chain is read.
   const cap = weiAmount(values, "cap", "the most the key's tickets may authorise in total (the channel's deposit caps it anyway)");
   const expiresIn = boundedUint(values, "expires-in", "seconds from now until the key expires", 1n, 365n * 86_400n, 3_600n);
   const methods = methodsOf(values);
+  const ref = channelRefOf(values);
+  requirePayer(account, ref, "grant its session keys");
   let key: Address;
   let privateKey: Hex | undefined;
   if (values.key !== undefined) key = addressOption(values, "key", "the session key's address (default: a fresh key, written to --out)");
