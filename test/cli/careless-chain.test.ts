@@ -22,7 +22,7 @@ import { mnemonicToAccount } from "viem/accounts";
 import { gasEscrowAbi } from "../../src/chain/escrow";
 import { decodeRevert, describeRevert, type AbiError } from "../../src/chain/revert";
 import { ETH_UNIT } from "../../src/core/format";
-import { termsHashOf, type PricingTerms } from "../../src/core/terms";
+import { sessionIdOf, termsHashOf, type PricingTerms } from "../../src/core/terms";
 import { SqliteStore } from "../../src/store/sqlite-store";
 import type { ChannelRecord } from "../../src/store/store";
 import { cliSandbox, runCli } from "../helpers/cli";
@@ -98,9 +98,11 @@ describe("issue 28 item 9: careless inputs against a chain", function () {
     const fx = await loadFixture(escrowFixture);
     const db = path.join(box.dir, "payer.db");
     const escrow = getAddress(fx.escrow.address);
-    const sessionId = `0x${"6b".repeat(32)}` as Hex;
+    // The session id derived from the channel's terms, as `ioi open` stores it.
+    const record = channel(`0x${"6b".repeat(32)}`, escrow, 31337, { payer: addressOf(ROLE.payer), provider: addressOf(ROLE.provider), funder: addressOf(ROLE.payer) });
+    const sessionId = sessionIdOf(fx.domain, record.ref);
     const store = SqliteStore.open(db);
-    await store.putChannel(channel(sessionId, escrow, 31337, { payer: addressOf(ROLE.payer), provider: addressOf(ROLE.provider), funder: addressOf(ROLE.payer) }));
+    await store.putChannel({ ...record, sessionId });
     await store.close();
     const nonce = await fx.publicClient.getTransactionCount({ address: addressOf(ROLE.payer) });
     const revoke = await runCli(["session-key", "revoke", "--session", sessionId, "--key", addressOf(ROLE.sessionKey), "--db", db, "--rpc", box.rpc.url, "--escrow", escrow], keyOf(ROLE.payer));
