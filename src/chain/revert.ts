@@ -8,6 +8,7 @@
  */
 import {
   BaseError as ViemBaseError,
+  ContractFunctionExecutionError,
   ContractFunctionRevertedError,
   decodeErrorResult,
   isHex,
@@ -122,16 +123,31 @@ const AMOUNT_NAMES =
 /** Errors whose numeric arguments named like amounts are counts, not money. */
 const COUNT_ERRORS = new Set(["SupermajorityNotMet", "PoolFull", "EndpointLengthOutOfRange", "AppealCapReached"]);
 
-function formatArg(errorName: string, input: AbiParameter, value: unknown, context: DescribeContext): string {
+/**
+ * What the bounds of an "…OutOfRange" error measure (issue 28 item 9): its first argument's kind, so the `min` and
+ * `max` of `ChallengeDurationOutOfRange(challengeDuration, min, max)` print as durations, never as ETH.
+ */
+function boundsKind(inputs: readonly AbiParameter[]): "duration" | "time" | undefined {
+  const first = inputs[0]?.name ?? "";
+  if (DURATION_NAMES.test(first)) return "duration";
+  if (TIME_NAMES.test(first)) return "time";
+  return undefined;
+}
+
+/** Integer widths no amount uses (amounts are uint96 and wider): such an argument is never printed as money. */
+const NARROW_INT = /^u?int(8|16|24|32|40|48|56|64)$/;
+
+function formatArg(errorName: string, input: AbiParameter, value: unknown, context: DescribeContext, bounds?: "duration" | "time"): string {
   const name = input.name ?? "";
   const internalType = (input as { internalType?: string }).internalType ?? "";
   if (ENUMS[internalType] && typeof value === "number") return ENUMS[internalType]![value] ?? `${value}`;
   if (typeof value === "bigint" || typeof value === "number") {
     const n = BigInt(value);
-    if (TIME_NAMES.test(name) && n > 0n) return formatMoment(n, context.now);
-    if (DURATION_NAMES.test(name)) return `${n} s${n >= 60n ? ` (${formatDuration(n)})` : ""}`;
+    const bound = /^(min|max|minimum|maximum)$/.test(name) ? bounds : undefined;
+    if ((TIME_NAMES.test(name) || bound === "time") && n > 0n) return formatMoment(n, context.now);
+    if (DURATION_NAMES.test(name) || bound === "duration") return `${n} s${n >= 60n ? ` (${formatDuration(n)})` : ""}`;
     if (/Bps$/.test(name)) return `${n} bps (${Number(n) / 100}%)`;
-    if (AMOUNT_NAMES.test(name) && !COUNT_ERRORS.has(errorName) && !/^(bytes|uint8|uint16)/.test(input.type)) return formatAmount(n, context.asset);
+    if (AMOUNT_NAMES.test(name) && !COUNT_ERRORS.has(errorName) && !/^bytes/.test(input.type) && !NARROW_INT.test(input.type)) return formatAmount(n, context.asset);
     return n.toString();
   }
   return argText(value);
@@ -197,11 +213,12 @@ export function describeRevert(item: AbiError | undefined, errorName: string, ar
   const inputs = item?.inputs ?? [];
   const named: Record<string, unknown> = {};
   const formatted: Formatted = {};
+  const bounds = boundsKind(inputs);
   args.forEach((value, i) => {
     const input = inputs[i] ?? { type: typeof value === "bigint" ? "uint256" : "string", name: `arg${i}` };
     const key = input.name && input.name.length > 0 ? input.name : `arg${i}`;
     named[key] = value;
-    formatted[key] = formatArg(errorName, input, value, context);
+    formatted[key] = formatArg(errorName, input, value, context, bounds);
   });
   const template = TEMPLATES[errorName];
   let body = template ? template(formatted) : words(errorName);
@@ -263,6 +280,23 @@ export function decodeRevert(error: unknown, context: DescribeContext = {}): Dec
         args,
         named: detail ? { cost: args[0], balance: args[1] } : {},
         sentence: `InsufficientFunds: ${TEMPLATES.InsufficientFunds!({ detail: formatted })}`,
+      };
+    }
+  }
+  // A revert with no data at all (issue 28 item 9): what a contract without this function (or an account with no
+  // code) does; said as such instead of an empty reason.
+  if (error instanceof ViemBaseError) {
+    const reverted = error.walk((e) => e instanceof ContractFunctionRevertedError);
+    const call = error.walk((e) => e instanceof ContractFunctionExecutionError) as ContractFunctionExecutionError | null;
+    const raw = reverted instanceof ContractFunctionRevertedError ? reverted.raw : undefined;
+    if (reverted instanceof ContractFunctionRevertedError && (raw === undefined || raw === "0x") && !reverted.reason) {
+      const where = call ? `${call.contractAddress ?? "the contract"}` : "the contract";
+      const fn = call?.functionName ? ` ${call.functionName}` : "";
+      return {
+        errorName: "EmptyRevert",
+        args: [],
+        named: {},
+        sentence: `EmptyRevert: ${where} reverted${fn} without any reason; it is most likely not the contract this command expects (check --escrow, --gig-escrow, --registry or --dispute-manager and the deployment record)`,
       };
     }
   }

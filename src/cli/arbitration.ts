@@ -244,8 +244,9 @@ export const DISPUTE_GROUPS: Record<"dispute" | "case" | "arbitrator", CommandGr
         usage: "ioi dispute open --package FILE",
         notes: [
           "  --package FILE  a ChallengePackage (JSON or YAML); its case id must be the one the DisputeManager assigns next",
+          "  --yes           post a bond larger than the value at stake (refused without it)",
         ],
-        options: { package: { type: "string" } },
+        options: { package: { type: "string" }, yes: { type: "boolean" } },
         run: runOpen,
       },
       respond: {
@@ -782,6 +783,8 @@ async function runOpen(values: Values, out: Out): Promise<void> {
       throw new PackageMismatchError(`${file} disputes a gig of the GigEscrow ${subject.gigEscrow}; the DisputeManager uses ${deployment.gigEscrow}.`);
     }
     await assertNextCaseId(publicClient, deployment.disputeManager, pkg, 1, gigSubject(subject.gigId));
+    const gig = await publicClient.readContract({ address: deployment.gigEscrow, abi: gigEscrowAbi, functionName: "gigOf", args: [subject.gigId] });
+    await confirmBond(values, publicClient, deployment.disputeManager, gig.asset, gig.amount, pkg.lane, `gig ${subject.gigId}`);
     opened = await transact("DisputeManager.openGigCase", () => openGigCase({ ...common, gigEscrow: deployment.gigEscrow, gigId: subject.gigId }));
   } else {
     if (!isAddressEqual(subject.gasEscrow, deployment.gasEscrow)) {
@@ -799,6 +802,9 @@ async function runOpen(values: Values, out: Out): Promise<void> {
       );
     }
     const { receipt, ticket, merkleProof } = challenged.content;
+    // What the case can move is what the chain prices the bond on: the recorded amount, at most the deposit.
+    const atStake = recorded.amount < recorded.deposit ? recorded.amount : recorded.deposit;
+    await confirmBond(values, publicClient, deployment.disputeManager, channel.content.ref.terms.asset, atStake, pkg.lane, `session ${subject.sessionId} (the receipt disputed charged ${assetAmount(receipt.receipt.metering.amount, channel.content.ref.terms.asset)})`);
     opened = await transact("DisputeManager.openSessionCase", () =>
       openSessionCase({
         ...common,
@@ -847,6 +853,19 @@ function tokens(amount: bigint, symbol: string): string {
 }
 
 /** An amount of a case's asset: ETH in ether, a token in base units with its address. */
+/**
+ * A bond above the value at stake needs --yes (issue 28 item 9): the challenger can lose more than the case can
+ * ever win it. One sentence naming both, before anything is approved or sent.
+ */
+async function confirmBond(values: Values, publicClient: PublicClient, disputeManager: Address, asset: Address, value: bigint, lane: number, what: string): Promise<void> {
+  const bond = await publicClient.readContract({ address: disputeManager, abi: disputeManagerAbi, functionName: "bondFor", args: [asset, value, lane] });
+  if (bond > value && values.yes !== true) {
+    throw new UsageError(
+      `The bond for this case is ${assetAmount(bond, asset)}, more than the ${assetAmount(value, asset)} at stake in ${what}: losing costs more than winning can return. Run again with --yes to post it anyway; nothing was sent.`,
+    );
+  }
+}
+
 function assetAmount(amount: bigint, asset: Address): string {
   return BigInt(asset) === 0n ? formatAmountWithBase(amount, ETH_UNIT) : `${amount} base units of ${asset}`;
 }
@@ -1281,6 +1300,10 @@ async function runArbitratorRepin(values: Values, out: Out): Promise<void> {
   const didHash = values["did-hash"] === undefined ? record.didHash : hashOption(values, "did-hash", "keccak-256 of the DID document");
   const mldsaHash = values["mldsa-hash"] === undefined ? record.mldsaPublicKeyHash : hashOption(values, "mldsa-hash", "keccak-256 of the ML-DSA public key");
   const runtime = judgeRuntimeHash();
+  // A no-op transaction is refused (issue 28 item 9): the same runtime and the same hashes change nothing.
+  if (record.judgeRuntimeHash === runtime && didHash === record.didHash && mldsaHash === record.mldsaPublicKeyHash) {
+    throw new UsageError(`${account.address} is pinned to this build's judge runtime ${runtime} already, with the same DID and ML-DSA hashes; nothing was sent.`);
+  }
   const { hash, receipt } = await write("ProviderRegistry.updateArbitrator", wallet!, publicClient, { address: deployment.registry, abi: providerRegistryAbi, functionName: "updateArbitrator", args: [runtime, didHash, mldsaHash] });
   out.lines.push(`Re-pinned ${account.address} from judge runtime ${record.judgeRuntimeHash} to ${runtime} (gas ${receipt.gasUsed}).`);
   Object.assign(out.result, { arbitrator: account.address, previousJudgeRuntimeHash: record.judgeRuntimeHash, judgeRuntimeHash: runtime, transactionHash: hash, gasUsed: Number(receipt.gasUsed) });

@@ -9,7 +9,7 @@
  * variable named by --key-env (default IOI_PRIVATE_KEY). Every command prints readable lines, or with
  * --json one JSON object on the last line.
  */
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import {
   decodeFunctionData,
@@ -66,7 +66,7 @@ import { echoHandler } from "../node/echo-worker";
 import { EndpointError, listenHost, parsePeer } from "../node/endpoints";
 import type { McpWorker } from "../node/mcp-worker";
 import type { McpHandler } from "../node/provider-node";
-import { readRequestFile, requestFrom, RequestFileError } from "../node/requests";
+import { readRequestFile, RequestFileReader, requestFrom, RequestFileError } from "../node/requests";
 import { signedSessionReceiptToJson, sessionReceiptHash } from "../core/receipt";
 import type { ChannelRecord, ChannelStore } from "../store/store";
 import { channelRefToJson, describePricing, disputeWindowProblem, sessionIdOf, type ChannelRef, modelAllowed, NATIVE_ASSET, prepaidPerCall, pricingTermsFromJson, pricingTermsToJson, termsHashOf, type PricingTerms } from "../core/terms";
@@ -81,8 +81,12 @@ import {
   hashOption,
   loadAccount,
   need,
+  assertStoreExists,
+  openExistingStore,
   openStore,
   sessionOf,
+  storedChannelOn,
+  storePath,
   uint,
   UsageError,
   weiAmount,
@@ -91,6 +95,7 @@ import {
   type Out,
 } from "./common";
 import { deployedAddress, deployedContract, givenAddress, readingOf, rpcClients } from "./chain";
+import { readOptionFile } from "./input-file";
 import { formatAmountWithBase, formatDate, formatDuration, formatMoment } from "../core/format";
 import { parseDocument } from "../arbitration/document";
 import { icsFromJson, icsHash, type Ics } from "../arbitration/ics";
@@ -112,11 +117,14 @@ export { addressOption, channelOf, gigIdOf, GLOBAL_HELP, hashOption, loadAccount
 export const COMMANDS: Record<string, Command> = {
   provider: {
     summary: "start a provider node on 127.0.0.1 (with its watchtower) and serve until Ctrl-C",
-    usage: "ioi provider [--port N] (--price WEI | --terms-file FILE) [--model ID] [--host IP --allow-public] [--worker-timeout MS] [--metrics HOST:PORT] [--log-level L] [--log-file PATH] [--worker CMD [ARGS…]]   |   ioi provider register|bond|unbond|withdraw|show",
+    usage: "ioi provider [--port N] (--price WEI | --terms-file FILE) [--model ID] [--host IP --allow-public] [--worker-timeout MS] [--worker-env NAME]… [--metrics HOST:PORT] [--log-level L] [--log-file PATH] [--worker CMD [ARGS…]]   |   ioi provider register|bond|unbond|withdraw|show",
     notes: [
       "  --worker CMD [ARGS…]  run this MCP server over stdio and sell its calls (must come last: everything",
       "                        after it is the worker's command line); without it, the demo's echo worker",
       "  --worker-timeout MS   longest a worker call may take (default 30000); a call that fails is not charged",
+      "  --worker-env NAME     pass this variable to the worker (repeatable). A worker gets only PATH, HOME, LANG,",
+      "                        LC_ALL, LC_CTYPE, TZ, TMPDIR and SYSTEMROOT by default, never the node's key",
+      "                        (IOI_PRIVATE_KEY, --key-env) or any IOI_*KEY*/SECRET/TOKEN/PASSWORD variable",
       "  --host IP             address to listen on (default 127.0.0.1); a non-loopback one needs --allow-public",
       "  --terms-file FILE     the terms document offered (schemas/terms.schema.json: metered pricing with a cap per",
       "                        call, model snapshot ids, dispute rules, required receipts); --model must be one it lists",
@@ -130,6 +138,7 @@ export const COMMANDS: Record<string, Command> = {
       host: { type: "string" },
       "allow-public": { type: "boolean" },
       "worker-timeout": { type: "string" },
+      "worker-env": { type: "string", multiple: true },
       ...METRICS_OPTION,
       ...LOG_OPTIONS,
     },
@@ -221,6 +230,16 @@ export const COMMANDS: Record<string, Command> = {
     options: { "from-block": { type: "string" }, once: { type: "boolean" }, ...METRICS_OPTION, ...LOG_OPTIONS },
     run: runWatchtower,
   },
+  results: {
+    summary: "print again every paid call's request, result (or error) and receipt from the payer's store, as JSON lines",
+    usage: "ioi results --session ID [--from-seq N] [--db PATH]",
+    notes: [
+      "  Each result is stored before its receipt counts (ioi call, ioi stream), so after Ctrl-C or a crash every",
+      "  answered paid call is here. `verified` says the stored request and output hash to the receipt's hashes.",
+    ],
+    options: { session: { type: "string" }, "from-seq": { type: "string" } },
+    run: runResults,
+  },
   export: {
     summary: "print a session's tickets and receipts as JSON lines, with the on-chain root",
     usage: "ioi export --session ID",
@@ -304,13 +323,24 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
   // `--worker CMD [ARGS…]` arrives as the worker's argv (main splits it off before parsing).
   const argv = values.worker as string[] | undefined;
   if (argv !== undefined && (argv.length === 0 || argv[0] === "")) throw new UsageError("--worker needs the command that runs the MCP server, e.g. --worker node server.js.");
+  const envNames = (values["worker-env"] as unknown as string[] | undefined) ?? [];
+  if (envNames.length > 0 && argv === undefined) throw new UsageError("--worker-env goes with --worker CMD: it names variables passed to the worker.");
+  const { workerEnvironment, WorkerEnvError } = await nodeModules.mcpWorker();
+  let workerEnv: NodeJS.ProcessEnv;
+  try {
+    // The worker serves strangers: it gets an allow-list of variables, never the node's keys (issue 28 item 3).
+    workerEnv = workerEnvironment(envNames, process.env, (values["key-env"] as string | undefined) ?? "IOI_PRIVATE_KEY");
+  } catch (error) {
+    if (error instanceof WorkerEnvError) throw new UsageError(error.shortMessage);
+    throw error;
+  }
   const { publicClient, wallet, escrow, domain, chainId, fromBlock } = await chainClients(values, account);
   const reading = readingOf(values, chainId);
   const log = (line: string) => process.stderr.write(`provider: ${line}\n`);
   let worker: McpWorker | undefined;
   let handler: McpHandler = echoHandler;
   if (argv !== undefined) {
-    worker = await (await nodeModules.mcpWorker()).McpWorker.start({ command: argv[0]!, args: argv.slice(1), timeoutMs: workerTimeout, log });
+    worker = await (await nodeModules.mcpWorker()).McpWorker.start({ command: argv[0]!, args: argv.slice(1), timeoutMs: workerTimeout, env: workerEnv, log });
     handler = worker.handler;
   }
   const store = openStore(values, "provider");
@@ -351,7 +381,7 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
   });
   tower.start();
   // The ready line is always JSON, so a supervising process can read the port.
-  console.log(JSON.stringify({ event: "provider.ready", host, port: node.port, provider: account.address, escrow, termsHash: termsHashOf(pricing), worker: worker ? { tools: worker.info?.tools.map((t) => t.name) ?? [] } : "echo", crypto: secp256k1Backend().implementation, ...(metrics ? { metrics: `http://${metrics.address}/metrics` } : {}) }));
+  console.log(JSON.stringify({ event: "provider.ready", host, port: node.port, provider: account.address, escrow, termsHash: termsHashOf(pricing), worker: worker ? { tools: worker.info?.tools.map((t) => t.name) ?? [], env: Object.keys(workerEnv).sort() } : "echo", crypto: secp256k1Backend().implementation, ...(metrics ? { metrics: `http://${metrics.address}/metrics` } : {}) }));
   logger.info({ event: "provider.ready", host, port: node.port, provider: account.address, escrow }, "provider node listening");
   await new Promise<void>((resolve) => {
     process.once("SIGINT", resolve);
@@ -534,8 +564,10 @@ function sessionKeyOf(values: Record<string, unknown>, sessionId: Hex): { accoun
   const file = values["session-key"] as string | undefined;
   if (file === undefined) return undefined;
   let raw: { grant?: unknown; privateKey?: unknown };
+  const bytes = readOptionFile("session-key", file, 64 * 1024);
   try {
-    raw = JSON.parse(readFileSync(file, "utf8")) as typeof raw;
+    raw = JSON.parse(bytes.toString("utf8")) as typeof raw;
+    if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw new Error("not an object");
   } catch {
     throw new UsageError(`Cannot read --session-key ${file}: it must be the file \`ioi session-key authorize --out\` wrote.`);
   }
@@ -549,45 +581,96 @@ function sessionKeyOf(values: Record<string, unknown>, sessionId: Hex): { accoun
   return { account, grant };
 }
 
+/** The method of `ioi stream -n`'s synthetic calls. */
+const SYNTHETIC_METHOD = "tools/echo";
+
+/** Why a session key's grant cannot pay for `method`, or undefined when it can. */
+function methodCheck(grant: SignedSessionKeyGrant): (method: string) => string | undefined {
+  const methods = grant.methods;
+  return (method) =>
+    methods.includes("*") || methods.includes(method) ? undefined : `its method ${method} is not one the session key may pay for (${methods.join(", ")}); nothing was paid.`;
+}
+
 async function runStream(values: Record<string, unknown>, out: Out): Promise<void> {
   const account = loadAccount(values);
   // Every option is checked before the chain or the store is touched.
   if (values.n !== undefined && values["request-file"] !== undefined) throw new UsageError("Give either -n (synthetic requests) or --request-file, not both.");
-  const requests = values["request-file"] === undefined ? undefined : asUsage(() => readRequestFile(values["request-file"] as string));
-  const count = requests ? requests.length : Number(boundedUint(values, "n", "how many invocations to stream (or give --request-file)", 1n, 10_000_000n));
+  // A request file is streamed line by line (issue 28 item 8): checked once in full here, then read again as sent.
+  const sessionId = sessionOf(values);
+  const sessionKey = sessionKeyOf(values, sessionId);
+  // A session key pays only for the methods its grant names (decision 0025): a request it cannot pay for is named
+  // before anything is paid (issue 28 item 9: the README's sequence used to fail mid-stream).
+  const allowed = sessionKey ? methodCheck(sessionKey.grant) : undefined;
+  const requests = values["request-file"] === undefined ? undefined : asUsage(() => RequestFileReader.open(values["request-file"] as string, allowed));
+  if (!requests && allowed?.(SYNTHETIC_METHOD)) {
+    throw new UsageError(`-n streams synthetic ${SYNTHETIC_METHOD} calls, but --session-key ${String(values["session-key"])} may pay only for ${sessionKey!.grant.methods.join(", ")}; stream a --request-file of those methods, or authorize the key with --methods ${SYNTHETIC_METHOD}.`);
+  }
+  const count = requests ? requests.count : Number(boundedUint(values, "n", "how many invocations to stream (or give --request-file)", 1n, 10_000_000n));
   const inflight = Number(boundedUint(values, "inflight", "invocations in flight at once", 1n, 4_096n, 16n));
   // Signed receipt commits mid-stream: every N receipts and/or T seconds (0 turns either off).
   const commitEvery = Number(boundedUint(values, "commit-every", "receipts between two receipt commits (0: none mid-stream)", 0n, 10_000_000n, 100n));
   const commitIntervalMs = Number(boundedUint(values, "commit-seconds", "seconds between two receipt commits (0: none)", 0n, 86_400n, 0n)) * 1000;
-  const sessionId = sessionOf(values);
-  const sessionKey = sessionKeyOf(values, sessionId);
   if (values.peer !== undefined) peerOf(values, undefined);
-  const { domain } = await chainClients(values);
-  const store = openStore(values, "payer");
+  const { domain, chainId } = await chainClients(values);
+  const store = openExistingStore(values, "payer");
+  // Ctrl-C stops sending; every call already paid for is awaited, its result stored and printed (issue 28 item 8).
+  const interrupt = new AbortController();
+  const onSignal = () => {
+    process.stderr.write("\nInterrupted: no new calls are paid for; waiting for the answers to those already paid (Ctrl-C again quits at once).\n");
+    interrupt.abort();
+  };
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
   try {
-    const channel = channelOf(store, sessionId);
+    const channel = storedChannelOn(store, sessionId, chainId, domain.verifyingContract);
     const { host, port } = peerOf(values, channel);
     const client = await (await nodeModules.payerClient()).PayerClient.connect({ account, domain, store, channel, host, port, logger: loggerFrom(values, "payer"), ...(sessionKey ? { sessionKey } : {}) });
     await assertAffordable(client, channel, count);
     const started = performance.now();
+    // Ids of requests in flight, by index: what an answer is printed under (the file itself is never held).
+    const ids = new Map<number, JsonObject["id"]>();
+    let answered = 0;
     const latencies = await client.stream({
       count,
       inflight,
-      request: (i) => requests?.[i] ?? { jsonrpc: "2.0", id: `invoke-${i}`, method: "tools/echo", params: { text: `invocation ${i}` } },
+      request: (i) => {
+        if (!requests) return { jsonrpc: "2.0", id: `invoke-${i}`, method: SYNTHETIC_METHOD, params: { text: `invocation ${i}` } };
+        const request = requests.next();
+        ids.set(i, request.id);
+        return request;
+      },
       onProgress: progressBar(count),
       commitEvery,
       commitIntervalMs,
-      // With a request file, each answer is printed as it is receipted: one JSON line per request.
-      ...(requests ? { onOutcome: (i: number, o: InvocationOutcome) => out.lines.push(JSON.stringify(outcomeJson(requests[i]!, o))) } : {}),
+      signal: interrupt.signal,
+      // With a request file, each answer is printed the moment it is durable (stored with its receipt): one
+      // JSON line per request, on stdout at once — never held until the stream ends.
+      onOutcome: (i: number, o: InvocationOutcome) => {
+        answered += 1;
+        if (!requests) return;
+        const id = ids.get(i);
+        ids.delete(i);
+        console.log(JSON.stringify(outcomeJson({ id: id ?? null }, o)));
+      },
     });
+    requests?.close();
     const seconds = (performance.now() - started) / 1000;
     const { root, leafCount } = await client.commit();
     await client.close();
     latencies.sort((a, b) => a - b);
-    const perSecond = Math.round(count / seconds);
-    out.lines.push(`Streamed ${count} invocations in ${seconds.toFixed(2)} s (${perSecond}/s, p50 ${latencies[Math.floor(count / 2)]!.toFixed(1)} ms); root ${root} over ${leafCount} receipts, agreed with the provider.`);
-    Object.assign(out.result, { sessionId: channel.sessionId, invocations: count, seconds, ticketsPerSecond: perSecond, finalSeq: client.session.seq.toString(), paid: client.session.cumulativeAmount.toString(), charged: client.session.charged.toString(), receiptRoot: root });
+    const perSecond = Math.round(answered / seconds);
+    const p50 = latencies.length ? `${latencies[Math.floor(latencies.length / 2)]!.toFixed(1)} ms` : "n/a";
+    if (interrupt.signal.aborted) {
+      out.lines.push(`Interrupted after ${answered} of ${count} invocations; every paid call's result is stored (\`ioi results --session ${channel.sessionId}\`); root ${root} over ${leafCount} receipts, agreed with the provider.`);
+      out.exitCode = 130;
+    } else {
+      out.lines.push(`Streamed ${count} invocations in ${seconds.toFixed(2)} s (${perSecond}/s, p50 ${p50}); root ${root} over ${leafCount} receipts, agreed with the provider.`);
+    }
+    Object.assign(out.result, { sessionId: channel.sessionId, invocations: answered, requested: count, interrupted: interrupt.signal.aborted, seconds, ticketsPerSecond: perSecond, finalSeq: client.session.seq.toString(), paid: client.session.cumulativeAmount.toString(), charged: client.session.charged.toString(), receiptRoot: root });
   } finally {
+    process.removeListener("SIGINT", onSignal);
+    process.removeListener("SIGTERM", onSignal);
+    requests?.close();
     await store.close();
   }
 }
@@ -630,11 +713,13 @@ async function runCall(values: Record<string, unknown>, out: Out): Promise<void>
   });
   const sessionId = sessionOf(values);
   const sessionKey = sessionKeyOf(values, sessionId);
+  const refused = sessionKey ? methodCheck(sessionKey.grant)(request.method as string) : undefined;
+  if (refused) throw new UsageError(`The request: ${refused}`);
   if (values.peer !== undefined) peerOf(values, undefined);
-  const { domain } = await chainClients(values);
-  const store = openStore(values, "payer");
+  const { domain, chainId } = await chainClients(values);
+  const store = openExistingStore(values, "payer");
   try {
-    const channel = channelOf(store, sessionId);
+    const channel = storedChannelOn(store, sessionId, chainId, domain.verifyingContract);
     const { host, port } = peerOf(values, channel);
     const client = await (await nodeModules.payerClient()).PayerClient.connect({ account, domain, store, channel, host, port, ...(sessionKey ? { sessionKey } : {}) });
     await assertAffordable(client, channel, 1);
@@ -657,10 +742,18 @@ async function runCall(values: Record<string, unknown>, out: Out): Promise<void>
 }
 
 async function runStatus(values: Record<string, unknown>, out: Out): Promise<void> {
-  const store = openStore(values, (values.db as string | undefined) ? "x" : "payer");
   // Which secp256k1 implementation signs and checks on this machine (decision 0023).
   out.lines.push(`secp256k1 backend: ${secp256k1Backend().implementation}`);
   out.result.crypto = secp256k1Backend().implementation;
+  // A read-only command creates no store (issue 28 item 9): without one there is nothing to list.
+  const file = storePath(values, "payer");
+  if (!values.session && !existsSync(file)) {
+    out.lines.push(`No store at ${file}: it holds no channels.`);
+    out.result.channels = [];
+    return;
+  }
+  const sessionId = values.session === undefined ? undefined : sessionOf(values);
+  const store = openExistingStore(values, "payer");
   try {
     if (!values.session) {
       const channels = store.listChannels();
@@ -669,8 +762,9 @@ async function runStatus(values: Record<string, unknown>, out: Out): Promise<voi
       out.result.channels = channels.map((c) => ({ sessionId: c.sessionId, role: c.role, status: c.status, deposit: c.deposit.toString() }));
       return;
     }
-    const channel = channelOf(store, sessionOf(values));
-    const { publicClient, escrow } = await chainClients(values);
+    channelOf(store, sessionId!);
+    const { publicClient, escrow, chainId } = await chainClients(values);
+    const channel = storedChannelOn(store, sessionId!, chainId, escrow);
     const phase = await publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "phaseOf", args: [channel.sessionId] });
     const phases = CHANNEL_PHASES;
     const latest = store.latestTicket(channel.sessionId);
@@ -694,10 +788,13 @@ async function runStatus(values: Record<string, unknown>, out: Out): Promise<voi
 
 async function runClose(values: Record<string, unknown>, out: Out): Promise<void> {
   const account = loadAccount(values);
-  const { publicClient, wallet, escrow, domain } = await chainClients(values, account);
-  const store = openStore(values, "payer");
+  // Inputs first (issue 28 item 9): the session id and the store, before the chain is reached for.
+  const sessionId = sessionOf(values);
+  assertStoreExists(values, "payer");
+  const { publicClient, wallet, escrow, domain, chainId } = await chainClients(values, account);
+  const store = openExistingStore(values, "payer");
   try {
-    const channel = channelOf(store, sessionOf(values));
+    const channel = storedChannelOn(store, sessionId, chainId, escrow);
     if (values.unilateral) {
       // A payer closes with a ticket that drains the pipeline: the amount it already promised and the root
       // over every receipt it accepted, so each one is provable against what the close records (issue 12).
@@ -738,11 +835,13 @@ async function runClose(values: Record<string, unknown>, out: Out): Promise<void
 
 async function runAnchor(values: Record<string, unknown>, out: Out): Promise<void> {
   const account = loadAccount(values);
-  const { publicClient, wallet, escrow, fromBlock } = await chainClients(values, account);
-  const store = openStore(values, "payer");
+  // Inputs first (issue 28 item 9): the session id and the store, before the chain is reached for.
+  const sessionId = sessionOf(values);
+  assertStoreExists(values, "payer");
+  const { publicClient, wallet, escrow, fromBlock, chainId } = await chainClients(values, account);
+  const store = openExistingStore(values, "payer");
   try {
-    const channel = channelOf(store, sessionOf(values));
-    const { sessionId } = channel;
+    const channel = storedChannelOn(store, sessionId, chainId, escrow);
     if (channel.role !== "payer") {
       throw new UsageError(`The store holds ${sessionId} as the ${channel.role}'s channel; \`ioi anchor\` runs on the payer's store (--db), whose receipts a case would prove.`);
     }
@@ -782,10 +881,13 @@ function reportAnchoring(out: Out, anchoring: AnchorOutcome): void {
 
 async function runChallenge(values: Record<string, unknown>, out: Out): Promise<void> {
   const account = loadAccount(values);
-  const { publicClient, wallet, escrow } = await chainClients(values, account);
-  const store = openStore(values, "provider");
+  // Inputs first (issue 28 item 9): the session id and the store, before the chain is reached for.
+  const sessionId = sessionOf(values);
+  assertStoreExists(values, "provider");
+  const { publicClient, wallet, escrow, chainId } = await chainClients(values, account);
+  const store = openExistingStore(values, "provider");
   try {
-    const channel = channelOf(store, sessionOf(values));
+    const channel = storedChannelOn(store, sessionId, chainId, escrow);
     const closing = closingOf(store, channel);
     const newest = store.latestTicket(channel.sessionId);
     if (!newest || newest.ticket.seq <= closing.state.seq) throw new UsageError(`The store holds no ticket newer than the recorded seq ${closing.state.seq}.`);
@@ -801,10 +903,13 @@ async function runChallenge(values: Record<string, unknown>, out: Out): Promise<
 
 async function runFinalize(values: Record<string, unknown>, out: Out): Promise<void> {
   const account = loadAccount(values);
-  const { publicClient, wallet, escrow } = await chainClients(values, account);
-  const store = openStore(values, "payer");
+  // Inputs first (issue 28 item 9): the session id and the store, before the chain is reached for.
+  const sessionId = sessionOf(values);
+  assertStoreExists(values, "payer");
+  const { publicClient, wallet, escrow, chainId } = await chainClients(values, account);
+  const store = openExistingStore(values, "payer");
   try {
-    const channel = channelOf(store, sessionOf(values));
+    const channel = storedChannelOn(store, sessionId, chainId, escrow);
     const closing = closingOf(store, channel);
     const settled = await finalizeClose({ wallet: wallet!, publicClient, escrow, ref: channel.ref, recorded: closing.state });
     await store.updateChannel(channel.sessionId, { status: "settled" });
@@ -855,11 +960,68 @@ async function runWatchtower(values: Record<string, unknown>, out: Out): Promise
   }
 }
 
-async function runExport(values: Record<string, unknown>, out: Out): Promise<void> {
-  const store = openStore(values, "provider");
+/** Results printed per store read: `ioi results` holds one page, never a whole session. */
+const RESULTS_PAGE = 1000;
+
+/**
+ * `ioi results` (issue 28 item 8): every stored result of a payer's channel with the ticket that paid for it and
+ * the provider's signed receipt, one JSON line each, read page by page. Offline: nothing is sent.
+ */
+async function runResults(values: Record<string, unknown>, out: Out): Promise<void> {
+  const sessionId = sessionOf(values);
+  let fromSeq = uint(values, "from-seq", "the first seq to print", 1n);
+  const store = openExistingStore(values, "payer");
   try {
-    const channel = channelOf(store, sessionOf(values));
+    const channel = channelOf(store, sessionId);
+    if (channel.role !== "payer") throw new UsageError(`Session ${sessionId} is stored as a ${channel.role} channel; results are kept by the payer's store.`);
+    let printed = 0;
+    let unverified = 0;
+    for (;;) {
+      const page = store.results(sessionId, { fromSeq, limit: RESULTS_PAGE });
+      if (page.length === 0) break;
+      const steps = new Map(store.steps(sessionId, { fromSeq: page[0]!.seq, limit: Number(page[page.length - 1]!.seq - page[0]!.seq) + 1 }).map((step) => [step.seq, step]));
+      for (const stored of page) {
+        const step = steps.get(stored.seq);
+        const request = JSON.parse(stored.request) as JsonObject;
+        const output = JSON.parse(stored.output) as JsonObject;
+        const receipt = step?.receipt;
+        const verified =
+          receipt !== undefined &&
+          receipt.receipt.outputHash === keccak256(stringToBytes(stored.output)) &&
+          receipt.receipt.offloadPacketHash === keccak256(stringToBytes(stored.request));
+        if (!verified) unverified += 1;
+        const failed = receipt !== undefined && Object.keys(output).length === 1 && "error" in output && receipt.receipt.metering.amount === 0n;
+        console.log(JSON.stringify({
+          seq: stored.seq.toString(),
+          id: request.id ?? null,
+          method: request.method,
+          ...(failed ? { error: output.error } : { result: output }),
+          charged: receipt ? receipt.receipt.metering.amount.toString() : null,
+          verified,
+          ...(step ? { ticket: signedPaymentTicketToJson(step.ticket) } : {}),
+          ...(receipt ? { receipt: signedSessionReceiptToJson(receipt) } : {}),
+        }));
+        printed += 1;
+      }
+      fromSeq = page[page.length - 1]!.seq + 1n;
+    }
+    const paid = store.latestTicket(sessionId)?.ticket.seq ?? 0n;
+    const answered = store.receiptCount(sessionId);
+    process.stderr.write(`${printed} stored result(s) of session ${sessionId}; ${answered} receipted call(s), newest ticket seq ${paid}${unverified ? `; ${unverified} do not match their receipt` : ""}.\n`);
+    if (unverified > 0) out.exitCode = 3;
+    out.json = false; // the JSON lines are the output
+  } finally {
+    await store.close();
+  }
+}
+
+async function runExport(values: Record<string, unknown>, out: Out): Promise<void> {
+  const store = openExistingStore(values, "provider");
+  try {
+    const sessionId = sessionOf(values);
+    channelOf(store, sessionId);
     const { publicClient, escrow, chainId } = await chainClients(values);
+    const channel = storedChannelOn(store, sessionId, chainId, escrow);
     const reading = readingOf(values, chainId);
     const lines: string[] = [];
     lines.push(canon({ type: "session", sessionId: channel.sessionId, escrow: escrow.toLowerCase(), ref: channelRefToJson(channel.ref), pricing: pricingTermsToJson(channel.pricing), termsHash: termsHashOf(channel.pricing), leafDomain: "IOI_SESSION_LEAF_V1" }));
@@ -1000,12 +1162,8 @@ function termsOption(values: Record<string, unknown>, priceWhat: string): Pricin
   const file = values["terms-file"] as string | undefined;
   if (file === undefined) return { version: "1", unit: "invocation", pricePerInvocation: weiAmount(values, "price", priceWhat) };
   if (values.price !== undefined) throw new UsageError("Give either --price WEI (a flat price per invocation) or --terms-file FILE (a terms document), not both.");
-  let bytes: Buffer;
-  try {
-    bytes = readFileSync(file);
-  } catch (cause) {
-    throw new UsageError(`Cannot read --terms-file ${file}: ${(cause as Error).message.split("\n")[0]}.`, { cause });
-  }
+  // A regular file of bounded size (issue 28 item 9): a FIFO or a device would hang the command.
+  const bytes = readOptionFile("terms-file", file, MAX_TERMS_FILE_BYTES);
   return pricingTermsFromJson(parseDocument(bytes, { maxBytes: MAX_TERMS_FILE_BYTES, what: `The terms document in ${file}` }), `terms in ${file}`);
 }
 
@@ -1023,12 +1181,7 @@ function icsHashOf(values: Record<string, unknown>): { icsHash: Hex; icsFile?: s
     throw new UsageError("Give exactly one of --ics HASH and --ics-file PATH: the Intent Contract Schema the gig is bound to.");
   }
   if (hasHash) return { icsHash: hashOption(values, "ics", "the hash of the Intent Contract Schema") };
-  let bytes: Buffer;
-  try {
-    bytes = readFileSync(file!);
-  } catch (cause) {
-    throw new UsageError(`Cannot read --ics-file ${file}: ${(cause as Error).message.split("\n")[0]}.`, { cause });
-  }
+  const bytes = readOptionFile("ics-file", file!, MAX_ICS_FILE_BYTES);
   const ics = icsFromJson(parseDocument(bytes, { maxBytes: MAX_ICS_FILE_BYTES, what: `The Intent Contract Schema in ${file}` }), `ICS in ${file}`);
   return { icsHash: icsHash(ics), icsFile: file!, ics };
 }

@@ -4,7 +4,7 @@
  * set, so src/cli/channel.ts and src/cli/arbitration.ts both import it and neither imports the other
  * (src/cli/ioi.ts composes them).
  */
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import type { ParseArgsConfig } from "node:util";
 import { erc20Abi, getAddress, isAddress, isHex, type Address, type Hex, type LocalAccount, type PublicClient } from "viem";
@@ -124,7 +124,7 @@ export function loadAccount(values: Record<string, unknown>): LocalAccount {
 }
 
 export function openStore(values: Record<string, unknown>, role: string): ChannelStore {
-  const file = (values.db as string | undefined) ?? path.join(".data", `${role}.db`);
+  const file = storePath(values, role);
   try {
     mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
     return SqliteStore.open(file);
@@ -132,6 +132,42 @@ export function openStore(values: Record<string, unknown>, role: string): Channe
     if (cause instanceof BaseError) throw cause;
     throw new UsageError(`Cannot open the store ${file}: ${(cause as Error).message.split("\n")[0]}.`, { cause });
   }
+}
+
+/** The store file of `--db`, default .data/<role>.db. */
+export function storePath(values: Record<string, unknown>, role: string): string {
+  return (values.db as string | undefined) ?? path.join(".data", `${role}.db`);
+}
+
+/**
+ * A store that must already exist (issue 28 item 9): commands that read channels, or act on one, never create a
+ * store file or its directory; a missing one is one sentence naming it.
+ */
+export function openExistingStore(values: Record<string, unknown>, role: string): ChannelStore {
+  assertStoreExists(values, role);
+  return openStore(values, role);
+}
+
+/** Refuses a missing store before anything else is reached for (the chain, a node). */
+export function assertStoreExists(values: Record<string, unknown>, role: string): void {
+  const file = storePath(values, role);
+  if (!existsSync(file)) throw new UsageError(`The store ${file} does not exist; check --db (a store is created by \`ioi open\`, \`ioi import\` or \`ioi provider\`).`);
+}
+
+/**
+ * A stored channel, checked against the chain the RPC serves (issue 28 item 9): a channel is always checked
+ * against its own chain and escrow, so a store from one chain and an RPC of another is one sentence, never a
+ * signature recomputed under the wrong domain.
+ */
+export function storedChannelOn(store: ChannelStore, sessionId: Hex, chainId: number, escrow: Address): ChannelRecord {
+  const channel = channelOf(store, sessionId);
+  if (channel.chainId !== chainId) {
+    throw new UsageError(`Session ${sessionId} is stored as a channel on chain ${channel.chainId}, but the RPC serves chain ${chainId}; point --rpc at chain ${channel.chainId}.`);
+  }
+  if (channel.escrow.toLowerCase() !== escrow.toLowerCase()) {
+    throw new UsageError(`Session ${sessionId} is stored as a channel of the escrow ${channel.escrow}, not of ${escrow}; drop --escrow or point it at ${channel.escrow}.`);
+  }
+  return channel;
 }
 
 export function channelOf(store: ChannelStore, sessionId: Hex): ChannelRecord {

@@ -21,13 +21,13 @@ export function readOptionFile(option: string, file: string, maxBytes: number): 
     size = stat.size;
   } catch (cause) {
     if (cause instanceof UsageError) throw cause;
-    throw new UsageError(`Cannot read --${option} ${file}: ${(cause as Error).message.split("\n")[0]}`, { cause });
+    throw new UsageError(`Cannot read --${option} ${file}: ${(cause as Error).message.split("\n")[0]}.`, { cause });
   }
   if (size > maxBytes) throw new SizeLimitError(`--${option} ${file}`, size, maxBytes);
   try {
     return readFileSync(file);
   } catch (cause) {
-    throw new UsageError(`Cannot read --${option} ${file}: ${(cause as Error).message.split("\n")[0]}`, { cause });
+    throw new UsageError(`Cannot read --${option} ${file}: ${(cause as Error).message.split("\n")[0]}.`, { cause });
   }
 }
 

@@ -10,6 +10,8 @@
  * Amounts print in their asset's units with its symbol (raw base units in --json), times as a date and how far
  * away (unix seconds in --json). Every write is simulated first, so a revert is reported before anything is sent.
  */
+import { existsSync } from "node:fs";
+
 import { DeploymentError } from "../chain/deployment";
 import { checkedWrite } from "../chain/write";
 import {
@@ -18,7 +20,6 @@ import {
   isAddressEqual,
   keccak256,
   parseUnits,
-  stringToBytes,
   zeroAddress,
   zeroHash,
   type Abi,
@@ -43,8 +44,11 @@ import {
   hashOption,
   loadAccount,
   need,
+  openExistingStore,
   openStore,
   sessionOf,
+  storedChannelOn,
+  storePath,
   uint,
   UsageError,
   weiAmount,
@@ -53,6 +57,9 @@ import {
   type Out,
 } from "./common";
 import { ETH_UNIT, formatAmount, formatAmountWithBase, formatDate, formatMoment, type AssetUnit } from "../core/format";
+import { canonBytes, parseJson } from "../core/canonical";
+import type { JsonObject } from "../core/validate";
+import type { ChannelRecord } from "../store/store";
 
 /** A registry or money transaction that reverted or was refused by the node. */
 export class MoneyTransactionError extends BaseError {
@@ -156,16 +163,37 @@ async function pagedEvents<T>(values: Values, publicClient: PublicClient, fromBl
                                PROVIDER
 //////////////////////////////////////////////////////////////*/
 
+/** `--capabilities`: a JSON object (its canonical form is what is hashed), or one sentence saying why not. */
+function capabilitiesOf(text: string): JsonObject {
+  let parsed: unknown;
+  try {
+    parsed = parseJson(text, { maxBytes: 64 * 1024, what: "--capabilities" });
+  } catch (cause) {
+    throw new UsageError(`--capabilities is not valid JSON: ${((cause as BaseError).shortMessage ?? (cause as Error).message).split("\n")[0]!.replace(/\.$/, "")}; nothing was sent.`, { cause });
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new UsageError("--capabilities must be a JSON object such as '{\"gpu\":\"none\"}'; nothing was sent.");
+  return parsed as JsonObject;
+}
+
 async function runProviderRegister(values: Values, out: Out): Promise<void> {
   const endpoint = need(values, "endpoint", "where clients reach the provider, e.g. tcp://203.0.113.7:7000");
   if (Buffer.byteLength(endpoint) > 256) throw new UsageError(`--endpoint must be 1 to 256 bytes; received ${Buffer.byteLength(endpoint)}.`);
   const didHash = hashOption(values, "did-hash", "keccak-256 of the provider's DID document");
   const mldsaHash = hashOption(values, "mldsa-hash", "keccak-256 of its ML-DSA public key");
-  const capabilities = values.capabilities === undefined ? undefined : need(values, "capabilities", "the capabilities document");
-  const capabilitiesHash = capabilities === undefined ? hashOption(values, "capabilities-hash", "keccak-256 of the canonical capabilities JSON") : keccak256(stringToBytes(capabilities));
+  if (values.capabilities !== undefined && values["capabilities-hash"] !== undefined) throw new UsageError("Give either --capabilities JSON or --capabilities-hash HASH, not both.");
+  // On-chain writes validate their inputs first (issue 28 item 9): the capabilities are a JSON object, hashed in
+  // canonical form (RFC 8785), so '{not json' fails here and the live record is never rewritten with its hash.
+  const capabilities = values.capabilities === undefined ? undefined : capabilitiesOf(need(values, "capabilities", "the capabilities document, a JSON object"));
+  const capabilitiesHash = capabilities === undefined ? hashOption(values, "capabilities-hash", "keccak-256 of the canonical capabilities JSON") : keccak256(canonBytes(capabilities));
   const account = loadAccount(values);
   const { publicClient, wallet, registry, unit } = await registryClients(values, account);
   const registered = await publicClient.readContract({ address: registry, abi: providerRegistryAbi, functionName: "isRegistered", args: [PROVIDER_ROLE, account.address] });
+  if (registered) {
+    const record = await publicClient.readContract({ address: registry, abi: providerRegistryAbi, functionName: "providerOf", args: [account.address] });
+    if (record.endpoint === endpoint && record.capabilitiesHash === capabilitiesHash && record.didHash === didHash && record.mldsaPublicKeyHash === mldsaHash) {
+      throw new UsageError(`The provider record of ${account.address} holds these values already; nothing was sent.`);
+    }
+  }
   const functionName = registered ? "updateProvider" : "registerProvider";
   const sent = await send(`ProviderRegistry.${functionName}`, publicClient, wallet!, { address: registry, abi: providerRegistryAbi as Abi, functionName, args: [endpoint, capabilitiesHash, didHash, mldsaHash] });
   const min = await publicClient.readContract({ address: registry, abi: providerRegistryAbi, functionName: "minProviderBond" });
@@ -322,12 +350,13 @@ async function runDeposit(values: Values, out: Out): Promise<void> {
   if (amount === 0n) throw new UsageError("--amount must be more than zero.");
   const minReceived = weiAmount(values, "min-received", "the least the top-up must credit", amount);
   if (minReceived > amount) throw new UsageError(`--min-received (${minReceived}) cannot exceed --amount (${amount}).`);
-  const store = openStore(values, "payer");
+  const store = openExistingStore(values, "payer");
   try {
-    const channel = channelOf(store, sessionId);
+    channelOf(store, sessionId);
     checkOverride(values, "escrow", "IOI_ESCROW");
-    const { publicClient, wallet } = await rpcClients(values, account);
+    const { publicClient, wallet, chainId } = await rpcClients(values, account);
     const escrow = await escrowAddress(values, publicClient);
+    const channel = storedChannelOn(store, sessionId, chainId, escrow);
     const unit = await assetUnitOf(publicClient, channel.ref.terms.asset);
     const phase = await publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "phaseOf", args: [sessionId] });
     if (phase !== 1) throw new UsageError(`Channel ${sessionId} is ${PHASES[phase] ?? `in phase ${phase}`} on-chain; only an open channel takes a top-up.`);
@@ -392,11 +421,17 @@ async function runBalance(values: Values, out: Out): Promise<void> {
   }
   result.claimable = claimable;
   // Each channel in the store: what it holds on-chain, what the newest ticket pays, what remains.
-  if (values.db !== undefined || escrow) {
+  // A read-only command creates no store (issue 28 item 9), and lists only the channels of `who` on this chain: its
+  // own as payer, funder or provider, never every channel some store holds.
+  const storeFile = storePath(values, "payer");
+  if ((values.db !== undefined || escrow) && existsSync(storeFile)) {
+    const chainId = await publicClient.getChainId();
     const store = openStore(values, "payer");
     try {
       const channels = [];
-      for (const c of store.listChannels()) {
+      const mine = (c: ChannelRecord) =>
+        c.chainId === chainId && [c.ref.terms.payer, c.ref.terms.funder, c.ref.terms.provider].some((party) => isAddressEqual(party, who));
+      for (const c of store.listChannels().filter(mine)) {
         const unit = await assetUnitOf(publicClient, c.ref.terms.asset);
         const onChain = escrow && isAddressEqual(c.escrow, escrow) ? await publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "depositOf", args: [c.sessionId] }) : c.deposit;
         const paid = store.latestTicket(c.sessionId)?.ticket.cumulativeAmount ?? 0n;
@@ -413,7 +448,13 @@ async function runBalance(values: Values, out: Out): Promise<void> {
 }
 
 async function runChannels(values: Values, out: Out): Promise<void> {
-  const store = openStore(values, (values.db as string | undefined) ? "x" : "payer");
+  const file = storePath(values, "payer");
+  if (!existsSync(file)) {
+    out.lines.push(`No store at ${file}: it holds no channels.`);
+    out.result.channels = [];
+    return;
+  }
+  const store = openStore(values, "payer");
   try {
     const stored = store.listChannels();
     if (stored.length === 0) {

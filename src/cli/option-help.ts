@@ -20,6 +20,11 @@ export const OPTION_HELP: Record<string, OptionHelp> = {
   "gig-escrow": { value: "ADDR", text: "GigEscrow (default: $IOI_GIG_ESCROW, else the deployment record)" },
   "dispute-manager": { value: "ADDR", text: "DisputeManager (default: $IOI_DISPUTE_MANAGER, else the deployment record)" },
   registry: { value: "ADDR", text: "ProviderRegistry (default: $IOI_REGISTRY, else the deployment record)" },
+  // Confirmations (issue 28 item 9)
+  yes: { text: "go ahead with an action whose consequence the command warned about (a bond above the value at stake, a revocation that closes the channel)" },
+  force: { text: "overwrite an existing output file, or revoke a key this store holds no grant of" },
+  "worker-env": { value: "NAME", text: "pass this environment variable to the worker (repeatable; default only PATH, HOME, LANG, LC_ALL, TZ, TMPDIR)" },
+  "from-seq": { value: "N", text: "the first seq to print (default: 1)" },
   // Channels
   session: { value: "ID", text: "the channel's session id (0x and 64 hex digits)" },
   peer: { value: "HOST:PORT", text: "where the provider node listens (default: the peer stored with the channel)" },

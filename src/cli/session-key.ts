@@ -5,7 +5,7 @@
  * sponsored channel the payer did not open, from the reference file `ioi open --payer … --ref-out FILE` wrote
  * (`--ref FILE`).
  */
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { getAddress, parseEventLogs, type Address, type Hex, type LocalAccount } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 
@@ -22,7 +22,10 @@ import {
   verifySessionKeyGrant,
 } from "../core/session-key";
 import { channelRefFromJson, sessionIdOf, type ChannelRef } from "../core/terms";
-import { addressOption, boundedUint, channelOf, loadAccount, openStore, sessionOf, UsageError, weiAmount, type Command, type Out } from "./common";
+import { addressOption, boundedUint, channelOf, loadAccount, openExistingStore, openStore, sessionOf, storePath, UsageError, weiAmount, type Command, type Out } from "./common";
+import { recoverDigestSigner } from "../core/eip712";
+import { paymentTicketDigest } from "../core/ticket";
+import type { GasEscrowDomain } from "../core/eip712";
 import { formatAmountWithBase, formatMoment } from "../core/format";
 
 const CHANNEL_OPTIONS = { session: { type: "string" }, ref: { type: "string" } } as const;
@@ -44,9 +47,10 @@ function channelRefOf(values: Record<string, unknown>): ChannelRef {
       throw new UsageError(`--ref ${file} is not a channel reference: ${(cause as BaseError).shortMessage ?? (cause as Error).message}`, { cause });
     }
   }
-  const store = openStore(values, "payer");
+  const sessionId = sessionOf(values);
+  const store = openExistingStore(values, "payer");
   try {
-    return channelOf(store, sessionOf(values)).ref;
+    return channelOf(store, sessionId).ref;
   } finally {
     void store.close();
   }
@@ -69,11 +73,17 @@ function methodsOf(values: Record<string, unknown>): string[] {
 
 async function runAuthorize(values: Record<string, unknown>, out: Out): Promise<void> {
   const account = loadAccount(values);
-  const ref = channelRefOf(values);
-  requirePayer(account, ref, "grant its session keys");
+  // Nothing secret is overwritten without --force (issue 28 item 9): the file may hold another grant's private key.
+  const outPath = values.out as string | undefined;
+  if (outPath !== undefined && existsSync(outPath) && values.force !== true) {
+    throw new UsageError(`--out ${outPath} exists (it may hold another session key's grant and private key); choose a new file, or add --force to overwrite it.`);
+  }
+  // Every option is checked before the store or the chain is read.
   const cap = weiAmount(values, "cap", "the most the key's tickets may authorise in total (the channel's deposit caps it anyway)");
   const expiresIn = boundedUint(values, "expires-in", "seconds from now until the key expires", 1n, 365n * 86_400n, 3_600n);
   const methods = methodsOf(values);
+  const ref = channelRefOf(values);
+  requirePayer(account, ref, "grant its session keys");
   let key: Address;
   let privateKey: Hex | undefined;
   if (values.key !== undefined) key = addressOption(values, "key", "the session key's address (default: a fresh key, written to --out)");
@@ -102,7 +112,8 @@ async function runAuthorize(values: Record<string, unknown>, out: Out): Promise<
   const document = { grant: signedSessionKeyGrantToJson(signed), ...(privateKey ? { privateKey } : {}) };
   if (outFile) {
     try {
-      writeFileSync(outFile, `${JSON.stringify(document, null, 2)}\n`, { mode: 0o600 });
+      // Without --force the file must still not exist when it is created (flag wx): no race overwrites a key.
+      writeFileSync(outFile, `${JSON.stringify(document, null, 2)}\n`, { mode: 0o600, flag: values.force === true ? "w" : "wx" });
     } catch (cause) {
       throw new UsageError(`Cannot write --out ${outFile}: ${(cause as Error).message.split("\n")[0]}.`, { cause });
     }
@@ -118,6 +129,11 @@ async function runRevoke(values: Record<string, unknown>, out: Out): Promise<voi
   const account = loadAccount(values);
   if (values.all === true) {
     if (values.key !== undefined || values.session !== undefined || values.ref !== undefined) throw new UsageError("--all revokes every key on every channel: give it alone, without --key, --session or --ref.");
+    if (values.yes !== true) {
+      throw new UsageError(
+        "Revoking every session key ends each channel whose provider holds a newest ticket signed by one of them: its watchtower closes the channel with that ticket inside the grace. Pay one call with your own key on channels you want to keep, then run again with --yes.",
+      );
+    }
     const { publicClient, wallet, escrow, chainId } = await chainClients(values, account);
     const revoked = await revokeAllSessionKeys({ wallet: wallet!, publicClient, escrow, chainId });
     out.lines.push(`Revoked every session key of ${account.address} (now in epoch ${revoked.epoch}); tickets they signed settle only until one challenge window after ${revoked.revokedAt} (gas ${revoked.gasUsed}).`);
@@ -128,12 +144,47 @@ async function runRevoke(values: Record<string, unknown>, out: Out): Promise<voi
   const ref = channelRefOf(values);
   requirePayer(account, ref, "revoke its session keys");
   const { publicClient, wallet, escrow, chainId, domain } = await chainClients(values, account);
+  // No transaction for nothing (issue 28 item 9): a key revoked already, or never granted on this channel.
+  const sessionIdBefore = sessionIdOf(domain, ref);
+  const chain = await readSessionKeyChainState({ publicClient, escrow, sessionId: sessionIdBefore, payer: ref.terms.payer, key });
+  if (chain.revokedAt !== 0n) throw new UsageError(`Key ${key} is revoked on ${sessionIdBefore} already (at ${chain.revokedAt}); nothing was sent.`);
+  await checkRevocation(values, domain, sessionIdBefore, key, out);
   const revoked = await revokeSessionKey({ wallet: wallet!, publicClient, escrow, chainId, ref, key });
   const sessionId = sessionIdOf(domain, ref);
   out.lines.push(
     `Revoked session key ${key} on ${sessionId} at ${revoked.revokedAt}; the provider refuses its tickets from that block, and those it accepted before settle until ${revoked.revokedAt + ref.terms.challengeDuration} (gas ${revoked.gasUsed}).`,
   );
   Object.assign(out.result, { sessionId, key, revokedAt: revoked.revokedAt.toString(), graceEnds: (revoked.revokedAt + ref.terms.challengeDuration).toString(), gasUsed: Number(revoked.gasUsed) });
+}
+
+/**
+ * Refuses a revocation that does nothing or closes the channel unasked (issue 28 item 9): the payer's store must
+ * hold a grant of `key` on the session (else it was never granted here; --force overrides), and when the newest
+ * ticket the payer signed on it is the key's, the provider's watchtower will close the channel with it, so that
+ * needs --yes.
+ */
+async function checkRevocation(values: Record<string, unknown>, domain: GasEscrowDomain, sessionId: Hex, key: Address, out: Out): Promise<void> {
+  const file = storePath(values, "payer");
+  const store = existsSync(file) ? openStore(values, "payer") : undefined;
+  try {
+    if (!store?.getChannel(sessionId)) {
+      // A sponsored channel not imported yet: this store signed nothing on it and kept no grant, so nothing to check.
+      out.lines.push(`Note: the store ${file} does not hold ${sessionId}; whether key ${key} was granted or signed its newest ticket was not checked.`);
+      return;
+    }
+    if (store.sessionKeyGrants(sessionId, key).length === 0 && values.force !== true) {
+      throw new UsageError(`The store ${file} holds no grant of key ${key} on ${sessionId}: revoking a key never granted here sends a transaction for nothing. Check --key, or add --force if you granted it from another store.`);
+    }
+    const newest = store.latestTicket(sessionId);
+    const newestIsKeys = newest !== undefined && (await recoverDigestSigner(paymentTicketDigest(domain, newest.ticket), newest.signature)).toLowerCase() === key.toLowerCase();
+    if (newestIsKeys && values.yes !== true) {
+      throw new UsageError(
+        `The newest ticket on ${sessionId} was signed by key ${key}: once the key is revoked, the provider's watchtower closes the channel with that ticket inside the grace. Pay one call with another key (or your own) to keep the channel, or run again with --yes.`,
+      );
+    }
+  } finally {
+    await store?.close();
+  }
 }
 
 async function runList(values: Record<string, unknown>, out: Out): Promise<void> {
@@ -191,17 +242,22 @@ export const SESSION_KEY_COMMANDS: Record<string, Command> = {
       "  --expires-in S       seconds until the key expires (default 3600)",
       "  --methods LIST       MCP methods the key may pay for, comma-separated (default *: any)",
       "  --key ADDR           a key you hold; without it a fresh key is made and written to --out",
-      "  --out FILE           where to write the grant (and a fresh key's private key), mode 600",
+      "  --out FILE           where to write the grant (and a fresh key's private key), mode 600; an existing file",
+      "                       is never overwritten without --force",
     ],
     examples: ["ioi session-key authorize --session 0x… --cap 0.01eth --expires-in 600 --methods tools/call --out key.json"],
-    options: { ...CHANNEL_OPTIONS, cap: { type: "string" }, "expires-in": { type: "string" }, methods: { type: "string" }, key: { type: "string" }, out: { type: "string" } },
+    options: { ...CHANNEL_OPTIONS, cap: { type: "string" }, "expires-in": { type: "string" }, methods: { type: "string" }, key: { type: "string" }, out: { type: "string" }, force: { type: "boolean" } },
     run: runAuthorize,
   },
   revoke: {
     summary: "revoke a session key on-chain (or --all: every key of the acting payer, on every channel)",
     usage: "ioi session-key revoke (--session ID | --ref FILE) --key ADDR   |   ioi session-key revoke --all",
-    notes: ["  Not retroactive: tickets the provider accepted before the revocation's block settle for one challenge window after it."],
-    options: { ...CHANNEL_OPTIONS, key: { type: "string" }, all: { type: "boolean" } },
+    notes: [
+      "  Not retroactive: tickets the provider accepted before the revocation's block settle for one challenge window after it.",
+      "  When the provider's newest ticket is the key's, its watchtower closes the channel with it: that needs --yes (pay one",
+      "  call with another key first to keep the channel). A key the store holds no grant of needs --force.",
+    ],
+    options: { ...CHANNEL_OPTIONS, key: { type: "string" }, all: { type: "boolean" }, yes: { type: "boolean" }, force: { type: "boolean" } },
     run: runRevoke,
   },
   list: {

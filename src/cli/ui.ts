@@ -4,7 +4,10 @@
 import type { Address, PublicClient } from "viem";
 
 import { deployedContract, readingOf, rpcClients } from "./chain";
-import { loadAccount, openStore, uint, UsageError, type Command } from "./common";
+import { existsSync } from "node:fs";
+
+import { loadAccount, openStore, storePath, uint, UsageError, type Command } from "./common";
+import { SqliteStore } from "../store/sqlite-store";
 import { DeploymentError } from "../chain/deployment";
 import { EndpointError, listenHost } from "../node/endpoints";
 
@@ -66,7 +69,11 @@ export const UI_COMMAND: Command = {
     const fromBlock = [escrowBlock, disputeManager?.fromBlock, gigEscrow?.fromBlock].reduce<bigint>((a, b) => (b !== undefined && b < a ? b : a), escrowBlock);
     const metricsUrl = values["metrics-url"] as string | undefined;
     if (metricsUrl !== undefined && !/^https?:\/\/[^\s]+$/.test(metricsUrl)) throw new UsageError(`--metrics-url must be an http URL such as http://127.0.0.1:9464/metrics; received "${metricsUrl}".`);
-    const store = openStore(values, "provider");
+    // A read-only page creates no store file (issue 28 item 9): without one it shows the chain and an empty store.
+    const file = storePath(values, "provider");
+    const stored = existsSync(file);
+    const store = stored ? openStore(values, "provider") : SqliteStore.open(":memory:");
+    if (!stored) process.stderr.write(`ui: no store at ${file}; the page shows the chain only (give --db to show a node's channels).\n`);
     try {
       // The page server (fastify) loads only when the page is served: `ioi --help` stays fast.
       const { startUi } = await import("../ui/server");

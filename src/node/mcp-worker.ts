@@ -32,6 +32,41 @@ export const FORWARDED_METHODS = [
   "ping",
 ] as const;
 
+/**
+ * The environment a worker gets by default (issue 28 item 3, decision 0022): enough to find programs, write
+ * temporary files and format text — never the node's keys, tokens or settings. Everything else must be passed
+ * by name (`ioi provider --worker-env NAME`).
+ */
+export const DEFAULT_WORKER_ENV = ["PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "SYSTEMROOT"] as const;
+
+/** Variables never handed to a worker, even by name: the node's signing keys. */
+const NEVER_PASSED = /^IOI_(PRIVATE_KEY|.*KEY.*|.*SECRET.*|.*TOKEN.*|.*PASSWORD.*|.*KEYSTORE.*)$/i;
+
+/** A name `--worker-env` cannot pass on. */
+export class WorkerEnvError extends BaseError {
+  override name = "WorkerEnvError" as const;
+}
+
+/**
+ * The worker's environment: the default allow-list plus `extra` names, each copied from `source` when it is set.
+ * A name that is not a variable name, or that names a key of the node (IOI_PRIVATE_KEY, the variable `--key-env`
+ * names, any IOI_*KEY*, *SECRET*, *TOKEN*, *PASSWORD*), is refused with WorkerEnvError.
+ */
+export function workerEnvironment(extra: readonly string[] = [], source: NodeJS.ProcessEnv = process.env, keyVariable = "IOI_PRIVATE_KEY"): NodeJS.ProcessEnv {
+  for (const name of extra) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new WorkerEnvError(`--worker-env ${JSON.stringify(name)} is not an environment variable name (letters, digits and _).`);
+    if (name === keyVariable || NEVER_PASSED.test(name)) {
+      throw new WorkerEnvError(`--worker-env ${name} would hand the worker a key of the node; it is never passed (the worker serves strangers).`);
+    }
+  }
+  const env: NodeJS.ProcessEnv = {};
+  for (const name of [...DEFAULT_WORKER_ENV, ...extra]) {
+    const value = source[name];
+    if (value !== undefined) env[name] = value;
+  }
+  return env;
+}
+
 /** JSON-RPC error codes of the failures the node reports instead of a worker's answer. */
 export const WORKER_ERROR_CODES = {
   WorkerCrashedError: -32010,
@@ -82,7 +117,10 @@ export type McpWorkerParameters = {
    * worker only costs a restart: counting failed calls would let one payer disable the worker for all.
    */
   maxRestarts?: number;
-  /** Environment of the child; default: the node's. */
+  /**
+   * Environment of the child, exactly; default {@link workerEnvironment}() — the allow-list only, never the node's
+   * whole environment (its keys). Build it with `workerEnvironment(names)` to pass more.
+   */
   env?: NodeJS.ProcessEnv;
   log?: (line: string) => void;
 };
@@ -175,7 +213,7 @@ export class McpWorker {
 
   async #spawn(): Promise<WorkerInfo> {
     const { command, args = [], env } = this.parameters;
-    const child = spawn(command, [...args], { stdio: ["pipe", "pipe", "pipe"], env: env ?? process.env });
+    const child = spawn(command, [...args], { stdio: ["pipe", "pipe", "pipe"], env: env ?? workerEnvironment() });
     this.#child = child;
     this.#buffer = [];
     this.#buffered = 0;

@@ -91,6 +91,8 @@ export async function faultStatementOf(packet: ActionResultPacket, failed: boole
   return fault;
 }
 
+const textDecoder = new TextDecoder();
+
 /** A failed call's JSON-RPC error as the provider sent it (receipted, charged 0). */
 export type InvocationError = { code: number; message: string; data?: JsonObject };
 
@@ -124,6 +126,11 @@ export type PayerClientParameters = {
   logger?: Logger;
   /** Sign tickets with a session key under the payer's grant (decision 0025); the grant is sent at binding. */
   sessionKey?: { account: LocalAccount; grant: SignedSessionKeyGrant };
+  /**
+   * Keep each paid call's request and output in the store, durable before its receipt counts (issue 28 item 8;
+   * `ioi results` prints them again). Default true; false keeps only the receipts (their output hashes).
+   */
+  keepResults?: boolean;
 };
 
 export class PayerClient {
@@ -138,6 +145,8 @@ export class PayerClient {
   #received: Promise<void> = Promise.resolve();
   /** The newest receipt write; the store makes writes durable in order, so it settles after all earlier ones. */
   #lastWrite: Promise<void> = Promise.resolve();
+  /** Canonical request text of each sent invocation until its result is stored (keepResults). */
+  readonly #requests = new Map<bigint, string>();
   /** Tickets leave in seq order: each send waits for the previous one. */
   #outbox: Promise<unknown> = Promise.resolve();
 
@@ -272,6 +281,7 @@ export class PayerClient {
       if (waiter) {
         this.#waiters.delete(message.seq);
         this.session.dropPending(message.seq);
+        this.#requests.delete(message.seq);
         waiter.reject(error);
       } else if (commit) {
         this.#commits.delete(message.seq);
@@ -300,8 +310,15 @@ export class PayerClient {
     // of the session; the caller is told the receipt counts only once it is durable.
     // The fault statement is written first: durable writes keep their order, so the step's durability implies it.
     const faultWrite = fault && this.parameters.store.putFaultStatement(this.parameters.channel.sessionId, fault);
+    // The output is written before the step too (issue 28 item 8): a receipt that counts has its result stored.
+    const request = this.#requests.get(step.seq);
+    this.#requests.delete(step.seq);
+    const resultWrite =
+      output !== undefined && request !== undefined
+        ? this.parameters.store.putResult(this.parameters.channel.sessionId, { seq: step.seq, request, output: textDecoder.decode(output) })
+        : undefined;
     const stepWrite = this.parameters.store.putStep(this.parameters.channel.sessionId, step);
-    const durable = faultWrite ? Promise.all([faultWrite, stepWrite]).then(() => undefined) : stepWrite;
+    const durable = faultWrite || resultWrite ? Promise.all([faultWrite, resultWrite, stepWrite]).then(() => undefined) : stepWrite;
     this.#lastWrite = durable.catch(() => undefined);
     durable.then(
       () => {
@@ -352,7 +369,9 @@ export class PayerClient {
     // If the connection fails before this ticket is sent, #fail rejects `outcome` while the caller gets the
     // send's error below and never awaits it: mark it handled so the process does not die of it.
     outcome.catch(() => undefined);
-    const next = this.session.nextTicket(canonBytes(request));
+    const input = canonBytes(request);
+    if (this.parameters.keepResults !== false) this.#requests.set(seq, textDecoder.decode(input));
+    const next = this.session.nextTicket(input);
     // The ticket leaves as soon as it is signed, in seq order, and is stored with its receipt, in one row
     // write: the payer does not wait on its own disk (decision 0009, issue 15). The receipt counts only once
     // that write is durable. A crash before it loses only tickets the provider may hold, and `connect` takes
@@ -363,6 +382,7 @@ export class PayerClient {
       await sent;
     } catch (error) {
       this.#waiters.delete(seq);
+      this.#requests.delete(seq);
       this.#fail(error as Error);
       throw error;
     }
@@ -384,8 +404,13 @@ export class PayerClient {
     commitEvery?: number;
     /** …or once this many milliseconds passed since the last one (checked as receipts arrive). */
     commitIntervalMs?: number;
+    /**
+     * Once aborted (Ctrl-C), no further invocation is sent; those already paid for are awaited, so each one's
+     * result is stored and told to `onOutcome` (issue 28 item 8). Resolves with the latencies of those answered.
+     */
+    signal?: AbortSignal;
   }): Promise<number[]> {
-    const { count, inflight = 1, request, onProgress, onOutcome, commitEvery = 0, commitIntervalMs = 0 } = parameters;
+    const { count, inflight = 1, request, onProgress, onOutcome, commitEvery = 0, commitIntervalMs = 0, signal } = parameters;
     const latencies: number[] = [];
     const commits: Promise<unknown>[] = [];
     let committedAt = 0;
@@ -407,7 +432,7 @@ export class PayerClient {
     // A lane sends its next invocation as soon as its receipt is verified (decision 0023): the receipt is
     // made durable meanwhile, and it counts — onOutcome, onProgress, its latency — only once it is.
     const lane = async () => {
-      while (next < count && failure === undefined) {
+      while (next < count && failure === undefined && !signal?.aborted) {
         const i = next++;
         const started = performance.now();
         // `proceed` is called when the receipt is verified, or when the invocation ends first (a failure).

@@ -103,6 +103,13 @@ export class FaultStatementConflictError extends BaseError {
  * The parts of a write disagree with each other or with the session they are filed under (a ticket for
  * another session, a receipt for another seq). This is a bug in the caller, not in the peer.
  */
+export class ResultConflictError extends BaseError {
+  override name = "ResultConflictError" as const;
+  constructor(readonly sessionId: Hex, readonly seq: bigint) {
+    super(`Session ${sessionId} already holds a different result for seq ${seq}; a paid call is answered once.`);
+  }
+}
+
 export class InconsistentRecordError extends BaseError {
   override name = "InconsistentRecordError" as const;
 }

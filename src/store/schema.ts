@@ -111,6 +111,18 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (session_id, leaf_count)
   ) STRICT;
   `,
+  // 5 → 6 (issue 28 item 8): what a payer paid for. The request it sent and the output (result or error) it was
+  // answered with, per seq, written in the same group commit as — and before — the step's receipt, so a receipt
+  // the payer counts always has its output beside it; \`ioi results\` prints them again after Ctrl-C or a crash.
+  `
+  CREATE TABLE results (
+    session_id TEXT NOT NULL REFERENCES channels (session_id),
+    seq        TEXT NOT NULL CHECK (${SEQ_KEY("seq")}),
+    request    TEXT NOT NULL,             -- canon(the JSON-RPC request sent): keccak256 is the receipt's offloadPacketHash
+    output     TEXT NOT NULL,             -- canon(result) or canon({error}): keccak256 is the receipt's outputHash
+    PRIMARY KEY (session_id, seq)
+  ) STRICT;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -38,6 +38,7 @@ import { signedReceiptCommitFromJson, type SignedReceiptCommit } from "../core/r
 import { canonicalSignedReceiptText, signedSessionReceiptFromJson, signedSessionReceiptToJson } from "../core/receipt";
 import { canonicalSignedTicketText, signedPaymentTicketFromJson, signedPaymentTicketToJson, type SignedPaymentTicket } from "../core/ticket";
 import { signedSessionKeyGrantFromJson, signedSessionKeyGrantToJson, type SignedSessionKeyGrant } from "../core/session-key";
+import { MAX_PACKET_BYTES } from "../core/packets";
 import { expectHash, expectLiteral, expectString, expectUint, uintToJson } from "../core/validate";
 import {
   CommitConflictError,
@@ -45,6 +46,7 @@ import {
   FaultStatementConflictError,
   InconsistentRecordError,
   ReceiptConflictError,
+  ResultConflictError,
   StoreClosedError,
   StoreCorruptionError,
   StoreOpenError,
@@ -77,6 +79,7 @@ import {
   type ClosingRecord,
   type CooperativeCloseRecord,
   type ListChannelsFilter,
+  type ResultRecord,
   type StepRecord,
   type AccumulatorState,
   type StepsOptions,
@@ -218,6 +221,13 @@ function prepareStatements(db: Database.Database) {
       "INSERT INTO fault_statements (session_id, seq, statement) VALUES (?, ?, ?) ON CONFLICT (session_id, seq) DO NOTHING",
     ),
     getFaultStatement: db.prepare<[string, string], string>("SELECT statement FROM fault_statements WHERE session_id = ? AND seq = ?").pluck(),
+    insertResult: db.prepare<[string, string, string, string]>(
+      "INSERT INTO results (session_id, seq, request, output) VALUES (?, ?, ?, ?) ON CONFLICT (session_id, seq) DO NOTHING",
+    ),
+    getResult: db.prepare<[string, string], { request: string; output: string }>("SELECT request, output FROM results WHERE session_id = ? AND seq = ?"),
+    results: db.prepare<[string, string, number], { seq: string; request: string; output: string }>(
+      "SELECT seq, request, output FROM results WHERE session_id = ? AND seq >= ? ORDER BY seq LIMIT ?",
+    ),
     insertGrant: db.prepare<[string, string, string]>(
       "INSERT INTO session_key_grants (session_id, key, grant) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
     ),
@@ -251,6 +261,8 @@ class Batch {
   readonly cooperativeCloses = new Map<string, string>();
   /** `sessionId:seqKey` → canonical fault statement text. */
   readonly faults = new Map<string, string>();
+  /** `sessionId:seqKey` → request and output text of a paid call. */
+  readonly results = new Map<string, string>();
 }
 
 export class SqliteStore implements ChannelStore {
@@ -628,6 +640,41 @@ export class SqliteStore implements ChannelStore {
         };
       });
     }
+
+  putResult(sessionId: Hex, record: ResultRecord): Promise<void> {
+    return this.#write("putResult", (batch) => {
+      const id = this.#knownChannel(batch, sessionId);
+      const seq = seqKey(expectUint(uintToJson(record.seq), "result.seq", 64));
+      // Both are the canonical JSON the payer hashed (a packet holds at most MAX_PACKET_BYTES); not re-parsed on
+      // the hot path: `ioi results` checks each against its receipt's hashes when it prints it.
+      const request = expectString(record.request, "result.request", MAX_PACKET_BYTES);
+      const output = expectString(record.output, "result.output", MAX_PACKET_BYTES);
+      const key = `${id}:${seq}`;
+      const value = `${request}\n${output}`;
+      const stored = this.#sql.getResult.get(id, seq);
+      const existing = batch.results.get(key) ?? (stored ? `${stored.request}\n${stored.output}` : undefined);
+      if (existing !== undefined && existing !== value) throw new ResultConflictError(id, record.seq);
+      batch.results.set(key, value);
+      return () => {
+        if (this.#sql.insertResult.run(id, seq, request, output).changes === 0) {
+          const row = this.#sql.getResult.get(id, seq);
+          if (row?.request !== request || row.output !== output) throw new ResultConflictError(id, record.seq);
+        }
+      };
+    });
+  }
+
+  results(sessionId: Hex, options: StepsOptions = {}): ResultRecord[] {
+    this.#assertOpen("results");
+    const { fromSeq = 0n, limit } = options;
+    if (limit !== undefined && (!Number.isSafeInteger(limit) || limit < 0)) {
+      throw new InvalidFieldError("options.limit", "a non-negative integer", limit);
+    }
+    if (fromSeq >= 1n << 64n) return [];
+    return this.#sql.results
+      .all(sessionId, seqKey(fromSeq < 0n ? 0n : fromSeq), limit ?? -1)
+      .map((row) => decodeRow("results", `${sessionId}#${row.seq}`, () => ({ seq: BigInt(row.seq), request: row.request, output: row.output })));
+  }
 
   putSessionKeyGrant(sessionId: Hex, signed: SignedSessionKeyGrant): Promise<void> {
     return this.#write("putSessionKeyGrant", (batch) => {

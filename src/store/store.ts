@@ -78,6 +78,13 @@ export type CooperativeCloseRecord = { summary: SettlementSummary; payerSignatur
  */
 export type AccumulatorState = { leafCount: number; peaks: Hex[]; charged: bigint };
 
+/**
+ * Payer: what one paid call sent and got back (issue 28 item 8), as canonical JSON text: the request (its
+ * keccak256 is the receipt's offloadPacketHash) and the output, the result or `{error}` (its keccak256 is the
+ * receipt's outputHash).
+ */
+export type ResultRecord = { seq: bigint; request: string; output: string };
+
 export type ChannelPatch = { deposit?: bigint; status?: ChannelStatus };
 export type ListChannelsFilter = { role?: ChannelRole; status?: ChannelStatus };
 export type StepsOptions = {
@@ -151,6 +158,15 @@ export interface ChannelStore {
    */
   putFaultStatement(sessionId: Hex, signed: SignedFaultStatement): Promise<void>;
   getFaultStatement(sessionId: Hex, seq: bigint): SignedFaultStatement | undefined;
+
+  /**
+   * Payer: the request and output of a paid call (issue 28 item 8), written BEFORE the step's receipt (durable
+   * writes keep their order, so a durable receipt implies its result). Idempotent for the same record; a
+   * different one for the same seq rejects with `ResultConflictError`.
+   */
+  putResult(sessionId: Hex, record: ResultRecord): Promise<void>;
+  /** Stored results in ascending seq (from `fromSeq`, at most `limit`). */
+  results(sessionId: Hex, options?: StepsOptions): ResultRecord[];
 
   /**
    * A payer's session-key grant for the session (decision 0025). Provider: persisted BEFORE any ticket signed

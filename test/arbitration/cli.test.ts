@@ -610,7 +610,9 @@ describe("ioi dispute, arbitrate and case CLI", function () {
       const shown = await cli(f, NEWCOMER, ["arbitrator", "show"]);
       expect(jsonOf(shown)).to.deep.include({ registered: true, admitted: false, active: false, runtimeMatches: true, stake: parseEther("2000").toString() });
       expect(shown.out).to.contain("not admitted");
-      expect(jsonOf(await cli(f, NEWCOMER, ["arbitrator", "repin"]))).to.deep.include({ ok: true, previousJudgeRuntimeHash: judgeRuntimeHash(), judgeRuntimeHash: judgeRuntimeHash() });
+      // Issue 28 item 9: a re-pin to the same runtime with the same hashes is a no-op and is refused; a new DID hash is not.
+      expectTypedFailure(await cli(f, NEWCOMER, ["arbitrator", "repin"]), 2, "UsageError", "is pinned to this build's judge runtime");
+      expect(jsonOf(await cli(f, NEWCOMER, ["arbitrator", "repin", "--did-hash", label("did:newcomer:2")]))).to.deep.include({ ok: true, previousJudgeRuntimeHash: judgeRuntimeHash(), judgeRuntimeHash: judgeRuntimeHash() });
       const unstaked = await cli(f, NEWCOMER, ["arbitrator", "unstake", "--amount", "500.5"]);
       expect(jsonOf(unstaked)).to.deep.include({ ok: true, unbonding: parseEther("500.5").toString(), pending: parseEther("500.5").toString() });
       expectTypedFailure(await cli(f, NEWCOMER, ["arbitrator", "withdraw"]), 2, "UsageError", "500.5 LGAS unbonds at");

@@ -217,7 +217,7 @@ describe("issue 27 finding 9: session cases from every shape of session, from th
           }
 
           // The newest receipt, opened for real and verified by Lane 0 from the chain.
-          const opened = await ok(s, SYS.payer, ["dispute", "open", "--package", last!.file]);
+          const opened = await ok(s, SYS.payer, ["dispute", "open", "--yes", "--package", last!.file]);
           const pkg = parsePackage(readFileSync(last!.file));
           expect(opened.caseId).to.equal(pkg.caseId);
           const ctx = await loadCaseContext(s.pc, deploymentOf(s), pkg.caseId, pkg);

@@ -13,6 +13,7 @@ import { mnemonicToAccount } from "viem/accounts";
 
 import { canonBytes } from "../../src/core/canonical";
 import { listenHost, parsePeer } from "../../src/node/endpoints";
+import { DEFAULT_WORKER_ENV } from "../../src/node/mcp-worker";
 import { SqliteStore } from "../../src/store/sqlite-store";
 import { cliSandbox, runCli } from "../helpers/cli";
 import { escrowFixture, HARDHAT_MNEMONIC, ROLE } from "../helpers/fixtures";
@@ -58,7 +59,12 @@ describe("ioi provider --worker, ioi call, ioi stream --request-file", function 
           child.kill("SIGINT");
         }),
     );
-    expect(ready).to.deep.include({ host: "127.0.0.1", worker: { tools: ["add", "upper", "crash", "hang", "garbage", "big", "refuse"] } });
+    expect(ready).to.include({ host: "127.0.0.1" });
+    const worker = ready.worker as { tools: string[]; env: string[] };
+    expect(worker.tools).to.deep.equal(["add", "upper", "crash", "hang", "garbage", "big", "refuse"]);
+    // The worker's environment is the allow-list only (issue 28 item 3): never the node's key.
+    expect(worker.env).to.not.include("IOI_PRIVATE_KEY");
+    expect(worker.env.every((name) => (DEFAULT_WORKER_ENV as readonly string[]).includes(name))).to.equal(true);
     const peer = `127.0.0.1:${ready.port as number}`;
     const payer = [...common, "--db", path.join(box.dir, "payer.db")];
 

@@ -156,6 +156,7 @@ describe("SqliteStore", function () {
       new storeErrors.CommitConflictError(h("s"), "payer", 1n),
       new storeErrors.CooperativeCloseConflictError(h("s")),
       new storeErrors.FaultStatementConflictError(h("s"), 1n),
+      new storeErrors.ResultConflictError(h("s"), 1n),
       new storeErrors.InconsistentRecordError("x"),
     ];
     expect(instances.map((e) => e.name).sort()).to.deep.equal(Object.keys(storeErrors).sort());
@@ -172,7 +173,7 @@ describe("SqliteStore", function () {
         busyTimeoutMs: 1234,
         schemaVersion: SCHEMA_VERSION,
       });
-      expect(SCHEMA_VERSION).to.equal(5);
+      expect(SCHEMA_VERSION).to.equal(6); // issue 28: the accumulator states (5), the results table (6)
       await store.close();
       // Reopening an up-to-date file migrates nothing and keeps the version.
       expect(openStore().settings().schemaVersion).to.equal(SCHEMA_VERSION);
@@ -535,7 +536,7 @@ describe("SqliteStore", function () {
         await store.close();
       }
       const raw = new Database(dbPath);
-      raw.exec("DROP TABLE accumulator_states; DROP TABLE session_key_grants; DROP TABLE fault_statements");
+      raw.exec("DROP TABLE results; DROP TABLE accumulator_states; DROP TABLE session_key_grants; DROP TABLE fault_statements");
       raw.pragma("user_version = 2");
       raw.close();
       const store = openStore();

@@ -7,7 +7,7 @@ import { loadFixture } from "@nomicfoundation/hardhat-toolbox-viem/network-helpe
 import { expect } from "chai";
 import hre from "hardhat";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { getAddress, parseEther, toHex, type Hex, type LocalAccount } from "viem";
@@ -50,6 +50,15 @@ describe("ioi: careless inputs end in one sentence and a non-zero exit", () => {
   let badIcs: string;
   let notIcs: string;
   let garbage: string;
+  let fifo: string;
+  let folder: string;
+  let bigTerms: string;
+  let bigIcs: string;
+  let existingOut: string;
+  let junkKey: string;
+  let arrayKey: string;
+  let badRequests: string;
+  const missingDb = () => path.join(dir, "nowhere", "missing.db");
 
   before(() => {
     dir = mkdtempSync(path.join(os.tmpdir(), "ioi-careless-"));
@@ -61,6 +70,23 @@ describe("ioi: careless inputs end in one sentence and a non-zero exit", () => {
     writeFileSync(notIcs, JSON.stringify({ deadline: "1 day", maxPrice: "5", rubric: { tests: "all pass" }, version: "1" }));
     garbage = path.join(dir, "garbage.json");
     writeFileSync(garbage, JSON.stringify({ hello: "world" }));
+    // Issue 28 item 9: a FIFO (nobody writes it: reading it would hang), a directory, files past their bounds.
+    fifo = path.join(dir, "fifo");
+    expect(spawnSync("mkfifo", [fifo]).status).to.equal(0);
+    folder = path.join(dir, "folder");
+    mkdirSync(folder);
+    bigTerms = path.join(dir, "big-terms.json");
+    writeFileSync(bigTerms, `{"pad":"${"x".repeat(70 * 1024)}"}`);
+    bigIcs = path.join(dir, "big-ics.json");
+    writeFileSync(bigIcs, `{"pad":"${"x".repeat((1 << 20) + 10)}"}`);
+    existingOut = path.join(dir, "key.json");
+    writeFileSync(existingOut, '{"grant":{},"privateKey":"0x01"}\n');
+    junkKey = path.join(dir, "junk-key.json");
+    writeFileSync(junkKey, "not json at all");
+    arrayKey = path.join(dir, "array-key.json");
+    writeFileSync(arrayKey, "[1,2,3]");
+    badRequests = path.join(dir, "bad-requests.jsonl");
+    writeFileSync(badRequests, `${'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'.repeat(3)}{"jsonrpc":"2.0","id":4,"method":"ping","extra":1}\n`);
   });
 
   after(() => rmSync(dir, { recursive: true, force: true }));
@@ -178,11 +204,155 @@ describe("ioi: careless inputs end in one sentence and a non-zero exit", () => {
     ["a non-loopback peer", () => ["open", "--provider", ADDR, "--deposit", "5", "--peer", "example.com:7000", ...DEAD_RPC], GOOD_KEY, /--peer must be|No EVM node/],
     ["a malformed RPC URL", () => ["gig", "show", "--gig", "1", "--gig-escrow", ADDR, "--rpc", "not a url"], {}, /No EVM node|URL/],
     ["--json on a usage mistake", () => ["gig", "show", "--gig", "0", "--json"], {}, "--gig must be a gig id from 1"],
+    // Issue 28 item 9: files must be regular and bounded — FIFOs, directories and oversized files refused at once.
+    ["open --terms-file on a FIFO", () => ["open", "--provider", ADDR, "--deposit", "5", "--terms-file", fifo], GOOD_KEY, "is not a regular file"],
+    ["gig fund --ics-file on a FIFO", () => ["gig", "fund", "--amount", "1", "--ics-file", fifo], GOOD_KEY, "is not a regular file"],
+    ["provider --terms-file on a FIFO", () => ["provider", "--terms-file", fifo], GOOD_KEY, "is not a regular file"],
+    ["import --terms-file on a FIFO", () => ["import", "--session", SESSION, "--terms-file", fifo], GOOD_KEY, "is not a regular file"],
+    ["stream --request-file on a FIFO", () => ["stream", "--session", SESSION, "--request-file", fifo], GOOD_KEY, "is not a regular file"],
+    ["call --request-file on a FIFO", () => ["call", "--session", SESSION, "--request-file", fifo], GOOD_KEY, "is not a regular file"],
+    ["stream --session-key on a FIFO", () => ["stream", "--session", SESSION, "-n", "1", "--session-key", fifo], GOOD_KEY, "is not a regular file"],
+    ["call --session-key on a FIFO", () => ["call", "--session", SESSION, "--method", "ping", "--session-key", fifo], GOOD_KEY, "is not a regular file"],
+    ["open --terms-file on a directory", () => ["open", "--provider", ADDR, "--deposit", "5", "--terms-file", folder], GOOD_KEY, "is not a regular file"],
+    ["gig fund --ics-file on a directory", () => ["gig", "fund", "--amount", "1", "--ics-file", folder], GOOD_KEY, "is not a regular file"],
+    ["stream --request-file on a directory", () => ["stream", "--session", SESSION, "--request-file", folder], GOOD_KEY, "is not a regular file"],
+    ["call --request-file on a directory", () => ["call", "--session", SESSION, "--request-file", folder], GOOD_KEY, "is not a regular file"],
+    ["a terms file past 64 KiB", () => ["open", "--provider", ADDR, "--deposit", "5", "--terms-file", bigTerms], GOOD_KEY, /terms-file .*big-terms\.json.*(bytes|limit|at most)/],
+    ["an ICS file past 1 MiB", () => ["gig", "fund", "--amount", "1", "--ics-file", bigIcs], GOOD_KEY, /ics-file .*big-ics\.json.*(bytes|limit|at most)/],
+    ["a session-key file past 64 KiB", () => ["stream", "--session", SESSION, "-n", "1", "--session-key", bigIcs], GOOD_KEY, /session-key .*(bytes|limit|at most)/],
+    ["a session-key file that is not JSON", () => ["stream", "--session", SESSION, "-n", "1", "--session-key", junkKey], GOOD_KEY, "it must be the file `ioi session-key authorize --out` wrote"],
+    ["a session-key file holding an array", () => ["call", "--session", SESSION, "--method", "ping", "--session-key", arrayKey], GOOD_KEY, "it must be the file `ioi session-key authorize --out` wrote"],
+    ["a session-key file that does not exist", () => ["stream", "--session", SESSION, "-n", "1", "--session-key", "/nonexistent/key.json"], GOOD_KEY, "Cannot read --session-key"],
+    ["a request file with an unknown key on line 4", () => ["stream", "--session", SESSION, "--request-file", badRequests], GOOD_KEY, 'line 4 has an unknown key "extra"'],
+    ["a session-key grant file as --terms-file", () => ["open", "--provider", ADDR, "--deposit", "5", "--terms-file", existingOut], GOOD_KEY, /terms/i],
+    // Nothing secret overwritten without --force.
+    ["session-key authorize --out over an existing key file", () => ["session-key", "authorize", "--session", SESSION, "--cap", "1", "--out", existingOut], GOOD_KEY, "exists (it may hold another session key's grant and private key)"],
+    ["session-key authorize --out over an existing file, --key given", () => ["session-key", "authorize", "--session", SESSION, "--cap", "1", "--key", ADDR, "--out", existingOut], GOOD_KEY, "add --force to overwrite it"],
+    // On-chain writes validate their inputs first: nothing is sent.
+    ["provider register --capabilities that is not JSON", () => ["provider", "register", "--endpoint", "tcp://h:1", "--did-hash", HASH, "--mldsa-hash", HASH, "--capabilities", "{not json"], GOOD_KEY, "--capabilities is not valid JSON"],
+    ["provider register --capabilities that is an array", () => ["provider", "register", "--endpoint", "tcp://h:1", "--did-hash", HASH, "--mldsa-hash", HASH, "--capabilities", "[1,2]"], GOOD_KEY, "--capabilities must be a JSON object"],
+    ["provider register --capabilities that is a string", () => ["provider", "register", "--endpoint", "tcp://h:1", "--did-hash", HASH, "--mldsa-hash", HASH, "--capabilities", '"gpu"'], GOOD_KEY, "--capabilities must be a JSON object"],
+    ["provider register --capabilities that is a number", () => ["provider", "register", "--endpoint", "tcp://h:1", "--did-hash", HASH, "--mldsa-hash", HASH, "--capabilities", "42"], GOOD_KEY, "--capabilities must be a JSON object"],
+    ["provider register --capabilities with a trailing comma", () => ["provider", "register", "--endpoint", "tcp://h:1", "--did-hash", HASH, "--mldsa-hash", HASH, "--capabilities", '{"gpu":"none",}'], GOOD_KEY, "--capabilities is not valid JSON"],
+    ["provider register with both capabilities options", () => ["provider", "register", "--endpoint", "tcp://h:1", "--did-hash", HASH, "--mldsa-hash", HASH, "--capabilities", "{}", "--capabilities-hash", HASH], GOOD_KEY, "not both"],
+    ["provider register with an empty endpoint", () => ["provider", "register", "--endpoint", "", "--did-hash", HASH, "--mldsa-hash", HASH, "--capabilities", "{}"], GOOD_KEY, /--endpoint (is required|must be)/],
+    // Workers get a clean environment: the node's keys are never passed (issue 28 item 3).
+    ["--worker-env IOI_PRIVATE_KEY", () => ["provider", "--price", "1", "--worker-env", "IOI_PRIVATE_KEY", "--worker", "node", "x.js"], GOOD_KEY, "--worker-env IOI_PRIVATE_KEY would hand the worker a key of the node"],
+    ["--worker-env naming the --key-env variable", () => ["provider", "--price", "1", "--key-env", "MY_NODE_KEY", "--worker-env", "MY_NODE_KEY", "--worker", "node", "x.js"], { MY_NODE_KEY: GOOD_KEY.IOI_PRIVATE_KEY }, "--worker-env MY_NODE_KEY would hand the worker a key of the node"],
+    ["--worker-env IOI_KEYSTORE_PASSWORD", () => ["provider", "--price", "1", "--worker-env", "IOI_KEYSTORE_PASSWORD", "--worker", "node", "x.js"], GOOD_KEY, "would hand the worker a key of the node"],
+    ["--worker-env IOI_API_TOKEN", () => ["provider", "--price", "1", "--worker-env", "IOI_API_TOKEN", "--worker", "node", "x.js"], GOOD_KEY, "would hand the worker a key of the node"],
+    ["--worker-env that is not a variable name", () => ["provider", "--price", "1", "--worker-env", "BAD NAME", "--worker", "node", "x.js"], GOOD_KEY, "is not an environment variable name"],
+    ["--worker-env with a value", () => ["provider", "--price", "1", "--worker-env", "FOO=bar", "--worker", "node", "x.js"], GOOD_KEY, "is not an environment variable name"],
+    ["--worker-env without --worker", () => ["provider", "--price", "1", "--worker-env", "PATH"], GOOD_KEY, "--worker-env goes with --worker CMD"],
+    // Stores: commands that act on a stored channel never create a store.
+    ["status --session on a store that does not exist", () => ["status", "--session", SESSION, "--db", missingDb()], {}, "does not exist; check --db"],
+    ["results on a store that does not exist", () => ["results", "--session", SESSION, "--db", missingDb()], {}, "does not exist; check --db"],
+    ["export on a store that does not exist", () => ["export", "--session", SESSION, "--db", missingDb()], {}, "does not exist; check --db"],
+    ["deposit on a store that does not exist", () => ["deposit", "--session", SESSION, "--amount", "5", "--db", missingDb()], GOOD_KEY, "does not exist; check --db"],
+    ["close on a store that does not exist", () => ["close", "--session", SESSION, "--db", missingDb(), ...DEAD_RPC], GOOD_KEY, "does not exist; check --db"],
+    ["finalize on a store that does not exist", () => ["finalize", "--session", SESSION, "--db", missingDb(), ...DEAD_RPC], GOOD_KEY, "does not exist; check --db"],
+    ["challenge on a store that does not exist", () => ["challenge", "--session", SESSION, "--db", missingDb(), ...DEAD_RPC], GOOD_KEY, "does not exist; check --db"],
+    ["anchor on a store that does not exist", () => ["anchor", "--session", SESSION, "--db", missingDb(), ...DEAD_RPC], GOOD_KEY, "does not exist; check --db"],
+    ["session-key authorize on a store that does not exist", () => ["session-key", "authorize", "--session", SESSION, "--cap", "1", "--key", ADDR, "--db", missingDb()], GOOD_KEY, "does not exist; check --db"],
+    ["session-key list on a store that does not exist", () => ["session-key", "list", "--session", SESSION, "--db", missingDb()], {}, "does not exist; check --db"],
+    ["results of a session the store does not hold", () => ["results", "--session", SESSION, ...DB()], {}, "The store holds no channel"],
+    ["results from a negative seq", () => ["results", "--session", SESSION, "--from-seq", "-1", ...DB()], {}, "--from-seq must be a whole number"],
+    ["results from a fractional seq", () => ["results", "--session", SESSION, "--from-seq", "1.5", ...DB()], {}, "--from-seq must be a whole number"],
+    // Confirmations before consequences.
+    ["session-key revoke --all without --yes", () => ["session-key", "revoke", "--all", ...DEAD_RPC], GOOD_KEY, "Revoking every session key ends each channel"],
+    ["session-key revoke --all with --key", () => ["session-key", "revoke", "--all", "--key", ADDR], GOOD_KEY, "give it alone"],
+    ["session-key revoke without --key", () => ["session-key", "revoke", "--session", SESSION, ...DB()], GOOD_KEY, "--key is required"],
+    ["session-key revoke with a malformed key", () => ["session-key", "revoke", "--session", SESSION, "--key", "0x12", ...DB()], GOOD_KEY, "--key must be an address"],
+    ["session-key authorize with --methods of empty names", () => ["session-key", "authorize", "--session", SESSION, "--cap", "1", "--methods", "tools/call,,ping", "--key", ADDR, ...DB()], GOOD_KEY, /--methods must be|holds no channel/],
+    ["session-key authorize for a year and a day", () => ["session-key", "authorize", "--session", SESSION, "--cap", "1", "--expires-in", String(366 * 86400), "--key", ADDR, ...DB()], GOOD_KEY, "--expires-in must be from 1"],
+    ["session-key authorize with a cap in btc", () => ["session-key", "authorize", "--session", SESSION, "--cap", "1btc", "--key", ADDR, ...DB()], GOOD_KEY, /--cap must be|holds no channel/],
+    ["session-key authorize with both --ref and --session", () => ["session-key", "authorize", "--session", SESSION, "--ref", garbage, "--cap", "1", "--key", ADDR], GOOD_KEY, "not both"],
+    ["session-key list with a --ref that is not a reference", () => ["session-key", "list", "--ref", garbage], {}, "is not a channel reference"],
+    ["session-key list with a --ref on a FIFO", () => ["session-key", "list", "--ref", badIcs], {}, /is not a channel reference|Cannot read --ref/],
+    ["stream with --peer and a bad port", () => ["stream", "--session", SESSION, "-n", "1", "--peer", "127.0.0.1:99999"], GOOD_KEY, "--peer must be HOST:PORT"],
+    ["stream with more in flight than allowed", () => ["stream", "--session", SESSION, "-n", "5", "--inflight", "5000"], GOOD_KEY, "--inflight must be from 1"],
+    ["stream with a commit interval that is not a number", () => ["stream", "--session", SESSION, "-n", "5", "--commit-every", "often"], GOOD_KEY, "--commit-every must be a whole number"],
+    ["stream more than ten million", () => ["stream", "--session", SESSION, "-n", "10000001"], GOOD_KEY, "-n must be from 1"],
+    ["dispute open without a package, with --yes", () => ["dispute", "open", "--yes"], GOOD_KEY, "--package is required"],
+    ["dispute open with a package on a FIFO", () => ["dispute", "open", "--package", fifo], GOOD_KEY, /not a regular file/],
+    ["arbitrate with a package on a FIFO", () => ["arbitrate", "--case", HASH, "--package", fifo], GOOD_KEY, /not a regular file/],
+    ["arbitrator repin with a short DID hash", () => ["arbitrator", "repin", "--did-hash", "0x12"], GOOD_KEY, /--did-hash must be 0x and 64 hex digits|No EVM node/],
   ];
 
-  it(`covers at least 80 careless inputs (${CASES.length})`, () => {
-    expect(CASES.length).to.be.at.least(80);
+  // Issue 28 item 9: the same careless values, tried on every command that takes them (each is one input).
+  const SESSION_COMMANDS: [string, string[], Record<string, string>][] = [
+    ["status", ["status", ...[]], {}],
+    ["export", ["export"], {}],
+    ["results", ["results"], {}],
+    ["stream", ["stream", "-n", "1"], GOOD_KEY],
+    ["call", ["call", "--method", "ping"], GOOD_KEY],
+    ["close", ["close"], GOOD_KEY],
+    ["anchor", ["anchor"], GOOD_KEY],
+    ["challenge", ["challenge"], GOOD_KEY],
+    ["finalize", ["finalize"], GOOD_KEY],
+    ["deposit", ["deposit", "--amount", "5"], GOOD_KEY],
+    ["import", ["import", "--price", "5"], GOOD_KEY],
+    ["session-key authorize", ["session-key", "authorize", "--cap", "1", "--key", ADDR], GOOD_KEY],
+    ["session-key list", ["session-key", "list"], {}],
+  ];
+  const BAD_SESSIONS: [string, string][] = [
+    ["63 hex digits", `0x${"a".repeat(63)}`],
+    ["65 hex digits", `0x${"a".repeat(65)}`],
+    ["no 0x", "ab".repeat(32)],
+    ["a non-hex digit", `0x${"g".repeat(64)}`],
+    ["a decimal number", "12345"],
+  ];
+  for (const [name, argv, env] of SESSION_COMMANDS) {
+    for (const [what, value] of BAD_SESSIONS) {
+      CASES.push([`${name} with a session id of ${what}`, () => [...argv, "--session", value, ...DB(), ...DEAD_RPC], env, "--session must be 0x and 64 hex digits"]);
+    }
+  }
+  const KEYED_COMMANDS: [string, string[]][] = [
+    ["open", ["open", "--provider", ADDR, "--deposit", "5"]],
+    ["import", ["import", "--session", SESSION, "--price", "5"]],
+    ["stream", ["stream", "--session", SESSION, "-n", "1"]],
+    ["call", ["call", "--session", SESSION, "--method", "ping"]],
+    ["close", ["close", "--session", SESSION]],
+    ["anchor", ["anchor", "--session", SESSION]],
+    ["challenge", ["challenge", "--session", SESSION]],
+    ["finalize", ["finalize", "--session", SESSION]],
+    ["watchtower", ["watchtower", "--once"]],
+    ["provider", ["provider", "--price", "5"]],
+    ["gig fund", ["gig", "fund", "--amount", "1", "--ics", HASH]],
+    ["gig cancel", ["gig", "cancel", "--gig", "1"]],
+    ["gig deliver", ["gig", "deliver", "--gig", "1", "--deliverable", HASH]],
+    ["gig release", ["gig", "release", "--gig", "1"]],
+    ["gig refund", ["gig", "refund", "--gig", "1"]],
+    ["gig accept-delivery", ["gig", "accept-delivery", "--gig", "1"]],
+    ["session-key authorize", ["session-key", "authorize", "--session", SESSION, "--cap", "1"]],
+    ["session-key revoke", ["session-key", "revoke", "--session", SESSION, "--key", ADDR]],
+    ["arbitrator repin", ["arbitrator", "repin"]],
+  ];
+  for (const [name, argv] of KEYED_COMMANDS) {
+    CASES.push([`${name} with a key of 63 hex digits`, () => [...argv, ...DB(), ...DEAD_RPC], { IOI_PRIVATE_KEY: `0x${"1".repeat(63)}` }, "not a private key"]);
+    CASES.push([`${name} with the key in a --key-env left unset`, () => [...argv, "--key-env", "IOI_UNSET_28", ...DB(), ...DEAD_RPC], {}, "Set IOI_UNSET_28"]);
+  }
+
+  // Read-only commands on a store that does not exist: exit 0, and no file or directory is created (issue 28 item 9).
+  const READ_ONLY: [string, (db: string) => string[]][] = [
+    ["status without a store", (db) => ["status", "--db", db]],
+    ["status --json without a store", (db) => ["status", "--json", "--db", db]],
+    ["channels without a store", (db) => ["channels", "--db", db]],
+  ];
+
+  it(`covers at least 200 careless inputs (${CASES.length} refused + ${READ_ONLY.length} read-only)`, () => {
+    expect(CASES.length + READ_ONLY.length).to.be.at.least(200);
   });
+
+  for (const [what, argv] of READ_ONLY) {
+    it(`issue 28 item 9: ${what} creates nothing`, async () => {
+      const db = path.join(dir, `ro-${what.replace(/\W+/g, "-")}`, "store.db");
+      const result = await runCli(argv(db));
+      expect(result.code, result.err).to.equal(0);
+      expect(result.out).to.contain("holds no channels");
+      expect(existsSync(path.dirname(db)), "a store directory was created").to.equal(false);
+    });
+  }
 
   for (const [what, argv, env, expected] of CASES) {
     it(`refuses ${what}`, async () => {
