@@ -112,6 +112,7 @@ import {
 import { arbitrate, judgeRuntimeHash, type ArbitrationRun } from "../arbitration/runner";
 import { readBundleDirectory } from "./input-file";
 import { runVerifyUpip } from "./verify-upip";
+import { ARBITRATOR_SERVE_COMMAND, EVIDENCE_COMMANDS } from "./arbitrator-serve";
 
 /*//////////////////////////////////////////////////////////////
                                 ERRORS
@@ -198,7 +199,7 @@ const BURN_ADDRESS: Address = "0x000000000000000000000000000000000000dEaD";
 export type CommandGroup = { summary: string; commands: Record<string, Command> };
 
 /** `ioi dispute <subcommand>`, `ioi case <subcommand>` and `ioi arbitrator <subcommand>`. */
-export const DISPUTE_GROUPS: Record<"dispute" | "case" | "arbitrator", CommandGroup> = {
+export const DISPUTE_GROUPS: Record<"dispute" | "case" | "arbitrator" | "evidence", CommandGroup> = {
   dispute: {
     summary: "dispute a gig or a session step: build a package, open, respond, expire (ioi dispute --help)",
     commands: {
@@ -319,7 +320,7 @@ export const DISPUTE_GROUPS: Record<"dispute" | "case" | "arbitrator", CommandGr
     },
   },
   arbitrator: {
-    summary: "be an arbitrator: register, stake, unstake, withdraw, repin, show, cases, claim (ioi arbitrator --help)",
+    summary: "be an arbitrator: register, stake, unstake, withdraw, repin, show, cases, claim, serve (ioi arbitrator --help)",
     commands: {
       register: {
         summary: "register the acting key as an arbitrator pinned to this build's judge runtime (governance then admits it)",
@@ -381,7 +382,12 @@ export const DISPUTE_GROUPS: Record<"dispute" | "case" | "arbitrator", CommandGr
         options: { asset: { type: "string" } },
         run: runArbitratorClaim,
       },
+      serve: ARBITRATOR_SERVE_COMMAND,
     },
+  },
+  evidence: {
+    summary: "evidence by hash: serve files on loopback, publish where a case's package is (ioi evidence --help)",
+    commands: EVIDENCE_COMMANDS,
   },
 };
 
@@ -538,7 +544,7 @@ async function deploymentOf(values: Values, publicClient: PublicClient): Promise
   return { disputeManager, gasEscrow: gasEscrow!, gigEscrow: gigEscrow!, registry: registry!, deploymentBlock: fromBlock };
 }
 
-async function disputeClients(values: Values, account?: LocalAccount) {
+export async function disputeClients(values: Values, account?: LocalAccount) {
   givenAddress(values, "dispute-manager", "IOI_DISPUTE_MANAGER"); // a malformed address is refused before any RPC call
   const { publicClient, wallet, chainId } = await rpcClients(values, account);
   const deployment = await deploymentOf(values, publicClient);
