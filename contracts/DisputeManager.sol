@@ -409,7 +409,8 @@ contract DisputeManager is IDisputeManager {
         _requireStatus(caseId, c, CaseStatus.Deliberating);
         if (block.timestamp > c.deadline) revert DeadlinePassed(caseId, c.deadline);
         // Every signer must sit on this round's panel (no supermajority needed here).
-        Panels.signers(registry, caseId, _hashResolution(resolution), signatures, _panels[caseId][c.round], false, 0, 0);
+        bytes32 digest = _hashResolution(resolution);
+        Panels.signers(registry, caseId, digest, signatures, _panels[caseId][c.round], false, 0, 0);
         emit SignaturesPosted(caseId, c.round, resolution, signatures);
     }
 

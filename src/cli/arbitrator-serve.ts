@@ -47,6 +47,7 @@ async function runArbitratorServe(values: Values, out: Out): Promise<void> {
   const pollMs = Number(uint(values, "poll-ms", "milliseconds between ticks", 2_000n));
   const retryMs = Number(uint(values, "retry-ms", "milliseconds between judging attempts of a round", 15_000n));
   const fetchTimeoutMs = Number(uint(values, "fetch-timeout-ms", "milliseconds an evidence fetch may take", 10_000n));
+  const graceMs = Number(uint(values, "grace-ms", "milliseconds to wait for the rest of the panel once a supermajority is posted", 10_000n));
   const account = loadAccount(values);
   const { publicClient, wallet, deployment } = await disputeClientsFor(values, account);
   mkdirSync(path.dirname(stateFile), { recursive: true });
@@ -57,6 +58,7 @@ async function runArbitratorServe(values: Values, out: Out): Promise<void> {
     stateFile,
     retryMs,
     fetchTimeoutMs,
+    graceMs,
     // Fault injection for the restart test only: the process dies between storing and posting a signature.
     ...(process.env.IOI_FAULT_KILL_AFTER_SIGN === "1" ? { afterSignaturePersisted: () => process.kill(process.pid, "SIGKILL") } : {}),
   });
@@ -123,12 +125,13 @@ const RUNTIME_OPTION = { "max-runtime-ms": { type: "string" } } as const;
 
 export const ARBITRATOR_SERVE_COMMAND: Command = {
   summary: "run the arbitrator daemon: draws, evidence by hash, replay, sign, post, submit, finalise, claim",
-  usage: "ioi arbitrator serve --state FILE [--poll-ms N] [--retry-ms N] [--fetch-timeout-ms N] [--once] [--max-runtime-ms N]",
+  usage: "ioi arbitrator serve --state FILE [--poll-ms N] [--retry-ms N] [--fetch-timeout-ms N] [--grace-ms N] [--once] [--max-runtime-ms N]",
   notes: [
     "  --state FILE           its own state (JSON, replaced atomically): logs read, signatures made; keep it",
     "  --poll-ms N            between passes (default 2000)",
     "  --retry-ms N           between judging attempts of a round whose evidence or run failed (default 15000)",
     "  --fetch-timeout-ms N   an evidence fetch slower than this fails: nothing is signed (default 10000)",
+    "  --grace-ms N           once a supermajority is posted, wait this long for the rest of the panel (default 10000)",
     "  --once                 one pass, then exit",
     "  --max-runtime-ms N     stop by itself after N ms (otherwise on SIGINT/SIGTERM)",
     "Follows the DisputeManager from its deployment block; for each panel that seats the acting key it fetches",
@@ -137,7 +140,7 @@ export const ARBITRATOR_SERVE_COMMAND: Command = {
     "never signs a second resolution for a case and round. Warns when its stake or runtime pin would keep it",
     "off panels.",
   ],
-  options: { state: { type: "string" }, "poll-ms": { type: "string" }, "retry-ms": { type: "string" }, "fetch-timeout-ms": { type: "string" }, once: { type: "boolean" }, ...RUNTIME_OPTION },
+  options: { state: { type: "string" }, "poll-ms": { type: "string" }, "retry-ms": { type: "string" }, "fetch-timeout-ms": { type: "string" }, "grace-ms": { type: "string" }, once: { type: "boolean" }, ...RUNTIME_OPTION },
   run: runArbitratorServe,
 };
 

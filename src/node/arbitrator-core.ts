@@ -12,7 +12,7 @@
  *   every `retryMs` until the round's deadline. It never judges a (case, round) it already signed.
  * - post: a signature it keeps but whose `SignaturesPosted` the chain does not show yet is posted (again).
  * - submit: once posted signatures of distinct members over one resolution reach the supermajority, any member
- *   submits them.
+ *   that has had its own say submits them all, after every member posted or `graceMs` passed.
  * - finalize / expire: on cases it sat on, once their deadline has passed (its fee depends on it).
  * - claim: whatever the DisputeManager credits it, per asset.
  * - warn: stake below the registry's minimum, or a runtime pin other than the cases' judge runtime.
@@ -73,6 +73,8 @@ export type LocalView = {
   attempts: Record<string, { atMs: number; reason: string }>;
   /** Warning codes currently raised (logged once until the condition clears). */
   warned: string[];
+  /** When (ms) this daemon first saw a supermajority of posted signatures for a round key. */
+  quorumSeenAtMs: Record<string, number>;
 };
 
 export type Action =
@@ -82,6 +84,7 @@ export type Action =
   | { kind: "submit"; caseId: Hex; round: number; message: ResolutionMessage; signatures: { signer: Address; signature: Hex }[] }
   | { kind: "finalize"; caseId: Hex }
   | { kind: "expire"; caseId: Hex }
+  | { kind: "note_quorum"; key: string }
   | { kind: "claim"; asset: Address; amount: bigint }
   | { kind: "warn"; code: WarningCode; message: string }
   | { kind: "clear_warning"; code: WarningCode };
@@ -96,7 +99,14 @@ export const supermajority = (size: number): number => Math.floor((2 * size + 2)
 const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 
 /** The actions to take now, in order (warnings, then per case, then claims). */
-export function decide(chain: ChainView, local: LocalView, nowMs: number, options: { retryMs: number }): Action[] {
+export type DecideOptions = {
+  /** Between failed judging attempts of a round. */
+  retryMs: number;
+  /** How long after a supermajority first shows to wait for the rest of the panel before submitting. */
+  graceMs: number;
+};
+
+export function decide(chain: ChainView, local: LocalView, nowMs: number, options: DecideOptions): Action[] {
   const actions: Action[] = [];
   const warn = (code: WarningCode, raised: boolean, message: string) => {
     const was = local.warned.includes(code);
@@ -117,7 +127,7 @@ export function decide(chain: ChainView, local: LocalView, nowMs: number, option
   return actions;
 }
 
-function decideCase(chain: ChainView, local: LocalView, c: CaseView, nowMs: number, options: { retryMs: number }): Action[] {
+function decideCase(chain: ChainView, local: LocalView, c: CaseView, nowMs: number, options: DecideOptions): Action[] {
   const past = chain.now > c.deadline;
   switch (c.status) {
     case "open": {
@@ -140,8 +150,18 @@ function decideCase(chain: ChainView, local: LocalView, c: CaseView, nowMs: numb
         const attempt = local.attempts[key];
         if (!attempt || nowMs >= attempt.atMs + options.retryMs) actions.push({ kind: "judge", caseId: c.caseId, round: c.round });
       }
+      // Submit once a supermajority over one resolution is posted, every member has posted or the grace has
+      // passed (a member whose signature is left out counts as absent), and this daemon has had its own say
+      // (posted, or failed to judge): never with a view that misses the signature it is about to post.
       const quorum = quorumOf(c);
-      if (quorum) actions.push({ kind: "submit", caseId: c.caseId, round: c.round, ...quorum });
+      if (quorum) {
+        const seenAt = local.quorumSeenAtMs[key];
+        if (seenAt === undefined) actions.push({ kind: "note_quorum", key });
+        const everyone = quorum.signatures.length === c.panel.length;
+        const ready = everyone || nowMs >= (seenAt ?? nowMs) + options.graceMs;
+        const hadSay = c.posted.some((p) => same(p.signer, chain.me)) || local.attempts[key] !== undefined;
+        if (ready && hadSay) actions.push({ kind: "submit", caseId: c.caseId, round: c.round, ...quorum });
+      }
       return actions;
     }
     case "decided":

@@ -109,6 +109,8 @@ export type ArbitratorDaemonParameters = {
   /** Between failed judging attempts of a round (default 15 s). */
   retryMs?: number;
   fetchTimeoutMs?: number;
+  /** After a supermajority is posted, how long to wait for the rest of the panel before submitting (default 10 s). */
+  graceMs?: number;
   maxBlockRange?: bigint;
   /** Fault injection for tests: called right after a signature is stored and before it is posted. */
   afterSignaturePersisted?: (record: SignedRecord) => void;
@@ -119,6 +121,7 @@ export class ArbitratorDaemon {
   private readonly account: LocalAccount;
   private state!: StateFile;
   private readonly attempts: LocalView["attempts"] = {};
+  private readonly quorumSeenAtMs: LocalView["quorumSeenAtMs"] = {};
   private readonly warned = new Set<string>();
   private readonly log: (line: string) => void;
   private chainId = 0;
@@ -168,7 +171,8 @@ export class ArbitratorDaemon {
   /** One pass: follow logs, read, decide, act. Returns the actions decided. */
   async tick(): Promise<Action[]> {
     const view = await this.readChain();
-    const actions = decide(view, { signed: this.state.signed, attempts: this.attempts, warned: [...this.warned] }, Date.now(), { retryMs: this.p.retryMs ?? 15_000 });
+    const local: LocalView = { signed: this.state.signed, attempts: this.attempts, warned: [...this.warned], quorumSeenAtMs: this.quorumSeenAtMs };
+    const actions = decide(view, local, Date.now(), { retryMs: this.p.retryMs ?? 15_000, graceMs: this.p.graceMs ?? 10_000 });
     for (const action of actions) {
       try {
         await this.act(action, view);
@@ -312,6 +316,9 @@ export class ArbitratorDaemon {
       case "warn":
         this.warned.add(action.code);
         this.log(`WARNING ${action.code}: ${action.message}`);
+        return;
+      case "note_quorum":
+        this.quorumSeenAtMs[action.key] = Date.now();
         return;
       case "clear_warning":
         this.warned.delete(action.code);
