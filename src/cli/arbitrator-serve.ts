@@ -44,12 +44,14 @@ function untilStopped(values: Values): { signal: AbortSignal; done: () => void }
 
 async function runArbitratorServe(values: Values, out: Out): Promise<void> {
   const stateFile = path.resolve(need(values, "state", "the daemon's state file (JSON, created if missing)"));
-  const pollMs = Number(uint(values, "poll-ms", "milliseconds between ticks", 2_000n));
   const retryMs = Number(uint(values, "retry-ms", "milliseconds between judging attempts of a round", 15_000n));
   const fetchTimeoutMs = Number(uint(values, "fetch-timeout-ms", "milliseconds an evidence fetch may take", 10_000n));
   const graceMs = Number(uint(values, "grace-ms", "milliseconds to wait for the rest of the panel once a supermajority is posted", 10_000n));
   const account = loadAccount(values);
-  const { publicClient, wallet, deployment } = await disputeClientsFor(values, account);
+  const { publicClient, wallet, deployment, chainId } = await disputeClientsFor(values, account);
+  const { readingOf } = await import("./chain");
+  const reading = readingOf(values, chainId);
+  const pollMs = reading.pollMs;
   mkdirSync(path.dirname(stateFile), { recursive: true });
   const daemon = new ArbitratorDaemon({
     publicClient,
@@ -59,6 +61,8 @@ async function runArbitratorServe(values: Values, out: Out): Promise<void> {
     retryMs,
     fetchTimeoutMs,
     graceMs,
+    confirmations: BigInt(reading.confirmations),
+    maxBlockRange: BigInt(reading.batchBlocks),
     // Fault injection for the restart test only: the process dies between storing and posting a signature.
     ...(process.env.IOI_FAULT_KILL_AFTER_SIGN === "1" ? { afterSignaturePersisted: () => process.kill(process.pid, "SIGKILL") } : {}),
   });
@@ -128,7 +132,8 @@ export const ARBITRATOR_SERVE_COMMAND: Command = {
   usage: "ioi arbitrator serve --state FILE [--poll-ms N] [--retry-ms N] [--fetch-timeout-ms N] [--grace-ms N] [--once] [--max-runtime-ms N]",
   notes: [
     "  --state FILE           its own state (JSON, replaced atomically): logs read, signatures made; keep it",
-    "  --poll-ms N            between passes (default 2000)",
+    "  --poll-ms N            between passes (default: 250 on a devnet, 12000 elsewhere; --confirmations and",
+    "                         --log-range as for every chain reader, decision 0019)",
     "  --retry-ms N           between judging attempts of a round whose evidence or run failed (default 15000)",
     "  --fetch-timeout-ms N   an evidence fetch slower than this fails: nothing is signed (default 10000)",
     "  --grace-ms N           once a supermajority is posted, wait this long for the rest of the panel (default 10000)",
@@ -140,7 +145,7 @@ export const ARBITRATOR_SERVE_COMMAND: Command = {
     "never signs a second resolution for a case and round. Warns when its stake or runtime pin would keep it",
     "off panels.",
   ],
-  options: { state: { type: "string" }, "poll-ms": { type: "string" }, "retry-ms": { type: "string" }, "fetch-timeout-ms": { type: "string" }, "grace-ms": { type: "string" }, once: { type: "boolean" }, ...RUNTIME_OPTION },
+  options: { state: { type: "string" }, "retry-ms": { type: "string" }, "fetch-timeout-ms": { type: "string" }, "grace-ms": { type: "string" }, once: { type: "boolean" }, ...RUNTIME_OPTION },
   run: runArbitratorServe,
 };
 

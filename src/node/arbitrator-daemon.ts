@@ -112,6 +112,8 @@ export type ArbitratorDaemonParameters = {
   /** After a supermajority is posted, how long to wait for the rest of the panel before submitting (default 10 s). */
   graceMs?: number;
   maxBlockRange?: bigint;
+  /** Logs are folded in only this many blocks behind the head (a reorg cannot take back what it acted on). */
+  confirmations?: bigint;
   /** Fault injection for tests: called right after a signature is stored and before it is posted. */
   afterSignaturePersisted?: (record: SignedRecord) => void;
 };
@@ -259,7 +261,8 @@ export class ArbitratorDaemon {
     const registry = this.p.deployment.registry;
     const head = await this.read(() => pc.getBlockNumber());
     const block = await this.read(() => pc.getBlock({ blockNumber: head }));
-    await this.follow(head);
+    const confirmed = head - (this.p.confirmations ?? 0n);
+    if (confirmed >= 0n) await this.follow(confirmed);
     const cases: CaseView[] = [];
     const assets = new Set<Address>();
     for (const [id, record] of Object.entries(this.state.cases)) {
