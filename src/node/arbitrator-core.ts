@@ -52,6 +52,8 @@ export type ChainView = {
   /** Latest block and its timestamp (unix seconds). */
   head: bigint;
   now: bigint;
+  /** The last block whose logs the view includes (posted signatures are known up to here). */
+  followedTo: bigint;
   cases: CaseView[];
   /** What the DisputeManager credits this arbitrator, per asset. */
   claimable: { asset: Address; amount: bigint }[];
@@ -64,7 +66,16 @@ export type ChainView = {
 };
 
 /** A signature this arbitrator made, kept (on disk, before posting) so it never signs another for the round. */
-export type SignedRecord = { caseId: Hex; round: number; digest: Hex; message: ResolutionMessage; signature: Hex; verdict: string };
+export type SignedRecord = {
+  caseId: Hex;
+  round: number;
+  digest: Hex;
+  message: ResolutionMessage;
+  signature: Hex;
+  verdict: string;
+  /** The block its `postSignatures` landed in, once posted. */
+  postedInBlock?: bigint;
+};
 
 export type LocalView = {
   /** By `roundKey(caseId, round)`. */
@@ -145,7 +156,9 @@ function decideCase(chain: ChainView, local: LocalView, c: CaseView, nowMs: numb
       const mine = local.signed[key];
       if (mine) {
         const onChain = c.posted.some((p) => p.round === c.round && same(p.signer, chain.me) && same(p.digest, mine.digest));
-        if (!onChain) actions.push({ kind: "post", caseId: c.caseId, round: c.round, record: mine });
+        // Posted already but the logs are not read that far yet: wait, rather than post twice.
+        const pending = mine.postedInBlock !== undefined && chain.followedTo < mine.postedInBlock;
+        if (!onChain && !pending) actions.push({ kind: "post", caseId: c.caseId, round: c.round, record: mine });
       } else {
         const attempt = local.attempts[key];
         if (!attempt || nowMs >= attempt.atMs + options.retryMs) actions.push({ kind: "judge", caseId: c.caseId, round: c.round });

@@ -259,7 +259,7 @@ export class ArbitratorDaemon {
     const pc = this.p.publicClient;
     const dm = this.p.deployment.disputeManager;
     const registry = this.p.deployment.registry;
-    const head = await this.read(() => pc.getBlockNumber());
+    const head = await this.read(() => pc.getBlockNumber({ cacheTime: 0 })); // never viem's cached head
     const block = await this.read(() => pc.getBlock({ blockNumber: head }));
     const confirmed = head - (this.p.confirmations ?? 0n);
     if (confirmed >= 0n) await this.follow(confirmed);
@@ -307,6 +307,7 @@ export class ArbitratorDaemon {
       claimable,
       stake: bond.active,
       minStake,
+      followedTo: this.state.cursor === null ? -1n : BigInt(this.state.cursor),
       runtime: judgeRuntimeHash(),
       pinnedRuntime: record.judgeRuntimeHash,
       requiredRuntime: params.judgeRuntimeHash,
@@ -400,7 +401,7 @@ export class ArbitratorDaemon {
 
   private async post(record: SignedRecord): Promise<void> {
     const { publicClient, wallet, deployment } = this.p;
-    await checkedWrite({
+    const { receipt } = await checkedWrite({
       publicClient,
       wallet,
       address: deployment.disputeManager,
@@ -409,6 +410,12 @@ export class ArbitratorDaemon {
       args: [record.message as never, [toCompactSignature(record.signature)]],
       what: "DisputeManager.postSignatures",
     });
+    // Not posted again until the logs have been read past this block without it (a reorg dropped it).
+    const kept = this.state.signed[roundKey(record.caseId, record.round)];
+    if (kept) {
+      kept.postedInBlock = receipt.blockNumber;
+      this.save();
+    }
     this.log(`posted its signature for case ${record.caseId.slice(0, 10)} round ${record.round}`);
   }
 }

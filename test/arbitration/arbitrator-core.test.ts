@@ -23,7 +23,7 @@ const mine: SignedRecord = { caseId: CASE, round: 0, digest: `0x${"1".repeat(64)
 
 function chain(c: Partial<CaseView> | null, extra: Partial<ChainView> = {}): ChainView {
   const base: CaseView = { caseId: CASE, status: "open", round: 0, deadline: NOW + 100n, respondBy: NOW - 1n, contested: false, asset: ETH, drawTicket: 0n, panel: [], sat: false, posted: [] };
-  return { me: ME, head: 100n, now: NOW, cases: c ? [{ ...base, ...c }] : [], claimable: [], stake: 10n, minStake: 5n, runtime: RUNTIME, pinnedRuntime: RUNTIME, requiredRuntime: RUNTIME, ...extra };
+  return { me: ME, head: 100n, now: NOW, followedTo: 100n, cases: c ? [{ ...base, ...c }] : [], claimable: [], stake: 10n, minStake: 5n, runtime: RUNTIME, pinnedRuntime: RUNTIME, requiredRuntime: RUNTIME, ...extra };
 }
 const local = (l: Partial<LocalView> = {}): LocalView => ({ signed: {}, attempts: {}, warned: [], quorumSeenAtMs: {}, ...l });
 const kinds = (actions: Action[]) => actions.map((a) => a.kind);
@@ -45,6 +45,18 @@ describe("arbitrator daemon: decision core", () => {
     { name: "seated, failed attempt 5 s ago: wait", chain: chain(DELIB), local: local({ attempts: { [KEY]: { atMs: 0, reason: "x" } } }), nowMs: 5_000, expect: [] },
     { name: "seated, failed attempt 15 s ago: judge again", chain: chain(DELIB), local: local({ attempts: { [KEY]: { atMs: 0, reason: "x" } } }), nowMs: 15_000, expect: ["judge"] },
     { name: "signed but not on-chain (crash between store and post): post, never judge", chain: chain(DELIB), local: local({ signed: { [KEY]: mine } }), expect: ["post"] },
+    {
+      name: "posted in a block the logs have not reached yet: wait, never post twice",
+      chain: chain(DELIB, { followedTo: 100n }),
+      local: local({ signed: { [KEY]: { ...mine, postedInBlock: 101n } } }),
+      expect: [],
+    },
+    {
+      name: "posted, logs read past its block and no event (a reorg dropped it): post again",
+      chain: chain(DELIB, { followedTo: 102n }),
+      local: local({ signed: { [KEY]: { ...mine, postedInBlock: 101n } } }),
+      expect: ["post"],
+    },
     { name: "signed and posted: nothing", chain: chain({ ...DELIB, posted: [posted(ME)] }), local: local({ signed: { [KEY]: mine } }), expect: [] },
     {
       name: "posted signature of another resolution does not count as mine: post mine",

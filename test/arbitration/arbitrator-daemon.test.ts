@@ -327,7 +327,11 @@ describe("arbitrator daemon: ioi arbitrator serve, evidence by hash, signatures 
       const stopped = await second.exited;
       expect(stopped.code, stopped.stderr).to.equal(0);
       const afterRestart = JSON.parse(readFileSync(stateFile, "utf8")) as typeof stored;
-      expect(afterRestart.signed).to.deep.equal(stored.signed);
+      // The same one signature, now marked posted: nothing else signed for the round.
+      expect(Object.keys(afterRestart.signed)).to.deep.equal(keys);
+      const { postedInBlock, ...kept } = afterRestart.signed[keys[0]!]! as (typeof stored.signed)[string] & { postedInBlock?: unknown };
+      expect(kept).to.deep.equal(stored.signed[keys[0]!]);
+      expect(postedInBlock).to.not.equal(undefined);
       const all = await dmEvents(s, "SignaturesPosted");
       const bySigner = all.filter((e) => (e.args.signatures as unknown as { r: Hex }[]).some((x) => x.r === sig.r));
       expect(bySigner).to.have.length(1); // one post, one signature, by the restarted member
