@@ -112,7 +112,7 @@ import {
 import { arbitrate, judgeRuntimeHash, type ArbitrationRun } from "../arbitration/runner";
 import { readBundleDirectory } from "./input-file";
 import { runVerifyUpip } from "./verify-upip";
-import { ARBITRATOR_SERVE_COMMAND, EVIDENCE_COMMANDS } from "./arbitrator-serve";
+import { arbitratorServeCommands } from "./arbitrator-serve";
 
 /*//////////////////////////////////////////////////////////////
                                 ERRORS
@@ -198,7 +198,10 @@ const BURN_ADDRESS: Address = "0x000000000000000000000000000000000000dEaD";
 
 export type CommandGroup = { summary: string; commands: Record<string, Command> };
 
-/** `ioi dispute <subcommand>`, `ioi case <subcommand>` and `ioi arbitrator <subcommand>`. */
+/** `ioi arbitrator serve` and `ioi evidence …` (src/cli/arbitrator-serve.ts), on this module's chain plumbing. */
+const SERVE_COMMANDS = arbitratorServeCommands((values, account) => disputeClients(values, account));
+
+/** `ioi dispute <subcommand>`, `ioi case <subcommand>`, `ioi arbitrator <subcommand>` and `ioi evidence <subcommand>`. */
 export const DISPUTE_GROUPS: Record<"dispute" | "case" | "arbitrator" | "evidence", CommandGroup> = {
   dispute: {
     summary: "dispute a gig or a session step: build a package, open, respond, expire (ioi dispute --help)",
@@ -382,12 +385,12 @@ export const DISPUTE_GROUPS: Record<"dispute" | "case" | "arbitrator" | "evidenc
         options: { asset: { type: "string" } },
         run: runArbitratorClaim,
       },
-      serve: ARBITRATOR_SERVE_COMMAND,
+      serve: SERVE_COMMANDS.serve,
     },
   },
   evidence: {
     summary: "evidence by hash: serve files on loopback, publish where a case's package is (ioi evidence --help)",
-    commands: EVIDENCE_COMMANDS,
+    commands: SERVE_COMMANDS.evidence,
   },
 };
 
@@ -544,7 +547,7 @@ async function deploymentOf(values: Values, publicClient: PublicClient): Promise
   return { disputeManager, gasEscrow: gasEscrow!, gigEscrow: gigEscrow!, registry: registry!, deploymentBlock: fromBlock };
 }
 
-export async function disputeClients(values: Values, account?: LocalAccount) {
+async function disputeClients(values: Values, account?: LocalAccount) {
   givenAddress(values, "dispute-manager", "IOI_DISPUTE_MANAGER"); // a malformed address is refused before any RPC call
   const { publicClient, wallet, chainId } = await rpcClients(values, account);
   const deployment = await deploymentOf(values, publicClient);

@@ -6,7 +6,10 @@
 import { mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 
-import type { Hex, LocalAccount } from "viem";
+import type { Hex, LocalAccount, PublicClient } from "viem";
+
+import type { Deployment } from "../arbitration/chain";
+import type { Wallet } from "../chain/write";
 
 import { disputeManagerAbi } from "../abi/DisputeManager";
 import { dataUri, INLINE_EVIDENCE_LIMIT, serveEvidence } from "../arbitration/evidence";
@@ -14,15 +17,13 @@ import { packageHash, packageToJson, parsePackage } from "../arbitration/package
 import { checkedWrite } from "../chain/write";
 import { canon } from "../core/canonical";
 import { ArbitratorDaemon } from "../node/arbitrator-daemon";
+import { readingOf } from "./chain";
 import { loadAccount, need, uint, UsageError, type Command, type Out } from "./common";
 
-/** `disputeClients` of `./arbitration`, loaded when called (that module registers this one's commands). */
-async function disputeClientsFor(values: Values, account: LocalAccount) {
-  const { disputeClients } = await import("./arbitration");
-  return disputeClients(values, account);
-}
-
 type Values = Record<string, unknown>;
+
+/** How `./arbitration` reaches the DisputeManager and its wiring (given to {@link arbitratorServeCommands}, so this module does not import it back). */
+export type DisputeClientsOf = (values: Values, account: LocalAccount) => Promise<{ publicClient: PublicClient; wallet: Wallet | undefined; chainId: number; deployment: Deployment }>;
 
 /** Runs until SIGINT/SIGTERM, or `--max-runtime-ms` when given (tests: a daemon that stops by itself). */
 function untilStopped(values: Values): { signal: AbortSignal; done: () => void } {
@@ -42,14 +43,13 @@ function untilStopped(values: Values): { signal: AbortSignal; done: () => void }
   };
 }
 
-async function runArbitratorServe(values: Values, out: Out): Promise<void> {
+async function runArbitratorServe(disputeClientsFor: DisputeClientsOf, values: Values, out: Out): Promise<void> {
   const stateFile = path.resolve(need(values, "state", "the daemon's state file (JSON, created if missing)"));
   const retryMs = Number(uint(values, "retry-ms", "milliseconds between judging attempts of a round", 15_000n));
   const fetchTimeoutMs = Number(uint(values, "fetch-timeout-ms", "milliseconds an evidence fetch may take", 10_000n));
   const graceMs = Number(uint(values, "grace-ms", "milliseconds to wait for the rest of the panel once a supermajority is posted", 10_000n));
   const account = loadAccount(values);
   const { publicClient, wallet, deployment, chainId } = await disputeClientsFor(values, account);
-  const { readingOf } = await import("./chain");
   const reading = readingOf(values, chainId);
   const pollMs = reading.pollMs;
   mkdirSync(path.dirname(stateFile), { recursive: true });
@@ -102,7 +102,7 @@ async function runEvidenceServe(values: Values, out: Out): Promise<void> {
   Object.assign(out.result, { url: server.url, dir });
 }
 
-async function runEvidencePublish(values: Values, out: Out): Promise<void> {
+async function runEvidencePublish(disputeClientsFor: DisputeClientsOf, values: Values, out: Out): Promise<void> {
   const caseId = need(values, "case", "the case id (0x and 64 hex digits)") as Hex;
   if (!/^0x[0-9a-fA-F]{64}$/.test(caseId)) throw new UsageError(`--case must be 0x and 64 hex digits; received "${caseId}".`);
   let uri = values.uri as string | undefined;
@@ -127,44 +127,48 @@ async function runEvidencePublish(values: Values, out: Out): Promise<void> {
 
 const RUNTIME_OPTION = { "max-runtime-ms": { type: "string" } } as const;
 
-export const ARBITRATOR_SERVE_COMMAND: Command = {
-  summary: "run the arbitrator daemon: draws, evidence by hash, replay, sign, post, submit, finalise, claim",
-  usage: "ioi arbitrator serve --state FILE [--poll-ms N] [--retry-ms N] [--fetch-timeout-ms N] [--grace-ms N] [--once] [--max-runtime-ms N]",
-  notes: [
-    "  --state FILE           its own state (JSON, replaced atomically): logs read, signatures made; keep it",
-    "  --poll-ms N            between passes (default: 250 on a devnet, 12000 elsewhere; --confirmations and",
-    "                         --log-range as for every chain reader, decision 0019)",
-    "  --retry-ms N           between judging attempts of a round whose evidence or run failed (default 15000)",
-    "  --fetch-timeout-ms N   an evidence fetch slower than this fails: nothing is signed (default 10000)",
-    "  --grace-ms N           once a supermajority is posted, wait this long for the rest of the panel (default 10000)",
-    "  --once                 one pass, then exit",
-    "  --max-runtime-ms N     stop by itself after N ms (otherwise on SIGINT/SIGTERM)",
-    "Follows the DisputeManager from its deployment block; for each panel that seats the acting key it fetches",
-    "the package from the URIs the parties published (ioi evidence publish), keeps it only if it hashes to the",
-    "case's packageHash, replays it, signs and posts the signature; stores the signature before posting, and",
-    "never signs a second resolution for a case and round. Warns when its stake or runtime pin would keep it",
-    "off panels.",
-  ],
-  options: { state: { type: "string" }, "retry-ms": { type: "string" }, "fetch-timeout-ms": { type: "string" }, "grace-ms": { type: "string" }, once: { type: "boolean" }, ...RUNTIME_OPTION },
-  run: runArbitratorServe,
-};
-
-export const EVIDENCE_COMMANDS: Record<string, Command> = {
-  serve: {
-    summary: "serve evidence files by hash on loopback (GET /<0xhash>): any file of the folder, by its bytes' or its package's hash",
-    usage: "ioi evidence serve --dir DIR [--port N] [--max-runtime-ms N]",
-    notes: ["Files added later are found on the next request for a hash not yet indexed. Only 127.0.0.1 listens."],
-    options: { dir: { type: "string" }, port: { type: "string" }, ...RUNTIME_OPTION },
-    run: runEvidenceServe,
-  },
-  publish: {
-    summary: "record on-chain where the case's evidence is (a party): an http(s) URI, or the package inline as a data URI",
-    usage: "ioi evidence publish --case ID (--uri URI | --inline PACKAGE_FILE)",
+/** `ioi arbitrator serve` and the `ioi evidence` commands, reaching the chain through `clients`. */
+export function arbitratorServeCommands(clients: DisputeClientsOf): { serve: Command; evidence: Record<string, Command> } {
+  const serve: Command = {
+    summary: "run the arbitrator daemon: draws, evidence by hash, replay, sign, post, submit, finalise, claim",
+    usage: "ioi arbitrator serve --state FILE [--poll-ms N] [--retry-ms N] [--fetch-timeout-ms N] [--grace-ms N] [--once] [--max-runtime-ms N]",
     notes: [
-      "  --uri URI              where the package is; a URI ending in / gets the package hash appended",
-      `  --inline FILE          the package itself in calldata (data: URI), for packages up to ${INLINE_EVIDENCE_LIMIT} bytes`,
+      "  --state FILE           its own state (JSON, replaced atomically): logs read, signatures made; keep it",
+      "  --poll-ms N            between passes (default: 250 on a devnet, 12000 elsewhere; --confirmations and",
+      "                         --log-range as for every chain reader, decision 0019)",
+      "  --retry-ms N           between judging attempts of a round whose evidence or run failed (default 15000)",
+      "  --fetch-timeout-ms N   an evidence fetch slower than this fails: nothing is signed (default 10000)",
+      "  --grace-ms N           once a supermajority is posted, wait this long for the rest of the panel (default 10000)",
+      "  --once                 one pass, then exit",
+      "  --max-runtime-ms N     stop by itself after N ms (otherwise on SIGINT/SIGTERM)",
+      "Follows the DisputeManager from its deployment block; for each panel that seats the acting key it fetches",
+      "the package from the URIs the parties published (ioi evidence publish), keeps it only if it hashes to the",
+      "case's packageHash, replays it, signs and posts the signature; stores the signature before posting, and",
+      "never signs a second resolution for a case and round. Warns when its stake or runtime pin would keep it",
+      "off panels.",
     ],
-    options: { case: { type: "string" }, uri: { type: "string" }, inline: { type: "string" } },
-    run: runEvidencePublish,
-  },
-};
+    options: { state: { type: "string" }, "retry-ms": { type: "string" }, "fetch-timeout-ms": { type: "string" }, "grace-ms": { type: "string" }, once: { type: "boolean" }, ...RUNTIME_OPTION },
+    run: (values, out) => runArbitratorServe(clients, values, out),
+  };
+
+  const evidence: Record<string, Command> = {
+    serve: {
+      summary: "serve evidence files by hash on loopback (GET /<0xhash>): any file of the folder, by its bytes' or its package's hash",
+      usage: "ioi evidence serve --dir DIR [--port N] [--max-runtime-ms N]",
+      notes: ["Files added later are found on the next request for a hash not yet indexed. Only 127.0.0.1 listens."],
+      options: { dir: { type: "string" }, port: { type: "string" }, ...RUNTIME_OPTION },
+      run: runEvidenceServe,
+    },
+    publish: {
+      summary: "record on-chain where the case's evidence is (a party): an http(s) URI, or the package inline as a data URI",
+      usage: "ioi evidence publish --case ID (--uri URI | --inline PACKAGE_FILE)",
+      notes: [
+        "  --uri URI              where the package is; a URI ending in / gets the package hash appended",
+        `  --inline FILE          the package itself in calldata (data: URI), for packages up to ${INLINE_EVIDENCE_LIMIT} bytes`,
+      ],
+      options: { case: { type: "string" }, uri: { type: "string" }, inline: { type: "string" } },
+      run: (values, out) => runEvidencePublish(clients, values, out),
+    },
+  };
+  return { serve, evidence };
+}

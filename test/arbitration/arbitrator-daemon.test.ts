@@ -30,7 +30,7 @@ import { ArbitratorDaemon } from "../../src/node/arbitrator-daemon";
 import { serveEmbeddedNetwork } from "../../scripts/embedded-rpc";
 import { hardhatAccount } from "../helpers/fixtures";
 import { drawPanel as drawPanelDirectly, KIND, STATUS, SYS, systemFixture, type System } from "../helpers/system";
-import { BAD_DELIVERABLE, GOOD_DELIVERABLE, sampleIcsJson, SUITE } from "./fixtures/samples";
+import { BAD_DELIVERABLE, sampleIcsJson, SUITE } from "./fixtures/samples";
 
 const ROOT = path.join(__dirname, "..", "..");
 const BURN: Address = "0x000000000000000000000000000000000000dEaD";
@@ -310,7 +310,6 @@ describe("arbitrator daemon: ioi arbitrator serve, evidence by hash, signatures 
 
       // Second life: it resumes, posts the stored signature (the same bytes), and the case proceeds.
       const second = start({});
-      const me = getAddress(hardhatAccount(processIndex).address);
       for (let i = 0; i < 200; i++) {
         const posts = await dmEvents(s, "SignaturesPosted");
         if (posts.length > 0) break;
@@ -335,7 +334,6 @@ describe("arbitrator daemon: ioi arbitrator serve, evidence by hash, signatures 
       const all = await dmEvents(s, "SignaturesPosted");
       const bySigner = all.filter((e) => (e.args.signatures as unknown as { r: Hex }[]).some((x) => x.r === sig.r));
       expect(bySigner).to.have.length(1); // one post, one signature, by the restarted member
-      void me;
       const [verdict] = await dmEvents(s, "VerdictSubmitted");
       expect(verdict!.args.signedMask).to.equal(0b111);
     } finally {
