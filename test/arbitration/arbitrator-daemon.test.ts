@@ -202,6 +202,12 @@ describe("arbitrator daemon: ioi arbitrator serve, evidence by hash, signatures 
     }
     const sla = await s.registry.read.bondOf([0, s.provider.account.address]);
     expect(slaBefore.active - sla.active).to.equal(penalty.slash);
+    // Resource note: RPC requests of one idle pass (a new block, nothing to do) of a daemon that sat on the case.
+    const idle = daemons[ARBITRATORS.findIndex((i) => panel.includes(getAddress(hardhatAccount(i).address)))]!;
+    await hre.network.provider.send("hardhat_mine", ["0x1"]);
+    const callsBefore = idle.rpcCalls;
+    expect(await idle.tick()).to.deep.equal([]);
+    console.log(`      [measured] RPC requests per idle pass (one new block, one finished case known): ${idle.rpcCalls - callsBefore}`);
     // Nobody ran `arbitrate` by hand: every step is in the daemons' logs.
     expect(logs.filter((l) => l.includes("signed case"))).to.have.length(3);
     expect(logs.some((l) => l.includes("submitted the verdict"))).to.equal(true);
@@ -322,6 +328,8 @@ describe("arbitrator daemon: ioi arbitrator serve, evidence by hash, signatures 
       expect(sig).to.deep.equal(toCompactSignature(stored.signed[keys[0]!]!.signature));
       // The other members' daemons sign too; the panel's verdict goes in with all three.
       await drive(others, async () => (await s.disputes.read.caseOf([c.caseId])).status === STATUS.Decided, 40);
+      const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${second.child.pid}/status`, "utf8"))?.[1];
+      console.log(`      [measured] RSS of the \`ioi arbitrator serve\` process after judging one case: ${rss} kB`);
       second.child.kill("SIGTERM");
       const stopped = await second.exited;
       expect(stopped.code, stopped.stderr).to.equal(0);
