@@ -66,19 +66,28 @@ async function runArbitratorServe(disputeClientsFor: DisputeClientsOf, values: V
     // Fault injection for the restart test only: the process dies between storing and posting a signature.
     ...(process.env.IOI_FAULT_KILL_AFTER_SIGN === "1" ? { afterSignaturePersisted: () => process.kill(process.pid, "SIGKILL") } : {}),
   });
-  await daemon.open();
-  if (values.once) {
-    const actions = await daemon.tick();
-    out.lines.push(`One pass: ${actions.length} action(s): ${actions.map((a) => a.kind).join(", ") || "none"}.`);
-  } else {
-    const { signal, done } = untilStopped(values);
-    console.error(JSON.stringify({ event: "arbitrator.ready", arbitrator: daemon.me, disputeManager: deployment.disputeManager, stateFile }));
-    try {
-      await daemon.run(signal, pollMs);
-    } finally {
-      done();
+  try {
+    await daemon.open();
+  } catch (error) {
+    daemon.close();
+    throw new UsageError((error as Error).message.split("\n")[0]!, { cause: error });
+  }
+  try {
+    if (values.once) {
+      const actions = await daemon.tick();
+      out.lines.push(`One pass: ${actions.length} action(s): ${actions.map((a) => a.kind).join(", ") || "none"}.`);
+    } else {
+      const { signal, done } = untilStopped(values);
+      console.error(JSON.stringify({ event: "arbitrator.ready", arbitrator: daemon.me, disputeManager: deployment.disputeManager, stateFile }));
+      try {
+        await daemon.run(signal, pollMs);
+      } finally {
+        done();
+      }
+      out.lines.push(`Stopped; ${Object.keys(daemon.signedRecords()).length} signature(s) kept in ${stateFile}.`);
     }
-    out.lines.push(`Stopped; ${Object.keys(daemon.signedRecords()).length} signature(s) kept in ${stateFile}.`);
+  } finally {
+    daemon.close();
   }
   Object.assign(out.result, { arbitrator: daemon.me, stateFile, signed: Object.keys(daemon.signedRecords()), rpcCalls: daemon.rpcCalls });
 }

@@ -12,7 +12,7 @@
  * resolution per case and round. Chain errors are logged and retried on the next tick (they are retryable);
  * a state file of another key, chain or DisputeManager stops the daemon (not retryable).
  */
-import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
+import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
 import path from "node:path";
 
 import {
@@ -129,6 +129,7 @@ export class ArbitratorDaemon {
   private chainId = 0;
   /** RPC requests made (for the resource note). */
   rpcCalls = 0;
+  private locked: string | undefined;
 
   constructor(private readonly p: ArbitratorDaemonParameters) {
     this.account = p.wallet.account as LocalAccount;
@@ -136,8 +137,47 @@ export class ArbitratorDaemon {
     this.log = p.log ?? ((line) => process.stderr.write(`${new Date().toISOString()} arbitrator ${this.me.slice(0, 10)} ${line}\n`));
   }
 
+  /**
+   * Takes `<state>.lock` (this process's pid, created exclusively): one daemon per state file, so two processes
+   * never judge from the same record. A lock whose process is gone (a SIGKILL) is taken over.
+   */
+  private lock(): void {
+    const file = `${this.p.stateFile}.lock`;
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        const fd = openSync(file, "wx", 0o600);
+        writeSync(fd, String(process.pid));
+        closeSync(fd);
+        this.locked = file;
+        return;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+        const pid = Number(readFileSync(file, "utf8").trim());
+        if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
+          throw new ArbitratorStateError(`Another daemon (pid ${pid}) is using ${this.p.stateFile}; stop it first, or give this one its own --state.`);
+        }
+        if (pid === process.pid) throw new ArbitratorStateError(`This process already runs a daemon on ${this.p.stateFile}.`);
+        writeFileSync(file, String(process.pid)); // the holder is gone: take it over
+        this.locked = file;
+        return;
+      }
+    }
+  }
+
+  /** Releases the state file's lock (the state itself is always on disk). */
+  close(): void {
+    if (!this.locked) return;
+    try {
+      unlinkSync(this.locked);
+    } catch {
+      // already gone
+    }
+    this.locked = undefined;
+  }
+
   /** Loads (or creates) the state file and checks it is this key's, on this chain and DisputeManager. */
   async open(): Promise<void> {
+    this.lock();
     this.chainId = await this.p.publicClient.getChainId();
     const dm = getAddress(this.p.deployment.disputeManager);
     if (existsSync(this.p.stateFile)) {
@@ -417,6 +457,15 @@ export class ArbitratorDaemon {
       this.save();
     }
     this.log(`posted its signature for case ${record.caseId.slice(0, 10)} round ${record.round}`);
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
   }
 }
 

@@ -6,7 +6,7 @@
  * finalise and claim. Balances of every party are exact (each daemon's own gas included).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import os from "node:os";
 import path from "node:path";
@@ -323,6 +323,12 @@ describe("arbitrator daemon: ioi arbitrator serve, evidence by hash, signatures 
       }
       const posts = await dmEvents(s, "SignaturesPosted");
       expect(posts).to.have.length(1);
+      // The killed process left its lock behind; the restarted one took it over, and holds it: a second daemon
+      // on the same state file is refused.
+      expect(Number(readFileSync(`${stateFile}.lock`, "utf8"))).to.equal(second.child.pid);
+      const intruder = new ArbitratorDaemon({ publicClient: s.publicClient as never, wallet: localWallet(processIndex), deployment: deploymentOf(s), stateFile, log: () => {} });
+      const refusal = await intruder.open().then(() => undefined, (e: unknown) => e as Error);
+      expect(refusal?.message).to.match(/^Another daemon \(pid \d+\) is using /);
       const sig = (posts[0]!.args.signatures as unknown as { r: Hex; vs: Hex }[])[0]!;
       const { toCompactSignature } = await import("../../src/core/eip712");
       expect(sig).to.deep.equal(toCompactSignature(stored.signed[keys[0]!]!.signature));
@@ -333,6 +339,7 @@ describe("arbitrator daemon: ioi arbitrator serve, evidence by hash, signatures 
       second.child.kill("SIGTERM");
       const stopped = await second.exited;
       expect(stopped.code, stopped.stderr).to.equal(0);
+      expect(existsSync(`${stateFile}.lock`)).to.equal(false);
       const afterRestart = JSON.parse(readFileSync(stateFile, "utf8")) as typeof stored;
       // The same one signature, now marked posted: nothing else signed for the round.
       expect(Object.keys(afterRestart.signed)).to.deep.equal(keys);
