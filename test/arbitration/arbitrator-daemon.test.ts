@@ -20,7 +20,7 @@ import { hardhat } from "viem/chains";
 import { disputeManagerAbi } from "../../src/abi/DisputeManager";
 import { bundleHash } from "../../src/arbitration/bundle";
 import { buildGigPackage } from "../../src/arbitration/build";
-import { openGigCase, type Deployment } from "../../src/arbitration/chain";
+import { appealCase, openGigCase, type Deployment } from "../../src/arbitration/chain";
 import { serveEvidence, type EvidenceServer } from "../../src/arbitration/evidence";
 import { icsFromJson, icsHash, penaltyFor } from "../../src/arbitration/ics";
 import { packageHash, packageToJson, type ChallengePackage } from "../../src/arbitration/package";
@@ -212,6 +212,76 @@ describe("arbitrator daemon: ioi arbitrator serve, evidence by hash, signatures 
     expect(logs.filter((l) => l.includes("signed case"))).to.have.length(3);
     expect(logs.some((l) => l.includes("submitted the verdict"))).to.equal(true);
     expect(logs.some((l) => l.includes("finalised case"))).to.equal(true);
+  });
+
+  it("(e) an appeal: the daemons draw the fresh 5-member panel, its members judge round 1 (one signature per case and round), finalise and claim; every party's balance as the contract's events say", async function () {
+    const s = await loadFixture(systemFixture);
+    const c = await openCase(s, dir);
+    server = await serveEvidence({ dir });
+    await publish(s, c.caseId, server.url);
+    const opened = await s.disputes.read.caseOf([c.caseId]);
+    await time.increaseTo(BigInt(opened.respondBy) + 1n);
+    const arbitrators = ARBITRATORS.map((i) => getAddress(hardhatAccount(i).address));
+    const watch = [s.client.account.address, s.provider.account.address, BURN, ...arbitrators].map((a) => getAddress(a));
+    const before = await Promise.all(watch.map((a) => s.publicClient.getBalance({ address: a })));
+    const startBlock = await s.publicClient.getBlockNumber();
+    const daemons = daemonsFor(s, ARBITRATORS);
+    for (const d of daemons) await d.open();
+    const caseNow = () => s.disputes.read.caseOf([c.caseId]);
+    await drive(daemons, async () => (await caseNow()).status === STATUS.Decided);
+    // The provider appeals the verdict against it.
+    const appealed = await appealCase({ wallet: s.provider as unknown as Wallet, publicClient: s.publicClient as never, disputeManager: getAddress(s.disputes.address), caseId: c.caseId });
+    expect(appealed.round).to.equal(1);
+    await drive(daemons, async () => {
+      const now = await caseNow();
+      return now.status === STATUS.Decided && now.round === 1;
+    });
+    await time.increaseTo(BigInt((await caseNow()).deadline) + 1n);
+    await drive(daemons, async () => {
+      if ((await caseNow()).status !== STATUS.Resolved) return false;
+      for (const a of arbitrators) if ((await s.disputes.read.claimable([zeroAddress, a])) !== 0n) return false;
+      return true;
+    });
+
+    const panel0 = (await s.disputes.read.panelOf([c.caseId, 0])).map((a) => getAddress(a));
+    const panel1 = (await s.disputes.read.panelOf([c.caseId, 1])).map((a) => getAddress(a));
+    expect(panel0).to.have.length(3);
+    expect(panel1).to.have.length(5);
+    expect(panel1.filter((a) => panel0.includes(a))).to.deep.equal([]);
+    const posted = await dmEvents(s, "SignaturesPosted");
+    expect(posted.map((e) => Number(e.args.round)).sort()).to.deep.equal([0, 0, 0, 1, 1, 1, 1, 1]);
+    const verdicts = await dmEvents(s, "VerdictSubmitted");
+    expect(verdicts.map((e) => [Number(e.args.round), Number(e.args.verdict), Number(e.args.signedMask)])).to.deep.equal([
+      [0, 1, 0b111],
+      [1, 1, 0b11111],
+    ]);
+    // Each daemon signed once for each round whose panel seated it, and never for another.
+    for (const [k, d] of daemons.entries()) {
+      const rounds = Object.values(d.signedRecords()).map((r) => r.round).sort();
+      const expected = [...(panel0.includes(arbitrators[k]!) ? [0] : []), ...(panel1.includes(arbitrators[k]!) ? [1] : [])];
+      expect(rounds, arbitrators[k]).to.deep.equal(expected);
+    }
+
+    // Balances: the client and provider as CaseResolved says (the provider also paid its appeal bond and gas),
+    // the burn address its burnt share, each arbitrator the fees credited to it less its own gas.
+    const logs = await s.publicClient.getLogs({ address: s.disputes.address, fromBlock: 0n });
+    const [resolved] = parseEventLogs({ abi: disputeManagerAbi, logs, eventName: "CaseResolved" });
+    const fees = parseEventLogs({ abi: disputeManagerAbi, logs, eventName: "ArbitrationFeeEarned" });
+    const r = resolved!.args;
+    expect(fees.map((f) => getAddress(f.args.arbitrator)).sort()).to.deep.equal([...panel0, ...panel1].sort());
+    expect(fees.reduce((sum, f) => sum + f.args.amount, 0n) <= r.arbitrationFees).to.equal(true);
+    const paid = await gasPaid(s, startBlock, [...arbitrators, getAddress(s.provider.account.address)]);
+    const after = await Promise.all(watch.map((a) => s.publicClient.getBalance({ address: a })));
+    const delta = (i: number) => after[i]! - before[i]!;
+    expect(delta(0)).to.equal(r.refunded + r.toChallenger);
+    expect(delta(1)).to.equal(GIG_AMOUNT - r.refunded + r.toRespondent - appealed.bond - paid.get(s.provider.account.address.toLowerCase())!);
+    expect(delta(2)).to.equal(r.burned);
+    for (const [k, a] of arbitrators.entries()) {
+      const earned = fees.filter((f) => getAddress(f.args.arbitrator) === a).reduce((sum, f) => sum + f.args.amount, 0n);
+      expect(delta(3 + k), a).to.equal(earned - paid.get(a.toLowerCase())!);
+    }
+    // The appellant lost: its appeal bond is not returned to it.
+    expect(r.toRespondent).to.equal(0n);
   });
 
   it("(d) evidence down, wrong bytes or too slow: no daemon signs; the silent case goes to the slow path and expires without a verdict, exact balances", async function () {
