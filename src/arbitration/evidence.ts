@@ -78,7 +78,7 @@ export async function fetchPackage(parameters: FetchEvidenceParameters): Promise
       if (!response.ok) throw new EvidenceUnavailableError(location, "status", `HTTP ${response.status}.`);
       const length = Number(response.headers.get("content-length") ?? "0");
       if (length > maxBytes) throw new EvidenceUnavailableError(location, "too_large", `${length} bytes; the limit is ${maxBytes}.`);
-      bytes = new Uint8Array(await response.arrayBuffer());
+      bytes = await readAtMost(response, maxBytes, location);
     } catch (error) {
       if (error instanceof EvidenceUnavailableError) throw error;
       if (signal.aborted) throw new EvidenceUnavailableError(location, "timeout", `no complete answer within ${timeoutMs} ms.`);
@@ -99,6 +99,25 @@ export async function fetchPackage(parameters: FetchEvidenceParameters): Promise
     throw new EvidenceUnavailableError(shown, "hash_mismatch", `the package hashes to ${got}, the case committed ${expected}.`);
   }
   return { pkg, bytes };
+}
+
+/** The body, stopping (and refusing) as soon as it passes `maxBytes`, whatever Content-Length claimed. */
+async function readAtMost(response: Response, maxBytes: number, location: string): Promise<Uint8Array> {
+  if (!response.body) return new Uint8Array(0);
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  const reader = response.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.length;
+    if (total > maxBytes) {
+      await reader.cancel();
+      throw new EvidenceUnavailableError(location, "too_large", `more than ${maxBytes} bytes.`);
+    }
+    chunks.push(value);
+  }
+  return new Uint8Array(Buffer.concat(chunks));
 }
 
 /** Every hash a file answers to: the keccak-256 of its bytes and, for a challenge package, its canonical hash. */

@@ -81,6 +81,8 @@ describe("evidence by hash", function () {
     writeFileSync(path.join(sandbox.dir, "later.txt"), "later bytes");
     expect((await fetch(`${server.url}${keccak256(toBytes("later bytes"))}`)).status).to.equal(200);
     await refused(`${server.url}${keccak256(toBytes("absent"))}`, "status");
+    // Over the limit: refused (here by its Content-Length; a body without one is cut off while streaming).
+    await refused(server.url, "too_large", { maxBytes: 1_000 });
   });
 
   it("ioi evidence publish --inline: a small package goes on-chain as a data: URI and the drawn panel's daemons decide the case from it alone; a large one is refused in one sentence", async function () {
