@@ -403,6 +403,26 @@ contract DisputeManager is IDisputeManager {
 
 
     /// @inheritdoc IDisputeManager
+    function postSignatures(Resolution calldata resolution, Signature[] calldata signatures) external {
+        bytes32 caseId = resolution.caseId;
+        Case storage c = _case(caseId);
+        _requireStatus(caseId, c, CaseStatus.Deliberating);
+        if (block.timestamp > c.deadline) revert DeadlinePassed(caseId, c.deadline);
+        // Every signer must sit on this round's panel (no supermajority needed here).
+        bytes32 digest = _hashResolution(resolution);
+        Panels.signers(registry, caseId, digest, signatures, _panels[caseId][c.round], false, 0, 0);
+        emit SignaturesPosted(caseId, c.round, resolution, signatures);
+    }
+
+    /// @inheritdoc IDisputeManager
+    function publishEvidence(bytes32 caseId, string calldata uri) external {
+        Case storage c = _case(caseId);
+        if (msg.sender != c.challenger && msg.sender != c.respondent) revert NotAParty(caseId, msg.sender);
+        if (c.status >= CaseStatus.Resolved) revert WrongCaseStatus(caseId, c.status);
+        emit EvidencePublished(caseId, msg.sender, uri);
+    }
+
+    /// @inheritdoc IDisputeManager
     function appeal(bytes32 caseId) external payable nonReentrant {
         Case storage c = _case(caseId);
         _requireStatus(caseId, c, CaseStatus.Decided);

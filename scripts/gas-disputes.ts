@@ -127,6 +127,35 @@ export async function measureDisputeGas(hre: HardhatRuntimeEnvironment): Promise
     await advance(Number(params.appealWindow) + 1);
     await send(stranger, { address: dm, abi: disputeManagerAbi, functionName: "finalize", args: [g.caseId, NO_STATE] }, measured ? "dispute finalize (no appeal, 4 coherent signers paid)" : undefined);
   }
+  // The same case when the panel's signatures reach the chain without files (decision 0028): the challenger
+  // publishes where its package is, each of the 4 signing members posts its own signature, and any member
+  // submits the posted supermajority.
+  {
+    const g = await open();
+    await send(client, { address: dm, abi: disputeManagerAbi, functionName: "publishEvidence", args: [g.caseId, "http://127.0.0.1:8088/"] }, "dispute publishEvidence (http URI)");
+    // The inline alternative at its limit: a 4 KiB package as a base64 data: URI in calldata and in the event.
+    const inline = `data:application/json;base64,${Buffer.from("x".repeat(4096)).toString("base64")}`;
+    await send(client, { address: dm, abi: disputeManagerAbi, functionName: "publishEvidence", args: [g.caseId, inline] }, "dispute publishEvidence (4 KiB inline data: URI)");
+    await send(providerWallet, { address: dm, abi: disputeManagerAbi, functionName: "respond", args: [g.caseId], value: g.bond });
+    await draw(g.caseId);
+    const message = verdict(g.caseId, 1);
+    const { round } = await caseOf(g.caseId);
+    const panel = [...(await publicClient.readContract({ address: dm, abi: disputeManagerAbi, functionName: "panelOf", args: [g.caseId, round] }))]
+      .map((a) => getAddress(a))
+      .sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : 1));
+    const signers = panel.slice(0, Math.floor((2 * panel.length + 2) / 3));
+    let posts = 0;
+    for (const member of signers) {
+      const signature = toCompactSignature(await signResolution(KEYS.get(member)!, domain, message));
+      const wallet = wallets.find((w) => getAddress(w.account.address) === member)!;
+      const receipt = await send(wallet, { address: dm, abi: disputeManagerAbi, functionName: "postSignatures", args: [message, [signature]] }, "dispute postSignatures (one member's own)");
+      posts += Number(receipt.gasUsed);
+    }
+    report["dispute postSignatures (4 members, one transaction each)"] = posts;
+    await submit(message, "dispute submitVerdict (after posted signatures, 4 signatures)");
+    await advance(Number(params.appealWindow) + 1);
+    await send(stranger, { address: dm, abi: disputeManagerAbi, functionName: "finalize", args: [g.caseId, NO_STATE] });
+  }
   // A coherent signer claims its credited fee.
   for (const w of wallets.slice(20, 36)) {
     const due = await publicClient.readContract({ address: dm, abi: disputeManagerAbi, functionName: "claimable", args: [zeroAddress, w.account.address] });
@@ -260,5 +289,10 @@ export async function measureDisputeGas(hre: HardhatRuntimeEnvironment): Promise
     "dispute submitVerdict (5-member panel, 4 signatures)",
     "dispute finalize (no appeal, 4 coherent signers paid)",
   ].reduce((sum, key) => sum + report[key]!, 0);
+  // The same case with signatures reaching the chain through postSignatures (decision 0028) and the evidence URI.
+  report["dispute whole gig case with posted signatures (open, publish, respond, draw 5, 4 posts, verdict, finalize)"] =
+    report["dispute whole gig case (open, respond, draw 5, verdict, finalize)"]! +
+    report["dispute publishEvidence (http URI)"]! +
+    report["dispute postSignatures (4 members, one transaction each)"]!;
   return report;
 }

@@ -190,6 +190,15 @@ interface IDisputeManager {
     /// @notice A panel was drawn for `round`; its members must submit a verdict by `deadline`.
     event PanelDrawn(bytes32 indexed caseId, uint8 round, address[] panel, uint40 deadline);
 
+    /// @notice A party said where the case's evidence can be fetched (decision 0028): an `http(s)` URI that serves
+    /// the challenge package by its hash, or a `data:` URI carrying the canonical bytes themselves when small.
+    /// Arbitrators verify every byte against the case's `packageHash`; the URI is only a hint.
+    event EvidencePublished(bytes32 indexed caseId, address indexed party, string uri);
+
+    /// @notice Members of the current panel signed `resolution` (decision 0028). Anyone may collect the posted
+    /// signatures over one resolution and `submitVerdict` them once they form a supermajority.
+    event SignaturesPosted(bytes32 indexed caseId, uint8 round, Resolution resolution, Signature[] signatures);
+
     /// @notice A supermajority of the panel submitted a verdict; it can be appealed until `appealEndsAt`.
     event VerdictSubmitted(
         bytes32 indexed caseId,
@@ -402,6 +411,15 @@ interface IDisputeManager {
     /// same Resolution, in ascending signer order, whose stake at risk exceeds what the case moves. The verdict
     /// then stands open to appeal for `appealWindow`. An `Undecidable` verdict moves the case to the slow path.
     function submitVerdict(Resolution calldata resolution, Signature[] calldata signatures) external;
+
+    /// @notice Posts signatures of current panel members over `resolution` (a member's own, or any it relays),
+    /// each checked to be by a member of the deliberating round; emits `SignaturesPosted`. Stores nothing: a
+    /// verdict still needs `submitVerdict` with a supermajority over one resolution.
+    function postSignatures(Resolution calldata resolution, Signature[] calldata signatures) external;
+
+    /// @notice The challenger or the respondent says where the case's evidence is (`EvidencePublished`), any
+    /// time before the case ends. Stores nothing.
+    function publishEvidence(bytes32 caseId, string calldata uri) external;
 
     /// @notice A party appeals the standing verdict before its appeal window ends, posting the next level's
     /// bond: the first appeal draws a fresh, larger panel that excludes every earlier member; the next goes to

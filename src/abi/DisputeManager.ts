@@ -1000,6 +1000,31 @@ export const disputeManagerAbi = [
         "type": "bytes32"
       },
       {
+        "indexed": true,
+        "internalType": "address",
+        "name": "party",
+        "type": "address"
+      },
+      {
+        "indexed": false,
+        "internalType": "string",
+        "name": "uri",
+        "type": "string"
+      }
+    ],
+    "name": "EvidencePublished",
+    "type": "event"
+  },
+  {
+    "anonymous": false,
+    "inputs": [
+      {
+        "indexed": true,
+        "internalType": "bytes32",
+        "name": "caseId",
+        "type": "bytes32"
+      },
+      {
         "indexed": false,
         "internalType": "uint8",
         "name": "round",
@@ -1165,6 +1190,76 @@ export const disputeManagerAbi = [
       }
     ],
     "name": "PayoutDeferred",
+    "type": "event"
+  },
+  {
+    "anonymous": false,
+    "inputs": [
+      {
+        "indexed": true,
+        "internalType": "bytes32",
+        "name": "caseId",
+        "type": "bytes32"
+      },
+      {
+        "indexed": false,
+        "internalType": "uint8",
+        "name": "round",
+        "type": "uint8"
+      },
+      {
+        "components": [
+          {
+            "internalType": "bytes32",
+            "name": "caseId",
+            "type": "bytes32"
+          },
+          {
+            "internalType": "enum IDisputeManager.Verdict",
+            "name": "verdict",
+            "type": "uint8"
+          },
+          {
+            "internalType": "uint128",
+            "name": "refund",
+            "type": "uint128"
+          },
+          {
+            "internalType": "uint128",
+            "name": "slash",
+            "type": "uint128"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "resolutionHash",
+            "type": "bytes32"
+          }
+        ],
+        "indexed": false,
+        "internalType": "struct IDisputeManager.Resolution",
+        "name": "resolution",
+        "type": "tuple"
+      },
+      {
+        "components": [
+          {
+            "internalType": "bytes32",
+            "name": "r",
+            "type": "bytes32"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "vs",
+            "type": "bytes32"
+          }
+        ],
+        "indexed": false,
+        "internalType": "struct IDisputeManager.Signature[]",
+        "name": "signatures",
+        "type": "tuple[]"
+      }
+    ],
+    "name": "SignaturesPosted",
     "type": "event"
   },
   {
@@ -2202,6 +2297,81 @@ export const disputeManagerAbi = [
       }
     ],
     "stateMutability": "view",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "components": [
+          {
+            "internalType": "bytes32",
+            "name": "caseId",
+            "type": "bytes32"
+          },
+          {
+            "internalType": "enum IDisputeManager.Verdict",
+            "name": "verdict",
+            "type": "uint8"
+          },
+          {
+            "internalType": "uint128",
+            "name": "refund",
+            "type": "uint128"
+          },
+          {
+            "internalType": "uint128",
+            "name": "slash",
+            "type": "uint128"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "resolutionHash",
+            "type": "bytes32"
+          }
+        ],
+        "internalType": "struct IDisputeManager.Resolution",
+        "name": "resolution",
+        "type": "tuple"
+      },
+      {
+        "components": [
+          {
+            "internalType": "bytes32",
+            "name": "r",
+            "type": "bytes32"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "vs",
+            "type": "bytes32"
+          }
+        ],
+        "internalType": "struct IDisputeManager.Signature[]",
+        "name": "signatures",
+        "type": "tuple[]"
+      }
+    ],
+    "name": "postSignatures",
+    "outputs": [],
+    "stateMutability": "nonpayable",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "bytes32",
+        "name": "caseId",
+        "type": "bytes32"
+      },
+      {
+        "internalType": "string",
+        "name": "uri",
+        "type": "string"
+      }
+    ],
+    "name": "publishEvidence",
+    "outputs": [],
+    "stateMutability": "nonpayable",
     "type": "function"
   },
   {

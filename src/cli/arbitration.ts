@@ -112,6 +112,7 @@ import {
 import { arbitrate, judgeRuntimeHash, type ArbitrationRun } from "../arbitration/runner";
 import { readBundleDirectory } from "./input-file";
 import { runVerifyUpip } from "./verify-upip";
+import { arbitratorServeCommands } from "./arbitrator-serve";
 
 /*//////////////////////////////////////////////////////////////
                                 ERRORS
@@ -197,8 +198,11 @@ const BURN_ADDRESS: Address = "0x000000000000000000000000000000000000dEaD";
 
 export type CommandGroup = { summary: string; commands: Record<string, Command> };
 
-/** `ioi dispute <subcommand>`, `ioi case <subcommand>` and `ioi arbitrator <subcommand>`. */
-export const DISPUTE_GROUPS: Record<"dispute" | "case" | "arbitrator", CommandGroup> = {
+/** `ioi arbitrator serve` and `ioi evidence …` (src/cli/arbitrator-serve.ts), on this module's chain plumbing. */
+const SERVE_COMMANDS = arbitratorServeCommands((values, account) => disputeClients(values, account));
+
+/** `ioi dispute <subcommand>`, `ioi case <subcommand>`, `ioi arbitrator <subcommand>` and `ioi evidence <subcommand>`. */
+export const DISPUTE_GROUPS: Record<"dispute" | "case" | "arbitrator" | "evidence", CommandGroup> = {
   dispute: {
     summary: "dispute a gig or a session step: build a package, open, respond, expire (ioi dispute --help)",
     commands: {
@@ -320,7 +324,7 @@ export const DISPUTE_GROUPS: Record<"dispute" | "case" | "arbitrator", CommandGr
     },
   },
   arbitrator: {
-    summary: "be an arbitrator: register, stake, unstake, withdraw, repin, show, cases, claim (ioi arbitrator --help)",
+    summary: "be an arbitrator: register, stake, unstake, withdraw, repin, show, cases, claim, serve (ioi arbitrator --help)",
     commands: {
       register: {
         summary: "register the acting key as an arbitrator pinned to this build's judge runtime (governance then admits it)",
@@ -382,7 +386,12 @@ export const DISPUTE_GROUPS: Record<"dispute" | "case" | "arbitrator", CommandGr
         options: { asset: { type: "string" } },
         run: runArbitratorClaim,
       },
+      serve: SERVE_COMMANDS.serve,
     },
+  },
+  evidence: {
+    summary: "evidence by hash: serve files on loopback, publish where a case's package is (ioi evidence --help)",
+    commands: SERVE_COMMANDS.evidence,
   },
 };
 

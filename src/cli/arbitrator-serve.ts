@@ -1,0 +1,183 @@
+/**
+ * `ioi arbitrator serve` (the arbitrator daemon, `src/node/arbitrator-daemon.ts`), `ioi evidence serve` (a
+ * content-addressed, loopback-only evidence host) and `ioi evidence publish` (a party records where its
+ * evidence is: `DisputeManager.publishEvidence`). Decision 0028.
+ */
+import { mkdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+
+import type { Hex, LocalAccount, PublicClient } from "viem";
+
+import type { Deployment } from "../arbitration/chain";
+import type { Wallet } from "../chain/write";
+
+import { disputeManagerAbi } from "../abi/DisputeManager";
+import { dataUri, INLINE_EVIDENCE_LIMIT, serveEvidence } from "../arbitration/evidence";
+import { packageHash, packageToJson, parsePackage } from "../arbitration/package";
+import { checkedWrite } from "../chain/write";
+import { canon } from "../core/canonical";
+import { ArbitratorDaemon } from "../node/arbitrator-daemon";
+import { readingOf } from "./chain";
+import { loadAccount, need, uint, UsageError, type Command, type Out } from "./common";
+
+type Values = Record<string, unknown>;
+
+/** How `./arbitration` reaches the DisputeManager and its wiring (given to {@link arbitratorServeCommands}, so this module does not import it back). */
+export type DisputeClientsOf = (values: Values, account: LocalAccount) => Promise<{ publicClient: PublicClient; wallet: Wallet | undefined; chainId: number; deployment: Deployment }>;
+
+/** Runs until SIGINT/SIGTERM, or `--max-runtime-ms` when given (tests: a daemon that stops by itself). */
+function untilStopped(values: Values): { signal: AbortSignal; done: () => void } {
+  const controller = new AbortController();
+  const stop = () => controller.abort();
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+  const max = values["max-runtime-ms"] === undefined ? undefined : Number(uint(values, "max-runtime-ms", "milliseconds before the daemon stops by itself"));
+  const timer = max === undefined ? undefined : setTimeout(stop, max);
+  return {
+    signal: controller.signal,
+    done: () => {
+      if (timer) clearTimeout(timer);
+      process.off("SIGINT", stop);
+      process.off("SIGTERM", stop);
+    },
+  };
+}
+
+async function runArbitratorServe(disputeClientsFor: DisputeClientsOf, values: Values, out: Out): Promise<void> {
+  const stateFile = path.resolve(need(values, "state", "the daemon's state file (JSON, created if missing)"));
+  const retryMs = Number(uint(values, "retry-ms", "milliseconds between judging attempts of a round", 15_000n));
+  const fetchTimeoutMs = Number(uint(values, "fetch-timeout-ms", "milliseconds an evidence fetch may take", 10_000n));
+  const graceMs = Number(uint(values, "grace-ms", "milliseconds to wait for the rest of the panel once a supermajority is posted", 10_000n));
+  const account = loadAccount(values);
+  const { publicClient, wallet, deployment, chainId } = await disputeClientsFor(values, account);
+  const reading = readingOf(values, chainId);
+  const pollMs = reading.pollMs;
+  mkdirSync(path.dirname(stateFile), { recursive: true });
+  const daemon = new ArbitratorDaemon({
+    publicClient,
+    wallet: wallet!,
+    deployment,
+    stateFile,
+    retryMs,
+    fetchTimeoutMs,
+    graceMs,
+    confirmations: BigInt(reading.confirmations),
+    maxBlockRange: BigInt(reading.batchBlocks),
+    // Fault injection for the restart test only: the process dies between storing and posting a signature.
+    ...(process.env.IOI_FAULT_KILL_AFTER_SIGN === "1" ? { afterSignaturePersisted: () => process.kill(process.pid, "SIGKILL") } : {}),
+  });
+  try {
+    await daemon.open();
+  } catch (error) {
+    daemon.close();
+    throw new UsageError((error as Error).message.split("\n")[0]!, { cause: error });
+  }
+  try {
+    if (values.once) {
+      const actions = await daemon.tick();
+      out.lines.push(`One pass: ${actions.length} action(s): ${actions.map((a) => a.kind).join(", ") || "none"}.`);
+    } else {
+      const { signal, done } = untilStopped(values);
+      console.error(JSON.stringify({ event: "arbitrator.ready", arbitrator: daemon.me, disputeManager: deployment.disputeManager, stateFile }));
+      try {
+        await daemon.run(signal, pollMs);
+      } finally {
+        done();
+      }
+      out.lines.push(`Stopped; ${Object.keys(daemon.signedRecords()).length} signature(s) kept in ${stateFile}.`);
+    }
+  } finally {
+    daemon.close();
+  }
+  Object.assign(out.result, { arbitrator: daemon.me, stateFile, signed: Object.keys(daemon.signedRecords()), rpcCalls: daemon.rpcCalls });
+}
+
+async function runEvidenceServe(values: Values, out: Out): Promise<void> {
+  const dir = path.resolve(need(values, "dir", "the folder of evidence files to serve"));
+  const port = Number(uint(values, "port", "the loopback port (0: any free one)", 0n));
+  if (port > 65_535) throw new UsageError(`--port must be at most 65535; received ${port}.`);
+  let server;
+  try {
+    server = await serveEvidence({ dir, port });
+  } catch (cause) {
+    throw new UsageError(`Cannot serve ${dir} on 127.0.0.1:${port}: ${(cause as Error).message}`, { cause });
+  }
+  const { signal, done } = untilStopped(values);
+  console.error(JSON.stringify({ event: "evidence.ready", url: server.url, dir }));
+  await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener("abort", () => resolve(), { once: true })));
+  done();
+  await server.close();
+  out.lines.push(`Stopped serving ${dir}.`);
+  Object.assign(out.result, { url: server.url, dir });
+}
+
+async function runEvidencePublish(disputeClientsFor: DisputeClientsOf, values: Values, out: Out): Promise<void> {
+  const caseId = need(values, "case", "the case id (0x and 64 hex digits)") as Hex;
+  if (!/^0x[0-9a-fA-F]{64}$/.test(caseId)) throw new UsageError(`--case must be 0x and 64 hex digits; received "${caseId}".`);
+  let uri = values.uri as string | undefined;
+  if (values.inline !== undefined) {
+    const file = need(values, "inline", "the package file to publish inline");
+    const pkg = parsePackage(readFileSync(file));
+    const bytes = new TextEncoder().encode(canon(packageToJson(pkg)));
+    if (bytes.length > INLINE_EVIDENCE_LIMIT) {
+      throw new UsageError(`${file} is ${bytes.length} bytes in canonical form; inline evidence is for packages up to ${INLINE_EVIDENCE_LIMIT} bytes — serve it (ioi evidence serve) and publish its URI.`);
+    }
+    uri = dataUri(bytes);
+    out.result.packageHash = packageHash(pkg);
+  }
+  if (!uri) throw new UsageError("Give --uri URI (http, https) or --inline PACKAGE_FILE.");
+  if (!/^(https?:\/\/|data:)/.test(uri)) throw new UsageError(`--uri must be an http, https or data URI; received "${uri.slice(0, 60)}".`);
+  const account = loadAccount(values);
+  const { publicClient, wallet, deployment } = await disputeClientsFor(values, account);
+  const { hash, receipt } = await checkedWrite({ publicClient, wallet: wallet!, address: deployment.disputeManager, abi: disputeManagerAbi, functionName: "publishEvidence", args: [caseId, uri], what: "DisputeManager.publishEvidence" });
+  out.lines.push(`Published evidence for case ${caseId}: ${uri.length > 80 ? `${uri.slice(0, 77)}…` : uri} (gas ${receipt.gasUsed}).`);
+  Object.assign(out.result, { caseId, uri, transactionHash: hash, gasUsed: Number(receipt.gasUsed) });
+}
+
+const RUNTIME_OPTION = { "max-runtime-ms": { type: "string" } } as const;
+
+/** `ioi arbitrator serve` and the `ioi evidence` commands, reaching the chain through `clients`. */
+export function arbitratorServeCommands(clients: DisputeClientsOf): { serve: Command; evidence: Record<string, Command> } {
+  const serve: Command = {
+    summary: "run the arbitrator daemon: draws, evidence by hash, replay, sign, post, submit, finalise, claim",
+    usage: "ioi arbitrator serve --state FILE [--poll-ms N] [--retry-ms N] [--fetch-timeout-ms N] [--grace-ms N] [--once] [--max-runtime-ms N]",
+    notes: [
+      "  --state FILE           its own state (JSON, replaced atomically): logs read, signatures made; keep it",
+      "  --poll-ms N            between passes (default: 250 on a devnet, 12000 elsewhere; --confirmations and",
+      "                         --log-range as for every chain reader, decision 0019)",
+      "  --retry-ms N           between judging attempts of a round whose evidence or run failed (default 15000)",
+      "  --fetch-timeout-ms N   an evidence fetch slower than this fails: nothing is signed (default 10000)",
+      "  --grace-ms N           once a supermajority is posted, wait this long for the rest of the panel (default 10000)",
+      "  --once                 one pass, then exit",
+      "  --max-runtime-ms N     stop by itself after N ms (otherwise on SIGINT/SIGTERM)",
+      "Follows the DisputeManager from its deployment block; for each panel that seats the acting key it fetches",
+      "the package from the URIs the parties published (ioi evidence publish), keeps it only if it hashes to the",
+      "case's packageHash, replays it, signs and posts the signature; stores the signature before posting, and",
+      "never signs a second resolution for a case and round. Warns when its stake or runtime pin would keep it",
+      "off panels.",
+    ],
+    options: { state: { type: "string" }, "retry-ms": { type: "string" }, "fetch-timeout-ms": { type: "string" }, "grace-ms": { type: "string" }, once: { type: "boolean" }, ...RUNTIME_OPTION },
+    run: (values, out) => runArbitratorServe(clients, values, out),
+  };
+
+  const evidence: Record<string, Command> = {
+    serve: {
+      summary: "serve evidence files by hash on loopback (GET /<0xhash>): any file of the folder, by its bytes' or its package's hash",
+      usage: "ioi evidence serve --dir DIR [--port N] [--max-runtime-ms N]",
+      notes: ["Files added later are found on the next request for a hash not yet indexed. Only 127.0.0.1 listens."],
+      options: { dir: { type: "string" }, port: { type: "string" }, ...RUNTIME_OPTION },
+      run: runEvidenceServe,
+    },
+    publish: {
+      summary: "record on-chain where the case's evidence is (a party): an http(s) URI, or the package inline as a data URI",
+      usage: "ioi evidence publish --case ID (--uri URI | --inline PACKAGE_FILE)",
+      notes: [
+        "  --uri URI              where the package is; a URI ending in / gets the package hash appended",
+        `  --inline FILE          the package itself in calldata (data: URI), for packages up to ${INLINE_EVIDENCE_LIMIT} bytes`,
+      ],
+      options: { case: { type: "string" }, uri: { type: "string" }, inline: { type: "string" } },
+      run: (values, out) => runEvidencePublish(clients, values, out),
+    },
+  };
+  return { serve, evidence };
+}
