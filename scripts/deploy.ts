@@ -339,9 +339,10 @@ async function unreadyArbitrators(
   if (waitSeconds > 0) console.log(`Waiting up to ${waitSeconds} s for ${accounts.length} initial arbitrators to register and stake at ${registry}…`);
   for (;;) {
     const problems: string[] = [];
+    const minimum = (await read("minArbitratorStake", [])) as bigint;
     for (const account of accounts) {
       if (!(await read("isRegistered", [1, account]))) problems.push(`${account} is not registered as an arbitrator`);
-      else if (!(await read("isActiveArbitrator", [account]))) problems.push(`${account} has not staked the minimum arbitrator stake`);
+      else if (((await read("bondOf", [1, account])) as { active: bigint }).active < minimum) problems.push(`${account} has not staked the minimum arbitrator stake`);
       else if ((await read("judgeRuntimeHashOf", [account])) !== runtime) problems.push(`${account} pinned another judge runtime than ${runtime}`);
     }
     if (problems.length === 0 || Date.now() >= deadline) return problems;
