@@ -42,7 +42,14 @@ import { encodeFunctionData, getAddress, isAddress, isHex, parseEther, zeroAddre
 
 import { judgeRuntimeHash } from "../src/arbitration/runner";
 
-export type DeployedContract = { address: Address; transactionHash: Hash; blockNumber: string; gasUsed: string };
+export type DeployedContract = {
+  address: Address;
+  transactionHash: Hash;
+  blockNumber: string;
+  gasUsed: string;
+  /** The constructor's arguments (whole numbers as decimal strings), for `scripts/verify.ts`. */
+  constructorArgs?: unknown[];
+};
 
 /** Names of the deployed contracts, as the deployment record keys them. */
 export type ContractName =
@@ -114,6 +121,7 @@ export async function deployAll(hre: HardhatRuntimeEnvironment, options: DeployO
       transactionHash: receipt.transactionHash,
       blockNumber: receipt.blockNumber.toString(),
       gasUsed: receipt.gasUsed.toString(),
+      constructorArgs: JSON.parse(JSON.stringify(args, (_, v: unknown) => (typeof v === "bigint" ? v.toString() : v))) as unknown[],
     };
   }
   async function call(name: ContractName, address: Address, functionName: string, args: unknown[]): Promise<void> {
