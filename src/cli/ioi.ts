@@ -201,7 +201,7 @@ function leaf(
     if (operand && operands !== self.args) self.setOptionValue(operand, self.args[0]);
     if (operands.length > 0) {
       const known = self.commands.map((c) => c.name());
-      const what = known.length ? `Unknown ${fullName} subcommand "${operands[0]}".${suggestion(operands[0]!, known)}` : `ioi ${fullName} takes no positional arguments; received "${operands[0]}".`;
+      const what = known.length ? `Unknown ${fullName} subcommand "${operands[0]}".${suggestion(operands[0]!, known)}` : `ioi ${fullName} takes ${operand ? `one positional argument; received "${operands[0]}" too` : `no positional arguments; received "${operands[0]}"`}.`;
       console.error(`${what}\nUsage: ${command.usage}`);
       io.code = 2;
       return;

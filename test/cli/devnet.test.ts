@@ -98,6 +98,11 @@ describe("ioi faucet and ioi devnet time", function () {
     const bad = await runCli(["devnet", "time", "+1y", "--rpc", box.rpc.url]);
     expect(bad.code).to.equal(2);
     expect(bad.err).to.contain('must be like +3600, +90m, +2h, +1d or +1w; received "+1y"');
+    const before = await publicClient.getBlock();
+    const two = await runCli(["devnet", "time", "+1d", "+2d", "--rpc", box.rpc.url]);
+    expect(two.code).to.equal(2);
+    expect(two.err).to.contain('ioi devnet time takes one positional argument; received "+2d" too.');
+    expect((await publicClient.getBlock()).number).to.equal(before.number);
   });
 
   describe("on a chain that is not a devnet (chain 11155111)", () => {

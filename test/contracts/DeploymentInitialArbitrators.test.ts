@@ -99,6 +99,28 @@ describe("scripts/deploy.ts: initial arbitrators and immediate asset terms", fun
     expect(drawnAt - deployedAt < BigInt(TWO_DAYS), `drawn ${drawnAt - deployedAt} s after the deployment`).to.equal(true);
   });
 
+  it("with governance other than the deployer: the asset terms are in force at once and the deployer keeps no timelock role", async () => {
+    const governor = getAddress("0x00000000000000000000000000000000000000bb");
+    const saved = process.env.IOI_GOVERNANCE;
+    process.env.IOI_GOVERNANCE = governor;
+    try {
+      const { deployment, publicClient } = await deployWith(() => ({}));
+      const dm = await hre.viem.getContractAt("DisputeManager", deployment.contracts.DisputeManager.address);
+      expect(await dm.read.assetTerms([zeroAddress])).to.deep.equal({ bondFloor: parseEther("0.001"), stakeRate: parseEther("1000") });
+      expect(await dm.read.assetTerms([deployment.contracts.LaborGas.address])).to.deep.equal({ bondFloor: parseEther("1"), stakeRate: parseEther("1") });
+      const read = (functionName: string, args: unknown[] = []) => publicClient.readContract({ address: deployment.timelock, abi: timelockAbi, functionName: functionName as never, args: args as never });
+      expect(await read("getMinDelay")).to.equal(BigInt(TWO_DAYS));
+      for (const role of ["PROPOSER_ROLE", "CANCELLER_ROLE", "EXECUTOR_ROLE", "DEFAULT_ADMIN_ROLE"]) {
+        const id = await read(role);
+        expect(await read("hasRole", [id, deployment.deployer]), `deployer ${role}`).to.equal(false);
+        if (role !== "DEFAULT_ADMIN_ROLE") expect(await read("hasRole", [id, governor]), `governance ${role}`).to.equal(true);
+      }
+    } finally {
+      if (saved === undefined) delete process.env.IOI_GOVERNANCE;
+      else process.env.IOI_GOVERNANCE = saved;
+    }
+  });
+
   it("admits nobody and names the account when one listed arbitrator is not registered", async () => {
     const indices = DEVNET_ARBITRATORS.slice(0, 3);
     let registryAddress: Address | undefined;
