@@ -53,6 +53,24 @@ const config: HardhatUserConfig = {
       ? { remote: { url: rpcUrl, accounts: deployerKey ? [deployerKey] : [] } }
       : {}),
   },
+  // Contract verification (@nomicfoundation/hardhat-verify, loaded by the toolbox): `scripts/verify.ts`
+  // verifies a whole deployment, `npx hardhat verify --network remote ADDRESS ARGS…` one contract. Etherscan's
+  // API key (IOI_EXPLORER_API_KEY) serves every chain it indexes; another Etherscan-compatible explorer (a
+  // Blockscout) is named by IOI_EXPLORER_API_URL and IOI_EXPLORER_URL for the chain IOI_EXPLORER_CHAIN_ID.
+  // Sourcify stays off: this project makes no network call it is not asked to.
+  etherscan: {
+    apiKey: process.env.IOI_EXPLORER_API_KEY ?? "",
+    customChains: process.env.IOI_EXPLORER_API_URL
+      ? [
+          {
+            network: "remote",
+            chainId: Number(process.env.IOI_EXPLORER_CHAIN_ID ?? 0),
+            urls: { apiURL: process.env.IOI_EXPLORER_API_URL, browserURL: process.env.IOI_EXPLORER_URL ?? process.env.IOI_EXPLORER_API_URL },
+          },
+        ]
+      : [],
+  },
+  sourcify: { enabled: false },
   gasReporter: {
     enabled: process.env.REPORT_GAS === "true",
     offline: true,

@@ -1,8 +1,9 @@
 /**
  * Devnet arbitrators: Hardhat accounts 20..35 each get LaborGas, register pinned to this build's judge runtime,
  * stake, and are admitted to the pool — by governance, through the Timelock (one scheduled batch, the clock
- * advanced past the delay, executed). `npm run devnet` runs this after deploying; the demo and the CLI tests
- * call {@link admitDevnetArbitrators} directly.
+ * advanced past the delay, executed), for a deployment made without them. `npm run devnet` instead has the
+ * deployment itself register and admit them (`IOI_DEVNET_ARBITRATORS=1`, {@link registerDevnetArbitrators});
+ * the demo and the CLI tests call {@link admitDevnetArbitrators} directly.
  *
  *   npx hardhat run scripts/arbitrators.ts --network localhost
  */
@@ -39,14 +40,22 @@ export type AdmitDevnetArbitratorsParameters = {
   stake?: bigint;
 };
 
-/** Registers, stakes and admits the devnet arbitrators; returns their addresses. */
-export async function admitDevnetArbitrators(p: AdmitDevnetArbitratorsParameters): Promise<Address[]> {
-  const { publicClient, wallets, deployment } = p;
+export type RegisterDevnetArbitratorsParameters = Omit<AdmitDevnetArbitratorsParameters, "deployment"> & {
+  contracts: Pick<Deployment["contracts"], "LaborGas" | "ProviderRegistry">;
+};
+
+/**
+ * Mints each devnet arbitrator its stake (wallets[0] owns LaborGas), registers it pinned to this build's judge
+ * runtime and stakes it; returns their addresses. Admission is governance's: the deployment's own (before the
+ * hand-over, `IOI_DEVNET_ARBITRATORS=1`) or the timelock's ({@link admitDevnetArbitrators}).
+ */
+export async function registerDevnetArbitrators(p: RegisterDevnetArbitratorsParameters): Promise<Address[]> {
+  const { publicClient, wallets } = p;
   const indices = p.indices ?? DEVNET_ARBITRATORS;
   const stake = p.stake ?? DEVNET_ARBITRATOR_STAKE;
   const governance = wallets[0]!;
-  const token = deployment.contracts.LaborGas.address;
-  const registry = deployment.contracts.ProviderRegistry.address;
+  const token = p.contracts.LaborGas.address;
+  const registry = p.contracts.ProviderRegistry.address;
   const runtime = judgeRuntimeHash();
   const send = async (wallet: Wallet, request: Record<string, unknown>) => {
     const hash = await wallet.writeContract(request as Parameters<Wallet["writeContract"]>[0]);
@@ -64,11 +73,18 @@ export async function admitDevnetArbitrators(p: AdmitDevnetArbitratorsParameters
     await send(wallet, { address: registry, abi: providerRegistryAbi, functionName: "bond", args: [1, stake] });
     accounts.push(wallet.account.address);
   }
+  return accounts;
+}
+
+/** Registers, stakes and admits the devnet arbitrators through the timelock; returns their addresses. */
+export async function admitDevnetArbitrators(p: AdmitDevnetArbitratorsParameters): Promise<Address[]> {
+  const { publicClient, wallets, deployment } = p;
+  const accounts = await registerDevnetArbitrators({ ...p, contracts: deployment.contracts });
   await governThroughTimelock({
     publicClient,
-    wallet: governance,
+    wallet: wallets[0]!,
     timelock: deployment.timelock,
-    calls: admitArbitratorCalls(registry, accounts, providerRegistryAbi),
+    calls: admitArbitratorCalls(deployment.contracts.ProviderRegistry.address, accounts, providerRegistryAbi),
     salt: `admit devnet arbitrators ${accounts.join(",")}`,
     wait: hardhatTimeTravel(publicClient),
   });

@@ -9,6 +9,14 @@
  *
  * The second form deploys to any EVM chain. Clients (`ioi`) pick the record by the chain id their RPC reports.
  *
+ * A new chain is usable at once (decision 0019, amendment): the timelock is created with no delay, the
+ * deployment runs the DisputeManager's asset terms through it (an asset's first terms apply at once) and, in the
+ * same batch, sets the real delay; IOI_INITIAL_ARBITRATORS=addr,addr are admitted by the deployer while it still
+ * holds the registry's GOVERNANCE_ROLE — each must be registered, staked and pinned to this judge runtime, else
+ * none is admitted, the script names which are not and fails before the hand-over (IOI_INITIAL_ARBITRATORS_WAIT
+ * seconds, default 0, polls for them first: on a public chain they register once the registry address is printed).
+ * IOI_DEVNET_ARBITRATORS=1 (set by `npm run devnet`) registers and stakes Hardhat accounts 20..35 and admits them.
+ *
  * Governance. The Timelock waits IOI_TIMELOCK_DELAY seconds (default 2 days, at least 1 day; 60 s on chain 31337) between
  * scheduling a call and executing it; IOI_GOVERNANCE (default: the deployer) is its only proposer and executor
  * and nobody administers it but itself. The deployer grants the wiring roles — DISPUTE_ROLE on both escrows to
@@ -34,7 +42,14 @@ import { encodeFunctionData, getAddress, isAddress, isHex, parseEther, zeroAddre
 
 import { judgeRuntimeHash } from "../src/arbitration/runner";
 
-export type DeployedContract = { address: Address; transactionHash: Hash; blockNumber: string; gasUsed: string };
+export type DeployedContract = {
+  address: Address;
+  transactionHash: Hash;
+  blockNumber: string;
+  gasUsed: string;
+  /** The constructor's arguments (whole numbers as decimal strings), for `scripts/verify.ts`. */
+  constructorArgs?: unknown[];
+};
 
 /** Names of the deployed contracts, as the deployment record keys them. */
 export type ContractName =
@@ -66,6 +81,8 @@ export type Deployment = {
   contracts: Record<ContractName, DeployedContract>;
   /** The DisputeManager's parameters (windows in seconds). */
   disputeParams: Record<string, string | number>;
+  /** Arbitrators admitted by the deployment itself, before governance passed to the timelock. */
+  initialArbitrators: Address[];
   /** The DisputeManager's asset terms: bond floor in the asset's base units, stake rate in LaborGas base units per 10^18 asset units. */
   assetTerms: Record<string, { asset: Address; bondFloor: string; stakeRate: string }>;
 };
@@ -73,8 +90,17 @@ export type Deployment = {
 const DAY = 24 * 3600;
 const DEVNET_CHAIN_ID = 31337;
 
+export type DeployOptions = {
+  /** Arbitrators to admit before the hand-over (default: $IOI_INITIAL_ARBITRATORS, comma-separated). */
+  initialArbitrators?: Address[];
+  /** Runs after the wiring, before the initial arbitrators are checked (the devnet registers and stakes them here). */
+  beforeAdmission?: (contracts: Pick<Record<ContractName, DeployedContract>, "LaborGas" | "ProviderRegistry">) => Promise<void>;
+  /** How long to wait for the initial arbitrators to register and stake (default: $IOI_INITIAL_ARBITRATORS_WAIT, 0). */
+  arbitratorWaitSeconds?: number;
+};
+
 /** Deploys every contract with the network's first account and returns the record (not yet written). */
-export async function deployAll(hre: HardhatRuntimeEnvironment): Promise<Deployment> {
+export async function deployAll(hre: HardhatRuntimeEnvironment, options: DeployOptions = {}): Promise<Deployment> {
   const publicClient = await hre.viem.getPublicClient();
   const [deployer] = await hre.viem.getWalletClients();
   if (!deployer) throw new Error(`No deployer account on network "${hre.network.name}"; set IOI_DEPLOYER_KEY.`);
@@ -95,6 +121,7 @@ export async function deployAll(hre: HardhatRuntimeEnvironment): Promise<Deploym
       transactionHash: receipt.transactionHash,
       blockNumber: receipt.blockNumber.toString(),
       gasUsed: receipt.gasUsed.toString(),
+      constructorArgs: JSON.parse(JSON.stringify(args, (_, v: unknown) => (typeof v === "bigint" ? v.toString() : v))) as unknown[],
     };
   }
   async function call(name: ContractName, address: Address, functionName: string, args: unknown[]): Promise<void> {
@@ -115,7 +142,11 @@ export async function deployAll(hre: HardhatRuntimeEnvironment): Promise<Deploym
   const timelockDelay = envInt("IOI_TIMELOCK_DELAY", devnet ? 60 : 2 * DAY, devnet ? 0 : DAY, 30 * DAY);
   const randomnessDelayBlocks = envInt("IOI_RANDOMNESS_DELAY_BLOCKS", devnet ? 1 : 3, 1, 128);
 
-  const timelock = await deploy("Timelock", [BigInt(timelockDelay), [governance], [governance], zeroAddress]);
+  // The timelock starts with no delay and the deployer among its proposers and executors, so that the
+  // deployment's own governance calls (the DisputeManager's first asset terms) run at once; the same batch then
+  // sets the real delay, and a deployer that is not governance renounces its timelock roles (decision 0019).
+  const bootstrap = governance === me ? [governance] : [governance, me];
+  const timelock = await deploy("Timelock", [0n, bootstrap, bootstrap, zeroAddress]);
   const laborGas = await deploy("LaborGas", [me]);
   // The deployer governs the three role-based contracts only until it has wired them; then the timelock does.
   // Bonds in LaborGas. Live gigs, open cases and panel seats lock the bonds they concern; the unbonding delay
@@ -179,12 +210,51 @@ export async function deployAll(hre: HardhatRuntimeEnvironment): Promise<Deploym
   await call("GigEscrow", gigEscrow.address, "sealRoles", []);
   await call("ProviderRegistry", providerRegistry.address, "sealRoles", []);
 
-  // Asset terms are governance's, which is already the timelock: the deployer schedules them through it when
-  // it is also the timelock's proposer (the devnet and a self-governed deployment); otherwise governance must.
+  // Asset terms are governance's, which is already the timelock: the deployer runs them through it while the
+  // timelock's delay is still 0 (the DisputeManager applies an asset's first terms at once), before hand-over.
   const assetTerms = {
     ETH: { asset: zeroAddress as Address, bondFloor: parseEther(process.env.IOI_ETH_BOND_FLOOR ?? "0.001"), stakeRate: parseEther(process.env.IOI_ETH_STAKE_RATE ?? "1000") },
     LaborGas: { asset: laborGas.address, bondFloor: parseEther(process.env.IOI_LGAS_BOND_FLOOR ?? "1"), stakeRate: parseEther(process.env.IOI_LGAS_STAKE_RATE ?? "1") },
   };
+
+  const dmAbi = (await hre.artifacts.readArtifact("DisputeManager")).abi as Abi;
+  const timelockAbi = (await hre.artifacts.readArtifact("Timelock")).abi as Abi;
+  const { governThroughTimelock } = await import("./timelock");
+  await governThroughTimelock({
+    publicClient: publicClient as never,
+    wallet: deployer as never,
+    timelock: timelock.address,
+    calls: [
+      ...Object.values(assetTerms).map((t) => ({
+        target: disputeManager.address,
+        data: encodeFunctionData({ abi: dmAbi, functionName: "setAssetTerms", args: [t.asset, { bondFloor: t.bondFloor, stakeRate: t.stakeRate }] }),
+      })),
+      // Last in the batch: from here on every governance call waits out the delay.
+      { target: timelock.address, data: encodeFunctionData({ abi: timelockAbi, functionName: "updateDelay", args: [BigInt(timelockDelay)] }) },
+    ],
+    salt: "deploy: asset terms and delay",
+    // The delay is 0: the batch is ready as soon as it is scheduled.
+    wait: async () => undefined,
+  });
+  if (governance !== me) {
+    for (const r of ["PROPOSER_ROLE", "CANCELLER_ROLE", "EXECUTOR_ROLE"]) await call("Timelock", timelock.address, "renounceRole", [await role("Timelock", timelock.address, r), me]);
+  }
+
+  // The initial arbitrators: admitted by the deployer, which still holds the registry's GOVERNANCE_ROLE, so a
+  // new chain can draw panels at once instead of after the timelock's delay. All or none.
+  const initial = options.initialArbitrators ?? envAddresses("IOI_INITIAL_ARBITRATORS");
+  if (initial.length > 0) {
+    await options.beforeAdmission?.({ LaborGas: laborGas, ProviderRegistry: providerRegistry });
+    const registryAbi = (await hre.artifacts.readArtifact("ProviderRegistry")).abi as Abi;
+    const read = (functionName: string, args: unknown[]) => publicClient.readContract({ address: providerRegistry.address, abi: registryAbi, functionName, args });
+    const notReady = await unreadyArbitrators(initial, disputeParams.judgeRuntimeHash, read, options.arbitratorWaitSeconds ?? envInt("IOI_INITIAL_ARBITRATORS_WAIT", 0, 0, 7 * DAY), providerRegistry.address);
+    if (notReady.length > 0) {
+      throw new Error(
+        `Admitted no initial arbitrator: ${notReady.join("; ")} (registry ${providerRegistry.address}). The deployer kept its roles on this half-finished deployment; fix the list and deploy again.`,
+      );
+    }
+    for (const account of initial) await call("ProviderRegistry", providerRegistry.address, "admitArbitrator", [account]);
+  }
 
   // Hand the role-based contracts to the timelock and renounce the deployer's roles.
   // (The GigEscrow has no GOVERNANCE_ROLE: its admin only grants DISPUTE_ROLE.)
@@ -226,27 +296,11 @@ export async function deployAll(hre: HardhatRuntimeEnvironment): Promise<Deploym
       Timelock: timelock,
     },
     disputeParams,
+    initialArbitrators: initial,
     assetTerms: Object.fromEntries(
       Object.entries(assetTerms).map(([k, t]) => [k, { asset: t.asset, bondFloor: t.bondFloor.toString(), stakeRate: t.stakeRate.toString() }]),
     ),
   };
-  if (governance === me) {
-    const dmAbi = (await hre.artifacts.readArtifact("DisputeManager")).abi as Abi;
-    const { governThroughTimelock, hardhatTimeTravel } = await import("./timelock");
-    const calls = Object.values(assetTerms).map((t) => ({
-      target: disputeManager.address,
-      data: encodeFunctionData({ abi: dmAbi, functionName: "setAssetTerms", args: [t.asset, { bondFloor: t.bondFloor, stakeRate: t.stakeRate }] }),
-    }));
-    // Off the devnet the deployer can only schedule: executing waits out the delay (`scripts/timelock.ts`).
-    await governThroughTimelock({
-      publicClient: publicClient as never,
-      wallet: deployer as never,
-      timelock: timelock.address,
-      calls,
-      salt: "deploy: asset terms",
-      wait: devnet ? hardhatTimeTravel(publicClient as never) : undefined,
-    });
-  }
   return deployment;
 }
 
@@ -276,6 +330,42 @@ function envInt(name: string, fallback: number, min: number, max: number): numbe
     throw new Error(`${name} must be a whole number from ${min} to ${max}; received ${raw}.`);
   }
   return value;
+}
+
+/**
+ * Which of `accounts` cannot be admitted yet, each as "ADDRESS is not registered as an arbitrator" (or not
+ * staked, or pinned to another judge runtime); polls every 5 s for up to `waitSeconds` until none is left.
+ */
+async function unreadyArbitrators(
+  accounts: readonly Address[],
+  runtime: Hex,
+  read: (functionName: string, args: unknown[]) => Promise<unknown>,
+  waitSeconds: number,
+  registry: Address,
+): Promise<string[]> {
+  const deadline = Date.now() + waitSeconds * 1000;
+  if (waitSeconds > 0) console.log(`Waiting up to ${waitSeconds} s for ${accounts.length} initial arbitrators to register and stake at ${registry}…`);
+  for (;;) {
+    const problems: string[] = [];
+    const minimum = (await read("minArbitratorStake", [])) as bigint;
+    for (const account of accounts) {
+      if (!(await read("isRegistered", [1, account]))) problems.push(`${account} is not registered as an arbitrator`);
+      else if (((await read("bondOf", [1, account])) as { active: bigint }).active < minimum) problems.push(`${account} has not staked the minimum arbitrator stake`);
+      else if ((await read("judgeRuntimeHashOf", [account])) !== runtime) problems.push(`${account} pinned another judge runtime than ${runtime}`);
+    }
+    if (problems.length === 0 || Date.now() >= deadline) return problems;
+    await new Promise((resolve) => setTimeout(resolve, 5_000));
+  }
+}
+
+function envAddresses(name: string): Address[] {
+  const raw = process.env[name];
+  if (raw === undefined || raw.trim() === "") return [];
+  const list = raw.split(",").map((a) => a.trim());
+  for (const a of list) if (!isAddress(a)) throw new Error(`${name} must be a comma-separated list of addresses; "${a}" is not one.`);
+  const unique = [...new Set(list.map((a) => getAddress(a)))];
+  if (unique.length !== list.length) throw new Error(`${name} names an address twice.`);
+  return unique;
 }
 
 function envAddress(name: string, fallback: Address): Address {
@@ -311,16 +401,29 @@ export function writeDeployment(deployment: Deployment, directory = process.env.
 
 async function main(): Promise<void> {
   const hre = (await import("hardhat")).default;
-  const deployment = await deployAll(hre);
+  const options: DeployOptions = {};
+  if (process.env.IOI_DEVNET_ARBITRATORS === "1") {
+    // `npm run devnet`: Hardhat accounts 20..35 register and stake during the deployment and are admitted in it.
+    const publicClient = await hre.viem.getPublicClient();
+    if ((await publicClient.getChainId()) !== DEVNET_CHAIN_ID) throw new Error("IOI_DEVNET_ARBITRATORS=1 uses Hardhat's well-known keys and runs only on chain 31337.");
+    const wallets = await hre.viem.getWalletClients();
+    const { DEVNET_ARBITRATORS, registerDevnetArbitrators } = await import("./arbitrators");
+    options.initialArbitrators = DEVNET_ARBITRATORS.map((i) => getAddress(wallets[i]!.account.address));
+    options.beforeAdmission = async (contracts) => {
+      await registerDevnetArbitrators({ publicClient: publicClient as never, wallets: wallets as never, contracts });
+    };
+  }
+  const deployment = await deployAll(hre, options);
   const file = writeDeployment(deployment);
   console.log(`Deployed to ${deployment.network} (chain ${deployment.chainId}):`);
   for (const [name, c] of Object.entries(deployment.contracts)) console.log(`  ${name.padEnd(20)} ${c.address}  block ${c.blockNumber}`);
   console.log(`Governance is the Timelock ${deployment.timelock} (delay ${deployment.timelockDelay} s; proposer and executor ${deployment.governance}); the deployer holds no role.`);
-  if (deployment.governance !== deployment.deployer) {
-    console.log(`Governance ${deployment.governance} must set the DisputeManager's asset terms through the timelock (scripts/timelock.ts) before cases can open.`);
-  } else if (deployment.chainId !== DEVNET_CHAIN_ID) {
-    console.log(`The asset terms are scheduled on the timelock; execute them after ${deployment.timelockDelay} s with scripts/timelock.ts.`);
-  }
+  console.log(`Asset terms set (applied at once): ${Object.keys(deployment.assetTerms).join(", ")}.`);
+  console.log(
+    deployment.initialArbitrators.length > 0
+      ? `Admitted ${deployment.initialArbitrators.length} initial arbitrators before the hand-over: panels can be drawn now.`
+      : "No initial arbitrators (IOI_INITIAL_ARBITRATORS): admissions now go through the timelock (scripts/timelock.ts).",
+  );
   console.log(`Wrote ${path.relative(process.cwd(), file)}`);
 }
 

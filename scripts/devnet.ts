@@ -1,7 +1,7 @@
 /**
  * `npm run devnet`: starts `hardhat node` on 127.0.0.1:8545 (40 funded accounts), deploys every contract to it,
- * writes `deployments/localhost.json`, registers, stakes and admits 16 arbitrators (accounts 20..35) through
- * the timelock (`scripts/arbitrators.ts`), and keeps the node running until Ctrl-C.
+ * writes `deployments/localhost.json` — the deployment itself registers, stakes and admits 16 arbitrators
+ * (accounts 20..35) before it hands governance to the timelock — and keeps the node running until Ctrl-C.
  */
 import { spawn, spawnSync } from "node:child_process";
 import path from "node:path";
@@ -47,23 +47,15 @@ async function main(): Promise<void> {
 
   const url = `http://${HOST}:${PORT}`;
   await waitForRpc(url, 60_000);
+  // The deployment registers, stakes and admits the 16 devnet arbitrators before it hands governance over.
   const deploy = spawnSync(process.execPath, [hardhatBin, "run", "scripts/deploy.ts", "--network", "localhost"], {
     cwd: root,
     stdio: "inherit",
-    env: { ...process.env },
+    env: { ...process.env, IOI_DEVNET_ARBITRATORS: "1" },
   });
   if (deploy.status !== 0) {
     stop();
     throw new Error("Deploying to the devnet failed.");
-  }
-  const admit = spawnSync(process.execPath, [hardhatBin, "run", "scripts/arbitrators.ts", "--network", "localhost"], {
-    cwd: root,
-    stdio: "inherit",
-    env: { ...process.env },
-  });
-  if (admit.status !== 0) {
-    stop();
-    throw new Error("Admitting the devnet arbitrators failed.");
   }
   console.log(`Devnet running at ${url} (chain 31337). Ctrl-C stops it.`);
 }

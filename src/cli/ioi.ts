@@ -26,6 +26,7 @@ import { MONEY_COMMANDS, PROVIDER_COMMANDS, REGISTRY_HELP, REGISTRY_OPTIONS } fr
 import { OPTION_HELP } from "./option-help";
 import { SESSION_KEY_COMMANDS } from "./session-key";
 import { API_GROUP } from "./api";
+import { DEVNET_GROUP, FAUCET_COMMAND } from "./devnet";
 
 /** The package's version, from the package.json above this file (in the source tree or a built dist/). */
 export function packageVersion(): string {
@@ -112,6 +113,8 @@ function buildProgram(io: CliState): Commander {
   }
   leaf(program, "arbitrate", ARBITRATE_COMMAND, DISPUTE_OPTIONS, DISPUTE_HELP, "Dispute options:", io);
   group(program.command("api").description(API_GROUP.summary), "api", API_GROUP.commands, {}, [], "", io);
+  leaf(program, "faucet", FAUCET_COMMAND, {}, [], "", io);
+  group(program.command("devnet").description(DEVNET_GROUP.summary), "devnet", DEVNET_GROUP.commands, {}, [], "", io);
   return program;
 }
 
@@ -192,10 +195,13 @@ function leaf(
   });
   cmd.action(async (...args: unknown[]) => {
     const self = args[args.length - 1] as Commander;
-    const operands = self.args;
+    // A command with an operand (`ioi devnet time +1d`) takes its first positional argument as that option.
+    const operand = (command as Command & { operand?: string }).operand;
+    const operands = operand && self.args.length > 0 && self.getOptionValue(operand) === undefined ? self.args.slice(1) : self.args;
+    if (operand && operands !== self.args) self.setOptionValue(operand, self.args[0]);
     if (operands.length > 0) {
       const known = self.commands.map((c) => c.name());
-      const what = known.length ? `Unknown ${fullName} subcommand "${operands[0]}".${suggestion(operands[0]!, known)}` : `ioi ${fullName} takes no positional arguments; received "${operands[0]}".`;
+      const what = known.length ? `Unknown ${fullName} subcommand "${operands[0]}".${suggestion(operands[0]!, known)}` : `ioi ${fullName} takes ${operand ? `one positional argument; received "${operands[0]}" too` : `no positional arguments; received "${operands[0]}"`}.`;
       console.error(`${what}\nUsage: ${command.usage}`);
       io.code = 2;
       return;

@@ -62,6 +62,11 @@ export const OPTION_HELP: Record<string, OptionHelp> = {
   once: { text: "scan once and exit instead of watching until Ctrl-C" },
   "min-received": { value: "WEI", text: "refuse unless the channel's deposit grows by at least this much (default: the amount)" },
   amount: { value: "AMOUNT", text: "the amount (see the command's usage for its unit)" },
+  // Devnet (ioi faucet, ioi devnet time)
+  to: { value: "ADDR", text: "the address to fund" },
+  eth: { value: "N", text: "ETH to add, a decimal amount (default 10; 0 adds none)" },
+  lgas: { value: "N", text: "LaborGas to mint, a decimal amount (default 1000; 0 mints none)" },
+  duration: { value: "+DURATION", text: "time to add: +3600, +90m, +2h, +1d, +1w (or as the first argument)" },
   // Session keys and sponsors (issue 14, decision 0025)
   payer: { value: "ADDR", text: "the payer who signs the channel's tickets, when not the acting key (which then only funds: a sponsored channel)" },
   "ref-out": { value: "FILE", text: "write the channel reference (terms and opening block) the payer needs, as JSON" },
