@@ -25,6 +25,7 @@ import type { ChannelStore } from "../store/store";
 import { listCases, listChannels, listGigs, listReceipts, loadRecords, onChainRoot, upipRecord, type PageReading } from "./data";
 import { PACKAGE_ROOT } from "../core/package-root";
 import { unitOf } from "./money";
+import { explorerFor, readHealth, type HeadWatch } from "./health";
 
 export type UiParameters = {
   store: ChannelStore;
@@ -49,6 +50,14 @@ export type UiParameters = {
   actions?: { wallet: Wallet };
   /** How often the live figures are sampled (ms). */
   sampleMs?: number;
+  /** The acting key whose wallet, bonds and claimable payouts the health panel shows (default: the actions wallet's). */
+  account?: Address;
+  /** Block explorer base URL; default IOI_EXPLORER_URL, else the table by chain id in `./health.ts` (none for devnets). */
+  explorerUrl?: string;
+  /** Health alerts: a channel window closing within this many minutes (default 60). */
+  windowAlertMinutes?: number;
+  /** Health alerts: the chain counts as stopped after this many seconds without a new head (default 120). */
+  stallSeconds?: number;
 };
 
 export type UiServer = { url: string; port: number; app: FastifyInstance; close: () => Promise<void> };
@@ -86,6 +95,9 @@ function histogramTotals(text: string, name: string): { sum: number; count: numb
 }
 
 export async function startUi(p: UiParameters): Promise<UiServer> {
+  // A bad IOI_EXPLORER_URL stops the start with one sentence rather than a broken link later.
+  const explorer = explorerFor(await p.publicClient.getChainId(), p.explorerUrl ?? process.env.IOI_EXPLORER_URL);
+  const headWatch: { current: HeadWatch } = { current: undefined };
   const files = new Map(Object.entries(STATIC).map(([url, [file, type]]) => [url, { body: readFileSync(file), type }]));
   const app = Fastify({ logger: false, bodyLimit: 1024 });
   const token = randomBytes(16).toString("hex");
@@ -159,6 +171,24 @@ export async function startUi(p: UiParameters): Promise<UiServer> {
     actions: p.actions !== undefined,
     ...(p.actions ? { token } : {}),
   }));
+
+  app.get("/api/health", async () =>
+    readHealth(
+      {
+        store: p.store,
+        publicClient: p.publicClient,
+        escrow: p.escrow,
+        disputeManager: p.disputeManager,
+        gigEscrow: p.gigEscrow,
+        account: p.account ?? p.actions?.wallet.account.address,
+        metricsUrl: p.metricsUrl,
+        explorer,
+        windowAlertMinutes: p.windowAlertMinutes,
+        stallSeconds: p.stallSeconds,
+      },
+      headWatch,
+    ),
+  );
 
   app.get("/api/channels", async () => ({ channels: await listChannels(p.store, p.publicClient, p.escrow) }));
 
