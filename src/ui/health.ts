@@ -51,7 +51,7 @@ export function explorerFor(chainId: number, configured?: string): string | null
     }
     return configured.replace(/\/+$/, "");
   }
-  return EXPLORERS[chainId] ?? null;
+  return DEVNET_CHAIN_IDS.has(chainId) ? null : (EXPLORERS[chainId] ?? null);
 }
 
 export const addressLink = (base: string | null, address: Address): string | null => (base === null ? null : `${base}/address/${address}`);
@@ -76,9 +76,9 @@ export type AlertInputs = {
   providerText?: { active: string; minimum: string };
   arbitratorText?: { active: string; minimum: string };
   claimable: { where: string; amount: bigint; text: string }[];
-  /** Seconds since the page saw the head change, and the threshold past which the chain counts as stopped. */
+  /** Seconds since the page saw the head change, and the threshold past which the chain counts as stopped (null: never). */
   secondsSinceAdvance: number;
-  stallSeconds: number;
+  stallSeconds: number | null;
   head: bigint;
 };
 
@@ -117,7 +117,7 @@ export function deriveAlerts(i: AlertInputs): Alert[] {
   for (const c of i.claimable) {
     if (c.amount > 0n) alerts.push({ kind: "unclaimed", severity: "warning", subject: c.where, message: `${c.text} waits to be claimed in the ${c.where}.` });
   }
-  if (i.secondsSinceAdvance >= i.stallSeconds) {
+  if (i.stallSeconds !== null && i.secondsSinceAdvance >= i.stallSeconds) {
     alerts.push({ kind: "chain-stalled", severity: "warning", subject: "chain", message: `The chain head (block ${i.head}) has not advanced for ${i.secondsSinceAdvance} s.` });
   }
   return alerts;
@@ -143,7 +143,7 @@ export type DaemonView = { name: string; url: string | null; status: "up" | "dow
 export type HealthView = {
   account: Address | null;
   accountLink: string | null;
-  chain: { chainId: number; head: string; headTimestamp: string; secondsSinceAdvance: number; blockAgeSeconds: number };
+  chain: { chainId: number; head: string; headTimestamp: string; secondsSinceAdvance: number; blockAgeSeconds: number; stallSeconds: number | null };
   wallet: { eth: Money; lgas: Money } | null;
   bondToken: Address | null;
   registry: Address | null;
@@ -167,9 +167,15 @@ export type HealthParameters = {
   explorer: string | null;
   /** Alert when a channel's window closes within this many minutes (default 60). */
   windowAlertMinutes?: number;
-  /** The chain counts as stopped after this many seconds without a new head (default 120). */
+  /**
+   * The chain counts as stopped after this many seconds without a new head (default 120; on a devnet — chain id
+   * 31337 or 1337, which mines only when sent a transaction — no default: an idle devnet is not a stopped chain).
+   */
   stallSeconds?: number;
 };
+
+/** Chain ids of local devnets (Hardhat, Ganache/Geth dev): no explorer, and blocks only on demand. */
+export const DEVNET_CHAIN_IDS: ReadonlySet<number> = new Set([31337, 1337]);
 
 /** What the page remembers between reads: when it last saw the head change. */
 export type HeadWatch = { head: bigint; seenAt: number } | undefined;
@@ -300,7 +306,7 @@ export async function readHealth(p: HealthParameters, watch: { current: HeadWatc
     ...(arbitrator ? { arbitratorText: { active: arbitrator.active.text, minimum: arbitrator.minimum.text } } : {}),
     claimable: claimableReadings,
     secondsSinceAdvance,
-    stallSeconds: p.stallSeconds ?? 120,
+    stallSeconds: p.stallSeconds ?? (DEVNET_CHAIN_IDS.has(chainId) ? null : 120),
     head: block.number,
   });
   const contracts = [
@@ -313,7 +319,7 @@ export async function readHealth(p: HealthParameters, watch: { current: HeadWatc
   return {
     account,
     accountLink: account ? addressLink(p.explorer, account) : null,
-    chain: { chainId, head: block.number.toString(), headTimestamp: block.timestamp.toString(), secondsSinceAdvance, blockAgeSeconds },
+    chain: { chainId, head: block.number.toString(), headTimestamp: block.timestamp.toString(), secondsSinceAdvance, blockAgeSeconds, stallSeconds: p.stallSeconds ?? (DEVNET_CHAIN_IDS.has(chainId) ? null : 120) },
     wallet,
     bondToken: bondToken ?? null,
     registry: registry ?? null,

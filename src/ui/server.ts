@@ -25,7 +25,7 @@ import type { ChannelStore } from "../store/store";
 import { listCases, listChannels, listGigs, listReceipts, loadRecords, onChainRoot, upipRecord, type PageReading } from "./data";
 import { PACKAGE_ROOT } from "../core/package-root";
 import { unitOf } from "./money";
-import { explorerFor, readHealth, type HeadWatch } from "./health";
+import { explorerFor, readHealth, txLink, type HeadWatch } from "./health";
 
 export type UiParameters = {
   store: ChannelStore;
@@ -190,7 +190,10 @@ export async function startUi(p: UiParameters): Promise<UiServer> {
     ),
   );
 
-  app.get("/api/channels", async () => ({ channels: await listChannels(p.store, p.publicClient, p.escrow) }));
+  // Transactions link to the explorer when the chain has one (none on a devnet): the server makes the URLs.
+  app.get("/api/channels", async () => ({
+    channels: (await listChannels(p.store, p.publicClient, p.escrow)).map((c) => (c.settlement ? { ...c, settlement: { ...c.settlement, link: txLink(explorer, c.settlement.transactionHash) } } : c)),
+  }));
 
   app.get<{ Params: { id: string }; Querystring: { offset?: string; limit?: string } }>("/api/channels/:id/receipts", async (request, reply) => {
     const sessionId = sessionParam(request.params.id, reply);
@@ -221,7 +224,7 @@ export async function startUi(p: UiParameters): Promise<UiServer> {
   const records = () => loadRecords(p.recordsDir);
   app.get("/api/cases", async () => {
     if (!p.disputeManager) return { cases: [], gigs: [], note: "No DisputeManager address: start ioi ui with --dispute-manager or a deployment record." };
-    const cases = await listCases(p.publicClient, p.disputeManager, records(), p.reading);
+    const cases = (await listCases(p.publicClient, p.disputeManager, records(), p.reading)).map((c) => (c.resolved ? { ...c, resolved: { ...c.resolved, link: txLink(explorer, c.resolved.transactionHash) } } : c));
     const gigs = p.gigEscrow ? await listGigs(p.publicClient, p.gigEscrow, cases, p.reading) : [];
     return { cases, gigs };
   });

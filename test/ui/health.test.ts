@@ -29,10 +29,12 @@ describe("issue 29 item 8: health alerts and explorer links (pure)", () => {
     expect(owed.map((a) => [a.kind, a.message])).to.deep.equal([["unclaimed", "1 wei waits to be claimed in the GigEscrow."]]);
     expect(kinds({ secondsSinceAdvance: 119 })).to.deep.equal([]);
     expect(kinds({ secondsSinceAdvance: 120 })).to.deep.equal(["chain-stalled"]);
+    expect(kinds({ secondsSinceAdvance: 10_000, stallSeconds: null }), "stall alerts off (a devnet)").to.deep.equal([]);
   });
 
   it("links to the configured explorer, to the table's for a known chain, to none on a devnet, and refuses a bad URL", () => {
     expect(explorerFor(31337)).to.equal(null);
+    expect(explorerFor(1337)).to.equal(null);
     expect(explorerFor(11155111)).to.equal("https://sepolia.etherscan.io");
     expect(explorerFor(31337, "https://scan.example/x/")).to.equal("https://scan.example/x");
     expect(explorerFor(1, "https://scan.example")).to.equal("https://scan.example");

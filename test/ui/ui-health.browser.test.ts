@@ -73,8 +73,8 @@ describe("issue 29 item 8: the page's health panel against the chain (headless b
 
     const store = SqliteStore.open(path.join(dir, "provider.db"));
     cleanup.push(() => store.close());
-    const start = async (extra: { metricsUrl?: string }) => {
-      const ui: UiServer = await startUi({ store, publicClient, escrow: c.GasEscrow.address, disputeManager: c.DisputeManager.address, gigEscrow: c.GigEscrow.address, account, stallSeconds: 3600, sampleMs: 250, ...extra });
+    const start = async (extra: { metricsUrl?: string; stallSeconds?: number }) => {
+      const ui: UiServer = await startUi({ store, publicClient, escrow: c.GasEscrow.address, disputeManager: c.DisputeManager.address, gigEscrow: c.GigEscrow.address, account, sampleMs: 250, ...extra });
       cleanup.push(() => ui.close());
       return ui;
     };
@@ -224,5 +224,23 @@ describe("issue 29 item 8: the page's health panel against the chain (headless b
     expect(errors).to.deep.equal([]);
     await page.close();
     await served.close();
+  });
+
+  it("issue 29 item 8: a chain that stops advancing raises an alert, and a new block clears it; a devnet has none by default", async () => {
+    const { start } = w;
+    // By default an automining devnet is never "stopped" (the first test saw no alert but the bond's).
+    const ui = await start({ stallSeconds: 2 });
+    const { page, errors } = await open(ui.url);
+    await page.waitForSelector('#alerts li[data-kind="chain-stalled"]', { timeout: 20_000 });
+    const text = await page.$eval('#alerts li[data-kind="chain-stalled"]', (li) => li.textContent);
+    expect(text).to.match(/^The chain head \(block \d+\) has not advanced for \d+ s\.$/);
+    await hre.network.provider.send("evm_mine", []);
+    // The page saw the new head: the alert is gone and the time since the head advanced starts again from zero.
+    await page.waitForFunction(
+      () => document.querySelector('#alerts li[data-kind="chain-stalled"]') === null && Number((document.querySelector("#health-chain .since-advance") as HTMLElement | null)?.dataset.seconds) < 2,
+      { timeout: 20_000 },
+    );
+    expect(errors).to.deep.equal([]);
+    await page.close();
   });
 });

@@ -21,6 +21,8 @@ const short = (hex) => (hex ? `${hex.slice(0, 10)}…${hex.slice(-6)}` : "–");
  */
 const money = (m, classes = "num") => el("span", { class: `money ${classes}`, title: `${m.amount} base units of ${m.symbol}`, "data-amount": m.amount, "data-symbol": m.symbol }, m.text);
 const duration = (s) => (s === null ? "–" : s === 0 ? "ended" : s >= 3600 ? `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min` : s >= 60 ? `${Math.floor(s / 60)} min ${s % 60} s` : `${s} s`);
+/** A time span in seconds; 0 is "0 s", not "ended". */
+const ago = (s) => (s === 0 ? "0 s" : duration(s));
 async function api(path, options) {
   const response = await fetch(path, options);
   const body = await response.json();
@@ -72,7 +74,7 @@ async function loadChannels() {
           "td",
           { class: "settlement" },
           ...(c.settlement
-            ? [el("span", { class: "to-provider" }, "provider ", money(c.settlement.paidToProvider)), ", ", el("span", { class: "fee" }, "fee ", money(c.settlement.fee)), ", ", el("span", { class: "to-funder" }, "funder ", money(c.settlement.refundedToFunder))]
+            ? [el("span", { class: "to-provider" }, "provider ", money(c.settlement.paidToProvider)), ", ", el("span", { class: "fee" }, "fee ", money(c.settlement.fee)), ", ", el("span", { class: "to-funder" }, "funder ", money(c.settlement.refundedToFunder)), ...(c.settlement.link ? [" ", el("a", { href: c.settlement.link, class: "explorer", target: "_blank", rel: "noopener noreferrer" }, "tx")] : [])]
             : ["–"]),
         ),
         el("td", {}, duration(c.windowSecondsLeft)),
@@ -243,7 +245,7 @@ async function loadCases() {
     if (c.resolved) {
       const m = c.resolved.money;
       row("remedy", el("span", { class: "remedy" }, `${c.resolved.verdict}: refunded ${m.refunded.text}, slashed ${m.slashed.text} of bond, ${m.burned.text} of the losing bond burnt, fees ${m.arbitrationFees.text}`));
-      row("enforced in", el("span", { class: "hash resolved-tx" }, c.resolved.transactionHash));
+      row("enforced in", c.resolved.link ? el("a", { href: c.resolved.link, class: "hash resolved-tx explorer", target: "_blank", rel: "noopener noreferrer" }, c.resolved.transactionHash) : el("span", { class: "hash resolved-tx" }, c.resolved.transactionHash));
     }
     const changes = el("table", { class: "balances" }, el("thead", {}, el("tr", {}, el("th", {}, "party"), el("th", {}, "account"), el("th", {}, "change"), el("th", {}, "where"), el("th", {}, "what"))));
     const where = { wallet: "balance", bond: "bond in the registry", claimable: "claimable", channel: "channel payout" };
@@ -310,8 +312,9 @@ async function loadHealth() {
   const facts = [
     ["chain id", h.chain.chainId],
     ["head", el("span", { class: "head" }, h.chain.head)],
-    ["since the head advanced", el("span", { class: "since-advance", "data-seconds": h.chain.secondsSinceAdvance }, duration(h.chain.secondsSinceAdvance))],
-    ["head block's age", duration(h.chain.blockAgeSeconds)],
+    ["since the head advanced (seen by this page)", el("span", { class: "since-advance", "data-seconds": h.chain.secondsSinceAdvance }, ago(h.chain.secondsSinceAdvance))],
+    ["head block's age (its timestamp)", ago(h.chain.blockAgeSeconds)],
+    ["stopped after", h.chain.stallSeconds === null ? "no stall alert on a devnet (it mines on demand)" : ago(h.chain.stallSeconds)],
     ["explorer", h.explorer ?? "none for this chain (set IOI_EXPLORER_URL)"],
   ];
   $("#health-chain").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
