@@ -59,6 +59,8 @@ export const UI_COMMAND: Command = {
     } catch (error) {
       throw new UsageError((error as EndpointError).shortMessage.replace("the provider node", "the page"));
     }
+    const shown = values.account as string | undefined;
+    if (shown !== undefined && !isAddress(shown)) throw new UsageError(`--account must be an address (0x and 40 hex digits); received "${shown.slice(0, 80)}".`);
     const account = values["allow-actions"] ? loadAccount(values) : undefined;
     const { publicClient, wallet, chainId } = await rpcClients(values, account);
     const reading = readingOf(values, chainId);
@@ -69,8 +71,6 @@ export const UI_COMMAND: Command = {
     const fromBlock = [escrowBlock, disputeManager?.fromBlock, gigEscrow?.fromBlock].reduce<bigint>((a, b) => (b !== undefined && b < a ? b : a), escrowBlock);
     const metricsUrl = values["metrics-url"] as string | undefined;
     if (metricsUrl !== undefined && !/^https?:\/\/[^\s]+$/.test(metricsUrl)) throw new UsageError(`--metrics-url must be an http URL such as http://127.0.0.1:9464/metrics; received "${metricsUrl}".`);
-    const shown = values.account as string | undefined;
-    if (shown !== undefined && !isAddress(shown)) throw new UsageError(`--account must be an address (0x and 40 hex digits); received "${shown.slice(0, 80)}".`);
     const store = openStore(values, "provider");
     try {
       // The page server (fastify) loads only when the page is served: `ioi --help` stays fast.
