@@ -13,11 +13,12 @@ import os from "node:os";
 import path from "node:path";
 import hre from "hardhat";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
-import { erc20Abi, getAddress, keccak256, stringToBytes, zeroAddress, type Address, type PublicClient } from "viem";
+import { erc20Abi, getAddress, keccak256, parseGwei, stringToBytes, zeroAddress, type Address, type PublicClient } from "viem";
 
 import { providerRegistryAbi } from "../../src/abi/ProviderRegistry";
 import { disputeManagerAbi } from "../../src/arbitration/chain";
-import { gasEscrowAbi, type Wallet } from "../../src/chain/escrow";
+import { closeUnilateral, finalizeClose, gasEscrowAbi, openChannel, type Wallet } from "../../src/chain/escrow";
+import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../../src/core/terms";
 import { gigEscrowAbi } from "../../src/chain/gig";
 import { ETH_UNIT, formatAmountAdaptive } from "../../src/core/format";
 import { NodeMetrics, serveMetrics } from "../../src/node/metrics";
@@ -79,7 +80,7 @@ describe("issue 29 item 8: the page's health panel against the chain (headless b
       return ui;
     };
     browser = await puppeteer.launch({ args: [...chromium.args, "--lang=en-US"], env: { ...process.env, LANG: "en_US.UTF-8", LC_ALL: "en_US.UTF-8" }, executablePath: await chromium.executablePath(), headless: true, defaultViewport: { width: 1400, height: 900 } });
-    return { publicClient, c, registry, lgas, provider, account, minimum, write, start };
+    return { publicClient, wallets, c, registry, lgas, provider, account, minimum, write, start, store };
   }
   let w: Awaited<ReturnType<typeof world>>;
   before(async () => {
@@ -240,6 +241,53 @@ describe("issue 29 item 8: the page's health panel against the chain (headless b
       () => document.querySelector('#alerts li[data-kind="chain-stalled"]') === null && Number((document.querySelector("#health-chain .since-advance") as HTMLElement | null)?.dataset.seconds) < 2,
       { timeout: 20_000 },
     );
+    expect(errors).to.deep.equal([]);
+    await page.close();
+  });
+
+  it("issue 29 item 8: a channel whose window closes within the hour raises an alert until it settles; the settlement links to the explorer", async () => {
+    const { publicClient, wallets, c, account, start, store } = w;
+    // A payer opens a channel to the acting key (the provider) and closes it unilaterally with no ticket: a
+    // one-hour challenge window, which the provider's store records as the watchtower would.
+    const payerWallet = wallets[ROLE.payer]!;
+    const payer = getAddress(payerWallet.account.address);
+    const pricing: PricingTerms = { version: "1", unit: "invocation", pricePerInvocation: 1000n };
+    const escrow = c.GasEscrow.address;
+    const opened = await openChannel({
+      wallet: payerWallet,
+      publicClient,
+      escrow,
+      amount: parseGwei("5"),
+      terms: { payer, provider: account, funder: payer, asset: NATIVE_ASSET, termsHash: termsHashOf(pricing), policyHash: `0x${"22".repeat(32)}`, challengeDuration: 3600n, nonce: 2908n },
+    });
+    await store.putChannel({ sessionId: opened.sessionId, role: "provider", ref: opened.ref, pricing, escrow, chainId: await publicClient.getChainId(), deposit: opened.deposit, status: "open" });
+    const closed = await closeUnilateral({ wallet: payerWallet, publicClient, escrow, ref: opened.ref, ticket: undefined });
+    await store.putClosing(opened.sessionId, { state: closed.state, finalizesAt: closed.finalizesAt, closer: payer, txHash: closed.hash });
+    await store.updateChannel(opened.sessionId, { status: "closing" });
+
+    process.env.IOI_EXPLORER_URL = EXPLORER;
+    let ui: UiServer;
+    try {
+      ui = await start({});
+    } finally {
+      delete process.env.IOI_EXPLORER_URL;
+    }
+    const { page, errors } = await open(ui.url);
+    const closing = `#alerts li[data-kind="window-closing"][data-subject="${opened.sessionId}"]`;
+    await page.waitForSelector(closing, { timeout: 20_000 });
+    const left = Number(closed.finalizesAt - (await publicClient.getBlock()).timestamp);
+    expect(left).to.be.within(1, 3600);
+    expect(await page.$eval(closing, (li) => li.textContent)).to.equal(`The challenge window of channel ${opened.sessionId} closes in ${Math.ceil(left / 60)} min.`);
+
+    // The window passes and the channel is finalized: the alert goes, the settlement links to its transaction.
+    await hre.network.provider.send("evm_increaseTime", [3601]);
+    await hre.network.provider.send("evm_mine", []);
+    const settled = await finalizeClose({ wallet: payerWallet, publicClient, escrow, ref: opened.ref, recorded: closed.state });
+    await page.waitForFunction((s) => document.querySelector(s) === null, { timeout: 20_000 }, closing);
+    await page.click('nav button[data-tab="channels"]');
+    const link = `#channels tr[data-session="${opened.sessionId}"] .settlement a.explorer`;
+    await page.waitForSelector(link, { timeout: 20_000 });
+    expect(await page.$eval(link, (a) => (a as HTMLAnchorElement).href)).to.equal(`${EXPLORER}/tx/${settled.hash}`);
     expect(errors).to.deep.equal([]);
     await page.close();
   });
