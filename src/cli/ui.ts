@@ -1,7 +1,7 @@
 /**
  * `ioi ui`: serves the operator's page (src/ui/server.ts) until Ctrl-C. Read-only unless --allow-actions.
  */
-import type { Address, PublicClient } from "viem";
+import { getAddress, isAddress, type Address, type PublicClient } from "viem";
 
 import { deployedContract, readingOf, rpcClients } from "./chain";
 import { existsSync } from "node:fs";
@@ -30,7 +30,7 @@ async function optionalAddress(
 
 export const UI_COMMAND: Command = {
   summary: "serve a local web page of the store's channels, receipts (proved in the browser), gigs, cases and bench results",
-  usage: "ioi ui [--host 127.0.0.1] [--port 7070] [--db PATH] [--records DIR] [--bench FILE] [--metrics-url URL] [--dispute-manager ADDR] [--gig-escrow ADDR] [--allow-actions]",
+  usage: "ioi ui [--host 127.0.0.1] [--port 7070] [--db PATH] [--records DIR] [--bench FILE] [--metrics-url URL] [--dispute-manager ADDR] [--gig-escrow ADDR] [--account ADDR] [--allow-actions]",
   notes: [
     "  --host H            address to bind (default 127.0.0.1; anything else exposes the page and needs --allow-public)",
     "  --port N            TCP port (default 7070; 0 = any free port)",
@@ -38,6 +38,8 @@ export const UI_COMMAND: Command = {
     "  --records DIR       challenge packages and resolutions (JSON) to show and offer for download with their cases",
     "  --bench FILE        bench results to chart (default bench/results.json)",
     "  --metrics-url URL   the provider's /metrics (ioi provider --metrics), for live latency",
+    "  --account ADDR      the key whose wallet, bond, stake and claimable payouts the health panel shows (default: the --allow-actions key)",
+    "IOI_EXPLORER_URL (e.g. https://sepolia.etherscan.io) links addresses to an explorer; known chains have one by default, devnets none.",
     "  --allow-actions     allow close, challenge, finalize and claim from the page, signed with the key in --key-env",
     "Without --allow-actions the page changes nothing.",
   ],
@@ -50,6 +52,7 @@ export const UI_COMMAND: Command = {
     "dispute-manager": { type: "string" },
     "gig-escrow": { type: "string" },
     "allow-actions": { type: "boolean" },
+    account: { type: "string" },
     "allow-public": { type: "boolean" },
   },
   run: async (values, out) => {
@@ -59,6 +62,8 @@ export const UI_COMMAND: Command = {
     } catch (error) {
       throw new UsageError((error as EndpointError).shortMessage.replace("the provider node", "the page"));
     }
+    const shown = values.account as string | undefined;
+    if (shown !== undefined && !isAddress(shown)) throw new UsageError(`--account must be an address (0x and 40 hex digits); received "${shown.slice(0, 80)}".`);
     const account = values["allow-actions"] ? loadAccount(values) : undefined;
     const { publicClient, wallet, chainId } = await rpcClients(values, account);
     const reading = readingOf(values, chainId);
@@ -90,6 +95,7 @@ export const UI_COMMAND: Command = {
         host,
         port: Number(uint(values, "port", "TCP port (0 = any free port)", 7070n)),
         ...(wallet ? { actions: { wallet } } : {}),
+        ...(shown !== undefined ? { account: getAddress(shown) } : {}),
       });
       console.log(JSON.stringify({ event: "ui.ready", url: ui.url, actions: wallet !== undefined }));
       await new Promise<void>((resolve) => {

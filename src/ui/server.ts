@@ -25,6 +25,7 @@ import type { ChannelStore } from "../store/store";
 import { listCases, listChannels, listGigs, listReceipts, loadRecords, onChainRoot, upipRecord, type PageReading } from "./data";
 import { PACKAGE_ROOT } from "../core/package-root";
 import { unitOf } from "./money";
+import { explorerFor, readHealth, txLink, type HeadWatch } from "./health";
 
 export type UiParameters = {
   store: ChannelStore;
@@ -49,6 +50,14 @@ export type UiParameters = {
   actions?: { wallet: Wallet };
   /** How often the live figures are sampled (ms). */
   sampleMs?: number;
+  /** The acting key whose wallet, bonds and claimable payouts the health panel shows (default: the actions wallet's). */
+  account?: Address;
+  /** Block explorer base URL; default IOI_EXPLORER_URL, else the table by chain id in `./health.ts` (none for devnets). */
+  explorerUrl?: string;
+  /** Health alerts: a channel window closing within this many minutes (default 60). */
+  windowAlertMinutes?: number;
+  /** Health alerts: the chain counts as stopped after this many seconds without a new head (default 120). */
+  stallSeconds?: number;
 };
 
 export type UiServer = { url: string; port: number; app: FastifyInstance; close: () => Promise<void> };
@@ -86,6 +95,9 @@ function histogramTotals(text: string, name: string): { sum: number; count: numb
 }
 
 export async function startUi(p: UiParameters): Promise<UiServer> {
+  // A bad IOI_EXPLORER_URL stops the start with one sentence rather than a broken link later.
+  const explorer = explorerFor(await p.publicClient.getChainId(), p.explorerUrl ?? process.env.IOI_EXPLORER_URL);
+  const headWatch: { current: HeadWatch } = { current: undefined };
   const files = new Map(Object.entries(STATIC).map(([url, [file, type]]) => [url, { body: readFileSync(file), type }]));
   const app = Fastify({ logger: false, bodyLimit: 1024 });
   const token = randomBytes(16).toString("hex");
@@ -160,7 +172,28 @@ export async function startUi(p: UiParameters): Promise<UiServer> {
     ...(p.actions ? { token } : {}),
   }));
 
-  app.get("/api/channels", async () => ({ channels: await listChannels(p.store, p.publicClient, p.escrow) }));
+  app.get("/api/health", async () =>
+    readHealth(
+      {
+        store: p.store,
+        publicClient: p.publicClient,
+        escrow: p.escrow,
+        disputeManager: p.disputeManager,
+        gigEscrow: p.gigEscrow,
+        account: p.account ?? p.actions?.wallet.account.address,
+        metricsUrl: p.metricsUrl,
+        explorer,
+        windowAlertMinutes: p.windowAlertMinutes,
+        stallSeconds: p.stallSeconds,
+      },
+      headWatch,
+    ),
+  );
+
+  // Transactions link to the explorer when the chain has one (none on a devnet): the server makes the URLs.
+  app.get("/api/channels", async () => ({
+    channels: (await listChannels(p.store, p.publicClient, p.escrow)).map((c) => (c.settlement ? { ...c, settlement: { ...c.settlement, link: txLink(explorer, c.settlement.transactionHash) } } : c)),
+  }));
 
   app.get<{ Params: { id: string }; Querystring: { offset?: string; limit?: string } }>("/api/channels/:id/receipts", async (request, reply) => {
     const sessionId = sessionParam(request.params.id, reply);
@@ -191,7 +224,7 @@ export async function startUi(p: UiParameters): Promise<UiServer> {
   const records = () => loadRecords(p.recordsDir);
   app.get("/api/cases", async () => {
     if (!p.disputeManager) return { cases: [], gigs: [], note: "No DisputeManager address: start ioi ui with --dispute-manager or a deployment record." };
-    const cases = await listCases(p.publicClient, p.disputeManager, records(), p.reading);
+    const cases = (await listCases(p.publicClient, p.disputeManager, records(), p.reading)).map((c) => (c.resolved ? { ...c, resolved: { ...c.resolved, link: txLink(explorer, c.resolved.transactionHash) } } : c));
     const gigs = p.gigEscrow ? await listGigs(p.publicClient, p.gigEscrow, cases, p.reading) : [];
     return { cases, gigs };
   });

@@ -21,6 +21,8 @@ const short = (hex) => (hex ? `${hex.slice(0, 10)}…${hex.slice(-6)}` : "–");
  */
 const money = (m, classes = "num") => el("span", { class: `money ${classes}`, title: `${m.amount} base units of ${m.symbol}`, "data-amount": m.amount, "data-symbol": m.symbol }, m.text);
 const duration = (s) => (s === null ? "–" : s === 0 ? "ended" : s >= 3600 ? `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min` : s >= 60 ? `${Math.floor(s / 60)} min ${s % 60} s` : `${s} s`);
+/** A time span in seconds; 0 is "0 s", not "ended". */
+const ago = (s) => (s === 0 ? "0 s" : duration(s));
 async function api(path, options) {
   const response = await fetch(path, options);
   const body = await response.json();
@@ -32,7 +34,7 @@ async function api(path, options) {
 for (const button of document.querySelectorAll("nav button")) {
   button.addEventListener("click", () => {
     for (const b of document.querySelectorAll("nav button")) b.classList.toggle("active", b === button);
-    for (const tab of ["channels", "cases", "bench"]) $(`#tab-${tab}`).hidden = tab !== button.dataset.tab;
+    for (const tab of ["channels", "cases", "health", "bench"]) $(`#tab-${tab}`).hidden = tab !== button.dataset.tab;
     if (button.dataset.tab === "cases") loadCases().catch((error) => ($("#cases").textContent = `error: ${error.message}`));
     if (button.dataset.tab === "bench") loadBench().catch((error) => ($("#bench-when").textContent = `error: ${error.message}`));
   });
@@ -72,7 +74,7 @@ async function loadChannels() {
           "td",
           { class: "settlement" },
           ...(c.settlement
-            ? [el("span", { class: "to-provider" }, "provider ", money(c.settlement.paidToProvider)), ", ", el("span", { class: "fee" }, "fee ", money(c.settlement.fee)), ", ", el("span", { class: "to-funder" }, "funder ", money(c.settlement.refundedToFunder))]
+            ? [el("span", { class: "to-provider" }, "provider ", money(c.settlement.paidToProvider)), ", ", el("span", { class: "fee" }, "fee ", money(c.settlement.fee)), ", ", el("span", { class: "to-funder" }, "funder ", money(c.settlement.refundedToFunder)), ...(c.settlement.link ? [" ", el("a", { href: c.settlement.link, class: "explorer", target: "_blank", rel: "noopener noreferrer" }, "tx")] : [])]
             : ["–"]),
         ),
         el("td", {}, duration(c.windowSecondsLeft)),
@@ -243,7 +245,7 @@ async function loadCases() {
     if (c.resolved) {
       const m = c.resolved.money;
       row("remedy", el("span", { class: "remedy" }, `${c.resolved.verdict}: refunded ${m.refunded.text}, slashed ${m.slashed.text} of bond, ${m.burned.text} of the losing bond burnt, fees ${m.arbitrationFees.text}`));
-      row("enforced in", el("span", { class: "hash resolved-tx" }, c.resolved.transactionHash));
+      row("enforced in", c.resolved.link ? el("a", { href: c.resolved.link, class: "hash resolved-tx explorer", target: "_blank", rel: "noopener noreferrer" }, c.resolved.transactionHash) : el("span", { class: "hash resolved-tx" }, c.resolved.transactionHash));
     }
     const changes = el("table", { class: "balances" }, el("thead", {}, el("tr", {}, el("th", {}, "party"), el("th", {}, "account"), el("th", {}, "change"), el("th", {}, "where"), el("th", {}, "what"))));
     const where = { wallet: "balance", bond: "bond in the registry", claimable: "claimable", channel: "channel payout" };
@@ -276,6 +278,52 @@ async function loadCases() {
     );
   }
   if (cases.length === 0 && !note) container.append(el("p", { class: "note" }, "No cases on-chain."));
+}
+
+// --- health: every figure and sentence comes formatted from the server (src/ui/health.ts) ---
+/** An address, linked to the explorer when the server sent a link (none on a devnet). */
+const linked = (address, link) => (link ? el("a", { href: link, class: "explorer hash", target: "_blank", rel: "noopener noreferrer", title: address }, address) : el("span", { class: "hash", title: address }, address));
+async function loadHealth() {
+  const h = await api("/api/health");
+  $("#alert-count").hidden = h.alerts.length === 0;
+  $("#alert-count").textContent = `${h.alerts.length} alert${h.alerts.length === 1 ? "" : "s"}`;
+  $("#alerts").replaceChildren(...(h.alerts.length ? h.alerts.map((a) => el("li", { class: a.severity, "data-kind": a.kind, "data-subject": a.subject }, a.message)) : [el("li", { class: "none" }, "No alerts.")]));
+  $("#health-account").replaceChildren(h.account ? linked(h.account, h.accountLink) : "none: start ioi ui with --account ADDR or --allow-actions");
+  $("#health-wallet tbody").replaceChildren(...(h.wallet ? [el("tr", { "data-asset": "eth" }, el("td", {}, "ETH"), el("td", { class: "num" }, money(h.wallet.eth))), el("tr", { "data-asset": "lgas" }, el("td", {}, h.wallet.lgas.symbol), el("td", { class: "num" }, money(h.wallet.lgas)))] : []));
+  $("#health-bonds tbody").replaceChildren(
+    ...[["provider", h.provider], ["arbitrator", h.arbitrator]]
+      .filter(([, b]) => b)
+      .map(([role, b]) =>
+        el(
+          "tr",
+          { "data-role": role, class: b.belowMinimum ? "below" : "" },
+          el("td", {}, role === "provider" ? "provider bond" : "arbitrator stake"),
+          el("td", {}, b.registered ? "yes" : "no"),
+          el("td", { class: "num active" }, money(b.active)),
+          el("td", { class: "num pending" }, money(b.pending)),
+          el("td", { class: "unlock-at", "data-unlock-at": b.unlockAt }, b.unlockAt === "0" ? "–" : new Date(Number(b.unlockAt) * 1000).toISOString()),
+          el("td", { class: "num locks" }, b.locks),
+          el("td", { class: "num minimum" }, money(b.minimum)),
+          el("td", { class: "standing" }, !b.registered ? "not registered" : b.belowMinimum ? "below minimum" : "ok"),
+        ),
+      ),
+  );
+  $("#health-claimable tbody").replaceChildren(...h.claimable.map((c) => el("tr", { "data-where": c.where, "data-asset": c.amount.asset }, el("td", {}, c.where), el("td", { class: "num" }, money(c.amount)))));
+  const facts = [
+    ["chain id", h.chain.chainId],
+    ["head", el("span", { class: "head" }, h.chain.head)],
+    ["since the head advanced (seen by this page)", el("span", { class: "since-advance", "data-seconds": h.chain.secondsSinceAdvance }, ago(h.chain.secondsSinceAdvance))],
+    ["head block's age (its timestamp)", ago(h.chain.blockAgeSeconds)],
+    ["stopped after", h.chain.stallSeconds === null ? "no stall alert on a devnet (it mines on demand)" : ago(h.chain.stallSeconds)],
+    ["explorer", h.explorer ?? "none for this chain (set IOI_EXPLORER_URL)"],
+  ];
+  $("#health-chain").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
+  $("#health-daemons tbody").replaceChildren(
+    ...h.daemons.map((d) =>
+      el("tr", { "data-daemon": d.name, "data-status": d.status }, el("td", {}, d.name), el("td", { class: "hash" }, d.url ?? "–"), el("td", { class: "status" }, d.status === "not configured" ? "not configured" : `${d.status} (${d.detail})`), el("td", {}, Object.entries(d.figures).map(([k, v]) => `${k} ${v}`).join(", ") || "–")),
+    ),
+  );
+  $("#health-contracts tbody").replaceChildren(...h.contracts.map((c) => el("tr", { "data-contract": c.name }, el("td", {}, c.name), el("td", {}, linked(c.address, c.link)))));
 }
 
 // --- bench ---
@@ -324,7 +372,7 @@ async function tick() {
   } catch (error) {
     problems.push(error.message);
   }
-  for (const part of [loadLive, loadChannels]) {
+  for (const part of [loadLive, loadChannels, loadHealth]) {
     try {
       await part();
     } catch (error) {
@@ -334,6 +382,6 @@ async function tick() {
   $("#problems").textContent = problems.join("; ");
   document.body.dataset.updated = String(Date.now());
 }
-window.ioiUi = { tick, loadCases, loadBench, showReceipts, hexToBytes };
+window.ioiUi = { tick, loadCases, loadBench, loadHealth, showReceipts, hexToBytes };
 await tick();
 setInterval(tick, 1000);
