@@ -248,7 +248,7 @@ export class AlertEmitter {
     return [...this.#active.values()];
   }
 
-  /** Applies the alerts that hold now; resolves once every webhook POST has answered, failed or timed out. */
+  /** Applies the alerts that hold now; resolves once every webhook POST has answered, failed or timed out (in turn). */
   async update(current: readonly Alert[]): Promise<{ raised: Alert[]; cleared: Alert[] }> {
     const { raised, cleared, active } = diffAlerts(this.#active, current);
     this.#active = active;
@@ -263,7 +263,8 @@ export class AlertEmitter {
     }
     const changes = [...raised.map((alert) => ({ event: "alert.raised" as const, alert })), ...cleared.map((alert) => ({ event: "alert.cleared" as const, alert }))];
     for (const change of changes) this.parameters.onChange?.(change);
-    await Promise.all(changes.map((change) => this.#post(change)));
+    // One after another, so a receiver sees them in the order they happened; each is bounded by the timeout.
+    for (const change of changes) await this.#post(change);
     return { raised, cleared };
   }
 
