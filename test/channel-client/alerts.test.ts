@@ -30,6 +30,7 @@ import {
 import { NodeMetrics, serveMetrics } from "../../src/node/metrics";
 import { Watchtower } from "../../src/node/watchtower";
 import { SqliteStore } from "../../src/store/sqlite-store";
+import { runCli } from "../helpers/cli";
 import { MIN_PROVIDER_BOND, unsealedSystemFixture } from "../helpers/system";
 import { closeUnilateral, ether, expectDeltas, mined, openSession, PAYER_KEY, paymentTicketOf, rootOf, signTicket, snapshot, type Session } from "../adversarial/helpers";
 
@@ -145,6 +146,29 @@ describe("issue 29 item 4: alerts and top-ups", function () {
       expect(() => parseWebhookUrl("ftp://x")).to.throw(AlertOptionError);
       expect(() => parseWebhookUrl("not a url")).to.throw(AlertOptionError);
     });
+  });
+
+  describe("ioi watchtower options", () => {
+    const env = { IOI_PRIVATE_KEY: `0x${"01".repeat(32)}`, IOI_RPC_URL: "http://127.0.0.1:1", IOI_ESCROW: undefined };
+    const cases: [string[], RegExp][] = [
+      [["--top-up-below", "1eth", "--top-up-to", "2eth"], /needs all of --top-up-below, --top-up-to and --top-up-max-per-day; received only --top-up-below, --top-up-to\.$/],
+      [["--top-up-below", "2eth", "--top-up-to", "1eth", "--top-up-max-per-day", "3eth"], /--top-up-to \(1000000000000000000\) must be at least --top-up-below/],
+      [["--top-up-below", "lots", "--top-up-to", "1eth", "--top-up-max-per-day", "3eth"], /--top-up-below must be a whole number of wei/],
+      [["--alert-webhook", "ftp://example.org/x"], /--alert-webhook must be an http\(s\) URL/],
+      [["--alert-stall-polls", "3"], /--alert-stall-polls tunes alerts: add --alerts/],
+      [["--alerts", "--alert-window-margin", "0"], /--alert-window-margin/],
+    ];
+    for (const [argv, pattern] of cases) {
+      it(`refuses ${argv.join(" ")} with one sentence and a non-zero exit, before any RPC call`, async () => {
+        const { code, out, err } = await runCli(["watchtower", "--once", ...argv], env);
+        expect(code).to.not.equal(0);
+        // One sentence, then the command's usage line (as every UsageError prints).
+        const [sentence, usage] = (err + out).trim().split("\n");
+        expect(sentence).to.match(/^ioi watchtower failed — UsageError: /);
+        expect(sentence).to.match(pattern);
+        expect(usage).to.match(/^Usage: ioi watchtower /);
+      });
+    }
   });
 
   describe("AlertEmitter", () => {
