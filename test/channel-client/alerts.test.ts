@@ -319,6 +319,23 @@ describe("issue 29 item 4: alerts and top-ups", function () {
         expect(raisedBond.details).to.deep.include({ role: "provider", account: s.provider.account.address, active: (MIN_PROVIDER_BOND * 5n).toString(), minimum: (MIN_PROVIDER_BOND * 6n).toString() });
         const text = await (await fetch(`http://127.0.0.1:${server.port}/metrics`)).text();
         for (const kind of ["bond_low", "window_closing", "chain_stalled"]) expect(text).to.include(`ioi_alerts_raised_total{kind="${kind}"} 1`);
+
+        // What one alert check costs: every call the tower makes on its client, counted.
+        const calls: string[] = [];
+        const counted = new Proxy(s.publicClient as unknown as PublicClient, {
+          get(target, name, receiver) {
+            const value = Reflect.get(target, name, receiver) as unknown;
+            if (typeof value !== "function") return value;
+            return (...args: unknown[]) => {
+              calls.push(String(name));
+              return (value as (...a: unknown[]) => unknown).apply(target, args);
+            };
+          },
+        });
+        const measured = new Watchtower({ ...tower.parameters, publicClient: counted, alerts: { emitter: new AlertEmitter(), disputeManager: s.disputes.address } });
+        await measured.checkAlerts();
+        // getBlock, registry(), isRegistered × 2, bondOf + minProviderBond, claimableOf + claimable (one asset).
+        expect(calls).to.have.length(8);
       } finally {
         await server.close();
         await hook.close();
