@@ -9,7 +9,7 @@ import type { PublicClient } from "viem";
 import { AlertEmitter, AlertOptionError, checkTopUpPolicy, DEFAULT_ALERT_POLICY, parseWebhookUrl, type AlertPolicy, type TopUpPolicy } from "../node/alerts";
 import type { Logger } from "../node/log";
 import type { NodeMetrics } from "../node/metrics";
-import { deployedAddress } from "./chain";
+import { deployedAddress, givenAddress } from "./chain";
 import { boundedUint, UsageError, weiAmount } from "./common";
 
 export const ALERT_OPTIONS = {
@@ -18,6 +18,8 @@ export const ALERT_OPTIONS = {
   "alert-webhook-timeout": { type: "string" },
   "alert-window-margin": { type: "string" },
   "alert-stall-polls": { type: "string" },
+  /** Where arbitration fees are claimable (default $IOI_DISPUTE_MANAGER, else the chain's deployment record). */
+  "dispute-manager": { type: "string" },
 } as const satisfies ParseArgsConfig["options"];
 
 export const TOP_UP_OPTIONS = {
@@ -33,6 +35,7 @@ export const ALERT_NOTES = [
   "                            stood still for --alert-stall-polls N polls (default 20)",
   "  --alert-webhook URL       also POST each raise and clear as JSON (implies --alerts); --alert-webhook-timeout MS",
   "                            (default 5000); a failed POST is logged, never fatal",
+  "  --dispute-manager ADDR    where fees are claimable (default $IOI_DISPUTE_MANAGER, else the deployment record)",
 ];
 
 export const TOP_UP_NOTES = [
@@ -70,6 +73,7 @@ export function alertSettingsFrom(values: Record<string, unknown>): { policy: Al
     if (tuned.length > 0) throw new UsageError(`--${tuned[0]} tunes alerts: add --alerts (or --alert-webhook URL).`);
     return undefined;
   }
+  givenAddress(values, "dispute-manager", "IOI_DISPUTE_MANAGER"); // a malformed address is refused before any RPC call
   let webhook: URL | undefined;
   try {
     webhook = webhookText === undefined ? undefined : parseWebhookUrl(webhookText);
@@ -96,7 +100,10 @@ export async function watchtowerAlerts(
   metrics: NodeMetrics | undefined,
 ) {
   // Fees are looked up where a DisputeManager is known; without one, only escrow payouts are watched.
-  const disputeManager = await deployedAddress(values, publicClient, "dispute-manager", "IOI_DISPUTE_MANAGER", "DisputeManager").catch(() => undefined);
+  // One named by --dispute-manager must be right (a wrong one is an error, not a silent gap).
+  const lookup = deployedAddress(values, publicClient, "dispute-manager", "IOI_DISPUTE_MANAGER", "DisputeManager");
+  const disputeManager = values["dispute-manager"] !== undefined ? await lookup : await lookup.catch(() => undefined);
+  if (!disputeManager) logger.info({ event: "alerts.no_dispute_manager" }, "no DisputeManager known for this chain: unclaimed arbitration fees are not watched");
   const emitter = new AlertEmitter({ logger, metrics, ...(settings.webhook ? { webhook: settings.webhook } : {}), webhookTimeoutMs: settings.webhookTimeoutMs });
   return { emitter, policy: settings.policy, ...(disputeManager ? { disputeManager } : {}) };
 }

@@ -30,7 +30,11 @@ import {
 import { NodeMetrics, serveMetrics } from "../../src/node/metrics";
 import { Watchtower } from "../../src/node/watchtower";
 import { SqliteStore } from "../../src/store/sqlite-store";
-import { runCli } from "../helpers/cli";
+import { cliSandbox, runCli } from "../helpers/cli";
+import { readFileSync } from "node:fs";
+import { toHex } from "viem";
+import { HARDHAT_MNEMONIC } from "../helpers/fixtures";
+import { mnemonicToAccount } from "viem/accounts";
 import { MIN_PROVIDER_BOND, unsealedSystemFixture } from "../helpers/system";
 import { closeUnilateral, ether, expectDeltas, mined, openSession, PAYER_KEY, paymentTicketOf, rootOf, signTicket, snapshot, type Session } from "../adversarial/helpers";
 
@@ -157,6 +161,7 @@ describe("issue 29 item 4: alerts and top-ups", function () {
       [["--alert-webhook", "ftp://example.org/x"], /--alert-webhook must be an http\(s\) URL/],
       [["--alert-stall-polls", "3"], /--alert-stall-polls tunes alerts: add --alerts/],
       [["--alerts", "--alert-window-margin", "0"], /--alert-window-margin/],
+      [["--alerts", "--dispute-manager", "0x12"], /--dispute-manager must be an address/],
     ];
     for (const [argv, pattern] of cases) {
       it(`refuses ${argv.join(" ")} with one sentence and a non-zero exit, before any RPC call`, async () => {
@@ -341,6 +346,34 @@ describe("issue 29 item 4: alerts and top-ups", function () {
         await hook.close();
         await store.close();
       }
+    });
+  });
+
+  describe("ioi watchtower --once with a policy, from the CLI", function () {
+    this.timeout(120_000);
+    const box = cliSandbox("ioi-alerts-cli-");
+
+    it("tops up the payer's low channel from the funder's key and logs it; alerts run without raising anything", async () => {
+      const s = await loadFixture(unsealedSystemFixture);
+      const db = path.join(box.dir, "payer.db");
+      const store = SqliteStore.open(db);
+      const session = await openSession(s, s.token.address, { deposit: ether("2") });
+      await store.putChannel({ sessionId: session.sessionId, role: "payer", ref: session.ref, pricing: { version: "1", unit: "invocation", pricePerInvocation: 1n }, escrow: s.escrow.address, chainId: session.domain.chainId, deposit: ether("2"), status: "open" });
+      await store.putTicket(session.sessionId, await signPaymentTicket({ account: PAYER_KEY, domain: session.domain, ticket: paymentTicketOf(session, 1n, ether("1.5"), rootOf(1n)) }));
+      await store.close();
+      const funderKey = toHex(mnemonicToAccount(HARDHAT_MNEMONIC, { addressIndex: 1 }).getHdKey().privateKey!);
+      const logFile = path.join(box.dir, "tower.log");
+      const snap = await snapshot(s);
+      const argv = ["watchtower", "--once", "--json", "--rpc", box.rpc.url, "--escrow", s.escrow.address, "--dispute-manager", s.disputes.address, "--db", db, "--from-block", "0", "--log-file", logFile,
+        "--alerts", "--top-up-below", "1eth", "--top-up-to", "2eth", "--top-up-max-per-day", "5eth"];
+      const result = await runCli(argv, { IOI_PRIVATE_KEY: funderKey });
+      expect(result.code, result.err).to.equal(0);
+      expect(result.out).to.include(`Topped up ${session.sessionId} by ${ether("1.5")}`);
+      expect(await s.escrow.read.depositOf([session.sessionId])).to.equal(ether("3.5"));
+      await expectDeltas(s, snap, { LGAS: { client: -ether("1.5"), escrow: ether("1.5") } });
+      const events = readFileSync(logFile, "utf8").trim().split("\n").map((l) => (JSON.parse(l) as { event?: string }).event);
+      expect(events).to.include("watchtower.topped_up");
+      expect(events).to.not.include("alert.raised");
     });
   });
 });
