@@ -96,7 +96,8 @@ export type WatchtowerParameters = {
   metrics?: NodeMetrics;
   /**
    * Top-up policy of the store's open payer channels (issue 29 item 4): a channel whose deposit minus the newest
-   * ticket's amount is below `below` gets a deposit from the tower's wallet that brings it back to `to`, never
+   * ticket's amount is below `below` gets a deposit from the tower's wallet (when it is the channel's funder, who
+   * gets every refund) that brings it back to `to`, never
    * more than `maxPerDay` per asset in any rolling 24 hours of chain time; every deposit is simulated first.
    */
   topUp?: TopUpPolicy;
@@ -175,6 +176,8 @@ export class Watchtower {
     const now = (await publicClient.getBlock()).timestamp;
     const byAsset = new Map<Address, { sessionId: Hex; deposit: bigint; spent: bigint }[]>();
     for (const channel of store.listChannels({ status: "open", role: "payer" })) {
+      // A channel's refund goes to its funder: a top-up from any other key would be a gift to the funder.
+      if (!isAddressEqual(channel.ref.terms.funder, wallet.account.address)) continue;
       const deposit = await publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "depositOf", args: [channel.sessionId] });
       if (deposit === 0n) continue; // not open on-chain (any more): the events will say so
       const asset = channel.ref.terms.asset.toLowerCase() as Address;

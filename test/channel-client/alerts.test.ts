@@ -213,6 +213,9 @@ describe("issue 29 item 4: alerts and top-ups", function () {
         const fromBlock = await s.publicClient.getBlockNumber();
         const session = await openSession(s, s.token.address, { deposit: ether("2") });
         await store.putChannel({ sessionId: session.sessionId, role: "payer", ref: session.ref, pricing: { version: "1", unit: "invocation", pricePerInvocation: 1n }, escrow: s.escrow.address, chainId: session.domain.chainId, deposit: ether("2"), status: "open" });
+        // A second channel of the store that another key funds: its refund would go there, so it is never topped up.
+        const foreign = await openSession(s, s.token.address, { deposit: ether("0.1"), terms: { nonce: 77n, funder: s.stranger.account.address }, from: s.stranger });
+        await store.putChannel({ sessionId: foreign.sessionId, role: "payer", ref: foreign.ref, pricing: { version: "1", unit: "invocation", pricePerInvocation: 1n }, escrow: s.escrow.address, chainId: foreign.domain.chainId, deposit: ether("0.1"), status: "open" });
         const metrics = new NodeMetrics({ defaultMetrics: false });
         const toppedUp: bigint[] = [];
         const errors: unknown[] = [];
@@ -252,6 +255,7 @@ describe("issue 29 item 4: alerts and top-ups", function () {
         expect(await s.escrow.read.depositOf([session.sessionId])).to.equal(ether("4.6"));
         expect(errors).to.deep.equal([]);
         expect((await metrics.topUps.get()).values[0]!.value).to.equal(3);
+        expect(await s.escrow.read.depositOf([foreign.sessionId])).to.equal(ether("0.1"));
         // Only the opening deposit predates the snapshot: the funder paid exactly the three top-ups.
         await expectDeltas(s, snap, { LGAS: { client: -ether("2.6"), escrow: ether("2.6") } });
       } finally {
