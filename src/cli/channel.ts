@@ -100,6 +100,7 @@ import { formatAmountWithBase, formatDate, formatDuration, formatMoment } from "
 import { parseDocument } from "../arbitration/document";
 import { icsFromJson, icsHash, type Ics } from "../arbitration/ics";
 import { LOG_OPTIONS, METRICS_OPTION, loggerFrom, startMetrics } from "../node/observability";
+import { ALERT_NOTES, ALERT_OPTIONS, alertSettingsFrom, TOP_UP_NOTES, TOP_UP_OPTIONS, topUpPolicyFrom, watchtowerAlerts } from "./alert-options";
 
 // The node, the payer client (with the sealed transport and ML-KEM/ML-DSA) and the watchtower load only when
 // a command that runs one is called, so `ioi --help` and the quick commands start fast (`npm run bench -- --cli`).
@@ -128,6 +129,7 @@ export const COMMANDS: Record<string, Command> = {
       "  --host IP             address to listen on (default 127.0.0.1); a non-loopback one needs --allow-public",
       "  --terms-file FILE     the terms document offered (schemas/terms.schema.json: metered pricing with a cap per",
       "                        call, model snapshot ids, dispute rules, required receipts); --model must be one it lists",
+      ...ALERT_NOTES,
     ],
     options: {
       port: { type: "string" },
@@ -141,6 +143,7 @@ export const COMMANDS: Record<string, Command> = {
       "worker-env": { type: "string", multiple: true },
       ...METRICS_OPTION,
       ...LOG_OPTIONS,
+      ...ALERT_OPTIONS,
     },
     run: runProvider,
   },
@@ -226,8 +229,9 @@ export const COMMANDS: Record<string, Command> = {
   },
   watchtower: {
     summary: "watch the escrow and answer stale closes of the store's channels; finalise when due",
-    usage: "ioi watchtower [--from-block N] [--once] [--metrics HOST:PORT] [--log-level L] [--log-file PATH]",
-    options: { "from-block": { type: "string" }, once: { type: "boolean" }, ...METRICS_OPTION, ...LOG_OPTIONS },
+    usage: "ioi watchtower [--from-block N] [--once] [--metrics HOST:PORT] [--log-level L] [--log-file PATH] [--alerts] [--alert-webhook URL] [--top-up-below A --top-up-to A --top-up-max-per-day A]",
+    notes: [...ALERT_NOTES, ...TOP_UP_NOTES],
+    options: { "from-block": { type: "string" }, once: { type: "boolean" }, ...METRICS_OPTION, ...LOG_OPTIONS, ...ALERT_OPTIONS, ...TOP_UP_OPTIONS },
     run: runWatchtower,
   },
   results: {
@@ -334,6 +338,7 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
     if (error instanceof WorkerEnvError) throw new UsageError(error.shortMessage);
     throw error;
   }
+  const alertSettings = alertSettingsFrom(values);
   const { publicClient, wallet, escrow, domain, chainId, fromBlock } = await chainClients(values, account);
   const reading = readingOf(values, chainId);
   const log = (line: string) => process.stderr.write(`provider: ${line}\n`);
@@ -375,6 +380,7 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
     name: `watchtower:${account.address.toLowerCase()}`,
     // The provider collects by itself (issue 28 item 7): due closes are finalised and payouts claimed.
     finalize: true,
+    ...(alertSettings ? { alerts: await watchtowerAlerts(alertSettings, values, publicClient, logger.child({ component: "alerts" }), metrics?.metrics) } : {}),
     onAnswer: (a) => console.log(JSON.stringify({ event: "watchtower.answered", sessionId: a.sessionId, staleSeq: a.staleSeq.toString(), answeredSeq: a.answeredSeq.toString(), inWindow: a.inWindow, txHash: a.txHash })),
     // The node learns from the same events when a bound channel closes or settles, and stops serving it.
     onEvents: (events) => node.applyEscrowEvents(events),
@@ -922,6 +928,8 @@ async function runFinalize(values: Record<string, unknown>, out: Out): Promise<v
 
 async function runWatchtower(values: Record<string, unknown>, out: Out): Promise<void> {
   const account = loadAccount(values);
+  const alertSettings = alertSettingsFrom(values);
+  const topUp = topUpPolicyFrom(values);
   const { publicClient, wallet, escrow, chainId, fromBlock } = await chainClients(values, account);
   const reading = readingOf(values, chainId);
   const store = openStore(values, "provider");
@@ -938,6 +946,9 @@ async function runWatchtower(values: Record<string, unknown>, out: Out): Promise
     ...reading,
     name: `watchtower:${account.address.toLowerCase()}`,
     finalize: true,
+    ...(alertSettings ? { alerts: await watchtowerAlerts(alertSettings, values, publicClient, logger.child({ component: "alerts" }), metrics?.metrics) } : {}),
+    ...(topUp ? { topUp } : {}),
+    onTopUp: (sessionId, amount, hash) => out.lines.push(`Topped up ${sessionId} by ${amount} in ${hash}.`),
     onAnswer: (a) => out.lines.push(`Answered the stale close of ${a.sessionId} (seq ${a.staleSeq}) with seq ${a.answeredSeq}${a.inWindow ? " inside the window" : ""}.`),
     onFinalized: (sessionId, hash) => out.lines.push(`Finalised ${sessionId} in ${hash}.`),
   });

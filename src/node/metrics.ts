@@ -12,6 +12,11 @@
  * | `ioi_unpaid_exposure_wei{session}` | gauge | what the newest ticket promises the provider and the chain has not paid out yet |
  * | `ioi_watchtower_lag_blocks` | gauge | chain head minus the last block the watchtower fully processed |
  * | `ioi_chain_rpc_errors_total{source}` | counter | failed chain reads or writes seen by the node or the watchtower |
+ * | `ioi_alerts_active{kind}` | gauge | alerts holding now, by kind (`window_closing`, `bond_low`, `unclaimed_payout`, `unclaimed_fee`, `chain_stalled`) |
+ * | `ioi_alerts_raised_total{kind}` | counter | alerts raised (each condition once until it clears), by kind |
+ * | `ioi_alert_webhook_failures_total` | counter | alert webhook POSTs that failed or timed out |
+ * | `ioi_top_ups_total` | counter | deposits the top-up policy made |
+ * | `ioi_top_up_amount_total` | counter | what they deposited, in the asset's base units (a double) |
  *
  * Labels carry only session ids, error names and sources, never secrets. Exposure is in wei as a JS
  * number (Prometheus samples are doubles); it is exact below 2^53 wei and approximate beyond.
@@ -41,6 +46,11 @@ export class NodeMetrics {
   readonly unpaidExposure: Gauge<"session">;
   readonly watchtowerLag: Gauge;
   readonly rpcErrors: Counter<"source">;
+  readonly alertsActive: Gauge<"kind">;
+  readonly alertsRaised: Counter<"kind">;
+  readonly alertWebhookFailures: Counter;
+  readonly topUps: Counter;
+  readonly topUpAmount: Counter;
   readonly #open = new Set<Hex>();
   #lag: (() => Promise<number | undefined>) | undefined;
 
@@ -74,6 +84,11 @@ export class NodeMetrics {
       },
     });
     this.rpcErrors = new Counter({ name: "ioi_chain_rpc_errors_total", help: "Failed chain reads or writes, by source.", labelNames: ["source"], registers });
+    this.alertsActive = new Gauge({ name: "ioi_alerts_active", help: "Alerts holding now, by kind.", labelNames: ["kind"], registers });
+    this.alertsRaised = new Counter({ name: "ioi_alerts_raised_total", help: "Alerts raised (once per condition until it clears), by kind.", labelNames: ["kind"], registers });
+    this.alertWebhookFailures = new Counter({ name: "ioi_alert_webhook_failures_total", help: "Alert webhook POSTs that failed or timed out.", registers });
+    this.topUps = new Counter({ name: "ioi_top_ups_total", help: "Channel deposits made by the top-up policy.", registers });
+    this.topUpAmount = new Counter({ name: "ioi_top_up_amount_total", help: "Base units of the channels' assets the top-up policy deposited.", registers });
     if (parameters.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: "ioi_" });
   }
 

@@ -20,13 +20,17 @@
  * (a provider's pipelined ticket commits fewer receipts than the payer accepted), it anchors that commit while
  * the window is open, so every receipt stays provable in a session case (decision 0003; issue 27 finding 9).
  *
- * It runs inside the provider node and on its own (`ioi watchtower`) against the same store.
+ * It runs inside the provider node and on its own (`ioi watchtower`) against the same store. With `topUp` it
+ * keeps the store's open payer channels funded by a stated policy (below / to / max per day, decision 0024), and
+ * with `alerts` it raises and clears alerts (`./alerts`) on every poll: a window about to close, a bond or stake
+ * below the registry's minimum, an unclaimed payout or fee, a head that stopped advancing.
  */
-import { isAddressEqual, type Address, type Hex, type PublicClient } from "viem";
+import { erc20Abi, isAddressEqual, zeroAddress, type Address, type Hex, type PublicClient } from "viem";
 
 import { ChainFollower, type EscrowEvent } from "../chain/follower";
 import { DEVNET_READING, type RetryOptions } from "../chain/logs";
-import { challengeClose, closeCooperative, closeUnilateral, finalizeClose, gasEscrowAbi, type ClosingState, type Wallet } from "../chain/escrow";
+import { approveEscrow, challengeClose, closeCooperative, closeUnilateral, depositToChannel, finalizeClose, gasEscrowAbi, type ClosingState, type Wallet } from "../chain/escrow";
+import { advanceHead, evaluateAlerts, planTopUps, readAlertChainState, DEFAULT_ALERT_POLICY, type AlertEmitter, type AlertPolicy, type TopUpPolicy, type TopUpRecord } from "./alerts";
 import { grantForTicket, keyGraceEnd, KeyTicketWithoutGrantError } from "./key-tickets";
 import type { SignedSessionKeyGrant } from "../core/session-key";
 import type { SignedPaymentTicket } from "../core/ticket";
@@ -90,6 +94,16 @@ export type WatchtowerParameters = {
   logger?: Logger;
   /** Prometheus metrics (issue 16): lag in blocks on every scrape, chain RPC errors. */
   metrics?: NodeMetrics;
+  /**
+   * Top-up policy of the store's open payer channels (issue 29 item 4): a channel whose deposit minus the newest
+   * ticket's amount is below `below` gets a deposit from the tower's wallet (when it is the channel's funder, who
+   * gets every refund) that brings it back to `to`, never
+   * more than `maxPerDay` per asset in any rolling 24 hours of chain time; every deposit is simulated first.
+   */
+  topUp?: TopUpPolicy;
+  onTopUp?: (sessionId: Hex, amount: bigint, txHash: Hex) => void;
+  /** Alerts on every poll for the tower's wallet and the store's channels (issue 29 item 4). */
+  alerts?: { emitter: AlertEmitter; policy?: AlertPolicy; disputeManager?: Address };
 };
 
 /** A provider-signed receipt commit anchored on-chain (`ReceiptCommitAnchored`), as the tower saw it. */
@@ -145,6 +159,75 @@ export class Watchtower {
       await this.submitCooperativeCloses();
       await this.finalizeDue();
     }
+    if (this.parameters.topUp) await this.topUpDue();
+    if (this.parameters.alerts) await this.checkAlerts();
+  }
+
+  /** Top-ups made by this process: chain time and amount, per asset (lower case); the rolling day's cap reads it. */
+  readonly topUps = new Map<Address, TopUpRecord[]>();
+
+  /**
+   * Deposits into every open payer channel of the store that the policy says is low (see `planTopUps`). A
+   * failed deposit is logged and reported, never thrown: the next poll plans again.
+   */
+  async topUpDue(): Promise<void> {
+    const { store, publicClient, wallet, escrow, topUp: policy } = this.parameters;
+    if (!policy) return;
+    const now = (await publicClient.getBlock()).timestamp;
+    const byAsset = new Map<Address, { sessionId: Hex; deposit: bigint; spent: bigint }[]>();
+    for (const channel of store.listChannels({ status: "open", role: "payer" })) {
+      // A channel's refund goes to its funder: a top-up from any other key would be a gift to the funder.
+      if (!isAddressEqual(channel.ref.terms.funder, wallet.account.address)) continue;
+      const deposit = await publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "depositOf", args: [channel.sessionId] });
+      if (deposit === 0n) continue; // not open on-chain (any more): the events will say so
+      const asset = channel.ref.terms.asset.toLowerCase() as Address;
+      const spent = store.latestTicket(channel.sessionId)?.ticket.cumulativeAmount ?? 0n;
+      byAsset.set(asset, [...(byAsset.get(asset) ?? []), { sessionId: channel.sessionId, deposit, spent }]);
+    }
+    for (const [asset, channels] of byAsset) {
+      const history = this.topUps.get(asset) ?? [];
+      const plan = planTopUps({ channels, policy, history, now });
+      for (const { sessionId, amount, remaining, capped } of plan) {
+        const channel = store.getChannel(sessionId)!;
+        try {
+          if (asset !== zeroAddress) {
+            const allowance = await publicClient.readContract({ address: asset, abi: erc20Abi, functionName: "allowance", args: [wallet.account.address, escrow] });
+            if (allowance < amount) await approveEscrow({ wallet, publicClient, escrow, token: asset, amount });
+          }
+          const deposited = await depositToChannel({ wallet, publicClient, escrow, chainId: channel.chainId, ref: channel.ref, amount });
+          history.push({ at: now, amount });
+          this.topUps.set(asset, history);
+          await store.updateChannel(sessionId, { deposit: deposited.deposit });
+          this.parameters.metrics?.topUps.inc();
+          this.parameters.metrics?.topUpAmount.inc(Number(amount));
+          this.parameters.logger?.info(
+            { event: "watchtower.topped_up", sessionId, asset, amount: amount.toString(), remainingBefore: remaining.toString(), deposit: deposited.deposit.toString(), capped, txHash: deposited.hash },
+            capped ? "channel topped up as far as the daily cap allows" : "channel topped up",
+          );
+          this.parameters.onTopUp?.(sessionId, amount, deposited.hash);
+        } catch (error) {
+          this.parameters.logger?.warn({ event: "watchtower.top_up_failed", sessionId, amount: amount.toString(), error: errorText(error) }, "top-up failed");
+          this.#onError(error);
+        }
+      }
+    }
+  }
+
+  #head: { head: bigint; unchangedPolls: number } | undefined;
+
+  /** Reads the chain and the store, evaluates the alerts and hands them to the emitter (raises and clears). */
+  async checkAlerts(): Promise<void> {
+    const { alerts, store, publicClient, wallet, escrow } = this.parameters;
+    if (!alerts) return;
+    const block = await publicClient.getBlock();
+    this.#head = advanceHead(this.#head, block.number);
+    const assets = [...new Set(store.listChannels().map((channel) => channel.ref.terms.asset.toLowerCase() as Address))];
+    const chain = await readAlertChainState({ publicClient, escrow, disputeManager: alerts.disputeManager, account: wallet.account.address, assets, ...this.#head });
+    const closing = store.listChannels({ status: "closing" }).flatMap((channel) => {
+      const record = store.getClosing(channel.sessionId);
+      return record ? [{ sessionId: channel.sessionId, role: channel.role, finalizesAt: record.finalizesAt }] : [];
+    });
+    await alerts.emitter.update(evaluateAlerts({ chain, store: { closing }, now: block.timestamp, policy: alerts.policy ?? DEFAULT_ALERT_POLICY }));
   }
 
   /**
