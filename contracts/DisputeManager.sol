@@ -755,6 +755,8 @@ contract DisputeManager is IDisputeManager {
         SafeTransferLib.safeTransferFrom(asset, msg.sender, address(this), due);
         uint256 received = SafeTransferLib.balanceOf(asset, address(this)) - before;
         if (received < due) revert BondShortfall(received, due);
+        // An over-crediting token would leave a surplus nobody owns here: refused like a short one (issue 28).
+        if (received != due) revert BondOvercredited(received, due);
     }
 
     /// @dev A transient reentrancy guard whose modifier calls shared functions, so guarding a dozen entry

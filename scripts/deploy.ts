@@ -107,6 +107,10 @@ export async function deployAll(hre: HardhatRuntimeEnvironment, options: DeployO
   const chainId = await publicClient.getChainId();
   const devnet = chainId === DEVNET_CHAIN_ID;
   const me = getAddress(deployer.account.address);
+  // A deployer without ETH would fail at the first creation with the node's raw error and the bytecode; say it once.
+  if ((await publicClient.getBalance({ address: me })) === 0n) {
+    throw new Error(`The deployer ${me} holds no ETH on chain ${chainId}; fund it before deploying (every contract creation pays gas).`);
+  }
 
   async function deploy(name: ContractName, args: unknown[], libraries: Partial<Record<ContractName, DeployedContract>> = {}): Promise<DeployedContract> {
     const artifact = await hre.artifacts.readArtifact(name);
@@ -429,7 +433,9 @@ async function main(): Promise<void> {
 
 if (require.main === module) {
   main().catch((error: unknown) => {
-    console.error(error instanceof Error ? error.message : error);
+    // One sentence: viem's short message (never the calldata and bytecode its full message carries).
+    const short = (error as { shortMessage?: unknown }).shortMessage;
+    console.error(typeof short === "string" ? short : error instanceof Error ? error.message.split("\n")[0] : error);
     process.exitCode = 1;
   });
 }

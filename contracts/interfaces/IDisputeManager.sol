@@ -309,6 +309,10 @@ interface IDisputeManager {
     /// @notice The bond token credited less than the bond due (fee-on-transfer tokens cannot bond).
     error BondShortfall(uint256 received, uint256 due);
 
+    /// @notice The bond token credited more than was sent (a rebasing or bonus token): the surplus would belong to
+    /// nobody, so the bond is refused.
+    error BondOvercredited(uint256 received, uint256 due);
+
     /// @notice No case with this id exists.
     error UnknownCase(bytes32 caseId);
 
