@@ -153,6 +153,22 @@ export const disputeManagerAbi = [
         "type": "uint256"
       }
     ],
+    "name": "BondOvercredited",
+    "type": "error"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "uint256",
+        "name": "received",
+        "type": "uint256"
+      },
+      {
+        "internalType": "uint256",
+        "name": "due",
+        "type": "uint256"
+      }
+    ],
     "name": "BondShortfall",
     "type": "error"
   },

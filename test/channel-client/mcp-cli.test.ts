@@ -27,7 +27,8 @@ const lastJson = (result: { out: string }) => JSON.parse(result.out.trim().split
 /** Starts `ioi provider … --worker node examples/mcp-test-worker.js` and resolves with its ready line. */
 async function startProviderProcess(args: string[]): Promise<{ child: ChildProcessWithoutNullStreams; ready: Record<string, unknown>; stderr: string[] }> {
   const child = spawn(process.execPath, [path.join(ROOT, "bin", "ioi.js"), "provider", ...args, "--worker", process.execPath, WORKER], {
-    env: { ...process.env, ...keyOf(ROLE.provider) },
+    // The sources, never a stale dist/ build (bin/ioi.js).
+    env: { ...process.env, IOI_CLI_SOURCE: "1", ...keyOf(ROLE.provider) },
     cwd: ROOT,
   });
   const stderr: string[] = [];
