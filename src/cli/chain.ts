@@ -23,7 +23,7 @@ import { contractOf, resolveDeployment, type ContractName, type ResolvedDeployme
 import { chainReading } from "../chain/logs";
 import { assertCode } from "../chain/write";
 import type { Wallet } from "../chain/escrow";
-import { uint, UsageError } from "./common";
+import { rawKeyWarning, uint, UsageError } from "./common";
 
 /**
  * The deployment record for the chain the RPC serves (decision 0019): --deployment FILE (or $IOI_DEPLOYMENT),
@@ -117,6 +117,8 @@ export async function rpcClients(values: Record<string, unknown>, account?: Loca
   // (issue 28 item 7). The client polls and caches exactly as often as the chain is read.
   const { pollMs } = readingOf(values, chainId);
   const publicClient = createPublicClient({ chain, transport: http(url), pollingInterval: pollMs, cacheTime: pollMs }) as PublicClient;
+  const warning = rawKeyWarning(account, chainId);
+  if (warning !== undefined) console.error(warning);
   const wallet = account ? (createWalletClient({ account, chain, transport: http(url) }) as Wallet) : undefined;
   return { publicClient, wallet, chainId };
 }

@@ -11,6 +11,8 @@ import { erc20Abi, getAddress, isAddress, isHex, type Address, type Hex, type Lo
 import { signingAccount } from "../core/eip712";
 
 import { BaseError } from "../core/errors";
+import { decryptKeystore, KeystoreFormatError, WrongPasswordError } from "../core/keystore";
+import { keystoreDir, KeystoreFileError, readPasswordFile, resolveKey } from "../node/keystore";
 import { SqliteStore } from "../store/sqlite-store";
 import type { ChannelRecord, ChannelStore } from "../store/store";
 import { ETH_UNIT, isNative, type AssetUnit } from "../core/format";
@@ -49,6 +51,8 @@ export const GLOBAL_OPTIONS = {
   escrow: { type: "string" },
   db: { type: "string" },
   "key-env": { type: "string" },
+  account: { type: "string" },
+  "password-file": { type: "string" },
   json: { type: "boolean" },
 } as const satisfies CommandOptions;
 
@@ -62,6 +66,9 @@ export const GLOBAL_HELP = [
   "  --poll-ms N      milliseconds between polls (default $IOI_POLL_MS; 250 on a devnet, else 12000)",
   "  --db PATH        the SQLite store (default .data/<role>.db)",
   "  --key-env NAME   environment variable holding the acting key (default IOI_PRIVATE_KEY)",
+  "  --account A      sign with a keystore: an address, a name from `ioi account new --name`, or a key file's path",
+  "                   (in $IOI_KEYSTORE_DIR, default ~/.ioi/keystore)",
+  "  --password-file FILE  the keystore's password, the file's first line (a regular file, not empty)",
   "  --json           print one JSON object on the last line",
   "  -h, --help       this help",
 ];
@@ -111,16 +118,55 @@ export function sessionOf(values: Record<string, unknown>): Hex {
   return session.toLowerCase() as Hex;
 }
 
+/**
+ * The acting account, loaded in this one place for every command that signs (issue 29 item 5): `--account
+ * ADDR_OR_NAME_OR_FILE` decrypts a v3 keystore (from $IOI_KEYSTORE_DIR or ~/.ioi/keystore) with the password in
+ * `--password-file`; otherwise the raw key in the environment variable `--key-env` (default IOI_PRIVATE_KEY),
+ * which {@link rpcClients} warns about on a chain that is not a devnet.
+ */
 export function loadAccount(values: Record<string, unknown>): LocalAccount {
+  const accountName = values.account as string | undefined;
+  if (accountName !== undefined) {
+    if (values["key-env"] !== undefined) throw new UsageError("Pass either --account or --key-env, not both: they name two different keys.");
+    const passwordFile = values["password-file"] as string | undefined;
+    if (passwordFile === undefined) throw new UsageError("--account needs --password-file FILE: the file holding the keystore's password.");
+    let privateKey: Hex;
+    try {
+      const stored = resolveKey(keystoreDir(), accountName);
+      privateKey = decryptKeystore(stored.keystore, readPasswordFile(passwordFile)).privateKey;
+    } catch (cause) {
+      if (cause instanceof KeystoreFileError || cause instanceof KeystoreFormatError) throw new UsageError(cause.shortMessage, { cause });
+      if (cause instanceof WrongPasswordError) throw new UsageError(`Wrong password for the account ${accountName}: the keystore's MAC does not match.`, { cause });
+      throw cause;
+    }
+    return signingAccount(privateKey);
+  }
+  if (values["password-file"] !== undefined) throw new UsageError("--password-file goes with --account: it unlocks that keystore.");
   const name = (values["key-env"] as string | undefined) ?? "IOI_PRIVATE_KEY";
   const key = process.env[name];
-  if (!key) throw new UsageError(`Set ${name} to the acting party's private key (0x and 64 hex digits).`);
+  if (!key) throw new UsageError(`Set ${name} to the acting party's private key (0x and 64 hex digits), or pass --account with --password-file.`);
   if (!isHex(key) || key.length !== 66) throw new UsageError(`${name} is not a private key: it must be 0x and 64 hex digits.`);
+  let account: LocalAccount;
   try {
-    return signingAccount(key);
+    account = signingAccount(key);
   } catch (cause) {
     throw new UsageError(`${name} is not a valid secp256k1 private key (zero or not below the curve order).`, { cause });
   }
+  RAW_ENV_KEYS.set(account, name);
+  return account;
+}
+
+/** Accounts loaded from a raw key in the environment, with the variable's name (for the non-devnet warning). */
+const RAW_ENV_KEYS = new WeakMap<object, string>();
+
+/** Chain ids on which a raw key in the environment is expected: Hardhat/Anvil, the second test devnet, Ganache/geth --dev. */
+export const RAW_KEY_CHAIN_IDS: readonly number[] = [31337, 31338, 1337];
+
+/** The one warning line for a raw environment key on a chain that is not a devnet, or undefined. */
+export function rawKeyWarning(account: object | undefined, chainId: number): string | undefined {
+  const name = account === undefined ? undefined : RAW_ENV_KEYS.get(account);
+  if (name === undefined || RAW_KEY_CHAIN_IDS.includes(chainId)) return undefined;
+  return `Warning: signing on chain ${chainId} with a raw private key from $${name}; keep keys in an encrypted keystore (\`ioi account import\`, then --account).`;
 }
 
 export function openStore(values: Record<string, unknown>, role: string): ChannelStore {

@@ -15,6 +15,10 @@ export const OPTION_HELP: Record<string, OptionHelp> = {
   escrow: { value: "ADDR", text: "GasEscrow (default: $IOI_ESCROW, else the deployment record)" },
   db: { value: "PATH", text: "the SQLite store (default: .data/<role>.db)" },
   "key-env": { value: "NAME", text: "environment variable holding the acting key (default: IOI_PRIVATE_KEY)" },
+  account: { value: "ADDR|NAME|FILE", text: "sign with an encrypted keystore in $IOI_KEYSTORE_DIR (default: ~/.ioi/keystore) instead of --key-env" },
+  name: { value: "N", text: "a name for the account, usable as --account N" },
+  "scrypt-n": { value: "N", text: "scrypt cost of the written keystore, a power of two (default: 262144; lower only in tests)" },
+  "password-file": { value: "FILE", text: "the keystore's password: the first line of a regular, non-empty file" },
   json: { text: "print one JSON object on the last line (amounts in base units, times in unix seconds)" },
   // Deployment
   "gig-escrow": { value: "ADDR", text: "GigEscrow (default: $IOI_GIG_ESCROW, else the deployment record)" },

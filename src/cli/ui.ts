@@ -38,7 +38,8 @@ export const UI_COMMAND: Command = {
     "  --records DIR       challenge packages and resolutions (JSON) to show and offer for download with their cases",
     "  --bench FILE        bench results to chart (default bench/results.json)",
     "  --metrics-url URL   the provider's /metrics (ioi provider --metrics), for live latency",
-    "  --account ADDR      the key whose wallet, bond, stake and claimable payouts the health panel shows (default: the --allow-actions key)",
+    "  --account ADDR      the key whose wallet, bond, stake and claimable payouts the health panel shows (default: the --allow-actions key);",
+    "                      with --password-file, the keystore (address, name or file) that signs --allow-actions",
     "IOI_EXPLORER_URL (e.g. https://sepolia.etherscan.io) links addresses to an explorer; known chains have one by default, devnets none.",
     "  --allow-actions     allow close, challenge, finalize and claim from the page, signed with the key in --key-env",
     "Without --allow-actions the page changes nothing.",
@@ -62,9 +63,13 @@ export const UI_COMMAND: Command = {
     } catch (error) {
       throw new UsageError((error as EndpointError).shortMessage.replace("the provider node", "the page"));
     }
-    const shown = values.account as string | undefined;
+    // With --password-file, --account is the keystore that signs the page's actions (and is the one shown);
+    // without, it is only the address the health panel shows.
+    const keystore = values["password-file"] !== undefined;
+    if (keystore && !values["allow-actions"]) throw new UsageError("--password-file goes with --allow-actions: it unlocks the keystore that signs the page's actions.");
+    const account = values["allow-actions"] ? loadAccount(keystore ? values : { ...values, account: undefined }) : undefined;
+    const shown = keystore ? account!.address : (values.account as string | undefined);
     if (shown !== undefined && !isAddress(shown)) throw new UsageError(`--account must be an address (0x and 40 hex digits); received "${shown.slice(0, 80)}".`);
-    const account = values["allow-actions"] ? loadAccount(values) : undefined;
     const { publicClient, wallet, chainId } = await rpcClients(values, account);
     const reading = readingOf(values, chainId);
     const { address: escrow, fromBlock: escrowBlock } = await deployedContract(values, publicClient, "escrow", "IOI_ESCROW", "GasEscrow");
