@@ -127,7 +127,7 @@ export async function measureDisputeGas(hre: HardhatRuntimeEnvironment): Promise
     await advance(Number(params.appealWindow) + 1);
     await send(stranger, { address: dm, abi: disputeManagerAbi, functionName: "finalize", args: [g.caseId, NO_STATE] }, measured ? "dispute finalize (no appeal, 4 coherent signers paid)" : undefined);
   }
-  // The same case when the panel's signatures reach the chain without files (decision 0028): the challenger
+  // The same case when the panel's signatures reach the chain without files (decision 0031): the challenger
   // publishes where its package is, each of the 4 signing members posts its own signature, and any member
   // submits the posted supermajority.
   {
@@ -289,7 +289,7 @@ export async function measureDisputeGas(hre: HardhatRuntimeEnvironment): Promise
     "dispute submitVerdict (5-member panel, 4 signatures)",
     "dispute finalize (no appeal, 4 coherent signers paid)",
   ].reduce((sum, key) => sum + report[key]!, 0);
-  // The same case with signatures reaching the chain through postSignatures (decision 0028) and the evidence URI.
+  // The same case with signatures reaching the chain through postSignatures (decision 0031) and the evidence URI.
   report["dispute whole gig case with posted signatures (open, publish, respond, draw 5, 4 posts, verdict, finalize)"] =
     report["dispute whole gig case (open, respond, draw 5, verdict, finalize)"]! +
     report["dispute publishEvidence (http URI)"]! +

@@ -1,5 +1,5 @@
 /**
- * Evidence by hash (decision 0028). A case commits its challenge package by `packageHash` (the keccak-256 of the
+ * Evidence by hash (decision 0031). A case commits its challenge package by `packageHash` (the keccak-256 of the
  * package's canonical JSON, which covers every evidence item); a party says where the bytes are with
  * `DisputeManager.publishEvidence(caseId, uri)`; an arbitrator fetches them from any such URI and keeps them only
  * if they hash to the committed value. The URI is a hint, never trusted: a host that is down, slow, or serves
@@ -20,7 +20,7 @@ import { packageHash, parsePackage, type ChallengePackage } from "./package";
 /** Largest package an arbitrator downloads (a package holds at most 64 evidence items; code bundles are small). */
 export const MAX_EVIDENCE_BYTES = 16 * 1024 * 1024;
 
-/** Packages at most this large go on-chain as a `data:` URI in calldata; larger ones are served (decision 0028). */
+/** Packages at most this large go on-chain as a `data:` URI in calldata; larger ones are served (decision 0031). */
 export const INLINE_EVIDENCE_LIMIT = 4 * 1024;
 
 /** The evidence could not be had from a URI: down, slow, too large, or not the committed bytes. Retryable. */

@@ -3,7 +3,7 @@
  * locally, the actions to take. Pure: no chain, no clock, no file; `arbitrator-daemon.ts` reads the chain,
  * performs the actions and records their outcome.
  *
- * Policy (decision 0028):
+ * Policy (decision 0031):
  * - draw: any daemon calls `drawPanel` for any case waiting for a panel (requests randomness once the respond
  *   window is over or the case is contested; draws once the ticket's block is mined). Cheap, and without it no
  *   panel ever sits.

@@ -1,5 +1,5 @@
 /**
- * `ioi arbitrator serve` (issue 29 item 1, decision 0028): the imperative shell around `arbitrator-core.ts`.
+ * `ioi arbitrator serve` (issue 29 item 1, decision 0031): the imperative shell around `arbitrator-core.ts`.
  * Each tick it follows the DisputeManager's logs from where it left off (from the deployment block the first
  * time; paged, `getLogsPaged`), reads the cases it knows that are not over, asks the pure core what to do, and
  * does it: draws panels, fetches a case's evidence by hash and replays it (`arbitrate`), signs and posts its

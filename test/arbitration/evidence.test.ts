@@ -1,5 +1,5 @@
 /**
- * Evidence by hash (decision 0028): `fetchPackage` keeps only bytes whose canonical package hash is the
+ * Evidence by hash (decision 0031): `fetchPackage` keeps only bytes whose canonical package hash is the
  * committed one, from http(s) or data: URIs; `ioi evidence serve` answers GET /<0xhash> for files of its
  * folder; `ioi evidence publish --inline` puts a small package on-chain as a data: URI and refuses a large one
  * with one sentence; a daemon judges a case from an inline package alone.

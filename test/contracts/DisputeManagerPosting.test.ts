@@ -1,5 +1,5 @@
 /**
- * DisputeManager.postSignatures and publishEvidence (decision 0028): posted signatures reach the chain as
+ * DisputeManager.postSignatures and publishEvidence (decision 0031): posted signatures reach the chain as
  * events only from members of the deliberating round's panel; evidence URIs only from a party, before the
  * case ends; neither stores anything a verdict depends on.
  */
