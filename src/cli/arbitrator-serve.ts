@@ -1,7 +1,7 @@
 /**
  * `ioi arbitrator serve` (the arbitrator daemon, `src/node/arbitrator-daemon.ts`), `ioi evidence serve` (a
  * content-addressed, loopback-only evidence host) and `ioi evidence publish` (a party records where its
- * evidence is: `DisputeManager.publishEvidence`). Decision 0028.
+ * evidence is: `DisputeManager.publishEvidence`). Decision 0031.
  */
 import { mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
