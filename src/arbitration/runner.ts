@@ -288,24 +288,28 @@ async function execute(parameters: ArbitrationParameters, ics: Ics | null, runti
   const suites = evidenceOfKind(pkg, "test_suite");
   const suite = suites.length === 1 ? suites[0]!.content : null;
   const gig = ctx.gig!; // Lane 0 refuses a gig case without the gig
+  /** Lane 1 on `bundle` as the deliverable, under the gig's pinned inputs. */
+  const lane1Of = (bundle: Bundle) =>
+    runObjectiveChecks({
+      ics: ics!,
+      suite,
+      deliverable: bundle,
+      inputs: gigInputs({ chainId: ctx.case.chainId, gigEscrow: gig.gigEscrow, gigId: gig.gigId, fundedAt: gig.fundedAt }),
+      ...(parameters.replay ? { replay: parameters.replay } : {}),
+      ...(parameters.watchdogMs === undefined ? {} : { watchdogMs: parameters.watchdogMs }),
+      actor: `ioi-arbitration/lane1@${runtime}`,
+    });
+  /** Lane 1 on what the deliverable holds besides its fault receipt: the evidence of work behind a declaration. */
+  const workBesideFaultReceipt = async () => {
+    const rest = withoutFaultReceipt(deliverable);
+    return Object.keys(rest.files).length === 0 || !ics!.testSuite ? null : lane1Of(rest);
+  };
   if (fault === "invalid") {
     // An invalid fault receipt is the provider's own evidence (the deliverable's hash is on-chain): it never
     // stops the case. Decided against the provider: the bounty refunded in full; the slash is only what the
     // terms give for the tests the rest of the delivery fails (none for a bare receipt, none when the
     // client's suite is itself at fault), never more.
-    const rest = withoutFaultReceipt(deliverable);
-    const evidence =
-      Object.keys(rest.files).length === 0 || !ics!.testSuite
-        ? null
-        : await runObjectiveChecks({
-            ics: ics!,
-            suite,
-            deliverable: rest,
-            inputs: gigInputs({ chainId: ctx.case.chainId, gigEscrow: gig.gigEscrow, gigId: gig.gigId, fundedAt: gig.fundedAt }),
-            ...(parameters.replay ? { replay: parameters.replay } : {}),
-            ...(parameters.watchdogMs === undefined ? {} : { watchdogMs: parameters.watchdogMs }),
-            actor: `ioi-arbitration/lane1@${runtime}`,
-          });
+    const evidence = await workBesideFaultReceipt();
     const failed = evidence && !evidence.suiteAtFault && evidence.reasonCodes.length === 0 ? evidence.failedTests : 0;
     const { slash } = failed > 0 ? penaltyFor(ics!, failed, value) : { slash: 0n };
     const cap = ctx.slashCap ?? null;
@@ -324,34 +328,14 @@ async function execute(parameters: ArbitrationParameters, ics: Ics | null, runti
     // the client's own suite is at fault, so the provider cannot be asked to prove it). A bare declaration keeps
     // nothing: the bounty is refunded in full, no slash, and the provider, who contested with nothing but its
     // own word, bears the case (ChallengerWins: its bond pays the fee).
-    const rest = withoutFaultReceipt(deliverable);
-    const evidence =
-      Object.keys(rest.files).length === 0 || !ics!.testSuite
-        ? null
-        : await runObjectiveChecks({
-            ics: ics!,
-            suite,
-            deliverable: rest,
-            inputs: gigInputs({ chainId: ctx.case.chainId, gigEscrow: gig.gigEscrow, gigId: gig.gigId, fundedAt: gig.fundedAt }),
-            ...(parameters.replay ? { replay: parameters.replay } : {}),
-            ...(parameters.watchdogMs === undefined ? {} : { watchdogMs: parameters.watchdogMs }),
-            actor: `ioi-arbitration/lane1@${runtime}`,
-          });
+    const evidence = await workBesideFaultReceipt();
     if (evidence && (evidence.passedTests > 0 || evidence.suiteAtFault)) {
       return { ...decision, lane1: evidence, verdict: "no_fault", refund: unserviceableRefund(ics!, value), attribution: evidence.attribution };
     }
     return { ...decision, lane1: evidence, verdict: "provider_fault", refund: value, slash: 0n, attribution: [FAULT_RECEIPT_UNSUPPORTED] };
   }
 
-  const lane1 = await runObjectiveChecks({
-    ics: ics!,
-    suite,
-    deliverable,
-    inputs: gigInputs({ chainId: ctx.case.chainId, gigEscrow: gig.gigEscrow, gigId: gig.gigId, fundedAt: gig.fundedAt }),
-    ...(parameters.replay ? { replay: parameters.replay } : {}),
-    ...(parameters.watchdogMs === undefined ? {} : { watchdogMs: parameters.watchdogMs }),
-    actor: `ioi-arbitration/lane1@${runtime}`,
-  });
+  const lane1 = await lane1Of(deliverable);
   decision.lane1 = lane1;
   decision.attribution = lane1.attribution;
   if (lane1.reasonCodes.length) return { ...decision, reasonCodes: lane1.reasonCodes };
