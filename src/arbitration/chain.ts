@@ -20,7 +20,7 @@ import {
 
 import { disputeManagerAbi, gigEscrowAbi, providerRegistryAbi } from "../abi";
 import { toCompactSignature } from "../core/eip712";
-import { getLogsPaged } from "../chain/logs";
+import { eventArg, getLogsPaged } from "../chain/logs";
 import { checkedWrite } from "../chain/write";
 import { BaseError } from "../core/errors";
 import { gasEscrowAbi, type ClosingState, type TxResult, type Wallet } from "../chain/escrow";
@@ -182,7 +182,7 @@ export async function loadCaseContext(
 export async function currentClosingState(publicClient: PublicClient, gasEscrow: Address, sessionId: Hex, fromBlock = 0n): Promise<ClosingState> {
   const logs = await getLogsPaged({ publicClient, address: gasEscrow, fromBlock, toBlock: await publicClient.getBlockNumber() });
   const events = parseEventLogs({ abi: gasEscrowAbi, logs }).filter(
-    (e) => "sessionId" in e.args && (e.args as { sessionId: Hex }).sessionId === sessionId,
+    (e) => eventArg(e, "sessionId") === sessionId,
   );
   let state: ClosingState | undefined;
   for (const event of events) {

@@ -161,3 +161,13 @@ export async function readPaged<T>(parameters: ReadPagedParameters<NoInfer<T>>, 
   }
   return all;
 }
+
+/**
+ * The argument `name` of a decoded event, or undefined when the event has none by that name. viem leaves `args`
+ * undefined for an event without inputs (`RolesSealed` before it carried its sealer), so a filter over a
+ * contract's mixed events reads arguments through here rather than `name in event.args`.
+ */
+export function eventArg<T = unknown>(event: { args?: unknown }, name: string): T | undefined {
+  const args = event.args;
+  return typeof args === "object" && args !== null && name in args ? (args as Record<string, T>)[name] : undefined;
+}

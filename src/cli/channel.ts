@@ -43,7 +43,7 @@ import {
 } from "../chain/escrow";
 import { readSettledDisputeWindow } from "../chain/dispute-window";
 import { anchorIfLagging, leafCountOfRoot, type AnchorOutcome } from "../node/receipt-anchor";
-import { getLogsPaged, readPaged } from "../chain/logs";
+import { eventArg, getLogsPaged, readPaged } from "../chain/logs";
 import {
   acceptGig,
   acceptGigDelivery,
@@ -1053,7 +1053,7 @@ async function runExport(values: Record<string, unknown>, out: Out): Promise<voi
       abi: gasEscrowAbi,
       // From the channel's opening block to the head, in bounded pages with back-off (decision 0019).
       logs: await getLogsPaged({ publicClient, address: escrow, fromBlock: channel.ref.openedAt, toBlock: await publicClient.getBlockNumber(), maxBlockRange: reading.batchBlocks, retry: reading.retry }),
-    }).filter((log) => "sessionId" in log.args && log.args.sessionId === channel.sessionId);
+    }).filter((log) => eventArg(log, "sessionId") === channel.sessionId);
     let onChain: Record<string, string> | null = null;
     // Provider-signed receipt commits anchored on the session: a case may prove receipts against their roots.
     const anchored: { leafCount: bigint; root: Hex; transactionHash: Hex }[] = [];

@@ -34,7 +34,7 @@ import { EvidenceUnavailableError, fetchPackage } from "../arbitration/evidence"
 import { disputeManagerDomain, resolutionDigest, signResolution, FINAL_VERDICTS, VERDICT_CODES } from "../arbitration/resolution";
 import { arbitrate, judgeRuntimeHash, type ArbitrationRun } from "../arbitration/runner";
 import type { ChallengePackage } from "../arbitration/package";
-import { getLogsPaged } from "../chain/logs";
+import { eventArg, getLogsPaged } from "../chain/logs";
 import { checkedWrite, type Wallet } from "../chain/write";
 import { toCompactSignature } from "../core/eip712";
 import { BaseError } from "../core/errors";
@@ -260,7 +260,7 @@ export class ArbitratorDaemon {
       onPage: async ({ toBlock, logs }) => {
         this.rpcCalls++;
         for (const log of parseEventLogs({ abi: disputeManagerAbi, logs })) {
-          const id = "caseId" in log.args ? (log.args.caseId as Hex).toLowerCase() : undefined;
+          const id = eventArg<Hex>(log, "caseId")?.toLowerCase();
           if (log.eventName === "CaseOpened") {
             const a = log.args;
             const stored = await this.read(() => this.p.publicClient.readContract({ address: this.p.deployment.disputeManager, abi: disputeManagerAbi, functionName: "caseOf", args: [a.caseId] }));

@@ -7,6 +7,7 @@
 import type { Address, Hex, LocalAccount, PublicClient } from "viem";
 
 import { ChainFollower, type EscrowEvent } from "../chain/follower";
+import { eventArg } from "../chain/logs";
 import { canonBytes } from "../core/canonical";
 import type { GasEscrowDomain } from "../core/eip712";
 import { CHANNEL_PHASES, gasEscrowAbi, readSessionKeyChainState } from "../chain/escrow";
@@ -167,7 +168,7 @@ export class ProviderNode {
         }
         continue;
       }
-      const sessionId = "sessionId" in event.args ? (event.args.sessionId as Hex) : undefined;
+      const sessionId = eventArg<Hex>(event, "sessionId");
       if (sessionId === undefined) continue;
       const b = this.#sessions.get(sessionId);
       if (event.eventName === "SessionKeyRevoked") {

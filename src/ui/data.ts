@@ -15,7 +15,7 @@ import { disputeManagerAbi } from "../arbitration/chain";
 import { CASE_STATUSES } from "../arbitration/context";
 import { packageFromJson, packageHash } from "../arbitration/package";
 import { resolutionFromJson, resolutionHash, type Resolution } from "../arbitration/resolution";
-import { getLogsPaged, readPaged, type RetryOptions } from "../chain/logs";
+import { eventArg, getLogsPaged, readPaged, type RetryOptions } from "../chain/logs";
 import { providerRegistryAbi } from "../abi/ProviderRegistry";
 import { CHANNEL_PHASES, gasEscrowAbi } from "../chain/escrow";
 import { gigEscrowAbi, readGig } from "../chain/gig";
@@ -153,7 +153,7 @@ async function pagedLogs(publicClient: PublicClient, address: Address, reading: 
 /** The receipt root the chain recorded for a session (a settlement's, else the newest close or challenge). */
 export async function onChainRoot(publicClient: PublicClient, escrow: Address, sessionId: Hex, fromBlock: bigint, reading: PageReading = {}) {
   const logs = parseEventLogs({ abi: gasEscrowAbi, logs: await pagedLogs(publicClient, escrow, { ...reading, fromBlock }) }).filter(
-    (log) => "sessionId" in log.args && log.args.sessionId === sessionId,
+    (log) => eventArg(log, "sessionId") === sessionId,
   );
   let found: { root: Hex; event: string; seq: string; transactionHash: Hex; blockNumber: string } | null = null;
   for (const log of logs) {
@@ -286,8 +286,8 @@ export async function listCases(publicClient: PublicClient, disputeManager: Addr
   };
   const cases = new Map<Hex, Raw>();
   for (const log of logs) {
-    if (!("caseId" in log.args)) continue;
-    const caseId = log.args.caseId as Hex;
+    const caseId = eventArg<Hex>(log, "caseId");
+    if (caseId === undefined) continue;
     if (log.eventName === "CaseOpened") {
       const a = log.args;
       cases.set(caseId, {
