@@ -1,0 +1,631 @@
+/**
+ * The test vectors of the protocol specification (docs/protocol.md), generated from the code itself: every
+ * signed or hashed artifact built with the module that owns it, signed with Hardhat's well-known development
+ * keys, and written to docs/protocol-vectors.json and into the `<!-- vector:NAME -->` blocks of the document.
+ *
+ *   npx ts-node --transpile-only scripts/protocol-vectors.ts          rewrite both files
+ *   npx ts-node --transpile-only scripts/protocol-vectors.ts --check  exit 1 if either differs
+ *
+ * `test/library/protocol-vectors.test.ts` regenerates the vectors in memory and fails when either file
+ * differs, so the specification cannot drift from the code.
+ */
+import { readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import {
+  domainSeparator,
+  encodeAbiParameters,
+  hashStruct,
+  hexToBytes,
+  keccak256,
+  stringToBytes,
+  toHex,
+  type Address,
+  type Hex,
+} from "viem";
+
+import { buildGigPackage, buildSessionPackage } from "../src/arbitration/build";
+import { bundleHash, bundleToJson, type Bundle } from "../src/arbitration/bundle";
+import { icsFromJson, icsHash } from "../src/arbitration/ics";
+import { packageHash, packageToJson } from "../src/arbitration/package";
+import { alternateInputs, DEFAULT_INPUTS, gigInputs } from "../src/arbitration/pinned";
+import {
+  DISPUTE_MANAGER_DOMAIN_NAME,
+  DISPUTE_MANAGER_DOMAIN_VERSION,
+  disputeManagerDomain,
+  RESOLUTION_TYPES,
+  resolutionDigest,
+  resolutionFromJson,
+  resolutionHash,
+  resolutionMessage,
+  resolutionToJson,
+  signResolution,
+  type Resolution,
+} from "../src/arbitration/resolution";
+import { JUDGE_RUNTIME, judgeRuntimeHash } from "../src/arbitration/runner";
+import { judgeDeps, upipFromJson, upipRecord, upipResultOf, upipState, type UpipProcess } from "../src/arbitration/upip";
+import { ENGINE, engineWasmSha256 } from "../src/arbitration/engine";
+import { FUEL_METER_VERSION } from "../src/arbitration/fuel";
+import { HARNESS_SHA256 } from "../src/arbitration/prelude";
+import { ReceiptAccumulator } from "../src/core/accumulator";
+import { artifactId, canon } from "../src/core/canonical";
+import {
+  eip712Types,
+  GAS_ESCROW_DOMAIN_NAME,
+  GAS_ESCROW_DOMAIN_VERSION,
+  gasEscrowDomain,
+  signingAccount,
+  typeHash,
+  type Eip712PrimaryType,
+} from "../src/core/eip712";
+import {
+  FAULT_SIGNATURE_DOMAIN,
+  faultStatementDigest,
+  faultStatementHash,
+  faultStatementToJson,
+  signFaultStatement,
+  type FaultStatement,
+} from "../src/core/fault-statement";
+import {
+  didHashOf,
+  IDENTITY_SIGNATURE_DOMAIN,
+  identityAnchorDigest,
+  identityAnchorToJson,
+  mldsaKeyPair,
+  signIdentityAnchor,
+} from "../src/core/identity";
+import { fastKeccakReady } from "../src/core/keccak";
+import { LEAF_DOMAIN, LEAF_DOMAIN_HASH, receiptLeafFromHashes } from "../src/core/leaf";
+import {
+  RECEIPT_SIGNATURE_DOMAIN,
+  sessionReceiptDigest,
+  sessionReceiptHash,
+  sessionReceiptToJson,
+  signSessionReceipt,
+  type SessionReceipt,
+  type SignedSessionReceipt,
+} from "../src/core/receipt";
+import { receiptCommitDigest, receiptCommitToJson, signReceiptCommit, type ReceiptCommit } from "../src/core/receipt-commit";
+import {
+  capabilitiesHash,
+  normalizeMethods,
+  sessionKeyGrantDigest,
+  sessionKeyGrantToJson,
+  signSessionKeyGrant,
+} from "../src/core/session-key";
+import {
+  settlementSummaryDigest,
+  settlementSummaryToJson,
+  signSettlementSummary,
+  type ClosingState,
+  type SettlementSummary,
+} from "../src/core/summary";
+import { channelRefToJson, pricingTermsToJson, sessionIdOf, termsHashOf, type ChannelRef, type PricingTerms } from "../src/core/terms";
+import { signTermsOffer, TERMS_OFFER_SIGNATURE_DOMAIN, termsOfferDigest, termsOfferToJson } from "../src/core/terms-offer";
+import {
+  paymentTicketDigest,
+  paymentTicketHash,
+  paymentTicketToJson,
+  signPaymentTicket,
+  type PaymentTicket,
+  type SignedPaymentTicket,
+} from "../src/core/ticket";
+
+const ROOT = path.join(__dirname, "..");
+export const VECTORS_PATH = path.join(ROOT, "docs", "protocol-vectors.json");
+export const DOC_PATH = path.join(ROOT, "docs", "protocol.md");
+
+/**
+ * Hardhat's first development accounts (mnemonic "test test … junk"): public knowledge, never for real funds.
+ * #0 pays, #1 provides, #2 is the session key, #3 the arbitrator.
+ */
+export const TEST_KEYS = {
+  payer: { account: 0, privateKey: "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80" },
+  provider: { account: 1, privateKey: "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d" },
+  sessionKey: { account: 2, privateKey: "0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a" },
+  arbitrator: { account: 3, privateKey: "0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6" },
+} as const satisfies Record<string, { account: number; privateKey: Hex }>;
+
+const payer = signingAccount(TEST_KEYS.payer.privateKey);
+const provider = signingAccount(TEST_KEYS.provider.privateKey);
+const sessionKey = signingAccount(TEST_KEYS.sessionKey.privateKey);
+const arbitrator = signingAccount(TEST_KEYS.arbitrator.privateKey);
+
+/** Addresses of the first contracts account #0 deploys on a fresh Hardhat network (nonces 0, 1, 2). */
+const CHAIN_ID = 31337;
+const GAS_ESCROW: Address = "0x5FbDB2315678afecb367f032d93F642f64180aa3";
+const GIG_ESCROW: Address = "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512";
+const DISPUTE_MANAGER: Address = "0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0";
+
+const label = (text: string): Hex => keccak256(stringToBytes(text));
+const lower = (address: Address): Hex => address.toLowerCase() as Hex;
+
+/** ABI encoding and fingerprint of `IGasEscrow.ClosingState` (what GasEscrow stores in a closing channel's word). */
+const CLOSING_STATE_ABI = [
+  {
+    type: "tuple",
+    components: [
+      { name: "deposit", type: "uint128" },
+      { name: "seq", type: "uint64" },
+      { name: "amount", type: "uint128" },
+      { name: "receiptRoot", type: "bytes32" },
+      { name: "feeBps", type: "uint16" },
+    ],
+  },
+] as const;
+const FINGERPRINT_MASK = (1n << 210n) - 1n;
+
+export function closingStateFingerprint(state: ClosingState): { encoded: Hex; keccak: Hex; fingerprint: Hex } {
+  const encoded = encodeAbiParameters(CLOSING_STATE_ABI, [state]);
+  const hash = keccak256(encoded);
+  return { encoded, keccak: hash, fingerprint: toHex(BigInt(hash) & FINGERPRINT_MASK, { size: 32 }) };
+}
+
+/** `DisputeManager._caseId`: keccak256(abi.encode(uint8 kind, bytes32 subjectId, uint8 index)). */
+export function caseIdOf(kind: 1 | 2, subjectId: Hex, index: number): Hex {
+  return keccak256(encodeAbiParameters([{ type: "uint8" }, { type: "bytes32" }, { type: "uint8" }], [kind, subjectId, index]));
+}
+
+/** The EIP-712 type string of a flat struct, as `typeHash` hashes it. */
+function typeString(fields: readonly { name: string; type: string }[], name: string): string {
+  return `${name}(${fields.map((f) => `${f.type} ${f.name}`).join(",")})`;
+}
+
+/** Every vector, keyed by the name its `<!-- vector:NAME -->` block in docs/protocol.md uses. */
+export type ProtocolVectors = Record<string, unknown>;
+
+export async function protocolVectors(): Promise<ProtocolVectors> {
+  await fastKeccakReady;
+  const v: ProtocolVectors = {};
+
+  v.keys = Object.fromEntries(
+    Object.entries(TEST_KEYS).map(([role, key]) => [role, { hardhatAccount: key.account, privateKey: key.privateKey, address: signingAccount(key.privateKey).address }]),
+  );
+
+  // Canonical JSON: keys sorted by UTF-16 code units, shortest number forms, minimal string escapes.
+  const canonText = '{"b": [1.0, 1E21, 0.50, -0, 1e-7], "a": "\\u00e9\\u0001\\u2028\\/", "\\uff01": true, "\\ud83d\\ude00": null, "A": {"z": "1", "y": "2"}}';
+  const canonical = canon(JSON.parse(canonText));
+  v.canonicalJson = { input: canonText, canonical, utf8Hex: toHex(stringToBytes(canonical)), keccak256: keccak256(stringToBytes(canonical)) };
+
+  // EIP-712 domains and types.
+  const domain = gasEscrowDomain({ chainId: CHAIN_ID, verifyingContract: GAS_ESCROW });
+  const dmDomain = disputeManagerDomain(BigInt(CHAIN_ID), DISPUTE_MANAGER);
+  v.eip712GasEscrow = {
+    domain: { name: GAS_ESCROW_DOMAIN_NAME, version: GAS_ESCROW_DOMAIN_VERSION, chainId: CHAIN_ID, verifyingContract: GAS_ESCROW },
+    domainType: "EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)",
+    domainSeparator: domainSeparator({ domain }),
+    types: Object.fromEntries(
+      (Object.keys(eip712Types) as Eip712PrimaryType[]).map((name) => [name, { encodeType: typeString(eip712Types[name], name), typeHash: typeHash(name) }]),
+    ),
+  };
+  v.eip712DisputeManager = {
+    domain: { name: DISPUTE_MANAGER_DOMAIN_NAME, version: DISPUTE_MANAGER_DOMAIN_VERSION, chainId: CHAIN_ID, verifyingContract: DISPUTE_MANAGER },
+    domainType: "EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)",
+    domainSeparator: domainSeparator({ domain: dmDomain }),
+    types: { Resolution: { encodeType: typeString(RESOLUTION_TYPES.Resolution, "Resolution"), typeHash: keccak256(stringToBytes(typeString(RESOLUTION_TYPES.Resolution, "Resolution"))) } },
+  };
+
+  // Terms documents.
+  const termsV1: PricingTerms = { version: "1", unit: "invocation", pricePerInvocation: 1_000_000n };
+  const termsV2: PricingTerms = {
+    version: "2",
+    pricing: { perInvocation: 1000n, perUnit: { unit: "token", price: 20n }, capPerCall: 50_000n },
+    models: ["model:echo@2", "gpt-x-2026-01"],
+    disputes: { windowAfterSettlement: 86_400n, penalties: { RECEIPT_MODEL_SWAP: 5_000_000n, RECEIPT_OVER_METERED: 1_000_000n }, refundsFromBond: true },
+    requiredReceipts: ["rrsa_request_binding", "rrsa_output_commitment"],
+  };
+  v.termsV1 = { document: pricingTermsToJson(termsV1), canonical: canon(pricingTermsToJson(termsV1)), termsHash: termsHashOf(termsV1) };
+  v.termsV2 = { document: pricingTermsToJson(termsV2), canonical: canon(pricingTermsToJson(termsV2)), termsHash: termsHashOf(termsV2) };
+
+  // The session: channel terms and the id GasEscrow.open derives.
+  const policyHash = label("policy: vectors");
+  const ref: ChannelRef = {
+    terms: {
+      payer: payer.address,
+      provider: provider.address,
+      funder: payer.address,
+      asset: "0x0000000000000000000000000000000000000000",
+      termsHash: termsHashOf(termsV2),
+      policyHash,
+      challengeDuration: 3600n,
+      nonce: 1n,
+    },
+    openedAt: 1_767_225_600n,
+  };
+  const sessionId = sessionIdOf(domain, ref);
+  v.sessionId = { channel: channelRefToJson(ref), structHash: hashStruct({ types: eip712Types, primaryType: "Session", data: { ...ref.terms, openedAt: ref.openedAt } }), sessionId };
+
+  // Five paid steps: ticket n carries the root over leaves 1..n-1; receipt n chains to receipt n-1.
+  const tree = new ReceiptAccumulator();
+  const steps: { ticket: SignedPaymentTicket; receipt: SignedSessionReceipt; leaf: Hex }[] = [];
+  const prefixRoots: Hex[] = [tree.root()];
+  let prev: Hex = `0x${"00".repeat(32)}`;
+  for (let seq = 1n; seq <= 5n; seq++) {
+    const ticket: PaymentTicket = { sessionId, provider: provider.address, termsHash: ref.terms.termsHash, seq, cumulativeAmount: 50_000n * seq, receiptRoot: tree.root() };
+    const receipt: SessionReceipt = {
+      sessionId,
+      seq,
+      offloadPacketHash: keccak256(stringToBytes(canon({ jsonrpc: "2.0", id: Number(seq), method: "tools/call", params: { name: "echo", arguments: { n: Number(seq) } } }))),
+      outputHash: keccak256(stringToBytes(canon({ content: [{ type: "text", text: `echo ${seq}` }] }))),
+      policyHash,
+      modelSnapshotId: "model:echo@1",
+      metering: { units: 12n, amount: 1240n },
+      prevReceiptHash: prev,
+    };
+    const signedTicket = await signPaymentTicket({ account: payer, domain, ticket });
+    const signedReceipt = await signSessionReceipt({ account: provider, receipt });
+    const leaf = receiptLeafFromHashes(sessionReceiptHash(receipt), paymentTicketHash(ticket));
+    tree.append(leaf);
+    prefixRoots.push(tree.root());
+    prev = sessionReceiptHash(receipt);
+    steps.push({ ticket: signedTicket, receipt: signedReceipt, leaf });
+  }
+  const first = steps[1]!; // seq 2: its ticket carries a non-empty root
+  v.paymentTicket = {
+    ticket: paymentTicketToJson(first.ticket.ticket),
+    structHash: hashStruct({ types: eip712Types, primaryType: "PaymentTicket", data: first.ticket.ticket }),
+    digest: paymentTicketDigest(domain, first.ticket.ticket),
+    signer: payer.address,
+    signature: first.ticket.signature,
+    canonical: canon(paymentTicketToJson(first.ticket.ticket)),
+    ticketHash: paymentTicketHash(first.ticket.ticket),
+  };
+  v.sessionReceipt = {
+    receipt: sessionReceiptToJson(first.receipt.receipt),
+    canonical: canon(sessionReceiptToJson(first.receipt.receipt)),
+    receiptHash: sessionReceiptHash(first.receipt.receipt),
+    signatureDomain: RECEIPT_SIGNATURE_DOMAIN,
+    signatureDomainHash: label(RECEIPT_SIGNATURE_DOMAIN),
+    digest: sessionReceiptDigest(sessionReceiptHash(first.receipt.receipt)),
+    signer: provider.address,
+    signature: first.receipt.signature,
+  };
+  v.receiptLeaf = {
+    leafDomain: LEAF_DOMAIN,
+    leafDomainHash: LEAF_DOMAIN_HASH,
+    receiptHash: sessionReceiptHash(first.receipt.receipt),
+    ticketHash: paymentTicketHash(first.ticket.ticket),
+    preimage: `0x${LEAF_DOMAIN_HASH.slice(2)}${sessionReceiptHash(first.receipt.receipt).slice(2)}${paymentTicketHash(first.ticket.ticket).slice(2)}`,
+    leaf: first.leaf,
+  };
+  v.receiptTree = {
+    leaves: steps.map((s) => s.leaf),
+    level1: [0, 2].map((i) => pairHash(steps[i]!.leaf, steps[i + 1]!.leaf)),
+    peaks: tree.peaks(),
+    root: tree.root(),
+    prefixRoots: Object.fromEntries(prefixRoots.map((root, size) => [String(size), root])),
+    proofOfLeaf2: { index: 2, size: 5, proof: tree.proof(2), root: tree.root() },
+    ticketRoots: steps.map((s) => ({ seq: String(s.ticket.ticket.seq), receiptRoot: s.ticket.ticket.receiptRoot })),
+  };
+
+  // Receipt commit over the first four leaves, signed by the provider.
+  const commit: ReceiptCommit = { sessionId, leafCount: 4n, root: tree.prefixRoot(4) };
+  const signedCommit = await signReceiptCommit(provider, domain, commit);
+  v.receiptCommit = {
+    commit: receiptCommitToJson(commit),
+    structHash: hashStruct({ types: eip712Types, primaryType: "ReceiptCommit", data: commit }),
+    digest: receiptCommitDigest(domain, commit),
+    signer: provider.address,
+    signature: signedCommit.signature,
+  };
+
+  // Session-key grant: methods deduplicated and sorted by UTF-16 code units.
+  const methods = ["tools/call", "😀/smile", "\uFF01/bang", "resources/read", "tools/call"];
+  const grant = await signSessionKeyGrant({ account: payer, domain, sessionId, key: sessionKey.address, expiry: 1_767_312_000n, spendCap: 250_000n, methods, epoch: 0n });
+  const codePointOrder = [...new Set(methods)].sort((a, b) => {
+    const x = [...a].map((c) => c.codePointAt(0)!);
+    const y = [...b].map((c) => c.codePointAt(0)!);
+    for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i]! - y[i]!;
+    return x.length - y.length;
+  });
+  v.sessionKeyGrant = {
+    methodsGiven: methods,
+    methods: normalizeMethods(methods),
+    capabilitiesDocument: canon({ version: "1", methods: normalizeMethods(methods) }),
+    capabilities: capabilitiesHash(methods),
+    notCodePointOrder: { methods: codePointOrder, wouldHash: keccak256(stringToBytes(`{"methods":${JSON.stringify(codePointOrder)},"version":"1"}`)) },
+    grant: sessionKeyGrantToJson(grant.grant),
+    structHash: hashStruct({ types: eip712Types, primaryType: "SessionKey", data: grant.grant }),
+    digest: sessionKeyGrantDigest(domain, grant.grant),
+    signer: payer.address,
+    signature: grant.signature,
+  };
+
+  // Settlement summary, cooperative close after five steps, signed by both.
+  const summary: SettlementSummary = {
+    sessionId,
+    provider: provider.address,
+    payer: payer.address,
+    termsHash: ref.terms.termsHash,
+    finalSeq: 5n,
+    finalAmount: 6200n,
+    finalReceiptRoot: tree.root(),
+    mode: "Cooperative",
+  };
+  v.settlementSummary = {
+    summary: settlementSummaryToJson(summary),
+    modeCode: 0,
+    structHash: hashStruct({ types: eip712Types, primaryType: "SettlementSummary", data: { ...summary, mode: 0 } }),
+    digest: settlementSummaryDigest(domain, summary),
+    payerSignature: await signSettlementSummary({ account: payer, domain, summary }),
+    providerSignature: await signSettlementSummary({ account: provider, domain, summary }),
+  };
+
+  // Closing state of a unilateral close with ticket 5 (fee 50 bps), and of the cooperative settlement above.
+  const closing: ClosingState = { deposit: 1_000_000n, seq: 5n, amount: 250_000n, receiptRoot: steps[4]!.ticket.ticket.receiptRoot, feeBps: 50 };
+  const settled: ClosingState = { deposit: summary.finalAmount, seq: summary.finalSeq, amount: summary.finalAmount, receiptRoot: summary.finalReceiptRoot, feeBps: 0 };
+  v.closingState = {
+    unilateral: { state: closingJson(closing), ...closingStateFingerprint(closing) },
+    settled: { state: closingJson(settled), ...closingStateFingerprint(settled) },
+  };
+
+  // Fault statement for a failed call.
+  const fault: FaultStatement = { sessionId, seq: 3n, offloadPacketHash: steps[2]!.receipt.receipt.offloadPacketHash, code: "ERR_UPSTREAM_FAILURE", computeSpent: 400n };
+  const signedFault = await signFaultStatement({ account: provider, statement: fault });
+  v.faultStatement = {
+    statement: faultStatementToJson(fault),
+    canonical: canon(faultStatementToJson(fault)),
+    statementHash: faultStatementHash(fault),
+    signatureDomain: FAULT_SIGNATURE_DOMAIN,
+    signatureDomainHash: label(FAULT_SIGNATURE_DOMAIN),
+    digest: faultStatementDigest(faultStatementHash(fault)),
+    signer: provider.address,
+    signature: signedFault.signature,
+  };
+
+  // Terms offer for the v2 document on this escrow.
+  const offer = await signTermsOffer(provider, domain, termsV2);
+  v.termsOffer = {
+    offer: termsOfferToJson(offer.offer),
+    canonical: canon(termsOfferToJson(offer.offer)),
+    offerId: keccak256(stringToBytes(canon(termsOfferToJson(offer.offer)))),
+    signatureDomain: TERMS_OFFER_SIGNATURE_DOMAIN,
+    signatureDomainHash: label(TERMS_OFFER_SIGNATURE_DOMAIN),
+    digest: termsOfferDigest(offer.offer),
+    signer: provider.address,
+    signature: offer.signature,
+  };
+
+  // Bundles: a deliverable and a test suite.
+  const deliverable: Bundle = { files: { "src/index.js": "exports.add = (a, b) => a + b;\n", "README.md": "add(a, b)\n" } };
+  const suite: Bundle = {
+    files: { "run.js": 'const { add } = require("deliverable");\ntest("adds", () => assert.equal(add(2, 3), 5));\n' },
+  };
+  v.bundleHash = { bundle: bundleToJson(deliverable), canonical: canon(bundleToJson(deliverable)), bundleHash: bundleHash(deliverable) };
+
+  // Lane 1 pinned inputs of gig 7 funded at the session's opening time.
+  const pinned = gigInputs({ chainId: BigInt(CHAIN_ID), gigEscrow: GIG_ESCROW, gigId: 7n, fundedAt: 1_767_225_600n });
+  const alternate = alternateInputs(pinned);
+  v.pinnedSeed = {
+    inputs: { chainId: String(CHAIN_ID), gigEscrow: GIG_ESCROW, gigId: "7", fundedAt: "1767225600" },
+    seedDocument: canon({ domain: "ioi.lane1.inputs/1", chain_id: String(CHAIN_ID), gig_escrow: lower(GIG_ESCROW), gig_id: "7", funded_at: "1767225600" }),
+    clockMs: pinned.clockMs,
+    seed: pinned.seed,
+    alternate: { clockMs: alternate.clockMs, seedPreimage: `${pinned.seed}${"a1".repeat(32)}`, seed: alternate.seed },
+    default: { seedPreimageUtf8: "ioi.lane1.inputs/default", clockMs: DEFAULT_INPUTS.clockMs, seed: DEFAULT_INPUTS.seed },
+  };
+
+  // UPIP record of a (constructed) replay of the suite against the deliverable.
+  const deps = judgeDeps();
+  const upipProcess: UpipProcess = {
+    command: ["node", "run.js"],
+    intent: "Lane 1 replay of rubric item passes_tests",
+    actor: "ioi-arbitration/lane1",
+    env_vars: {},
+    working_dir: ".",
+    inputs: { suite: { clock_ms: pinned.clockMs, seed: pinned.seed }, deliverable: { clock_ms: pinned.clockMs, seed: pinned.seed } },
+    budgets: { steps_per_test: 1000, memory_bytes: 33_554_432, max_output_bytes: 65_536 },
+  };
+  const stdout = 'ok 1 adds\n{"failed":[],"suite_fault":null,"total":1}\n';
+  const result = upipResultOf({ tests: 1, failedTests: [], deliverableFaults: [], suiteFault: null, steps: { suite: 120, deliverable: 40 }, stdout, stderr: "" });
+  const record = upipFromJson(upipRecord({ state: upipState(suite, deliverable), deps, process: upipProcess, result }));
+  const depsLines = [
+    ...Object.entries(deps.packages).map(([name, version]) => `${name}:${version}`),
+    `engine:${deps.engine_sha256}`,
+    `harness:${deps.harness_sha256}`,
+    `runner:${deps.runner}`,
+  ].sort();
+  v.upip = {
+    statePreimage: canon({ suite: bundleToJson(suite), deliverable: bundleToJson(deliverable) }),
+    depsPreimage: depsLines.map((line) => `${line}\n`).join(""),
+    resultPreimage: `${result.exit_code}${stdout}`,
+    record,
+  };
+  const runtimeDocument = {
+    ...JUDGE_RUNTIME,
+    lanes: [...JUDGE_RUNTIME.lanes],
+    engine: { package: ENGINE.package, version: ENGINE.version, variant: ENGINE.variant, wasm_sha256: engineWasmSha256(), fuel_meter: FUEL_METER_VERSION },
+    harness_sha256: HARNESS_SHA256,
+  };
+  if (artifactId(runtimeDocument) !== judgeRuntimeHash()) throw new Error("The judge runtime document here is not the one runner.ts hashes.");
+  v.judgeRuntime = { document: runtimeDocument, canonical: canon(runtimeDocument), judgeRuntimeHash: judgeRuntimeHash() };
+
+  // Challenge packages: a session step (receipt 2 proven against the closing root) and a gig delivery.
+  const sessionCase = caseIdOf(2, sessionId, 0);
+  const sessionPackage = buildSessionPackage({
+    caseId: sessionCase,
+    chainId: BigInt(CHAIN_ID),
+    disputeManager: DISPUTE_MANAGER,
+    challenger: payer.address,
+    lane: 0,
+    gasEscrow: GAS_ESCROW,
+    sessionId,
+    ref,
+    pricing: termsV2,
+    closing,
+    seq: 2n,
+    receipts: [{ receipt: steps[1]!.receipt, ticket: steps[1]!.ticket, leafIndex: 1n, merkleProof: tree.proof(1, 4) }],
+    description: "Receipt 2 names a model the terms do not list.",
+  });
+  const packageJson = packageToJson(sessionPackage);
+  v.caseId = {
+    formula: "keccak256(abi.encode(uint8 kind, bytes32 subjectId, uint8 index))",
+    session: { kind: 2, subjectId: sessionId, index: 0, caseId: sessionCase },
+    gig: { kind: 1, subjectId: toHex(7n, { size: 32 }), index: 0, caseId: caseIdOf(1, toHex(7n, { size: 32 }), 0) },
+  };
+  v.challengePackage = {
+    package: packageJson,
+    evidenceIds: packageJson.evidence.map((e) => ({ kind: e.kind, artifact_id: e.artifact_id, contentHash: keccak256(stringToBytes(canon(e.content))) })),
+    packageHash: packageHash(sessionPackage),
+  };
+  const ics = icsFromJson({
+    asset: "0x0000000000000000000000000000000000000000",
+    deadline: "4102444800",
+    ics_version: 1,
+    max_price: "1000000000000000000",
+    penalty_schedule: {
+      objective_failure: { refund_bps: 5000, slash: "10000000000000000000" },
+      per_failed_test: { refund_bps: 1000, slash: "5000000000000000000" },
+      unserviceable: { compute_spent_bps: 1000 },
+    },
+    rubric: { items: [{ id: "passes_tests", kind: "test_suite" }], version: 1 },
+    task: "Write src/index.js exporting add(a, b) so that the bound test suite passes.",
+    test_suite: { hash: bundleHash(suite), runner: { command: ["node", "run.js"], max_output_bytes: 65536, timeout_ms: 10000 } },
+  });
+  const gigPackage = buildGigPackage({
+    caseId: caseIdOf(1, toHex(7n, { size: 32 }), 0),
+    chainId: BigInt(CHAIN_ID),
+    disputeManager: DISPUTE_MANAGER,
+    challenger: payer.address,
+    lane: 1,
+    gigEscrow: GIG_ESCROW,
+    gigId: 7n,
+    ics,
+    suite,
+    deliverable,
+  });
+  v.gigPackage = { icsHash: icsHash(ics), packageHash: packageHash(gigPackage), evidence: gigPackage.evidence.map((e) => ({ kind: e.kind, artifact_id: e.artifactId })) };
+
+  // A resolution of the session case, signed by the arbitrator.
+  const receiptEvidence = sessionPackage.evidence.find((e) => e.kind === "receipt")!;
+  const resolution: Resolution = resolutionFromJson(
+    resolutionToJson({
+      schema: "ioi.resolution/1",
+      caseId: sessionCase,
+      chainId: BigInt(CHAIN_ID),
+      disputeManager: DISPUTE_MANAGER,
+      packageHash: packageHash(sessionPackage),
+      graphId: sessionPackage.graphId,
+      stepId: sessionPackage.stepId,
+      policyHash,
+      policyVersion: 1,
+      rubricVersion: 0,
+      modelSnapshotId: sessionPackage.modelSnapshotId,
+      judgeRuntimeHash: judgeRuntimeHash(),
+      evidence: sessionPackage.evidence.map((e) => ({ artifactId: e.artifactId, kind: e.kind, merkleProof: e.kind === "receipt" ? tree.proof(1, 4) : [] })),
+      lane0: {
+        passed: false,
+        checks: [
+          { name: "receipt_signature", status: "pass", detail: null },
+          { name: "receipt_model", status: "fail", detail: "RECEIPT_MODEL_SWAP: receipt 2 names model:echo@1, which the terms do not list" },
+        ],
+      },
+      objectiveChecks: [],
+      replays: [],
+      claims: [{ claimId: "receipt_violates_session", description: "Receipt 2 names a model the terms do not list.", evidenceRefs: [receiptEvidence.artifactId], objectiveFallback: true, prosecutor: null, defender: null, resolver: null }],
+      aggregate: { finalVerdict: "provider_fault", aggregateConfidence: 1, unresolved: false, reasonCodes: ["RECEIPT_MODEL_SWAP"] },
+      remedy: { verdict: 1, refund: 1240n, slash: 5_000_000n },
+    }),
+  );
+  const message = resolutionMessage(resolution);
+  v.resolution = {
+    document: resolutionToJson(resolution),
+    resolutionHash: resolutionHash(resolution),
+    message: { caseId: message.caseId, verdict: message.verdict, refund: String(message.refund), slash: String(message.slash), resolutionHash: message.resolutionHash },
+    structHash: hashStruct({ types: RESOLUTION_TYPES, primaryType: "Resolution", data: message }),
+    digest: resolutionDigest(dmDomain, message),
+    signer: arbitrator.address,
+    signature: await signResolution(arbitrator, dmDomain, message),
+  };
+
+  // Identity anchor: a DID bound to the provider's account and an ML-DSA-44 key (seeded, so the key is fixed).
+  const mldsa = mldsaKeyPair(hexToBytes(label("ioi protocol vectors: ML-DSA-44 seed")));
+  const did = "did:ioi:provider-vectors";
+  const anchor = { did, account: provider.address, mldsaPublicKey: mldsa.publicKey };
+  const signedAnchor = await signIdentityAnchor({ did, account: provider, mldsa });
+  v.identityAnchor = {
+    mldsaSeed: label("ioi protocol vectors: ML-DSA-44 seed"),
+    anchorJson: { did, account: lower(provider.address), mldsa_public_key: `<${(mldsa.publicKey.length - 2) / 2} bytes, keccak256 below>` },
+    didHash: didHashOf(did),
+    mldsaPublicKeyHash: keccak256(mldsa.publicKey),
+    anchorId: artifactId(identityAnchorToJson(anchor)),
+    signatureDomain: IDENTITY_SIGNATURE_DOMAIN,
+    digest: identityAnchorDigest(anchor),
+    secp256k1Signature: signedAnchor.secp256k1Signature,
+  };
+
+  // The documents a published schema must accept, by schema (checked by the test).
+  v.schemaDocuments = {
+    terms: ["termsV1.document", "termsV2.document", "termsOffer.offer.pricing"],
+    "challenge-package": ["challengePackage.package"],
+    resolution: ["resolution.document"],
+    upip: ["upip.record"],
+  };
+  return v;
+}
+
+function pairHash(a: Hex, b: Hex): Hex {
+  const [x, y] = BigInt(a) <= BigInt(b) ? [a, b] : [b, a];
+  return keccak256(`0x${x.slice(2)}${y.slice(2)}`);
+}
+
+function closingJson(state: ClosingState) {
+  return { deposit: String(state.deposit), seq: String(state.seq), amount: String(state.amount), receiptRoot: state.receiptRoot, feeBps: state.feeBps };
+}
+
+/** The vectors file's text. */
+export function vectorsText(vectors: ProtocolVectors): string {
+  return `${JSON.stringify({ generatedBy: "scripts/protocol-vectors.ts (do not edit by hand)", vectors }, null, 2)}\n`;
+}
+
+const BLOCK = /<!-- vector:([A-Za-z0-9]+)(\.[A-Za-z0-9.]+)? -->\n[\s\S]*?<!-- \/vector -->/g;
+
+/** Value at a dotted path in the vectors ("resolution.message"). */
+function at(vectors: ProtocolVectors, name: string, dotted: string | undefined): unknown {
+  let value: unknown = vectors[name];
+  if (value === undefined) throw new RangeError(`docs/protocol.md quotes a vector "${name}" that scripts/protocol-vectors.ts does not generate.`);
+  for (const key of (dotted ?? "").split(".").filter(Boolean)) {
+    value = (value as Record<string, unknown>)[key];
+    if (value === undefined) throw new RangeError(`The vector "${name}" has no field "${dotted}".`);
+  }
+  return value;
+}
+
+/** `doc` with every `<!-- vector:NAME[.path] -->` block rewritten to the vector's JSON. */
+export function renderProtocolDoc(doc: string, vectors: ProtocolVectors): string {
+  return doc.replace(BLOCK, (_block, name: string, dotted: string | undefined) => {
+    const value = at(vectors, name, dotted?.slice(1));
+    return `<!-- vector:${name}${dotted ?? ""} -->\n\`\`\`json\n${JSON.stringify(value, null, 2)}\n\`\`\`\n<!-- /vector -->`;
+  });
+}
+
+/** Names quoted in `doc` (NAME of each block). */
+export function quotedVectors(doc: string): string[] {
+  return [...doc.matchAll(BLOCK)].map((m) => m[1]!);
+}
+
+async function main(): Promise<void> {
+  const vectors = await protocolVectors();
+  const text = vectorsText(vectors);
+  const doc = readFileSync(DOC_PATH, "utf8");
+  const rendered = renderProtocolDoc(doc, vectors);
+  if (process.argv.includes("--check")) {
+    let stale = false;
+    if (readFileSync(VECTORS_PATH, "utf8") !== text) stale = true;
+    if (rendered !== doc) stale = true;
+    if (stale) {
+      console.error("docs/protocol-vectors.json or docs/protocol.md is stale: run `npx ts-node --transpile-only scripts/protocol-vectors.ts`.");
+      process.exitCode = 1;
+    }
+    return;
+  }
+  writeFileSync(VECTORS_PATH, text);
+  writeFileSync(DOC_PATH, rendered);
+  console.log(`Wrote ${path.relative(ROOT, VECTORS_PATH)} (${Object.keys(vectors).length} vectors) and the quoted blocks of ${path.relative(ROOT, DOC_PATH)}.`);
+}
+
+if (require.main === module) {
+  main().catch((error: unknown) => {
+    console.error(error instanceof Error ? error.message : String(error));
+    process.exitCode = 1;
+  });
+}
