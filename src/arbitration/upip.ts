@@ -9,7 +9,8 @@
  * output hashes (L4). No timestamps, hostnames, pids or paths; nothing of the host (not even Node's version).
  *
  *   state_hash  = "files:sha256:" ‖ sha256(canon({suite, deliverable}))
- *   deps_hash   = "deps:sha256:"  ‖ sha256(sorted "name:version\n" lines of `packages`)
+ *   deps_hash   = "deps:sha256:"  ‖ sha256(the lines "name:version\n" of `packages` and "engine:<engine_sha256>\n",
+ *                                           "harness:<harness_sha256>\n", "runner:<runner>\n", sorted by UTF-16 code units)
  *   result_hash = "sha256:"       ‖ sha256(String(exit_code) ‖ stdout ‖ stderr)     (the output hash)
  *   stack_hash  = "upip:sha256:"  ‖ sha256(canon([state, deps, process, result]))
  */
