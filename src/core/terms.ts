@@ -143,8 +143,9 @@ export function pricingTermsToJson(terms: PricingTerms): PricingTermsJson {
 
 /**
  * Validates a terms document received from a peer or a file against `schemas/terms.schema.json` (either
- * version); the code adds only what a schema cannot say: the uint128 bounds of amounts, and that the cap
- * is at least the base price (else no call could be charged its own base price).
+ * version, bounds included: amounts below 2^128, the settlement window below 2^40, model ids of at most 256
+ * UTF-16 code units); the code adds only what a schema cannot say: that the cap is at least the base price
+ * (else no call could be charged its own base price).
  */
 export function pricingTermsFromJson(value: unknown, path = "PricingTerms"): PricingTerms {
   assertMatchesSchema("terms", value, path);

@@ -16,6 +16,7 @@ import { resolutionFromJson } from "../../src/arbitration/resolution";
 import { upipFromJson } from "../../src/arbitration/upip";
 import { jsonSchemaOf, schemaValidator, type SchemaName } from "../../src/core/schemas";
 import { sessionReceiptFromJson } from "../../src/core/receipt";
+import { paymentTicketFromJson } from "../../src/core/ticket";
 import { pricingTermsFromJson } from "../../src/core/terms";
 import { expectUint } from "../../src/core/validate";
 import {
@@ -288,6 +289,51 @@ describe("protocol specification vectors (docs/protocol.md)", function () {
         expect(codeAccepts(() => pricingTermsFromJson(document)), value).to.equal(code);
         for (const schema of ["challenge-package"] as const) {
           expect(schemaValidator(schema, "termsV2")(document), `${schema} ${value}`).to.equal(code);
+        }
+      }
+    });
+
+    it("every uintN of every schema accepts exactly the decimal strings below 2^N, and the parsers agree on the fields they bound", () => {
+      const samples = (bits: number): string[] => {
+        const end = 1n << BigInt(bits);
+        const values = ["0", "1", "01", "-1", "1.0", "", String(end - 1n), String(end), String(end + 1n), String(end * 10n - 1n), String(end / 10n)];
+        for (let d = 1n; d <= end * 100n; d *= 10n) values.push(String(d - 1n), String(d), String(d + 1n));
+        let x = 0x243f6a8885a308d3n;
+        for (let i = 0; i < 300; i++) {
+          x = (x * 6364136223846793005n + 1442695040888963407n) & ((1n << 64n) - 1n);
+          const span = BigInt(bits - 8 + (i % 16));
+          values.push(String(((x << 64n) | (x * 0x9e3779b97f4a7c15n)) % (1n << span)));
+        }
+        return values;
+      };
+      const below = (value: string, bits: number) => /^(0|[1-9][0-9]*)$/.test(value) && BigInt(value) < 1n << BigInt(bits);
+      let definitions = 0;
+      for (const name of ["terms", "packet", "ics", "challenge-package", "resolution", "upip"] as const) {
+        const defs = (jsonSchemaOf(name).definitions ?? {}) as Record<string, unknown>;
+        for (const def of Object.keys(defs).filter((d) => /^uint\d+$/.test(d))) {
+          const bits = Number(def.slice(4));
+          const validate = schemaValidator(name, def);
+          for (const value of samples(bits)) expect(validate(value), `${name}#${def} ${value}`).to.equal(below(value, bits));
+          definitions++;
+        }
+        // No field is left on the unbounded "uint" (kept only for other documents' future fields).
+        expect(JSON.stringify(jsonSchemaOf(name)), name).to.not.contain('"#/definitions/uint"');
+      }
+      expect(definitions).to.be.greaterThanOrEqual(10);
+      // The parsers bound the same fields with the same widths (a representative field of each width and document).
+      const ticket = V.paymentTicket.ticket;
+      const receipt = V.sessionReceipt.receipt;
+      const fields: Array<[string, number, (value: string) => unknown, (value: string) => boolean]> = [
+        ["ticket seq", 64, (x) => paymentTicketFromJson({ ...ticket, seq: x }), (x) => schemaValidator("packet", "paymentTicket")({ ...ticket, seq: x })],
+        ["ticket amount", 128, (x) => paymentTicketFromJson({ ...ticket, cumulativeAmount: x }), (x) => schemaValidator("packet", "paymentTicket")({ ...ticket, cumulativeAmount: x })],
+        ["receipt units", 128, (x) => sessionReceiptFromJson({ ...receipt, metering: { ...receipt.metering, units: x } }), (x) => schemaValidator("challenge-package", "sessionReceipt")({ ...receipt, metering: { ...receipt.metering, units: x } })],
+        ["v1 price", 128, (x) => pricingTermsFromJson({ ...V.termsV1.document, pricePerInvocation: x }), (x) => schemaValidator("terms")({ ...V.termsV1.document, pricePerInvocation: x })],
+        ["resolution chain id", 64, (x) => expectUint(x, "chain_id", 64), (x) => schemaValidator("resolution")({ ...V.resolution.document, chain_id: x })],
+      ];
+      for (const [field, bits, code, schema] of fields) {
+        for (const value of [String((1n << BigInt(bits)) - 1n), String(1n << BigInt(bits)), "0", "12"]) {
+          expect(schema(value), `${field} schema ${value}`).to.equal(below(value, bits));
+          expect(codeAccepts(() => code(value)), `${field} code ${value}`).to.equal(below(value, bits));
         }
       }
     });
