@@ -2,17 +2,19 @@
  * The protocol specification cannot drift from the code (issue 33 item 4): its vectors are regenerated from
  * the code and compared with docs/protocol-vectors.json and with the blocks docs/protocol.md quotes; the
  * formulas as the document states them are recomputed here with bare primitives (no project code) and give the
- * same bytes; every signature recovers to its stated signer; the published schemas accept each vector's
- * document; and where a schema bounds a value the code bounds too, both agree at the boundary.
+ * same bytes; every signature recovers to its stated signer; the contracts hold the same type hashes, domains,
+ * case ids and settled states; the published schemas accept each vector's document; and where a schema bounds
+ * a value the code bounds too, both agree at the boundary.
  */
 import { sha256 } from "@noble/hashes/sha2.js";
 import Ajv from "ajv";
 import { expect } from "chai";
 import { readFileSync } from "node:fs";
-import { concat, encodeAbiParameters, keccak256, recoverAddress, stringToBytes, toHex, type Hex } from "viem";
+import { loadFixture } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
+import { concat, encodeAbiParameters, getAddress, hashTypedData, keccak256, recoverAddress, stringToBytes, toHex, zeroHash, type Hex } from "viem";
 
 import { packageFromJson } from "../../src/arbitration/package";
-import { resolutionFromJson } from "../../src/arbitration/resolution";
+import { RESOLUTION_TYPES, resolutionFromJson } from "../../src/arbitration/resolution";
 import { upipFromJson } from "../../src/arbitration/upip";
 import { jsonSchemaOf, schemaValidator, type SchemaName } from "../../src/core/schemas";
 import { sessionReceiptFromJson } from "../../src/core/receipt";
@@ -28,6 +30,7 @@ import {
   VECTORS_PATH,
   type ProtocolVectors,
 } from "../../scripts/protocol-vectors";
+import { systemFixture } from "../helpers/system";
 
 /** Value at a dotted path. */
 function at(root: unknown, dotted: string): any {
@@ -217,6 +220,35 @@ describe("protocol specification vectors (docs/protocol.md)", function () {
       expect(["1b", "1c"]).to.include(signature.slice(130));
     }
     expect(V.keys.payer.address).to.equal("0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266");
+  });
+
+  it("the contracts agree: type hashes, the GasEscrow's ERC-5267 domain, the DisputeManager's hand-written domain, case ids, settled states", async () => {
+    const s = await loadFixture(systemFixture);
+    const types = V.eip712GasEscrow.types;
+    expect(await s.escrow.read.SESSION_TYPEHASH()).to.equal(types.Session.typeHash);
+    expect(await s.escrow.read.PAYMENT_TICKET_TYPEHASH()).to.equal(types.PaymentTicket.typeHash);
+    expect(await s.escrow.read.SESSION_KEY_TYPEHASH()).to.equal(types.SessionKey.typeHash);
+    expect(await s.escrow.read.SETTLEMENT_SUMMARY_TYPEHASH()).to.equal(types.SettlementSummary.typeHash);
+    expect(await s.escrow.read.RECEIPT_COMMIT_TYPEHASH()).to.equal(types.ReceiptCommit.typeHash);
+    expect(await s.disputes.read.RESOLUTION_TYPEHASH()).to.equal(V.eip712DisputeManager.types.Resolution.typeHash);
+    // ERC-5267: fields 0x0f = name, version, chainId, verifyingContract (no salt, no extensions).
+    const [fields, name, version, chainId, verifyingContract, salt, extensions] = await s.escrow.read.eip712Domain();
+    expect([fields, name, version, chainId, verifyingContract, salt, extensions]).to.deep.equal([
+      "0x0f", V.eip712GasEscrow.domain.name, V.eip712GasEscrow.domain.version, BigInt(V.eip712GasEscrow.domain.chainId), getAddress(s.escrow.address), zeroHash, [],
+    ]);
+    // The DisputeManager has no eip712Domain(): its digest of the vector's message is the one the documented domain gives.
+    const m = V.resolution.message;
+    const message = { caseId: m.caseId, verdict: m.verdict, refund: BigInt(m.refund), slash: BigInt(m.slash), resolutionHash: m.resolutionHash };
+    const documented = { name: V.eip712DisputeManager.domain.name, version: V.eip712DisputeManager.domain.version, chainId: BigInt(V.eip712DisputeManager.domain.chainId), verifyingContract: getAddress(s.disputes.address) };
+    expect(await s.disputes.read.hashResolution([message])).to.equal(hashTypedData({ domain: documented, types: RESOLUTION_TYPES, primaryType: "Resolution", message }));
+    // Case ids: a fresh subject's next case id is index 0 of the documented formula.
+    expect(await s.disputes.read.nextCaseId([2, V.caseId.session.subjectId])).to.equal(V.caseId.session.caseId);
+    expect(await s.disputes.read.nextCaseId([1, V.caseId.gig.subjectId])).to.equal(V.caseId.gig.caseId);
+    // A cooperative settlement is recorded as the documented ClosingState.
+    const sum = V.settlementSummary.summary;
+    const settled = await s.escrow.read.settledState([BigInt(sum.finalSeq), BigInt(sum.finalAmount), sum.finalReceiptRoot]);
+    const st = V.closingState.settled.state;
+    expect(settled).to.deep.equal({ deposit: BigInt(st.deposit), seq: BigInt(st.seq), amount: BigInt(st.amount), receiptRoot: st.receiptRoot, feeBps: st.feeBps });
   });
 
   it("the published schemas accept each vector's document, and so do the parsers", () => {
