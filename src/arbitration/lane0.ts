@@ -24,7 +24,7 @@ import { verifyProof } from "../core/accumulator";
 import { verifyReceiptCommit } from "../core/receipt-commit";
 import { verifyFaultStatement, type FaultStatement } from "../core/fault-statement";
 import { GENESIS_RECEIPT_HASH, sessionReceiptHash, verifySessionReceipt, type SessionReceipt } from "../core/receipt";
-import { describePricing, missingReceiptBindings, modelAllowed, penaltyOf, priceOf, sessionIdOf, termsHashOf, type PricingTerms } from "../core/terms";
+import { describePricing, hasDocumentBody, missingReceiptBindings, modelAllowed, penaltyOf, priceOf, sessionIdOf, termsHashOf, type PricingTerms } from "../core/terms";
 import { verifyPaymentTicket } from "../core/ticket";
 import { assertWithinGrant, verifySessionKeyGrantSignature } from "../core/session-key";
 import { bundleHash } from "./bundle";
@@ -396,7 +396,7 @@ async function sessionChecks(c: Checks, pkg: ChallengePackage, ctx: CaseContext)
       refund: r.metering.amount > price ? r.metering.amount - price : 0n,
     });
     // Terms that bind models or receipt bindings (v2) are judged only under v2, so v1 cases keep their bytes.
-    if (pricing.version === "2") {
+    if (hasDocumentBody(pricing)) {
       c.respondent(`receipt[seq ${r.seq}].model`, modelAllowed(pricing, r.modelSnapshotId), {
         code: "RECEIPT_MODEL_SWAP",
       seq: r.seq,
@@ -525,7 +525,7 @@ function deliveredComparison(c: Checks, receipts: ReceiptEvidence[], delivered: 
  */
 function prepaidExcess(c: Checks, receipts: ReceiptEvidence[], channel: ChannelEvidence, session: SessionOnChain): boolean {
   const pricing = channel.pricing;
-  if (pricing.version !== "2" || session.settledAtOpen === true) return false;
+  if (!hasDocumentBody(pricing) || session.settledAtOpen === true) return false;
   const { seq: k, amount, deposit } = channel.closing;
   const paid = amount < deposit ? amount : deposit;
   const counted = receipts.filter((e) => e.receipt.receipt.seq <= k);
@@ -590,7 +590,7 @@ function failedCallsPaid(c: Checks, receipts: ReceiptEvidence[], channel: Channe
  * window) and only for settled sessions (a closing session's window is the chain's challenge period).
  */
 function termsDisputeWindow(c: Checks, pricing: PricingTerms, session: SessionOnChain): boolean {
-  if (pricing.version !== "2" || session.settledAtOpen !== true) return true;
+  if (!hasDocumentBody(pricing) || session.settledAtOpen !== true) return true;
   const { settledAt, caseOpenedAt } = session;
   if (settledAt === undefined || caseOpenedAt === undefined) {
     c.host("dispute_window", "SETTLEMENT_TIME_UNKNOWN", false, "the arbitrator's context lacks the settlement time or the case's opening time");
