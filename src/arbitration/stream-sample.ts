@@ -138,3 +138,23 @@ export async function spotCheck(parameters: SpotCheckParameters): Promise<SpotCh
   }
   return { samples, falseClaims: samples.filter((s) => s.status === "false").map((s) => s.index), suiteFault };
 }
+
+/**
+ * What an honest provider claims about `repository`: every test of the bound suite run once in the same engine
+ * (the full suite; a sample re-runs one test under the same inputs and must agree). Throws on a suite fault.
+ */
+export async function claimsOf(parameters: { terms: TermsDocumentV4; suite: Bundle; repository: Bundle; inputs: PinnedInputs; watchdogMs?: number }): Promise<{ name: string; outcome: ClaimedOutcome }[]> {
+  const { terms, suite, repository, inputs } = parameters;
+  const outcome = await engineReplay({
+    suite,
+    deliverable: repository,
+    runner: streamRunner(terms),
+    budgets: { stepsPerTest: terms.stream.suite.stepBudget, memoryBytes: DEFAULT_MEMORY_BYTES, outputBytes: terms.stream.suite.maxOutputBytes },
+    inputs: { suite: inputs, deliverable: inputs },
+    actor: "ioi-stream/provider",
+    intent: "the provider's run of the bound suite for a Progress Proof",
+    ...(parameters.watchdogMs === undefined ? {} : { watchdogMs: parameters.watchdogMs }),
+  });
+  if (outcome.suiteFault) throw new SpotCheckInputError(`The bound suite cannot be run: ${outcome.suiteFault.code}: ${outcome.suiteFault.detail}`);
+  return outcome.tests.map((t) => ({ name: t.name, outcome: t.passed ? "pass" : "fail" }));
+}
