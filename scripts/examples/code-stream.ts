@@ -13,6 +13,11 @@ export { SUITE };
 /** The repository after each tranche of honest work. */
 export const REPOSITORY_BY_TRANCHE: readonly Bundle[] = [FAILING_DELIVERABLE, PASSING_DELIVERABLE, PASSING_DELIVERABLE, PASSING_DELIVERABLE];
 
+/** A repository whose every function answers null: it fails all 12 tests (what a lying provider claims passes). */
+export const BROKEN_REPOSITORY: Bundle = {
+  files: { "strings.js": '"use strict";\nexports.slugify = () => null;\nexports.capitalize = () => null;\nexports.truncate = () => null;\n' },
+};
+
 export const STREAM_MODEL = "agent:coder@2026-11";
 
 /** 0.01 ETH per 60-second tranche, one tranche in flight, 2 of 12 claims sampled, 30 LGAS per false claim. */

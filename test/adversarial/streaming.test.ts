@@ -24,7 +24,7 @@ import { termsHashOf, type TermsDocumentV4 } from "../../src/core/terms";
 import { paymentTicketHash } from "../../src/core/ticket";
 import { FlowController, type StreamPause } from "../../src/node/flow-controller";
 import { InProcessStreamProvider, type TrancheWork } from "../../src/node/stream-provider";
-import { codeStreamTerms, REPOSITORY_BY_TRANCHE, STREAM_MODEL, SUITE } from "../../scripts/examples/code-stream";
+import { BROKEN_REPOSITORY, codeStreamTerms, REPOSITORY_BY_TRANCHE, STREAM_MODEL, SUITE } from "../../scripts/examples/code-stream";
 import { DISPUTE_PARAMS, KIND, PROVIDER_ROLE, STATUS, systemFixture, type System } from "../helpers/system";
 import { burnOf, expectDeltas, feeOf, fullBook, openSponsoredChannel, snapshot } from "./helpers";
 import { enforceByPanel, threeRuns } from "./panel";
@@ -41,7 +41,7 @@ type Liar = "none" | "false_claim" | "repository_changed" | "silent" | "equivoca
 /**
  * Opens the stream and runs up to 3 tranches. The provider is honest (its claims are the suite's real outcomes on
  * its repository) except at tranche 2, where `liar` says what it does: claims every test passes on a repository
- * that fails 3 (`false_claim`), answers the sample with another repository, stops answering samples, or signs a
+ * that fails all 12 (`false_claim`: any draw samples a false claim), answers the sample with another repository, stops answering samples, or signs a
  * second proof of the tranche.
  */
 async function stream(s: System, liar: Liar, nonce: bigint) {
@@ -50,7 +50,7 @@ async function stream(s: System, liar: Liar, nonce: bigint) {
   const inputs = (tranche: bigint) => streamInputs({ chainId: s.chainId, gasEscrow: opened.escrow, sessionId, tranche });
   const work: TrancheWork = async (tranche) => {
     const lying = liar === "false_claim" && tranche === 2n;
-    const repository = lying ? REPOSITORY_BY_TRANCHE[0]! : REPOSITORY_BY_TRANCHE[Number(tranche) - 1]!;
+    const repository = lying ? BROKEN_REPOSITORY : REPOSITORY_BY_TRANCHE[Number(tranche) - 1]!;
     const tests = await claimsOf({ terms: TERMS, suite: SUITE, repository, inputs: inputs(tranche) });
     return { repository, tests: lying ? tests.map((t) => ({ ...t, outcome: "pass" as const })) : tests, coverageDeltaBps: 500, lint: "clean" };
   };
@@ -255,11 +255,11 @@ describe("adversarial: milestone streaming — money flows only while sampled pr
     const proof = held.result!.proof.proof;
     const drawn = sampledIndices({ secret: held.secret, proofHash: progressProofHash(proof), total: 12, count: TERMS.stream.samplesPerTranche });
     expect(drawn).to.deep.equal(held.indices);
-    // The repository fails 3 tests (all claimed passing); pick a false claim the agreed draw did not sample.
+    // The repository fails all 12 tests (all claimed passing); pick a false claim the agreed draw did not sample.
     const failing = (await claimsOf({ terms: TERMS, suite: SUITE, repository: held.repository!, inputs: streamInputs({ chainId: s.chainId, gasEscrow: st.escrow, sessionId: st.sessionId, tranche: 2n }) }))
       .map((t, i) => (t.outcome === "fail" ? i : -1))
       .filter((i) => i >= 0);
-    expect(failing).to.have.length(3);
+    expect(failing).to.have.length(12);
     const undrawn = failing.find((i) => !drawn.includes(i));
     expect(undrawn, "a false claim outside the draw").to.not.equal(undefined);
     // Asking the provider for it outside the draw gets nothing.
