@@ -9,6 +9,7 @@
 import { loadFixture, time } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
 import { expect } from "chai";
 import { getAddress, keccak256, parseEther, stringToBytes, type Hex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
 
 import { buildStreamPackage } from "../../src/arbitration/build";
 import { currentClosingState, openSessionCase } from "../../src/arbitration/chain";
@@ -20,6 +21,7 @@ import { canon } from "../../src/core/canonical";
 import { anchorReceiptCommit, closeUnilateral, finalizeClose } from "../../src/chain/escrow";
 import { progressProofHash, sampledIndices, signProgressProof } from "../../src/core/progress-proof";
 import { sessionReceiptHash } from "../../src/core/receipt";
+import { signSessionKeyGrant } from "../../src/core/session-key";
 import { termsHashOf, type TermsDocumentV4 } from "../../src/core/terms";
 import { paymentTicketHash } from "../../src/core/ticket";
 import { FlowController, type StreamPause } from "../../src/node/flow-controller";
@@ -35,6 +37,7 @@ const PRICE = TERMS.pricing.capPerCall;
 const PENALTY = TERMS.stream.falseClaimPenalty;
 /** The payer's sampling secrets: fixed per tranche so that every run draws the same claims. */
 const secretOf = (tranche: bigint): Hex => keccak256(stringToBytes(`stream attack secret ${tranche}`));
+const DELEGATE = privateKeyToAccount(keccak256(stringToBytes("stream delegated sampling node")));
 
 type Liar = "none" | "false_claim" | "repository_changed" | "silent" | "equivocate";
 
@@ -44,9 +47,13 @@ type Liar = "none" | "false_claim" | "repository_changed" | "silent" | "equivoca
  * that fails all 12 (`false_claim`: any draw samples a false claim), answers the sample with another repository, stops answering samples, or signs a
  * second proof of the tranche.
  */
-async function stream(s: System, liar: Liar, nonce: bigint) {
+async function stream(s: System, liar: Liar, nonce: bigint, delegate?: { cap: bigint }) {
   const opened = await openSponsoredChannel(s, termsHashOf(TERMS), nonce, DEPOSIT);
   const { payer, provider, domain, sessionId } = opened;
+  // The payer's delegated sampling node: a session key whose grant caps what its tickets may authorise.
+  const grant = delegate
+    ? await signSessionKeyGrant({ account: payer, domain, sessionId, key: DELEGATE.address, expiry: (await s.publicClient.getBlock()).timestamp + 86_400n, spendCap: delegate.cap, methods: ["*"], epoch: 0n })
+    : undefined;
   const inputs = (tranche: bigint) => streamInputs({ chainId: s.chainId, gasEscrow: opened.escrow, sessionId, tranche });
   const work: TrancheWork = async (tranche) => {
     const lying = liar === "false_claim" && tranche === 2n;
@@ -54,7 +61,7 @@ async function stream(s: System, liar: Liar, nonce: bigint) {
     const tests = await claimsOf({ terms: TERMS, suite: SUITE, repository, inputs: inputs(tranche) });
     return { repository, tests: lying ? tests.map((t) => ({ ...t, outcome: "pass" as const })) : tests, coverageDeltaBps: 500, lint: "clean" };
   };
-  const node = new InProcessStreamProvider({ account: provider, domain, terms: TERMS, ref: opened.opened.ref, sessionId, work, modelSnapshotId: STREAM_MODEL });
+  const node = new InProcessStreamProvider({ account: provider, domain, terms: TERMS, ref: opened.opened.ref, sessionId, work, modelSnapshotId: STREAM_MODEL, ...(grant ? { grant } : {}) });
   const link = {
     tranche: node.tranche.bind(node),
     sample: async (p: { tranche: bigint; secret: Hex; indices: number[] }) => {
@@ -63,7 +70,7 @@ async function stream(s: System, liar: Liar, nonce: bigint) {
       return node.sample(p);
     },
   };
-  const flow = new FlowController({ terms: TERMS, ref: opened.opened.ref, sessionId, domain, signer: payer, link, suite: SUITE, secretOf });
+  const flow = new FlowController({ terms: TERMS, ref: opened.opened.ref, sessionId, domain, signer: grant ? DELEGATE : payer, ...(grant ? { grant } : {}), link, suite: SUITE, secretOf });
   let pause: StreamPause;
   if (liar === "equivocate") {
     await flow.step();
@@ -75,7 +82,7 @@ async function stream(s: System, liar: Liar, nonce: bigint) {
   } else {
     pause = await flow.run(3n);
   }
-  return { ...opened, flow, node, pause };
+  return { ...opened, flow, node, pause, grant };
 }
 
 type Streamed = Awaited<ReturnType<typeof stream>>;
@@ -278,5 +285,19 @@ describe("adversarial: milestone streaming — money flows only while sampled pr
     await expectDeltas(s, snap, {
       ETH: { client: -paid, provider: paid - routing + bond - burnOf(bond) - fee, escrow: routing, payer: -bond, burn: burnOf(bond) + dust, ...shares },
     });
+  });
+
+  it("offline means pause: the payer's delegated sampling node keeps checking and funding with a session key, and stops at the key's cap — the provider is paid exactly the capped tranches", async () => {
+    const s = await loadFixture(systemFixture);
+    const snap = await snapshot(s, fullBook(s));
+    const st = await stream(s, "none", 38n, { cap: 2n * PRICE });
+    expect(st.pause).to.deep.include({ reason: "cap_reached", tranche: 3n });
+    expect(st.flow.state).to.deep.include({ released: 2n, checked: 2n });
+    expect(st.flow.events.filter((e) => e.kind === "sample").every((e) => e.kind === "sample" && e.status === "true")).to.equal(true);
+    // The provider closes on the key-signed ticket 2 (the grant travels with it).
+    await closeUnilateral({ wallet: s.provider, publicClient: s.publicClient, escrow: st.escrow, ref: st.opened.ref, ticket: st.flow.tranches.get(2n)!.ticket, grant: st.grant! });
+    const { paid, routing } = await finalizeAfterWindow(s, st);
+    expect(paid).to.equal(2n * PRICE);
+    await expectDeltas(s, snap, { ETH: { client: -paid, provider: paid - routing, escrow: routing } });
   });
 });
