@@ -15,6 +15,8 @@
  * false claim or two proofs of one tranche, as the evidence a stream case needs.
  */
 import { randomBytes } from "node:crypto";
+import { mkdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
 
 import { bytesToHex, type Hex, type LocalAccount } from "viem";
 
@@ -347,4 +349,49 @@ export class FlowController {
       commit: this.commit,
     };
   }
+}
+
+/*//////////////////////////////////////////////////////////////
+                RECORD (for `ioi ui --records`, the API)
+//////////////////////////////////////////////////////////////*/
+
+export const STREAM_RECORD_SCHEMA = "ioi.stream_record/1";
+
+/** A stream as JSON: its terms' figures, every event (amounts and tranches as decimal strings) and the pause. */
+export type StreamRecord = {
+  schema: typeof STREAM_RECORD_SCHEMA;
+  sessionId: Hex;
+  tranchePrice: string;
+  trancheSeconds: string;
+  samplesPerTranche: number;
+  released: string;
+  checked: string;
+  paused: { tranche: string; reason: PauseReason; detail: string } | null;
+  events: Record<string, string | number>[];
+};
+
+export function streamRecordOf(flow: FlowController): StreamRecord {
+  const { terms, sessionId } = flow.parameters;
+  const flat = (event: StreamEvent): Record<string, string | number> =>
+    Object.fromEntries(Object.entries(event).map(([k, v]) => [k, typeof v === "bigint" ? v.toString() : (v as string | number)]));
+  const paused = flow.state.paused;
+  return {
+    schema: STREAM_RECORD_SCHEMA,
+    sessionId,
+    tranchePrice: tranchePriceOf(terms).toString(),
+    trancheSeconds: terms.stream.trancheSeconds.toString(),
+    samplesPerTranche: terms.stream.samplesPerTranche,
+    released: flow.state.released.toString(),
+    checked: flow.state.checked.toString(),
+    paused: paused ? { tranche: paused.tranche.toString(), reason: paused.reason, detail: paused.detail } : null,
+    events: flow.events.map(flat),
+  };
+}
+
+/** Writes `stream-<session id's first 12 hex digits>.json` into `dir` (what `ioi ui --records` shows). */
+export function writeStreamRecord(dir: string, flow: FlowController): string {
+  mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, `stream-${flow.parameters.sessionId.slice(2, 14)}.json`);
+  writeFileSync(file, JSON.stringify(streamRecordOf(flow), null, 2) + "\n");
+  return file;
 }

@@ -33,6 +33,8 @@ import { describePricing, hasDocumentBody, disputeWindowProblem, NATIVE_ASSET, t
 import { readSettledDisputeWindow } from "../chain/dispute-window";
 import { assertDeployed, contractAddress, type Deployment } from "./deployment";
 
+import { FlowController, type FlowControllerParameters } from "../node/flow-controller";
+
 export type Peer = { host: string; port: number };
 
 export type PayerParameters = {
@@ -184,6 +186,24 @@ export class Payer {
     return settled;
   }
 
+  /**
+   * Streams a channel opened on v4 terms tranche by tranche (issue 32, decision 0037): a {@link FlowController}
+   * signs tranche k+1's ticket only after the sampled claims of proof k re-ran true, pauses for good otherwise, and
+   * keeps the evidence of a stream case. `signer`/`grant`: a delegated sampling node's session key (its cap bounds
+   * the stream). Resolves with the controller once the stream pauses (`flow.state.paused.reason` says why).
+   */
+  async streamMilestones(
+    sessionId: Hex,
+    parameters: Pick<FlowControllerParameters, "link" | "suite" | "onEvent" | "grant" | "secretOf" | "watchdogMs"> & { tranches: bigint; signer?: LocalAccount },
+  ): Promise<FlowController> {
+    const channel = this.#channel(sessionId);
+    if (channel.pricing.version !== "4") throw new PayerError(`Session ${sessionId} was opened on version ${channel.pricing.version} terms; milestone streaming needs version 4 (a stream block).`);
+    const { tranches, signer, ...rest } = parameters;
+    const flow = new FlowController({ ...rest, terms: channel.pricing, ref: channel.ref, sessionId, domain: this.domain, signer: signer ?? this.account });
+    await flow.run(tranches);
+    return flow;
+  }
+
   #channel(sessionId: Hex): ChannelRecord {
     const channel = this.parameters.store.getChannel(sessionId);
     if (!channel) throw new PayerError(`The store holds no session ${sessionId}.`);
@@ -206,6 +226,19 @@ export function createPayer(parameters: PayerParameters): Payer {
 
 export { PayerClient, fetchTermsOffer, ProviderRejectedError, type InvocationOutcome } from "../node/payer-client";
 export { PayerSession } from "../node/payer-session";
+export {
+  FlowController,
+  mayRelease,
+  acceptTranche,
+  judgeSample,
+  PAUSE_REASONS,
+  type FlowControllerParameters,
+  type StreamProviderLink,
+  type StreamEvent,
+  type StreamPause,
+} from "../node/flow-controller";
+export { spotCheck, streamInputs } from "../arbitration/stream-sample";
+export { buildStreamPackage } from "../arbitration/build";
 export { SqliteStore } from "../store/sqlite-store";
 export type { ChannelStore, ChannelRecord } from "../store/store";
 export { gasEscrowAbi } from "../abi/GasEscrow";

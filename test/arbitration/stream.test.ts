@@ -4,12 +4,16 @@
  * (state × input → decision), and the spot-check in the sealed engine.
  */
 import { expect } from "chai";
-import { keccak256, stringToBytes, zeroHash, type Hex } from "viem";
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { keccak256, stringToBytes, zeroAddress, zeroHash, type Hex } from "viem";
 
 import { bundleHash } from "../../src/arbitration/bundle";
-import { claimsOf, spotCheck, SpotCheckInputError } from "../../src/arbitration/stream-sample";
+import { claimsOf, spotCheck, SpotCheckInputError, streamInputs } from "../../src/arbitration/stream-sample";
 import { DEFAULT_INPUTS } from "../../src/arbitration/pinned";
 import { canon } from "../../src/core/canonical";
+import { gasEscrowDomain } from "../../src/core/eip712";
 import {
   progressProofFromJson,
   progressProofHash,
@@ -25,7 +29,10 @@ import {
 } from "../../src/core/progress-proof";
 import { jsonSchemaOf } from "../../src/core/schemas";
 import { flowRateOf, penaltyOf, pricingTermsFromJson, pricingTermsToJson, STREAM_LIMITS, termsHashOf, tranchePriceOf } from "../../src/core/terms";
-import { acceptTranche, initialFlowState, judgeSample, mayRelease } from "../../src/node/flow-controller";
+import { acceptTranche, FlowController, initialFlowState, judgeSample, mayRelease, writeStreamRecord } from "../../src/node/flow-controller";
+import { InProcessStreamProvider } from "../../src/node/stream-provider";
+import { signPaymentTicket } from "../../src/core/ticket";
+import { listStreams, loadRecords } from "../../src/ui/data";
 import { BROKEN_REPOSITORY, codeStreamTerms, REPOSITORY_BY_TRANCHE, SUITE } from "../../scripts/examples/code-stream";
 import { hardhatAccount, ROLE } from "../helpers/fixtures";
 import { thrown } from "../helpers/assert";
@@ -196,5 +203,40 @@ describe("milestone streaming (issue 32): terms v4, Progress Proofs, sampling, t
     // The same inputs give the same record, byte for byte.
     const again = await spotCheck({ terms: TERMS, suite: SUITE, repository, proof, indices: [failing, passing], inputs });
     expect(canon(again.samples.map((s) => s.record))).to.equal(canon(honest.samples.map((s) => s.record)));
+  });
+
+  it("a whole stream without a chain: the provider lies at tranche 2 on a repository failing every test, the Flow Controller pauses there, and its record is what the page lists", async () => {
+    const payer = hardhatAccount(ROLE.payer);
+    const domain = gasEscrowDomain({ chainId: 31337, verifyingContract: "0x5FbDB2315678afecb367f032d93F642f64180aa3" });
+    const ref = {
+      terms: { payer: payer.address, provider: provider.address, funder: payer.address, asset: zeroAddress, termsHash: termsHashOf(TERMS), policyHash: zeroHash, challengeDuration: 3600n, nonce: 1n },
+      openedAt: 1n,
+    };
+    const sessionId = h("offline stream");
+    const work = async (tranche: bigint) => {
+      const repository = tranche === 2n ? BROKEN_REPOSITORY : REPOSITORY_BY_TRANCHE[Number(tranche) - 1]!;
+      const tests = await claimsOf({ terms: TERMS, suite: SUITE, repository, inputs: streamInputs({ chainId: 31337n, gasEscrow: domain.verifyingContract, sessionId, tranche }) });
+      return { repository, tests: tranche === 2n ? tests.map((t) => ({ ...t, outcome: "pass" as const })) : tests };
+    };
+    const node = new InProcessStreamProvider({ account: provider, domain, terms: TERMS, ref, sessionId, work, modelSnapshotId: "m" });
+    const flow = new FlowController({ terms: TERMS, ref, sessionId, domain, signer: payer, link: node, suite: SUITE, secretOf: (k) => h(`secret ${k}`) });
+    const pause = await flow.run(5n);
+    expect(pause).to.deep.include({ reason: "false_claim", tranche: 2n });
+    expect(flow.state.released).to.equal(2n);
+    // A ticket the provider did not get a check for is never signed: the provider refuses a skipped or inflated one.
+    const ticket3 = { sessionId, provider: provider.address, termsHash: termsHashOf(TERMS), seq: 4n, cumulativeAmount: 4n * tranchePriceOf(TERMS), receiptRoot: zeroHash };
+    const skipped = await signPaymentTicket({ account: payer, domain, ticket: ticket3 });
+    expect((await rejected(() => node.tranche({ ticket: skipped, request: { sessionId, tranche: 4n, sampleCommit: zeroHash } }))).name).to.equal("StreamTicketRefusedError");
+    const dir = mkdtempSync(path.join(os.tmpdir(), "ioi-stream-record-"));
+    try {
+      writeStreamRecord(dir, flow);
+      const streams = listStreams(loadRecords(dir));
+      expect(streams).to.have.length(1);
+      expect(streams[0]).to.deep.include({ sessionId, released: "2", checked: "1" });
+      expect(streams[0]!.paused).to.deep.include({ tranche: "2", reason: "false_claim" });
+      expect(streams[0]!.events.map((e) => e.kind)).to.deep.equal(["ticket", "proof", "sample", "sample", "ticket", "proof", "sample", "sample", "pause"]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
