@@ -4,7 +4,7 @@
  * (state × input → decision), and the spot-check in the sealed engine.
  */
 import { expect } from "chai";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { keccak256, stringToBytes, zeroAddress, zeroHash, type Hex } from "viem";
@@ -20,6 +20,7 @@ import {
   progressProofToJson,
   sampleCommitOf,
   sampledIndices,
+  signedProgressProofToJson,
   signProgressProof,
   trancheRequestFromJson,
   trancheRequestHash,
@@ -33,6 +34,7 @@ import { acceptTranche, FlowController, initialFlowState, judgeSample, mayReleas
 import { InProcessStreamProvider } from "../../src/node/stream-provider";
 import { signPaymentTicket } from "../../src/core/ticket";
 import { listStreams, loadRecords } from "../../src/ui/data";
+import { METHODS } from "../../src/api/methods";
 import { BROKEN_REPOSITORY, codeStreamTerms, REPOSITORY_BY_TRANCHE, SUITE } from "../../scripts/examples/code-stream";
 import { hardhatAccount, ROLE } from "../helpers/fixtures";
 import { thrown } from "../helpers/assert";
@@ -238,5 +240,24 @@ describe("milestone streaming (issue 32): terms v4, Progress Proofs, sampling, t
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it("the control API's milestones.check: the payer's spot-check over JSON — pass for an honest proof, false_claim for a lie, repository_changed for another repository, a v2 session refused", async () => {
+    const escrow = "0x5FbDB2315678afecb367f032d93F642f64180aa3";
+    const sessionId = h("api stream");
+    const repository = REPOSITORY_BY_TRANCHE[0]!;
+    const tests = await claimsOf({ terms: TERMS, suite: SUITE, repository, inputs: streamInputs({ chainId: 31337n, gasEscrow: escrow, sessionId, tranche: 1n }) });
+    const honest = await signProgressProof({ account: provider, proof: { ...PROOF, sessionId, repoStateHash: bundleHash(repository), tests } });
+    const lie = await signProgressProof({ account: provider, proof: { ...PROOF, sessionId, repoStateHash: bundleHash(repository), tests: tests.map((t) => ({ ...t, outcome: "pass" as const })) } });
+    // The runtime a method runs against: the deployment (chain, escrow) and the stored channel's terms.
+    const runtime = (pricing: unknown) =>
+      ({ requireChannel: () => ({ pricing }), context: { deployment: { chainId: 31337, contracts: { GasEscrow: escrow } } } }) as never;
+    const call = (proof: typeof honest, repo = repository, pricing: unknown = { ...TERMS, stream: { ...TERMS.stream, samplesPerTranche: 12 } }) =>
+      METHODS["milestones.check"]!.run(runtime(pricing), { sessionId, proof: signedProgressProofToJson(proof), secret: h("s"), suite: SUITE, repository: repo }, {}) as Promise<{ outcome: string; samples: unknown[] }>;
+    expect((await call(honest)).outcome).to.equal("pass");
+    expect((await call(honest)).samples).to.have.length(12);
+    expect((await call(lie)).outcome).to.equal("false_claim");
+    expect((await call(honest, BROKEN_REPOSITORY)).outcome).to.equal("repository_changed");
+    expect((await rejected(() => call(honest, repository, pricingTermsFromJson(JSON.parse(readFileSync(path.join(__dirname, "..", "..", "examples", "documents", "metered.terms.json"), "utf8")))))).message).to.match(/version 2 terms/);
   });
 });
