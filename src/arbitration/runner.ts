@@ -44,7 +44,7 @@ import {
 } from "./resolution";
 
 /** The judge runtime this runner is: what arbitrators pin in the registry (whitepaper 8.3.1.4). */
-export const JUDGE_RUNTIME = { runner: "ioi-arbitration", version: "4", lanes: [0, 1], runtime: "quickjs-wasm" } as const;
+export const JUDGE_RUNTIME = { runner: "ioi-arbitration", version: "5", lanes: [0, 1], runtime: "quickjs-wasm" } as const;
 
 /**
  * The hash arbitrators register: the runner's identity and version, the judge engine's WebAssembly bytes

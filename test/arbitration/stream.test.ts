@@ -29,7 +29,7 @@ import {
   type ProgressProof,
 } from "../../src/core/progress-proof";
 import { jsonSchemaOf } from "../../src/core/schemas";
-import { flowRateOf, penaltyOf, pricingTermsFromJson, pricingTermsToJson, STREAM_LIMITS, termsHashOf, tranchePriceOf } from "../../src/core/terms";
+import { flowRateOf, penaltyOf, pricingTermsFromJson, pricingTermsToJson, STREAM_LIMITS, termsHashOf, tranchePriceOf, type TermsDocumentV4Json } from "../../src/core/terms";
 import { acceptTranche, FlowController, initialFlowState, judgeSample, mayRelease, writeStreamRecord } from "../../src/node/flow-controller";
 import { InProcessStreamProvider } from "../../src/node/stream-provider";
 import { signPaymentTicket } from "../../src/core/ticket";
@@ -71,7 +71,7 @@ describe("milestone streaming (issue 32): terms v4, Progress Proofs, sampling, t
   this.timeout(120_000);
 
   it("terms v4: round trip, one price per tranche, the stream block hashed into termsHash, the penalty for stream violations only", () => {
-    const json = pricingTermsToJson(TERMS);
+    const json = pricingTermsToJson(TERMS) as TermsDocumentV4Json;
     expect(pricingTermsFromJson(JSON.parse(JSON.stringify(json)))).to.deep.equal(TERMS);
     expect(tranchePriceOf(TERMS)).to.equal(10n ** 16n);
     expect(flowRateOf(TERMS)).to.equal(10n ** 16n / 60n);
