@@ -22,13 +22,17 @@ import { bytesToHex, type Hex, type LocalAccount } from "viem";
 
 import { ReceiptAccumulator } from "../core/accumulator";
 import type { GasEscrowDomain } from "../core/eip712";
+import { canon } from "../core/canonical";
 import { receiptLeaf } from "../core/leaf";
+import type { ChannelStore } from "../store/store";
 import {
   progressProofHash,
+  progressProofToJson,
   sampleCommitOf,
   sampledIndices,
   testsPassed,
   trancheRequestHash,
+  trancheRequestToJson,
   verifyProgressProof,
   type SignedProgressProof,
   type TrancheRequest,
@@ -186,6 +190,13 @@ export type FlowControllerParameters = {
   /** The sampling secret of each tranche; default 32 random bytes (tests pass their own). */
   secretOf?: (tranche: bigint) => Hex;
   watchdogMs?: number;
+  /**
+   * The payer's store (optional): each ticket is persisted before it is sent, each accepted tranche as a step with
+   * its receipt, the provider's receipt commit, and the tranche request and proof as the step's result (their
+   * keccak256 are the receipt's offloadPacketHash and outputHash), so `Payer.closeUnilateral` and the page see the
+   * stream like any other channel. No schema change (decision 0037).
+   */
+  store?: ChannelStore;
 };
 
 export class FlowController {
@@ -241,6 +252,7 @@ export class FlowController {
       ticket: { sessionId, provider: this.parameters.ref.terms.provider, termsHash: this.parameters.ref.terms.termsHash, seq: tranche, cumulativeAmount: cumulative, receiptRoot: this.accumulator.root() },
     });
     const held: HeldTranche = { request, secret, ticket };
+    await this.parameters.store?.putTicket(sessionId, ticket);
     this.tranches.set(tranche, held);
     this.state = { ...this.state, released: tranche };
     this.#emit({ kind: "ticket", tranche, cumulative });
@@ -272,6 +284,12 @@ export class FlowController {
     }
     this.commit = result.commit;
     const proof = result.proof.proof;
+    const store = this.parameters.store;
+    if (store) {
+      await store.putStep(sessionId, { seq: tranche, ticket, receipt: result.receipt, leaf: receiptLeaf(result.receipt.receipt, ticket.ticket) });
+      await store.putCommit(sessionId, "provider", result.commit);
+      await store.putResult(sessionId, { seq: tranche, request: canon(trancheRequestToJson(request)), output: canon(progressProofToJson(proof)) });
+    }
     const proofHash = progressProofHash(proof);
     this.#emit({ kind: "proof", tranche, proofHash, ...testsPassed(proof), repoStateHash: proof.repoStateHash });
 

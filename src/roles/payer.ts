@@ -199,7 +199,7 @@ export class Payer {
     const channel = this.#channel(sessionId);
     if (channel.pricing.version !== "4") throw new PayerError(`Session ${sessionId} was opened on version ${channel.pricing.version} terms; milestone streaming needs version 4 (a stream block).`);
     const { tranches, signer, ...rest } = parameters;
-    const flow = new FlowController({ ...rest, terms: channel.pricing, ref: channel.ref, sessionId, domain: this.domain, signer: signer ?? this.account });
+    const flow = new FlowController({ ...rest, terms: channel.pricing, ref: channel.ref, sessionId, domain: this.domain, signer: signer ?? this.account, store: this.parameters.store });
     await flow.run(tranches);
     return flow;
   }

@@ -35,6 +35,7 @@ import { InProcessStreamProvider } from "../../src/node/stream-provider";
 import { signPaymentTicket } from "../../src/core/ticket";
 import { listStreams, loadRecords } from "../../src/ui/data";
 import { METHODS } from "../../src/api/methods";
+import { SqliteStore } from "../../src/store/sqlite-store";
 import { BROKEN_REPOSITORY, codeStreamTerms, REPOSITORY_BY_TRANCHE, SUITE } from "../../scripts/examples/code-stream";
 import { hardhatAccount, ROLE } from "../helpers/fixtures";
 import { thrown } from "../helpers/assert";
@@ -221,10 +222,28 @@ describe("milestone streaming (issue 32): terms v4, Progress Proofs, sampling, t
       return { repository, tests: tranche === 2n ? tests.map((t) => ({ ...t, outcome: "pass" as const })) : tests };
     };
     const node = new InProcessStreamProvider({ account: provider, domain, terms: TERMS, ref, sessionId, work, modelSnapshotId: "m" });
-    const flow = new FlowController({ terms: TERMS, ref, sessionId, domain, signer: payer, link: node, suite: SUITE, secretOf: (k) => h(`secret ${k}`) });
+    const dbDir = mkdtempSync(path.join(os.tmpdir(), "ioi-stream-store-"));
+    const store = SqliteStore.open(path.join(dbDir, "payer.db"));
+    await store.putChannel({ sessionId, role: "payer", ref, pricing: TERMS, escrow: domain.verifyingContract, chainId: domain.chainId, deposit: 10n ** 18n, status: "open" });
+    const flow = new FlowController({ terms: TERMS, ref, sessionId, domain, signer: payer, link: node, suite: SUITE, secretOf: (k) => h(`secret ${k}`), store });
     const pause = await flow.run(5n);
     expect(pause).to.deep.include({ reason: "false_claim", tranche: 2n });
     expect(flow.state.released).to.equal(2n);
+    // The payer's store holds the stream like any channel: both tickets and receipts, the provider's newest commit,
+    // and each tranche's request and proof as the step's result (their hashes are the receipt's).
+    try {
+      expect(store.latestTicket(sessionId)!.ticket.seq).to.equal(2n);
+      expect(store.receiptCount(sessionId)).to.equal(2);
+      expect(store.latestCommit(sessionId, "provider")!.commit.leafCount).to.equal(2n);
+      const results = store.results(sessionId);
+      const receipts = store.steps(sessionId).map((x) => x.receipt!.receipt);
+      expect(results.map((r) => keccak256(stringToBytes(r.output)))).to.deep.equal(receipts.map((r) => r.outputHash));
+      expect(results.map((r) => keccak256(stringToBytes(r.request)))).to.deep.equal(receipts.map((r) => r.offloadPacketHash));
+      expect(pricingTermsToJson(store.getChannel(sessionId)!.pricing)).to.deep.equal(pricingTermsToJson(TERMS));
+    } finally {
+      await store.close();
+      rmSync(dbDir, { recursive: true, force: true });
+    }
     // A ticket the provider did not get a check for is never signed: the provider refuses a skipped or inflated one.
     const ticket3 = { sessionId, provider: provider.address, termsHash: termsHashOf(TERMS), seq: 4n, cumulativeAmount: 4n * tranchePriceOf(TERMS), receiptRoot: zeroHash };
     const skipped = await signPaymentTicket({ account: payer, domain, ticket: ticket3 });
