@@ -44,6 +44,7 @@ import { tranchePriceOf, type ChannelRef, type TermsDocumentV4 } from "../core/t
 import { signPaymentTicket, type SignedPaymentTicket } from "../core/ticket";
 import { bundleHash, type Bundle } from "../arbitration/bundle";
 import type { ProgressEvidence, ReceiptEvidence } from "../arbitration/package";
+import { JudgeHostFaultError } from "../arbitration/replay";
 import { spotCheck, SpotCheckInputError, streamInputs, type SampleVerdict, type SpotCheckResult } from "../arbitration/stream-sample";
 
 /*//////////////////////////////////////////////////////////////
@@ -58,6 +59,7 @@ export const PAUSE_REASONS = [
   "invalid_result", // the receipt, proof or commit does not verify or is not bound to the request
   "suite_fault", // the bound suite itself could not be run (its author's problem; nothing is proven)
   "cap_reached", // the next ticket would exceed the session key's spend cap (delegated sampling node)
+  "host_fault", // this machine could not run the check (engine, watchdog): nothing is decided, nothing more is paid
   "done", // the planned tranches were all paid and checked
 ] as const;
 export type PauseReason = (typeof PAUSE_REASONS)[number];
@@ -257,7 +259,12 @@ export class FlowController {
     this.state = { ...this.state, released: tranche };
     this.#emit({ kind: "ticket", tranche, cumulative });
 
-    const result = await link.tranche({ ticket, request });
+    // A provider that fails, refuses or throws has not answered: the stream pauses (the ticket is already out).
+    const result = await link.tranche({ ticket, request }).catch((error: unknown) => {
+      this.#pause({ tranche, reason: "no_answer", detail: `the provider did not answer tranche ${tranche}: ${(error as Error).message}` });
+      return null;
+    });
+    if (this.state.paused) return;
     if (!result) return this.#pause({ tranche, reason: "no_answer", detail: `no result for tranche ${tranche}` });
     const provider = this.parameters.ref.terms.provider;
     try {
@@ -296,7 +303,7 @@ export class FlowController {
     // Reveal: the draw is fixed by the committed secret and the proof; the provider answers with the repository.
     const indices = sampledIndices({ secret, proofHash, total: proof.tests.length, count: terms.stream.samplesPerTranche });
     held.indices = indices;
-    const repository = await link.sample({ tranche, secret, indices });
+    const repository = await link.sample({ tranche, secret, indices }).catch(() => null);
     if (!repository) {
       this.state = judgeSample(this.state, tranche, { failure: "no_answer", detail: `no repository for the samples of tranche ${tranche}` });
       return this.#emit({ kind: "pause", ...this.state.paused! });
@@ -307,15 +314,23 @@ export class FlowController {
     }
     held.repository = repository;
     const started = performance.now();
-    const checked = await spotCheck({
-      terms,
-      suite: this.parameters.suite,
-      repository,
-      proof,
-      indices,
-      inputs: streamInputs({ chainId: BigInt(domain.chainId), gasEscrow: domain.verifyingContract, sessionId, tranche }),
-      ...(this.parameters.watchdogMs === undefined ? {} : { watchdogMs: this.parameters.watchdogMs }),
-    });
+    let checked: SpotCheckResult;
+    try {
+      checked = await spotCheck({
+        terms,
+        suite: this.parameters.suite,
+        repository,
+        proof,
+        indices,
+        inputs: streamInputs({ chainId: BigInt(domain.chainId), gasEscrow: domain.verifyingContract, sessionId, tranche }),
+        ...(this.parameters.watchdogMs === undefined ? {} : { watchdogMs: this.parameters.watchdogMs }),
+      });
+    } catch (error) {
+      // Never a crash and never a payment: the check did not pass.
+      if (error instanceof SpotCheckInputError) return this.#pause({ tranche, reason: "suite_fault", detail: error.message });
+      if (error instanceof JudgeHostFaultError) return this.#pause({ tranche, reason: "host_fault", detail: error.shortMessage });
+      throw error;
+    }
     const replayMs = (performance.now() - started) / Math.max(1, checked.samples.length);
     const repositoryBytes = Buffer.byteLength(JSON.stringify(repository));
     held.samples = checked.samples;

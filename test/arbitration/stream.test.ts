@@ -279,4 +279,25 @@ describe("milestone streaming (issue 32): terms v4, Progress Proofs, sampling, t
     expect((await call(honest, BROKEN_REPOSITORY)).outcome).to.equal("repository_changed");
     expect((await rejected(() => call(honest, repository, pricingTermsFromJson(JSON.parse(readFileSync(path.join(__dirname, "..", "..", "examples", "documents", "metered.terms.json"), "utf8")))))).message).to.match(/version 2 terms/);
   });
+
+  it("a provider that throws or refuses never crashes the Flow Controller: it pauses (no_answer) after the one ticket in flight", async () => {
+    const payer = hardhatAccount(ROLE.payer);
+    const domain = gasEscrowDomain({ chainId: 31337, verifyingContract: "0x5FbDB2315678afecb367f032d93F642f64180aa3" });
+    const ref = {
+      terms: { payer: payer.address, provider: provider.address, funder: payer.address, asset: zeroAddress, termsHash: termsHashOf(TERMS), policyHash: zeroHash, challengeDuration: 3600n, nonce: 1n },
+      openedAt: 1n,
+    };
+    const link = {
+      tranche: async () => {
+        throw new Error("connection reset by peer");
+      },
+      sample: async () => null,
+    };
+    const flow = new FlowController({ terms: TERMS, ref, sessionId: h("throwing provider"), domain, signer: payer, link, suite: SUITE });
+    const pause = await flow.run(3n);
+    expect(pause.reason).to.equal("no_answer");
+    expect(pause.detail).to.match(/connection reset by peer/);
+    expect(flow.state.released).to.equal(1n);
+    expect(flow.events.map((e) => e.kind)).to.deep.equal(["ticket", "pause"]);
+  });
 });
