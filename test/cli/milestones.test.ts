@@ -89,4 +89,16 @@ describe("ioi milestones: v4 terms, Progress Proofs and the payer's spot-check f
     expect(stranger.code).to.equal(1);
     expect(stranger.err).to.match(/progress proof signature was not made by/);
   });
+
+  it("is listed in the CLI's help, with --help for each subcommand", async () => {
+    const top = await runCli(["--help"]);
+    expect(top.out).to.contain("  milestones ");
+    const group = await runCli(["milestones", "--help"]);
+    for (const sub of ["terms", "prove", "check"]) expect(group.out).to.contain(sub);
+    for (const sub of ["terms", "prove", "check"]) {
+      const help = await runCli(["milestones", sub, "--help"]);
+      expect(help.code, sub).to.equal(0);
+      expect(help.out).to.contain(`Usage: ioi milestones ${sub}`);
+    }
+  });
 });
