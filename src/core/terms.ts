@@ -243,6 +243,9 @@ export function penaltyOf(terms: PricingTerms, kind: string): bigint {
 /** A one-line description of the pricing, for the CLI's messages. */
 export function describePricing(terms: PricingTerms): string {
   if (terms.version === "1") return `${terms.pricePerInvocation} wei per invocation`;
+  if (terms.version === "4") {
+    return `${terms.pricing.capPerCall} wei per ${terms.stream.trancheSeconds} s tranche, ${terms.stream.samplesPerTranche} claim(s) of each Progress Proof sampled`;
+  }
   const { perInvocation, perUnit, capPerCall } = terms.pricing;
   return `${perInvocation} wei per invocation${perUnit ? ` + ${perUnit.price} wei per ${perUnit.unit}` : ""}, at most ${capPerCall} wei per call`;
 }
