@@ -18,6 +18,8 @@
  *   npm run bench -- --cli      only `ioi --help` start-up from dist/ (built first), merged likewise
  *   npm run bench -- --nodes    only issue 28's node figures (payer tickets/s under a flood of hostile connections
  *                                    ÷ quiet, resume of a 100,000-receipt channel), merged likewise
+ *   npm run bench -- --stream   only issue 32's figures (the payer's spot-check per tranche vs the tranche's duration),
+ *                               merged into the existing results.json
  *   npm run bench -- --hot-path      only the hot path of issue 15 (ceiling, batched receipts, socket, the sealed transport alone),
  *                                    merged into the existing results.json
  *
@@ -38,6 +40,7 @@ import { latencyFloor, measureDurableStep, measureLoopbackRoundTrip } from "./be
 import { breakdownLines, runSocketBench } from "./bench-socket";
 import { benchNodes, nodesRows } from "./bench-nodes";
 import { measureGas } from "./gas-report";
+import { benchStream } from "./bench-stream";
 
 /** The channel issue's gas targets (strictly under, except challenge: at most). */
 const GAS_TARGETS: Record<string, { limit: number; inclusive: boolean }> = {
@@ -95,6 +98,23 @@ async function main(): Promise<void> {
     log(`Arbitration results — ${machine.cpus} × ${machine.model}, Node ${machine.node}`);
     arbitrationRows(arbitration, row);
     log(`Updated the arbitration figures in ${path.relative(process.cwd(), file)}`);
+    return;
+  }
+
+  if (process.argv.includes("--stream")) {
+    log("Measuring milestone streaming: the payer's spot-check per tranche …");
+    const stream = await benchStream(quick);
+    const previous = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>) : {};
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(file, `${JSON.stringify({ ...previous, stream: { ...stream, machine, quick, loadAverage: os.loadavg(), measuredAt: new Date().toISOString() } }, null, 2)}\n`);
+    log("");
+    row(`sampled claim replay, p50 (${stream.samplesPerTranche} of ${stream.testsPerProof} per proof)`, `${stream.sampleReplayMsP50} ms`, "", null);
+    row("a tranche's whole check, p50", `${stream.checkMsPerTrancheP50} ms`, "", null);
+    row(`check ÷ tranche (${stream.trancheSeconds} s)`, String(stream.checkShareOfTranche), "< 0.01", stream.checkShareOfTranche < 0.01);
+    row("bytes read per tranche: repository; signed proof", `${stream.repositoryBytes}; ${stream.proofBytes}`, "", null);
+    row("provider's full suite run per proof, p50", `${stream.providerSuiteMsP50} ms`, "", null);
+    row("engine steps of one sample (suite; deliverable)", `${stream.sampleSteps.suite}; ${stream.sampleSteps.deliverable}`, "", null);
+    log(`Updated the stream figures in ${path.relative(process.cwd(), file)}`);
     return;
   }
 

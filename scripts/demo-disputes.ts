@@ -35,7 +35,12 @@ import {
 import { mnemonicToAccount } from "viem/accounts";
 
 import { bundleHash } from "../src/arbitration/bundle";
-import { buildGigPackage, buildSessionPackage } from "../src/arbitration/build";
+import { buildGigPackage, buildSessionPackage, buildStreamPackage } from "../src/arbitration/build";
+import { claimsOf, streamInputs } from "../src/arbitration/stream-sample";
+import { progressProofHash, sampledIndices } from "../src/core/progress-proof";
+import { FlowController, writeStreamRecord } from "../src/node/flow-controller";
+import { InProcessStreamProvider, type TrancheWork } from "../src/node/stream-provider";
+import { codeStreamTerms, REPOSITORY_BY_TRANCHE, STREAM_MODEL } from "./examples/code-stream";
 import {
   blocksUntilReady,
   claimFees,
@@ -57,7 +62,7 @@ import { arbitrate, judgeRuntimeHash, type ArbitrationRun } from "../src/arbitra
 import { ReceiptAccumulator } from "../src/core/accumulator";
 import { canon } from "../src/core/canonical";
 import { gasEscrowDomain } from "../src/core/eip712";
-import { closeUnilateral, finalizeClose, openChannel, type Wallet } from "../src/chain/escrow";
+import { anchorReceiptCommit, closeUnilateral, finalizeClose, openChannel, type Wallet } from "../src/chain/escrow";
 import { receiptLeaf } from "../src/core/leaf";
 import { sessionReceiptHash, signSessionReceipt, type SessionReceipt, type SignedSessionReceipt } from "../src/core/receipt";
 import { sessionIdOf, termsHashOf, type PricingTerms } from "../src/core/terms";
@@ -464,7 +469,127 @@ export async function runDisputeDemo(p: DemoParameters): Promise<CaseReport[]> {
     arbitratorFees: sessionResult.fees,
     gas: { open: Number(sessionOpened.gasUsed), ...sessionResult.gas },
   });
+  reports.push(await streamedCase());
   return reports;
+
+  /**
+   * Case 3 (issue 32, decision 0037): a streamed coding job on v4 terms, 0.001 ETH per tranche. The payer's Flow
+   * Controller releases tranche k+1's ticket only after the claims it samples from proof k re-run true in the
+   * sealed Lane 1 engine. At tranche 2 the provider lies about one test (claims a failing test passes): the sample
+   * re-runs it failing, the stream pauses at tranche 2, the payer anchors the provider's receipt commit and opens
+   * the case; the panel refunds the tranche and slashes the terms' false-claim penalty.
+   */
+  async function streamedCase(): Promise<CaseReport> {
+    const streamTerms = codeStreamTerms({ windowAfterSettlement: 86_400n, price: parseEther("0.001"), penalty: parseEther("1"), samplesPerTranche: 4 });
+    const streamRef = {
+      payer: payer.address,
+      provider: provider.address,
+      funder: getAddress(client.account.address),
+      asset: zeroAddress,
+      termsHash: termsHashOf(streamTerms),
+      policyHash,
+      challengeDuration: 3600n,
+      nonce: 4n,
+    };
+    const streamOpened = await openChannel({ wallet: client, publicClient, escrow: addresses.gasEscrow, terms: streamRef, amount: parseEther("0.01") });
+    const streamSession = sessionIdOf(domain, streamOpened.ref);
+    const inputsOf = (tranche: bigint) => streamInputs({ chainId, gasEscrow: addresses.gasEscrow, sessionId: streamSession, tranche });
+    const secretOf = (tranche: bigint) => keccak256(stringToBytes(`demo sampling secret ${tranche}`));
+    let node: InProcessStreamProvider;
+    const work: TrancheWork = async (tranche) => {
+      const repository = tranche === 2n ? REPOSITORY_BY_TRANCHE[0]! : REPOSITORY_BY_TRANCHE[Number(tranche) - 1]!;
+      const tests = await claimsOf({ terms: streamTerms, suite: SUITE, repository, inputs: inputsOf(tranche) });
+      if (tranche !== 2n) return { repository, tests, coverageDeltaBps: 500 };
+      // The lie: one failing test claimed passing. (The demo script picks a lie the payer's draw will sample, to
+      // show the catch every time; a real provider cannot compute the draw before the payer reveals its secret.)
+      const previous = progressProofHash(node.results.get(1n)!.proof.proof);
+      for (let coverage = 0; ; coverage++) {
+        for (const [index, test] of tests.entries()) {
+          if (test.outcome !== "fail") continue;
+          const lie = tests.map((t, i) => (i === index ? { ...t, outcome: "pass" as const } : t));
+          const proofHash = progressProofHash({ sessionId: streamSession, tranche, repoStateHash: bundleHash(repository), suiteHash: streamTerms.stream.suite.hash, tests: lie, coverageDeltaBps: coverage, lint: "clean", artifactHash: zeroHash, prevProofHash: previous });
+          const drawn = sampledIndices({ secret: secretOf(tranche), proofHash, total: tests.length, count: streamTerms.stream.samplesPerTranche });
+          if (drawn.includes(index)) return { repository, tests: lie, coverageDeltaBps: coverage };
+        }
+      }
+    };
+    node = new InProcessStreamProvider({ account: provider, domain, terms: streamTerms, ref: streamOpened.ref, sessionId: streamSession, work, modelSnapshotId: STREAM_MODEL });
+    const flow = new FlowController({ terms: streamTerms, ref: streamOpened.ref, sessionId: streamSession, domain, signer: payer, link: node, suite: SUITE, secretOf });
+    const pause = await flow.run(4n);
+    if (p.recordsDir) writeStreamRecord(p.recordsDir, flow);
+    for (const event of flow.events) {
+      if (event.kind === "proof") log(`Stream ${streamSession.slice(0, 18)}…: tranche ${event.tranche}'s Progress Proof claims ${event.passed}/${event.total} tests pass.`);
+      if (event.kind === "sample") log(`  sampled claim #${event.index} (${event.name}): claimed ${event.claimed}, re-ran ${event.actual} → ${event.status === "true" ? "true" : "FALSE"} (${event.replayMs.toFixed(0)} ms, ${event.repositoryBytes} bytes of repository).`);
+      if (event.kind === "pause") log(`The Flow Controller paused the stream at tranche ${event.tranche} (${event.reason}): no ticket for tranche ${event.tranche + 1n}.`);
+    }
+    if (pause.reason !== "false_claim" || pause.tranche !== 2n) throw new Error(`The stream should pause at tranche 2 on a false claim; it paused: ${pause.reason} at ${pause.tranche}.`);
+    const evidence = flow.caseEvidence()!;
+    const streamClosed = await closeUnilateral({ wallet: payerWallet, publicClient, escrow: addresses.gasEscrow, ref: streamOpened.ref, ticket: flow.tranches.get(2n)!.ticket });
+    await anchorReceiptCommit({ wallet: payerWallet, publicClient, escrow: addresses.gasEscrow, ref: streamOpened.ref, commit: evidence.commit });
+    const streamCaseId = await publicClient.readContract({ address: addresses.disputeManager, abi: disputeManagerAbi, functionName: "nextCaseId", args: [2, streamSession] });
+    const streamPackage = buildStreamPackage({
+      caseId: streamCaseId,
+      chainId,
+      disputeManager: addresses.disputeManager,
+      challenger: payer.address,
+      lane: 1,
+      gasEscrow: addresses.gasEscrow,
+      sessionId: streamSession,
+      ref: streamOpened.ref,
+      pricing: streamTerms,
+      closing: streamClosed.state,
+      commit: evidence.commit,
+      seq: evidence.seq,
+      receipts: [evidence.receipt],
+      progress: evidence.progress,
+      suite: evidence.suite!,
+      repository: evidence.repository!,
+    });
+    const streamOpenedCase = await openSessionCase({
+      wallet: payerWallet,
+      publicClient,
+      disputeManager: addresses.disputeManager,
+      lane: 1,
+      packageHash: packageHash(streamPackage),
+      ref: streamOpened.ref,
+      recorded: streamClosed.state,
+      receiptHash: sessionReceiptHash(evidence.receipt.receipt.receipt),
+      ticketHash: paymentTicketHash(evidence.receipt.ticket.ticket),
+      proof: evidence.receipt.merkleProof,
+    });
+    log(`The payer closed on ticket 2, anchored the provider's receipt commit over both tranches and opened a lane 1 case on claim #${evidence.progress.sample} of tranche 2.`);
+    const before3 = { payer: await ethOf(payer.address), funder: await ethOf(client.account.address), provider: await ethOf(provider.address), providerSlaBond: await slaBondOf(provider.address), payerLgas: await lgasOf(payer.address) };
+    const streamResult = await arbitrateAndEnforce(streamCaseId, streamPackage);
+    log(`Lane 1 re-ran the sampled claim: ${streamResult.run.resolution.objectiveChecks.map((check) => check.detail).join("; ")} → ${streamResult.run.resolution.aggregate.finalVerdict}.`);
+    logOutcome(streamResult, "ETH");
+    const streamRecorded = { ...streamClosed.state, amount: streamClosed.state.amount - streamResult.finalized.refunded };
+    const streamFinalized = await finalizeClose({ wallet: watcher, publicClient, escrow: addresses.gasEscrow, ref: streamOpened.ref, recorded: streamRecorded });
+    log(`Finalised: ${formatEther(streamFinalized.paidToProvider)} ETH to the provider (tranche 1 only), ${formatEther(streamFinalized.refundedToFunder)} ETH back to the funder.`);
+    const after3 = { payer: await ethOf(payer.address), funder: await ethOf(client.account.address), provider: await ethOf(provider.address), providerSlaBond: await slaBondOf(provider.address), payerLgas: await lgasOf(payer.address) };
+    return {
+      subject: "session",
+      caseId: streamCaseId,
+      lane: 1,
+      verdict: streamResult.run.resolution.aggregate.finalVerdict,
+      resolutionHash: streamResult.run.resolutionHash,
+      identicalRuns: streamResult.identicalRuns,
+      panel: streamResult.panel,
+      signers: streamResult.signers,
+      appealWindowEnds: new Date(Number(streamResult.decided.deadline) * 1000).toISOString(),
+      bondPosted: streamOpenedCase.bond.toString(),
+      refund: streamResult.finalized.refunded.toString(),
+      slash: streamResult.finalized.slashed.toString(),
+      balanceChanges: {
+        payerEth: (after3.payer - before3.payer).toString(),
+        funderEth: (after3.funder - before3.funder).toString(),
+        providerEth: (after3.provider - before3.provider).toString(),
+        providerSlaBondLgas: (after3.providerSlaBond - before3.providerSlaBond).toString(),
+        payerLgas: (after3.payerLgas - before3.payerLgas).toString(),
+      },
+      arbitratorFees: streamResult.fees,
+      gas: { open: Number(streamOpenedCase.gasUsed), ...streamResult.gas },
+    };
+  }
 }
 
 const mintAbi = [

@@ -13,7 +13,9 @@
  *    whitepaper's Appendix A.4 gig — code failing 3 of 12 tests, decided by Lane 1 — and a session receipt
  *    signed under the wrong policy, proven against the committed root and decided by Lane 0; each by a drawn
  *    panel whose members reach byte-identical resolutions, a supermajority's verdict, the appeal window,
- *    finalisation and fee claims.
+ *    finalisation and fee claims; and a streamed coding job (issue 32) whose provider lies about one test at
+ *    tranche 2: the payer's sampled re-run catches it, the stream pauses, Lane 1 refunds the tranche and the
+ *    false-claim penalty is slashed.
  *
  *   npm run demo                     readable summary
  *   npm run demo -- --json           the same, plus one JSON object on the last line

@@ -11,6 +11,9 @@ import { erc20Abi, getAddress, zeroAddress, type Address, type Hex, type PublicC
 import { providerRegistryAbi } from "../abi/ProviderRegistry";
 import { claimableOf, gasEscrowAbi, type Wallet } from "../chain/escrow";
 import { signedSessionReceiptToJson } from "../core/receipt";
+import { progressProofHash, sampledIndices, signedProgressProofFromJson } from "../core/progress-proof";
+import { bundleFromJson, bundleHash } from "../arbitration/bundle";
+import { spotCheck, SpotCheckInputError, streamInputs } from "../arbitration/stream-sample";
 import type { JsonObject } from "../core/validate";
 import type { InvocationOutcome, PayerClient } from "../node/payer-client";
 import { contractAddress, type Deployment } from "../roles/deployment";
@@ -291,6 +294,46 @@ export const METHODS: Record<string, MethodSpec> = {
         }),
       );
       return { outcomes, latencies };
+    },
+  },
+  "milestones.check": {
+    summary:
+      "The payer's spot-check of a streamed tranche's Progress Proof (decision 0037): the claims drawn from the revealed secret re-run in the sealed Lane 1 engine; outcome pass (release the next ticket), false_claim or repository_changed (pause).",
+    params: [
+      SESSION,
+      p("proof", OBJECT, "the provider's signed Progress Proof (schemas/progress-proof.schema.json#/definitions/signedProof)"),
+      p("secret", HASH, "the sampling secret committed in the tranche request"),
+      p("suite", OBJECT, "the bound test suite as a bundle { files: { path: content } }"),
+      p("repository", OBJECT, "the repository the provider answered the sample with, as a bundle"),
+    ],
+    result: result("check", "outcome, proofHash, the drawn indices and each sample's claimed and re-run outcome"),
+    run: async (api, params) => {
+      const sessionId = params.sessionId as Hex;
+      const channel = api.requireChannel(sessionId);
+      if (channel.pricing.version !== "4") throw new ApiError("INVALID_PARAMS", `Session ${sessionId} was opened on version ${channel.pricing.version} terms; milestone streaming needs version 4.`);
+      const signed = signedProgressProofFromJson(params.proof, "params.proof");
+      const suite = bundleFromJson(params.suite, "params.suite");
+      const repository = bundleFromJson(params.repository, "params.repository");
+      const proofHash = progressProofHash(signed.proof);
+      if (bundleHash(repository) !== signed.proof.repoStateHash) return { outcome: "repository_changed", proofHash, indices: [], samples: [] };
+      const indices = sampledIndices({ secret: params.secret as Hex, proofHash, total: signed.proof.tests.length, count: channel.pricing.stream.samplesPerTranche });
+      const escrow = contractAddress(api.context.deployment, "GasEscrow");
+      let checked;
+      try {
+        checked = await spotCheck({
+          terms: channel.pricing,
+          suite,
+          repository,
+          proof: signed.proof,
+          indices,
+          inputs: streamInputs({ chainId: BigInt(api.context.deployment.chainId), gasEscrow: escrow, sessionId, tranche: signed.proof.tranche }),
+        });
+      } catch (error) {
+        if (error instanceof SpotCheckInputError) throw new ApiError("INVALID_PARAMS", error.message);
+        throw error;
+      }
+      const outcome = checked.falseClaims.length ? "false_claim" : checked.suiteFault ? "suite_fault" : "pass";
+      return { outcome, proofHash, indices, samples: checked.samples.map((x) => ({ index: x.index, name: x.name, claimed: x.claimed, actual: x.actual, status: x.status, detail: x.detail })) };
     },
   },
   "payer.status": {

@@ -12,7 +12,7 @@ import type { ChannelRef, PricingTerms } from "../core/terms";
 import { bundleHash, type Bundle } from "./bundle";
 import { InvalidPackageError } from "./errors";
 import { icsHash, type Ics } from "./ics";
-import { makeEvidence, type ChallengePackage, type Claim, type DeliveredReceiptEvidence, type Evidence, type ReceiptEvidence } from "./package";
+import { makeEvidence, type ChallengePackage, type Claim, type DeliveredReceiptEvidence, type Evidence, type ProgressEvidence, type ReceiptEvidence } from "./package";
 
 type Common = {
   caseId: Hex;
@@ -119,4 +119,39 @@ export function buildSessionPackage(
     claims: claimOver(evidence, "receipt_violates_session", parameters.description ?? `Receipt ${parameters.seq} breaks the session's binding.`),
     evidence,
   };
+}
+
+/**
+ * A package disputing a streamed tranche (decision 0037), the session case shape "false progress claim": the
+ * session package for the tranche's receipt plus its progress (the signed proof, the tranche request, and either
+ * the revealed secret with the sampled claim the re-run disproved — carried with the bound suite and the repository
+ * the proof is anchored to — or a second signed proof of the same tranche).
+ */
+export function buildStreamPackage(
+  parameters: Parameters<typeof buildSessionPackage>[0] & {
+    progress: ProgressEvidence;
+    suite?: Bundle;
+    repository?: Bundle;
+  },
+): ChallengePackage {
+  const { progress, suite, repository, ...session } = parameters;
+  if (progress.proof.proof.tranche !== parameters.seq) {
+    throw new InvalidPackageError("progress", `is for tranche ${progress.proof.proof.tranche}; the step being challenged is seq ${parameters.seq}.`);
+  }
+  if (progress.sample !== undefined && (!suite || !repository || progress.secret === undefined)) {
+    throw new InvalidPackageError("progress", "cites a sampled claim; the revealed secret, the bound suite and the repository must come with it.");
+  }
+  const base = buildSessionPackage({
+    ...session,
+    description:
+      parameters.description ??
+      (progress.conflicting
+        ? `The provider signed two different Progress Proofs of tranche ${parameters.seq}.`
+        : `Claim #${progress.sample} of tranche ${parameters.seq}'s Progress Proof is false when re-run.`),
+  });
+  const extra: Evidence[] = [makeEvidence("progress", progress)];
+  if (progress.sample !== undefined) extra.push(makeEvidence("test_suite", suite!), makeEvidence("deliverable", repository!));
+  const evidence = [...base.evidence, ...extra];
+  const claimId = progress.conflicting ? "progress_proof_equivocation" : "false_progress_claim";
+  return { ...base, claims: claimOver(evidence, claimId, base.claims[0]!.description), evidence };
 }

@@ -24,13 +24,14 @@ import { verifyProof } from "../core/accumulator";
 import { verifyReceiptCommit } from "../core/receipt-commit";
 import { verifyFaultStatement, type FaultStatement } from "../core/fault-statement";
 import { GENESIS_RECEIPT_HASH, sessionReceiptHash, verifySessionReceipt, type SessionReceipt } from "../core/receipt";
-import { describePricing, missingReceiptBindings, modelAllowed, penaltyOf, priceOf, sessionIdOf, termsHashOf, type PricingTerms } from "../core/terms";
+import { describePricing, hasDocumentBody, isStreamTerms, missingReceiptBindings, modelAllowed, penaltyOf, priceOf, sessionIdOf, termsHashOf, type PricingTerms } from "../core/terms";
 import { verifyPaymentTicket } from "../core/ticket";
 import { assertWithinGrant, verifySessionKeyGrantSignature } from "../core/session-key";
 import { bundleHash } from "./bundle";
 import type { CaseContext, SessionOnChain } from "./context";
 import { icsHash } from "./ics";
-import { evidenceOfKind, packageHash, type ChallengePackage, type ChannelEvidence, type ReceiptEvidence } from "./package";
+import { evidenceOfKind, packageHash, type ChallengePackage, type ChannelEvidence, type ProgressEvidence, type ReceiptEvidence } from "./package";
+import { progressProofHash, sampleCommitOf, sampledIndices, trancheRequestHash, verifyProgressProof } from "../core/progress-proof";
 import type { Lane0Check } from "./resolution";
 
 type CheckStatus = Lane0Check["status"];
@@ -366,6 +367,7 @@ async function sessionChecks(c: Checks, pkg: ChallengePackage, ctx: CaseContext)
     "the package carries two receipts with the same seq",
   );
 
+  const stream = await streamEvidenceChecks(c, pkg, channel, challenged!, session.sessionId);
   const delivered = await deliveredEvidenceChecks(c, pkg, terms.provider, session.sessionId);
   const fault = await faultEvidenceChecks(c, pkg, terms.provider, session.sessionId, challenged!.receipt.receipt, delivered);
 
@@ -396,7 +398,7 @@ async function sessionChecks(c: Checks, pkg: ChallengePackage, ctx: CaseContext)
       refund: r.metering.amount > price ? r.metering.amount - price : 0n,
     });
     // Terms that bind models or receipt bindings (v2) are judged only under v2, so v1 cases keep their bytes.
-    if (pricing.version === "2") {
+    if (hasDocumentBody(pricing)) {
       c.respondent(`receipt[seq ${r.seq}].model`, modelAllowed(pricing, r.modelSnapshotId), {
         code: "RECEIPT_MODEL_SWAP",
       seq: r.seq,
@@ -415,6 +417,7 @@ async function sessionChecks(c: Checks, pkg: ChallengePackage, ctx: CaseContext)
     }
   }
   receiptChain(c, receipts, pricing);
+  if (stream) streamConduct(c, stream, pricing, challenged!);
   deliveredComparison(c, receipts, delivered, pricing);
   if (!prepaidExcess(c, receipts, channel, session)) failedCallsPaid(c, receipts, channel, session);
 
@@ -525,7 +528,7 @@ function deliveredComparison(c: Checks, receipts: ReceiptEvidence[], delivered: 
  */
 function prepaidExcess(c: Checks, receipts: ReceiptEvidence[], channel: ChannelEvidence, session: SessionOnChain): boolean {
   const pricing = channel.pricing;
-  if (pricing.version !== "2" || session.settledAtOpen === true) return false;
+  if (!hasDocumentBody(pricing) || session.settledAtOpen === true) return false;
   const { seq: k, amount, deposit } = channel.closing;
   const paid = amount < deposit ? amount : deposit;
   const counted = receipts.filter((e) => e.receipt.receipt.seq <= k);
@@ -590,7 +593,7 @@ function failedCallsPaid(c: Checks, receipts: ReceiptEvidence[], channel: Channe
  * window) and only for settled sessions (a closing session's window is the chain's challenge period).
  */
 function termsDisputeWindow(c: Checks, pricing: PricingTerms, session: SessionOnChain): boolean {
-  if (pricing.version !== "2" || session.settledAtOpen !== true) return true;
+  if (!hasDocumentBody(pricing) || session.settledAtOpen !== true) return true;
   const { settledAt, caseOpenedAt } = session;
   if (settledAt === undefined || caseOpenedAt === undefined) {
     c.host("dispute_window", "SETTLEMENT_TIME_UNKNOWN", false, "the arbitrator's context lacks the settlement time or the case's opening time");
@@ -684,5 +687,119 @@ async function signatureCheck(c: Checks, name: string, reason: string, verify: (
     c.evidence(name, reason, true);
   } catch (error) {
     c.evidence(name, reason, false, error instanceof Error ? (error as { shortMessage?: string }).shortMessage ?? error.message : String(error));
+  }
+}
+
+/*//////////////////////////////////////////////////////////////
+              STREAMED TRANCHES (issue 32, decision 0037)
+//////////////////////////////////////////////////////////////*/
+
+/** The verified progress evidence of a stream case, for the respondent checks and Lane 1's re-run. */
+export type StreamEvidence = { progress: ProgressEvidence; proofHash: Hex };
+
+/**
+ * A stream case's evidence (v4 terms, a `progress` item): every check here is owed by the challenger. The proof is
+ * the provider's (signature) and the one the challenged receipt carries (`outputHash`), the request is the one the
+ * receipt signed (`offloadPacketHash`); a false-claim case also reveals the secret the request committed to, cites
+ * a claim the agreed draw sampled (else `SAMPLE_OUTSIDE_RATE`: the payer sampled outside the agreed rate), and
+ * brings the bound suite and the repository the proof is anchored to. Returns null for a case without progress.
+ */
+async function streamEvidenceChecks(c: Checks, pkg: ChallengePackage, channel: ChannelEvidence, challenged: ReceiptEvidence, sessionId: Hex): Promise<StreamEvidence | null> {
+  const items = evidenceOfKind(pkg, "progress");
+  if (items.length === 0) return null;
+  const terms = channel.pricing;
+  if (!c.evidence("stream.terms", "STREAM_TERMS_MISSING", isStreamTerms(terms), "progress evidence needs streaming (v4) terms")) return null;
+  if (!c.evidence("stream.progress", "PROGRESS_EVIDENCE_INVALID", items.length === 1, "exactly one progress item is allowed")) return null;
+  if (!isStreamTerms(terms)) return null;
+  const progress = items[0]!.content;
+  const provider = channel.ref.terms.provider;
+  const receipt = challenged.receipt.receipt;
+  const proof = progress.proof.proof;
+  const proofHash = progressProofHash(proof);
+  await signatureCheck(c, "stream.proof_signature", "PROGRESS_SIGNATURE_INVALID", () => verifyProgressProof({ signed: progress.proof, signer: provider }));
+  c.evidence(
+    "stream.proof_binding",
+    "PROGRESS_PROOF_UNBOUND",
+    proof.sessionId === sessionId && proof.tranche === receipt.seq && proofHash === receipt.outputHash,
+    `the proof (tranche ${proof.tranche}, hash ${proofHash}) is not the output of receipt ${receipt.seq} (${receipt.outputHash})`,
+  );
+  const request = progress.request;
+  c.evidence(
+    "stream.request_binding",
+    "TRANCHE_REQUEST_UNBOUND",
+    request.sessionId === sessionId && request.tranche === receipt.seq && trancheRequestHash(request) === receipt.offloadPacketHash,
+    `the tranche request hashes to ${trancheRequestHash(request)}; receipt ${receipt.seq} signed ${receipt.offloadPacketHash}`,
+  );
+  if (progress.conflicting) {
+    const other = progress.conflicting;
+    await signatureCheck(c, "stream.conflicting_signature", "PROGRESS_SIGNATURE_INVALID", () => verifyProgressProof({ signed: other, signer: provider }));
+    c.evidence(
+      "stream.conflicting_binding",
+      "PROGRESS_PROOF_UNBOUND",
+      other.proof.sessionId === sessionId && other.proof.tranche === receipt.seq,
+      `the second proof is for tranche ${other.proof.tranche} of session ${other.proof.sessionId}`,
+    );
+  }
+  if (progress.sample !== undefined) {
+    const secret = progress.secret;
+    const revealed = c.evidence(
+      "stream.sample_reveal",
+      "SAMPLE_REVEAL_INVALID",
+      secret === undefined ? "missing" : sampleCommitOf(secret) === request.sampleCommit,
+      `the revealed secret does not hash to the request's commitment ${request.sampleCommit}`,
+    );
+    if (revealed && secret !== undefined) {
+      const drawn = sampledIndices({ secret, proofHash, total: proof.tests.length, count: terms.stream.samplesPerTranche });
+      c.evidence(
+        "stream.sample_rate",
+        "SAMPLE_OUTSIDE_RATE",
+        drawn.includes(progress.sample),
+        `claim #${progress.sample} was not sampled: the agreed draw (${terms.stream.samplesPerTranche} per tranche) picked ${drawn.map((i) => `#${i}`).join(", ")}`,
+      );
+    }
+    const suites = evidenceOfKind(pkg, "test_suite");
+    c.evidence(
+      "stream.suite_binding",
+      "TEST_SUITE_HASH_MISMATCH",
+      suites.length !== 1 ? "missing" : bundleHash(suites[0]!.content) === terms.stream.suite.hash,
+      `the package must carry the suite the terms bind (${terms.stream.suite.hash})`,
+    );
+    const repositories = evidenceOfKind(pkg, "deliverable");
+    c.evidence(
+      "stream.repository_binding",
+      "REPOSITORY_MISMATCH",
+      repositories.length !== 1 ? "missing" : bundleHash(repositories[0]!.content) === proof.repoStateHash,
+      `the package must carry the repository the proof is anchored to (${proof.repoStateHash})`,
+    );
+  }
+  return { progress, proofHash };
+}
+
+/**
+ * The provider's conduct on a streamed tranche: a proof about another suite than the terms bind is a false claim;
+ * two different signed proofs of one tranche are an equivocation. Each refunds the tranche and slashes the terms'
+ * `falseClaimPenalty`. (A false test outcome is Lane 1's: the runner re-runs the sampled claim.)
+ */
+function streamConduct(c: Checks, stream: StreamEvidence, pricing: PricingTerms, challenged: ReceiptEvidence): void {
+  const r = challenged.receipt.receipt;
+  const proof = stream.progress.proof.proof;
+  if (!isStreamTerms(pricing)) return;
+  c.respondent(`stream[tranche ${r.seq}].suite`, proof.suiteHash === pricing.stream.suite.hash, {
+    code: "STREAM_FALSE_CLAIM",
+    seq: r.seq,
+    slash: penaltyOf(pricing, "STREAM_FALSE_CLAIM"),
+    detail: `the proof of tranche ${r.seq} reports on suite ${proof.suiteHash}; the terms bind ${pricing.stream.suite.hash}`,
+    refund: r.metering.amount,
+  });
+  const other = stream.progress.conflicting;
+  if (other) {
+    const otherHash = progressProofHash(other.proof);
+    c.respondent(`stream[tranche ${r.seq}].single_proof`, otherHash === stream.proofHash, {
+      code: "STREAM_PROOF_EQUIVOCATION",
+      seq: r.seq,
+      slash: penaltyOf(pricing, "STREAM_PROOF_EQUIVOCATION"),
+      detail: `the provider signed two different proofs of tranche ${r.seq}: ${stream.proofHash} (in its receipt) and ${otherHash}`,
+      refund: r.metering.amount,
+    });
   }
 }

@@ -50,6 +50,16 @@ import {
   type SignedPaymentTicketJson,
 } from "../core/ticket";
 import { assertMatchesSchema } from "../core/schemas";
+import {
+  signedProgressProofFromJson,
+  signedProgressProofToJson,
+  trancheRequestFromJson,
+  trancheRequestToJson,
+  type SignedProgressProof,
+  type SignedProgressProofJson,
+  type TrancheRequest,
+  type TrancheRequestJson,
+} from "../core/progress-proof";
 import { expectUint, uintToJson } from "../core/validate";
 import {
   signedSessionKeyGrantFromJson,
@@ -128,6 +138,27 @@ export type ChannelEvidenceJson = {
   commit?: { commit: ReceiptCommitJson; signature: Hex };
 };
 
+/**
+ * A streamed tranche's progress (decision 0037): the provider's signed Progress Proof (its hash is the challenged
+ * receipt's `outputHash`), the payer's tranche request (its hash is the receipt's `offloadPacketHash`, carrying the
+ * sampling commitment), the revealed sampling secret and the sampled claim the case disputes; or, for two proofs
+ * of one tranche, the second signed proof.
+ */
+export type ProgressEvidence = {
+  proof: SignedProgressProof;
+  request: TrancheRequest;
+  secret?: Hex;
+  sample?: number;
+  conflicting?: SignedProgressProof;
+};
+export type ProgressEvidenceJson = {
+  proof: SignedProgressProofJson;
+  request: TrancheRequestJson;
+  secret?: Hex;
+  sample?: number;
+  conflicting?: SignedProgressProofJson;
+};
+
 /** Evidence content by kind, in TypeScript and JSON form. */
 export type EvidenceContent = {
   ics: Ics;
@@ -141,6 +172,8 @@ export type EvidenceContent = {
   delivered_receipt: DeliveredReceiptEvidence;
   /** The provider's signed fault statement for a failed call (the session no-fault path). */
   fault: SignedFaultStatement;
+  /** A streamed tranche's Progress Proof, request and sample (decision 0037). */
+  progress: ProgressEvidence;
 };
 export type EvidenceContentJson = {
   ics: IcsJson;
@@ -151,10 +184,11 @@ export type EvidenceContentJson = {
   identity: SignedIdentityAnchorJson;
   delivered_receipt: DeliveredReceiptEvidenceJson;
   fault: SignedFaultStatementJson;
+  progress: ProgressEvidenceJson;
 };
 
 export type EvidenceKind = keyof EvidenceContent;
-export const EVIDENCE_KINDS: readonly EvidenceKind[] = ["ics", "test_suite", "deliverable", "receipt", "channel", "identity", "delivered_receipt", "fault"];
+export const EVIDENCE_KINDS: readonly EvidenceKind[] = ["ics", "test_suite", "deliverable", "receipt", "channel", "identity", "delivered_receipt", "fault", "progress"];
 
 export type Evidence<K extends EvidenceKind = EvidenceKind> = {
   [k in K]: { kind: k; artifactId: Hex; content: EvidenceContent[k] };
@@ -341,6 +375,21 @@ function evidenceContentFromJson(value: EvidenceJson, path: string): Evidence {
     case "fault":
       item = { kind: value.kind, artifactId: claimed, content: signedFaultStatementFromJson(value.content, content) };
       break;
+    case "progress": {
+      const c = value.content;
+      item = {
+        kind: value.kind,
+        artifactId: claimed,
+        content: {
+          proof: signedProgressProofFromJson(c.proof, `${content}.proof`),
+          request: trancheRequestFromJson(c.request, `${content}.request`),
+          ...(c.secret === undefined ? {} : { secret: c.secret }),
+          ...(c.sample === undefined ? {} : { sample: c.sample }),
+          ...(c.conflicting === undefined ? {} : { conflicting: signedProgressProofFromJson(c.conflicting, `${content}.conflicting`) }),
+        },
+      };
+      break;
+    }
   }
   const actual = artifactId(evidenceContentToJson(item));
   if (actual !== claimed) throw new ArtifactIdMismatchError(path, claimed, actual);
@@ -392,6 +441,16 @@ export function evidenceContentToJson(item: Evidence): EvidenceContentJson[Evide
     }
     case "fault":
       return signedFaultStatementToJson(item.content);
+    case "progress": {
+      const c = item.content;
+      return {
+        proof: signedProgressProofToJson(c.proof),
+        request: trancheRequestToJson(c.request),
+        ...(c.secret === undefined ? {} : { secret: c.secret }),
+        ...(c.sample === undefined ? {} : { sample: c.sample }),
+        ...(c.conflicting ? { conflicting: signedProgressProofToJson(c.conflicting) } : {}),
+      };
+    }
   }
 }
 

@@ -68,6 +68,11 @@ export type ReplayParameters = {
   intent: string;
   /** Host protection only; default {@link DEFAULT_WATCHDOG_MS}. */
   watchdogMs?: number;
+  /**
+   * Run only the test registered at this index (a stream sample, decision 0037): the suite still loads and
+   * registers every test; the record's `intent` should name the index. Absent: every test.
+   */
+  only?: number;
 };
 
 export type ReplayOutcome = {
@@ -80,6 +85,8 @@ export type ReplayOutcome = {
   stderr: string;
   calls: CallTrace[];
   steps: { suite: number; deliverable: number };
+  /** How many tests the suite registered (with `only`, `tests` holds at most one of them). */
+  registered: number;
 };
 
 /** The wall-clock watchdog fired or the engine failed: the host could not complete the replay. Never a verdict. */
@@ -515,7 +522,9 @@ export async function replay(parameters: ReplayParameters): Promise<ReplayOutcom
     }
     if (suiteFault === null && names.length === 0) suiteFault = { code: "SUITE_INVALID", detail: "the suite registered no tests" };
 
-    for (let index = 0; suiteFault === null && index < names.length; index++) {
+    const first = parameters.only ?? 0;
+    const end = parameters.only === undefined ? names.length : Math.min(parameters.only + 1, names.length);
+    for (let index = first; suiteFault === null && index < end; index++) {
       current = index;
       testFault = null;
       if (host === null) host = await newDeliverable();
@@ -595,7 +604,7 @@ export async function replay(parameters: ReplayParameters): Promise<ReplayOutcom
       stderr,
     }),
   });
-  return { record, tests: results, suiteFault, stdout, stderr, calls, steps: { suite: Number(suiteSide.total()), deliverable: Number(deliverableSteps) } };
+  return { record, tests: results, suiteFault, stdout, stderr, calls, steps: { suite: Number(suiteSide.total()), deliverable: Number(deliverableSteps) }, registered: names.length };
 }
 
 function faultMessage(fault: DeliverableFault): string {

@@ -19,6 +19,9 @@ import type { Hex } from "viem";
 import { artifactId } from "../core/canonical";
 import { BaseError } from "../core/errors";
 import { NO_FAULT_CODES } from "../core/fault-statement";
+import { hasDocumentBody, isStreamTerms, penaltyOf } from "../core/terms";
+import { spotCheck, SpotCheckInputError, streamInputs, type SpotCheckResult } from "./stream-sample";
+import { upipHashHex } from "./upip";
 import type { Bundle } from "./bundle";
 import { runObjectiveChecks, type ObjectiveChecksParameters, type ObjectiveChecksResult } from "./checks";
 import { EngineUnavailableError } from "./engine";
@@ -41,7 +44,7 @@ import {
 } from "./resolution";
 
 /** The judge runtime this runner is: what arbitrators pin in the registry (whitepaper 8.3.1.4). */
-export const JUDGE_RUNTIME = { runner: "ioi-arbitration", version: "4", lanes: [0, 1], runtime: "quickjs-wasm" } as const;
+export const JUDGE_RUNTIME = { runner: "ioi-arbitration", version: "5", lanes: [0, 1], runtime: "quickjs-wasm" } as const;
 
 /**
  * The hash arbitrators register: the runner's identity and version, the judge engine's WebAssembly bytes
@@ -270,6 +273,10 @@ async function execute(parameters: ArbitrationParameters, ics: Ics | null, runti
     return { ...decision, verdict: "provider_fault", refund: owed < value ? owed : value, slash: cap !== null && slash > cap ? cap : slash };
   }
   if (ctx.case.kind === "session") {
+    // A streamed tranche's sampled claim (decision 0037): Lane 1 re-runs it exactly as the payer's Flow Controller
+    // did; a claim the re-run disproves refunds the tranche and slashes the terms' false-claim penalty.
+    const stream = await streamSample(parameters, runtime);
+    if (stream) return { ...decision, ...stream };
     // The session no-fault path (decision 0015): the provider's verified fault statement for the challenged
     // receipt, which metered more than the compute it declares spent → NoFault, the difference refunded, no
     // slash. A failed call charged no more than that (decision 0022 charges 0) and that no ticket paid for
@@ -356,6 +363,58 @@ async function execute(parameters: ArbitrationParameters, ics: Ics | null, runti
 }
 
 /**
+ * Lane 1 of a stream case that cites a sampled claim: the claim re-run in the sealed engine under the tranche's
+ * inputs (`stream-sample.ts`). Lane 0 has verified the proof, the request, the reveal, the draw, the suite and the
+ * repository. Null when the package cites no sample (the case is then a plain session case).
+ */
+async function streamSample(parameters: ArbitrationParameters, runtime: Hex): Promise<Partial<Decision> | null> {
+  const { pkg, ctx } = parameters;
+  const progress = evidenceOfKind(pkg, "progress")[0]?.content;
+  const channel = evidenceOfKind(pkg, "channel")[0]?.content;
+  if (!progress || progress.sample === undefined || !channel || !isStreamTerms(channel.pricing) || pkg.subject.kind !== "session") return null;
+  const terms = channel.pricing;
+  const suite = evidenceOfKind(pkg, "test_suite")[0]!.content;
+  const repository = evidenceOfKind(pkg, "deliverable")[0]!.content;
+  const proof = progress.proof.proof;
+  let result: SpotCheckResult;
+  try {
+    result = await spotCheck({
+      terms,
+      suite,
+      repository,
+      proof,
+      indices: [progress.sample],
+      inputs: streamInputs({ chainId: ctx.case.chainId, gasEscrow: pkg.subject.gasEscrow, sessionId: pkg.subject.sessionId, tranche: proof.tranche }),
+      actor: `ioi-arbitration/lane1@${runtime}`,
+      ...(parameters.replay ? { replay: parameters.replay } : {}),
+      ...(parameters.watchdogMs === undefined ? {} : { watchdogMs: parameters.watchdogMs }),
+    });
+  } catch (error) {
+    // The suite cannot be run (its runner or bundle is unusable): the challenger's evidence, never the provider's.
+    if (!(error instanceof SpotCheckInputError)) throw error;
+    return { verdict: "challenger_fault", attribution: ["TEST_SUITE_INVALID"] };
+  }
+  const sample = result.samples[0]!;
+  const lane1: ObjectiveChecksResult = {
+    checks: [{ name: `stream.sample[#${sample.index}]`, status: sample.status !== "false", hash: upipHashHex(sample.record), detail: sample.detail }],
+    replays: [sample.record],
+    failedTests: sample.status === "false" ? 1 : 0,
+    passedTests: sample.actual === "pass" ? 1 : 0,
+    needsLane2: [],
+    reasonCodes: [],
+    attribution: result.suiteFault ? [result.suiteFault] : [],
+    suiteAtFault: sample.status === "suite_fault",
+  };
+  if (sample.status !== "false") return { lane1, verdict: "challenger_fault", attribution: lane1.attribution };
+  const receipt = evidenceOfKind(pkg, "receipt").find((e) => e.content.receipt.receipt.seq === proof.tranche)!.content.receipt.receipt;
+  const value = ctx.case.value;
+  const owed = refundAllowed(pkg, ctx) ? receipt.metering.amount : 0n;
+  const slash = penaltyOf(terms, "STREAM_FALSE_CLAIM");
+  const cap = ctx.slashCap ?? null;
+  return { lane1, verdict: "provider_fault", refund: owed < value ? owed : value, slash: cap !== null && slash > cap ? cap : slash, attribution: [] };
+}
+
+/**
  * The remedy of Lane 0 violations. Refund: the violations of one receipt refund the largest of their amounts
  * (never more than the receipt charged), summed over receipts; violations without a receipt add up. Slash: the
  * session terms' penalty per violation (decision 0026), summed. A session whose terms say refunds do not come
@@ -378,7 +437,7 @@ function lane0Remedy(pkg: ChallengePackage, ctx: CaseContext, violations: Lane0V
 /** False for a session settled when the case opened whose v2 terms say refunds do not come from the SLA bond. */
 function refundAllowed(pkg: ChallengePackage, ctx: CaseContext): boolean {
   const channel = evidenceOfKind(pkg, "channel")[0]?.content;
-  return !(channel?.pricing.version === "2" && !channel.pricing.disputes.refundsFromBond && ctx.session?.settledAtOpen === true);
+  return !(channel !== undefined && hasDocumentBody(channel.pricing) && !channel.pricing.disputes.refundsFromBond && ctx.session?.settledAtOpen === true);
 }
 
 /**

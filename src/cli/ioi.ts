@@ -28,6 +28,7 @@ import { SESSION_KEY_COMMANDS } from "./session-key";
 import { API_GROUP } from "./api";
 import { DEVNET_GROUP, FAUCET_COMMAND } from "./devnet";
 import { ACCOUNT_GROUP } from "./account";
+import { MILESTONES_GROUP } from "./milestones";
 
 /** The package's version, from the package.json above this file (in the source tree or a built dist/). */
 export function packageVersion(): string {
@@ -114,6 +115,7 @@ function buildProgram(io: CliState): Commander {
   }
   leaf(program, "arbitrate", ARBITRATE_COMMAND, DISPUTE_OPTIONS, DISPUTE_HELP, "Dispute options:", io);
   group(program.command("api").description(API_GROUP.summary), "api", API_GROUP.commands, {}, [], "", io);
+  group(program.command("milestones").description(MILESTONES_GROUP.summary), "milestones", MILESTONES_GROUP.commands, {}, [], "", io);
   leaf(program, "faucet", FAUCET_COMMAND, {}, [], "", io);
   group(program.command("account").description(ACCOUNT_GROUP.summary), "account", ACCOUNT_GROUP.commands, {}, [], "", io);
   group(program.command("devnet").description(DEVNET_GROUP.summary), "devnet", DEVNET_GROUP.commands, {}, [], "", io);

@@ -11,7 +11,7 @@ import path from "node:path";
 import { AmountAsNumberError, InvalidFieldError, UnknownFieldError } from "./errors";
 import { PACKAGE_ROOT } from "./package-root";
 
-export const SCHEMA_NAMES = ["terms", "packet", "ics", "challenge-package", "resolution", "upip"] as const;
+export const SCHEMA_NAMES = ["terms", "packet", "ics", "challenge-package", "resolution", "upip", "progress-proof"] as const;
 export type SchemaName = (typeof SCHEMA_NAMES)[number];
 
 /** Where a schema lives in the package (`ioi-settlement/schemas/<name>.schema.json`). */

@@ -49,7 +49,7 @@ export function sessionIdOf(domain: GasEscrowDomain, ref: ChannelRef): Hex {
  *
  * The name `PricingTerms` is kept (it is in the library's public API); `TermsDocument` is the same type.
  */
-export type PricingTerms = PricingTermsV1 | TermsDocumentV2;
+export type PricingTerms = PricingTermsV1 | TermsDocumentV2 | TermsDocumentV4;
 export type TermsDocument = PricingTerms;
 
 export type PricingTermsV1 = {
@@ -117,11 +117,12 @@ export type TermsDocumentV2Json = {
   disputes: { windowAfterSettlement: string; penalties: Partial<Record<ViolationKind, string>>; refundsFromBond: boolean };
   requiredReceipts: ReceiptBinding[];
 };
-export type PricingTermsJson = PricingTermsV1Json | TermsDocumentV2Json;
+export type PricingTermsJson = PricingTermsV1Json | TermsDocumentV2Json | TermsDocumentV4Json;
 export type TermsDocumentJson = PricingTermsJson;
 
 export function pricingTermsToJson(terms: PricingTerms): PricingTermsJson {
   if (terms.version === "1") return { version: terms.version, unit: terms.unit, pricePerInvocation: uintToJson(terms.pricePerInvocation) };
+  if (terms.version === "4") return streamTermsToJson(terms);
   const { pricing, disputes } = terms;
   const penalties: Partial<Record<ViolationKind, string>> = {};
   for (const kind of VIOLATION_KINDS) {
@@ -150,6 +151,7 @@ export function pricingTermsToJson(terms: PricingTerms): PricingTermsJson {
 export function pricingTermsFromJson(value: unknown, path = "PricingTerms"): PricingTerms {
   assertMatchesSchema("terms", value, path);
   const o = value as PricingTermsJson;
+  if (o.version === "4") return streamTermsFromJson(o, path);
   if (o.version === "1") {
     return { version: o.version, unit: o.unit, pricePerInvocation: expectUint(o.pricePerInvocation, `${path}.pricePerInvocation`, 128) };
   }
@@ -235,12 +237,16 @@ export function missingReceiptBindings(
 /** The SLA slash the terms attach to one proven violation of `kind` (0 under v1, or when none is set). */
 export function penaltyOf(terms: PricingTerms, kind: string): bigint {
   if (terms.version === "1") return 0n;
+  if (terms.version === "4" && (STREAM_VIOLATIONS as readonly string[]).includes(kind)) return terms.stream.falseClaimPenalty;
   return terms.disputes.penalties[kind as ViolationKind] ?? 0n;
 }
 
 /** A one-line description of the pricing, for the CLI's messages. */
 export function describePricing(terms: PricingTerms): string {
   if (terms.version === "1") return `${terms.pricePerInvocation} wei per invocation`;
+  if (terms.version === "4") {
+    return `${terms.pricing.capPerCall} wei per ${terms.stream.trancheSeconds} s tranche, ${terms.stream.samplesPerTranche} claim(s) of each Progress Proof sampled`;
+  }
   const { perInvocation, perUnit, capPerCall } = terms.pricing;
   return `${perInvocation} wei per invocation${perUnit ? ` + ${perUnit.price} wei per ${perUnit.unit}` : ""}, at most ${capPerCall} wei per call`;
 }
@@ -325,4 +331,115 @@ export function effectiveDisputeWindow(terms: PricingTerms, chainWindow: bigint)
 export function disputeWindowProblem(terms: PricingTerms, chainWindow: bigint): string | null {
   if (terms.version === "1" || terms.disputes.windowAfterSettlement <= chainWindow) return null;
   return `the terms promise disputes until ${terms.disputes.windowAfterSettlement} s after a settlement, but this chain's DisputeManager accepts them only for ${chainWindow} s (its settledDisputeWindow); a provider must offer a window no longer than the chain's`;
+}
+
+/*//////////////////////////////////////////////////////////////
+          VERSION 4: MILESTONE STREAMING (issue 32, decision 0037)
+//////////////////////////////////////////////////////////////*/
+
+/** Bounds of a v4 `stream` block (the schema states the same; a test compares them). */
+export const STREAM_LIMITS = {
+  maxTrancheSeconds: 86_400n * 30n,
+  maxTranchesInFlight: 16,
+  maxSamplesPerTranche: 16,
+  minStepBudget: 1,
+  maxStepBudget: 100_000,
+  minOutputBytes: 1024,
+  maxOutputBytes: 1 << 20,
+} as const;
+
+/**
+ * The stream block of a v4 document (whitepaper 4.2.7): the work is paid per **tranche** — one invocation of the
+ * channel, priced `pricing.capPerCall` (= `perInvocation`, no metered units), so the flow rate is
+ * `capPerCall / trancheSeconds` — against a provider-signed Progress Proof per tranche (`progress-proof.ts`) whose
+ * claims the payer's Flow Controller spot-checks in the sealed Lane 1 engine before it releases the next ticket.
+ */
+export type StreamTerms = {
+  /** The nominal duration of one tranche in seconds (the flow rate is the tranche price over it). */
+  trancheSeconds: bigint;
+  /** Tickets the payer may have released ahead of the newest checked proof (1: tranche k+1 only after proof k). */
+  tranchesInFlight: number;
+  /** Claims of each proof the payer samples (its "sampling rate"); a case may cite only a sampled claim. */
+  samplesPerTranche: number;
+  /** The hash-anchored test suite every proof reports on, as Lane 1 gigs bind theirs. */
+  suite: { hash: Hex; command: string[]; stepBudget: number; maxOutputBytes: number };
+  /** The SLA bond slash (bond token) for a proven false claim or two different proofs of one tranche. */
+  falseClaimPenalty: bigint;
+};
+
+export type TermsDocumentV4 = Omit<TermsDocumentV2, "version"> & { version: "4"; stream: StreamTerms };
+
+export type StreamTermsJson = {
+  trancheSeconds: string;
+  tranchesInFlight: number;
+  samplesPerTranche: number;
+  suite: { hash: Hex; command: string[]; stepBudget: number; maxOutputBytes: number };
+  falseClaimPenalty: string;
+};
+export type TermsDocumentV4Json = Omit<TermsDocumentV2Json, "version"> & { version: "4"; stream: StreamTermsJson };
+
+/** The violation codes a v4 stream case proves (Lane 0/1, decision 0037); each slashes `falseClaimPenalty`. */
+export const STREAM_VIOLATIONS = ["STREAM_FALSE_CLAIM", "STREAM_PROOF_EQUIVOCATION"] as const;
+
+function streamTermsToJson(terms: TermsDocumentV4): TermsDocumentV4Json {
+  const { stream } = terms;
+  const body = pricingTermsToJson({ ...terms, version: "2" }) as TermsDocumentV2Json;
+  return {
+    ...body,
+    version: "4",
+    stream: {
+      trancheSeconds: uintToJson(stream.trancheSeconds),
+      tranchesInFlight: stream.tranchesInFlight,
+      samplesPerTranche: stream.samplesPerTranche,
+      suite: { hash: stream.suite.hash, command: [...stream.suite.command], stepBudget: stream.suite.stepBudget, maxOutputBytes: stream.suite.maxOutputBytes },
+      falseClaimPenalty: uintToJson(stream.falseClaimPenalty),
+    },
+  };
+}
+
+/**
+ * A v4 document (already checked against the schema): its v2 body parsed as v2 is, then what the schema cannot
+ * say — a tranche has one fixed price (`perInvocation = capPerCall`, no `perUnit`), the uint bounds.
+ */
+function streamTermsFromJson(o: TermsDocumentV4Json, path: string): TermsDocumentV4 {
+  const { stream, ...rest } = o;
+  const body = pricingTermsFromJson({ ...rest, version: "2" }, path) as TermsDocumentV2;
+  if (body.pricing.perUnit !== null || body.pricing.perInvocation !== body.pricing.capPerCall) {
+    throw new InvalidFieldError(`${path}.pricing`, "one price per tranche: perInvocation equal to capPerCall and no perUnit", o.pricing);
+  }
+  const trancheSeconds = expectUint(stream.trancheSeconds, `${path}.stream.trancheSeconds`, 64);
+  if (trancheSeconds === 0n || trancheSeconds > STREAM_LIMITS.maxTrancheSeconds) {
+    throw new InvalidFieldError(`${path}.stream.trancheSeconds`, `1 to ${STREAM_LIMITS.maxTrancheSeconds} seconds`, stream.trancheSeconds);
+  }
+  return {
+    ...body,
+    version: "4",
+    stream: {
+      trancheSeconds,
+      tranchesInFlight: stream.tranchesInFlight,
+      samplesPerTranche: stream.samplesPerTranche,
+      suite: { hash: stream.suite.hash, command: [...stream.suite.command], stepBudget: stream.suite.stepBudget, maxOutputBytes: stream.suite.maxOutputBytes },
+      falseClaimPenalty: expectUint(stream.falseClaimPenalty, `${path}.stream.falseClaimPenalty`, 128),
+    },
+  };
+}
+
+/** The price of one tranche under v4 terms (what each ticket adds). */
+export function tranchePriceOf(terms: TermsDocumentV4): bigint {
+  return terms.pricing.capPerCall;
+}
+
+/** The flow rate of v4 terms, in wei per second (rounded down). */
+export function flowRateOf(terms: TermsDocumentV4): bigint {
+  return terms.pricing.capPerCall / terms.stream.trancheSeconds;
+}
+
+/** Whether `terms` are streaming terms (v4). */
+export function isStreamTerms(terms: PricingTerms): terms is TermsDocumentV4 {
+  return terms.version === "4";
+}
+
+/** Whether `terms` carry the v2 document body (models, dispute rules, receipt bindings): v2, and v4 which extends it. */
+export function hasDocumentBody(terms: PricingTerms): terms is TermsDocumentV2 | TermsDocumentV4 {
+  return terms.version === "2" || terms.version === "4";
 }

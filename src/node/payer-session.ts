@@ -18,7 +18,7 @@ import { assertDigestSigner, recoverDigestSigner } from "../core/eip712";
 import { GENESIS_RECEIPT_HASH, sessionReceiptDigest, sessionReceiptHash, type SignedSessionReceipt } from "../core/receipt";
 import type { StepRecord } from "../store/store";
 import { signSettlementSummary, type SettlementSummary } from "../core/summary";
-import { describePricing, missingReceiptBindings, modelAllowed, prepaidPerCall, priceOf, type ChannelRef, type PricingTerms } from "../core/terms";
+import { describePricing, hasDocumentBody, missingReceiptBindings, modelAllowed, prepaidPerCall, priceOf, type ChannelRef, type PricingTerms } from "../core/terms";
 import { paymentTicketDigest, paymentTicketHash, signPaymentTicket, type PaymentTicket, type SignedPaymentTicket } from "../core/ticket";
 import { SessionKeyCapExceededError } from "../core/errors";
 import type { SignedSessionKeyGrant } from "../core/session-key";
@@ -214,11 +214,11 @@ export class PayerSession {
     // The terms document (decision 0026): the model served, the price of what was metered, the bindings required.
     const { pricing } = this.parameters;
     if (!modelAllowed(pricing, receipt.modelSnapshotId)) {
-      throw new ModelMismatchError(`Receipt seq ${receipt.seq} was served by model ${JSON.stringify(receipt.modelSnapshotId)}; the terms allow ${pricing.version === "2" ? pricing.models.map((m) => JSON.stringify(m)).join(", ") : "any"}.`);
+      throw new ModelMismatchError(`Receipt seq ${receipt.seq} was served by model ${JSON.stringify(receipt.modelSnapshotId)}; the terms allow ${hasDocumentBody(pricing) ? pricing.models.map((m) => JSON.stringify(m)).join(", ") : "any"}.`);
     }
     // Under v1 a receipt charges what its ticket added (checked above), as before issue 14.
     const price = priceOf(pricing, receipt.metering.units);
-    if (pricing.version === "2" && !failed && receipt.metering.amount > price) {
+    if (hasDocumentBody(pricing) && !failed && receipt.metering.amount > price) {
       throw new ReceiptOverpricedError(`Receipt seq ${receipt.seq} charges ${receipt.metering.amount} for ${receipt.metering.units} units; the terms (${describePricing(pricing)}) price that at ${price}.`);
     }
     const missing = missingReceiptBindings(pricing, receipt);

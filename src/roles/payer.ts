@@ -29,9 +29,11 @@ import {
 import { fetchTermsOffer, PayerClient } from "../node/payer-client";
 import { PayerSession } from "../node/payer-session";
 import type { ChannelRecord, ChannelStore } from "../store/store";
-import { describePricing, disputeWindowProblem, NATIVE_ASSET, termsHashOf, type PricingTerms } from "../core/terms";
+import { describePricing, hasDocumentBody, disputeWindowProblem, NATIVE_ASSET, termsHashOf, type PricingTerms } from "../core/terms";
 import { readSettledDisputeWindow } from "../chain/dispute-window";
 import { assertDeployed, contractAddress, type Deployment } from "./deployment";
+
+import { FlowController, type FlowControllerParameters } from "../node/flow-controller";
 
 export type Peer = { host: string; port: number };
 
@@ -97,7 +99,7 @@ export class Payer {
     }
     const pricing = offer.pricing;
     // Terms that promise a longer dispute window than the chain enforces would mislead the payer (decision 0026).
-    if (pricing.version === "2" && deployment.contracts.DisputeManager !== undefined) {
+    if (hasDocumentBody(pricing) && deployment.contracts.DisputeManager !== undefined) {
       const problem = disputeWindowProblem(pricing, await readSettledDisputeWindow(publicClient, contractAddress(deployment, "DisputeManager")));
       if (problem) throw new PayerError(`The provider's terms cannot be honoured here: ${problem}; nothing was funded.`);
     }
@@ -184,6 +186,24 @@ export class Payer {
     return settled;
   }
 
+  /**
+   * Streams a channel opened on v4 terms tranche by tranche (issue 32, decision 0037): a {@link FlowController}
+   * signs tranche k+1's ticket only after the sampled claims of proof k re-ran true, pauses for good otherwise, and
+   * keeps the evidence of a stream case. `signer`/`grant`: a delegated sampling node's session key (its cap bounds
+   * the stream). Resolves with the controller once the stream pauses (`flow.state.paused.reason` says why).
+   */
+  async streamMilestones(
+    sessionId: Hex,
+    parameters: Pick<FlowControllerParameters, "link" | "suite" | "onEvent" | "grant" | "secretOf" | "watchdogMs"> & { tranches: bigint; signer?: LocalAccount },
+  ): Promise<FlowController> {
+    const channel = this.#channel(sessionId);
+    if (channel.pricing.version !== "4") throw new PayerError(`Session ${sessionId} was opened on version ${channel.pricing.version} terms; milestone streaming needs version 4 (a stream block).`);
+    const { tranches, signer, ...rest } = parameters;
+    const flow = new FlowController({ ...rest, terms: channel.pricing, ref: channel.ref, sessionId, domain: this.domain, signer: signer ?? this.account, store: this.parameters.store });
+    await flow.run(tranches);
+    return flow;
+  }
+
   #channel(sessionId: Hex): ChannelRecord {
     const channel = this.parameters.store.getChannel(sessionId);
     if (!channel) throw new PayerError(`The store holds no session ${sessionId}.`);
@@ -206,6 +226,19 @@ export function createPayer(parameters: PayerParameters): Payer {
 
 export { PayerClient, fetchTermsOffer, ProviderRejectedError, type InvocationOutcome } from "../node/payer-client";
 export { PayerSession } from "../node/payer-session";
+export {
+  FlowController,
+  mayRelease,
+  acceptTranche,
+  judgeSample,
+  PAUSE_REASONS,
+  type FlowControllerParameters,
+  type StreamProviderLink,
+  type StreamEvent,
+  type StreamPause,
+} from "../node/flow-controller";
+export { spotCheck, streamInputs } from "../arbitration/stream-sample";
+export { buildStreamPackage } from "../arbitration/build";
 export { SqliteStore } from "../store/sqlite-store";
 export type { ChannelStore, ChannelRecord } from "../store/store";
 export { gasEscrowAbi } from "../abi/GasEscrow";

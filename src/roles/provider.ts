@@ -88,3 +88,9 @@ export {
 } from "../core/session-key";
 export { ProviderSession } from "../node/provider-session";
 export { readSessionKeyChainState, closeUnilateral, challengeClose } from "../chain/escrow";
+
+// Milestone streaming (issue 32, decision 0037): the provider's side of a stream — each tranche's signed Progress
+// Proof folded into its receipt, samples answered only for the agreed draw — and the honest claims of a repository.
+export { InProcessStreamProvider, StreamTicketRefusedError, type TrancheWork } from "../node/stream-provider";
+export { claimsOf } from "../arbitration/stream-sample";
+export { signProgressProof, progressProofHash, type ProgressProof, type SignedProgressProof } from "../core/progress-proof";

@@ -23,6 +23,7 @@ import { paymentTicketHash } from "../core/ticket";
 import { sessionReceiptHash } from "../core/receipt";
 import { ETH_UNIT, formatAmountAdaptive, type AssetUnit } from "../core/format";
 import type { ChannelStore } from "../store/store";
+import { STREAM_RECORD_SCHEMA, type StreamRecord } from "../node/flow-controller";
 import { gigProviderOf, money, resolutionChanges, unitOf, verdictName, type BalanceChange, type GigProvider, type Money } from "./money";
 
 export type ChannelView = {
@@ -176,14 +177,28 @@ export type Records = {
   packages: Map<Hex, string>;
   /** Parsed resolution and its file name, by case id. */
   resolutions: Map<Hex, { file: string; resolution: Resolution; hash: Hex }>;
+  /** Stream records (issue 32: tranches, proofs, samples, pauses) by session id. */
+  streams: Map<Hex, { file: string; record: StreamRecord }>;
   files: Set<string>;
 };
 
 const RECORD_FILE = /^[A-Za-z0-9._-]{1,200}\.json$/;
 
-/** Reads every `*.json` in `dir` that parses as a challenge package or a resolution; others are ignored. */
+/** A stream record as the Flow Controller writes it (`writeStreamRecord`); shape-checked, as it is only displayed. */
+function isStreamRecord(json: unknown): json is StreamRecord {
+  if (typeof json !== "object" || json === null) return false;
+  const o = json as Partial<StreamRecord>;
+  return o.schema === STREAM_RECORD_SCHEMA && typeof o.sessionId === "string" && /^0x[0-9a-fA-F]{64}$/.test(o.sessionId) && Array.isArray(o.events);
+}
+
+/** The streams in the records directory, newest session id order irrelevant: by file name. */
+export function listStreams(records: Records): (StreamRecord & { file: string })[] {
+  return [...records.streams.values()].sort((a, b) => (a.file < b.file ? -1 : 1)).map((s) => ({ ...s.record, file: s.file }));
+}
+
+/** Reads every `*.json` in `dir` that parses as a challenge package, a resolution or a stream record; others are ignored. */
 export function loadRecords(dir: string | undefined): Records {
-  const records: Records = { packages: new Map(), resolutions: new Map(), files: new Set() };
+  const records: Records = { packages: new Map(), resolutions: new Map(), streams: new Map(), files: new Set() };
   if (!dir || !existsSync(dir)) return records;
   for (const file of readdirSync(dir).sort()) {
     if (!RECORD_FILE.test(file)) continue;
@@ -193,6 +208,11 @@ export function loadRecords(dir: string | undefined): Records {
     try {
       json = JSON.parse(readFileSync(full, "utf8"));
     } catch {
+      continue;
+    }
+    if (isStreamRecord(json)) {
+      records.streams.set(json.sessionId.toLowerCase() as Hex, { file, record: json });
+      records.files.add(file);
       continue;
     }
     try {

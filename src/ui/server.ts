@@ -22,7 +22,7 @@ import type { Address, Hex, PublicClient } from "viem";
 import { ReceiptAccumulator } from "../core/accumulator";
 import { challengeClose, claimableOf, claimPayout, closeUnilateral, finalizeClose, type Wallet } from "../chain/escrow";
 import type { ChannelStore } from "../store/store";
-import { listCases, listChannels, listGigs, listReceipts, loadRecords, onChainRoot, upipRecord, type PageReading } from "./data";
+import { listCases, listChannels, listGigs, listReceipts, listStreams, loadRecords, onChainRoot, upipRecord, type PageReading } from "./data";
 import { PACKAGE_ROOT } from "../core/package-root";
 import { unitOf } from "./money";
 import { explorerFor, readHealth, txLink, type HeadWatch } from "./health";
@@ -228,6 +228,8 @@ export async function startUi(p: UiParameters): Promise<UiServer> {
     const gigs = p.gigEscrow ? await listGigs(p.publicClient, p.gigEscrow, cases, p.reading) : [];
     return { cases, gigs };
   });
+
+  app.get("/api/streams", async () => ({ streams: listStreams(records()) }));
 
   app.get<{ Params: { name: string } }>("/api/records/:name", async (request, reply) => {
     const known = records();

@@ -31,6 +31,13 @@ describe("demo: the gig case's resolution hash", function () {
       const cases = await runDisputeDemo({ hre, deployment, publicClient: publicClient as never, wallets, log: () => {} });
       const gig = cases.find((c) => c.subject === "gig")!;
       expect(gig.verdict).to.equal("provider_fault");
+      // Issue 32: the streamed job whose provider lied about one test at tranche 2 — paused there, the tranche
+      // refunded (0.001 ETH) and the false-claim penalty slashed; the provider was paid tranche 1 only.
+      const streamed = cases[2]!;
+      expect(streamed).to.deep.include({ subject: "session", lane: 1, verdict: "provider_fault", refund: "1000000000000000" });
+      expect(streamed.slash).to.equal("1000000000000000000"); // the terms' false-claim penalty, 1 LGAS
+      expect(streamed.balanceChanges.providerSlaBondLgas).to.equal((-BigInt(streamed.slash)).toString());
+      expect(streamed.balanceChanges.providerEth).to.equal("1000000000000000");
       hashes.push(gig.resolutionHash as Hex);
       const [event] = await publicClient.getContractEvents({ address: deployment.contracts.GigEscrow.address, abi: gigEscrowAbi, eventName: "GigFunded", fromBlock: 0n, strict: true });
       fundedAt.push((await publicClient.getBlock({ blockNumber: event!.blockNumber })).timestamp);

@@ -15,6 +15,7 @@ import { upipFromJson } from "../../src/arbitration/upip";
 import { packetFromJson } from "../../src/core/packets";
 import { assertMatchesSchema, jsonSchemaOf, schemaValidator, SCHEMA_NAMES, type SchemaName } from "../../src/core/schemas";
 import { pricingTermsFromJson } from "../../src/core/terms";
+import { progressProofFromJson, signedProgressProofFromJson, trancheRequestFromJson } from "../../src/core/progress-proof";
 import { thrown } from "../helpers/assert";
 
 const ROOT = path.join(__dirname, "..", "..");
@@ -31,6 +32,7 @@ function schemaOfFile(name: string): SchemaName | undefined {
   if (name === "challenge-package.json" || name === "case.json") return "challenge-package";
   if (name === "resolution.json") return "resolution";
   if (name === "upip.json") return "upip";
+  if (name === "progress-proof.json" || name.endsWith(".progress-proof.json")) return "progress-proof";
   return undefined;
 }
 
@@ -41,6 +43,8 @@ const PARSERS: Record<SchemaName, (value: unknown) => unknown> = {
   "challenge-package": (v) => packageFromJson(v),
   resolution: (v) => resolutionFromJson(v),
   upip: (v) => upipFromJson(v),
+  "progress-proof": (v) =>
+    typeof v === "object" && v !== null && "signature" in v ? signedProgressProofFromJson(v) : typeof v === "object" && v !== null && "sampleCommit" in v ? trancheRequestFromJson(v) : progressProofFromJson(v),
 };
 
 function jsonFiles(dir: string, out: string[] = []): string[] {
@@ -55,7 +59,7 @@ function jsonFiles(dir: string, out: string[] = []): string[] {
 
 describe("JSON Schemas of the documents third parties produce and check", () => {
   it("are published for terms, packets, ChallengePackage, ICS, Resolution and UPIP records, and compile in strict mode", () => {
-    expect(SCHEMA_NAMES).to.have.members(["terms", "packet", "ics", "challenge-package", "resolution", "upip"]);
+    expect(SCHEMA_NAMES).to.have.members(["terms", "packet", "ics", "challenge-package", "resolution", "upip", "progress-proof"]);
     for (const name of SCHEMA_NAMES) {
       const schema = jsonSchemaOf(name);
       expect(schema.$schema, name).to.equal("http://json-schema.org/draft-07/schema#");

@@ -175,6 +175,15 @@ describe("ioi ui in a headless browser (issue 16)", function () {
     const resolution = (await (await fetch(resolutionLink)).json()) as { case_id: string };
     expect(resolution.case_id).to.equal(gigCase.caseId);
 
+    // Issue 32: the demo's streamed job — its record lists each tranche's ticket, proof and samples, and the pause.
+    await page.waitForSelector("#streams table.stream");
+    const stream = await page.$eval("#streams", (e) => ({
+      kinds: Array.from(e.querySelectorAll("table.stream tbody tr")).map((tr) => tr.className),
+      text: e.textContent ?? "",
+    }));
+    expect(stream.kinds).to.deep.equal(["stream-ticket", "stream-proof", ...Array(4).fill("stream-sample"), "stream-ticket", "stream-proof", ...Array(4).fill("stream-sample"), "stream-pause"]);
+    expect(stream.text).to.include("paused at tranche 2 (false_claim)");
+
     await page.click('nav button[data-tab="bench"]');
     await page.waitForSelector("#chart-gas canvas", { timeout: 10_000 }).catch(async (error: unknown) => {
       throw new Error(`${(error as Error).message}; the page says: ${await page.$eval("#bench-when", (e) => e.textContent)} ${errors.join("; ")}`);

@@ -218,7 +218,33 @@ async function prove(sessionId, receipt) {
 }
 
 // --- gigs and cases ---
+async function loadStreams() {
+  const { streams } = await api("/api/streams");
+  const container = $("#streams");
+  container.replaceChildren(...(streams.length ? [] : [el("p", { class: "note" }, "No stream records in the records directory.")]));
+  for (const st of streams) {
+    const head = `${short(st.sessionId)}: ${st.released} tranche(s) released, ${st.checked} checked, ${st.samplesPerTranche} claim(s) sampled per proof`;
+    const pause = st.paused ? ` — paused at tranche ${st.paused.tranche} (${st.paused.reason}): ${st.paused.detail}` : "";
+    const rows = st.events.map((e) => {
+      const what =
+        e.kind === "ticket"
+          ? `ticket released, cumulative ${e.cumulative} wei`
+          : e.kind === "proof"
+            ? `Progress Proof ${short(e.proofHash)}: ${e.passed}/${e.total} tests pass`
+            : e.kind === "sample"
+              ? `sample #${e.index} ${e.name}: claimed ${e.claimed}, re-ran ${e.actual} → ${e.status} (${Number(e.replayMs).toFixed(0)} ms, ${e.repositoryBytes} bytes)`
+              : `PAUSE (${e.reason}): ${e.detail}`;
+      return el("tr", { class: `stream-${e.kind}` }, el("td", {}, e.tranche), el("td", {}, e.kind), el("td", {}, what));
+    });
+    container.append(
+      el("p", {}, head + pause),
+      el("table", { class: "stream" }, el("thead", {}, el("tr", {}, el("th", {}, "tranche"), el("th", {}, "event"), el("th", {}, "detail"))), el("tbody", {}, ...rows)),
+    );
+  }
+}
+
 async function loadCases() {
+  loadStreams().catch((error) => ($("#streams").textContent = `error: ${error.message}`));
   const { cases, gigs, note } = await api("/api/cases");
   $("#gigs tbody").replaceChildren(
     ...gigs.map((g) =>

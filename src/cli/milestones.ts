@@ -1,0 +1,224 @@
+/**
+ * `ioi milestones`: milestone streaming from the command line (issue 32, decision 0037), offline tools around the
+ * library parts: write a v4 terms document binding a test suite (`terms`), sign a tranche's Progress Proof as the
+ * provider (`prove`: the bound suite is run on the repository in the sealed engine), and spot-check a proof as the
+ * payer's Flow Controller does (`check`: the draw from the revealed secret, each drawn claim re-run; exit 3 on a
+ * false claim). A whole stream runs through the library (`createPayer(…).streamMilestones`) or `npm run demo`.
+ */
+import { writeFileSync } from "node:fs";
+import { getAddress, isAddress, isHex, zeroHash, type Address, type Hex } from "viem";
+
+import { bundleHash } from "../arbitration/bundle";
+import { claimsOf, spotCheck, SpotCheckInputError, streamInputs } from "../arbitration/stream-sample";
+import { parseJson } from "../core/canonical";
+import {
+  progressProofHash,
+  sampleCommitOf,
+  sampledIndices,
+  signedProgressProofFromJson,
+  signedProgressProofToJson,
+  signProgressProof,
+  testsPassed,
+  verifyProgressProof,
+} from "../core/progress-proof";
+import { flowRateOf, pricingTermsToJson, termsDocumentFromText, termsHashOf, STREAM_LIMITS, type TermsDocumentV4 } from "../core/terms";
+import { boundedUint, loadAccount, need, sessionOf, uint, UsageError, weiAmount, type CommandGroup, type Out } from "./common";
+import { readBundleDirectory, readOptionFile } from "./input-file";
+
+/** Exit status of `check` when a sampled claim is false (as `ioi gig vet` for a failing deliverable). */
+export const FALSE_CLAIM_EXIT_CODE = 3;
+
+type Values = Record<string, string | boolean | undefined>;
+
+function hashOption(values: Values, name: string, what: string): Hex {
+  const text = need(values, name, what);
+  if (!isHex(text) || text.length !== 66) throw new UsageError(`--${name} must be 0x and 64 hex digits (${what}); received "${text}".`);
+  return text.toLowerCase() as Hex;
+}
+
+function addressOption(values: Values, name: string, what: string): Address {
+  const text = need(values, name, what);
+  if (!isAddress(text)) throw new UsageError(`--${name} must be an address (${what}); received "${text}".`);
+  return getAddress(text);
+}
+
+function streamTermsOf(values: Values): TermsDocumentV4 {
+  const file = need(values, "terms-file", "the channel's v4 terms document");
+  const terms = termsDocumentFromText(readOptionFile("terms-file", file, 1 << 16), file);
+  if (terms.version !== "4") throw new UsageError(`--terms-file ${file} is a version ${terms.version} terms document; milestone streaming needs version 4 (a stream block).`);
+  return terms;
+}
+
+function inputsOf(values: Values, tranche: bigint) {
+  return streamInputs({
+    chainId: uint(values, "chain-id", "the channel's chain id (it pins the samples' seed)"),
+    gasEscrow: addressOption(values, "gas-escrow", "the channel's GasEscrow (it pins the samples' seed)"),
+    sessionId: sessionOf(values),
+    tranche,
+  });
+}
+
+async function runTerms(values: Values, out: Out): Promise<void> {
+  const suiteDir = need(values, "suite-dir", "the test suite every Progress Proof reports on");
+  const suite = readBundleDirectory(suiteDir, "suite-dir");
+  const entry = (values.entry as string | undefined) ?? "run.js";
+  if (suite.files[entry] === undefined) throw new UsageError(`--entry ${entry} is not a file of --suite-dir ${suiteDir}.`);
+  const price = weiAmount(values, "price", "the price of one tranche");
+  const terms: TermsDocumentV4 = {
+    version: "4",
+    pricing: { perInvocation: price, perUnit: null, capPerCall: price },
+    models: [(values.model as string | undefined) ?? "agent"],
+    disputes: { windowAfterSettlement: uint(values, "window", "seconds after a settlement a receipt may be disputed", 86_400n), penalties: {}, refundsFromBond: true },
+    requiredReceipts: ["rrsa_request_binding", "rrsa_output_commitment"],
+    stream: {
+      trancheSeconds: boundedUint(values, "tranche-seconds", "the nominal duration of one tranche", 1n, STREAM_LIMITS.maxTrancheSeconds),
+      tranchesInFlight: Number(boundedUint(values, "in-flight", "tranches released ahead of the newest checked proof", 1n, BigInt(STREAM_LIMITS.maxTranchesInFlight), 1n)),
+      samplesPerTranche: Number(boundedUint(values, "samples", "claims sampled per proof", 1n, BigInt(STREAM_LIMITS.maxSamplesPerTranche), 2n)),
+      suite: {
+        hash: bundleHash(suite),
+        command: ["node", entry],
+        stepBudget: Number(boundedUint(values, "step-budget", "engine steps per test", 1n, BigInt(STREAM_LIMITS.maxStepBudget), 1_000n)),
+        maxOutputBytes: 65_536,
+      },
+      falseClaimPenalty: weiAmount(values, "penalty", "the SLA bond slash for a false claim (bond token)", 0n),
+    },
+  };
+  const json = JSON.stringify(pricingTermsToJson(terms), null, 2) + "\n";
+  if (values.out) writeFileSync(values.out as string, json);
+  out.lines.push(`Terms v4 ${termsHashOf(terms)}: ${price} wei per ${terms.stream.trancheSeconds} s tranche (${flowRateOf(terms)} wei/s), ${terms.stream.samplesPerTranche} claims sampled per proof, suite ${terms.stream.suite.hash}.`);
+  if (values.out) out.lines.push(`Written to ${values.out as string}; offer it with ioi provider --terms-file and agree to it with ioi open --terms-file.`);
+  else out.lines.push(json.trimEnd());
+  Object.assign(out.result, { termsHash: termsHashOf(terms), terms: pricingTermsToJson(terms) });
+}
+
+async function runProve(values: Values, out: Out): Promise<void> {
+  const terms = streamTermsOf(values);
+  const suite = readBundleDirectory(need(values, "suite-dir", "the bound test suite"), "suite-dir");
+  const repository = readBundleDirectory(need(values, "repository-dir", "the repository the proof is anchored to"), "repository-dir");
+  const tranche = boundedUint(values, "tranche", "the tranche (the receipt's seq)", 1n, (1n << 64n) - 1n);
+  const account = loadAccount(values);
+  let tests;
+  try {
+    tests = await claimsOf({ terms, suite, repository, inputs: inputsOf(values, tranche) });
+  } catch (error) {
+    if (error instanceof SpotCheckInputError) throw new UsageError(error.message);
+    throw error;
+  }
+  const signed = await signProgressProof({
+    account,
+    proof: {
+      sessionId: sessionOf(values),
+      tranche,
+      repoStateHash: bundleHash(repository),
+      suiteHash: terms.stream.suite.hash,
+      tests,
+      coverageDeltaBps: Number(values["coverage-delta-bps"] ?? 0),
+      lint: ((values.lint as string | undefined) ?? "clean") as "clean" | "warnings" | "errors",
+      artifactHash: values["artifact-hash"] ? hashOption(values, "artifact-hash", "the build artifact's hash") : zeroHash,
+      prevProofHash: values["prev-proof"] ? hashOption(values, "prev-proof", "the previous tranche's proof hash") : zeroHash,
+    },
+  });
+  const json = signedProgressProofToJson(signed);
+  signedProgressProofFromJson(json); // the bounds of the published schema (coverage, lint)
+  if (values.out) writeFileSync(values.out as string, JSON.stringify(json, null, 2) + "\n");
+  const { passed, total } = testsPassed(signed.proof);
+  out.lines.push(`Progress Proof of tranche ${tranche}: ${passed}/${total} tests pass on repository ${signed.proof.repoStateHash}; proof ${progressProofHash(signed.proof)} signed by ${account.address}.`);
+  Object.assign(out.result, { proofHash: progressProofHash(signed.proof), passed, total, signed: json });
+}
+
+async function runCheck(values: Values, out: Out): Promise<void> {
+  const terms = streamTermsOf(values);
+  const suite = readBundleDirectory(need(values, "suite-dir", "the bound test suite"), "suite-dir");
+  const repository = readBundleDirectory(need(values, "repository-dir", "the repository the provider answered the sample with"), "repository-dir");
+  const proofFile = need(values, "proof-file", "the provider's signed Progress Proof");
+  const signed = signedProgressProofFromJson(parseJson(readOptionFile("proof-file", proofFile, 1 << 20), { maxBytes: 1 << 20, what: `The proof ${proofFile}` }), proofFile);
+  const proof = signed.proof;
+  if (values.provider) await verifyProgressProof({ signed, signer: addressOption(values, "provider", "the provider who must have signed the proof") });
+  const secret = hashOption(values, "secret", "the sampling secret committed in the tranche request");
+  const commit = values.commit ? hashOption(values, "commit", "the tranche request's sampleCommit") : null;
+  if (commit !== null && sampleCommitOf(secret) !== commit) throw new UsageError(`--secret does not open --commit: keccak256(secret) is ${sampleCommitOf(secret)}.`);
+  if (bundleHash(repository) !== proof.repoStateHash) {
+    out.lines.push(`The repository hashes to ${bundleHash(repository)}; the proof is anchored to ${proof.repoStateHash}: the stream pauses (repository_changed).`);
+    out.exitCode = FALSE_CLAIM_EXIT_CODE;
+    Object.assign(out.result, { outcome: "repository_changed" });
+    return;
+  }
+  const proofHash = progressProofHash(proof);
+  const indices = sampledIndices({ secret, proofHash, total: proof.tests.length, count: terms.stream.samplesPerTranche });
+  const result = await spotCheck({ terms, suite, repository, proof, indices, inputs: inputsOf(values, proof.tranche) });
+  for (const s of result.samples) out.lines.push(`  ${s.status === "true" ? "true " : s.status === "false" ? "FALSE" : "suite"} claim #${s.index}: ${s.detail}`);
+  const outcome = result.falseClaims.length ? "false_claim" : result.suiteFault ? "suite_fault" : "pass";
+  out.lines.push(
+    outcome === "pass"
+      ? `Every sampled claim of tranche ${proof.tranche} re-ran true: release the next ticket.`
+      : outcome === "false_claim"
+        ? `A sampled claim of tranche ${proof.tranche} is false: pause the stream and build the case (claim #${result.falseClaims[0]}).`
+        : `The bound suite itself could not be run (${result.suiteFault}): pause; nothing is proven against the provider.`,
+  );
+  if (outcome !== "pass") out.exitCode = FALSE_CLAIM_EXIT_CODE;
+  Object.assign(out.result, { outcome, proofHash, indices, samples: result.samples.map((s) => ({ index: s.index, name: s.name, claimed: s.claimed, actual: s.actual, status: s.status })) });
+}
+
+const SESSION_INPUTS = {
+  session: { type: "string" },
+  "chain-id": { type: "string" },
+  "gas-escrow": { type: "string" },
+} as const;
+
+export const MILESTONES_GROUP: CommandGroup = {
+  summary: "milestone streaming: v4 terms binding a test suite, Progress Proofs, the payer's spot-check (ioi milestones --help)",
+  commands: {
+    terms: {
+      summary: "write a v4 terms document: a price per tranche, the sampling rate and the bound test suite",
+      usage: "ioi milestones terms --price WEI --tranche-seconds N --suite-dir DIR [--entry FILE] [--samples K] [--in-flight K] [--step-budget N] [--penalty WEI] [--model ID] [--window S] [--out FILE]",
+      notes: ["The suite directory is hashed as a bundle (as `ioi gig vet` does); every Progress Proof must report on exactly it."],
+      options: {
+        price: { type: "string" },
+        "tranche-seconds": { type: "string" },
+        "suite-dir": { type: "string" },
+        entry: { type: "string" },
+        samples: { type: "string" },
+        "in-flight": { type: "string" },
+        "step-budget": { type: "string" },
+        penalty: { type: "string" },
+        model: { type: "string" },
+        window: { type: "string" },
+        out: { type: "string" },
+      },
+      run: runTerms,
+    },
+    prove: {
+      summary: "as the provider: run the bound suite on the repository in the sealed engine and sign the tranche's Progress Proof",
+      usage: "ioi milestones prove --terms-file F --suite-dir DIR --repository-dir DIR --session ID --tranche K --chain-id N --gas-escrow ADDR [--prev-proof HASH] [--out FILE]",
+      options: {
+        "terms-file": { type: "string" },
+        "suite-dir": { type: "string" },
+        "repository-dir": { type: "string" },
+        tranche: { type: "string" },
+        "prev-proof": { type: "string" },
+        "artifact-hash": { type: "string" },
+        "coverage-delta-bps": { type: "string" },
+        lint: { type: "string" },
+        out: { type: "string" },
+        ...SESSION_INPUTS,
+      },
+      run: runProve,
+    },
+    check: {
+      summary: "as the payer: draw the sampled claims from the revealed secret and re-run each as Lane 1 would (exit 3 on a false claim)",
+      usage: "ioi milestones check --terms-file F --suite-dir DIR --repository-dir DIR --proof-file F --secret HEX [--commit HEX] [--provider ADDR] --session ID --chain-id N --gas-escrow ADDR",
+      notes: ["Exit status 0 when every sampled claim re-runs true (release the next ticket), 3 when one is false or the repository is not the proof's, 1 on error, 2 on usage."],
+      options: {
+        "terms-file": { type: "string" },
+        "suite-dir": { type: "string" },
+        "repository-dir": { type: "string" },
+        "proof-file": { type: "string" },
+        secret: { type: "string" },
+        commit: { type: "string" },
+        provider: { type: "string" },
+        ...SESSION_INPUTS,
+      },
+      run: runCheck,
+    },
+  },
+};
