@@ -15,7 +15,8 @@
  * holds the registry's GOVERNANCE_ROLE — each must be registered, staked and pinned to this judge runtime, else
  * none is admitted, the script names which are not and fails before the hand-over (IOI_INITIAL_ARBITRATORS_WAIT
  * seconds, default 0, polls for them first: on a public chain they register once the registry address is printed).
- * IOI_DEVNET_ARBITRATORS=1 (set by `npm run devnet`) registers and stakes Hardhat accounts 20..35 and admits them.
+ * IOI_DEVNET_ARBITRATORS=1 (set by `npm run devnet`) registers and stakes Hardhat accounts 20..35 and admits them
+ * (IOI_DEVNET_ARBITRATOR_COUNT=N: only the first N of them), on chain 31337 or on the second test devnet, 31338.
  *
  * Governance. The Timelock waits IOI_TIMELOCK_DELAY seconds (default 2 days, at least 1 day; 60 s on chain 31337) between
  * scheduling a call and executing it; IOI_GOVERNANCE (default: the deployer) is its only proposer and executor
@@ -409,12 +410,15 @@ async function main(): Promise<void> {
   if (process.env.IOI_DEVNET_ARBITRATORS === "1") {
     // `npm run devnet`: Hardhat accounts 20..35 register and stake during the deployment and are admitted in it.
     const publicClient = await hre.viem.getPublicClient();
-    if ((await publicClient.getChainId()) !== DEVNET_CHAIN_ID) throw new Error("IOI_DEVNET_ARBITRATORS=1 uses Hardhat's well-known keys and runs only on chain 31337.");
+    // The second test devnet (31338, the testnet rehearsal) runs the same Hardhat accounts under another chain id.
+    if (![DEVNET_CHAIN_ID, 31338].includes(await publicClient.getChainId())) throw new Error("IOI_DEVNET_ARBITRATORS=1 uses Hardhat's well-known keys and runs only on chains 31337 and 31338.");
     const wallets = await hre.viem.getWalletClients();
     const { DEVNET_ARBITRATORS, registerDevnetArbitrators } = await import("./arbitrators");
-    options.initialArbitrators = DEVNET_ARBITRATORS.map((i) => getAddress(wallets[i]!.account.address));
+    const count = envInt("IOI_DEVNET_ARBITRATOR_COUNT", DEVNET_ARBITRATORS.length, 1, DEVNET_ARBITRATORS.length);
+    const indices = DEVNET_ARBITRATORS.slice(0, count);
+    options.initialArbitrators = indices.map((i) => getAddress(wallets[i]!.account.address));
     options.beforeAdmission = async (contracts) => {
-      await registerDevnetArbitrators({ publicClient: publicClient as never, wallets: wallets as never, contracts });
+      await registerDevnetArbitrators({ publicClient: publicClient as never, wallets: wallets as never, contracts, indices });
     };
   }
   const deployment = await deployAll(hre, options);

@@ -43,53 +43,113 @@ function untilStopped(values: Values): { signal: AbortSignal; done: () => void }
   };
 }
 
+/**
+ * The keys one `ioi arbitrator serve` process serves: `--key-env A,B,C` (several environment variables) or
+ * `--account X,Y` (several keystores, one `--password-file`), else the one key `loadAccount` finds. Each key is an
+ * admitted arbitrator of its own; the process runs one daemon per key, each with its own state file.
+ */
+export function loadArbitratorAccounts(values: Values): LocalAccount[] {
+  const list = (name: "account" | "key-env") => (values[name] as string | undefined)?.split(",").map((x) => x.trim());
+  const accounts = list("account");
+  const envs = list("key-env");
+  const names = accounts ?? envs;
+  if (!names || names.length === 1) return [loadAccount(values)];
+  if (names.some((n) => n === "")) throw new UsageError(`--${accounts ? "account" : "key-env"} lists an empty name; give names separated by commas, such as A,B,C.`);
+  const loaded = names.map((n) => loadAccount({ ...values, ...(accounts ? { account: n } : { "key-env": n }) }));
+  const seen = new Set<string>();
+  for (const a of loaded) {
+    if (seen.has(a.address.toLowerCase())) throw new UsageError(`The key ${a.address} is listed twice; one daemon serves each key once.`);
+    seen.add(a.address.toLowerCase());
+  }
+  return loaded;
+}
+
 async function runArbitratorServe(disputeClientsFor: DisputeClientsOf, values: Values, out: Out): Promise<void> {
-  const stateFile = path.resolve(need(values, "state", "the daemon's state file (JSON, created if missing)"));
   const retryMs = Number(uint(values, "retry-ms", "milliseconds between judging attempts of a round", 15_000n));
   const fetchTimeoutMs = Number(uint(values, "fetch-timeout-ms", "milliseconds an evidence fetch may take", 10_000n));
   const graceMs = Number(uint(values, "grace-ms", "milliseconds to wait for the rest of the panel once a supermajority is posted", 10_000n));
-  const account = loadAccount(values);
-  const { publicClient, wallet, deployment, chainId } = await disputeClientsFor(values, account);
-  const reading = readingOf(values, chainId);
-  const pollMs = reading.pollMs;
-  mkdirSync(path.dirname(stateFile), { recursive: true });
-  const daemon = new ArbitratorDaemon({
-    publicClient,
-    wallet: wallet!,
-    deployment,
-    stateFile,
-    retryMs,
-    fetchTimeoutMs,
-    graceMs,
-    confirmations: BigInt(reading.confirmations),
-    maxBlockRange: BigInt(reading.batchBlocks),
-    // Fault injection for the restart test only: the process dies between storing and posting a signature.
-    ...(process.env.IOI_FAULT_KILL_AFTER_SIGN === "1" ? { afterSignaturePersisted: () => process.kill(process.pid, "SIGKILL") } : {}),
-  });
+  const accounts = loadArbitratorAccounts(values);
+  // One key: --state FILE (or --state-dir DIR). Several: --state-dir DIR, one file per key inside it.
+  if (values.state !== undefined && values["state-dir"] !== undefined) throw new UsageError("Pass either --state FILE or --state-dir DIR, not both.");
+  if (accounts.length > 1 && values.state !== undefined) throw new UsageError(`--state names one file, and ${accounts.length} keys are served; give --state-dir DIR (one state file per key inside it).`);
+  const stateDir = values["state-dir"] === undefined ? undefined : path.resolve(values["state-dir"] as string);
+  const stateFiles = accounts.map((a) =>
+    stateDir ? path.join(stateDir, `arbitrator-${a.address.toLowerCase()}.json`) : path.resolve(need(values, "state", "the daemon's state file (JSON, created if missing), or --state-dir DIR")),
+  );
+  const daemons: ArbitratorDaemon[] = [];
+  let chainIdOf = 0;
+  let deploymentOf: Deployment | undefined;
+  for (const [i, account] of accounts.entries()) {
+    const { publicClient, wallet, deployment, chainId } = await disputeClientsFor(values, account);
+    chainIdOf = chainId;
+    deploymentOf = deployment;
+    const reading = readingOf(values, chainId);
+    mkdirSync(path.dirname(stateFiles[i]!), { recursive: true });
+    daemons.push(
+      new ArbitratorDaemon({
+        publicClient,
+        wallet: wallet!,
+        deployment,
+        stateFile: stateFiles[i]!,
+        retryMs,
+        fetchTimeoutMs,
+        graceMs,
+        confirmations: BigInt(reading.confirmations),
+        maxBlockRange: BigInt(reading.batchBlocks),
+        // Fault injection for the restart test only: the process dies between storing and posting a signature.
+        ...(process.env.IOI_FAULT_KILL_AFTER_SIGN === "1" ? { afterSignaturePersisted: () => process.kill(process.pid, "SIGKILL") } : {}),
+      }),
+    );
+  }
+  const pollMs = readingOf(values, chainIdOf).pollMs;
+  const opened: ArbitratorDaemon[] = [];
   try {
-    await daemon.open();
+    for (const daemon of daemons) {
+      await daemon.open();
+      opened.push(daemon);
+    }
   } catch (error) {
-    daemon.close();
+    for (const daemon of daemons) daemon.close();
     throw new UsageError((error as Error).message.split("\n")[0]!, { cause: error });
   }
   try {
     if (values.once) {
-      const actions = await daemon.tick();
+      const actions = (await Promise.all(daemons.map((d) => d.tick()))).flat();
       out.lines.push(`One pass: ${actions.length} action(s): ${actions.map((a) => a.kind).join(", ") || "none"}.`);
     } else {
       const { signal, done } = untilStopped(values);
-      console.error(JSON.stringify({ event: "arbitrator.ready", arbitrator: daemon.me, disputeManager: deployment.disputeManager, stateFile }));
+      const reading = readingOf(values, chainIdOf);
+      console.error(
+        JSON.stringify({
+          event: "arbitrator.ready",
+          arbitrator: daemons[0]!.me,
+          arbitrators: daemons.map((d) => d.me),
+          disputeManager: deploymentOf!.disputeManager,
+          stateFile: stateFiles[0],
+          stateFiles,
+          confirmations: reading.confirmations.toString(),
+          pollMs,
+        }),
+      );
       try {
-        await daemon.run(signal, pollMs);
+        await Promise.all(daemons.map((d) => d.run(signal, pollMs)));
       } finally {
         done();
       }
-      out.lines.push(`Stopped; ${Object.keys(daemon.signedRecords()).length} signature(s) kept in ${stateFile}.`);
+      const kept = daemons.reduce((n, d) => n + Object.keys(d.signedRecords()).length, 0);
+      out.lines.push(`Stopped; ${kept} signature(s) kept in ${stateDir ?? stateFiles[0]}.`);
     }
   } finally {
-    daemon.close();
+    for (const daemon of daemons) daemon.close();
   }
-  Object.assign(out.result, { arbitrator: daemon.me, stateFile, signed: Object.keys(daemon.signedRecords()), rpcCalls: daemon.rpcCalls });
+  Object.assign(out.result, {
+    arbitrator: daemons[0]!.me,
+    arbitrators: daemons.map((d) => d.me),
+    stateFile: stateFiles[0],
+    stateFiles,
+    signed: daemons.flatMap((d) => Object.keys(d.signedRecords())),
+    rpcCalls: daemons.reduce((n, d) => n + d.rpcCalls, 0),
+  });
 }
 
 async function runEvidenceServe(values: Values, out: Out): Promise<void> {
@@ -140,9 +200,12 @@ const RUNTIME_OPTION = { "max-runtime-ms": { type: "string" } } as const;
 export function arbitratorServeCommands(clients: DisputeClientsOf): { serve: Command; evidence: Record<string, Command> } {
   const serve: Command = {
     summary: "run the arbitrator daemon: draws, evidence by hash, replay, sign, post, submit, finalise, claim",
-    usage: "ioi arbitrator serve --state FILE [--poll-ms N] [--retry-ms N] [--fetch-timeout-ms N] [--grace-ms N] [--once] [--max-runtime-ms N]",
+    usage: "ioi arbitrator serve (--state FILE | --state-dir DIR) [--key-env A,B,… | --account X,Y,…] [--poll-ms N] [--retry-ms N] [--fetch-timeout-ms N] [--grace-ms N] [--once] [--max-runtime-ms N]",
     notes: [
       "  --state FILE           its own state (JSON, replaced atomically): logs read, signatures made; keep it",
+      "  --state-dir DIR        one state file per key, DIR/arbitrator-<address>.json (needed with several keys)",
+      "  --key-env A,B,…        several admitted arbitrators' keys in one process (or --account X,Y,… with one",
+      "                         --password-file): one daemon per key, each with its own state, run side by side",
       "  --poll-ms N            between passes (default: 250 on a devnet, 12000 elsewhere; --confirmations and",
       "                         --log-range as for every chain reader, decision 0019)",
       "  --retry-ms N           between judging attempts of a round whose evidence or run failed (default 15000)",
@@ -156,7 +219,7 @@ export function arbitratorServeCommands(clients: DisputeClientsOf): { serve: Com
       "never signs a second resolution for a case and round. Warns when its stake or runtime pin would keep it",
       "off panels.",
     ],
-    options: { state: { type: "string" }, "retry-ms": { type: "string" }, "fetch-timeout-ms": { type: "string" }, "grace-ms": { type: "string" }, once: { type: "boolean" }, ...RUNTIME_OPTION },
+    options: { state: { type: "string" }, "state-dir": { type: "string" }, "retry-ms": { type: "string" }, "fetch-timeout-ms": { type: "string" }, "grace-ms": { type: "string" }, once: { type: "boolean" }, ...RUNTIME_OPTION },
     run: (values, out) => runArbitratorServe(clients, values, out),
   };
 
