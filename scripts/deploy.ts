@@ -102,7 +102,7 @@ export type DeployOptions = {
 
 /** Deploys every contract with the network's first account and returns the record (not yet written). */
 export async function deployAll(hre: HardhatRuntimeEnvironment, options: DeployOptions = {}): Promise<Deployment> {
-  const publicClient = await hre.viem.getPublicClient();
+  const publicClient = await hre.viem.getPublicClient(receiptPolling());
   const [deployer] = await hre.viem.getWalletClients();
   if (!deployer) throw new Error(`No deployer account on network "${hre.network.name}"; set IOI_DEPLOYER_KEY.`);
   const chainId = await publicClient.getChainId();
@@ -328,6 +328,16 @@ function linkBytecode(
   return `0x${code}`;
 }
 
+/**
+ * How often to ask for a receipt: IOI_DEPLOY_POLL_MS (default: hardhat-viem's, 4 s off its own devnet). The
+ * testnet rehearsal's interval-mined devnet (a block every 250 ms) sets 100 ms, else each of its ~70 deployment
+ * transactions would wait out a 4 s poll.
+ */
+function receiptPolling(): { pollingInterval?: number } {
+  const ms = envInt("IOI_DEPLOY_POLL_MS", 0, 0, 60_000);
+  return ms > 0 ? { pollingInterval: ms } : {};
+}
+
 function envInt(name: string, fallback: number, min: number, max: number): number {
   const raw = process.env[name];
   const value = raw === undefined || raw === "" ? fallback : Number(raw);
@@ -409,7 +419,7 @@ async function main(): Promise<void> {
   const options: DeployOptions = {};
   if (process.env.IOI_DEVNET_ARBITRATORS === "1") {
     // `npm run devnet`: Hardhat accounts 20..35 register and stake during the deployment and are admitted in it.
-    const publicClient = await hre.viem.getPublicClient();
+    const publicClient = await hre.viem.getPublicClient(receiptPolling());
     // The second test devnet (31338, the testnet rehearsal) runs the same Hardhat accounts under another chain id.
     if (![DEVNET_CHAIN_ID, 31338].includes(await publicClient.getChainId())) throw new Error("IOI_DEVNET_ARBITRATORS=1 uses Hardhat's well-known keys and runs only on chains 31337 and 31338.");
     const wallets = await hre.viem.getWalletClients();

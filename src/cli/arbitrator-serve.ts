@@ -16,9 +16,12 @@ import { dataUri, INLINE_EVIDENCE_LIMIT, serveEvidence } from "../arbitration/ev
 import { packageHash, packageToJson, parsePackage } from "../arbitration/package";
 import { checkedWrite } from "../chain/write";
 import { canon } from "../core/canonical";
+import { AlertState, AlertStateError } from "../node/alert-state";
+import { AlertEmitter, AlertOptionError, parseWebhookUrl, type Alert } from "../node/alerts";
 import { ArbitratorDaemon } from "../node/arbitrator-daemon";
+import { LOG_OPTIONS, loggerFrom, METRICS_OPTION, startMetrics } from "../node/observability";
 import { readingOf } from "./chain";
-import { loadAccount, need, uint, UsageError, type Command, type Out } from "./common";
+import { boundedUint, loadAccount, need, uint, UsageError, type Command, type Out } from "./common";
 
 type Values = Record<string, unknown>;
 
@@ -64,6 +67,32 @@ export function loadArbitratorAccounts(values: Values): LocalAccount[] {
   return loaded;
 }
 
+/** `--alerts` / `--alert-webhook URL [--alert-webhook-timeout MS]`, checked before any RPC call; undefined without them. */
+function alertsWanted(values: Values): { webhook?: URL; webhookTimeoutMs: number } | undefined {
+  const text = values["alert-webhook"] as string | undefined;
+  if (values.alerts !== true && text === undefined) {
+    if (values["alert-webhook-timeout"] !== undefined) throw new UsageError("--alert-webhook-timeout tunes the webhook: add --alert-webhook URL.");
+    return undefined;
+  }
+  let webhook: URL | undefined;
+  try {
+    webhook = text === undefined ? undefined : parseWebhookUrl(text);
+  } catch (error) {
+    if (error instanceof AlertOptionError) throw new UsageError(error.shortMessage, { cause: error });
+    throw error;
+  }
+  return { ...(webhook ? { webhook } : {}), webhookTimeoutMs: Number(boundedUint(values, "alert-webhook-timeout", "milliseconds a webhook POST may take", 1n, 60_000n, 5_000n)) };
+}
+
+function alertStateAt(file: string): AlertState {
+  try {
+    return AlertState.open(file);
+  } catch (error) {
+    if (error instanceof AlertStateError) throw new UsageError(error.shortMessage, { cause: error });
+    throw error;
+  }
+}
+
 async function runArbitratorServe(disputeClientsFor: DisputeClientsOf, values: Values, out: Out): Promise<void> {
   const retryMs = Number(uint(values, "retry-ms", "milliseconds between judging attempts of a round", 15_000n));
   const fetchTimeoutMs = Number(uint(values, "fetch-timeout-ms", "milliseconds an evidence fetch may take", 10_000n));
@@ -76,6 +105,27 @@ async function runArbitratorServe(disputeClientsFor: DisputeClientsOf, values: V
   const stateFiles = accounts.map((a) =>
     stateDir ? path.join(stateDir, `arbitrator-${a.address.toLowerCase()}.json`) : path.resolve(need(values, "state", "the daemon's state file (JSON, created if missing), or --state-dir DIR")),
   );
+  // Alerts (issue 29 item 4): each key's standing warnings, as one set for the process's emitter (log line,
+  // ioi_alerts_* metrics with --metrics, a POST with --alert-webhook). Kept beside the state: a restart raises nothing anew.
+  const alerting = alertsWanted(values);
+  const metrics = await startMetrics(values);
+  const logger = loggerFrom(values, "arbitrator");
+  const emitter =
+    alerting || metrics
+      ? new AlertEmitter({
+          logger,
+          ...(metrics ? { metrics: metrics.metrics } : {}),
+          ...(alerting?.webhook ? { webhook: alerting.webhook, webhookTimeoutMs: alerting.webhookTimeoutMs } : {}),
+          state: alertStateAt(stateDir ? path.join(stateDir, "alerts.json") : `${stateFiles[0]}.alerts.json`),
+        })
+      : undefined;
+  const standing = new Map<string, Alert[]>();
+  const onWarnings = emitter
+    ? async (arbitrator: string, alerts: Alert[]) => {
+        standing.set(arbitrator, alerts);
+        await emitter.update([...standing.values()].flat());
+      }
+    : undefined;
   const daemons: ArbitratorDaemon[] = [];
   let chainIdOf = 0;
   let deploymentOf: Deployment | undefined;
@@ -96,6 +146,7 @@ async function runArbitratorServe(disputeClientsFor: DisputeClientsOf, values: V
         graceMs,
         confirmations: BigInt(reading.confirmations),
         maxBlockRange: BigInt(reading.batchBlocks),
+        ...(onWarnings ? { onWarnings } : {}),
         // Fault injection for the restart test only: the process dies between storing and posting a signature.
         ...(process.env.IOI_FAULT_KILL_AFTER_SIGN === "1" ? { afterSignaturePersisted: () => process.kill(process.pid, "SIGKILL") } : {}),
       }),
@@ -129,6 +180,7 @@ async function runArbitratorServe(disputeClientsFor: DisputeClientsOf, values: V
           stateFiles,
           confirmations: reading.confirmations.toString(),
           pollMs,
+          ...(metrics ? { metrics: `http://${metrics.address}/metrics` } : {}),
         }),
       );
       try {
@@ -141,6 +193,7 @@ async function runArbitratorServe(disputeClientsFor: DisputeClientsOf, values: V
     }
   } finally {
     for (const daemon of daemons) daemon.close();
+    await metrics?.close();
   }
   Object.assign(out.result, {
     arbitrator: daemons[0]!.me,
@@ -200,7 +253,7 @@ const RUNTIME_OPTION = { "max-runtime-ms": { type: "string" } } as const;
 export function arbitratorServeCommands(clients: DisputeClientsOf): { serve: Command; evidence: Record<string, Command> } {
   const serve: Command = {
     summary: "run the arbitrator daemon: draws, evidence by hash, replay, sign, post, submit, finalise, claim",
-    usage: "ioi arbitrator serve (--state FILE | --state-dir DIR) [--key-env A,B,… | --account X,Y,…] [--poll-ms N] [--retry-ms N] [--fetch-timeout-ms N] [--grace-ms N] [--once] [--max-runtime-ms N]",
+    usage: "ioi arbitrator serve (--state FILE | --state-dir DIR) [--key-env A,B,… | --account X,Y,…] [--poll-ms N] [--retry-ms N] [--fetch-timeout-ms N] [--grace-ms N] [--once] [--alerts] [--alert-webhook URL] [--metrics HOST:PORT] [--max-runtime-ms N]",
     notes: [
       "  --state FILE           its own state (JSON, replaced atomically): logs read, signatures made; keep it",
       "  --state-dir DIR        one state file per key, DIR/arbitrator-<address>.json (needed with several keys)",
@@ -212,6 +265,11 @@ export function arbitratorServeCommands(clients: DisputeClientsOf): { serve: Com
       "  --fetch-timeout-ms N   an evidence fetch slower than this fails: nothing is signed (default 10000)",
       "  --grace-ms N           once a supermajority is posted, wait this long for the rest of the panel (default 10000)",
       "  --once                 one pass, then exit",
+      "  --alerts               its warnings (stake below the minimum: bond_low; runtime pin: runtime_pin) as alerts:",
+      "                         a log line and, with --metrics HOST:PORT, ioi_alerts_active{kind} / ioi_alerts_raised_total",
+      "  --alert-webhook URL    also POST each raise and clear as JSON (implies --alerts; --alert-webhook-timeout MS,",
+      "                         default 5000; a failed POST is logged, never fatal). Alerts are kept beside the state:",
+      "                         a restart raises nothing anew",
       "  --max-runtime-ms N     stop by itself after N ms (otherwise on SIGINT/SIGTERM)",
       "Follows the DisputeManager from its deployment block; for each panel that seats the acting key it fetches",
       "the package from the URIs the parties published (ioi evidence publish), keeps it only if it hashes to the",
@@ -219,7 +277,7 @@ export function arbitratorServeCommands(clients: DisputeClientsOf): { serve: Com
       "never signs a second resolution for a case and round. Warns when its stake or runtime pin would keep it",
       "off panels.",
     ],
-    options: { state: { type: "string" }, "state-dir": { type: "string" }, "retry-ms": { type: "string" }, "fetch-timeout-ms": { type: "string" }, "grace-ms": { type: "string" }, once: { type: "boolean" }, ...RUNTIME_OPTION },
+    options: { state: { type: "string" }, "state-dir": { type: "string" }, "retry-ms": { type: "string" }, "fetch-timeout-ms": { type: "string" }, "grace-ms": { type: "string" }, once: { type: "boolean" }, alerts: { type: "boolean" }, "alert-webhook": { type: "string" }, "alert-webhook-timeout": { type: "string" }, ...METRICS_OPTION, ...LOG_OPTIONS, ...RUNTIME_OPTION },
     run: (values, out) => runArbitratorServe(clients, values, out),
   };
 

@@ -138,6 +138,7 @@ describe("testnet rehearsal: a second devnet (chain 31338, a block every 250 ms,
       IOI_DEPLOYMENTS_DIR: deployments,
       IOI_DEVNET_ARBITRATORS: "1",
       IOI_DEVNET_ARBITRATOR_COUNT: String(ARBITRATORS.length),
+      IOI_DEPLOY_POLL_MS: "100",
       IOI_DISPUTE_PANEL_SIZE: "3", // round 0 seats 3, the appeal a fresh 5 (2 × 3 − 1): 8 of the 9 admitted
       IOI_ROUTING_FEE_BPS: String(FEE_BPS),
       IOI_TREASURY: addressOf(TREASURY),
@@ -151,7 +152,8 @@ describe("testnet rehearsal: a second devnet (chain 31338, a block every 250 ms,
     const c = Object.fromEntries(Object.entries(record.contracts).map(([k, v]) => [k, getAddress(v.address)])) as Record<string, Address>;
     expect(record.initialArbitrators.map((a) => getAddress(a))).to.deep.equal(ARBITRATORS.map(addressOf));
 
-    const env = { IOI_RPC_URL: url, IOI_DEPLOYMENTS_DIR: deployments, IOI_CLI_SOURCE: "1" };
+    // Off the known devnets a client polls every 12 s; this chain makes a block every 250 ms.
+    const env = { IOI_RPC_URL: url, IOI_DEPLOYMENTS_DIR: deployments, IOI_CLI_SOURCE: "1", IOI_POLL_MS: "250" };
     /** A party's intention, typed as an `ioi` command line (in this process; the daemons are processes). */
     const ioi = async (who: number, argv: string[]) => {
       const result = await runCli([...argv, "--json"], { ...env, IOI_PRIVATE_KEY: keyOf(who) });
@@ -232,7 +234,7 @@ describe("testnet rehearsal: a second devnet (chain 31338, a block every 250 ms,
     await ioi(CLIENT, ["dispute", "build-gig", "--gig", gigId, "--ics-file", icsFile, "--suite-dir", suiteDir, "--deliverable-dir", deliverableDir, "--out", packageFile]);
     const disputed = await ioi(CLIENT, ["dispute", "open", "--package", packageFile]);
     const caseId = disputed.caseId as Hex;
-    await ioi(CLIENT, ["evidence", "publish", "--case", caseId, "--uri", `${evidenceUrl}/`]);
+    await ioi(CLIENT, ["evidence", "publish", "--case", caseId, "--uri", evidenceUrl.endsWith("/") ? evidenceUrl : `${evidenceUrl}/`]);
     const caseOf = () => publicClient.readContract({ address: c.DisputeManager!, abi: disputeManagerAbi, functionName: "caseOf", args: [caseId] });
 
     // The operator moves the devnet clock past the channel's window and the case's respond window (the
