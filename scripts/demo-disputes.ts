@@ -66,7 +66,7 @@ import { receiptLeaf } from "../src/core/leaf";
 import { sessionReceiptHash, signSessionReceipt, type SessionReceipt, type SignedSessionReceipt } from "../src/core/receipt";
 import { sessionIdOf, termsHashOf, type PricingTerms } from "../src/core/terms";
 import { paymentTicketHash, signPaymentTicket, type SignedPaymentTicket } from "../src/core/ticket";
-import { admitDevnetArbitrators, DEVNET_ARBITRATOR_STAKE } from "./arbitrators";
+import { admitDevnetArbitrators, DEVNET_ARBITRATOR_STAKE, DEVNET_ARBITRATORS } from "./arbitrators";
 import type { Deployment } from "./deploy";
 import { codeGigIcs, FAILING_DELIVERABLE, SUITE } from "./examples/code-gig";
 
@@ -117,7 +117,7 @@ type DemoParameters = {
    * opens the cases, publishes where the packages are, and moves the devnet clock. Without it (tests that need
    * the in-process path's resolution documents), every panel member is run here, in this process.
    */
-  daemons?: { rpcUrl: string; workdir: string };
+  daemons?: ArbitratorDaemons;
 };
 
 /** What the demo reports of a case's resolution, whoever reached it. */
@@ -172,7 +172,12 @@ export async function runDisputeDemo(p: DemoParameters): Promise<CaseReport[]> {
   log(
     `Registered the provider (SLA bond ${formatEther(providerBond)} LGAS); ${admitted.length} arbitrators pinned to judge runtime ${runtime.slice(0, 18)}… staked ${formatEther(DEVNET_ARBITRATOR_STAKE)} LGAS each (minimum ${formatEther(minStake)}) and were admitted by governance through the timelock (scheduled, ${deployment.timelockDelay} s waited on the devnet clock, executed).`,
   );
-  const daemons = p.daemons ? await startArbitratorDaemons({ ...p.daemons, disputeManager: addresses.disputeManager, arbitrators: admitted, log }) : undefined;
+  const daemons = p.daemons;
+  if (daemons) {
+    const served = new Set(daemons.arbitrators.map((a) => getAddress(a)));
+    const unserved = admitted.filter((a) => !served.has(getAddress(a)));
+    if (unserved.length > 0) throw new Error(`The arbitrator daemons do not serve the admitted ${unserved.join(", ")}: a panel could miss its supermajority.`);
+  }
   const keyByAddress = new Map<string, LocalAccount>(
     Array.from({ length: 40 }, (_, i) => mnemonicToAccount(HARDHAT_MNEMONIC, { addressIndex: i })).map((a) => [getAddress(a.address), a]),
   );
@@ -272,6 +277,7 @@ export async function runDisputeDemo(p: DemoParameters): Promise<CaseReport[]> {
     }
     await checkedWrite({ publicClient, wallet: challenger, address: addresses.disputeManager, abi: disputeManagerAbi, functionName: "publishEvidence", args: [caseId, uri], what: "DisputeManager.publishEvidence" });
     log(`The challenger published where its package is (${uri.startsWith("data:") ? `inline, ${bytes.length} bytes in calldata` : uri}); the arbitrator daemons take it from here.`);
+    await daemons!.ready;
     await advancePast(BigInt(opened.respondBy));
     const caseNow = () => publicClient.readContract({ address: addresses.disputeManager, abi: disputeManagerAbi, functionName: "caseOf", args: [caseId] });
     const until = async (what: string, done: () => Promise<boolean>) => {
@@ -570,7 +576,6 @@ export async function runDisputeDemo(p: DemoParameters): Promise<CaseReport[]> {
     arbitratorFees: sessionResult.fees,
     gas: { open: Number(sessionOpened.gasUsed), ...sessionResult.gas },
   });
-  await daemons?.stop();
   return reports;
 }
 
@@ -579,13 +584,18 @@ const ROOT = path.join(__dirname, "..");
 /** How many `ioi arbitrator serve` processes the demo runs; the admitted keys are shared out among them. */
 const DAEMON_PROCESSES = 3;
 
+export type ArbitratorDaemons = Awaited<ReturnType<typeof startArbitratorDaemons>>;
+
 /**
  * Starts {@link DAEMON_PROCESSES} `ioi arbitrator serve` processes (bin/ioi.js from the TypeScript sources), each
- * serving its share of `arbitrators` (`--key-env A,B,…`, the devnet's well-known keys passed in its environment),
- * and an evidence host for packages too large to publish inline. Resolves once every daemon printed its ready
- * line. `stop()` ends them (SIGTERM) and the host; they also stop by themselves after 5 minutes.
+ * serving its share of `arbitrators` (`--key-env A,B,…`, the devnet's well-known keys passed in its environment;
+ * default: the 16 devnet arbitrators, accounts 20..35), and the challenger's evidence host for packages too large
+ * to publish inline. Returns at once (the daemons start while the demo runs its channels); `ready` resolves once
+ * every daemon printed its ready line. `stop()` ends them (SIGTERM) and the host; they also stop by themselves
+ * after 5 minutes.
  */
-async function startArbitratorDaemons(p: { rpcUrl: string; workdir: string; disputeManager: Address; arbitrators: readonly Address[]; log: (line: string) => void }) {
+export async function startArbitratorDaemons(p: { rpcUrl: string; workdir: string; disputeManager: Address; arbitrators?: readonly Address[]; log: (line: string) => void }) {
+  const arbitrators = p.arbitrators ?? DEVNET_ARBITRATORS.map((i) => getAddress(mnemonicToAccount(HARDHAT_MNEMONIC, { addressIndex: i }).address));
   const keyOf = new Map<string, Hex>();
   for (let i = 0; i < 40; i++) {
     const account = mnemonicToAccount(HARDHAT_MNEMONIC, { addressIndex: i });
@@ -600,17 +610,19 @@ async function startArbitratorDaemons(p: { rpcUrl: string; workdir: string; disp
   process.once("exit", kill);
   const ready: Promise<void>[] = [];
   for (let d = 0; d < DAEMON_PROCESSES; d++) {
-    const mine = p.arbitrators.filter((_, i) => i % DAEMON_PROCESSES === d);
+    const mine = arbitrators.filter((_, i) => i % DAEMON_PROCESSES === d);
     const env: Record<string, string> = { ...process.env, IOI_CLI_SOURCE: "1" } as Record<string, string>;
     const names = mine.map((a, i) => {
       const name = `IOI_DEMO_ARBITRATOR_${d}_${i}`;
       env[name] = keyOf.get(getAddress(a))!;
       return name;
     });
+    // A pass a second: each key's daemon reads ~8 requests a pass from the demo's own in-process chain, which
+    // also serves the channel part's tickets meanwhile.
     const child = spawn(
       process.execPath,
       [path.join(ROOT, "bin", "ioi.js"), "arbitrator", "serve", "--rpc", p.rpcUrl, "--dispute-manager", p.disputeManager, "--key-env", names.join(","),
-        "--state-dir", path.join(p.workdir, `arbitrators-${d}`), "--poll-ms", "200", "--grace-ms", "1000", "--retry-ms", "1000", "--max-runtime-ms", "300000"],
+        "--state-dir", path.join(p.workdir, `arbitrators-${d}`), "--poll-ms", "1000", "--grace-ms", "1000", "--retry-ms", "1000", "--max-runtime-ms", "300000"],
       { cwd: ROOT, env, stdio: ["ignore", "ignore", "pipe"] },
     );
     children.push(child);
@@ -625,9 +637,12 @@ async function startArbitratorDaemons(p: { rpcUrl: string; workdir: string; disp
       }),
     );
   }
-  await Promise.all(ready);
-  p.log(`${DAEMON_PROCESSES} \`ioi arbitrator serve\` processes (pids ${children.map((c) => c.pid).join(", ")}) follow the DisputeManager, serving ${p.arbitrators.length} admitted arbitrator keys between them.`);
+  const allReady = Promise.all(ready).then(() => undefined);
+  allReady.catch(() => undefined); // awaited where it is needed; an early failure must not be unhandled
+  p.log(`${DAEMON_PROCESSES} \`ioi arbitrator serve\` processes (pids ${children.map((c) => c.pid).join(", ")}) start following the DisputeManager, serving ${arbitrators.length} arbitrator keys between them.`);
   return {
+    arbitrators,
+    ready: allReady,
     evidenceDir,
     evidenceUrl: evidence.url.endsWith("/") ? evidence.url : `${evidence.url}/`,
     tail: () => outputs.map((o, d) => `--- daemon ${d + 1}\n${o.slice(-1500)}`).join("\n"),
