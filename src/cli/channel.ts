@@ -389,7 +389,7 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
   });
   tower.start();
   // The ready line is always JSON, so a supervising process can read the port.
-  console.log(JSON.stringify({ event: "provider.ready", host, port: node.port, provider: account.address, escrow, termsHash: termsHashOf(pricing), worker: worker ? { tools: worker.info?.tools.map((t) => t.name) ?? [], env: Object.keys(workerEnv).sort() } : "echo", crypto: secp256k1Backend().implementation, ...(metrics ? { metrics: `http://${metrics.address}/metrics` } : {}) }));
+  console.log(JSON.stringify({ event: "provider.ready", host, port: node.port, provider: account.address, escrow, confirmations: reading.confirmations.toString(), termsHash: termsHashOf(pricing), worker: worker ? { tools: worker.info?.tools.map((t) => t.name) ?? [], env: Object.keys(workerEnv).sort() } : "echo", crypto: secp256k1Backend().implementation, ...(metrics ? { metrics: `http://${metrics.address}/metrics` } : {}) }));
   logger.info({ event: "provider.ready", host, port: node.port, provider: account.address, escrow }, "provider node listening");
   await new Promise<void>((resolve) => {
     process.once("SIGINT", resolve);
@@ -961,7 +961,7 @@ async function runWatchtower(values: Record<string, unknown>, out: Out): Promise
       await tower.runOnce();
     } else {
       tower.start();
-      console.log(JSON.stringify({ event: "watchtower.ready", escrow, ...(metrics ? { metrics: `http://${metrics.address}/metrics` } : {}) }));
+      console.log(JSON.stringify({ event: "watchtower.ready", escrow, confirmations: reading.confirmations.toString(), ...(metrics ? { metrics: `http://${metrics.address}/metrics` } : {}) }));
       await new Promise<void>((resolve) => {
         process.once("SIGINT", resolve);
         process.once("SIGTERM", resolve);

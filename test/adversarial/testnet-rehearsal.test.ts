@@ -192,8 +192,9 @@ describe("testnet rehearsal: a second devnet (chain 31338, a block every 250 ms,
         { ...env, ...keyEnv },
       );
     });
-    const providerReady = JSON.parse(await provider.line(/"event":"provider.ready"/)) as { port: number };
-    await payerTower.line(/"event":"watchtower.ready"/);
+    const providerReady = JSON.parse(await provider.line(/"event":"provider.ready"/)) as { port: number; confirmations: string };
+    expect(providerReady.confirmations).to.equal(CONFIRMATIONS);
+    expect((JSON.parse(await payerTower.line(/"event":"watchtower.ready"/)) as { confirmations: string }).confirmations).to.equal(CONFIRMATIONS);
     const evidenceUrl = (JSON.parse(await evidence.line(/"event":"evidence.ready"/)) as { url: string }).url;
     for (const d of arbitratorDaemons) {
       const ready = JSON.parse(await d.line(/"event":"arbitrator.ready"/)) as { arbitrators: Address[]; confirmations: string };
@@ -335,6 +336,15 @@ describe("testnet rehearsal: a second devnet (chain 31338, a block every 250 ms,
     const bond = await publicClient.readContract({ address: c.ProviderRegistry!, abi: providerRegistryAbi, functionName: "bondOf", args: [0, parties.provider] });
     expect(BigInt(bond.active)).to.equal(10n ** 21n - penalty.slash);
 
+    // 12 confirmations, seen from the chain: a member learns it sits on a panel from the PanelDrawn log, and posts
+    // its signature only once that log is 12 blocks deep; the first draw request waits for CaseOpened likewise.
+    const blockOf = (name: string, round?: number) =>
+      dmLogs.filter((l) => l.eventName === name && (round === undefined || (l.args as { round?: number }).round === round)).map((l) => l.blockNumber);
+    expect(Number(blockOf("PanelRequested", 0)[0]! - blockOf("CaseOpened")[0]!)).to.be.greaterThanOrEqual(12);
+    for (const round of [0, 1]) {
+      const drawnAt = blockOf("PanelDrawn", round)[0]!;
+      for (const postedAt of blockOf("SignaturesPosted", round)) expect(Number(postedAt - drawnAt), `round ${round}`).to.be.greaterThanOrEqual(12);
+    }
     // Each arbitrator daemon signed at most once per case and round, and never was an `arbitrate` run by hand.
     const signedLines = arbitratorDaemons.flatMap((d) => d.output().split("\n").filter((l) => l.includes("signed case")));
     expect(signedLines).to.have.length(8);

@@ -56,7 +56,8 @@ describe("demo: both cases resolved by three `ioi arbitrator serve` processes, n
           expect(demoKeys, `${name} of ${c.caseId}`).not.to.include(sender);
         }
         // Every fee was claimed.
-        for (const [arbitrator, fee] of Object.entries(c.arbitratorFees)) expect(BigInt(fee), arbitrator).to.be.greaterThan(0n);
+        expect(Object.keys(c.arbitratorFees).sort()).to.deep.equal([...c.signers].sort());
+        for (const [arbitrator, fee] of Object.entries(c.arbitratorFees)) expect(BigInt(fee) > 0n, arbitrator).to.equal(true);
         for (const a of c.signers) {
           expect(await publicClient.readContract({ address: deployment.contracts.DisputeManager.address, abi: disputeManagerAbi, functionName: "claimable", args: ["0x0000000000000000000000000000000000000000", a] })).to.equal(0n);
         }
