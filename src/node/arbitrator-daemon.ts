@@ -78,12 +78,6 @@ type StateFile = {
   warnings?: Record<string, string>;
 };
 
-const replacer = bigintReplacer;
-const reviver = bigintReviver;
-
-/** Kept here too for callers of the daemon's module (the implementation is `./atomic-file`). */
-export { writeFileAtomic };
-
 export type ArbitratorDaemonParameters = {
   publicClient: PublicClient;
   wallet: Wallet;
@@ -174,7 +168,7 @@ export class ArbitratorDaemon {
     if (existsSync(this.p.stateFile)) {
       let loaded: StateFile;
       try {
-        loaded = JSON.parse(readFileSync(this.p.stateFile, "utf8"), reviver) as StateFile;
+        loaded = JSON.parse(readFileSync(this.p.stateFile, "utf8"), bigintReviver) as StateFile;
       } catch (cause) {
         throw new ArbitratorStateError(`The state file ${this.p.stateFile} is not readable JSON; move it away to start afresh.`, { cause });
       }
@@ -203,7 +197,7 @@ export class ArbitratorDaemon {
   }
 
   private save(): void {
-    writeFileAtomic(this.p.stateFile, JSON.stringify(this.state, replacer, 1));
+    writeFileAtomic(this.p.stateFile, JSON.stringify(this.state, bigintReplacer, 1));
   }
 
   /** Signatures kept for (case, round) keys, as stored. */
