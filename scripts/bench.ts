@@ -16,6 +16,8 @@
  *   npm run bench -- --quick    smaller sizes, for a smoke test
  *   npm run bench -- --arbitration   only the arbitration figures, merged into the existing results.json
  *   npm run bench -- --cli      only `ioi --help` start-up from dist/ (built first), merged likewise
+ *   npm run bench -- --daemon [--blocks N]   only an `ioi arbitrator serve` process's RPC requests per block and
+ *                                    RSS while it follows the devnet for N blocks (scripts/bench-daemon.ts), merged
  *   npm run bench -- --nodes    only issue 28's node figures (payer tickets/s under a flood of hostile connections
  *                                    ÷ quiet, resume of a 100,000-receipt channel), merged likewise
  *   npm run bench -- --stream   only issue 32's figures (the payer's spot-check per tranche vs the tranche's duration),
@@ -38,6 +40,7 @@ import { benchAccumulator, benchBatchedReceipts, benchCeiling, benchCrypto, reme
 import { benchTransport } from "./bench-transport";
 import { latencyFloor, measureDurableStep, measureLoopbackRoundTrip } from "./bench-floor";
 import { breakdownLines, runSocketBench } from "./bench-socket";
+import { benchDaemon } from "./bench-daemon";
 import { benchNodes, nodesRows } from "./bench-nodes";
 import { measureGas } from "./gas-report";
 import { benchStream } from "./bench-stream";
@@ -115,6 +118,23 @@ async function main(): Promise<void> {
     row("provider's full suite run per proof, p50", `${stream.providerSuiteMsP50} ms`, "", null);
     row("engine steps of one sample (suite; deliverable)", `${stream.sampleSteps.suite}; ${stream.sampleSteps.deliverable}`, "", null);
     log(`Updated the stream figures in ${path.relative(process.cwd(), file)}`);
+    return;
+  }
+
+  if (process.argv.includes("--daemon")) {
+    const at = process.argv.indexOf("--blocks");
+    const blocks = at > 0 ? Number(process.argv[at + 1]) : quick ? 20 : 60;
+    if (!Number.isSafeInteger(blocks) || blocks < 1) throw new Error(`--blocks must be a whole number of blocks; received "${process.argv[at + 1]}".`);
+    log("Measuring an `ioi arbitrator serve` process following the devnet …");
+    const daemon = await benchDaemon(hre, blocks, log);
+    const previous = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>) : {};
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(file, `${JSON.stringify({ ...previous, arbitratorDaemon: { ...daemon, machine, loadAverage: os.loadavg(), measuredAt: new Date().toISOString() } }, null, 2)}\n`);
+    log("");
+    row(`RPC requests per block (${daemon.blocks} blocks, poll ${daemon.pollMs} ms)`, String(daemon.rpcRequestsPerBlock), "", null);
+    row("RPC requests by method", Object.entries(daemon.byMethod).map(([m, n]) => `${m} ${n}`).join(", "), "", null);
+    row("daemon RSS / peak (MiB)", `${daemon.rssMiB} / ${daemon.peakRssMiB}`, "", null);
+    log(`Updated the daemon figures in ${path.relative(process.cwd(), file)}`);
     return;
   }
 

@@ -13,6 +13,7 @@
  *    proves that receipt against the root the provider committed on-chain, Lane 0 finds the violation, and
  *    the receipt's price comes off the provider's payout.
  */
+import { spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
@@ -24,6 +25,7 @@ import {
   getAddress,
   keccak256,
   parseEther,
+  parseEventLogs,
   stringToBytes,
   zeroAddress,
   zeroHash,
@@ -55,9 +57,11 @@ import {
   submitVerdict,
   type Deployment as DisputeDeployment,
 } from "../src/arbitration/chain";
+import { dataUri, INLINE_EVIDENCE_LIMIT, serveEvidence } from "../src/arbitration/evidence";
 import { icsHash } from "../src/arbitration/ics";
 import { packageHash, packageToJson, parsePackage, type ChallengePackage } from "../src/arbitration/package";
-import { disputeManagerDomain, resolutionToJson, signResolution } from "../src/arbitration/resolution";
+import { disputeManagerDomain, FINAL_VERDICTS, resolutionToJson, signResolution, VERDICT_CODES } from "../src/arbitration/resolution";
+import { checkedWrite } from "../src/chain/write";
 import { arbitrate, judgeRuntimeHash, type ArbitrationRun } from "../src/arbitration/runner";
 import { ReceiptAccumulator } from "../src/core/accumulator";
 import { canon } from "../src/core/canonical";
@@ -67,7 +71,7 @@ import { receiptLeaf } from "../src/core/leaf";
 import { sessionReceiptHash, signSessionReceipt, type SessionReceipt, type SignedSessionReceipt } from "../src/core/receipt";
 import { sessionIdOf, termsHashOf, type PricingTerms } from "../src/core/terms";
 import { paymentTicketHash, signPaymentTicket, type SignedPaymentTicket } from "../src/core/ticket";
-import { admitDevnetArbitrators, DEVNET_ARBITRATOR_STAKE } from "./arbitrators";
+import { admitDevnetArbitrators, DEVNET_ARBITRATOR_STAKE, DEVNET_ARBITRATORS } from "./arbitrators";
 import type { Deployment } from "./deploy";
 import { codeGigIcs, FAILING_DELIVERABLE, SUITE } from "./examples/code-gig";
 
@@ -112,6 +116,22 @@ type DemoParameters = {
    * caller on a chain whose clock is already past it (a long test run) passes false and funds it now.
    */
   fixedGigTime?: boolean;
+  /**
+   * Resolve the cases with three `ioi arbitrator serve` processes on this RPC (the embedded devnet served over
+   * HTTP), each serving a third of the admitted arbitrators' keys, and no `arbitrate` call here: the demo only
+   * opens the cases, publishes where the packages are, and moves the devnet clock. Without it (tests that need
+   * the in-process path's resolution documents), every panel member is run here, in this process.
+   */
+  daemons?: ArbitratorDaemons;
+};
+
+/** What the demo reports of a case's resolution, whoever reached it. */
+type Outcome = {
+  resolutionHash: Hex;
+  verdict: string;
+  refund: bigint;
+  /** The resolution document, when the case was run in this process (not by daemons). */
+  resolution?: ArbitrationRun["resolution"];
 };
 
 export async function runDisputeDemo(p: DemoParameters): Promise<CaseReport[]> {
@@ -157,6 +177,12 @@ export async function runDisputeDemo(p: DemoParameters): Promise<CaseReport[]> {
   log(
     `Registered the provider (SLA bond ${formatEther(providerBond)} LGAS); ${admitted.length} arbitrators pinned to judge runtime ${runtime.slice(0, 18)}… staked ${formatEther(DEVNET_ARBITRATOR_STAKE)} LGAS each (minimum ${formatEther(minStake)}) and were admitted by governance through the timelock (scheduled, ${deployment.timelockDelay} s waited on the devnet clock, executed).`,
   );
+  const daemons = p.daemons;
+  if (daemons) {
+    const served = new Set(daemons.arbitrators.map((a) => getAddress(a)));
+    const unserved = admitted.filter((a) => !served.has(getAddress(a)));
+    if (unserved.length > 0) throw new Error(`The arbitrator daemons do not serve the admitted ${unserved.join(", ")}: a panel could miss its supermajority.`);
+  }
   const keyByAddress = new Map<string, LocalAccount>(
     Array.from({ length: 40 }, (_, i) => mnemonicToAccount(HARDHAT_MNEMONIC, { addressIndex: i })).map((a) => [getAddress(a.address), a]),
   );
@@ -180,8 +206,9 @@ export async function runDisputeDemo(p: DemoParameters): Promise<CaseReport[]> {
    * before anyone signs; a supermajority's signatures go in as one verdict; the appeal window passes (the
    * devnet's clock advanced); anyone finalises; the coherent signers claim their fees.
    */
-  async function arbitrateAndEnforce(caseId: Hex, pkg: ChallengePackage) {
+  async function arbitrateAndEnforce(caseId: Hex, pkg: ChallengePackage, challenger: Wallet) {
     const opened = await publicClient.readContract({ address: addresses.disputeManager, abi: disputeManagerAbi, functionName: "caseOf", args: [caseId] });
+    if (daemons) return resolvedByDaemons(caseId, pkg, challenger, opened);
     await advancePast(BigInt(opened.respondBy));
     const requested = await drawPanel({ wallet: watcher, publicClient, disputeManager: addresses.disputeManager, caseId });
     if (requested.outcome !== "requested") throw new Error(`Case ${caseId}: the first draw call did not request randomness.`);
@@ -226,8 +253,9 @@ export async function runDisputeDemo(p: DemoParameters): Promise<CaseReport[]> {
       fees[fee.arbitrator] = claimed.amount.toString();
       claimGas = claimed.gasUsed;
     }
+    const outcome: Outcome = { resolutionHash: run.resolutionHash, verdict: run.resolution.aggregate.finalVerdict, refund: run.message.refund, resolution: run.resolution };
     return {
-      run,
+      run: outcome,
       panel,
       signers: signatures.map((s) => s.signer),
       decided,
@@ -238,14 +266,95 @@ export async function runDisputeDemo(p: DemoParameters): Promise<CaseReport[]> {
     };
   }
 
+  /**
+   * The daemons' path: the challenger publishes where its package is (inline in calldata when small, else on its
+   * evidence host), the respond window passes on the devnet clock, and blocks keep coming (interval mining, like
+   * a chain) while the daemons draw, replay, sign, post and submit; after the appeal window they finalise and
+   * claim. Everything reported is read back from the chain's events.
+   */
+  async function resolvedByDaemons(caseId: Hex, pkg: ChallengePackage, challenger: Wallet, opened: { respondBy: number | bigint; asset: Address }) {
+    const bytes = new TextEncoder().encode(canon(packageToJson(pkg)));
+    let uri: string;
+    if (bytes.length <= INLINE_EVIDENCE_LIMIT) uri = dataUri(bytes);
+    else {
+      writeFileSync(path.join(daemons!.evidenceDir, `case-${caseId.slice(2, 14)}.json`), bytes);
+      uri = daemons!.evidenceUrl;
+    }
+    await checkedWrite({ publicClient, wallet: challenger, address: addresses.disputeManager, abi: disputeManagerAbi, functionName: "publishEvidence", args: [caseId, uri], what: "DisputeManager.publishEvidence" });
+    log(`The challenger published where its package is (${uri.startsWith("data:") ? `inline, ${bytes.length} bytes in calldata` : uri}); the arbitrator daemons take it from here.`);
+    await daemons!.ready;
+    await advancePast(BigInt(opened.respondBy));
+    const caseNow = () => publicClient.readContract({ address: addresses.disputeManager, abi: disputeManagerAbi, functionName: "caseOf", args: [caseId] });
+    const until = async (what: string, done: () => Promise<boolean>) => {
+      const deadline = Date.now() + 120_000;
+      while (!(await done())) {
+        if (Date.now() > deadline) throw new Error(`The arbitrator daemons did not get ${what} within 120 s:\n${daemons!.tail()}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    };
+    await rpc("evm_setIntervalMining", [250]);
+    try {
+      await until("to a verdict", async () => (await caseNow()).status === 3);
+      const decidedCase = await caseNow();
+      const panel = (await publicClient.readContract({ address: addresses.disputeManager, abi: disputeManagerAbi, functionName: "panelOf", args: [caseId, 0] })).map((a) => getAddress(a));
+      log(`The daemons drew a panel of ${panel.length} (weighted by stake): ${panel.map((a) => a.slice(0, 10)).join(", ")}; each member's daemon fetched the package by hash, replayed it and posted its signature.`);
+      await advancePast(BigInt(decidedCase.deadline));
+      await until("the case finalised and every fee claimed", async () => {
+        if ((await caseNow()).status !== 5) return false;
+        for (const a of panel) {
+          if ((await publicClient.readContract({ address: addresses.disputeManager, abi: disputeManagerAbi, functionName: "claimable", args: [opened.asset, a] })) !== 0n) return false;
+        }
+        return true;
+      });
+    } finally {
+      await rpc("evm_setIntervalMining", [0]);
+    }
+    const logs = await publicClient.getLogs({ address: addresses.disputeManager, fromBlock: 0n });
+    const events = parseEventLogs({ abi: disputeManagerAbi, logs }).filter((e) => (e.args as { caseId?: Hex }).caseId === caseId);
+    const find = <N extends string>(name: N) => events.filter((e) => e.eventName === name);
+    const panel = (await publicClient.readContract({ address: addresses.disputeManager, abi: disputeManagerAbi, functionName: "panelOf", args: [caseId, 0] })).map((a) => getAddress(a));
+    const verdictEvent = find("VerdictSubmitted")[0]! as unknown as { args: { verdict: number; refund: bigint; resolutionHash: Hex; signedMask: number; appealEndsAt: number }; transactionHash: Hex };
+    const resolved = find("CaseResolved")[0]! as unknown as { args: { refunded: bigint; slashed: bigint }; transactionHash: Hex };
+    const posted = find("SignaturesPosted") as unknown as { args: { resolution: { resolutionHash: Hex } } }[];
+    const drawn = find("PanelDrawn") as unknown as { transactionHash: Hex }[];
+    const feeEvents = find("ArbitrationFeeEarned") as unknown as { args: { arbitrator: Address; amount: bigint } }[];
+    const claims = parseEventLogs({ abi: disputeManagerAbi, logs, eventName: "Claimed" });
+    const gasOf = async (hash: Hex | undefined) => (hash ? Number((await publicClient.getTransactionReceipt({ hash })).gasUsed) : 0);
+    const requests = find("PanelRequested") as unknown as { transactionHash: Hex }[];
+    const signers = panel.filter((_, i) => (verdictEvent.args.signedMask >> i) & 1);
+    const fees: Record<string, string> = {};
+    for (const f of feeEvents) fees[getAddress(f.args.arbitrator)] = f.args.amount.toString();
+    const identical = posted.filter((e) => e.args.resolution.resolutionHash === verdictEvent.args.resolutionHash).length;
+    const verdictName = VERDICT_NAMES[verdictEvent.args.verdict] ?? String(verdictEvent.args.verdict);
+    const run: Outcome = { resolutionHash: verdictEvent.args.resolutionHash, verdict: verdictName, refund: verdictEvent.args.refund };
+    return {
+      run,
+      panel,
+      signers,
+      decided: { gasUsed: BigInt(await gasOf(verdictEvent.transactionHash)), deadline: BigInt(verdictEvent.args.appealEndsAt) },
+      finalized: { refunded: resolved.args.refunded, slashed: resolved.args.slashed, gasUsed: BigInt(await gasOf(resolved.transactionHash)) },
+      fees,
+      identicalRuns: identical,
+      gas: {
+        drawRequest: await gasOf(requests[0]?.transactionHash ?? undefined),
+        draw: await gasOf(drawn[0]?.transactionHash),
+        submitVerdict: await gasOf(verdictEvent.transactionHash),
+        finalize: await gasOf(resolved.transactionHash),
+        claim: await gasOf(claims.at(-1)?.transactionHash),
+      },
+    };
+  }
+
   /** The panel's run, the verdict, the appeal window and the fees, as log lines. */
   function logOutcome(r: Awaited<ReturnType<typeof arbitrateAndEnforce>>, unit: string) {
     const feeTotal = Object.values(r.fees).reduce((sum, fee) => sum + BigInt(fee), 0n);
     log(
-      `All ${r.identicalRuns} panel members reached the same resolution ${r.run.resolutionHash.slice(0, 18)}…; ${r.signers.length} of ${r.panel.length} (the supermajority) signed it and one submitVerdict recorded ${r.run.resolution.aggregate.finalVerdict} (gas ${r.decided.gasUsed}).`,
+      daemons
+        ? `${r.identicalRuns} panel members' daemons posted signatures over the same resolution ${r.run.resolutionHash.slice(0, 18)}…; a daemon submitted ${r.signers.length} of ${r.panel.length} as one verdict: ${r.run.verdict} (gas ${r.decided.gasUsed}).`
+        : `All ${r.identicalRuns} panel members reached the same resolution ${r.run.resolutionHash.slice(0, 18)}…; ${r.signers.length} of ${r.panel.length} (the supermajority) signed it and one submitVerdict recorded ${r.run.verdict} (gas ${r.decided.gasUsed}).`,
     );
     log(
-      `The appeal window closed at ${new Date(Number(r.decided.deadline) * 1000).toISOString()} without an appeal (devnet clock advanced); finalised: refund ${formatEther(r.finalized.refunded)} ${unit}, slash ${formatEther(r.finalized.slashed)} LGAS (gas ${r.finalized.gasUsed}); ${Object.keys(r.fees).length} coherent signers claimed ${formatUnits(feeTotal, 18)} ${unit} in fees.`,
+      `The appeal window closed at ${new Date(Number(r.decided.deadline) * 1000).toISOString()} without an appeal (devnet clock advanced); finalised${daemons ? " by a daemon" : ""}: refund ${formatEther(r.finalized.refunded)} ${unit}, slash ${formatEther(r.finalized.slashed)} LGAS (gas ${r.finalized.gasUsed}); ${Object.keys(r.fees).length} coherent signers claimed ${formatUnits(feeTotal, 18)} ${unit} in fees.`,
     );
   }
 
@@ -321,7 +430,7 @@ export async function runDisputeDemo(p: DemoParameters): Promise<CaseReport[]> {
     burnEth: await ethOf(BURN),
     burnLgas: await lgasOf(BURN),
   };
-  const gigResult = await arbitrateAndEnforce(gigCaseId, gigPackage);
+  const gigResult = await arbitrateAndEnforce(gigCaseId, gigPackage, client);
   const after1 = {
     client: await ethOf(client.account.address),
     provider: await ethOf(providerWallet.account.address),
@@ -330,14 +439,16 @@ export async function runDisputeDemo(p: DemoParameters): Promise<CaseReport[]> {
     burnEth: await ethOf(BURN),
     burnLgas: await lgasOf(BURN),
   };
-  const tests = gigResult.run.resolution.objectiveChecks.find((check) => check.name === "passes_tests");
-  log(`Lane 0 ${gigResult.run.resolution.lane0.passed ? "passed" : "failed"}; Lane 1 replayed the suite: ${tests?.detail ?? "no replay"}.`);
+  if (gigResult.run.resolution) {
+    const tests = gigResult.run.resolution.objectiveChecks.find((check) => check.name === "passes_tests");
+    log(`Lane 0 ${gigResult.run.resolution.lane0.passed ? "passed" : "failed"}; Lane 1 replayed the suite: ${tests?.detail ?? "no replay"}.`);
+  }
   logOutcome(gigResult, "ETH");
   reports.push({
     subject: "gig",
     caseId: gigCaseId,
     lane: 1,
-    verdict: gigResult.run.resolution.aggregate.finalVerdict,
+    verdict: gigResult.run.verdict,
     resolutionHash: gigResult.run.resolutionHash,
     identicalRuns: gigResult.identicalRuns,
     panel: gigResult.panel,
@@ -440,8 +551,9 @@ export async function runDisputeDemo(p: DemoParameters): Promise<CaseReport[]> {
   });
   log(`The payer disputed receipt 2 at lane 0; the contract checked its ${tree.proof(challenged.index, committed).length}-hash Merkle proof against the committed root and froze finalisation.`);
   const before2 = { payer: await ethOf(payer.address), funder: await ethOf(client.account.address), provider: await ethOf(provider.address) };
-  const sessionResult = await arbitrateAndEnforce(sessionCaseId, sessionPackage);
-  log(`Lane 0: ${sessionResult.run.resolution.lane0.checks.filter((check) => check.status !== "pass").map((check) => check.name).join(", ") || "no violation"} → ${sessionResult.run.resolution.aggregate.finalVerdict}, refund ${formatEther(sessionResult.run.message.refund)} ETH.`);
+  const sessionResult = await arbitrateAndEnforce(sessionCaseId, sessionPackage, payerWallet);
+  const lane0 = sessionResult.run.resolution?.lane0.checks.filter((check) => check.status !== "pass").map((check) => check.name).join(", ");
+  log(`Lane 0: ${lane0 === undefined ? "(run by the daemons)" : lane0 || "no violation"} → ${sessionResult.run.verdict}, refund ${formatEther(sessionResult.run.refund)} ETH.`);
   // The resolution ended the window; finalise now with the reduced amount.
   logOutcome(sessionResult, "ETH");
   const recorded = { ...closed.state, amount: closed.state.amount - sessionResult.finalized.refunded };
@@ -452,7 +564,7 @@ export async function runDisputeDemo(p: DemoParameters): Promise<CaseReport[]> {
     subject: "session",
     caseId: sessionCaseId,
     lane: 0,
-    verdict: sessionResult.run.resolution.aggregate.finalVerdict,
+    verdict: sessionResult.run.verdict,
     resolutionHash: sessionResult.run.resolutionHash,
     identicalRuns: sessionResult.identicalRuns,
     panel: sessionResult.panel,
@@ -590,6 +702,82 @@ export async function runDisputeDemo(p: DemoParameters): Promise<CaseReport[]> {
       gas: { open: Number(streamOpenedCase.gasUsed), ...streamResult.gas },
     };
   }
+}
+
+const VERDICT_NAMES = Object.fromEntries(FINAL_VERDICTS.map((v) => [VERDICT_CODES[v], v])) as Record<number, string>;
+const ROOT = path.join(__dirname, "..");
+/** How many `ioi arbitrator serve` processes the demo runs; the admitted keys are shared out among them. */
+const DAEMON_PROCESSES = 3;
+
+export type ArbitratorDaemons = Awaited<ReturnType<typeof startArbitratorDaemons>>;
+
+/**
+ * Starts {@link DAEMON_PROCESSES} `ioi arbitrator serve` processes (bin/ioi.js from the TypeScript sources), each
+ * serving its share of `arbitrators` (`--key-env A,B,…`, the devnet's well-known keys passed in its environment;
+ * default: the 16 devnet arbitrators, accounts 20..35), and the challenger's evidence host for packages too large
+ * to publish inline. Returns at once (the daemons start while the demo runs its channels); `ready` resolves once
+ * every daemon printed its ready line. `stop()` ends them (SIGTERM) and the host; they also stop by themselves
+ * after 5 minutes.
+ */
+export async function startArbitratorDaemons(p: { rpcUrl: string; workdir: string; disputeManager: Address; arbitrators?: readonly Address[]; log: (line: string) => void }) {
+  const arbitrators = p.arbitrators ?? DEVNET_ARBITRATORS.map((i) => getAddress(mnemonicToAccount(HARDHAT_MNEMONIC, { addressIndex: i }).address));
+  const keyOf = new Map<string, Hex>();
+  for (let i = 0; i < 40; i++) {
+    const account = mnemonicToAccount(HARDHAT_MNEMONIC, { addressIndex: i });
+    keyOf.set(getAddress(account.address), `0x${Buffer.from(account.getHdKey().privateKey!).toString("hex")}`);
+  }
+  const evidenceDir = path.join(p.workdir, "evidence");
+  mkdirSync(evidenceDir, { recursive: true });
+  const evidence = await serveEvidence({ dir: evidenceDir });
+  const children: ChildProcess[] = [];
+  const outputs: string[] = [];
+  const kill = () => children.forEach((c) => c.exitCode === null && c.signalCode === null && c.kill("SIGTERM"));
+  process.once("exit", kill);
+  const ready: Promise<void>[] = [];
+  for (let d = 0; d < DAEMON_PROCESSES; d++) {
+    const mine = arbitrators.filter((_, i) => i % DAEMON_PROCESSES === d);
+    const env: Record<string, string> = { ...process.env, IOI_CLI_SOURCE: "1" } as Record<string, string>;
+    const names = mine.map((a, i) => {
+      const name = `IOI_DEMO_ARBITRATOR_${d}_${i}`;
+      env[name] = keyOf.get(getAddress(a))!;
+      return name;
+    });
+    // A pass a second: each key's daemon reads ~8 requests a pass from the demo's own in-process chain, which
+    // also serves the channel part's tickets meanwhile.
+    const child = spawn(
+      process.execPath,
+      [path.join(ROOT, "bin", "ioi.js"), "arbitrator", "serve", "--rpc", p.rpcUrl, "--dispute-manager", p.disputeManager, "--key-env", names.join(","),
+        "--state-dir", path.join(p.workdir, `arbitrators-${d}`), "--poll-ms", "1000", "--grace-ms", "1000", "--retry-ms", "1000", "--max-runtime-ms", "300000"],
+      { cwd: ROOT, env, stdio: ["ignore", "ignore", "pipe"] },
+    );
+    children.push(child);
+    outputs.push("");
+    ready.push(
+      new Promise<void>((resolve, reject) => {
+        child.stderr!.setEncoding("utf8").on("data", (chunk: string) => {
+          outputs[d] += chunk;
+          if (outputs[d]!.includes('"event":"arbitrator.ready"')) resolve();
+        });
+        child.once("exit", (code) => reject(new Error(`Arbitrator daemon ${d + 1} exited (${code}) before it was ready:\n${outputs[d]!.slice(-2000)}`)));
+      }),
+    );
+  }
+  const allReady = Promise.all(ready).then(() => undefined);
+  allReady.catch(() => undefined); // awaited where it is needed; an early failure must not be unhandled
+  p.log(`${DAEMON_PROCESSES} \`ioi arbitrator serve\` processes (pids ${children.map((c) => c.pid).join(", ")}) start following the DisputeManager, serving ${arbitrators.length} arbitrator keys between them.`);
+  return {
+    arbitrators,
+    ready: allReady,
+    evidenceDir,
+    evidenceUrl: evidence.url.endsWith("/") ? evidence.url : `${evidence.url}/`,
+    tail: () => outputs.map((o, d) => `--- daemon ${d + 1}\n${o.slice(-1500)}`).join("\n"),
+    stop: async () => {
+      process.off("exit", kill);
+      kill();
+      await Promise.all(children.map((c) => (c.exitCode !== null || c.signalCode !== null ? undefined : new Promise((r) => c.once("exit", r)))));
+      await evidence.close();
+    },
+  };
 }
 
 const mintAbi = [

@@ -43,7 +43,7 @@ import { PayerClient } from "../src/node/payer-client";
 import { SqliteStore } from "../src/store/sqlite-store";
 import type { ChannelRecord } from "../src/store/store";
 import { NATIVE_ASSET, termsHashOf, type ChannelTerms, type PricingTerms } from "../src/core/terms";
-import { runDisputeDemo } from "./demo-disputes";
+import { runDisputeDemo, startArbitratorDaemons } from "./demo-disputes";
 import { deployAll } from "./deploy";
 import { serveEmbeddedNetwork } from "./embedded-rpc";
 import { startProviderProcess, stopProcess } from "./provider-process";
@@ -94,6 +94,9 @@ async function main(): Promise<void> {
     const escrow = deployment.contracts.GasEscrow.address;
     const rpc = await serveEmbeddedNetwork(hre);
     cleanup.unshift(() => rpc.close());
+    // The arbitrators' daemons start now, beside the channel part; the disputes at the end are theirs.
+    const daemons = await startArbitratorDaemons({ rpcUrl: rpc.url, workdir, disputeManager: deployment.contracts.DisputeManager.address, log });
+    cleanup.unshift(() => daemons.stop());
     log(`Deployed GasEscrow at ${escrow}, GigEscrow, ProviderRegistry, DisputeManager and the governing Timelock ${deployment.timelock} (delay ${deployment.timelockDelay} s) on the embedded devnet (chain ${deployment.chainId}), served at ${rpc.url}.`);
 
     const pricing: PricingTerms = { version: "1", unit: "invocation", pricePerInvocation: parseEther("0.000001") };
@@ -190,7 +193,8 @@ async function main(): Promise<void> {
 
     // --- Disputes: a gig decided by Lane 1 and a session receipt decided by Lane 0. ---
     log("");
-    const cases = await runDisputeDemo({ hre, deployment, publicClient, wallets: wallets as unknown as Wallet[], log });
+    // The two cases are resolved by three `ioi arbitrator serve` processes on the served devnet (no arbitrate call here).
+    const cases = await runDisputeDemo({ hre, deployment, publicClient, wallets: wallets as unknown as Wallet[], log, daemons });
 
     const gas: Record<string, number> = {
       open: Number(opened.gasUsed),

@@ -15,7 +15,8 @@
  * holds the registry's GOVERNANCE_ROLE — each must be registered, staked and pinned to this judge runtime, else
  * none is admitted, the script names which are not and fails before the hand-over (IOI_INITIAL_ARBITRATORS_WAIT
  * seconds, default 0, polls for them first: on a public chain they register once the registry address is printed).
- * IOI_DEVNET_ARBITRATORS=1 (set by `npm run devnet`) registers and stakes Hardhat accounts 20..35 and admits them.
+ * IOI_DEVNET_ARBITRATORS=1 (set by `npm run devnet`) registers and stakes Hardhat accounts 20..35 and admits them
+ * (IOI_DEVNET_ARBITRATOR_COUNT=N: only the first N of them), on chain 31337 or on the second test devnet, 31338.
  *
  * Governance. The Timelock waits IOI_TIMELOCK_DELAY seconds (default 2 days, at least 1 day; 60 s on chain 31337) between
  * scheduling a call and executing it; IOI_GOVERNANCE (default: the deployer) is its only proposer and executor
@@ -101,7 +102,7 @@ export type DeployOptions = {
 
 /** Deploys every contract with the network's first account and returns the record (not yet written). */
 export async function deployAll(hre: HardhatRuntimeEnvironment, options: DeployOptions = {}): Promise<Deployment> {
-  const publicClient = await hre.viem.getPublicClient();
+  const publicClient = await hre.viem.getPublicClient(receiptPolling());
   const [deployer] = await hre.viem.getWalletClients();
   if (!deployer) throw new Error(`No deployer account on network "${hre.network.name}"; set IOI_DEPLOYER_KEY.`);
   const chainId = await publicClient.getChainId();
@@ -327,6 +328,16 @@ function linkBytecode(
   return `0x${code}`;
 }
 
+/**
+ * How often to ask for a receipt: IOI_DEPLOY_POLL_MS (default: hardhat-viem's, 4 s off its own devnet). The
+ * testnet rehearsal's interval-mined devnet (a block every 250 ms) sets 100 ms, else each of its ~70 deployment
+ * transactions would wait out a 4 s poll.
+ */
+function receiptPolling(): { pollingInterval?: number } {
+  const ms = envInt("IOI_DEPLOY_POLL_MS", 0, 0, 60_000);
+  return ms > 0 ? { pollingInterval: ms } : {};
+}
+
 function envInt(name: string, fallback: number, min: number, max: number): number {
   const raw = process.env[name];
   const value = raw === undefined || raw === "" ? fallback : Number(raw);
@@ -408,13 +419,16 @@ async function main(): Promise<void> {
   const options: DeployOptions = {};
   if (process.env.IOI_DEVNET_ARBITRATORS === "1") {
     // `npm run devnet`: Hardhat accounts 20..35 register and stake during the deployment and are admitted in it.
-    const publicClient = await hre.viem.getPublicClient();
-    if ((await publicClient.getChainId()) !== DEVNET_CHAIN_ID) throw new Error("IOI_DEVNET_ARBITRATORS=1 uses Hardhat's well-known keys and runs only on chain 31337.");
+    const publicClient = await hre.viem.getPublicClient(receiptPolling());
+    // The second test devnet (31338, the testnet rehearsal) runs the same Hardhat accounts under another chain id.
+    if (![DEVNET_CHAIN_ID, 31338].includes(await publicClient.getChainId())) throw new Error("IOI_DEVNET_ARBITRATORS=1 uses Hardhat's well-known keys and runs only on chains 31337 and 31338.");
     const wallets = await hre.viem.getWalletClients();
     const { DEVNET_ARBITRATORS, registerDevnetArbitrators } = await import("./arbitrators");
-    options.initialArbitrators = DEVNET_ARBITRATORS.map((i) => getAddress(wallets[i]!.account.address));
+    const count = envInt("IOI_DEVNET_ARBITRATOR_COUNT", DEVNET_ARBITRATORS.length, 1, DEVNET_ARBITRATORS.length);
+    const indices = DEVNET_ARBITRATORS.slice(0, count);
+    options.initialArbitrators = indices.map((i) => getAddress(wallets[i]!.account.address));
     options.beforeAdmission = async (contracts) => {
-      await registerDevnetArbitrators({ publicClient: publicClient as never, wallets: wallets as never, contracts });
+      await registerDevnetArbitrators({ publicClient: publicClient as never, wallets: wallets as never, contracts, indices });
     };
   }
   const deployment = await deployAll(hre, options);

@@ -8,7 +8,7 @@ import { generatePrivateKey, privateKeyToAddress } from "viem/accounts";
 
 import { encryptKeystore, STANDARD_SCRYPT, type ScryptParams } from "../core/keystore";
 import { findKeys, keystoreDir, KeystoreFileError, readPasswordFile, resolveKey, writeKeystoreFile } from "../node/keystore";
-import { need, uint, UsageError, type Command, type CommandGroup, type Out } from "./common";
+import { need, promptHidden, uint, UsageError, type Command, type CommandGroup, type Out } from "./common";
 
 /** A password from --password-file, else typed twice at a terminal (not echoed); a pipe or file on stdin is refused. */
 async function newPassword(values: Record<string, unknown>): Promise<string> {
@@ -20,34 +20,6 @@ async function newPassword(values: Record<string, unknown>): Promise<string> {
   const second = await promptHidden("Repeat password: ");
   if (first !== second) throw new UsageError("The two passwords differ; nothing was written.");
   return first;
-}
-
-/** Reads one line from the terminal with echo off. */
-function promptHidden(question: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const stdin = process.stdin;
-    process.stderr.write(question);
-    stdin.setRawMode(true);
-    stdin.resume();
-    let typed = "";
-    const done = (error?: Error) => {
-      stdin.setRawMode(false);
-      stdin.pause();
-      stdin.off("data", onData);
-      process.stderr.write("\n");
-      if (error) reject(error);
-      else resolve(typed);
-    };
-    const onData = (chunk: Buffer) => {
-      for (const ch of chunk.toString("utf8")) {
-        if (ch === "\r" || ch === "\n") return done();
-        if (ch === "\u0003") return done(new UsageError("Cancelled; nothing was written."));
-        if (ch === "\u007f" || ch === "\b") typed = typed.slice(0, -1);
-        else typed += ch;
-      }
-    };
-    stdin.on("data", onData);
-  });
 }
 
 function asUsage<T>(f: () => T): T {

@@ -7,6 +7,7 @@ import type { ParseArgsConfig } from "node:util";
 import type { PublicClient } from "viem";
 
 import { AlertEmitter, AlertOptionError, checkTopUpPolicy, DEFAULT_ALERT_POLICY, parseWebhookUrl, type AlertPolicy, type TopUpPolicy } from "../node/alerts";
+import { AlertState, AlertStateError } from "../node/alert-state";
 import type { Logger } from "../node/log";
 import type { NodeMetrics } from "../node/metrics";
 import { deployedAddress, givenAddress } from "./chain";
@@ -64,6 +65,20 @@ export function topUpPolicyFrom(values: Record<string, unknown>): TopUpPolicy | 
   }
 }
 
+/**
+ * The node's alert and top-up state beside its store (`<store>.alerts.json`), so a restart neither raises an
+ * active alert again nor forgets the day's top-ups; an unreadable file is one sentence.
+ */
+export function alertStateFor(storeFile: string): AlertState | undefined {
+  if (storeFile === ":memory:") return undefined; // a store that does not outlive the process: nothing to keep
+  try {
+    return AlertState.open(`${storeFile}.alerts.json`);
+  } catch (error) {
+    if (error instanceof AlertStateError) throw new UsageError(error.shortMessage, { cause: error });
+    throw error;
+  }
+}
+
 /** The alert settings checked, or undefined without `--alerts` or `--alert-webhook`. */
 export function alertSettingsFrom(values: Record<string, unknown>): { policy: AlertPolicy; webhook?: URL; webhookTimeoutMs: number } | undefined {
   const webhookText = values["alert-webhook"] as string | undefined;
@@ -98,12 +113,13 @@ export async function watchtowerAlerts(
   publicClient: PublicClient,
   logger: Logger,
   metrics: NodeMetrics | undefined,
+  state?: AlertState,
 ) {
   // Fees are looked up where a DisputeManager is known; without one, only escrow payouts are watched.
   // One named by --dispute-manager must be right (a wrong one is an error, not a silent gap).
   const lookup = deployedAddress(values, publicClient, "dispute-manager", "IOI_DISPUTE_MANAGER", "DisputeManager");
   const disputeManager = values["dispute-manager"] !== undefined ? await lookup : await lookup.catch(() => undefined);
   if (!disputeManager) logger.info({ event: "alerts.no_dispute_manager" }, "no DisputeManager known for this chain: unclaimed arbitration fees are not watched");
-  const emitter = new AlertEmitter({ logger, metrics, ...(settings.webhook ? { webhook: settings.webhook } : {}), webhookTimeoutMs: settings.webhookTimeoutMs });
+  const emitter = new AlertEmitter({ logger, metrics, ...(settings.webhook ? { webhook: settings.webhook } : {}), webhookTimeoutMs: settings.webhookTimeoutMs, ...(state ? { state } : {}) });
   return { emitter, policy: settings.policy, ...(disputeManager ? { disputeManager } : {}) };
 }

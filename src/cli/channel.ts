@@ -100,7 +100,7 @@ import { formatAmountWithBase, formatDate, formatDuration, formatMoment } from "
 import { parseDocument } from "../arbitration/document";
 import { icsFromJson, icsHash, type Ics } from "../arbitration/ics";
 import { LOG_OPTIONS, METRICS_OPTION, loggerFrom, startMetrics } from "../node/observability";
-import { ALERT_NOTES, ALERT_OPTIONS, alertSettingsFrom, TOP_UP_NOTES, TOP_UP_OPTIONS, topUpPolicyFrom, watchtowerAlerts } from "./alert-options";
+import { ALERT_NOTES, ALERT_OPTIONS, alertSettingsFrom, alertStateFor, TOP_UP_NOTES, TOP_UP_OPTIONS, topUpPolicyFrom, watchtowerAlerts } from "./alert-options";
 
 // The node, the payer client (with the sealed transport and ML-KEM/ML-DSA) and the watchtower load only when
 // a command that runs one is called, so `ioi --help` and the quick commands start fast (`npm run bench -- --cli`).
@@ -349,6 +349,7 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
     handler = worker.handler;
   }
   const store = openStore(values, "provider");
+  const alertState = alertStateFor(storePath(values, "provider"));
   const logger = loggerFrom(values, "provider");
   const metrics = await startMetrics(values);
   const node = await (await nodeModules.providerNode()).ProviderNode.start({
@@ -380,14 +381,15 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
     name: `watchtower:${account.address.toLowerCase()}`,
     // The provider collects by itself (issue 28 item 7): due closes are finalised and payouts claimed.
     finalize: true,
-    ...(alertSettings ? { alerts: await watchtowerAlerts(alertSettings, values, publicClient, logger.child({ component: "alerts" }), metrics?.metrics) } : {}),
+    ...(alertSettings ? { alerts: await watchtowerAlerts(alertSettings, values, publicClient, logger.child({ component: "alerts" }), metrics?.metrics, alertState) } : {}),
+    ...(alertState ? { alertState } : {}),
     onAnswer: (a) => console.log(JSON.stringify({ event: "watchtower.answered", sessionId: a.sessionId, staleSeq: a.staleSeq.toString(), answeredSeq: a.answeredSeq.toString(), inWindow: a.inWindow, txHash: a.txHash })),
     // The node learns from the same events when a bound channel closes or settles, and stops serving it.
     onEvents: (events) => node.applyEscrowEvents(events),
   });
   tower.start();
   // The ready line is always JSON, so a supervising process can read the port.
-  console.log(JSON.stringify({ event: "provider.ready", host, port: node.port, provider: account.address, escrow, termsHash: termsHashOf(pricing), worker: worker ? { tools: worker.info?.tools.map((t) => t.name) ?? [], env: Object.keys(workerEnv).sort() } : "echo", crypto: secp256k1Backend().implementation, ...(metrics ? { metrics: `http://${metrics.address}/metrics` } : {}) }));
+  console.log(JSON.stringify({ event: "provider.ready", host, port: node.port, provider: account.address, escrow, confirmations: reading.confirmations.toString(), termsHash: termsHashOf(pricing), worker: worker ? { tools: worker.info?.tools.map((t) => t.name) ?? [], env: Object.keys(workerEnv).sort() } : "echo", crypto: secp256k1Backend().implementation, ...(metrics ? { metrics: `http://${metrics.address}/metrics` } : {}) }));
   logger.info({ event: "provider.ready", host, port: node.port, provider: account.address, escrow }, "provider node listening");
   await new Promise<void>((resolve) => {
     process.once("SIGINT", resolve);
@@ -933,6 +935,7 @@ async function runWatchtower(values: Record<string, unknown>, out: Out): Promise
   const { publicClient, wallet, escrow, chainId, fromBlock } = await chainClients(values, account);
   const reading = readingOf(values, chainId);
   const store = openStore(values, "provider");
+  const alertState = alertStateFor(storePath(values, "provider"));
   const logger = loggerFrom(values, "watchtower");
   const metrics = await startMetrics(values);
   const tower = new (await nodeModules.watchtower()).Watchtower({
@@ -946,7 +949,8 @@ async function runWatchtower(values: Record<string, unknown>, out: Out): Promise
     ...reading,
     name: `watchtower:${account.address.toLowerCase()}`,
     finalize: true,
-    ...(alertSettings ? { alerts: await watchtowerAlerts(alertSettings, values, publicClient, logger.child({ component: "alerts" }), metrics?.metrics) } : {}),
+    ...(alertSettings ? { alerts: await watchtowerAlerts(alertSettings, values, publicClient, logger.child({ component: "alerts" }), metrics?.metrics, alertState) } : {}),
+    ...(alertState ? { alertState } : {}),
     ...(topUp ? { topUp } : {}),
     onTopUp: (sessionId, amount, hash) => out.lines.push(`Topped up ${sessionId} by ${amount} in ${hash}.`),
     onAnswer: (a) => out.lines.push(`Answered the stale close of ${a.sessionId} (seq ${a.staleSeq}) with seq ${a.answeredSeq}${a.inWindow ? " inside the window" : ""}.`),
@@ -957,7 +961,7 @@ async function runWatchtower(values: Record<string, unknown>, out: Out): Promise
       await tower.runOnce();
     } else {
       tower.start();
-      console.log(JSON.stringify({ event: "watchtower.ready", escrow, ...(metrics ? { metrics: `http://${metrics.address}/metrics` } : {}) }));
+      console.log(JSON.stringify({ event: "watchtower.ready", escrow, confirmations: reading.confirmations.toString(), ...(metrics ? { metrics: `http://${metrics.address}/metrics` } : {}) }));
       await new Promise<void>((resolve) => {
         process.once("SIGINT", resolve);
         process.once("SIGTERM", resolve);

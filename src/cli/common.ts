@@ -129,11 +129,14 @@ export function loadAccount(values: Record<string, unknown>): LocalAccount {
   if (accountName !== undefined) {
     if (values["key-env"] !== undefined) throw new UsageError("Pass either --account or --key-env, not both: they name two different keys.");
     const passwordFile = values["password-file"] as string | undefined;
-    if (passwordFile === undefined) throw new UsageError("--account needs --password-file FILE: the file holding the keystore's password.");
+    const prompted = PROMPTED_PASSWORDS.get(accountName);
+    if (passwordFile === undefined && prompted === undefined) {
+      throw new UsageError(`--account needs --password-file FILE: stdin is not a terminal, so the password of ${accountName} cannot be asked for.`);
+    }
     let privateKey: Hex;
     try {
       const stored = resolveKey(keystoreDir(), accountName);
-      privateKey = decryptKeystore(stored.keystore, readPasswordFile(passwordFile)).privateKey;
+      privateKey = decryptKeystore(stored.keystore, passwordFile !== undefined ? readPasswordFile(passwordFile) : prompted!).privateKey;
     } catch (cause) {
       if (cause instanceof KeystoreFileError || cause instanceof KeystoreFormatError) throw new UsageError(cause.shortMessage, { cause });
       if (cause instanceof WrongPasswordError) throw new UsageError(`Wrong password for the account ${accountName}: the keystore's MAC does not match.`, { cause });
@@ -154,6 +157,59 @@ export function loadAccount(values: Record<string, unknown>): LocalAccount {
   }
   RAW_ENV_KEYS.set(account, name);
   return account;
+}
+
+/** Passwords typed at the prompt for this run, by the --account name they unlock (cleared when the command ends). */
+const PROMPTED_PASSWORDS = new Map<string, string>();
+
+/**
+ * Before a signing command runs: every `--account` name (a comma-separated list for `arbitrator serve`) given
+ * without `--password-file` is unlocked by a password typed at the terminal, not echoed. Without a terminal on
+ * stdin nothing is asked; `loadAccount` then says in one sentence that a password file is needed.
+ */
+export async function promptAccountPasswords(values: Record<string, unknown>): Promise<void> {
+  const accounts = values.account as string | undefined;
+  if (accounts === undefined || values["password-file"] !== undefined || !process.stdin.isTTY) return;
+  for (const name of accounts.split(",").map((n) => n.trim()).filter((n) => n !== "")) {
+    if (PROMPTED_PASSWORDS.has(name)) continue;
+    const password = await promptHidden(`Password for ${name}: `);
+    if (password.length === 0) throw new UsageError(`An empty password was typed for ${name}; nothing was signed.`);
+    PROMPTED_PASSWORDS.set(name, password);
+  }
+}
+
+/** Forgets the passwords typed for this run. */
+export function forgetPromptedPasswords(): void {
+  PROMPTED_PASSWORDS.clear();
+}
+
+/** Reads one line from the terminal with echo off (raw mode: nothing typed is shown). Ctrl-C cancels. */
+export function promptHidden(question: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const stdin = process.stdin;
+    // Echo off BEFORE the question shows: whatever is typed once it is visible is never echoed.
+    stdin.setRawMode(true);
+    stdin.resume();
+    process.stderr.write(question);
+    let typed = "";
+    const done = (error?: Error) => {
+      stdin.setRawMode(false);
+      stdin.pause();
+      stdin.off("data", onData);
+      process.stderr.write("\n");
+      if (error) reject(error);
+      else resolve(typed);
+    };
+    const onData = (chunk: Buffer) => {
+      for (const ch of chunk.toString("utf8")) {
+        if (ch === "\r" || ch === "\n") return done();
+        if (ch === "\u0003") return done(new UsageError("Cancelled; nothing was written."));
+        if (ch === "\u007f" || ch === "\b") typed = typed.slice(0, -1);
+        else typed += ch;
+      }
+    };
+    stdin.on("data", onData);
+  });
 }
 
 /** Accounts loaded from a raw key in the environment, with the variable's name (for the non-devnet warning). */

@@ -21,7 +21,7 @@ import { COMMANDS, GIG_COMMANDS, GIG_HELP, GIG_OPTIONS } from "./channel";
 import { ARBITRATE_COMMAND, DISPUTE_GROUPS, DISPUTE_HELP, DISPUTE_OPTIONS } from "./arbitration";
 import { VET_COMMAND } from "./vet";
 import { UI_COMMAND } from "./ui";
-import { GLOBAL_HELP, GLOBAL_OPTIONS, UsageError, type Command, type CommandOptions, type Out } from "./common";
+import { forgetPromptedPasswords, GLOBAL_HELP, GLOBAL_OPTIONS, promptAccountPasswords, UsageError, type Command, type CommandOptions, type Out } from "./common";
 import { MONEY_COMMANDS, PROVIDER_COMMANDS, REGISTRY_HELP, REGISTRY_OPTIONS } from "./money";
 import { OPTION_HELP } from "./option-help";
 import { SESSION_KEY_COMMANDS } from "./session-key";
@@ -223,6 +223,9 @@ function leaf(
 async function runParsed(name: string, command: Command, values: Record<string, string | boolean | undefined>): Promise<number> {
   const out: Out = { json: Boolean(values.json), lines: [], result: {} };
   try {
+    // A signing command's --account without --password-file: asked at the terminal (the account group's own
+    // commands handle their passwords themselves).
+    if (!name.startsWith("account")) await promptAccountPasswords(values);
     await command.run(values, out);
   } catch (error) {
     const e = error as BaseError;
@@ -230,6 +233,8 @@ async function runParsed(name: string, command: Command, values: Record<string, 
     console.error(`ioi ${name} failed — ${message}${e instanceof UsageError ? `\nUsage: ${command.usage}` : ""}`);
     if (out.json) console.log(JSON.stringify({ ok: false, error: errorName(error), message: message.slice(message.indexOf(": ") + 2) }));
     return e instanceof UsageError ? 2 : 1;
+  } finally {
+    forgetPromptedPasswords();
   }
   for (const line of out.lines) console.log(line);
   if (out.json) console.log(JSON.stringify({ ok: true, ...out.result }));

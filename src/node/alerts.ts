@@ -16,14 +16,16 @@ import { gasEscrowAbi } from "../abi/GasEscrow";
 import { providerRegistryAbi } from "../abi/ProviderRegistry";
 import { BaseError } from "../core/errors";
 import { errorText, type Logger } from "./log";
+import type { AlertState } from "./alert-state";
 import type { NodeMetrics } from "./metrics";
 
 export class AlertOptionError extends BaseError {
   override name = "AlertOptionError" as const;
 }
 
-export type AlertKind = "window_closing" | "bond_low" | "unclaimed_payout" | "unclaimed_fee" | "chain_stalled";
-export const ALERT_KINDS: readonly AlertKind[] = ["window_closing", "bond_low", "unclaimed_payout", "unclaimed_fee", "chain_stalled"];
+export type AlertKind = "window_closing" | "bond_low" | "unclaimed_payout" | "unclaimed_fee" | "chain_stalled" | "runtime_pin";
+/** `runtime_pin`: an arbitrator daemon's key is pinned to another judge runtime than the cases' (it is not drawn). */
+export const ALERT_KINDS: readonly AlertKind[] = ["window_closing", "bond_low", "unclaimed_payout", "unclaimed_fee", "chain_stalled", "runtime_pin"];
 
 export type Alert = {
   /** Stable per condition: kind and subject (session, role and account, asset and account). */
@@ -234,6 +236,8 @@ export type AlertEmitterParameters = {
   webhookTimeoutMs?: number;
   /** Sees every raise and clear (the control API streams them). */
   onChange?: (change: { event: "alert.raised" | "alert.cleared"; alert: Alert }) => void;
+  /** Where the active alerts survive a restart: loaded at construction, saved on every raise or clear. */
+  state?: AlertState;
 };
 
 /** Keeps the active alerts; each raise and clear becomes a log line, a metric and (optionally) a webhook POST. */
@@ -241,7 +245,9 @@ export class AlertEmitter {
   #active = new Map<string, Alert>();
 
   constructor(readonly parameters: AlertEmitterParameters = {}) {
-    for (const kind of ALERT_KINDS) parameters.metrics?.alertsActive.set({ kind }, 0);
+    // Alerts active before a restart stay active: not raised again, cleared once their condition stops.
+    for (const alert of parameters.state?.alerts ?? []) this.#active.set(alert.key, alert);
+    for (const kind of ALERT_KINDS) parameters.metrics?.alertsActive.set({ kind }, this.active.filter((a) => a.kind === kind).length);
   }
 
   get active(): Alert[] {
@@ -262,6 +268,10 @@ export class AlertEmitter {
       for (const kind of ALERT_KINDS) metrics.alertsActive.set({ kind }, this.active.filter((a) => a.kind === kind).length);
     }
     const changes = [...raised.map((alert) => ({ event: "alert.raised" as const, alert })), ...cleared.map((alert) => ({ event: "alert.cleared" as const, alert }))];
+    if (changes.length > 0 && this.parameters.state) {
+      this.parameters.state.alerts = this.active;
+      this.parameters.state.save();
+    }
     for (const change of changes) this.parameters.onChange?.(change);
     // One after another, so a receiver sees them in the order they happened; each is bounded by the timeout.
     for (const change of changes) await this.#post(change);

@@ -12,8 +12,7 @@
  * resolution per case and round. Chain errors are logged and retried on the next tick (they are retryable);
  * a state file of another key, chain or DisputeManager stops the daemon (not retryable).
  */
-import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
-import path from "node:path";
+import { closeSync, existsSync, openSync, readFileSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
 
 import {
   compactSignatureToSignature,
@@ -38,6 +37,8 @@ import { eventArg, getLogsPaged } from "../chain/logs";
 import { checkedWrite, type Wallet } from "../chain/write";
 import { toCompactSignature } from "../core/eip712";
 import { BaseError } from "../core/errors";
+import { bigintReplacer, bigintReviver, writeFileAtomic } from "./atomic-file";
+import type { Alert } from "./alerts";
 import { decide, roundKey, type Action, type CaseStatusName, type CaseView, type ChainView, type LocalView, type PostedSignature, type ResolutionMessage, type SignedRecord } from "./arbitrator-core";
 
 const STATUS_NAMES: CaseStatusName[] = ["open", "open", "deliberating", "decided", "slow_path", "resolved", "expired"];
@@ -73,31 +74,9 @@ type StateFile = {
   cursor: string | null;
   cases: Record<string, CaseRecord>;
   signed: Record<string, SignedRecord>;
+  /** Warnings standing when last saved, code → message (absent in files written before they were kept). */
+  warnings?: Record<string, string>;
 };
-
-// JSON with bigints as {"$n": "123"}.
-const replacer = (_: string, v: unknown) => (typeof v === "bigint" ? { $n: v.toString() } : v);
-const reviver = (_: string, v: unknown) => (v && typeof v === "object" && "$n" in v && Object.keys(v).length === 1 ? BigInt((v as { $n: string }).$n) : v);
-
-/** Replaces `file` with `text` so that a crash leaves either the old or the new file, never a torn one. */
-export function writeFileAtomic(file: string, text: string): void {
-  const tmp = `${file}.${process.pid}.tmp`;
-  const fd = openSync(tmp, "w", 0o600);
-  try {
-    writeSync(fd, text);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(tmp, file);
-  try {
-    const dir = openSync(path.dirname(file), "r");
-    fsyncSync(dir);
-    closeSync(dir);
-  } catch {
-    // Some platforms cannot fsync a directory; the rename is still atomic.
-  }
-}
 
 export type ArbitratorDaemonParameters = {
   publicClient: PublicClient;
@@ -114,6 +93,12 @@ export type ArbitratorDaemonParameters = {
   maxBlockRange?: bigint;
   /** Logs are folded in only this many blocks behind the head (a reorg cannot take back what it acted on). */
   confirmations?: bigint;
+  /**
+   * Its standing warnings as alerts (issue 29 item 4), every time they change and once at start: a stake below the
+   * registry's minimum is `bond_low`, a runtime pin other than the cases' is `runtime_pin`. The CLI hands them to an
+   * `AlertEmitter` (log, Prometheus, webhook). Warnings are kept in the state file: a restart raises nothing anew.
+   */
+  onWarnings?: (arbitrator: Address, alerts: Alert[]) => Promise<void> | void;
   /** Fault injection for tests: called right after a signature is stored and before it is posted. */
   afterSignaturePersisted?: (record: SignedRecord) => void;
 };
@@ -183,7 +168,7 @@ export class ArbitratorDaemon {
     if (existsSync(this.p.stateFile)) {
       let loaded: StateFile;
       try {
-        loaded = JSON.parse(readFileSync(this.p.stateFile, "utf8"), reviver) as StateFile;
+        loaded = JSON.parse(readFileSync(this.p.stateFile, "utf8"), bigintReviver) as StateFile;
       } catch (cause) {
         throw new ArbitratorStateError(`The state file ${this.p.stateFile} is not readable JSON; move it away to start afresh.`, { cause });
       }
@@ -193,16 +178,26 @@ export class ArbitratorDaemon {
         );
       }
       this.state = loaded;
+      for (const code of Object.keys(loaded.warnings ?? {})) this.warned.add(code);
       this.log(`resumed from ${this.p.stateFile}: ${Object.keys(loaded.signed).length} signature(s) kept, logs read to block ${loaded.cursor ?? "none"}`);
     } else {
       this.state = { version: 1, chainId: this.chainId, disputeManager: dm, arbitrator: this.me, cursor: null, cases: {}, signed: {} };
       this.save();
       this.log(`started afresh: following ${dm} from block ${this.p.deployment.deploymentBlock ?? 0n}`);
     }
+    await this.p.onWarnings?.(this.me, this.warningAlerts());
+  }
+
+  /** The standing warnings as alerts (stable keys per kind and key). */
+  warningAlerts(): Alert[] {
+    return Object.entries(this.state.warnings ?? {}).map(([code, message]) => {
+      const kind = code === "STAKE_BELOW_MINIMUM" ? ("bond_low" as const) : ("runtime_pin" as const);
+      return { key: `${kind}:arbitrator:${this.me.toLowerCase()}`, kind, message: `arbitrator ${this.me}: ${message}`, details: { role: "arbitrator", account: this.me, code } };
+    });
   }
 
   private save(): void {
-    writeFileAtomic(this.p.stateFile, JSON.stringify(this.state, replacer, 1));
+    writeFileAtomic(this.p.stateFile, JSON.stringify(this.state, bigintReplacer, 1));
   }
 
   /** Signatures kept for (case, round) keys, as stored. */
@@ -359,15 +354,23 @@ export class ArbitratorDaemon {
     switch (action.kind) {
       case "warn":
         this.warned.add(action.code);
+        this.state.warnings = { ...this.state.warnings, [action.code]: action.message };
+        this.save();
         this.log(`WARNING ${action.code}: ${action.message}`);
+        await this.p.onWarnings?.(this.me, this.warningAlerts());
         return;
       case "note_quorum":
         this.quorumSeenAtMs[action.key] = Date.now();
         return;
-      case "clear_warning":
+      case "clear_warning": {
         this.warned.delete(action.code);
+        const { [action.code]: _cleared, ...rest } = this.state.warnings ?? {};
+        this.state.warnings = rest;
+        this.save();
         this.log(`cleared ${action.code}`);
+        await this.p.onWarnings?.(this.me, this.warningAlerts());
         return;
+      }
       case "draw": {
         const drawn = await drawPanel({ wallet, publicClient, disputeManager: deployment.disputeManager, caseId: action.caseId });
         this.log(`drawPanel on case ${action.caseId.slice(0, 10)}: ${drawn.outcome}${drawn.outcome === "drawn" ? ` ${drawn.panel.length} members` : ""}`);

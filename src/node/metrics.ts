@@ -12,7 +12,7 @@
  * | `ioi_unpaid_exposure_wei{session}` | gauge | what the newest ticket promises the provider and the chain has not paid out yet |
  * | `ioi_watchtower_lag_blocks` | gauge | chain head minus the last block the watchtower fully processed |
  * | `ioi_chain_rpc_errors_total{source}` | counter | failed chain reads or writes seen by the node or the watchtower |
- * | `ioi_alerts_active{kind}` | gauge | alerts holding now, by kind (`window_closing`, `bond_low`, `unclaimed_payout`, `unclaimed_fee`, `chain_stalled`) |
+ * | `ioi_alerts_active{kind}` | gauge | alerts holding now, by kind (`window_closing`, `bond_low`, `unclaimed_payout`, `unclaimed_fee`, `chain_stalled`, `runtime_pin`) |
  * | `ioi_alerts_raised_total{kind}` | counter | alerts raised (each condition once until it clears), by kind |
  * | `ioi_alert_webhook_failures_total` | counter | alert webhook POSTs that failed or timed out |
  * | `ioi_top_ups_total` | counter | deposits the top-up policy made |

@@ -30,7 +30,8 @@ import { erc20Abi, isAddressEqual, zeroAddress, type Address, type Hex, type Pub
 import { ChainFollower, type EscrowEvent } from "../chain/follower";
 import { DEVNET_READING, type RetryOptions } from "../chain/logs";
 import { approveEscrow, challengeClose, closeCooperative, closeUnilateral, depositToChannel, finalizeClose, gasEscrowAbi, type ClosingState, type Wallet } from "../chain/escrow";
-import { advanceHead, evaluateAlerts, planTopUps, readAlertChainState, DEFAULT_ALERT_POLICY, type AlertEmitter, type AlertPolicy, type TopUpPolicy, type TopUpRecord } from "./alerts";
+import type { AlertState } from "./alert-state";
+import { advanceHead, DAY_SECONDS, evaluateAlerts, planTopUps, readAlertChainState, DEFAULT_ALERT_POLICY, type AlertEmitter, type AlertPolicy, type TopUpPolicy, type TopUpRecord } from "./alerts";
 import { grantForTicket, keyGraceEnd, KeyTicketWithoutGrantError } from "./key-tickets";
 import type { SignedSessionKeyGrant } from "../core/session-key";
 import type { SignedPaymentTicket } from "../core/ticket";
@@ -104,6 +105,8 @@ export type WatchtowerParameters = {
   onTopUp?: (sessionId: Hex, amount: bigint, txHash: Hex) => void;
   /** Alerts on every poll for the tower's wallet and the store's channels (issue 29 item 4). */
   alerts?: { emitter: AlertEmitter; policy?: AlertPolicy; disputeManager?: Address };
+  /** Where the top-ups of the last day survive a restart (the daily cap counts them); see `./alert-state`. */
+  alertState?: AlertState;
 };
 
 /** A provider-signed receipt commit anchored on-chain (`ReceiptCommitAnchored`), as the tower saw it. */
@@ -120,6 +123,7 @@ export class Watchtower {
 
   constructor(readonly parameters: WatchtowerParameters) {
     const { logger, metrics } = parameters;
+    this.#topUps = parameters.alertState?.topUps ?? new Map();
     const onError = (error: unknown) => {
       metrics?.rpcError("watchtower");
       logger?.warn({ event: "chain.error", error: errorText(error) }, "watchtower poll failed");
@@ -163,8 +167,14 @@ export class Watchtower {
     if (this.parameters.alerts) await this.checkAlerts();
   }
 
-  /** Top-ups made by this process: chain time and amount, per asset (lower case); the rolling day's cap reads it. */
-  readonly topUps = new Map<Address, TopUpRecord[]>();
+  /**
+   * Top-ups made: chain time and amount, per asset (lower case); the rolling day's cap reads it. With
+   * `alertState` it is that state's map, so top-ups made before a restart still count.
+   */
+  get topUps(): Map<string, TopUpRecord[]> {
+    return this.#topUps;
+  }
+  readonly #topUps: Map<string, TopUpRecord[]>;
 
   /**
    * Deposits into every open payer channel of the store that the policy says is low (see `planTopUps`). A
@@ -185,7 +195,8 @@ export class Watchtower {
       byAsset.set(asset, [...(byAsset.get(asset) ?? []), { sessionId: channel.sessionId, deposit, spent }]);
     }
     for (const [asset, channels] of byAsset) {
-      const history = this.topUps.get(asset) ?? [];
+      // Only the rolling day counts: older records are dropped (and leave the saved state with the next save).
+      const history = (this.topUps.get(asset) ?? []).filter((r) => r.at > now - DAY_SECONDS);
       const plan = planTopUps({ channels, policy, history, now });
       for (const { sessionId, amount, remaining, capped } of plan) {
         const channel = store.getChannel(sessionId)!;
@@ -194,9 +205,19 @@ export class Watchtower {
             const allowance = await publicClient.readContract({ address: asset, abi: erc20Abi, functionName: "allowance", args: [wallet.account.address, escrow] });
             if (allowance < amount) await approveEscrow({ wallet, publicClient, escrow, token: asset, amount });
           }
-          const deposited = await depositToChannel({ wallet, publicClient, escrow, chainId: channel.chainId, ref: channel.ref, amount });
-          history.push({ at: now, amount });
-          this.topUps.set(asset, history);
+          // Recorded (and saved) before it is sent, taken back if it fails: a crash in between under-spends the cap.
+          const record = { at: now, amount };
+          history.push(record);
+          this.#topUps.set(asset, history);
+          this.parameters.alertState?.save();
+          let deposited;
+          try {
+            deposited = await depositToChannel({ wallet, publicClient, escrow, chainId: channel.chainId, ref: channel.ref, amount });
+          } catch (error) {
+            history.splice(history.indexOf(record), 1);
+            this.parameters.alertState?.save();
+            throw error;
+          }
           await store.updateChannel(sessionId, { deposit: deposited.deposit });
           this.parameters.metrics?.topUps.inc();
           this.parameters.metrics?.topUpAmount.inc(Number(amount));

@@ -17,6 +17,9 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete process.env[k];
   console.log = (...args: unknown[]) => out.push(args.join(" "));
   console.error = (...args: unknown[]) => err.push(args.join(" "));
+  // In-process runs are never interactive, even when mocha runs at a terminal: no password prompt waits for a key.
+  const stdinTTY = process.stdin.isTTY;
+  process.stdin.isTTY = false as true;
   try {
     const code = await main(argv);
     return { code, out: out.join("\n"), err: err.join("\n") };
@@ -24,6 +27,7 @@ export async function runCli(argv: string[], env: Record<string, string | undefi
     console.log = saved.log;
     console.error = saved.error;
     process.env = savedEnv;
+    process.stdin.isTTY = stdinTTY;
   }
 }
 
