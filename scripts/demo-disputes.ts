@@ -671,8 +671,9 @@ export async function runDisputeDemo(p: DemoParameters): Promise<CaseReport[]> {
     });
     log(`The payer closed on ticket 2, anchored the provider's receipt commit over both tranches and opened a lane 1 case on claim #${evidence.progress.sample} of tranche 2.`);
     const before3 = { payer: await ethOf(payer.address), funder: await ethOf(client.account.address), provider: await ethOf(provider.address), providerSlaBond: await slaBondOf(provider.address), payerLgas: await lgasOf(payer.address) };
-    const streamResult = await arbitrateAndEnforce(streamCaseId, streamPackage);
-    log(`Lane 1 re-ran the sampled claim: ${streamResult.run.resolution.objectiveChecks.map((check) => check.detail).join("; ")} → ${streamResult.run.resolution.aggregate.finalVerdict}.`);
+    const streamResult = await arbitrateAndEnforce(streamCaseId, streamPackage, payerWallet);
+    const rerun = streamResult.run.resolution?.objectiveChecks.map((check) => check.detail).join("; ");
+    log(`Lane 1 re-ran the sampled claim: ${rerun ?? "(run by the daemons)"} → ${streamResult.run.verdict}.`);
     logOutcome(streamResult, "ETH");
     const streamRecorded = { ...streamClosed.state, amount: streamClosed.state.amount - streamResult.finalized.refunded };
     const streamFinalized = await finalizeClose({ wallet: watcher, publicClient, escrow: addresses.gasEscrow, ref: streamOpened.ref, recorded: streamRecorded });
@@ -682,7 +683,7 @@ export async function runDisputeDemo(p: DemoParameters): Promise<CaseReport[]> {
       subject: "session",
       caseId: streamCaseId,
       lane: 1,
-      verdict: streamResult.run.resolution.aggregate.finalVerdict,
+      verdict: streamResult.run.verdict,
       resolutionHash: streamResult.run.resolutionHash,
       identicalRuns: streamResult.identicalRuns,
       panel: streamResult.panel,
