@@ -113,3 +113,11 @@ export class ResultConflictError extends BaseError {
 export class InconsistentRecordError extends BaseError {
   override name = "InconsistentRecordError" as const;
 }
+
+/** A channel that was archived and pruned (issue 31 item 2) is never stored again: a late message must not re-create it. */
+export class ChannelPrunedError extends BaseError {
+  override name = "ChannelPrunedError" as const;
+  constructor(readonly sessionId: Hex, readonly prunedAt: bigint, readonly archive: string) {
+    super(`Session ${sessionId} was settled, archived to ${archive} and pruned from this store (at ${prunedAt}); it cannot be resumed or stored again.`);
+  }
+}
