@@ -17,7 +17,6 @@ import {
   isAddress,
   isAddressEqual,
   keccak256,
-  parseEventLogs,
   stringToBytes,
   zeroAddress,
   type Address,
@@ -26,8 +25,6 @@ import {
   type PublicClient,
 } from "viem";
 
-import { ReceiptAccumulator } from "../core/accumulator";
-import { canon } from "../core/canonical";
 import { gasEscrowDomain, signingAccount, type GasEscrowDomain } from "../core/eip712";
 import { signedSessionKeyGrantFromJson, type SignedSessionKeyGrant } from "../core/session-key";
 import { secp256k1Backend } from "../core/secp256k1";
@@ -43,7 +40,7 @@ import {
 } from "../chain/escrow";
 import { readSettledDisputeWindow } from "../chain/dispute-window";
 import { anchorIfLagging, leafCountOfRoot, type AnchorOutcome } from "../node/receipt-anchor";
-import { eventArg, getLogsPaged, readPaged } from "../chain/logs";
+import { readPaged } from "../chain/logs";
 import {
   acceptGig,
   acceptGigDelivery,
@@ -67,10 +64,11 @@ import { EndpointError, listenHost, parsePeer } from "../node/endpoints";
 import type { McpWorker } from "../node/mcp-worker";
 import type { McpHandler } from "../node/provider-node";
 import { readRequestFile, RequestFileReader, requestFrom, RequestFileError } from "../node/requests";
-import { signedSessionReceiptToJson, sessionReceiptHash } from "../core/receipt";
+import { signedSessionReceiptToJson } from "../core/receipt";
 import type { ChannelRecord, ChannelStore } from "../store/store";
+import { exportLines } from "../store/archive";
 import { channelRefToJson, describePricing, disputeWindowProblem, sessionIdOf, type ChannelRef, modelAllowed, NATIVE_ASSET, prepaidPerCall, pricingTermsFromJson, pricingTermsToJson, termsHashOf, type PricingTerms } from "../core/terms";
-import { paymentTicketHash, signedPaymentTicketToJson } from "../core/ticket";
+import { signedPaymentTicketToJson } from "../core/ticket";
 import type { JsonObject } from "../core/validate";
 import {
   addressOption,
@@ -1034,57 +1032,7 @@ async function runExport(values: Record<string, unknown>, out: Out): Promise<voi
     const { publicClient, escrow, chainId } = await chainClients(values);
     const channel = storedChannelOn(store, sessionId, chainId, escrow);
     const reading = readingOf(values, chainId);
-    const lines: string[] = [];
-    lines.push(canon({ type: "session", sessionId: channel.sessionId, escrow: escrow.toLowerCase(), ref: channelRefToJson(channel.ref), pricing: pricingTermsToJson(channel.pricing), termsHash: termsHashOf(channel.pricing), leafDomain: "IOI_SESSION_LEAF_V1" }));
-    for (const step of store.steps(channel.sessionId)) {
-      if (!step.receipt || !step.leaf) continue;
-      lines.push(canon({
-        type: "step",
-        seq: step.seq.toString(),
-        ticket: signedPaymentTicketToJson(step.ticket),
-        receipt: signedSessionReceiptToJson(step.receipt),
-        ticketHash: paymentTicketHash(step.ticket.ticket),
-        receiptHash: sessionReceiptHash(step.receipt.receipt),
-        leaf: step.leaf,
-      }));
-    }
-    // The root the chain recorded: the cooperative settlement's, or the newest recorded ticket's.
-    const logs = parseEventLogs({
-      abi: gasEscrowAbi,
-      // From the channel's opening block to the head, in bounded pages with back-off (decision 0019).
-      logs: await getLogsPaged({ publicClient, address: escrow, fromBlock: channel.ref.openedAt, toBlock: await publicClient.getBlockNumber(), maxBlockRange: reading.batchBlocks, retry: reading.retry }),
-    }).filter((log) => eventArg(log, "sessionId") === channel.sessionId);
-    let onChain: Record<string, string> | null = null;
-    // Provider-signed receipt commits anchored on the session: a case may prove receipts against their roots.
-    const anchored: { leafCount: bigint; root: Hex; transactionHash: Hex }[] = [];
-    for (const log of logs) {
-      if (log.eventName === "ReceiptCommitAnchored") anchored.push({ leafCount: log.args.leafCount, root: log.args.root, transactionHash: log.transactionHash });
-      if (log.eventName === "ChannelSettled") onChain = { event: log.eventName, receiptRoot: log.args.receiptRoot, seq: log.args.finalSeq.toString(), transactionHash: log.transactionHash };
-      else if (log.eventName === "ChannelClosing" || log.eventName === "ChannelChallenged") onChain = { event: log.eventName, receiptRoot: log.args.receiptRoot, seq: log.args.seq.toString(), transactionHash: log.transactionHash };
-    }
-    // The local root over every receipt, and how many of the first receipts the chain's root covers: after
-    // any close they must be all of them (a provider serves nothing once a session is closed).
-    const history = ReceiptAccumulator.fromLeaves(store.leaves(channel.sessionId));
-    let covered: number | null = null;
-    if (onChain) {
-      for (let size = history.size; size >= 0 && covered === null; size--) if (history.prefixRoot(size) === onChain.receiptRoot) covered = size;
-    }
-    const root = history.root();
-    lines.push(canon({
-      type: "root",
-      receipts: String(history.size),
-      root,
-      onChain,
-      coveredReceipts: covered === null ? null : String(covered),
-      matches: onChain !== null && onChain.receiptRoot === root,
-      anchoredCommits: anchored.map((a) => ({
-        leafCount: a.leafCount.toString(),
-        root: a.root,
-        transactionHash: a.transactionHash,
-        // Whether the anchored root is this store's root over the same first receipts.
-        matches: a.leafCount <= BigInt(history.size) && history.prefixRoot(Number(a.leafCount)) === a.root,
-      })),
-    }));
+    const lines = await exportLines({ store, channel, publicClient, escrow, maxBlockRange: reading.batchBlocks, retry: reading.retry });
     for (const line of lines) console.log(line);
     out.json = false; // the JSON lines are the output
   } finally {

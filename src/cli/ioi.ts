@@ -27,6 +27,7 @@ import { OPTION_HELP } from "./option-help";
 import { SESSION_KEY_COMMANDS } from "./session-key";
 import { API_GROUP } from "./api";
 import { DEVNET_GROUP, FAUCET_COMMAND } from "./devnet";
+import { STORE_GROUP } from "./store";
 import { ACCOUNT_GROUP } from "./account";
 
 /** The package's version, from the package.json above this file (in the source tree or a built dist/). */
@@ -117,6 +118,7 @@ function buildProgram(io: CliState): Commander {
   leaf(program, "faucet", FAUCET_COMMAND, {}, [], "", io);
   group(program.command("account").description(ACCOUNT_GROUP.summary), "account", ACCOUNT_GROUP.commands, {}, [], "", io);
   group(program.command("devnet").description(DEVNET_GROUP.summary), "devnet", DEVNET_GROUP.commands, {}, [], "", io);
+  group(program.command("store").description(STORE_GROUP.summary), "store", STORE_GROUP.commands, {}, [], "", io);
   return program;
 }
 
