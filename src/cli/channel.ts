@@ -9,7 +9,7 @@
  * variable named by --key-env (default IOI_PRIVATE_KEY). Every command prints readable lines, or with
  * --json one JSON object on the last line.
  */
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import {
   decodeFunctionData,
@@ -67,7 +67,9 @@ import { readRequestFile, RequestFileReader, requestFrom, RequestFileError } fro
 import { signedSessionReceiptToJson } from "../core/receipt";
 import type { ChannelRecord, ChannelStore } from "../store/store";
 import { exportLines } from "../store/archive";
-import { channelRefToJson, describePricing, disputeWindowProblem, sessionIdOf, type ChannelRef, modelAllowed, NATIVE_ASSET, prepaidPerCall, pricingTermsFromJson, pricingTermsToJson, termsHashOf, type PricingTerms } from "../core/terms";
+import { schedulePrune } from "../store/prune";
+import { SqliteStore } from "../store/sqlite-store";
+import { channelRefToJson, describePricing, disputeWindowProblem, sessionIdOf, type ChannelRef, modelAllowed, NATIVE_ASSET, prepaidPerCall, pricingTermsFromJson, termsHashOf, type PricingTerms } from "../core/terms";
 import { signedPaymentTicketToJson } from "../core/ticket";
 import type { JsonObject } from "../core/validate";
 import {
@@ -227,9 +229,14 @@ export const COMMANDS: Record<string, Command> = {
   },
   watchtower: {
     summary: "watch the escrow and answer stale closes of the store's channels; finalise when due",
-    usage: "ioi watchtower [--from-block N] [--once] [--metrics HOST:PORT] [--log-level L] [--log-file PATH] [--alerts] [--alert-webhook URL] [--top-up-below A --top-up-to A --top-up-max-per-day A]",
-    notes: [...ALERT_NOTES, ...TOP_UP_NOTES],
-    options: { "from-block": { type: "string" }, once: { type: "boolean" }, ...METRICS_OPTION, ...LOG_OPTIONS, ...ALERT_OPTIONS, ...TOP_UP_OPTIONS },
+    usage: "ioi watchtower [--from-block N] [--once] [--metrics HOST:PORT] [--log-level L] [--log-file PATH] [--alerts] [--alert-webhook URL] [--top-up-below A --top-up-to A --top-up-max-per-day A] [--prune-archive-dir DIR [--prune-every SECONDS] [--dispute-manager ADDRESS]]",
+    notes: [
+      ...ALERT_NOTES,
+      ...TOP_UP_NOTES,
+      "  --prune-archive-dir DIR: also archive and prune settled channels no dispute can reach any more, as",
+      "  `ioi store prune` does, at start and every --prune-every seconds (default 3600).",
+    ],
+    options: { "from-block": { type: "string" }, once: { type: "boolean" }, ...METRICS_OPTION, ...LOG_OPTIONS, ...ALERT_OPTIONS, ...TOP_UP_OPTIONS, "prune-archive-dir": { type: "string" }, "prune-every": { type: "string" }, "dispute-manager": { type: "string" } },
     run: runWatchtower,
   },
   results: {
@@ -950,7 +957,45 @@ async function runWatchtower(values: Record<string, unknown>, out: Out): Promise
     onAnswer: (a) => out.lines.push(`Answered the stale close of ${a.sessionId} (seq ${a.staleSeq}) with seq ${a.answeredSeq}${a.inWindow ? " inside the window" : ""}.`),
     onFinalized: (sessionId, hash) => out.lines.push(`Finalised ${sessionId} in ${hash}.`),
   });
+  const pruneDir = values["prune-archive-dir"] as string | undefined;
+  const pruneEvery = uint(values, "prune-every", "seconds between prune passes", 3600n);
+  if (pruneDir !== undefined && (pruneDir === "" || pruneEvery === 0n)) throw new UsageError("--prune-archive-dir needs a directory and --prune-every at least 1 second.");
+  let pruner: { stop: () => Promise<void> } | undefined;
   try {
+    if (pruneDir !== undefined) {
+      const { address: disputeManager } = await deployedContract(values, publicClient, "dispute-manager", "IOI_DISPUTE_MANAGER", "DisputeManager");
+      const archiveDir = path.resolve(pruneDir);
+      mkdirSync(archiveDir, { recursive: true });
+      const pruned: unknown[] = [];
+      out.result.pruned = pruned;
+      const settled = new Promise<void>((resolve) => {
+        pruner = schedulePrune({
+          store,
+          publicClient,
+          disputeManager,
+          escrow,
+          chainId,
+          archiveDir,
+          everyMs: Number(pruneEvery) * 1000,
+          maxBlockRange: reading.batchBlocks,
+          retry: reading.retry,
+          afterPrune: () => (store instanceof SqliteStore ? store.reclaim() : Promise.resolve()),
+          onOutcomes: (outcomes) => {
+            for (const o of outcomes.filter((x) => x.action === "pruned")) {
+              pruned.push(o);
+              out.lines.push(`Pruned ${o.sessionId}: ${o.receipts} receipt(s) archived to ${o.archive}.`);
+              logger.info({ event: "channel.pruned", sessionId: o.sessionId, archive: o.archive, receipts: o.receipts }, "settled channel archived and pruned");
+            }
+            resolve();
+          },
+          onError: (error) => {
+            logger.warn({ event: "prune.failed", error: (error as Error).message.split("\n")[0] }, "prune pass failed; retried on schedule");
+            resolve();
+          },
+        });
+      });
+      if (values.once) await settled;
+    }
     if (values.once) {
       await tower.runOnce();
     } else {
@@ -964,6 +1009,7 @@ async function runWatchtower(values: Record<string, unknown>, out: Out): Promise
     }
     out.result.answers = tower.answers.map((a) => ({ sessionId: a.sessionId, staleSeq: a.staleSeq.toString(), answeredSeq: a.answeredSeq.toString(), inWindow: a.inWindow }));
   } finally {
+    await pruner?.stop();
     await metrics?.close();
     await store.close();
   }

@@ -118,6 +118,7 @@ export class InconsistentRecordError extends BaseError {
 export class ChannelPrunedError extends BaseError {
   override name = "ChannelPrunedError" as const;
   constructor(readonly sessionId: Hex, readonly prunedAt: bigint, readonly archive: string) {
-    super(`Session ${sessionId} was settled, archived to ${archive} and pruned from this store (at ${prunedAt}); it cannot be resumed or stored again.`);
+    // The archive's path stays out of the sentence: a node may send it to a peer.
+    super(`Session ${sessionId} was settled and pruned from this store at ${prunedAt} (unix time, chain clock); it cannot be resumed or stored again.`);
   }
 }

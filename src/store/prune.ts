@@ -161,3 +161,41 @@ export async function pruneChannels(parameters: PruneChannelsParameters): Promis
   }
   return outcomes;
 }
+
+export type PruneScheduleParameters = PruneChannelsParameters & {
+  /** Between the end of one pass and the start of the next. */
+  everyMs: number;
+  onOutcomes?: (outcomes: PruneOutcome[]) => void;
+  /** A pass that failed as a whole (the store, the RPC); the next pass runs on schedule. */
+  onError?: (error: unknown) => void;
+  /** After each pass that pruned something (e.g. `SqliteStore.reclaim`). */
+  afterPrune?: () => Promise<unknown>;
+};
+
+/**
+ * A daemon's prune duty (`ioi watchtower --prune-archive-dir D`): a pass at once, then one every `everyMs`.
+ * Returns `stop`, which waits for a pass under way to end.
+ */
+export function schedulePrune(parameters: PruneScheduleParameters): { stop: () => Promise<void> } {
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  let running: Promise<void> = Promise.resolve();
+  const pass = async (): Promise<void> => {
+    try {
+      const outcomes = await pruneChannels(parameters);
+      parameters.onOutcomes?.(outcomes);
+      if (outcomes.some((o) => o.action === "pruned")) await parameters.afterPrune?.();
+    } catch (error) {
+      parameters.onError?.(error);
+    }
+    if (!stopped) timer = setTimeout(() => (running = pass()), parameters.everyMs);
+  };
+  running = pass();
+  return {
+    stop: async () => {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      await running;
+    },
+  };
+}

@@ -198,7 +198,8 @@ describe("SqliteStore, schema 7 (compact steps, pruning)", function () {
       // Nothing re-creates the pruned channel or files anything under it.
       const again = await rejection(store.putChannel(gone));
       expect(again.name).to.equal("ChannelPrunedError");
-      expect(again.message).to.contain("/archive/gone.jsonl");
+      expect((again as unknown as { archive: string }).archive).to.equal("/archive/gone.jsonl");
+      expect(again.message).to.contain("pruned from this store at 1800000000");
       expect((await rejection(store.putStep(gone.sessionId, steps[0]!))).name).to.equal("UnknownChannelError");
       expect((await rejection(store.deleteChannel(gone.sessionId, { prunedAt: 1n, archive: "x" }))).name).to.equal("UnknownChannelError");
     } finally {
