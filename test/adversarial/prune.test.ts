@@ -50,7 +50,7 @@ const PRICE = ether("0.1");
 /** The terms promise one day of disputes after a settlement; the chain accepts cases for three. */
 const TERMS: TermsDocumentV2 = {
   version: "2",
-  pricing: { perInvocation: PRICE, capPerCall: PRICE },
+  pricing: { perInvocation: PRICE, perUnit: null, capPerCall: PRICE },
   models: ["m@1"],
   disputes: { windowAfterSettlement: 24n * 3600n, penalties: {}, refundsFromBond: true },
   requiredReceipts: [],
