@@ -154,8 +154,15 @@ export async function pruneChannels(parameters: PruneChannelsParameters): Promis
       outcomes.push({ sessionId, action: "prunable", receipts: leaves.length });
       continue;
     }
-    const lines = await exportLines({ store, channel, publicClient, escrow: channel.escrow, maxBlockRange: parameters.maxBlockRange, retry: parameters.retry });
-    const archive = writeArchive(archiveDir, sessionId, lines, leaves);
+    let archive: string;
+    try {
+      const lines = await exportLines({ store, channel, publicClient, escrow: channel.escrow, maxBlockRange: parameters.maxBlockRange, retry: parameters.retry });
+      archive = writeArchive(archiveDir, sessionId, lines, leaves);
+    } catch (error) {
+      // Nothing is deleted without a verified archive; the next pass tries again.
+      outcomes.push({ sessionId, action: "kept", reason: `its archive could not be written: ${(error as Error).message.split("\n")[0]}` });
+      continue;
+    }
     await store.deleteChannel(sessionId, { prunedAt: facts.now, archive });
     outcomes.push({ sessionId, action: "pruned", archive, receipts: leaves.length });
   }
