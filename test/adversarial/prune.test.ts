@@ -101,8 +101,8 @@ describe("adversarial: archive and prune settled channels (issue 31)", function 
     const store = SqliteStore.open(path.join(dir, "provider.db"));
     const archiveDir = path.join(dir, "archive");
     fs.mkdirSync(archiveDir);
-    const prune = (dryRun = false) =>
-      pruneChannels({ store, publicClient: s.publicClient, disputeManager: getAddress(s.disputes.address), escrow: getAddress(s.escrow.address), chainId: Number(s.chainId), archiveDir, dryRun });
+    const prune = (dryRun = false, into = archiveDir) =>
+      pruneChannels({ store, publicClient: s.publicClient, disputeManager: getAddress(s.disputes.address), escrow: getAddress(s.escrow.address), chainId: Number(s.chainId), archiveDir: into, dryRun });
     const byId = (outcomes: Awaited<ReturnType<typeof prune>>) => new Map(outcomes.map((o) => [o.sessionId, o]));
     try {
       const snapAll = await snapshot(s, fullBook(s));
@@ -137,6 +137,11 @@ describe("adversarial: archive and prune settled channels (issue 31)", function 
       outcomes = byId(await prune(true));
       expect(outcomes.get(a.session.sessionId)).to.deep.equal({ sessionId: a.session.sessionId, action: "prunable", receipts: 4 });
       expect(store.getChannel(a.session.sessionId)).to.not.equal(undefined); // a dry run deletes nothing
+      // An archive that cannot be written keeps the channel (nothing is deleted without a verified archive).
+      outcomes = byId(await prune(false, path.join(dir, "no", "such", "dir")));
+      expect(outcomes.get(a.session.sessionId)!.action).to.equal("kept");
+      expect(outcomes.get(a.session.sessionId)!.reason).to.match(/^its archive could not be written: .*ENOENT/);
+      expect(store.steps(a.session.sessionId)).to.have.length(4);
       outcomes = byId(await prune());
       const archive = path.join(archiveDir, `${a.session.sessionId}.jsonl`);
       expect(outcomes.get(a.session.sessionId)).to.deep.equal({ sessionId: a.session.sessionId, action: "pruned", archive, receipts: 4 });
