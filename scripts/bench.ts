@@ -33,7 +33,7 @@ import hre from "hardhat";
 
 import { benchArbitration, benchReplays, type ArbitrationBench, type ReplayBench } from "./bench-arbitration";
 import { benchCliStartup } from "./bench-cli";
-import { benchAccumulator, benchBatchedReceipts, benchCeiling, benchCrypto, remeasureCryptoCeiling, remeasureKeccakCeiling, type Ceiling } from "./bench-micro";
+import { benchAccumulator, benchBatchedReceipts, benchCeiling, benchCrypto, cryptoCpuUsPerTicketSide, remeasureCryptoCeiling, remeasureKeccakCeiling, type Ceiling } from "./bench-micro";
 import { benchTransport } from "./bench-transport";
 import { latencyFloor, measureDurableStep, measureLoopbackRoundTrip } from "./bench-floor";
 import { breakdownLines, runSocketBench, tasksetAvailable } from "./bench-socket";
@@ -238,6 +238,7 @@ async function measureHotPath(quick: boolean, log: (line: string) => void) {
   ceiling = await remeasureCryptoCeiling(ceiling);
   log("Measuring the latency floor at 1 in flight (a durable step alone, a loopback round trip) …");
   const cryptoUs = ceiling.perSideCryptoUsPerTicket;
+  const cryptoCpuUs = cryptoCpuUsPerTicketSide(quick ? 1_000 : 3_000);
   const floor = latencyFloor(await measureDurableStep(quick ? 200 : 1_000), await measureLoopbackRoundTrip(quick ? 500 : 2_000), cryptoUs);
   const at64 = socket.find((r) => r.inflight === 64) ?? socket[socket.length - 1]!;
   const at1 = socket.find((r) => r.inflight === 1);
@@ -258,10 +259,13 @@ async function measureHotPath(quick: boolean, log: (line: string) => void) {
     },
     // Issue 31 item 5 (decision 0012): each side's CPU per ticket is the process's own CPU time (user + system;
     // the provider's from /proc, the payer's from process.cpuUsage) over the fastest 64-in-flight window; crypto's
-    // share is sign + verify per side (the ceiling's libsecp256k1 rates) over it. Neither depends on wall time.
+    // share is sign + recover per side timed by CPU time too (cryptoCpuUsPerTicketSide) over it: neither depends on
+    // wall time. `sampled` is the same share from the profiled window's samples (secp256k1 frames ÷ all CPU).
     cryptoShareOfCpu: {
-      payer: Number((cryptoUs / at64.payerCpuUsPerTicket).toFixed(3)),
-      provider: Number((cryptoUs / at64.providerCpuUsPerTicket).toFixed(3)),
+      cryptoCpuUsPerSide: cryptoCpuUs,
+      payer: Number((cryptoCpuUs / at64.payerCpuUsPerTicket).toFixed(3)),
+      provider: Number((cryptoCpuUs / at64.providerCpuUsPerTicket).toFixed(3)),
+      sampled: at64.breakdown && { payer: Number(at64.breakdown.payer.shares["sign + verify (secp256k1)"].toFixed(3)), provider: Number(at64.breakdown.provider.shares["sign + verify (secp256k1)"].toFixed(3)) },
       target: 0.4,
     },
     providerPerCore: {
@@ -297,7 +301,9 @@ async function measureHotPath(quick: boolean, log: (line: string) => void) {
     row("CPU per ticket, payer (µs): total / sign+verify / rest", `${at64.payerCpuUsPerTicket} / ${cryptoUs} / ${results.cpuPerTicketUs.payer.rest}`, "", null);
     row("CPU per ticket, provider (µs): total / sign+verify / rest", `${at64.providerCpuUsPerTicket} / ${cryptoUs} / ${results.cpuPerTicketUs.provider.rest}`, "", null);
     const share = results.cryptoShareOfCpu;
+    row(`sign + recover per side in CPU time (µs)`, String(share.cryptoCpuUsPerSide), "", null);
     row("crypto's share of CPU per ticket, payer / provider", `${share.payer} / ${share.provider}`, "≥ 0.4", share.payer >= 0.4 && share.provider >= 0.4);
+    if (share.sampled) row("  the same from the profiled window's samples", `${share.sampled.payer} / ${share.sampled.provider}`, "", null);
     row("provider tickets per CPU-second (1e6 ÷ its CPU µs per ticket)", String(results.providerPerCore.ticketsPerCpuSecond), "", null);
     const pinned = results.providerPerCore.pinned;
     if ("ticketsPerSecond" in pinned) {
