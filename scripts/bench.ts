@@ -224,7 +224,7 @@ async function measureHotPath(quick: boolean, log: (line: string) => void) {
   let pinnedRun: Awaited<ReturnType<typeof runSocketBench>>[number] | undefined;
   if (canPin) {
     log("Measuring tickets with the provider pinned to CPU 0 and the payer to the others …");
-    [pinnedRun] = await runSocketBench([{ inflight: 64, tickets: quick ? 500 : 2_000 }], { provider: "0", payer: `1-${os.cpus().length - 1}` });
+    [pinnedRun] = await runSocketBench([{ inflight: 64, tickets: quick ? 500 : 2_000 }], { provider: "0", payer: os.cpus().length === 2 ? "1" : `1-${os.cpus().length - 1}` });
   }
   log("Measuring the ceiling (every library side by side) …");
   let ceiling: Ceiling = await benchCeiling();
