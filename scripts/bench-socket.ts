@@ -5,6 +5,7 @@
  * before it is answered; every receipt is checked and persisted by the payer before it counts.
  * Writes `bench/socket.json` and prints a table.
  */
+import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -36,6 +37,10 @@ export type SocketRun = {
   /** CPU time (user + system) per ticket of the payer process (this one) and of the provider process, µs. */
   payerCpuUsPerTicket: number;
   providerCpuUsPerTicket: number;
+  /** How much of one core the provider process used during the stream (its CPU time ÷ wall time). */
+  providerCoreShare: number;
+  /** Where the processes ran: `taskset` CPU lists, when the plan pinned them. */
+  pinned?: { provider: string; payer: string };
   /** The secp256k1 implementation the provider process reported on its start line. */
   providerCrypto: string;
   /** The payer store's group commits and WAL fdatasyncs during the timed stream (what durability cost it). */
@@ -80,7 +85,10 @@ function processCpuUs(pid: number | undefined): number {
 /** Streams `plan`'s tickets over the sealed socket to a provider process and measures each run. */
 export async function runSocketBench(
   plan: { inflight: number; tickets: number; profile?: boolean }[] = [{ inflight: 1, tickets: 300 }, { inflight: 64, tickets: 2_000, profile: true }],
+  /** `taskset` CPU lists for the provider process and for this (the payer's) process, e.g. "0" and "1". */
+  pin?: { provider: string; payer: string },
 ): Promise<SocketRun[]> {
+  const originalMask = pin ? pinSelf(pin.payer) : undefined;
   const workdir = mkdtempSync(path.join(os.tmpdir(), "ioi-bench-"));
   const publicClient = (await hre.viem.getPublicClient()) as unknown as PublicClient;
   const [, funder] = (await hre.viem.getWalletClients()) as unknown as Wallet[];
@@ -94,7 +102,7 @@ export async function runSocketBench(
   const providerParameters = (db: string) => ({ rpc: rpc.url, escrow, db: path.join(workdir, db), price: pricing.pricePerInvocation, key: bytesToHex(provider.getHdKey().privateKey!), fromBlock: 0n, onLine: (event: Record<string, unknown>) => {
     if (event.event === "provider.ready") providerCrypto = String(event.crypto ?? "unknown");
   } });
-  const node = await startProviderProcess(providerParameters("provider.db"));
+  const node = await startProviderProcess({ ...providerParameters("provider.db"), ...(pin ? { cpus: pin.provider } : {}) });
   const store = SqliteStore.open(path.join(workdir, "payer.db"));
   const domain = await escrowDomain(publicClient, escrow);
   const runs: SocketRun[] = [];
@@ -136,7 +144,7 @@ export async function runSocketBench(
         const providerUsed = processCpuUs(node.child.pid) - providerCpu;
         const storeAfter = store.stats;
         const [p50, p99] = quantiles(latencies, 0.5, 0.99) as [number, number];
-        const run: SocketRun = { inflight, tickets, perSecond: Math.round(tickets / seconds), p50Ms: Number(p50.toFixed(2)), p99Ms: Number(p99.toFixed(2)), payerCpuUsPerTicket: Math.round((payerUsed.user + payerUsed.system) / tickets), providerCpuUsPerTicket: Math.round(providerUsed / tickets), providerCrypto, payerCommits: storeAfter.commits - storeBefore.commits, payerSyncs: storeAfter.syncs - storeBefore.syncs, windows };
+        const run: SocketRun = { inflight, tickets, perSecond: Math.round(tickets / seconds), p50Ms: Number(p50.toFixed(2)), p99Ms: Number(p99.toFixed(2)), payerCpuUsPerTicket: Math.round((payerUsed.user + payerUsed.system) / tickets), providerCpuUsPerTicket: Math.round(providerUsed / tickets), providerCoreShare: Number((providerUsed / (seconds * 1e6)).toFixed(3)), ...(pin ? { pinned: pin } : {}), providerCrypto, payerCommits: storeAfter.commits - storeBefore.commits, payerSyncs: storeAfter.syncs - storeBefore.syncs, windows };
         windows.push({ perSecond: run.perSecond, p50Ms: run.p50Ms });
         if (best === undefined || run.perSecond > best.perSecond) best = run;
       }
@@ -179,8 +187,26 @@ export async function runSocketBench(
     await stopProcess(node.child);
     await rpc.close();
     rmSync(workdir, { recursive: true, force: true });
+    if (originalMask !== undefined) pinSelf(originalMask);
   }
   return runs;
+}
+
+/** Whether `taskset` (util-linux) can pin processes here. */
+export function tasksetAvailable(): boolean {
+  try {
+    execFileSync("taskset", ["-p", String(process.pid)], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Pins every thread of this process to the `taskset -c` list `cpus`; returns the list it had before. */
+function pinSelf(cpus: string): string {
+  const before = execFileSync("taskset", ["-c", "-p", String(process.pid)], { encoding: "utf8" }).trim().split(": ").pop()!;
+  execFileSync("taskset", ["-a", "-c", "-p", cpus, String(process.pid)], { stdio: "ignore" });
+  return before;
 }
 
 /** The breakdown as table lines: µs per ticket of each cost centre, payer and provider side by side. */

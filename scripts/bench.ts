@@ -22,6 +22,7 @@
  *                                    ÷ quiet, resume of a 100,000-receipt channel), merged likewise
  *   npm run bench -- --stream   only issue 32's figures (the payer's spot-check per tranche vs the tranche's duration),
  *                               merged into the existing results.json
+ *   npm run bench -- --store    only storage on disk per receipt (10,000 and 100,000 receipts), merged likewise
  *   npm run bench -- --hot-path      only the hot path of issue 15 (ceiling, batched receipts, socket, the sealed transport alone),
  *                                    merged into the existing results.json
  *
@@ -36,11 +37,12 @@ import hre from "hardhat";
 
 import { benchArbitration, benchReplays, type ArbitrationBench, type ReplayBench } from "./bench-arbitration";
 import { benchCliStartup } from "./bench-cli";
-import { benchAccumulator, benchBatchedReceipts, benchCeiling, benchCrypto, remeasureCryptoCeiling, remeasureKeccakCeiling, type Ceiling } from "./bench-micro";
+import { benchAccumulator, benchBatchedReceipts, benchCeiling, benchCrypto, cryptoCpuUsPerTicketSide, remeasureCryptoCeiling, remeasureKeccakCeiling, type Ceiling } from "./bench-micro";
 import { benchTransport } from "./bench-transport";
 import { latencyFloor, measureDurableStep, measureLoopbackRoundTrip } from "./bench-floor";
-import { breakdownLines, runSocketBench } from "./bench-socket";
+import { breakdownLines, runSocketBench, tasksetAvailable } from "./bench-socket";
 import { benchDaemon } from "./bench-daemon";
+import { benchStorage, type StorageFigure } from "./bench-store";
 import { benchNodes, nodesRows } from "./bench-nodes";
 import { measureGas } from "./gas-report";
 import { benchStream } from "./bench-stream";
@@ -150,6 +152,18 @@ async function main(): Promise<void> {
     return;
   }
 
+  if (process.argv.includes("--store")) {
+    log("Measuring storage on disk per receipt …");
+    const storage = await benchStorage(quick ? [2_000] : [10_000, 100_000]);
+    const previous = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>) : {};
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(file, `${JSON.stringify({ ...previous, storage: { ...storage, machine, measuredAt: new Date().toISOString() } }, null, 2)}\n`);
+    log("");
+    storageRows(storage, row);
+    log(`Updated the storage figures in ${path.relative(process.cwd(), file)}`);
+    return;
+  }
+
   if (process.argv.includes("--hot-path")) {
     const hot = await measureHotPath(quick, log);
     const previous = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>) : {};
@@ -179,6 +193,8 @@ async function main(): Promise<void> {
   const cli = benchCliStartup(quick ? 5 : 20);
   log("Measuring nodes under a flood and a large resume …");
   const nodes = await benchNodes(quick, log);
+  log("Measuring storage on disk per receipt …");
+  const storage = await benchStorage(quick ? [2_000] : [10_000, 100_000]);
 
   const tickets = Object.fromEntries(socket.map((r) => [`inflight${r.inflight}`, { perSecond: r.perSecond, p50Ms: r.p50Ms, p99Ms: r.p99Ms, tickets: r.tickets, ...(r.breakdown ? { cpuUsPerTicketByCostCentre: { payer: r.breakdown.payerUs, provider: r.breakdown.providerUs } } : {}) }]));
   const best = Math.max(...socket.map((r) => r.perSecond));
@@ -198,6 +214,7 @@ async function main(): Promise<void> {
     arbitration,
     cli,
     nodes,
+    storage,
   };
   mkdirSync(dir, { recursive: true });
   writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
@@ -219,12 +236,19 @@ async function main(): Promise<void> {
   row("ioi --help peak memory", `${cli.peakRssMiB} MiB`, "", null);
   row("bare `node -e \"\"` start-up, same runs (machine load)", `${cli.nodeBaselineMs} ms`, "", null);
   nodesRows(nodes, row);
+  storageRows(storage, row);
   for (const [op, gasUsed] of Object.entries(gas)) {
     const target = GAS_TARGETS[op];
     const met = target ? (target.inclusive ? gasUsed <= target.limit : gasUsed < target.limit) : null;
     row(`gas: ${op}`, gasUsed.toLocaleString("en-US"), target ? `${target.inclusive ? "≤" : "<"} ${target.limit.toLocaleString("en-US")}` : "", met);
   }
   log(`Wrote ${path.relative(process.cwd(), file)}`);
+}
+
+function storageRows(storage: Record<string, StorageFigure>, row: (name: string, value: string, target: string, met: boolean | null) => void): void {
+  for (const f of Object.values(storage)) {
+    row(`store bytes per receipt at ${f.receipts.toLocaleString("en-US")}, provider / payer (after a checkpoint)`, `${f.providerBytesPerReceipt} / ${f.payerBytesPerReceipt}`, `≤ ${f.bound}`, f.withinBound);
+  }
 }
 
 /** The hot path of issue 15: the ceiling, batched receipts and tickets over the socket, in one run. */
@@ -235,6 +259,13 @@ async function measureHotPath(quick: boolean, log: (line: string) => void) {
   const loadBefore = os.loadavg()[0]!;
   const socket = await runSocketBench(quick ? [{ inflight: 1, tickets: 100 }, { inflight: 64, tickets: 500, profile: true }] : undefined);
   const loadAfter = os.loadavg()[0]!;
+  // Issue 31 item 5: the provider alone on one core, the payer on the others (taskset), at 64 in flight.
+  const canPin = os.cpus().length >= 2 && tasksetAvailable();
+  let pinnedRun: Awaited<ReturnType<typeof runSocketBench>>[number] | undefined;
+  if (canPin) {
+    log("Measuring tickets with the provider pinned to CPU 0 and the payer to the others …");
+    [pinnedRun] = await runSocketBench([{ inflight: 64, tickets: quick ? 500 : 2_000 }], { provider: "0", payer: os.cpus().length === 2 ? "1" : `1-${os.cpus().length - 1}` });
+  }
   log("Measuring the ceiling (every library side by side) …");
   let ceiling: Ceiling = await benchCeiling();
   log("Measuring batched receipts …");
@@ -247,6 +278,7 @@ async function measureHotPath(quick: boolean, log: (line: string) => void) {
   ceiling = await remeasureCryptoCeiling(ceiling);
   log("Measuring the latency floor at 1 in flight (a durable step alone, a loopback round trip) …");
   const cryptoUs = ceiling.perSideCryptoUsPerTicket;
+  const cryptoCpuUs = cryptoCpuUsPerTicketSide(quick ? 1_000 : 3_000);
   const floor = latencyFloor(await measureDurableStep(quick ? 200 : 1_000), await measureLoopbackRoundTrip(quick ? 500 : 2_000), cryptoUs);
   const at64 = socket.find((r) => r.inflight === 64) ?? socket[socket.length - 1]!;
   const at1 = socket.find((r) => r.inflight === 1);
@@ -264,6 +296,24 @@ async function measureHotPath(quick: boolean, log: (line: string) => void) {
       payer: { total: at64.payerCpuUsPerTicket, signAndVerify: cryptoUs, rest: Math.round(at64.payerCpuUsPerTicket - cryptoUs), byCostCentre: at64.breakdown?.payerUs },
       provider: { total: at64.providerCpuUsPerTicket, signAndVerify: cryptoUs, rest: Math.round(at64.providerCpuUsPerTicket - cryptoUs), byCostCentre: at64.breakdown?.providerUs },
       profiledWindow: at64.breakdown && { tickets: at64.breakdown.tickets, perSecond: at64.breakdown.perSecond, payer: at64.breakdown.payer, provider: at64.breakdown.provider },
+    },
+    // Issue 31 item 5 (decision 0012): each side's CPU per ticket is the process's own CPU time (user + system;
+    // the provider's from /proc, the payer's from process.cpuUsage) over the fastest 64-in-flight window; crypto's
+    // share is sign + recover per side timed by CPU time too (cryptoCpuUsPerTicketSide) over it: neither depends on
+    // wall time. `sampled` is the same share from the profiled window's samples (secp256k1 frames ÷ all CPU).
+    cryptoShareOfCpu: {
+      cryptoCpuUsPerSide: cryptoCpuUs,
+      payer: Number((cryptoCpuUs / at64.payerCpuUsPerTicket).toFixed(3)),
+      provider: Number((cryptoCpuUs / at64.providerCpuUsPerTicket).toFixed(3)),
+      sampled: at64.breakdown && { payer: Number(at64.breakdown.payer.shares["sign + verify (secp256k1)"].toFixed(3)), provider: Number(at64.breakdown.provider.shares["sign + verify (secp256k1)"].toFixed(3)) },
+      target: 0.4,
+    },
+    providerPerCore: {
+      // What one fully busy core of the provider would serve, from its CPU time alone.
+      ticketsPerCpuSecond: Math.round(1e6 / at64.providerCpuUsPerTicket),
+      pinned: pinnedRun
+        ? { provider: pinnedRun.pinned!.provider, payer: pinnedRun.pinned!.payer, ticketsPerSecond: pinnedRun.perSecond, providerCoreShare: pinnedRun.providerCoreShare, providerCpuUsPerTicket: pinnedRun.providerCpuUsPerTicket, payerCpuUsPerTicket: pinnedRun.payerCpuUsPerTicket, ticketsPerSecondPerProviderCore: Math.round(pinnedRun.perSecond / pinnedRun.providerCoreShare) }
+        : { unavailable: os.cpus().length < 2 ? "one CPU: nothing to pin apart" : "taskset is not available" },
     },
     transportCpuUsPerMessagePerSide: transport,
     latencyFloorAt1InFlight: floor,
@@ -290,6 +340,16 @@ async function measureHotPath(quick: boolean, log: (line: string) => void) {
     row("batched receipts/s (1,000) ÷ receipt-format floor", floorRatio.toFixed(3), "", null);
     row("CPU per ticket, payer (µs): total / sign+verify / rest", `${at64.payerCpuUsPerTicket} / ${cryptoUs} / ${results.cpuPerTicketUs.payer.rest}`, "", null);
     row("CPU per ticket, provider (µs): total / sign+verify / rest", `${at64.providerCpuUsPerTicket} / ${cryptoUs} / ${results.cpuPerTicketUs.provider.rest}`, "", null);
+    const share = results.cryptoShareOfCpu;
+    row(`sign + recover per side in CPU time (µs)`, String(share.cryptoCpuUsPerSide), "", null);
+    row("crypto's share of CPU per ticket, payer / provider", `${share.payer} / ${share.provider}`, "≥ 0.4", share.payer >= 0.4 && share.provider >= 0.4);
+    if (share.sampled) row("  the same from the profiled window's samples", `${share.sampled.payer} / ${share.sampled.provider}`, "", null);
+    row("provider tickets per CPU-second (1e6 ÷ its CPU µs per ticket)", String(results.providerPerCore.ticketsPerCpuSecond), "", null);
+    const pinned = results.providerPerCore.pinned;
+    if ("ticketsPerSecond" in pinned) {
+      row(`pinned (provider CPU ${pinned.provider}, payer CPU ${pinned.payer}): tickets/s; provider core share`, `${pinned.ticketsPerSecond}; ${pinned.providerCoreShare}`, "", null);
+      row("  provider tickets/s per core (tickets/s ÷ its core share)", String(pinned.ticketsPerSecondPerProviderCore), "", null);
+    } else row(`provider pinned apart: ${pinned.unavailable}`, "", "", null);
     if (at64.breakdown) for (const line of breakdownLines(at64.breakdown)) log(line);
     for (const burst of [1, 8, 16] as const) {
       row(`sealed transport alone, bursts of ${burst}: CPU per message per side (µs), a record each (v1) / a record per burst (v2)`, `${transport.v1[`burst${burst}`]} / ${transport.v2[`burst${burst}`]}`, "", null);

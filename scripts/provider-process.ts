@@ -18,12 +18,16 @@ export async function startProviderProcess(parameters: {
   onLine: (event: Record<string, unknown>) => void;
   /** Writes a V8 CPU profile of the whole process into `dir` when it exits (`stopProcess`), samples `intervalUs` apart. */
   cpuProfile?: { dir: string; intervalUs: number };
+  /** Pins the process to these CPUs (a `taskset -c` list such as "0"); taskset execs node, so the pid is node's. */
+  cpus?: string;
 }) {
   // IOI_CPU_PROF_DIR=<dir> profiles every provider process a script starts (for performance work).
   const profile = parameters.cpuProfile ?? (process.env.IOI_CPU_PROF_DIR ? { dir: process.env.IOI_CPU_PROF_DIR, intervalUs: 1000 } : undefined);
+  const command = parameters.cpus === undefined ? process.execPath : "taskset";
   const child = spawn(
-    process.execPath,
+    command,
     [
+      ...(parameters.cpus === undefined ? [] : ["-c", parameters.cpus, process.execPath]),
       ...(profile ? ["--cpu-prof", "--cpu-prof-dir", profile.dir, "--cpu-prof-interval", String(profile.intervalUs)] : []),
       path.join(__dirname, "..", "bin", "ioi.js"), "provider", "--rpc", parameters.rpc, "--escrow", parameters.escrow, "--db", parameters.db, "--price", parameters.price.toString(), "--port", "0", "--from-block", parameters.fromBlock.toString()],
     // IOI_CLI_SOURCE=1: the child runs the TypeScript sources, as the tests and the demo do, never a stale dist/.

@@ -9,7 +9,7 @@
  * variable named by --key-env (default IOI_PRIVATE_KEY). Every command prints readable lines, or with
  * --json one JSON object on the last line.
  */
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import {
   decodeFunctionData,
@@ -17,7 +17,6 @@ import {
   isAddress,
   isAddressEqual,
   keccak256,
-  parseEventLogs,
   stringToBytes,
   zeroAddress,
   type Address,
@@ -26,8 +25,6 @@ import {
   type PublicClient,
 } from "viem";
 
-import { ReceiptAccumulator } from "../core/accumulator";
-import { canon } from "../core/canonical";
 import { gasEscrowDomain, signingAccount, type GasEscrowDomain } from "../core/eip712";
 import { signedSessionKeyGrantFromJson, type SignedSessionKeyGrant } from "../core/session-key";
 import { secp256k1Backend } from "../core/secp256k1";
@@ -43,7 +40,7 @@ import {
 } from "../chain/escrow";
 import { readSettledDisputeWindow } from "../chain/dispute-window";
 import { anchorIfLagging, leafCountOfRoot, type AnchorOutcome } from "../node/receipt-anchor";
-import { eventArg, getLogsPaged, readPaged } from "../chain/logs";
+import { readPaged } from "../chain/logs";
 import {
   acceptGig,
   acceptGigDelivery,
@@ -67,10 +64,13 @@ import { EndpointError, listenHost, parsePeer } from "../node/endpoints";
 import type { McpWorker } from "../node/mcp-worker";
 import type { McpHandler } from "../node/provider-node";
 import { readRequestFile, RequestFileReader, requestFrom, RequestFileError } from "../node/requests";
-import { signedSessionReceiptToJson, sessionReceiptHash } from "../core/receipt";
+import { signedSessionReceiptToJson } from "../core/receipt";
 import type { ChannelRecord, ChannelStore } from "../store/store";
-import { channelRefToJson, describePricing, hasDocumentBody, disputeWindowProblem, sessionIdOf, type ChannelRef, modelAllowed, NATIVE_ASSET, prepaidPerCall, pricingTermsFromJson, pricingTermsToJson, termsHashOf, type PricingTerms } from "../core/terms";
-import { paymentTicketHash, signedPaymentTicketToJson } from "../core/ticket";
+import { exportLines } from "../store/archive";
+import { schedulePrune } from "../store/prune";
+import { SqliteStore } from "../store/sqlite-store";
+import { channelRefToJson, describePricing, hasDocumentBody, disputeWindowProblem, sessionIdOf, type ChannelRef, modelAllowed, NATIVE_ASSET, prepaidPerCall, pricingTermsFromJson, termsHashOf, type PricingTerms } from "../core/terms";
+import { signedPaymentTicketToJson } from "../core/ticket";
 import type { JsonObject } from "../core/validate";
 import {
   addressOption,
@@ -229,9 +229,14 @@ export const COMMANDS: Record<string, Command> = {
   },
   watchtower: {
     summary: "watch the escrow and answer stale closes of the store's channels; finalise when due",
-    usage: "ioi watchtower [--from-block N] [--once] [--metrics HOST:PORT] [--log-level L] [--log-file PATH] [--alerts] [--alert-webhook URL] [--top-up-below A --top-up-to A --top-up-max-per-day A]",
-    notes: [...ALERT_NOTES, ...TOP_UP_NOTES],
-    options: { "from-block": { type: "string" }, once: { type: "boolean" }, ...METRICS_OPTION, ...LOG_OPTIONS, ...ALERT_OPTIONS, ...TOP_UP_OPTIONS },
+    usage: "ioi watchtower [--from-block N] [--once] [--metrics HOST:PORT] [--log-level L] [--log-file PATH] [--alerts] [--alert-webhook URL] [--top-up-below A --top-up-to A --top-up-max-per-day A] [--prune-archive-dir DIR [--prune-every SECONDS] [--dispute-manager ADDRESS]]",
+    notes: [
+      ...ALERT_NOTES,
+      ...TOP_UP_NOTES,
+      "  --prune-archive-dir DIR: also archive and prune settled channels no dispute can reach any more, as",
+      "  `ioi store prune` does, at start and every --prune-every seconds (default 3600).",
+    ],
+    options: { "from-block": { type: "string" }, once: { type: "boolean" }, ...METRICS_OPTION, ...LOG_OPTIONS, ...ALERT_OPTIONS, ...TOP_UP_OPTIONS, "prune-archive-dir": { type: "string" }, "prune-every": { type: "string" }, "dispute-manager": { type: "string" } },
     run: runWatchtower,
   },
   results: {
@@ -956,7 +961,45 @@ async function runWatchtower(values: Record<string, unknown>, out: Out): Promise
     onAnswer: (a) => out.lines.push(`Answered the stale close of ${a.sessionId} (seq ${a.staleSeq}) with seq ${a.answeredSeq}${a.inWindow ? " inside the window" : ""}.`),
     onFinalized: (sessionId, hash) => out.lines.push(`Finalised ${sessionId} in ${hash}.`),
   });
+  const pruneDir = values["prune-archive-dir"] as string | undefined;
+  const pruneEvery = uint(values, "prune-every", "seconds between prune passes", 3600n);
+  if (pruneDir !== undefined && (pruneDir === "" || pruneEvery === 0n)) throw new UsageError("--prune-archive-dir needs a directory and --prune-every at least 1 second.");
+  let pruner: { stop: () => Promise<void> } | undefined;
   try {
+    if (pruneDir !== undefined) {
+      const { address: disputeManager } = await deployedContract(values, publicClient, "dispute-manager", "IOI_DISPUTE_MANAGER", "DisputeManager");
+      const archiveDir = path.resolve(pruneDir);
+      mkdirSync(archiveDir, { recursive: true });
+      const pruned: unknown[] = [];
+      out.result.pruned = pruned;
+      const settled = new Promise<void>((resolve) => {
+        pruner = schedulePrune({
+          store,
+          publicClient,
+          disputeManager,
+          escrow,
+          chainId,
+          archiveDir,
+          everyMs: Number(pruneEvery) * 1000,
+          maxBlockRange: reading.batchBlocks,
+          retry: reading.retry,
+          afterPrune: () => (store instanceof SqliteStore ? store.reclaim() : Promise.resolve()),
+          onOutcomes: (outcomes) => {
+            for (const o of outcomes.filter((x) => x.action === "pruned")) {
+              pruned.push(o);
+              out.lines.push(`Pruned ${o.sessionId}: ${o.receipts} receipt(s) archived to ${o.archive}.`);
+              logger.info({ event: "channel.pruned", sessionId: o.sessionId, archive: o.archive, receipts: o.receipts }, "settled channel archived and pruned");
+            }
+            resolve();
+          },
+          onError: (error) => {
+            logger.warn({ event: "prune.failed", error: (error as Error).message.split("\n")[0] }, "prune pass failed; retried on schedule");
+            resolve();
+          },
+        });
+      });
+      if (values.once) await settled;
+    }
     if (values.once) {
       await tower.runOnce();
     } else {
@@ -970,6 +1013,7 @@ async function runWatchtower(values: Record<string, unknown>, out: Out): Promise
     }
     out.result.answers = tower.answers.map((a) => ({ sessionId: a.sessionId, staleSeq: a.staleSeq.toString(), answeredSeq: a.answeredSeq.toString(), inWindow: a.inWindow }));
   } finally {
+    await pruner?.stop();
     await metrics?.close();
     await store.close();
   }
@@ -1038,57 +1082,7 @@ async function runExport(values: Record<string, unknown>, out: Out): Promise<voi
     const { publicClient, escrow, chainId } = await chainClients(values);
     const channel = storedChannelOn(store, sessionId, chainId, escrow);
     const reading = readingOf(values, chainId);
-    const lines: string[] = [];
-    lines.push(canon({ type: "session", sessionId: channel.sessionId, escrow: escrow.toLowerCase(), ref: channelRefToJson(channel.ref), pricing: pricingTermsToJson(channel.pricing), termsHash: termsHashOf(channel.pricing), leafDomain: "IOI_SESSION_LEAF_V1" }));
-    for (const step of store.steps(channel.sessionId)) {
-      if (!step.receipt || !step.leaf) continue;
-      lines.push(canon({
-        type: "step",
-        seq: step.seq.toString(),
-        ticket: signedPaymentTicketToJson(step.ticket),
-        receipt: signedSessionReceiptToJson(step.receipt),
-        ticketHash: paymentTicketHash(step.ticket.ticket),
-        receiptHash: sessionReceiptHash(step.receipt.receipt),
-        leaf: step.leaf,
-      }));
-    }
-    // The root the chain recorded: the cooperative settlement's, or the newest recorded ticket's.
-    const logs = parseEventLogs({
-      abi: gasEscrowAbi,
-      // From the channel's opening block to the head, in bounded pages with back-off (decision 0019).
-      logs: await getLogsPaged({ publicClient, address: escrow, fromBlock: channel.ref.openedAt, toBlock: await publicClient.getBlockNumber(), maxBlockRange: reading.batchBlocks, retry: reading.retry }),
-    }).filter((log) => eventArg(log, "sessionId") === channel.sessionId);
-    let onChain: Record<string, string> | null = null;
-    // Provider-signed receipt commits anchored on the session: a case may prove receipts against their roots.
-    const anchored: { leafCount: bigint; root: Hex; transactionHash: Hex }[] = [];
-    for (const log of logs) {
-      if (log.eventName === "ReceiptCommitAnchored") anchored.push({ leafCount: log.args.leafCount, root: log.args.root, transactionHash: log.transactionHash });
-      if (log.eventName === "ChannelSettled") onChain = { event: log.eventName, receiptRoot: log.args.receiptRoot, seq: log.args.finalSeq.toString(), transactionHash: log.transactionHash };
-      else if (log.eventName === "ChannelClosing" || log.eventName === "ChannelChallenged") onChain = { event: log.eventName, receiptRoot: log.args.receiptRoot, seq: log.args.seq.toString(), transactionHash: log.transactionHash };
-    }
-    // The local root over every receipt, and how many of the first receipts the chain's root covers: after
-    // any close they must be all of them (a provider serves nothing once a session is closed).
-    const history = ReceiptAccumulator.fromLeaves(store.leaves(channel.sessionId));
-    let covered: number | null = null;
-    if (onChain) {
-      for (let size = history.size; size >= 0 && covered === null; size--) if (history.prefixRoot(size) === onChain.receiptRoot) covered = size;
-    }
-    const root = history.root();
-    lines.push(canon({
-      type: "root",
-      receipts: String(history.size),
-      root,
-      onChain,
-      coveredReceipts: covered === null ? null : String(covered),
-      matches: onChain !== null && onChain.receiptRoot === root,
-      anchoredCommits: anchored.map((a) => ({
-        leafCount: a.leafCount.toString(),
-        root: a.root,
-        transactionHash: a.transactionHash,
-        // Whether the anchored root is this store's root over the same first receipts.
-        matches: a.leafCount <= BigInt(history.size) && history.prefixRoot(Number(a.leafCount)) === a.root,
-      })),
-    }));
+    const lines = await exportLines({ store, channel, publicClient, escrow, maxBlockRange: reading.batchBlocks, retry: reading.retry });
     for (const line of lines) console.log(line);
     out.json = false; // the JSON lines are the output
   } finally {

@@ -27,6 +27,7 @@ import { OPTION_HELP } from "./option-help";
 import { SESSION_KEY_COMMANDS } from "./session-key";
 import { API_GROUP } from "./api";
 import { DEVNET_GROUP, FAUCET_COMMAND } from "./devnet";
+import { STORE_GROUP } from "./store";
 import { ACCOUNT_GROUP } from "./account";
 import { MILESTONES_GROUP } from "./milestones";
 
@@ -119,6 +120,7 @@ function buildProgram(io: CliState): Commander {
   leaf(program, "faucet", FAUCET_COMMAND, {}, [], "", io);
   group(program.command("account").description(ACCOUNT_GROUP.summary), "account", ACCOUNT_GROUP.commands, {}, [], "", io);
   group(program.command("devnet").description(DEVNET_GROUP.summary), "devnet", DEVNET_GROUP.commands, {}, [], "", io);
+  group(program.command("store").description(STORE_GROUP.summary), "store", STORE_GROUP.commands, {}, [], "", io);
   return program;
 }
 

@@ -19,6 +19,7 @@ import { faultCodeOf, signFaultStatement, type SignedFaultStatement } from "../c
 import type { SessionReceipt } from "../core/receipt";
 import { signReceiptCommit, verifyReceiptCommit } from "../core/receipt-commit";
 import type { ChannelRecord, ChannelStore } from "../store/store";
+import { ChannelPrunedError } from "../store/errors";
 import type { SettlementSummary } from "../core/summary";
 import { hasDocumentBody, modelAllowed, sessionIdOf, termsHashOf, type PricingTerms } from "../core/terms";
 import { signTermsOffer } from "../core/terms-offer";
@@ -342,6 +343,9 @@ export class ProviderNode {
       if (message.sessionKey) await this.#bindSessionKey(existing, message.sessionKey);
       return existing;
     }
+    // A channel archived and pruned (issue 31) is answered in one sentence and never stored again.
+    const pruned = store.prunedChannel(sessionId);
+    if (pruned) throw new ChannelPrunedError(sessionId, pruned.prunedAt, pruned.archive);
 
     const escrow = domain.verifyingContract;
     const [deposit, onChain] = await Promise.all([

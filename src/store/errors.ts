@@ -113,3 +113,12 @@ export class ResultConflictError extends BaseError {
 export class InconsistentRecordError extends BaseError {
   override name = "InconsistentRecordError" as const;
 }
+
+/** A channel that was archived and pruned (issue 31 item 2) is never stored again: a late message must not re-create it. */
+export class ChannelPrunedError extends BaseError {
+  override name = "ChannelPrunedError" as const;
+  constructor(readonly sessionId: Hex, readonly prunedAt: bigint, readonly archive: string) {
+    // The archive's path stays out of the sentence: a node may send it to a peer.
+    super(`Session ${sessionId} was settled and pruned from this store at ${prunedAt} (unix time, chain clock); it cannot be resumed or stored again.`);
+  }
+}

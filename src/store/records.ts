@@ -23,6 +23,8 @@ import {
 } from "../core/validate";
 import { settlementSummaryFromJson, settlementSummaryToJson, type SettlementSummaryJson } from "../core/summary";
 import { expectSignatureHex } from "../core/validate";
+import type { SessionReceipt, SignedSessionReceipt, SignedSessionReceiptJson } from "../core/receipt";
+import type { PaymentTicket, SignedPaymentTicket, SignedPaymentTicketJson } from "../core/ticket";
 import type { ChannelRecord, ClosingRecord, CooperativeCloseRecord } from "./store";
 
 /** Largest row text the store decodes; real records are under 2 kB. */
@@ -183,4 +185,154 @@ export function canonChecked<T>(json: T, fromJson: (value: unknown) => unknown):
 
 function lower(address: Address): Hex {
   return address.toLowerCase() as Hex;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// compact step encoding (schema version 7, issue 31)
+//
+// A step row keeps only what no other row or key already holds. The session id and seq are the row's key
+// (a channel number and the seq), the ticket's provider and terms hash and the receipt's policy hash and
+// model id repeat across a channel and are stored once in `interned`, and hashes, signatures and amounts
+// are bytes, not hex or decimal text:
+//
+//   ticket  = receiptRoot (32) ‖ signature (65) ‖ cumulativeAmount (0–16, big-endian, no leading zero byte)
+//   receipt = offloadPacketHash (32) ‖ outputHash (32) ‖ prevReceiptHash (32) ‖ signature (65)
+//             ‖ length of units (1) ‖ units (0–16) ‖ amount (0–16, the rest)
+//   terms   = provider (20) ‖ termsHash (32)            (interned)
+//   policy  = policyHash (32) ‖ modelSnapshotId (UTF-8) (interned)
+//
+// Decoding rebuilds the JSON forms and runs them through the artifacts' validators, as the text rows did.
+
+export const TICKET_BLOB_MIN = 97;
+export const TICKET_BLOB_MAX = 113;
+export const RECEIPT_BLOB_MIN = 162;
+export const RECEIPT_BLOB_MAX = 194;
+
+/** The smallest big-endian bytes of a uint (none for zero), written at `offset`; returns the new offset. */
+function writeUint(buffer: Buffer, offset: number, value: bigint): number {
+  if (value === 0n) return offset;
+  let hex = value.toString(16);
+  if (hex.length % 2 === 1) hex = `0${hex}`;
+  return offset + buffer.write(hex, offset, "hex");
+}
+
+function uintBytes(value: bigint): number {
+  if (value === 0n) return 0;
+  return (value.toString(16).length + 1) >> 1;
+}
+
+function readUint(bytes: Buffer, start: number, end: number, path: string): string {
+  if (end - start > 16) throw new InvalidFieldError(path, "at most 16 bytes", end - start);
+  if (end > start && bytes[start] === 0) throw new InvalidFieldError(path, "big-endian bytes without a leading zero byte", bytes.subarray(start, end).toString("hex"));
+  return end === start ? "0" : BigInt(`0x${bytes.toString("hex", start, end)}`).toString(10);
+}
+
+const hexOf = (bytes: Buffer, start: number, end: number): Hex => `0x${bytes.toString("hex", start, end)}`;
+
+/** The ticket's own bytes; `signed` has passed the ticket validators (hashes and signature are well-formed hex). */
+export function encodeTicketBlob(signed: SignedPaymentTicket): Buffer {
+  const { ticket } = signed;
+  const blob = Buffer.allocUnsafe(97 + uintBytes(ticket.cumulativeAmount));
+  blob.write(ticket.receiptRoot.slice(2), 0, "hex");
+  blob.write(signed.signature.slice(2), 32, "hex");
+  writeUint(blob, 97, ticket.cumulativeAmount);
+  return blob;
+}
+
+/** The ticket's interned part: provider ‖ termsHash. */
+export function ticketTermsKey(ticket: PaymentTicket): Buffer {
+  const key = Buffer.allocUnsafe(52);
+  key.write(ticket.provider.slice(2), 0, "hex");
+  key.write(ticket.termsHash.slice(2), 20, "hex");
+  return key;
+}
+
+export function encodeReceiptBlob(signed: SignedSessionReceipt): Buffer {
+  const r = signed.receipt;
+  const units = uintBytes(r.metering.units);
+  const blob = Buffer.allocUnsafe(RECEIPT_BLOB_MIN + units + uintBytes(r.metering.amount));
+  blob.write(r.offloadPacketHash.slice(2), 0, "hex");
+  blob.write(r.outputHash.slice(2), 32, "hex");
+  blob.write(r.prevReceiptHash.slice(2), 64, "hex");
+  blob.write(signed.signature.slice(2), 96, "hex");
+  blob[161] = units;
+  writeUint(blob, writeUint(blob, 162, r.metering.units), r.metering.amount);
+  return blob;
+}
+
+/** The receipt's interned part: policyHash ‖ modelSnapshotId. */
+export function receiptPolicyKey(receipt: SessionReceipt): Buffer {
+  const model = Buffer.from(receipt.modelSnapshotId, "utf8");
+  const key = Buffer.allocUnsafe(32 + model.length);
+  key.write(receipt.policyHash.slice(2), 0, "hex");
+  model.copy(key, 32);
+  return key;
+}
+
+export function decodeTicketBlob(sessionId: Hex, seq: bigint, blob: Buffer, terms: Buffer): SignedPaymentTicketJson {
+  if (blob.length < TICKET_BLOB_MIN || blob.length > TICKET_BLOB_MAX) throw new InvalidFieldError("steps.ticket", `${TICKET_BLOB_MIN}–${TICKET_BLOB_MAX} bytes`, blob.length);
+  if (terms.length !== 52) throw new InvalidFieldError("steps.terms", "52 bytes (provider ‖ terms hash)", terms.length);
+  return {
+    ticket: {
+      sessionId,
+      provider: hexOf(terms, 0, 20),
+      termsHash: hexOf(terms, 20, 52),
+      seq: seq.toString(10),
+      cumulativeAmount: readUint(blob, 97, blob.length, "steps.ticket.cumulativeAmount"),
+      receiptRoot: hexOf(blob, 0, 32),
+    },
+    signature: hexOf(blob, 32, 97),
+  };
+}
+
+export function decodeReceiptBlob(sessionId: Hex, seq: bigint, blob: Buffer, policy: Buffer): SignedSessionReceiptJson {
+  if (blob.length < RECEIPT_BLOB_MIN || blob.length > RECEIPT_BLOB_MAX) throw new InvalidFieldError("steps.receipt", `${RECEIPT_BLOB_MIN}–${RECEIPT_BLOB_MAX} bytes`, blob.length);
+  if (policy.length < 32) throw new InvalidFieldError("steps.policy", "32 bytes or more (policy hash ‖ model id)", policy.length);
+  const unitsEnd = RECEIPT_BLOB_MIN + blob[161]!;
+  if (unitsEnd > blob.length) throw new InvalidFieldError("steps.receipt.metering.units", "a length within the row", blob[161]);
+  return {
+    receipt: {
+      sessionId,
+      seq: seq.toString(10),
+      offloadPacketHash: hexOf(blob, 0, 32),
+      outputHash: hexOf(blob, 32, 64),
+      policyHash: hexOf(policy, 0, 32),
+      modelSnapshotId: policy.toString("utf8", 32),
+      metering: { units: readUint(blob, RECEIPT_BLOB_MIN, unitsEnd, "steps.receipt.metering.units"), amount: readUint(blob, unitsEnd, blob.length, "steps.receipt.metering.amount") },
+      prevReceiptHash: hexOf(blob, 64, 96),
+    },
+    signature: hexOf(blob, 96, 161),
+  };
+}
+
+/** What a receipt blob says the step charged (`metering.amount`), without decoding the rest. */
+export function receiptBlobAmount(blob: Buffer): bigint {
+  const start = RECEIPT_BLOB_MIN + blob[161]!;
+  return start >= blob.length ? 0n : BigInt(`0x${blob.toString("hex", start)}`);
+}
+
+/**
+ * A uint64 seq as the signed 64-bit INTEGER key SQLite orders numerically: seq − 2^63. Every uint64 fits
+ * and the order is kept (the old 20-digit text keys served the same purpose, at 21 bytes a key).
+ */
+export const SEQ_OFFSET = 1n << 63n;
+export function seqToInteger(seq: bigint): bigint {
+  if (seq < 0n || seq >= 1n << 64n) throw new InvalidFieldError("seq", "a uint64", seq);
+  return seq - SEQ_OFFSET;
+}
+export function seqFromInteger(value: bigint | number): bigint {
+  return BigInt(value) + SEQ_OFFSET;
+}
+
+/** Peaks (lowest level first) as one blob of 32-byte hashes. */
+export function peaksToBlob(peaks: readonly Hex[]): Buffer {
+  const blob = Buffer.allocUnsafe(32 * peaks.length);
+  peaks.forEach((peak, i) => blob.write(peak.slice(2), 32 * i, "hex"));
+  return blob;
+}
+export function peaksFromBlob(blob: Buffer): Hex[] {
+  if (blob.length % 32 !== 0) throw new InvalidFieldError("accumulator_states.peaks", "a multiple of 32 bytes", blob.length);
+  const peaks: Hex[] = [];
+  for (let i = 0; i < blob.length; i += 32) peaks.push(hexOf(blob, i, i + 32));
+  return peaks;
 }

@@ -13,7 +13,20 @@
  */
 import type { Database } from "better-sqlite3";
 
+import { canonicalSignedReceiptText, signedSessionReceiptFromJson } from "../core/receipt";
+import { signedPaymentTicketFromJson } from "../core/ticket";
+import { expectHash } from "../core/validate";
 import { UnsupportedSchemaError } from "./errors";
+import {
+  encodeReceiptBlob,
+  encodeTicketBlob,
+  parseStored,
+  peaksToBlob,
+  receiptPolicyKey,
+  seqFromKey,
+  seqToInteger,
+  ticketTermsKey,
+} from "./records";
 
 /** "IOIC" */
 export const APPLICATION_ID = 0x494f4943;
@@ -21,6 +34,13 @@ export const APPLICATION_ID = 0x494f4943;
 const DECIMAL = (column: string) => `${column} <> '' AND ${column} NOT GLOB '*[^0-9]*'`;
 const SEQ_KEY = (column: string) => `length(${column}) = 20 AND ${column} NOT GLOB '*[^0-9]*'`;
 const ROLE = (column: string) => `${column} IN ('payer', 'provider')`;
+
+/**
+ * The accumulator state is stored after every this many receipts (and at a channel's first stored state);
+ * any other state is recomputed from the nearest one below it and the leaves after it, at most this many
+ * appends (schema version 7, decision 0008 amendment).
+ */
+export const ACCUMULATOR_STATE_INTERVAL = 64;
 
 /** `MIGRATIONS[i]` migrates version `i` to `i + 1`. Never edit a released entry; append a new one. */
 export const MIGRATIONS: readonly string[] = [
@@ -123,6 +143,72 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (session_id, seq)
   ) STRICT;
   `,
+  // 6 → 7 (issue 31 item 4, decision 0008 amendment): compact steps. A channel gets a number; a step is keyed
+  // by (channel number, seq − 2^63) in a WITHOUT ROWID table (no second copy of the key in an index); its ticket
+  // and receipt are bytes (records.ts: hashes, signatures and amounts as bytes, the session id and seq only in
+  // the key), and the values a channel repeats in every step — the ticket's provider and terms hash, the
+  // receipt's policy hash and model id — are interned once. The accumulator is kept every
+  // ACCUMULATOR_STATE_INTERVAL receipts (and at a channel's first stored state) as one blob of peaks; the
+  // states in between are recomputed from the leaves that follow (at most that many appends). The ioi_*
+  // functions are registered by `migrate` for this conversion only.
+  `
+  CREATE TABLE channel_numbers (
+    no         INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL UNIQUE REFERENCES channels (session_id)
+  ) STRICT;
+  INSERT INTO channel_numbers (session_id) SELECT session_id FROM channels ORDER BY rowid;
+
+  CREATE TABLE interned (
+    id    INTEGER PRIMARY KEY,
+    value BLOB NOT NULL UNIQUE
+  ) STRICT;
+  INSERT INTO interned (value) SELECT DISTINCT ioi_terms_key(ticket) FROM steps ORDER BY rowid;
+  INSERT INTO interned (value) SELECT DISTINCT ioi_policy_key(receipt) FROM steps WHERE receipt IS NOT NULL
+    ON CONFLICT (value) DO NOTHING;
+
+  CREATE TABLE steps_v7 (
+    channel INTEGER NOT NULL REFERENCES channel_numbers (no),
+    seq     INTEGER NOT NULL,            -- seq − 2^63: every uint64, in numeric order
+    ticket  BLOB NOT NULL CHECK (length(ticket) BETWEEN 97 AND 113),
+    terms   INTEGER NOT NULL REFERENCES interned (id),
+    receipt BLOB CHECK (length(receipt) BETWEEN 162 AND 194),
+    policy  INTEGER REFERENCES interned (id),
+    leaf    BLOB CHECK (length(leaf) = 32),
+    PRIMARY KEY (channel, seq),
+    CHECK ((receipt IS NULL) = (leaf IS NULL) AND (receipt IS NULL) = (policy IS NULL))
+  ) STRICT, WITHOUT ROWID;
+  INSERT INTO steps_v7 (channel, seq, ticket, terms, receipt, policy, leaf)
+    SELECT n.no, ioi_seq(s.seq), ioi_ticket_blob(s.ticket), t.id, ioi_receipt_blob(s.receipt), p.id, unhex(substr(s.leaf, 3))
+    FROM steps s
+    JOIN channel_numbers n ON n.session_id = s.session_id
+    JOIN interned t ON t.value = ioi_terms_key(s.ticket)
+    LEFT JOIN interned p ON p.value = ioi_policy_key(s.receipt);
+  DROP TABLE steps;
+  ALTER TABLE steps_v7 RENAME TO steps;
+
+  CREATE TABLE accumulator_states_v7 (
+    channel    INTEGER NOT NULL REFERENCES channel_numbers (no),
+    leaf_count INTEGER NOT NULL CHECK (leaf_count > 0),
+    seq        INTEGER NOT NULL,          -- seq − 2^63 of the step after which the accumulator held leaf_count receipts
+    peaks      BLOB NOT NULL CHECK (length(peaks) % 32 = 0),
+    charged    TEXT NOT NULL CHECK (${DECIMAL("charged")}),
+    PRIMARY KEY (channel, leaf_count)
+  ) STRICT, WITHOUT ROWID;
+  INSERT INTO accumulator_states_v7 (channel, leaf_count, seq, peaks, charged)
+    SELECT n.no, CAST(a.leaf_count AS INTEGER), ioi_seq(a.seq), ioi_peaks_blob(a.peaks), a.charged
+    FROM accumulator_states a JOIN channel_numbers n ON n.session_id = a.session_id
+    WHERE CAST(a.leaf_count AS INTEGER) % ${ACCUMULATOR_STATE_INTERVAL} = 0
+       OR a.leaf_count = (SELECT min(b.leaf_count) FROM accumulator_states b WHERE b.session_id = a.session_id);
+  DROP TABLE accumulator_states;
+  ALTER TABLE accumulator_states_v7 RENAME TO accumulator_states;
+
+  -- The channels archived and pruned (issue 31 item 2): a late message for one is answered, never re-creates it.
+  CREATE TABLE pruned_channels (
+    session_id TEXT NOT NULL PRIMARY KEY CHECK (length(session_id) = 66),
+    pruned_at  INTEGER NOT NULL,          -- unix seconds (chain time) when it was pruned
+    archive    TEXT NOT NULL              -- where its export was written
+  ) STRICT;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
@@ -150,7 +236,33 @@ export function migrate(db: Database, path: string): void {
         { details: "Upgrade the client; do not open the file with an older one." },
       );
     }
+    if (version < 7) registerConversions(db);
     for (let from = version; from < SCHEMA_VERSION; from++) db.exec(MIGRATIONS[from]!);
     if (version !== SCHEMA_VERSION) db.pragma(`user_version = ${SCHEMA_VERSION}`);
   }).immediate();
+}
+
+/**
+ * The functions migration 6 → 7 converts rows with: each reads a version-6 column (canonical JSON, a seq key)
+ * through the same validators the store's reads use, so a damaged row stops the migration (and the open)
+ * instead of being converted into something else.
+ */
+function registerConversions(db: Database): void {
+  const ticket = (text: string) => signedPaymentTicketFromJson(parseStored(text, "SignedPaymentTicket"));
+  const receipt = (text: string) => signedSessionReceiptFromJson(parseStored(text, "SignedSessionReceipt"));
+  db.function("ioi_seq", { deterministic: true, safeIntegers: true }, (key: unknown) => seqToInteger(seqFromKey(key, "seq")));
+  db.function("ioi_ticket_blob", { deterministic: true }, (text: unknown) => encodeTicketBlob(ticket(String(text))));
+  db.function("ioi_terms_key", { deterministic: true }, (text: unknown) => ticketTermsKey(ticket(String(text)).ticket));
+  db.function("ioi_receipt_blob", { deterministic: true }, (text: unknown) => {
+    if (text === null) return null;
+    const signed = receipt(String(text));
+    if (canonicalSignedReceiptText(signed) === undefined) throw new Error("a stored receipt has no compact form");
+    return encodeReceiptBlob(signed);
+  });
+  db.function("ioi_policy_key", { deterministic: true }, (text: unknown) => (text === null ? null : receiptPolicyKey(receipt(String(text)).receipt)));
+  db.function("ioi_peaks_blob", { deterministic: true }, (text: unknown) => {
+    const peaks = JSON.parse(String(text)) as unknown;
+    if (!Array.isArray(peaks)) throw new Error("stored peaks are not a JSON array");
+    return peaksToBlob(peaks.map((peak, i) => expectHash(peak, `accumulator_states.peaks[${i}]`)));
+  });
 }

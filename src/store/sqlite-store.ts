@@ -26,7 +26,7 @@
  * the pending batch, so two different tickets for one seq in the same batch are caught before either is
  * written.
  */
-import { closeSync, fdatasync, openSync } from "node:fs";
+import { closeSync, fdatasync, openSync, statSync } from "node:fs";
 import { resolve as resolvePath } from "node:path";
 
 import Database from "better-sqlite3";
@@ -35,13 +35,14 @@ import type { Address, Hex } from "viem";
 import { InvalidFieldError } from "../core/errors";
 import { signedFaultStatementFromJson, signedFaultStatementToJson, type SignedFaultStatement } from "../core/fault-statement";
 import { signedReceiptCommitFromJson, type SignedReceiptCommit } from "../core/receipt-commit";
-import { canonicalSignedReceiptText, signedSessionReceiptFromJson, signedSessionReceiptToJson } from "../core/receipt";
-import { canonicalSignedTicketText, signedPaymentTicketFromJson, signedPaymentTicketToJson, type SignedPaymentTicket } from "../core/ticket";
+import { canonicalSignedReceiptText, signedSessionReceiptFromJson, signedSessionReceiptToJson, type SessionReceipt } from "../core/receipt";
+import { canonicalSignedTicketText, signedPaymentTicketFromJson, signedPaymentTicketToJson, type PaymentTicket, type SignedPaymentTicket } from "../core/ticket";
 import { signedSessionKeyGrantFromJson, signedSessionKeyGrantToJson, type SignedSessionKeyGrant } from "../core/session-key";
 import { MAX_PACKET_BYTES } from "../core/packets";
 import { expectHash, expectLiteral, expectString, expectUint, uintToJson } from "../core/validate";
 import {
   CommitConflictError,
+  ChannelPrunedError,
   CooperativeCloseConflictError,
   FaultStatementConflictError,
   InconsistentRecordError,
@@ -58,6 +59,17 @@ import {
 import {
   canonChecked,
   channelFromJson,
+  decodeReceiptBlob,
+  decodeTicketBlob,
+  encodeReceiptBlob,
+  encodeTicketBlob,
+  peaksFromBlob,
+  peaksToBlob,
+  receiptBlobAmount,
+  seqFromInteger,
+  seqToInteger,
+  ticketTermsKey,
+  receiptPolicyKey,
   channelToJson,
   closingRecordFromJson,
   closingRecordToJson,
@@ -68,7 +80,9 @@ import {
   seqKey,
   signedReceiptCommitToJson,
 } from "./records";
-import { migrate } from "./schema";
+import { ACCUMULATOR_STATE_INTERVAL, migrate } from "./schema";
+import { canon } from "../core/canonical";
+import { RootAccumulator } from "../core/accumulator";
 import {
   CHANNEL_ROLES,
   CHANNEL_STATUSES,
@@ -82,6 +96,7 @@ import {
   type ResultRecord,
   type StepRecord,
   type AccumulatorState,
+  type PrunedChannelRecord,
   type StepsOptions,
 } from "./store";
 
@@ -122,7 +137,7 @@ export const DEFAULT_BUSY_TIMEOUT_MS = 5000;
 
 type ChannelRow = { session_id: string; role: string; status: string; deposit: string; channel: string };
 /** Validates an accumulator state before it is queued: its columns as the schema stores them. */
-function accumulatorStateRow(state: AccumulatorState, seq: bigint): { leafCount: string; peaks: string; charged: string } {
+function accumulatorStateRow(state: AccumulatorState, seq: bigint): { leafCount: number; peaks: Buffer; charged: string } {
   if (!Number.isSafeInteger(state.leafCount) || state.leafCount < 1) {
     throw new InvalidFieldError("accumulator.leafCount", "a positive integer (the step's receipt is counted)", state.leafCount);
   }
@@ -131,7 +146,7 @@ function accumulatorStateRow(state: AccumulatorState, seq: bigint): { leafCount:
   }
   if (typeof state.charged !== "bigint" || state.charged < 0n) throw new InvalidFieldError("accumulator.charged", "a non-negative bigint", state.charged);
   const peaks = state.peaks.map((peak, i) => expectHash(peak, `accumulator.peaks[${i}]`).toLowerCase());
-  return { leafCount: seqKey(BigInt(state.leafCount)), peaks: JSON.stringify(peaks), charged: state.charged.toString() };
+  return { leafCount: state.leafCount, peaks: peaksToBlob(peaks as Hex[]), charged: state.charged.toString() };
 }
 
 function popcount(n: number): number {
@@ -140,8 +155,13 @@ function popcount(n: number): number {
   return count;
 }
 
-type AccumulatorRow = { leaf_count: string; seq: string; peaks: string; charged: string };
-type StepRow = { seq: string; ticket: string; receipt: string | null; leaf: string | null };
+type AccumulatorRow = { leaf_count: bigint; seq: bigint; peaks: Buffer; charged: string };
+/** A step row with its interned parts joined in (`terms`, `policy` are their values). */
+type StepRow = { seq: bigint; ticket: Buffer; terms: Buffer; receipt: Buffer | null; policy: Buffer | null; leaf: Buffer | null };
+/** A step row as stored (`terms`, `policy` are ids): what a commit-time conflict check compares. */
+type RawStepRow = { ticket: Buffer; terms: bigint; receipt: Buffer | null; policy: bigint | null; leaf: Buffer | null };
+const STEP_COLUMNS = `s.seq, s.ticket, t.value AS terms, s.receipt, p.value AS policy, s.leaf
+       FROM steps s JOIN interned t ON t.id = s.terms LEFT JOIN interned p ON p.id = s.policy`;
 
 function prepareStatements(db: Database.Database) {
   return {
@@ -158,46 +178,60 @@ function prepareStatements(db: Database.Database) {
       "SELECT session_id, role, status, deposit, channel FROM channels WHERE session_id = ?",
     ),
     listChannels: db.prepare<{ role: string | null; status: string | null }, ChannelRow>(
-      `SELECT session_id, role, status, deposit, channel FROM channels
-       WHERE (@role IS NULL OR role = @role) AND (@status IS NULL OR status = @status) ORDER BY rowid`,
+      `SELECT c.session_id, c.role, c.status, c.deposit, c.channel FROM channels c JOIN channel_numbers n ON n.session_id = c.session_id
+       WHERE (@role IS NULL OR c.role = @role) AND (@status IS NULL OR c.status = @status) ORDER BY n.no`,
     ),
-    insertTicket: db.prepare<[string, string, string]>(
-      "INSERT INTO steps (session_id, seq, ticket) VALUES (?, ?, ?) ON CONFLICT (session_id, seq) DO NOTHING",
+    insertChannelNumber: db.prepare<[string]>("INSERT INTO channel_numbers (session_id) VALUES (?) ON CONFLICT (session_id) DO NOTHING"),
+    channelNo: db.prepare<[string], bigint>("SELECT no FROM channel_numbers WHERE session_id = ?").pluck().safeIntegers(true),
+    internedId: db.prepare<[Buffer], bigint>("SELECT id FROM interned WHERE value = ?").pluck().safeIntegers(true),
+    intern: db.prepare<[Buffer]>("INSERT INTO interned (value) VALUES (?) ON CONFLICT (value) DO NOTHING"),
+    insertTicket: db.prepare<[bigint, bigint, Buffer, bigint]>(
+      "INSERT INTO steps (channel, seq, ticket, terms) VALUES (?, ?, ?, ?) ON CONFLICT (channel, seq) DO NOTHING",
     ),
     // Adds the receipt to a step that holds the same ticket and no receipt yet; anything else changes nothing.
-    upsertStep: db.prepare<[string, string, string, string, string]>(
-      `INSERT INTO steps (session_id, seq, ticket, receipt, leaf) VALUES (?, ?, ?, ?, ?)
-       ON CONFLICT (session_id, seq) DO UPDATE SET receipt = excluded.receipt, leaf = excluded.leaf
-       WHERE steps.ticket = excluded.ticket AND steps.receipt IS NULL`,
+    upsertStep: db.prepare<[bigint, bigint, Buffer, bigint, Buffer, bigint, Buffer]>(
+      `INSERT INTO steps (channel, seq, ticket, terms, receipt, policy, leaf) VALUES (?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (channel, seq) DO UPDATE SET receipt = excluded.receipt, policy = excluded.policy, leaf = excluded.leaf
+       WHERE steps.ticket = excluded.ticket AND steps.terms = excluded.terms AND steps.receipt IS NULL`,
     ),
-    getStep: db.prepare<[string, string], StepRow>(
-      "SELECT seq, ticket, receipt, leaf FROM steps WHERE session_id = ? AND seq = ?",
+    rawStep: db.prepare<[bigint, bigint], RawStepRow>("SELECT ticket, terms, receipt, policy, leaf FROM steps WHERE channel = ? AND seq = ?").safeIntegers(true),
+    getStep: db.prepare<[bigint, bigint], StepRow>(`SELECT ${STEP_COLUMNS} WHERE s.channel = ? AND s.seq = ?`).safeIntegers(true),
+    latestTicket: db.prepare<[bigint], StepRow>(`SELECT ${STEP_COLUMNS} WHERE s.channel = ? ORDER BY s.seq DESC LIMIT 1`).safeIntegers(true),
+    latestSeq: db.prepare<[bigint], bigint>("SELECT seq FROM steps WHERE channel = ? ORDER BY seq DESC LIMIT 1").pluck().safeIntegers(true),
+    steps: db.prepare<[bigint, bigint, number], StepRow>(`SELECT ${STEP_COLUMNS} WHERE s.channel = ? AND s.seq >= ? ORDER BY s.seq LIMIT ?`).safeIntegers(true),
+    leaves: db.prepare<[bigint], Buffer>("SELECT leaf FROM steps WHERE channel = ? AND leaf IS NOT NULL ORDER BY seq").pluck(),
+    leavesAfter: db.prepare<[bigint, bigint, number], { seq: bigint; receipt: Buffer; leaf: Buffer }>(
+      "SELECT seq, receipt, leaf FROM steps WHERE channel = ? AND seq > ? AND leaf IS NOT NULL ORDER BY seq LIMIT ?",
+    ).safeIntegers(true),
+    insertAccumulatorState: db.prepare<[bigint, number, bigint, Buffer, string]>(
+      `INSERT INTO accumulator_states (channel, leaf_count, seq, peaks, charged) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (channel, leaf_count) DO NOTHING`,
     ),
-    latestTicket: db.prepare<[string], { seq: string; ticket: string }>(
-      "SELECT seq, ticket FROM steps WHERE session_id = ? ORDER BY seq DESC LIMIT 1",
-    ),
-    steps: db.prepare<[string, string, number], StepRow>(
-      "SELECT seq, ticket, receipt, leaf FROM steps WHERE session_id = ? AND seq >= ? ORDER BY seq LIMIT ?",
-    ),
-    leaves: db.prepare<[string], { seq: string; leaf: string }>(
-      "SELECT seq, leaf FROM steps WHERE session_id = ? AND leaf IS NOT NULL ORDER BY seq",
-    ),
-    insertAccumulatorState: db.prepare<[string, string, string, string, string]>(
-      `INSERT INTO accumulator_states (session_id, leaf_count, seq, peaks, charged) VALUES (?, ?, ?, ?, ?)
-       ON CONFLICT (session_id, leaf_count) DO NOTHING`,
-    ),
-    latestAccumulatorState: db.prepare<[string], AccumulatorRow>(
-      "SELECT leaf_count, seq, peaks, charged FROM accumulator_states WHERE session_id = ? ORDER BY leaf_count DESC LIMIT 1",
-    ),
-    accumulatorStateAt: db.prepare<[string, string], AccumulatorRow>(
-      "SELECT leaf_count, seq, peaks, charged FROM accumulator_states WHERE session_id = ? AND leaf_count = ?",
-    ),
-    latestAnsweredStep: db.prepare<[string], StepRow>(
-      "SELECT seq, ticket, receipt, leaf FROM steps WHERE session_id = ? AND leaf IS NOT NULL ORDER BY seq DESC LIMIT 1",
-    ),
-    receiptCount: db.prepare<[string], number>(
-      "SELECT count(*) FROM steps WHERE session_id = ? AND leaf IS NOT NULL",
-    ).pluck(),
+    hasAccumulatorState: db.prepare<[bigint], number>("SELECT 1 FROM accumulator_states WHERE channel = ? LIMIT 1").pluck(),
+    latestAccumulatorState: db.prepare<[bigint], AccumulatorRow>(
+      "SELECT leaf_count, seq, peaks, charged FROM accumulator_states WHERE channel = ? ORDER BY leaf_count DESC LIMIT 1",
+    ).safeIntegers(true),
+    accumulatorStateAtMost: db.prepare<[bigint, number], AccumulatorRow>(
+      "SELECT leaf_count, seq, peaks, charged FROM accumulator_states WHERE channel = ? AND leaf_count <= ? ORDER BY leaf_count DESC LIMIT 1",
+    ).safeIntegers(true),
+    latestAnsweredStep: db.prepare<[bigint], StepRow>(
+      `SELECT ${STEP_COLUMNS} WHERE s.channel = ? AND s.leaf IS NOT NULL ORDER BY s.seq DESC LIMIT 1`,
+    ).safeIntegers(true),
+    receiptCount: db.prepare<[bigint], number>("SELECT count(*) FROM steps WHERE channel = ? AND leaf IS NOT NULL").pluck(),
+    getPruned: db.prepare<[string], { pruned_at: bigint; archive: string }>("SELECT pruned_at, archive FROM pruned_channels WHERE session_id = ?").safeIntegers(true),
+    deleteChannel: [
+      "DELETE FROM steps WHERE channel = @no",
+      "DELETE FROM accumulator_states WHERE channel = @no",
+      "DELETE FROM commits WHERE session_id = @id",
+      "DELETE FROM closings WHERE session_id = @id",
+      "DELETE FROM cooperative_closes WHERE session_id = @id",
+      "DELETE FROM fault_statements WHERE session_id = @id",
+      "DELETE FROM results WHERE session_id = @id",
+      "DELETE FROM session_key_grants WHERE session_id = @id",
+      "DELETE FROM channel_numbers WHERE no = @no",
+      "DELETE FROM channels WHERE session_id = @id",
+    ].map((sql) => db.prepare<{ no: bigint; id: string }>(sql)),
+    insertPruned: db.prepare<[string, bigint, string]>("INSERT INTO pruned_channels (session_id, pruned_at, archive) VALUES (?, ?, ?)"),
     insertCommit: db.prepare<[string, string, string, string]>(
       `INSERT INTO commits (session_id, signer_role, leaf_count, signed_commit) VALUES (?, ?, ?, ?)
        ON CONFLICT (session_id, signer_role, leaf_count) DO NOTHING`,
@@ -251,6 +285,8 @@ class Batch {
   readonly ops: Array<() => void> = [];
   readonly waiters: Waiter[] = [];
   readonly channels = new Set<string>();
+  /** Channels this batch deletes (`deleteChannel`): nothing may be filed under them after it. */
+  readonly deleted = new Set<string>();
   /** `sessionId:seqKey` → canonical ticket text. */
   readonly tickets = new Map<string, string>();
   /** `sessionId:seqKey` → canonical receipt text and leaf. */
@@ -281,6 +317,14 @@ export class SqliteStore implements ChannelStore {
    */
   readonly #recentSteps = new Map<string, { ticket: string; receipt: string | undefined }>();
   readonly #topSeq = new Map<string, string>();
+  /**
+   * Committed channel numbers by session id and interned ids by value (`provider + termsHash`, `policyHash +
+   * model`): looked up inside a commit, cleared when a commit fails (its new rows were rolled back).
+   */
+  readonly #channelNos = new Map<string, bigint>();
+  readonly #internedIds = new Map<string, bigint>();
+  /** Channel numbers known to hold an accumulator state (so the next is stored only every interval). */
+  readonly #withState = new Set<bigint>();
   #batch = new Batch();
   /** A microtask will commit the pending batch (no fsync was in flight when its first write came). */
   #commitQueued = false;
@@ -317,6 +361,9 @@ export class SqliteStore implements ChannelStore {
     let db: Database.Database | undefined;
     try {
       db = new Database(path, { timeout: busyTimeoutMs });
+      // A new file frees the pages of pruned channels back to the file system (`reclaim`); on a file made before
+      // schema 7 this takes effect only after a VACUUM, and freed pages are reused instead (decision 0008).
+      db.pragma("auto_vacuum = INCREMENTAL");
       const mode = db.pragma("journal_mode = WAL", { simple: true });
       if (mode !== "wal" && path !== ":memory:") {
         throw new StoreOpenError(`${path} cannot use write-ahead logging (journal mode stayed "${String(mode)}").`);
@@ -335,6 +382,26 @@ export class SqliteStore implements ChannelStore {
       });
     }
     return new SqliteStore(db, path, batchLimit);
+  }
+
+  /**
+   * Returns the pages freed by deleted channels to the file system (`PRAGMA incremental_vacuum`, for a store
+   * created with schema 7 or later; an older file keeps them for reuse) after checkpointing the WAL into the
+   * database, and returns the file's size in bytes afterwards. Waits for pending writes first.
+   */
+  async reclaim(): Promise<number> {
+    await this.flush();
+    this.#assertOpen("reclaim");
+    this.#db.pragma("incremental_vacuum");
+    return this.checkpoint();
+  }
+
+  /** Copies the WAL into the database and truncates it (`wal_checkpoint(TRUNCATE)`); returns the database file's size in bytes. */
+  checkpoint(): number {
+    this.#assertOpen("checkpoint");
+    if (this.path === ":memory:") return 0;
+    this.#db.pragma("wal_checkpoint(TRUNCATE)");
+    return statSync(this.path).size;
   }
 
   /** A snapshot of the commit counters. */
@@ -371,9 +438,13 @@ export class SqliteStore implements ChannelStore {
       const status = expectLiteral(record.status, "ChannelRecord.status", CHANNEL_STATUSES);
       const deposit = depositText(record.deposit, "ChannelRecord.deposit");
       const channel = canonChecked(channelToJson(record), (value) => channelFromJson(value));
+      const pruned = this.prunedChannel(sessionId);
+      if (pruned) throw new ChannelPrunedError(sessionId, pruned.prunedAt, pruned.archive);
+      if (batch.deleted.has(sessionId)) throw new UnknownChannelError(sessionId);
       batch.channels.add(sessionId);
       return () => {
         this.#sql.upsertChannel.run(sessionId, role, status, deposit, channel);
+        this.#sql.insertChannelNumber.run(sessionId);
       };
     });
   }
@@ -387,6 +458,26 @@ export class SqliteStore implements ChannelStore {
         if (this.#sql.updateChannel.run(deposit, status, id).changes === 0) throw new UnknownChannelError(id);
       };
     });
+  }
+
+  deleteChannel(sessionId: Hex, pruned: PrunedChannelRecord): Promise<void> {
+    return this.#write("deleteChannel", (batch) => {
+      const id = this.#knownChannel(batch, sessionId);
+      const prunedAt = expectUint(uintToJson(pruned.prunedAt), "pruned.prunedAt", 40);
+      const archive = expectString(pruned.archive, "pruned.archive", 4096);
+      batch.deleted.add(id);
+      return () => {
+        const no = this.#channelNoIn(id);
+        for (const statement of this.#sql.deleteChannel) statement.run({ no, id });
+        this.#sql.insertPruned.run(id, prunedAt, archive);
+      };
+    });
+  }
+
+  prunedChannel(sessionId: Hex): PrunedChannelRecord | undefined {
+    this.#assertOpen("prunedChannel");
+    const row = this.#sql.getPruned.get(sessionId);
+    return row && { prunedAt: BigInt(row.pruned_at), archive: row.archive };
   }
 
   getChannel(sessionId: Hex): ChannelRecord | undefined {
@@ -418,10 +509,16 @@ export class SqliteStore implements ChannelStore {
       const existing = batch.tickets.get(key) ?? this.#storedStep(id, seq, key)?.ticket;
       if (existing !== undefined && existing !== text) throw new TicketConflictError(id, signed.ticket.seq);
       batch.tickets.set(key, text);
+      const blob = encodeTicketBlob(signed);
+      const seqInt = seqToInteger(signed.ticket.seq);
+      const t = signed.ticket;
       return () => {
-        if (this.#sql.insertTicket.run(id, seq, text).changes === 0 && this.#sql.getStep.get(id, seq)?.ticket !== text) {
+        const no = this.#channelNoIn(id);
+        const terms = this.#termsId(t.provider, t.termsHash);
+        if (this.#sql.insertTicket.run(no, seqInt, blob, terms).changes === 0) {
+          const row = this.#sql.rawStep.get(no, seqInt);
           // Only a writer outside this store (another process) can get here; it fails the whole batch.
-          throw new TicketConflictError(id, signed.ticket.seq);
+          if (!row || !row.ticket.equals(blob) || row.terms !== terms) throw new TicketConflictError(id, signed.ticket.seq);
         }
       };
     });
@@ -461,25 +558,38 @@ export class SqliteStore implements ChannelStore {
       const state = accumulator === undefined ? undefined : accumulatorStateRow(accumulator, step.seq);
       batch.tickets.set(key, ticketText);
       batch.receipts.set(key, receiptValue);
+      const seqInt = seqToInteger(step.seq);
+      const ticketBlob = encodeTicketBlob(ticket);
+      const receiptBlob = encodeReceiptBlob(receipt);
+      const leafBlob = Buffer.from(leaf.slice(2), "hex");
+      const t = ticket.ticket;
+      const r = receipt.receipt;
       return () => {
-        // In the step's own transaction: a stored step always has its state, and a state always its step.
-        if (state) this.#sql.insertAccumulatorState.run(id, state.leafCount, seq, state.peaks, state.charged);
-        if (this.#sql.upsertStep.run(id, seq, ticketText, receiptText, leaf).changes > 0) return;
+        const no = this.#channelNoIn(id);
+        const terms = this.#termsId(t.provider, t.termsHash);
+        const policy = this.#policyId(r.policyHash, r.modelSnapshotId);
+        // In the step's own transaction. States are kept every ACCUMULATOR_STATE_INTERVAL receipts and at a
+        // channel's first; `accumulatorState` recomputes the others from the leaves after the nearest one.
+        if (state && (state.leafCount % ACCUMULATOR_STATE_INTERVAL === 0 || !this.#hasState(no))) {
+          this.#sql.insertAccumulatorState.run(no, state.leafCount, seqInt, state.peaks, state.charged);
+          this.#withState.add(no);
+        }
+        if (this.#sql.upsertStep.run(no, seqInt, ticketBlob, terms, receiptBlob, policy, leafBlob).changes > 0) return;
         // Nothing changed: the identical step is already stored, or another process wrote a different one.
-        const row = this.#sql.getStep.get(id, seq);
-        if (row?.ticket !== ticketText) throw new TicketConflictError(id, step.seq);
-        if (row.receipt !== receiptText || row.leaf !== leaf) throw new ReceiptConflictError(id, step.seq);
+        const row = this.#sql.rawStep.get(no, seqInt);
+        if (!row || !row.ticket.equals(ticketBlob) || row.terms !== terms) throw new TicketConflictError(id, step.seq);
+        if (!row.receipt?.equals(receiptBlob) || row.policy !== policy || !row.leaf?.equals(leafBlob)) throw new ReceiptConflictError(id, step.seq);
       };
     });
   }
 
   latestTicket(sessionId: Hex): SignedPaymentTicket | undefined {
     this.#assertOpen("latestTicket");
-    const row = this.#sql.latestTicket.get(sessionId);
+    const no = this.#channelNo(sessionId);
+    const row = no === undefined ? undefined : this.#sql.latestTicket.get(no);
     if (!row) return undefined;
-    return decodeRow("steps", `${sessionId}#${row.seq}`, () =>
-      decodeTicket(sessionId, seqFromKey(row.seq, "steps.seq"), row.ticket),
-    );
+    const seq = seqFromInteger(row.seq);
+    return decodeRow("steps", `${sessionId}#${seqKey(seq)}`, () => decodeTicket(sessionId, seq, row.ticket, row.terms));
   }
 
   steps(sessionId: Hex, options: StepsOptions = {}): StepRecord[] {
@@ -489,16 +599,18 @@ export class SqliteStore implements ChannelStore {
       throw new InvalidFieldError("options.limit", "a non-negative integer", limit);
     }
     if (fromSeq >= 1n << 64n) return [];
+    const no = this.#channelNo(sessionId);
+    if (no === undefined) return [];
     // SQLite reads a negative LIMIT as "no limit".
-    const rows = this.#sql.steps.all(sessionId, seqKey(fromSeq < 0n ? 0n : fromSeq), limit ?? -1);
-    return rows.map((row) => decodeRow("steps", `${sessionId}#${row.seq}`, () => decodeStep(sessionId, row)));
+    const rows = this.#sql.steps.all(no, seqToInteger(fromSeq < 0n ? 0n : fromSeq), limit ?? -1);
+    return rows.map((row) => decodeStepRow(sessionId, row));
   }
 
   leaves(sessionId: Hex): Hex[] {
     this.#assertOpen("leaves");
-    return this.#sql.leaves
-      .all(sessionId)
-      .map((row) => decodeRow("steps", `${sessionId}#${row.seq}`, () => expectHash(row.leaf, "steps.leaf")));
+    const no = this.#channelNo(sessionId);
+    if (no === undefined) return [];
+    return this.#sql.leaves.all(no).map((leaf) => `0x${leaf.toString("hex")}` as Hex);
   }
 
   accumulatorState(sessionId: Hex, at?: { leafCount: number }): (AccumulatorState & { seq: bigint }) | undefined {
@@ -506,29 +618,39 @@ export class SqliteStore implements ChannelStore {
     if (at !== undefined && (!Number.isSafeInteger(at.leafCount) || at.leafCount < 0)) {
       throw new InvalidFieldError("at.leafCount", "a non-negative integer", at.leafCount);
     }
-    const row = at === undefined ? this.#sql.latestAccumulatorState.get(sessionId) : this.#sql.accumulatorStateAt.get(sessionId, seqKey(BigInt(at.leafCount)));
+    const no = this.#channelNo(sessionId);
+    if (no === undefined) return undefined;
+    const row = at === undefined ? this.#sql.latestAccumulatorState.get(no) : this.#sql.accumulatorStateAtMost.get(no, at.leafCount);
     if (!row) return undefined;
     return decodeRow("accumulator_states", `${sessionId}#${row.leaf_count}`, () => {
-      const peaks = JSON.parse(row.peaks) as unknown;
-      if (!Array.isArray(peaks)) throw new InvalidFieldError("accumulator_states.peaks", "a JSON array of hashes", row.peaks);
-      return {
-        leafCount: Number(seqFromKey(row.leaf_count, "accumulator_states.leaf_count")),
-        seq: seqFromKey(row.seq, "accumulator_states.seq"),
-        peaks: peaks.map((peak, i) => expectHash(peak, `accumulator_states.peaks[${i}]`)),
-        charged: BigInt(row.charged),
-      };
+      const stored = { leafCount: Number(row.leaf_count), seq: seqFromInteger(row.seq), peaks: peaksFromBlob(row.peaks), charged: expectUint(row.charged, "accumulator_states.charged", 256) };
+      // The states between stored ones: the nearest one below, and the receipts after it appended (schema 7).
+      const missing = at === undefined ? -1 : at.leafCount - stored.leafCount;
+      if (missing === 0) return stored;
+      const rest = this.#sql.leavesAfter.all(no, row.seq, missing);
+      if (rest.length === 0) return stored;
+      if (missing > 0 && rest.length < missing) return undefined; // fewer receipts stored than asked for
+      const accumulator = RootAccumulator.fromJSON({ size: String(stored.leafCount), peaks: stored.peaks });
+      let charged = stored.charged;
+      for (const step of rest) {
+        accumulator.append(step.leaf);
+        charged += receiptBlobAmount(step.receipt);
+      }
+      return { leafCount: accumulator.size, seq: seqFromInteger(rest[rest.length - 1]!.seq), peaks: accumulator.peaks(), charged };
     });
   }
 
   latestAnsweredStep(sessionId: Hex): StepRecord | undefined {
     this.#assertOpen("latestAnsweredStep");
-    const row = this.#sql.latestAnsweredStep.get(sessionId);
-    return row ? decodeRow("steps", `${sessionId}#${row.seq}`, () => decodeStep(sessionId, row)) : undefined;
+    const no = this.#channelNo(sessionId);
+    const row = no === undefined ? undefined : this.#sql.latestAnsweredStep.get(no);
+    return row ? decodeStepRow(sessionId, row) : undefined;
   }
 
   receiptCount(sessionId: Hex): number {
     this.#assertOpen("receiptCount");
-    return this.#sql.receiptCount.get(sessionId) ?? 0;
+    const no = this.#channelNo(sessionId);
+    return no === undefined ? 0 : (this.#sql.receiptCount.get(no) ?? 0);
   }
 
   // ------------------------------------------------------------------------------------------------
@@ -813,6 +935,10 @@ export class SqliteStore implements ChannelStore {
       this.#commitOps.immediate(batch.ops);
     } catch (cause) {
       this.#stats.failedCommits++;
+      // Numbers, ids and states first seen in the rolled-back transaction may not exist.
+      this.#channelNos.clear();
+      this.#internedIds.clear();
+      this.#withState.clear();
       const error = new StoreWriteError(batch.ops.length, cause);
       for (const waiter of batch.waiters) waiter.reject(error);
       return false;
@@ -860,18 +986,29 @@ export class SqliteStore implements ChannelStore {
   #storedStep(id: string, seq: string, key: string): { ticket: string; receipt: string | undefined } | undefined {
     const recent = this.#recentSteps.get(key);
     if (recent !== undefined) return recent;
+    const no = this.#channelNo(id as Hex);
+    if (no === undefined) return undefined;
     let top = this.#topSeq.get(id);
     if (top === undefined) {
-      top = this.#sql.latestTicket.get(id)?.seq ?? "";
+      const latest = this.#sql.latestSeq.get(no);
+      top = latest === undefined ? "" : seqKey(seqFromInteger(latest));
       this.#topSeq.set(id, top);
     }
     if (seq > top) return undefined; // seq keys have one width, so text order is numeric order
-    const row = this.#sql.getStep.get(id, seq);
-    return row && { ticket: row.ticket, receipt: row.receipt == null ? undefined : `${row.receipt}\n${row.leaf}` };
+    const seqValue = seqFromKey(seq, "seq");
+    const row = this.#sql.getStep.get(no, seqToInteger(seqValue));
+    if (!row) return undefined;
+    // The texts the step was written from: what the enqueue-time checks compare.
+    return decodeRow("steps", `${id}#${seq}`, () => {
+      const ticket = canon(decodeTicketBlob(id as Hex, seqValue, row.ticket, row.terms));
+      if (row.receipt === null || row.policy === null || row.leaf === null) return { ticket, receipt: undefined };
+      return { ticket, receipt: `${canon(decodeReceiptBlob(id as Hex, seqValue, row.receipt, row.policy))}\n0x${row.leaf.toString("hex")}` };
+    });
   }
 
   /** Remembers a committed batch's steps for the next conflict checks (the newest few thousand). */
   #noteCommitted(batch: Batch): void {
+    for (const id of batch.deleted) this.#forget(id);
     for (const [key, ticket] of batch.tickets) {
       const id = key.slice(0, key.indexOf(":"));
       const seq = key.slice(id.length + 1);
@@ -890,9 +1027,64 @@ export class SqliteStore implements ChannelStore {
     }
   }
 
+  /** Drops a deleted channel from every cache. */
+  #forget(id: string): void {
+    this.#storedChannels.delete(id);
+    this.#topSeq.delete(id);
+    const no = this.#channelNos.get(id);
+    if (no !== undefined) this.#withState.delete(no);
+    this.#channelNos.delete(id);
+    for (const key of [...this.#recentSteps.keys()]) if (key.startsWith(`${id}:`)) this.#recentSteps.delete(key);
+  }
+
+  /** The committed number of a channel, or undefined if it is not stored (reads). */
+  #channelNo(sessionId: Hex): bigint | undefined {
+    let no = this.#channelNos.get(sessionId);
+    if (no === undefined) {
+      no = this.#sql.channelNo.get(sessionId);
+      if (no !== undefined) this.#channelNos.set(sessionId, no);
+    }
+    return no;
+  }
+
+  /** Inside a commit: the channel's number, which an earlier write of the same batch may have just created. */
+  #channelNoIn(id: string): bigint {
+    const no = this.#channelNo(id as Hex);
+    if (no === undefined) throw new UnknownChannelError(id as Hex);
+    return no;
+  }
+
+  /** Inside a commit: the id of an interned value, inserting it the first time it is seen. */
+  #internedId(key: string, value: () => Buffer): bigint {
+    let id = this.#internedIds.get(key);
+    if (id === undefined) {
+      const bytes = value();
+      this.#sql.intern.run(bytes);
+      id = this.#sql.internedId.get(bytes)!;
+      this.#internedIds.set(key, id);
+    }
+    return id;
+  }
+
+  #termsId(provider: Address, termsHash: Hex): bigint {
+    return this.#internedId(`t${provider.toLowerCase()}${termsHash}`, () => ticketTermsKey({ provider, termsHash } as PaymentTicket));
+  }
+
+  #policyId(policyHash: Hex, model: string): bigint {
+    return this.#internedId(`p${policyHash}${model}`, () => receiptPolicyKey({ policyHash, modelSnapshotId: model } as SessionReceipt));
+  }
+
+  #hasState(no: bigint): boolean {
+    if (this.#withState.has(no)) return true;
+    if (this.#sql.hasAccumulatorState.get(no) === undefined) return false;
+    this.#withState.add(no);
+    return true;
+  }
+
   /** The session id, checked, if the channel is stored or pending in `batch`; else {@link UnknownChannelError}. */
   #knownChannel(batch: Batch, sessionId: Hex): Hex {
     const id = expectHash(sessionId, "sessionId");
+    if (batch.deleted.has(id)) throw new UnknownChannelError(id);
     if (this.#storedChannels.has(id) || batch.channels.has(id)) return id;
     if (this.#sql.channelExists.get(id) === undefined) throw new UnknownChannelError(id);
     this.#storedChannels.add(id);
@@ -935,24 +1127,22 @@ function decodeChannel(row: ChannelRow): ChannelRecord {
   });
 }
 
-function decodeTicket(sessionId: Hex, seq: bigint, text: string): SignedPaymentTicket {
-  const signed = signedPaymentTicketFromJson(parseStored(text, "SignedPaymentTicket"));
-  expectRowKey(signed.ticket.sessionId, sessionId, "SignedPaymentTicket.ticket.sessionId");
-  expectRowKey(signed.ticket.seq, seq, "SignedPaymentTicket.ticket.seq");
-  return signed;
+/** A stored ticket through the ticket's validators (schema 7: bytes, with the session id and seq from the key). */
+function decodeTicket(sessionId: Hex, seq: bigint, blob: Buffer, terms: Buffer): SignedPaymentTicket {
+  return signedPaymentTicketFromJson(decodeTicketBlob(sessionId, seq, blob, terms));
 }
 
-function decodeStep(sessionId: Hex, row: StepRow): StepRecord {
-  const seq = seqFromKey(row.seq, "steps.seq");
-  const step: StepRecord = { seq, ticket: decodeTicket(sessionId, seq, row.ticket) };
-  if (row.receipt !== null) {
-    const receipt = signedSessionReceiptFromJson(parseStored(row.receipt, "SignedSessionReceipt"));
-    expectRowKey(receipt.receipt.sessionId, sessionId, "SignedSessionReceipt.receipt.sessionId");
-    expectRowKey(receipt.receipt.seq, seq, "SignedSessionReceipt.receipt.seq");
-    step.receipt = receipt;
-    step.leaf = expectHash(row.leaf, "steps.leaf");
-  }
-  return step;
+function decodeStepRow(sessionId: Hex, row: StepRow): StepRecord {
+  const seq = seqFromInteger(row.seq);
+  return decodeRow("steps", `${sessionId}#${seqKey(seq)}`, () => {
+    const step: StepRecord = { seq, ticket: decodeTicket(sessionId, seq, row.ticket, row.terms) };
+    if (row.receipt !== null || row.policy !== null || row.leaf !== null) {
+      if (row.receipt === null || row.policy === null || row.leaf === null) throw new InvalidFieldError("steps.receipt", "a receipt, its policy and its leaf, all or none", null);
+      step.receipt = signedSessionReceiptFromJson(decodeReceiptBlob(sessionId, seq, row.receipt, row.policy));
+      step.leaf = expectHash(`0x${row.leaf.toString("hex")}`, "steps.leaf");
+    }
+    return step;
+  });
 }
 
 /**

@@ -85,6 +85,13 @@ export type AccumulatorState = { leafCount: number; peaks: Hex[]; charged: bigin
  */
 export type ResultRecord = { seq: bigint; request: string; output: string };
 
+/**
+ * A channel archived and pruned (issue 31 item 2, decision 0008 amendment): when (unix seconds, chain time)
+ * and the archive file its `ioi export` lines were written to. Kept forever (a few dozen bytes), so that a late
+ * message for the channel is answered, never re-creates it.
+ */
+export type PrunedChannelRecord = { prunedAt: bigint; archive: string };
+
 export type ChannelPatch = { deposit?: bigint; status?: ChannelStatus };
 export type ListChannelsFilter = { role?: ChannelRole; status?: ChannelStatus };
 export type StepsOptions = {
@@ -95,8 +102,19 @@ export type StepsOptions = {
 };
 
 export interface ChannelStore {
-  /** Inserts the channel, or replaces every field of the stored one (its steps are kept). */
+  /**
+   * Inserts the channel, or replaces every field of the stored one (its steps are kept). A pruned channel is
+   * refused with `ChannelPrunedError`.
+   */
   putChannel(record: ChannelRecord): Promise<void>;
+  /**
+   * Removes the channel and everything filed under it (steps, states, commits, closings, results, grants) and
+   * records it as pruned, in one transaction. Rejects with `UnknownChannelError` if it is not stored. The
+   * caller decides whether it may be pruned (src/store/prune.ts); the store only forgets.
+   */
+  deleteChannel(sessionId: Hex, pruned: PrunedChannelRecord): Promise<void>;
+  /** The record of a pruned channel, if this store pruned it. `putChannel` refuses it with `ChannelPrunedError`. */
+  prunedChannel(sessionId: Hex): PrunedChannelRecord | undefined;
   /** Changes the mutable fields of a stored channel; rejects with `UnknownChannelError` if there is none. */
   updateChannel(sessionId: Hex, patch: ChannelPatch): Promise<void>;
   getChannel(sessionId: Hex): ChannelRecord | undefined;

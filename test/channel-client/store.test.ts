@@ -13,6 +13,7 @@ import { signReceiptCommit, type SignedReceiptCommit } from "../../src/core/rece
 import { signSessionReceipt, signedSessionReceiptToJson } from "../../src/core/receipt";
 import * as storeErrors from "../../src/store/errors";
 import { MIGRATIONS, SCHEMA_VERSION } from "../../src/store/schema";
+import { channelToJson, encodeTicketBlob, ticketTermsKey } from "../../src/store/records";
 import { signFaultStatement } from "../../src/core/fault-statement";
 import { SqliteStore } from "../../src/store/sqlite-store";
 import type { ChannelRecord, ChannelRole, ChannelStatus, ClosingRecord, StepRecord } from "../../src/store/store";
@@ -158,6 +159,7 @@ describe("SqliteStore", function () {
       new storeErrors.FaultStatementConflictError(h("s"), 1n),
       new storeErrors.ResultConflictError(h("s"), 1n),
       new storeErrors.InconsistentRecordError("x"),
+      new storeErrors.ChannelPrunedError(h("s"), 1n, "/a"),
     ];
     expect(instances.map((e) => e.name).sort()).to.deep.equal(Object.keys(storeErrors).sort());
     for (const error of instances) expect(error.name).to.equal(error.constructor.name);
@@ -173,7 +175,7 @@ describe("SqliteStore", function () {
         busyTimeoutMs: 1234,
         schemaVersion: SCHEMA_VERSION,
       });
-      expect(SCHEMA_VERSION).to.equal(6); // issue 28: the accumulator states (5), the results table (6)
+      expect(SCHEMA_VERSION).to.equal(7); // issue 28: the accumulator states (5), the results table (6); issue 31: compact steps (7)
       await store.close();
       // Reopening an up-to-date file migrates nothing and keeps the version.
       expect(openStore().settings().schemaVersion).to.equal(SCHEMA_VERSION);
@@ -254,7 +256,7 @@ describe("SqliteStore", function () {
       expect(store.getCursor("other")).to.equal(undefined);
     });
 
-    it("stores bigints as decimal TEXT and artifacts as canonical JSON", async () => {
+    it("stores amounts as decimal TEXT outside steps, and steps as bytes keyed by (channel number, seq − 2^63) (schema 7)", async () => {
       const store = openStore();
       const c = channel(1n);
       await store.putChannel(c);
@@ -269,10 +271,13 @@ describe("SqliteStore", function () {
         )
         .pluck()
         .all();
-      expect(types).to.deep.equal(["text", "text", "text"]);
-      const row = raw.prepare("SELECT seq, ticket FROM steps").get() as { seq: string; ticket: string };
-      expect(row.seq).to.equal("00000000000000000005");
-      expect(row.ticket).to.match(/^\{"signature":"0x[0-9a-f]{130}","ticket":\{"cumulativeAmount":"5000000000000000000",/);
+      expect(types).to.deep.equal(["text", "integer", "text"]);
+      const row = raw.prepare("SELECT seq, ticket, typeof(receipt) AS receipt, length(leaf) AS leaf FROM steps").safeIntegers(true).get() as { seq: bigint; ticket: Buffer; receipt: string; leaf: bigint };
+      expect(row.seq).to.equal(5n - (1n << 63n));
+      // receiptRoot (32) ‖ signature (65) ‖ 5 × 10^18 as big-endian bytes (0x4563918244f40000)
+      expect(row.ticket.length).to.equal(105);
+      expect(row.ticket.subarray(97).toString("hex")).to.equal("4563918244f40000");
+      expect([row.receipt, row.leaf]).to.deep.equal(["blob", 32n]);
       expect(raw.prepare("SELECT block FROM cursors").pluck().get()).to.equal(BIG.toString());
       raw.close();
     });
@@ -530,14 +535,12 @@ describe("SqliteStore", function () {
 
     it("migrates a version-2 store (channels and steps kept) to one that holds grants", async () => {
       const c = channel(1n);
-      {
-        const store = openStore();
-        await store.putChannel(c);
-        await store.close();
-      }
       const raw = new Database(dbPath);
-      raw.exec("DROP TABLE results; DROP TABLE accumulator_states; DROP TABLE session_key_grants; DROP TABLE fault_statements");
+      raw.exec(MIGRATIONS[0]!);
+      raw.exec(MIGRATIONS[1]!);
       raw.pragma("user_version = 2");
+      // The channel as the version-2 code wrote it.
+      raw.prepare("INSERT INTO channels (session_id, role, status, deposit, channel) VALUES (?, ?, ?, ?, ?)").run(c.sessionId, c.role, c.status, c.deposit.toString(), canon(channelToJson(c)));
       raw.close();
       const store = openStore();
       expect(store.settings().schemaVersion).to.equal(SCHEMA_VERSION);
@@ -738,10 +741,11 @@ describe("SqliteStore", function () {
       await store.close();
 
       const raw = new Database(dbPath);
-      // An amount as a JSON number, a row moved under another seq, a leaf that is not a hash,
-      // non-canonical bytes, a negative cursor.
-      raw.prepare("UPDATE steps SET ticket = replace(ticket, '\"cumulativeAmount\":\"1000000000000000000\"', '\"cumulativeAmount\":1000000000000000000') WHERE seq = '00000000000000000001'").run();
-      raw.prepare("UPDATE steps SET seq = '00000000000000000003' WHERE seq = '00000000000000000002'").run();
+      // An amount with a leading zero byte, a receipt whose units run past its row, non-canonical bytes, an
+      // out-of-range fee, a cursor beyond uint64. (Schema 7 keeps the session id and seq only in the key, so a
+      // row moved under another key is no longer caught by the store: its signatures no longer verify.)
+      raw.prepare("UPDATE steps SET ticket = unhex(hex(substr(ticket, 1, 97)) || '00' || hex(substr(ticket, 98))) WHERE seq = ?").run(1n - (1n << 63n));
+      raw.prepare("UPDATE steps SET receipt = unhex(hex(substr(receipt, 1, 161)) || 'FF' || hex(substr(receipt, 163))) WHERE seq = ?").run(2n - (1n << 63n));
       raw.prepare("UPDATE channels SET channel = replace(channel, '{', '{ ')").run();
       raw.prepare("UPDATE closings SET closing = replace(closing, '\"feeBps\":\"65535\"', '\"feeBps\":\"65536\"')").run();
       raw.prepare("UPDATE cursors SET block = '18446744073709551616'").run();
@@ -749,8 +753,8 @@ describe("SqliteStore", function () {
 
       const reopened = openStore();
       const cases: Array<[() => unknown, string, string]> = [
-        [() => reopened.steps(c.sessionId, { limit: 1 }), "AmountAsNumberError", `${c.sessionId}#00000000000000000001`],
-        [() => reopened.latestTicket(c.sessionId), "InvalidFieldError", `${c.sessionId}#00000000000000000003`],
+        [() => reopened.steps(c.sessionId, { limit: 1 }), "InvalidFieldError", `${c.sessionId}#00000000000000000001`],
+        [() => reopened.latestAnsweredStep(c.sessionId), "InvalidFieldError", `${c.sessionId}#00000000000000000002`],
         [() => reopened.getChannel(c.sessionId), "NonCanonicalJsonError", c.sessionId],
         [() => reopened.getClosing(c.sessionId), "InvalidFieldError", c.sessionId],
         [() => reopened.getCursor("a"), "InvalidFieldError", "a"],
@@ -835,9 +839,13 @@ describe("SqliteStore", function () {
       const writes = [store.putStep(c.sessionId, step1), store.putTicket(c.sessionId, ticket2), store.setCursor("a", 1n)];
       // Another process slips a different ticket for seq 2 in before the batch commits.
       const intruder = new Database(dbPath);
+      intruder.prepare("INSERT INTO interned (value) VALUES (?) ON CONFLICT DO NOTHING").run(ticketTermsKey(other2.ticket));
       intruder
-        .prepare("INSERT INTO steps (session_id, seq, ticket) VALUES (?, '00000000000000000002', ?)")
-        .run(c.sessionId, canon(signedPaymentTicketToJson(other2)));
+        .prepare(
+          `INSERT INTO steps (channel, seq, ticket, terms) VALUES
+           ((SELECT no FROM channel_numbers WHERE session_id = ?), ?, ?, (SELECT id FROM interned WHERE value = ?))`,
+        )
+        .run(c.sessionId, 2n - (1n << 63n), encodeTicketBlob(other2), ticketTermsKey(other2.ticket));
       intruder.close();
       const errors = await Promise.all(writes.map((w) => rejection(w)));
       for (const error of errors) {
