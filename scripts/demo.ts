@@ -193,7 +193,7 @@ async function main(): Promise<void> {
 
     // --- Disputes: a gig decided by Lane 1 and a session receipt decided by Lane 0. ---
     log("");
-    // The two cases are resolved by three `ioi arbitrator serve` processes on the served devnet (no arbitrate call here).
+    // The three cases (gig, session, streamed job) are resolved by three `ioi arbitrator serve` processes on the served devnet (no arbitrate call here).
     const cases = await runDisputeDemo({ hre, deployment, publicClient, wallets: wallets as unknown as Wallet[], log, daemons });
 
     const gas: Record<string, number> = {
