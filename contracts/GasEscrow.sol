@@ -3,9 +3,11 @@ pragma solidity 0.8.28;
 
 import {DisputableAssets} from "./governance/DisputableAssets.sol";
 import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
+import {SignatureChecker} from "@openzeppelin/contracts/utils/cryptography/SignatureChecker.sol";
 import {SafeTransferLib} from "solady/src/utils/SafeTransferLib.sol";
 import {ReentrancyGuardTransient} from "solady/src/utils/ReentrancyGuardTransient.sol";
 import {IGasEscrow} from "./interfaces/IGasEscrow.sol";
+import {IGasEscrowWallets} from "./interfaces/IGasEscrowWallets.sol";
 import {IProviderRegistry} from "./interfaces/IProviderRegistry.sol";
 import {TryTransfer} from "./libraries/TryTransfer.sol";
 
@@ -146,6 +148,10 @@ contract GasEscrow is IGasEscrow, DisputableAssets, EIP712, ReentrancyGuardTrans
     /// @dev Provider-signed receipt commits anchored by the payer side: root => its leaf count (0: none).
     mapping(bytes32 sessionId => mapping(bytes32 root => uint64 leafCount)) private _anchoredCommits;
 
+    /// @dev Session-key grants of contract-wallet payers that the wallet approved (ERC-1271) when they were
+    /// registered: session => grant digest => registered (decision 0035).
+    mapping(bytes32 sessionId => mapping(bytes32 grantDigest => bool)) private _walletGrants;
+
     /// @dev Routing fee and treasury in one slot: bits 0..159 treasury, bits 160..175 fee in bps.
     uint256 private _feeConfig;
 
@@ -161,6 +167,125 @@ contract GasEscrow is IGasEscrow, DisputableAssets, EIP712, ReentrancyGuardTrans
         _grantRole(DEFAULT_ADMIN_ROLE, governance);
         _grantRole(GOVERNANCE_ROLE, governance);
         _setRoutingFee(routingFeeBps, treasury);
+    }
+
+    /*//////////////////////////////////////////////////////////////
+                          CONTRACT-WALLET PAYERS
+    //////////////////////////////////////////////////////////////*/
+
+    /// @notice Serves `IGasEscrowWallets`, the entry points for payers that are contract wallets (decision 0035).
+    /// @dev Reached only after every plain-key selector missed, so adding these entry points left the plain-key
+    /// functions' dispatch — and their gas — exactly as it was. Arguments are read in place from calldata
+    /// (`ChannelTerms`, `ClosingState`, `Ticket` and `Signature` are static tuples encoded inline; a
+    /// `WalletTicket`, a `WalletSessionKeyGrant` and `bytes` are reached through their offset word), every
+    /// narrow integer and every offset is range-checked, and the entry points then run the same private checks as
+    /// the plain-key functions. Not payable: ETH sent to the escrow without a function still reverts.
+    // solhint-disable-next-line no-complex-fallback
+    fallback(bytes calldata) external returns (bytes memory) {
+        bytes4 selector = msg.sig;
+        if (selector == IGasEscrowWallets.walletSessionKeyRegistered.selector) {
+            return abi.encode(_walletGrants[_wordArg(0x04)][_wordArg(0x24)]);
+        }
+        ChannelTerms calldata terms;
+        // solhint-disable-next-line no-inline-assembly
+        assembly ("memory-safe") {
+            terms := 0x04 // eight static words; `_sessionId` reverts on any dirty high bits
+        }
+        uint64 openedAt = uint64(_uintArg(0x104, 64));
+        if (selector == IGasEscrowWallets.closeUnilateralByWallet.selector) {
+            _closeUnilateralByWallet(terms, openedAt, _walletTicketArg(0x124));
+        } else if (selector == IGasEscrowWallets.challengeByWallet.selector) {
+            _challengeByWallet(terms, openedAt, _closingStateArg(0x124), _walletTicketArg(0x1c4));
+        } else if (selector == IGasEscrowWallets.closeCooperativeByWallet.selector) {
+            _closeCooperativeByWallet(
+                terms,
+                openedAt,
+                uint64(_uintArg(0x124, 64)),
+                uint128(_uintArg(0x144, 128)),
+                _wordArg(0x164),
+                _bytesArg(0x184),
+                _signatureArg(0x1a4)
+            );
+        } else if (selector == IGasEscrowWallets.registerWalletSessionKey.selector) {
+            _registerWalletSessionKey(terms, openedAt, _walletGrantArg(0x124));
+        } else if (selector == IGasEscrowWallets.closeUnilateralWithWalletKey.selector) {
+            _closeUnilateralWithWalletKey(terms, openedAt, _ticketArg(0x124), _walletGrantArg(0x1c4));
+        } else if (selector == IGasEscrowWallets.challengeWithWalletKey.selector) {
+            _challengeWithWalletKey(
+                terms, openedAt, _closingStateArg(0x124), _ticketArg(0x1c4), _walletGrantArg(0x264)
+            );
+        } else {
+            revert UnknownFunction(selector);
+        }
+        return "";
+    }
+
+    function _wordArg(uint256 at) private pure returns (bytes32 word) {
+        // solhint-disable-next-line no-inline-assembly
+        assembly ("memory-safe") {
+            word := calldataload(at)
+        }
+    }
+
+    /// @dev The word at `at` as an unsigned integer of `bits` bits; reverts if it has higher bits set.
+    function _uintArg(uint256 at, uint256 bits) private pure returns (uint256 value) {
+        value = uint256(_wordArg(at));
+        if (value >> bits != 0) revert InvalidCalldata(at);
+    }
+
+    /// @dev The start of the dynamic value whose offset word is at `at`; reverts unless `headWords` of it fit.
+    function _tailArg(uint256 at, uint256 headWords) private pure returns (uint256 pointer) {
+        uint256 offset = uint256(_wordArg(at));
+        // Offsets are relative to the arguments (after the selector); 2^32 bounds them far above any calldata.
+        if (offset >> 32 != 0) revert InvalidCalldata(at);
+        pointer = 0x04 + offset;
+        if (pointer + headWords * 0x20 > msg.data.length) revert InvalidCalldata(at);
+    }
+
+    /// @dev Static tuples read past the calldata read zeros, which no signature check passes.
+    function _closingStateArg(uint256 at) private pure returns (ClosingState calldata recorded) {
+        // solhint-disable-next-line no-inline-assembly
+        assembly ("memory-safe") {
+            recorded := at
+        }
+    }
+
+    function _ticketArg(uint256 at) private pure returns (Ticket calldata ticket) {
+        // solhint-disable-next-line no-inline-assembly
+        assembly ("memory-safe") {
+            ticket := at
+        }
+    }
+
+    function _signatureArg(uint256 at) private pure returns (Signature calldata sig) {
+        // solhint-disable-next-line no-inline-assembly
+        assembly ("memory-safe") {
+            sig := at
+        }
+    }
+
+    /// @dev Solidity checks a calldata struct's dynamic member (`sig`) against the calldata when it is read.
+    function _walletTicketArg(uint256 at) private pure returns (WalletTicket calldata ticket) {
+        uint256 pointer = _tailArg(at, 4);
+        // solhint-disable-next-line no-inline-assembly
+        assembly ("memory-safe") {
+            ticket := pointer
+        }
+    }
+
+    function _walletGrantArg(uint256 at) private pure returns (WalletSessionKeyGrant calldata grant) {
+        uint256 pointer = _tailArg(at, 6);
+        // solhint-disable-next-line no-inline-assembly
+        assembly ("memory-safe") {
+            grant := pointer
+        }
+    }
+
+    function _bytesArg(uint256 at) private pure returns (bytes calldata data) {
+        uint256 pointer = _tailArg(at, 1);
+        uint256 length = uint256(_wordArg(pointer));
+        if (length >> 32 != 0) revert InvalidCalldata(at);
+        data = msg.data[pointer + 0x20:pointer + 0x20 + length]; // the slice reverts past the calldata
     }
 
     /*//////////////////////////////////////////////////////////////
@@ -228,8 +353,38 @@ contract GasEscrow is IGasEscrow, DisputableAssets, EIP712, ReentrancyGuardTrans
     ) external {
         bytes32 sessionId = _sessionId(terms, openedAt);
         uint256 word = _requireOpen(sessionId);
-        uint256 held = word & _DEPOSIT_MASK;
         _requireSummarySigners(sessionId, terms, finalSeq, finalAmount, finalReceiptRoot, payerSig, providerSig);
+        _settleCooperative(sessionId, terms, word, finalSeq, finalAmount, finalReceiptRoot);
+    }
+
+    /// @dev `IGasEscrowWallets.closeCooperativeByWallet`, served by the fallback.
+    function _closeCooperativeByWallet(
+        ChannelTerms calldata terms,
+        uint64 openedAt,
+        uint64 finalSeq,
+        uint128 finalAmount,
+        bytes32 finalReceiptRoot,
+        bytes calldata payerSig,
+        Signature calldata providerSig
+    ) private {
+        bytes32 sessionId = _sessionId(terms, openedAt);
+        uint256 word = _requireOpen(sessionId);
+        bytes32 digest = _cooperativeDigest(sessionId, terms, finalSeq, finalAmount, finalReceiptRoot);
+        _requireWalletSigner(digest, payerSig, terms.payer);
+        _requireSigner(digest, providerSig, terms.provider);
+        _settleCooperative(sessionId, terms, word, finalSeq, finalAmount, finalReceiptRoot);
+    }
+
+    /// @dev The effects and payouts of a cooperative close whose summary both parties signed.
+    function _settleCooperative(
+        bytes32 sessionId,
+        ChannelTerms calldata terms,
+        uint256 word,
+        uint64 finalSeq,
+        uint128 finalAmount,
+        bytes32 finalReceiptRoot
+    ) private {
+        uint256 held = word & _DEPOSIT_MASK;
         if (finalAmount > held) revert AmountExceedsDeposit(sessionId, finalAmount, held);
 
         (uint256 toProvider, uint256 fee, uint256 toFunder) = computeSettlement(held, finalAmount, word >> _FEE_SHIFT);
@@ -274,15 +429,53 @@ contract GasEscrow is IGasEscrow, DisputableAssets, EIP712, ReentrancyGuardTrans
         _startClosing(sessionId, word, terms, ticket);
     }
 
+    /// @dev `IGasEscrowWallets.closeUnilateralByWallet`, served by the fallback.
+    function _closeUnilateralByWallet(ChannelTerms calldata terms, uint64 openedAt, WalletTicket calldata ticket)
+        private
+    {
+        bytes32 sessionId = _sessionId(terms, openedAt);
+        uint256 word = _requireOpen(sessionId);
+        _requireParty(sessionId, terms);
+        if (ticket.seq == 0) revert EmptyWalletTicket(sessionId);
+        _requireWalletTicket(sessionId, terms, ticket);
+        _startClosingWith(sessionId, word, terms, ticket.seq, ticket.cumulativeAmount, ticket.receiptRoot);
+    }
+
+    /// @dev `IGasEscrowWallets.closeUnilateralWithWalletKey`, served by the fallback.
+    function _closeUnilateralWithWalletKey(
+        ChannelTerms calldata terms,
+        uint64 openedAt,
+        Ticket calldata ticket,
+        WalletSessionKeyGrant calldata grant
+    ) private {
+        bytes32 sessionId = _sessionId(terms, openedAt);
+        uint256 word = _requireOpen(sessionId);
+        _requireParty(sessionId, terms);
+        if (ticket.seq == 0) revert EmptyKeyTicket(sessionId);
+        _requireWalletKeyTicket(sessionId, terms, ticket, grant);
+        _startClosing(sessionId, word, terms, ticket);
+    }
+
     /// @dev Records the close: the ticket's state, a window of the channel's challenge duration from now.
     function _startClosing(bytes32 sessionId, uint256 word, ChannelTerms calldata terms, Ticket calldata ticket)
         private
     {
+        _startClosingWith(sessionId, word, terms, ticket.seq, ticket.cumulativeAmount, ticket.receiptRoot);
+    }
+
+    function _startClosingWith(
+        bytes32 sessionId,
+        uint256 word,
+        ChannelTerms calldata terms,
+        uint64 seq,
+        uint128 amount,
+        bytes32 receiptRoot
+    ) private {
         ClosingState memory state = ClosingState({
             deposit: uint128(word), // the low 128 bits
-            seq: ticket.seq,
-            amount: ticket.cumulativeAmount,
-            receiptRoot: ticket.receiptRoot,
+            seq: seq,
+            amount: amount,
+            receiptRoot: receiptRoot,
             feeBps: uint16(word >> _FEE_SHIFT)
         });
         // Cannot overflow: timestamps and durations are far below 2^40 (MAX_CHALLENGE_DURATION is 30 days).
@@ -330,9 +523,47 @@ contract GasEscrow is IGasEscrow, DisputableAssets, EIP712, ReentrancyGuardTrans
         _recordChallenge(sessionId, cases, finalizesAt, recorded, ticket);
     }
 
+    /// @dev `IGasEscrowWallets.challengeByWallet`, served by the fallback.
+    function _challengeByWallet(
+        ChannelTerms calldata terms,
+        uint64 openedAt,
+        ClosingState calldata recorded,
+        WalletTicket calldata ticket
+    ) private {
+        bytes32 sessionId = _sessionId(terms, openedAt);
+        (uint256 cases, uint40 finalizesAt) =
+            _requireChallengeableBy(sessionId, recorded, ticket.seq, ticket.cumulativeAmount);
+        _requireWalletTicket(sessionId, terms, ticket);
+        _recordChallengeWith(
+            sessionId, cases, finalizesAt, recorded, ticket.seq, ticket.cumulativeAmount, ticket.receiptRoot
+        );
+    }
+
+    /// @dev `IGasEscrowWallets.challengeWithWalletKey`, served by the fallback.
+    function _challengeWithWalletKey(
+        ChannelTerms calldata terms,
+        uint64 openedAt,
+        ClosingState calldata recorded,
+        Ticket calldata ticket,
+        WalletSessionKeyGrant calldata grant
+    ) private {
+        bytes32 sessionId = _sessionId(terms, openedAt);
+        (uint256 cases, uint40 finalizesAt) = _requireChallengeable(sessionId, recorded, ticket);
+        _requireWalletKeyTicket(sessionId, terms, ticket, grant);
+        _recordChallenge(sessionId, cases, finalizesAt, recorded, ticket);
+    }
+
     /// @dev Reverts unless the channel is closing with `recorded`, its window is open, and `ticket` owes the
     /// provider strictly more; returns the channel's open cases and window end.
     function _requireChallengeable(bytes32 sessionId, ClosingState calldata recorded, Ticket calldata ticket)
+        private
+        view
+        returns (uint256 cases, uint40 finalizesAt)
+    {
+        return _requireChallengeableBy(sessionId, recorded, ticket.seq, ticket.cumulativeAmount);
+    }
+
+    function _requireChallengeableBy(bytes32 sessionId, ClosingState calldata recorded, uint64 seq, uint128 amount)
         private
         view
         returns (uint256 cases, uint40 finalizesAt)
@@ -342,16 +573,12 @@ contract GasEscrow is IGasEscrow, DisputableAssets, EIP712, ReentrancyGuardTrans
         // The provider is owed the most the payer ever promised: a higher cumulative amount wins whatever its
         // seq (the payer signs seq, so ranking by seq alone would let a payer close with a fresh ticket of
         // seq 2^64 - 1 and amount 0 that no genuine ticket could beat).
-        if (ticket.cumulativeAmount < recorded.amount) {
-            revert TicketAmountDecreased(sessionId, ticket.cumulativeAmount, recorded.amount);
-        }
+        if (amount < recorded.amount) revert TicketAmountDecreased(sessionId, amount, recorded.amount);
         // The recorded root moves only when the amount rises (issue 12): a same-amount ticket, whatever its
         // seq, would let the payer swap the root the provider's receipts are proven against for one of its
         // own choosing, for free. The provider never accepts a ticket that adds nothing, so no genuine
         // same-amount ticket is lost.
-        if (ticket.seq == 0 || ticket.cumulativeAmount == recorded.amount) {
-            revert TicketNotNewer(sessionId, ticket.seq, recorded.seq);
-        }
+        if (seq == 0 || amount == recorded.amount) revert TicketNotNewer(sessionId, seq, recorded.seq);
     }
 
     /// @dev Replaces the recorded ticket with `ticket` (already checked), keeping the window's end.
@@ -362,11 +589,25 @@ contract GasEscrow is IGasEscrow, DisputableAssets, EIP712, ReentrancyGuardTrans
         ClosingState calldata recorded,
         Ticket calldata ticket
     ) private {
+        _recordChallengeWith(
+            sessionId, cases, finalizesAt, recorded, ticket.seq, ticket.cumulativeAmount, ticket.receiptRoot
+        );
+    }
+
+    function _recordChallengeWith(
+        bytes32 sessionId,
+        uint256 cases,
+        uint40 finalizesAt,
+        ClosingState calldata recorded,
+        uint64 seq,
+        uint128 amount,
+        bytes32 receiptRoot
+    ) private {
         ClosingState memory state = ClosingState({
             deposit: recorded.deposit,
-            seq: ticket.seq,
-            amount: ticket.cumulativeAmount,
-            receiptRoot: ticket.receiptRoot,
+            seq: seq,
+            amount: amount,
+            receiptRoot: receiptRoot,
             feeBps: recorded.feeBps
         });
         _channels[sessionId] = _closingWord(cases, finalizesAt, state);
@@ -492,6 +733,20 @@ contract GasEscrow is IGasEscrow, DisputableAssets, EIP712, ReentrancyGuardTrans
         }
         _keyEpochs[msg.sender] = epoch;
         emit SessionKeysRevoked(msg.sender, epoch, revokedAt);
+    }
+
+    /// @dev `IGasEscrowWallets.registerWalletSessionKey`, served by the fallback.
+    function _registerWalletSessionKey(
+        ChannelTerms calldata terms,
+        uint64 openedAt,
+        WalletSessionKeyGrant calldata grant
+    ) private {
+        bytes32 sessionId = _sessionId(terms, openedAt);
+        bytes32 digest = _walletGrantDigest(sessionId, grant);
+        if (_walletGrants[sessionId][digest]) return;
+        _requireWalletSigner(digest, grant.sig, terms.payer);
+        _walletGrants[sessionId][digest] = true;
+        emit WalletSessionKeyRegistered(sessionId, grant.key, digest);
     }
 
     /*//////////////////////////////////////////////////////////////
@@ -858,6 +1113,29 @@ contract GasEscrow is IGasEscrow, DisputableAssets, EIP712, ReentrancyGuardTrans
         _requireSigner(digest, providerSig, provider);
     }
 
+    /// @dev The EIP-712 digest of the channel's cooperative SettlementSummary.
+    function _cooperativeDigest(
+        bytes32 sessionId,
+        ChannelTerms calldata terms,
+        uint64 finalSeq,
+        uint128 finalAmount,
+        bytes32 finalReceiptRoot
+    ) private view returns (bytes32) {
+        (address payer, address provider,,) = _parties(terms);
+        return _hashTypedDataV4(
+            _summaryStructHash(
+                sessionId,
+                provider,
+                payer,
+                terms.termsHash,
+                finalSeq,
+                finalAmount,
+                finalReceiptRoot,
+                CloseMode.Cooperative
+            )
+        );
+    }
+
     function _summaryStructHash(
         bytes32 sessionId,
         address provider,
@@ -945,18 +1223,84 @@ contract GasEscrow is IGasEscrow, DisputableAssets, EIP712, ReentrancyGuardTrans
         );
         address granter = _recover(grantDigest, grant.sig);
         if (granter != terms.payer) revert UnauthorizedSessionKey(sessionId, key, granter);
-        if (ticket.cumulativeAmount > grant.spendCap) {
-            revert SessionKeySpendCapExceeded(key, ticket.cumulativeAmount, grant.spendCap);
-        }
+        _requireKeyLimits(sessionId, terms, key, ticket.cumulativeAmount, grant.spendCap, grant.epoch);
+    }
+
+    /// @dev `_requireKeyTicket` for a grant of a contract-wallet payer: the grant counts if it was registered or
+    /// the wallet's ERC-1271 accepts it now (decision 0035); the key's signature and limits are checked alike.
+    function _requireWalletKeyTicket(
+        bytes32 sessionId,
+        ChannelTerms calldata terms,
+        Ticket calldata ticket,
+        WalletSessionKeyGrant calldata grant
+    ) private view {
+        address key = grant.key;
+        _requireSigner(_ticketDigest(sessionId, terms, ticket), ticket.sig, key);
+        bytes32 grantDigest = _walletGrantDigest(sessionId, grant);
+        if (!_walletGrants[sessionId][grantDigest]) _requireWalletSigner(grantDigest, grant.sig, terms.payer);
+        _requireKeyLimits(sessionId, terms, key, ticket.cumulativeAmount, grant.spendCap, grant.epoch);
+    }
+
+    function _walletGrantDigest(bytes32 sessionId, WalletSessionKeyGrant calldata grant)
+        private
+        view
+        returns (bytes32)
+    {
+        return _hashTypedDataV4(
+            keccak256(
+                abi.encode(
+                    SESSION_KEY_TYPEHASH,
+                    sessionId,
+                    grant.key,
+                    grant.expiry,
+                    grant.spendCap,
+                    grant.capabilities,
+                    grant.epoch
+                )
+            )
+        );
+    }
+
+    /// @dev The cap, revocation and epoch rules of a session key's ticket (decision 0025).
+    function _requireKeyLimits(
+        bytes32 sessionId,
+        ChannelTerms calldata terms,
+        address key,
+        uint128 amount,
+        uint128 spendCap,
+        uint64 epoch
+    ) private view {
+        if (amount > spendCap) revert SessionKeySpendCapExceeded(key, amount, spendCap);
         uint256 grace = terms.challengeDuration;
         // uint256 sums below: a time near 2^40 plus the grace cannot wrap.
         uint40 revokedAt = _keyRevokedAt[sessionId][key];
         if (revokedAt != 0 && block.timestamp >= uint256(revokedAt) + grace) revert RevokedSessionKey(key, revokedAt);
         uint64 currentEpoch = _keyEpochs[terms.payer];
-        if (grant.epoch != currentEpoch) {
-            if (grant.epoch > currentEpoch) revert SessionKeyEpochAhead(key, grant.epoch, currentEpoch);
-            uint40 endedAt = _epochEndedAt[terms.payer][grant.epoch];
+        if (epoch != currentEpoch) {
+            if (epoch > currentEpoch) revert SessionKeyEpochAhead(key, epoch, currentEpoch);
+            uint40 endedAt = _epochEndedAt[terms.payer][epoch];
             if (block.timestamp >= uint256(endedAt) + grace) revert RevokedSessionKey(key, endedAt);
+        }
+    }
+
+    /// @dev Reverts unless the payer is a contract wallet and the ticket's wallet signature is its approval now.
+    function _requireWalletTicket(bytes32 sessionId, ChannelTerms calldata terms, WalletTicket calldata ticket)
+        private
+        view
+    {
+        bytes32 digest = _hashTypedDataV4(
+            _ticketStructHash(
+                sessionId, terms.provider, terms.termsHash, ticket.seq, ticket.cumulativeAmount, ticket.receiptRoot
+            )
+        );
+        _requireWalletSigner(digest, ticket.sig, terms.payer);
+    }
+
+    /// @dev Reverts unless `wallet`'s ERC-1271 `isValidSignature(digest, sig)` returns the magic value now. An
+    /// address without code never passes (its plain-key path takes an ERC-2098 signature instead).
+    function _requireWalletSigner(bytes32 digest, bytes calldata sig, address wallet) private view {
+        if (!SignatureChecker.isValidERC1271SignatureNowCalldata(wallet, digest, sig)) {
+            revert WalletSignatureRefused(wallet, digest);
         }
     }
 

@@ -60,6 +60,27 @@ interface IGasEscrow {
         Signature sig;
     }
 
+    /// @notice A PaymentTicket signed by a payer that is a contract wallet (decision 0035): as `Ticket`, but the
+    /// signature is the wallet's own bytes, which the escrow hands to the wallet's ERC-1271 `isValidSignature`.
+    struct WalletTicket {
+        uint64 seq;
+        uint128 cumulativeAmount;
+        bytes32 receiptRoot;
+        bytes sig;
+    }
+
+    /// @notice A `SessionKeyGrant` signed by a payer that is a contract wallet: the wallet's own signature bytes
+    /// (ERC-1271). Once `registerWalletSessionKey` has accepted it, it counts without asking the wallet again.
+    // solhint-disable-next-line gas-struct-packing
+    struct WalletSessionKeyGrant {
+        address key;
+        uint64 expiry;
+        uint128 spendCap;
+        bytes32 capabilities;
+        uint64 epoch;
+        bytes sig;
+    }
+
     /// @notice What a unilateral close recorded. Only its fingerprint is stored; callers re-supply it
     /// (every field is in the `ChannelClosing` / `ChannelChallenged` events).
     /// @dev Never stored (only hashed), so its field order follows meaning, not slot packing.
@@ -156,6 +177,10 @@ interface IGasEscrow {
     /// @notice The payer revoked every session key it granted in epoch `epoch - 1`, on every channel, at
     /// `revokedAt`; grants must now name `epoch`. Same grace as `SessionKeyRevoked`.
     event SessionKeysRevoked(address indexed payer, uint64 epoch, uint40 revokedAt);
+
+    /// @notice A contract-wallet payer's session-key grant was accepted by the wallet (ERC-1271) and recorded: the
+    /// key's tickets settle under it even if the wallet later refuses the same signature (decision 0035).
+    event WalletSessionKeyRegistered(bytes32 indexed sessionId, address indexed key, bytes32 grantDigest);
 
     /// @notice Governance set the routing fee (basis points of the provider's payout) and the treasury.
     event RoutingFeeSet(uint16 feeBps, address treasury);
@@ -299,6 +324,19 @@ interface IGasEscrow {
 
     /// @notice A receipt commit over no receipts commits nothing a case could prove.
     error EmptyReceiptCommit(bytes32 sessionId);
+
+    /// @notice A wallet entry point's calldata is not a valid ABI encoding (a field out of range at `offset`).
+    error InvalidCalldata(uint256 offset);
+
+    /// @notice The call named no function of the escrow (neither `IGasEscrow` nor `IGasEscrowWallets`).
+    error UnknownFunction(bytes4 selector);
+
+    /// @notice The contract wallet `wallet` did not approve `digest` with the signature given: its ERC-1271
+    /// `isValidSignature` answered anything but the magic value (or `wallet` has no code: use the plain path).
+    error WalletSignatureRefused(address wallet, bytes32 digest);
+
+    /// @notice A wallet-signed ticket must name a step (`seq > 0`); a close with no ticket is `closeUnilateral`'s.
+    error EmptyWalletTicket(bytes32 sessionId);
 
     /// @notice The signature's `s` is in the upper half of the curve order (malleable form).
     error SignatureNotLowS(bytes32 s);
