@@ -19,7 +19,8 @@ import {
 } from "viem";
 
 import { disputeManagerAbi, gigEscrowAbi, providerRegistryAbi } from "../abi";
-import { toCompactSignature } from "../core/eip712";
+import { gasEscrowDomain, toCompactSignature } from "../core/eip712";
+import { sessionKeyGrantDigest } from "../core/session-key";
 import { eventArg, getLogsPaged } from "../chain/logs";
 import { checkedWrite } from "../chain/write";
 import { BaseError } from "../core/errors";
@@ -159,6 +160,33 @@ export async function loadCaseContext(
       if (settled) settledAt = BigInt(at);
     }
   }
+  // A payer that is a contract wallet (decision 0035): Lane 0 takes its approvals from the escrow's record, read
+  // here at the block the case opened in — whether the payer held code, and which of the package's wallet grants
+  // the escrow had registered.
+  let wallet: { payerIsContract: true; registeredWalletGrants: Hex[] } | undefined;
+  if (channel?.kind === "channel") {
+    const payer = channel.content.ref.terms.payer;
+    const code = await publicClient.getCode({ address: payer, blockNumber: openedInBlock });
+    if (code !== undefined && code !== "0x") {
+      const domain = gasEscrowDomain({ chainId: Number(onChain.chainId), verifyingContract: getAddress(deployment.gasEscrow) });
+      const digests = new Set<Hex>();
+      for (const item of pkg.evidence) {
+        if (item.kind === "receipt" && item.content.sessionKey) digests.add(sessionKeyGrantDigest(domain, item.content.sessionKey.grant));
+      }
+      const registeredWalletGrants: Hex[] = [];
+      for (const digest of [...digests].sort()) {
+        const registered = await publicClient.readContract({
+          address: deployment.gasEscrow,
+          abi: gasEscrowAbi,
+          functionName: "walletSessionKeyRegistered",
+          args: [onChain.subjectId, digest],
+          blockNumber: openedInBlock,
+        });
+        if (registered) registeredWalletGrants.push(digest);
+      }
+      wallet = { payerIsContract: true, registeredWalletGrants };
+    }
+  }
   // The terms' own dispute window (decision 0026) is judged against the time of the block the case opened in.
   const caseOpenedAt = (await publicClient.getBlock({ blockNumber: openedInBlock })).timestamp;
   return {
@@ -171,6 +199,7 @@ export async function loadCaseContext(
       settledAtOpen,
       ...(settledAt === undefined ? {} : { settledAt }),
       caseOpenedAt,
+      ...wallet,
     },
   };
 }
