@@ -7,10 +7,13 @@
  * ERC-6492 (a wallet not yet deployed) is not accepted: the escrow checks a wallet with a plain call and would
  * have to deploy it first, so a signature the chain cannot accept is not taken off-chain either (decision 0035).
  */
-import { isAddressEqual, isHex, type Address, type Hex, type PublicClient } from "viem";
+import { isAddressEqual, isHex, type Address, type Hex, type LocalAccount, type PublicClient } from "viem";
+
+import { gasEscrowAbi } from "../abi/GasEscrow";
+import { ANY_METHOD, signSessionKeyGrant, type SignedSessionKeyGrant } from "../core/session-key";
 
 import { InvalidSignatureError } from "../core/errors";
-import { assertDigestSigner, type SignatureCheck } from "../core/eip712";
+import { assertDigestSigner, type GasEscrowDomain, type SignatureCheck } from "../core/eip712";
 
 /** `IERC1271.isValidSignature.selector`, which a wallet returns for a signature it approves. */
 export const ERC1271_MAGIC_VALUE = "0x1626ba7e" as const;
@@ -103,4 +106,37 @@ export async function payerSignatureCheck(parameters: { publicClient: PublicClie
         ? verifyWalletSignature({ publicClient, wallet: payer, digest, signature, role })
         : assertDigestSigner(digest, signature, expected, role),
   };
+}
+
+/**
+ * The grant a contract wallet's signing key connects and pays under (decision 0035): the wallet (through `account`,
+ * whose signature of a digest is the wallet's for an owner-key wallet) grants this session to `account` itself —
+ * any method, any amount the channel holds, for a year, in the wallet's current revocation epoch. Signed once per
+ * session and kept in `store`, so every reconnection presents the same grant. The provider checks it by the
+ * wallet's ERC-1271 answer; `registerWalletSessionKey` records it on-chain.
+ */
+export async function walletSessionKey(parameters: {
+  account: LocalAccount;
+  domain: GasEscrowDomain;
+  publicClient: PublicClient;
+  wallet: Address;
+  sessionId: Hex;
+  store: { sessionKeyGrants(sessionId: Hex, key?: Address): SignedSessionKeyGrant[]; putSessionKeyGrant(sessionId: Hex, signed: SignedSessionKeyGrant): Promise<void> };
+}): Promise<{ account: LocalAccount; grant: SignedSessionKeyGrant }> {
+  const { account, domain, publicClient, wallet, sessionId, store } = parameters;
+  const [kept] = store.sessionKeyGrants(sessionId, account.address);
+  if (kept) return { account, grant: kept };
+  const epoch = await publicClient.readContract({ address: domain.verifyingContract, abi: gasEscrowAbi, functionName: "keyEpochOf", args: [wallet] });
+  const grant = await signSessionKeyGrant({
+    account,
+    domain,
+    sessionId,
+    key: account.address,
+    expiry: BigInt(Math.floor(Date.now() / 1000)) + 365n * 86_400n,
+    spendCap: (1n << 128n) - 1n,
+    methods: [ANY_METHOD],
+    epoch,
+  });
+  await store.putSessionKeyGrant(sessionId, grant);
+  return { account, grant };
 }
