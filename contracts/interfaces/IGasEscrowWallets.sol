@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: MIT
 pragma solidity 0.8.28;
 
-import {IGasEscrow} from "./IGasEscrow.sol";
+import {IGasEscrowTypes} from "./IGasEscrowTypes.sol";
 
 /// @title IGasEscrowWallets
 /// @notice The GasEscrow's entry points for payers that are contract wallets (ERC-1271, decision 0035). The
-/// GasEscrow serves them from its fallback, after every plain-key selector has missed, so that adding them left
-/// the plain-key functions' dispatch and gas exactly as they were; call them on the GasEscrow's address with
-/// this ABI (`src/abi/GasEscrow.ts` includes it). Their structs, events and errors are `IGasEscrow`'s.
+/// GasEscrow serves them from its fallback by `delegatecall` to its module `GasEscrowWallets`, after every
+/// plain-key selector has missed, so adding them left the plain-key functions' code, dispatch and gas as they
+/// were; call them on the GasEscrow's address with this ABI (`src/abi/GasEscrow.ts` includes it). Their structs,
+/// events and errors are `IGasEscrowTypes`'.
 /// @dev A wallet's signature is the wallet's own bytes, handed unchanged to its `isValidSignature(digest, sig)`
 /// (OpenZeppelin `SignatureChecker.isValidERC1271SignatureNowCalldata`); an address without code never passes.
 interface IGasEscrowWallets {
@@ -15,13 +16,13 @@ interface IGasEscrowWallets {
     /// the summary, checked by its ERC-1271 `isValidSignature` now (OpenZeppelin `SignatureChecker`); the
     /// provider's signature is checked as in `closeCooperative`. Same effects.
     function closeCooperativeByWallet(
-        IGasEscrow.ChannelTerms calldata terms,
+        IGasEscrowTypes.ChannelTerms calldata terms,
         uint64 openedAt,
         uint64 finalSeq,
         uint128 finalAmount,
         bytes32 finalReceiptRoot,
         bytes calldata payerSig,
-        IGasEscrow.Signature calldata providerSig
+        IGasEscrowTypes.Signature calldata providerSig
     ) external;
 
     /// @notice `closeUnilateral` with a ticket of a contract-wallet payer, checked by the wallet's ERC-1271
@@ -29,17 +30,17 @@ interface IGasEscrowWallets {
     /// WARNING: a wallet may refuse tomorrow what it approved today; a provider that wants its tickets to stay
     /// payable whatever the wallet does takes them from a session key registered with `registerWalletSessionKey`.
     function closeUnilateralByWallet(
-        IGasEscrow.ChannelTerms calldata terms,
+        IGasEscrowTypes.ChannelTerms calldata terms,
         uint64 openedAt,
-        IGasEscrow.WalletTicket calldata ticket
+        IGasEscrowTypes.WalletTicket calldata ticket
     ) external;
 
     /// @notice `challenge` with a ticket of a contract-wallet payer, checked by the wallet's ERC-1271 now.
     function challengeByWallet(
-        IGasEscrow.ChannelTerms calldata terms,
+        IGasEscrowTypes.ChannelTerms calldata terms,
         uint64 openedAt,
-        IGasEscrow.ClosingState calldata recorded,
-        IGasEscrow.WalletTicket calldata ticket
+        IGasEscrowTypes.ClosingState calldata recorded,
+        IGasEscrowTypes.WalletTicket calldata ticket
     ) external;
 
     /// @notice Records that the contract-wallet payer approved `grant` (its ERC-1271 `isValidSignature` accepts
@@ -47,27 +48,27 @@ interface IGasEscrowWallets {
     /// again (decision 0035). Anyone may submit (the wallet's signature is the authority); idempotent. The
     /// grant's revocation rules are those of any grant (`revokeSessionKey`, `revokeAllSessionKeys`).
     function registerWalletSessionKey(
-        IGasEscrow.ChannelTerms calldata terms,
+        IGasEscrowTypes.ChannelTerms calldata terms,
         uint64 openedAt,
-        IGasEscrow.WalletSessionKeyGrant calldata grant
+        IGasEscrowTypes.WalletSessionKeyGrant calldata grant
     ) external;
 
     /// @notice `closeUnilateralWithKey` with a grant signed by a contract-wallet payer: the grant counts if it was
     /// registered (`registerWalletSessionKey`) or the wallet's ERC-1271 accepts it now.
     function closeUnilateralWithWalletKey(
-        IGasEscrow.ChannelTerms calldata terms,
+        IGasEscrowTypes.ChannelTerms calldata terms,
         uint64 openedAt,
-        IGasEscrow.Ticket calldata ticket,
-        IGasEscrow.WalletSessionKeyGrant calldata grant
+        IGasEscrowTypes.Ticket calldata ticket,
+        IGasEscrowTypes.WalletSessionKeyGrant calldata grant
     ) external;
 
     /// @notice `challengeWithKey` with a grant signed by a contract-wallet payer (see `closeUnilateralWithWalletKey`).
     function challengeWithWalletKey(
-        IGasEscrow.ChannelTerms calldata terms,
+        IGasEscrowTypes.ChannelTerms calldata terms,
         uint64 openedAt,
-        IGasEscrow.ClosingState calldata recorded,
-        IGasEscrow.Ticket calldata ticket,
-        IGasEscrow.WalletSessionKeyGrant calldata grant
+        IGasEscrowTypes.ClosingState calldata recorded,
+        IGasEscrowTypes.Ticket calldata ticket,
+        IGasEscrowTypes.WalletSessionKeyGrant calldata grant
     ) external;
 
     /// @notice Whether a contract-wallet payer's grant with EIP-712 digest `grantDigest` was registered on the session.

@@ -184,7 +184,7 @@ export const gasEscrowAbi = [
         "type": "bytes32"
       },
       {
-        "internalType": "enum IGasEscrow.Phase",
+        "internalType": "enum IGasEscrowTypes.Phase",
         "name": "phase",
         "type": "uint8"
       }
@@ -308,17 +308,6 @@ export const gasEscrowAbi = [
       }
     ],
     "name": "FrozenByDispute",
-    "type": "error"
-  },
-  {
-    "inputs": [
-      {
-        "internalType": "uint256",
-        "name": "offset",
-        "type": "uint256"
-      }
-    ],
-    "name": "InvalidCalldata",
     "type": "error"
   },
   {
@@ -675,17 +664,6 @@ export const gasEscrowAbi = [
   {
     "inputs": [
       {
-        "internalType": "bytes4",
-        "name": "selector",
-        "type": "bytes4"
-      }
-    ],
-    "name": "UnknownFunction",
-    "type": "error"
-  },
-  {
-    "inputs": [
-      {
         "internalType": "address",
         "name": "wallet",
         "type": "address"
@@ -938,7 +916,7 @@ export const gasEscrowAbi = [
       },
       {
         "indexed": false,
-        "internalType": "enum IGasEscrow.CloseMode",
+        "internalType": "enum IGasEscrowTypes.CloseMode",
         "name": "mode",
         "type": "uint8"
       },
@@ -1576,7 +1554,7 @@ export const gasEscrowAbi = [
             "type": "uint64"
           }
         ],
-        "internalType": "struct IGasEscrow.ChannelTerms",
+        "internalType": "struct IGasEscrowTypes.ChannelTerms",
         "name": "terms",
         "type": "tuple"
       },
@@ -1608,7 +1586,7 @@ export const gasEscrowAbi = [
             "type": "bytes32"
           }
         ],
-        "internalType": "struct IGasEscrow.Signature",
+        "internalType": "struct IGasEscrowTypes.Signature",
         "name": "providerSig",
         "type": "tuple"
       }
@@ -1687,7 +1665,7 @@ export const gasEscrowAbi = [
             "type": "uint64"
           }
         ],
-        "internalType": "struct IGasEscrow.ChannelTerms",
+        "internalType": "struct IGasEscrowTypes.ChannelTerms",
         "name": "terms",
         "type": "tuple"
       },
@@ -1724,7 +1702,7 @@ export const gasEscrowAbi = [
             "type": "uint16"
           }
         ],
-        "internalType": "struct IGasEscrow.ClosingState",
+        "internalType": "struct IGasEscrowTypes.ClosingState",
         "name": "recorded",
         "type": "tuple"
       },
@@ -1758,12 +1736,12 @@ export const gasEscrowAbi = [
                 "type": "bytes32"
               }
             ],
-            "internalType": "struct IGasEscrow.Signature",
+            "internalType": "struct IGasEscrowTypes.Signature",
             "name": "sig",
             "type": "tuple"
           }
         ],
-        "internalType": "struct IGasEscrow.Ticket",
+        "internalType": "struct IGasEscrowTypes.Ticket",
         "name": "ticket",
         "type": "tuple"
       }
@@ -1818,7 +1796,7 @@ export const gasEscrowAbi = [
             "type": "uint64"
           }
         ],
-        "internalType": "struct IGasEscrow.ChannelTerms",
+        "internalType": "struct IGasEscrowTypes.ChannelTerms",
         "name": "terms",
         "type": "tuple"
       },
@@ -1855,7 +1833,7 @@ export const gasEscrowAbi = [
             "type": "uint16"
           }
         ],
-        "internalType": "struct IGasEscrow.ClosingState",
+        "internalType": "struct IGasEscrowTypes.ClosingState",
         "name": "recorded",
         "type": "tuple"
       },
@@ -1889,12 +1867,12 @@ export const gasEscrowAbi = [
                 "type": "bytes32"
               }
             ],
-            "internalType": "struct IGasEscrow.Signature",
+            "internalType": "struct IGasEscrowTypes.Signature",
             "name": "sig",
             "type": "tuple"
           }
         ],
-        "internalType": "struct IGasEscrow.Ticket",
+        "internalType": "struct IGasEscrowTypes.Ticket",
         "name": "ticket",
         "type": "tuple"
       },
@@ -1938,12 +1916,12 @@ export const gasEscrowAbi = [
                 "type": "bytes32"
               }
             ],
-            "internalType": "struct IGasEscrow.Signature",
+            "internalType": "struct IGasEscrowTypes.Signature",
             "name": "sig",
             "type": "tuple"
           }
         ],
-        "internalType": "struct IGasEscrow.SessionKeyGrant",
+        "internalType": "struct IGasEscrowTypes.SessionKeyGrant",
         "name": "grant",
         "type": "tuple"
       }
@@ -2041,7 +2019,7 @@ export const gasEscrowAbi = [
             "type": "uint64"
           }
         ],
-        "internalType": "struct IGasEscrow.ChannelTerms",
+        "internalType": "struct IGasEscrowTypes.ChannelTerms",
         "name": "terms",
         "type": "tuple"
       },
@@ -2078,7 +2056,7 @@ export const gasEscrowAbi = [
             "type": "bytes32"
           }
         ],
-        "internalType": "struct IGasEscrow.Signature",
+        "internalType": "struct IGasEscrowTypes.Signature",
         "name": "payerSig",
         "type": "tuple"
       },
@@ -2095,7 +2073,7 @@ export const gasEscrowAbi = [
             "type": "bytes32"
           }
         ],
-        "internalType": "struct IGasEscrow.Signature",
+        "internalType": "struct IGasEscrowTypes.Signature",
         "name": "providerSig",
         "type": "tuple"
       }
@@ -2150,7 +2128,7 @@ export const gasEscrowAbi = [
             "type": "uint64"
           }
         ],
-        "internalType": "struct IGasEscrow.ChannelTerms",
+        "internalType": "struct IGasEscrowTypes.ChannelTerms",
         "name": "terms",
         "type": "tuple"
       },
@@ -2189,12 +2167,12 @@ export const gasEscrowAbi = [
                 "type": "bytes32"
               }
             ],
-            "internalType": "struct IGasEscrow.Signature",
+            "internalType": "struct IGasEscrowTypes.Signature",
             "name": "sig",
             "type": "tuple"
           }
         ],
-        "internalType": "struct IGasEscrow.Ticket",
+        "internalType": "struct IGasEscrowTypes.Ticket",
         "name": "ticket",
         "type": "tuple"
       }
@@ -2249,7 +2227,7 @@ export const gasEscrowAbi = [
             "type": "uint64"
           }
         ],
-        "internalType": "struct IGasEscrow.ChannelTerms",
+        "internalType": "struct IGasEscrowTypes.ChannelTerms",
         "name": "terms",
         "type": "tuple"
       },
@@ -2288,12 +2266,12 @@ export const gasEscrowAbi = [
                 "type": "bytes32"
               }
             ],
-            "internalType": "struct IGasEscrow.Signature",
+            "internalType": "struct IGasEscrowTypes.Signature",
             "name": "sig",
             "type": "tuple"
           }
         ],
-        "internalType": "struct IGasEscrow.Ticket",
+        "internalType": "struct IGasEscrowTypes.Ticket",
         "name": "ticket",
         "type": "tuple"
       },
@@ -2337,12 +2315,12 @@ export const gasEscrowAbi = [
                 "type": "bytes32"
               }
             ],
-            "internalType": "struct IGasEscrow.Signature",
+            "internalType": "struct IGasEscrowTypes.Signature",
             "name": "sig",
             "type": "tuple"
           }
         ],
-        "internalType": "struct IGasEscrow.SessionKeyGrant",
+        "internalType": "struct IGasEscrowTypes.SessionKeyGrant",
         "name": "grant",
         "type": "tuple"
       }
@@ -2387,7 +2365,7 @@ export const gasEscrowAbi = [
             "type": "uint16"
           }
         ],
-        "internalType": "struct IGasEscrow.ClosingState",
+        "internalType": "struct IGasEscrowTypes.ClosingState",
         "name": "recorded",
         "type": "tuple"
       }
@@ -2497,7 +2475,7 @@ export const gasEscrowAbi = [
             "type": "uint64"
           }
         ],
-        "internalType": "struct IGasEscrow.ChannelTerms",
+        "internalType": "struct IGasEscrowTypes.ChannelTerms",
         "name": "terms",
         "type": "tuple"
       },
@@ -2666,7 +2644,7 @@ export const gasEscrowAbi = [
             "type": "uint64"
           }
         ],
-        "internalType": "struct IGasEscrow.ChannelTerms",
+        "internalType": "struct IGasEscrowTypes.ChannelTerms",
         "name": "terms",
         "type": "tuple"
       },
@@ -2703,7 +2681,7 @@ export const gasEscrowAbi = [
             "type": "uint16"
           }
         ],
-        "internalType": "struct IGasEscrow.ClosingState",
+        "internalType": "struct IGasEscrowTypes.ClosingState",
         "name": "recorded",
         "type": "tuple"
       }
@@ -2748,7 +2726,7 @@ export const gasEscrowAbi = [
             "type": "uint16"
           }
         ],
-        "internalType": "struct IGasEscrow.ClosingState",
+        "internalType": "struct IGasEscrowTypes.ClosingState",
         "name": "recorded",
         "type": "tuple"
       }
@@ -2974,7 +2952,7 @@ export const gasEscrowAbi = [
         "type": "bytes32"
       },
       {
-        "internalType": "enum IGasEscrow.CloseMode",
+        "internalType": "enum IGasEscrowTypes.CloseMode",
         "name": "mode",
         "type": "uint8"
       }
@@ -3073,7 +3051,7 @@ export const gasEscrowAbi = [
             "type": "uint64"
           }
         ],
-        "internalType": "struct IGasEscrow.ChannelTerms",
+        "internalType": "struct IGasEscrowTypes.ChannelTerms",
         "name": "terms",
         "type": "tuple"
       },
@@ -3105,7 +3083,7 @@ export const gasEscrowAbi = [
     "name": "phaseOf",
     "outputs": [
       {
-        "internalType": "enum IGasEscrow.Phase",
+        "internalType": "enum IGasEscrowTypes.Phase",
         "name": "",
         "type": "uint8"
       }
@@ -3161,7 +3139,7 @@ export const gasEscrowAbi = [
             "type": "uint16"
           }
         ],
-        "internalType": "struct IGasEscrow.ClosingState",
+        "internalType": "struct IGasEscrowTypes.ClosingState",
         "name": "recorded",
         "type": "tuple"
       },
@@ -3270,7 +3248,7 @@ export const gasEscrowAbi = [
             "type": "uint64"
           }
         ],
-        "internalType": "struct IGasEscrow.ChannelTerms",
+        "internalType": "struct IGasEscrowTypes.ChannelTerms",
         "name": "terms",
         "type": "tuple"
       },
@@ -3373,7 +3351,7 @@ export const gasEscrowAbi = [
             "type": "uint64"
           }
         ],
-        "internalType": "struct IGasEscrow.ChannelTerms",
+        "internalType": "struct IGasEscrowTypes.ChannelTerms",
         "name": "terms",
         "type": "tuple"
       },
@@ -3484,7 +3462,7 @@ export const gasEscrowAbi = [
             "type": "uint16"
           }
         ],
-        "internalType": "struct IGasEscrow.ClosingState",
+        "internalType": "struct IGasEscrowTypes.ClosingState",
         "name": "settled",
         "type": "tuple"
       }
@@ -3553,7 +3531,7 @@ export const gasEscrowAbi = [
             "type": "uint16"
           }
         ],
-        "internalType": "struct IGasEscrow.ClosingState",
+        "internalType": "struct IGasEscrowTypes.ClosingState",
         "name": "",
         "type": "tuple"
       }
@@ -3657,7 +3635,7 @@ export const gasEscrowAbi = [
             "type": "uint64"
           }
         ],
-        "internalType": "struct IGasEscrow.ChannelTerms",
+        "internalType": "struct IGasEscrowTypes.ChannelTerms",
         "name": "terms",
         "type": "tuple"
       },
@@ -3694,7 +3672,7 @@ export const gasEscrowAbi = [
             "type": "uint16"
           }
         ],
-        "internalType": "struct IGasEscrow.ClosingState",
+        "internalType": "struct IGasEscrowTypes.ClosingState",
         "name": "recorded",
         "type": "tuple"
       },
@@ -3721,7 +3699,7 @@ export const gasEscrowAbi = [
             "type": "bytes"
           }
         ],
-        "internalType": "struct IGasEscrow.WalletTicket",
+        "internalType": "struct IGasEscrowTypes.WalletTicket",
         "name": "ticket",
         "type": "tuple"
       }
@@ -3776,7 +3754,7 @@ export const gasEscrowAbi = [
             "type": "uint64"
           }
         ],
-        "internalType": "struct IGasEscrow.ChannelTerms",
+        "internalType": "struct IGasEscrowTypes.ChannelTerms",
         "name": "terms",
         "type": "tuple"
       },
@@ -3813,7 +3791,7 @@ export const gasEscrowAbi = [
             "type": "uint16"
           }
         ],
-        "internalType": "struct IGasEscrow.ClosingState",
+        "internalType": "struct IGasEscrowTypes.ClosingState",
         "name": "recorded",
         "type": "tuple"
       },
@@ -3847,12 +3825,12 @@ export const gasEscrowAbi = [
                 "type": "bytes32"
               }
             ],
-            "internalType": "struct IGasEscrow.Signature",
+            "internalType": "struct IGasEscrowTypes.Signature",
             "name": "sig",
             "type": "tuple"
           }
         ],
-        "internalType": "struct IGasEscrow.Ticket",
+        "internalType": "struct IGasEscrowTypes.Ticket",
         "name": "ticket",
         "type": "tuple"
       },
@@ -3889,7 +3867,7 @@ export const gasEscrowAbi = [
             "type": "bytes"
           }
         ],
-        "internalType": "struct IGasEscrow.WalletSessionKeyGrant",
+        "internalType": "struct IGasEscrowTypes.WalletSessionKeyGrant",
         "name": "grant",
         "type": "tuple"
       }
@@ -3944,7 +3922,7 @@ export const gasEscrowAbi = [
             "type": "uint64"
           }
         ],
-        "internalType": "struct IGasEscrow.ChannelTerms",
+        "internalType": "struct IGasEscrowTypes.ChannelTerms",
         "name": "terms",
         "type": "tuple"
       },
@@ -3986,7 +3964,7 @@ export const gasEscrowAbi = [
             "type": "bytes32"
           }
         ],
-        "internalType": "struct IGasEscrow.Signature",
+        "internalType": "struct IGasEscrowTypes.Signature",
         "name": "providerSig",
         "type": "tuple"
       }
@@ -4041,7 +4019,7 @@ export const gasEscrowAbi = [
             "type": "uint64"
           }
         ],
-        "internalType": "struct IGasEscrow.ChannelTerms",
+        "internalType": "struct IGasEscrowTypes.ChannelTerms",
         "name": "terms",
         "type": "tuple"
       },
@@ -4073,7 +4051,7 @@ export const gasEscrowAbi = [
             "type": "bytes"
           }
         ],
-        "internalType": "struct IGasEscrow.WalletTicket",
+        "internalType": "struct IGasEscrowTypes.WalletTicket",
         "name": "ticket",
         "type": "tuple"
       }
@@ -4128,7 +4106,7 @@ export const gasEscrowAbi = [
             "type": "uint64"
           }
         ],
-        "internalType": "struct IGasEscrow.ChannelTerms",
+        "internalType": "struct IGasEscrowTypes.ChannelTerms",
         "name": "terms",
         "type": "tuple"
       },
@@ -4167,12 +4145,12 @@ export const gasEscrowAbi = [
                 "type": "bytes32"
               }
             ],
-            "internalType": "struct IGasEscrow.Signature",
+            "internalType": "struct IGasEscrowTypes.Signature",
             "name": "sig",
             "type": "tuple"
           }
         ],
-        "internalType": "struct IGasEscrow.Ticket",
+        "internalType": "struct IGasEscrowTypes.Ticket",
         "name": "ticket",
         "type": "tuple"
       },
@@ -4209,7 +4187,7 @@ export const gasEscrowAbi = [
             "type": "bytes"
           }
         ],
-        "internalType": "struct IGasEscrow.WalletSessionKeyGrant",
+        "internalType": "struct IGasEscrowTypes.WalletSessionKeyGrant",
         "name": "grant",
         "type": "tuple"
       }
@@ -4264,7 +4242,7 @@ export const gasEscrowAbi = [
             "type": "uint64"
           }
         ],
-        "internalType": "struct IGasEscrow.ChannelTerms",
+        "internalType": "struct IGasEscrowTypes.ChannelTerms",
         "name": "terms",
         "type": "tuple"
       },
@@ -4306,7 +4284,7 @@ export const gasEscrowAbi = [
             "type": "bytes"
           }
         ],
-        "internalType": "struct IGasEscrow.WalletSessionKeyGrant",
+        "internalType": "struct IGasEscrowTypes.WalletSessionKeyGrant",
         "name": "grant",
         "type": "tuple"
       }

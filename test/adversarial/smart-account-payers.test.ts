@@ -8,7 +8,7 @@
 import { loadFixture, time } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
 import { expect } from "chai";
 import hre from "hardhat";
-import { encodeFunctionData, getAddress, stringToBytes, zeroAddress, type Address, type Hex } from "viem";
+import { encodeFunctionData, getAddress, getContractAddress, stringToBytes, zeroAddress, type Address, type Hex } from "viem";
 
 import { gasEscrowAbi } from "../../src/abi/GasEscrow";
 import {
@@ -27,7 +27,6 @@ import type { PricingTerms } from "../../src/core/terms";
 import { PayerSession } from "../../src/node/payer-session";
 import { ProviderSession } from "../../src/node/provider-session";
 import { hardhatAccount } from "../helpers/fixtures";
-import { expectRevert } from "../helpers/revert";
 import { SYS, systemFixture } from "../helpers/system";
 import { ether, expectDeltas, mined, openSession, PAYER_KEY, PROVIDER_KEY, snapshot, systemBook, type Session } from "./helpers";
 
@@ -288,10 +287,30 @@ describe("adversarial: smart-account payers (ERC-1271, decision 0035)", function
     const now = await rejection(verifyWalletSignature({ publicClient: s.publicClient, wallet: s.wallet.address, digest, signature: signed.signature, role: "payment ticket" }));
     expect(now.message).to.equal(`Contract wallet ${s.wallet.address} refused the payment ticket signature now (ERC-1271 isValidSignature).`);
 
-    // An unknown selector on the escrow reverts with its name; ETH sent with no function is still refused.
+    // An unknown selector still reverts (the module has no such function); ETH sent with no function is refused.
     const data = encodeFunctionData({ abi: [{ type: "function", name: "noSuchFunction", inputs: [], outputs: [], stateMutability: "nonpayable" }], functionName: "noSuchFunction" });
-    await expectRevert(s.publicClient.call({ to: escrowOf(s), data, account: s.stranger.account }), "UnknownFunction", undefined, gasEscrowAbi);
+    expect((await rejection(s.publicClient.call({ to: escrowOf(s), data, account: s.stranger.account }))).message).to.match(/revert/i);
     const eth = await rejection(s.stranger.sendTransaction({ to: escrowOf(s), value: 1n }));
     expect(eth.message).to.match(/revert/i);
+  });
+
+  it("attack: the wallet module called directly, not through the escrow, acts on its own empty storage: nothing moves", async () => {
+    const s = await loadFixture(walletSystem);
+    const session = await openSession(s, zeroAddress, { terms: { payer: s.wallet.address } });
+    const { payerSession, providerSession } = await walletSessions(s, session);
+    await invoke(payerSession, providerSession, 1);
+    const grant = await walletGrant(s, session);
+    // The escrow deployed its module in its constructor: the first contract it created.
+    const module = getContractAddress({ from: escrowOf(s), nonce: 1n });
+    expect(await s.publicClient.getCode({ address: module })).to.not.equal(undefined);
+    const snap = await snapshot(s, bookOf(s));
+    const base = { publicClient: s.publicClient, escrow: module, ref: session.ref };
+    await contractRevert(closeOnChain({ ...base, wallet: s.provider, ticket: providerSession.latestTicket!, payerWallet: true }), "ChannelNotOpen");
+    // Signatures are bound to the escrow's EIP-712 domain; on the module the digest names the module, so the
+    // wallet's grant does not even register there (and the module's storage is never read by the escrow).
+    await contractRevert(registerWalletSessionKey({ ...base, wallet: s.stranger, grant }), "WalletSignatureRefused");
+    const digest = sessionKeyGrantDigest(session.domain, grant.grant);
+    expect(await s.publicClient.readContract({ address: escrowOf(s), abi: gasEscrowAbi, functionName: "walletSessionKeyRegistered", args: [session.sessionId, digest] })).to.equal(false);
+    await expectDeltas(s, snap, {});
   });
 });
