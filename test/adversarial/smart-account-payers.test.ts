@@ -238,6 +238,30 @@ describe("adversarial: smart-account payers (ERC-1271, decision 0035)", function
     });
   });
 
+  it("attack: the wallet payer walks away with a no-ticket close; the provider answers with its key ticket under the wallet's grant (challengeWithWalletKey)", async () => {
+    const s = await loadFixture(walletSystem);
+    const session = await openSession(s, zeroAddress, { terms: { payer: s.wallet.address } });
+    const grant = await walletGrant(s, session);
+    const { payerSession, providerSession } = await walletSessions(s, session, grant);
+    const snap = await snapshot(s, bookOf(s));
+    for (let i = 1; i <= 4; i++) await invoke(payerSession, providerSession, i);
+    const paid = 4n * PRICE;
+    const base = { publicClient: s.publicClient, escrow: escrowOf(s), ref: session.ref };
+    // The funder (for the wallet) closes with no ticket, hoping to take everything back.
+    const walkAway = await closeOnChain({ ...base, wallet: s.client, ticket: undefined });
+    expect(walkAway.state.amount).to.equal(0n);
+    // The plain-key entry point refuses the wallet's grant; the wallet entry point takes it (approved now).
+    await contractRevert(challengeClose({ ...base, wallet: s.provider, recorded: walkAway.state, ticket: providerSession.latestTicket!, grant }), "UnauthorizedSessionKey");
+    const defended = await challengeClose({ ...base, wallet: s.provider, recorded: walkAway.state, ticket: providerSession.latestTicket!, grant, payerWallet: true });
+    expect(defended.state.amount).to.equal(paid);
+    await time.increaseTo(walkAway.finalizesAt);
+    await finalizeClose({ ...base, wallet: s.watcher, recorded: defended.state });
+    await mined(s, s.escrow.write.withdrawFees([zeroAddress]));
+    await expectDeltas(s, snap, {
+      ETH: { provider: paid - feeOf(paid), client: session.deposit - paid, treasury: feeOf(paid), escrow: -session.deposit },
+    });
+  });
+
   it("attack: an unregistered wallet grant counts only while the wallet approves it; a plain-key grant signature of the owner is not the wallet's", async () => {
     const s = await loadFixture(walletSystem);
     const session = await openSession(s, zeroAddress, { terms: { payer: s.wallet.address } });
