@@ -11,6 +11,8 @@ import hre from "hardhat";
 import { encodeFunctionData, getAddress, getContractAddress, stringToBytes, zeroAddress, type Address, type Hex } from "viem";
 
 import { gasEscrowAbi } from "../../src/abi/GasEscrow";
+import { readWalletPayer } from "../../src/arbitration/chain";
+import type { ChallengePackage } from "../../src/arbitration/package";
 import {
   challengeClose,
   closeCooperative,
@@ -316,6 +318,23 @@ describe("adversarial: smart-account payers (ERC-1271, decision 0035)", function
     expect((await rejection(s.publicClient.call({ to: escrowOf(s), data, account: s.stranger.account }))).message).to.match(/revert/i);
     const eth = await rejection(s.stranger.sendTransaction({ to: escrowOf(s), value: 1n }));
     expect(eth.message).to.match(/revert/i);
+  });
+
+  it("the arbitrator's context reads a wallet payer and its registered grants at the case's block, never later", async () => {
+    const s = await loadFixture(walletSystem);
+    const session = await openSession(s, zeroAddress, { terms: { payer: s.wallet.address } });
+    const grant = await walletGrant(s, session);
+    // Only what readWalletPayer looks at: the channel's terms and the receipts' grants.
+    const pkg = { evidence: [{ kind: "channel", content: { ref: session.ref } }, { kind: "receipt", content: { sessionKey: grant } }] } as unknown as ChallengePackage;
+    const read = (blockNumber: bigint) => readWalletPayer({ publicClient: s.publicClient, gasEscrow: escrowOf(s), chainId: 31337n, sessionId: session.sessionId, pkg, blockNumber });
+    const before = await s.publicClient.getBlockNumber();
+    const registered = await registerWalletSessionKey({ wallet: s.provider, publicClient: s.publicClient, escrow: escrowOf(s), ref: session.ref, grant });
+    expect(await read(before)).to.deep.equal({ payerIsContract: true, registeredWalletGrants: [] });
+    expect(await read(registered.blockNumber)).to.deep.equal({ payerIsContract: true, registeredWalletGrants: [sessionKeyGrantDigest(session.domain, grant.grant)] });
+    // A plain-key payer's package reads as before: no wallet fields.
+    const plain = await openSession(s, zeroAddress);
+    const plainPkg = { evidence: [{ kind: "channel", content: { ref: plain.ref } }] } as unknown as ChallengePackage;
+    expect(await readWalletPayer({ publicClient: s.publicClient, gasEscrow: escrowOf(s), chainId: 31337n, sessionId: plain.sessionId, pkg: plainPkg, blockNumber: await s.publicClient.getBlockNumber() })).to.equal(undefined);
   });
 
   it("attack: the wallet module called directly, not through the escrow, acts on its own empty storage: nothing moves", async () => {
