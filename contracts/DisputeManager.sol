@@ -6,6 +6,7 @@ import {SafeCast} from "@openzeppelin/contracts/utils/math/SafeCast.sol";
 import {SafeTransferLib} from "solady/src/utils/SafeTransferLib.sol";
 import {IDisputeManager} from "./interfaces/IDisputeManager.sol";
 import {IGasEscrow} from "./interfaces/IGasEscrow.sol";
+import {IGasEscrowTypes} from "./interfaces/IGasEscrowTypes.sol";
 import {IGigEscrow} from "./interfaces/IGigEscrow.sol";
 import {IProviderRegistry} from "./interfaces/IProviderRegistry.sol";
 import {IRandomness} from "./interfaces/IRandomness.sol";
@@ -179,9 +180,9 @@ contract DisputeManager is IDisputeManager {
 
     /// @inheritdoc IDisputeManager
     function openSessionCase(
-        IGasEscrow.ChannelTerms calldata terms,
+        IGasEscrowTypes.ChannelTerms calldata terms,
         uint64 openedAt,
-        IGasEscrow.ClosingState calldata recorded,
+        IGasEscrowTypes.ClosingState calldata recorded,
         bytes32 receiptHash,
         bytes32 ticketHash,
         bytes32[] calldata proof,
@@ -209,7 +210,7 @@ contract DisputeManager is IDisputeManager {
     }
 
     /// @dev What a closing session disputes: its recorded amount, capped at the deposit.
-    function _valueOf(IGasEscrow.ClosingState calldata recorded) private pure returns (uint128) {
+    function _valueOf(IGasEscrowTypes.ClosingState calldata recorded) private pure returns (uint128) {
         return recorded.amount < recorded.deposit ? recorded.amount : recorded.deposit;
     }
 
@@ -459,7 +460,7 @@ contract DisputeManager is IDisputeManager {
     //////////////////////////////////////////////////////////////*/
 
     /// @inheritdoc IDisputeManager
-    function finalize(bytes32 caseId, IGasEscrow.ClosingState calldata recorded) external nonReentrant {
+    function finalize(bytes32 caseId, IGasEscrowTypes.ClosingState calldata recorded) external nonReentrant {
         Case storage c = _case(caseId);
         _requireStatus(caseId, c, CaseStatus.Decided);
         if (block.timestamp <= c.deadline) revert DeadlineNotPassed(caseId, c.deadline);
@@ -469,7 +470,7 @@ contract DisputeManager is IDisputeManager {
     }
 
     /// @inheritdoc IDisputeManager
-    function resolveSlowPath(Resolution calldata resolution, IGasEscrow.ClosingState calldata recorded)
+    function resolveSlowPath(Resolution calldata resolution, IGasEscrowTypes.ClosingState calldata recorded)
         external
         onlyGovernance
         nonReentrant
@@ -488,7 +489,7 @@ contract DisputeManager is IDisputeManager {
     }
 
     /// @inheritdoc IDisputeManager
-    function expire(bytes32 caseId, IGasEscrow.ClosingState calldata recorded) external nonReentrant {
+    function expire(bytes32 caseId, IGasEscrowTypes.ClosingState calldata recorded) external nonReentrant {
         Case storage c = _case(caseId);
         CaseStatus status = c.status;
         if (status != CaseStatus.Open && status != CaseStatus.Deliberating && status != CaseStatus.SlowPath) {
@@ -523,7 +524,7 @@ contract DisputeManager is IDisputeManager {
         bytes32 caseId,
         Case storage c,
         Resolution memory o,
-        IGasEscrow.ClosingState calldata recorded,
+        IGasEscrowTypes.ClosingState calldata recorded,
         CaseStatus finalStatus
     ) private {
         c.status = finalStatus;

@@ -18,6 +18,7 @@ import { signReceiptCommit } from "../src/core/receipt-commit";
 import { signSettlementSummary, type SettlementSummary } from "../src/core/summary";
 import { NATIVE_ASSET, sessionIdOf, type ChannelRef, type ChannelTerms } from "../src/core/terms";
 import { signPaymentTicket } from "../src/core/ticket";
+import { gasEscrowAbi } from "../src/abi/GasEscrow";
 import { sessionKeyGrantArg, signSessionKeyGrant } from "../src/core/session-key";
 import { gasEscrowDomain } from "../src/core/eip712";
 import { measureDisputeGas } from "./gas-disputes";
@@ -123,6 +124,39 @@ export async function measureGas(): Promise<GasReport> {
   await hre.network.provider.send("evm_increaseTime", [3601]);
   await gasOf("finalize (routing fee 1%, first accrual)", await escrow.write.finalize([e.ref.terms, e.ref.openedAt, { deposit: parseEther("1"), seq: 3n, amount: eTicket.cumulativeAmount, receiptRoot: eTicket.receiptRoot, feeBps: 100 }], { account: stranger.account }));
   await gasOf("withdrawFees", await escrow.write.withdrawFees([NATIVE_ASSET], { account: stranger.account }));
+
+  // Contract-wallet payers (decision 0035): an owner-key ERC-1271 wallet owned by the payer's key; the entry points
+  // run in the escrow's wallet module (delegatecall from its fallback). Routing fee 1 % (set above).
+  const ownerWallet = await hre.viem.deployContract("OwnerWallet", [payer.address]);
+  const openForWallet = async () => {
+    const t = { ...terms(), payer: ownerWallet.address };
+    const receipt = await publicClient.waitForTransactionReceipt({ hash: await escrow.write.open([t, parseEther("1")], { account: funder.account, value: parseEther("1") }) });
+    const ref = { terms: t, openedAt: receipt.blockNumber };
+    return { ref, sessionId: sessionIdOf(domain, ref) };
+  };
+  const walletWrite = (functionName: "closeCooperativeByWallet" | "closeUnilateralByWallet" | "challengeByWallet" | "registerWalletSessionKey" | "closeUnilateralWithWalletKey", args: readonly unknown[]) =>
+    providerWallet.writeContract({ address: escrow.address, abi: gasEscrowAbi, functionName, args: args as never, account: providerWallet.account });
+  const walletTicket = async (sessionId: Hex, ref: ChannelRef, seq: bigint) => {
+    const signed = await ticket(sessionId, ref, seq);
+    const sig = await signPaymentTicket({ account: payer, domain, ticket: { sessionId, provider: ref.terms.provider, termsHash: ref.terms.termsHash, seq, cumulativeAmount: signed.cumulativeAmount, receiptRoot: signed.receiptRoot } });
+    return { seq, cumulativeAmount: signed.cumulativeAmount, receiptRoot: signed.receiptRoot, sig: sig.signature };
+  };
+  const w1 = await openForWallet();
+  const wSummary: SettlementSummary = { ...summary, sessionId: w1.sessionId, payer: ownerWallet.address, termsHash: w1.ref.terms.termsHash };
+  await gasOf(
+    "closeCooperativeByWallet (owner-key wallet)",
+    await walletWrite("closeCooperativeByWallet", [w1.ref.terms, w1.ref.openedAt, wSummary.finalSeq, wSummary.finalAmount, wSummary.finalReceiptRoot, await signSettlementSummary({ account: payer, domain, summary: wSummary }), toCompactSignature(await signSettlementSummary({ account: provider, domain, summary: wSummary }))]),
+  );
+  const w2 = await openForWallet();
+  const wStale = await walletTicket(w2.sessionId, w2.ref, 10n);
+  await gasOf("closeUnilateralByWallet (owner-key wallet)", await walletWrite("closeUnilateralByWallet", [w2.ref.terms, w2.ref.openedAt, wStale]));
+  const wRecorded = { deposit: parseEther("1"), seq: wStale.seq, amount: wStale.cumulativeAmount, receiptRoot: wStale.receiptRoot, feeBps: 100 };
+  await gasOf("challengeByWallet (owner-key wallet)", await walletWrite("challengeByWallet", [w2.ref.terms, w2.ref.openedAt, wRecorded, await walletTicket(w2.sessionId, w2.ref, 20n)]));
+  const w3 = await openForWallet();
+  const wGrant = await signSessionKeyGrant({ account: payer, domain, sessionId: w3.sessionId, key: sessionKey.address, expiry: 2_000_000_000n, spendCap: parseEther("1"), methods: ["tools/call"], epoch: 0n });
+  const wGrantArg = { ...sessionKeyGrantArg(wGrant, toCompactSignature), sig: wGrant.signature };
+  await gasOf("registerWalletSessionKey (owner-key wallet)", await walletWrite("registerWalletSessionKey", [w3.ref.terms, w3.ref.openedAt, wGrantArg]));
+  await gasOf("closeUnilateralWithWalletKey (registered grant)", await walletWrite("closeUnilateralWithWalletKey", [w3.ref.terms, w3.ref.openedAt, await ticket(w3.sessionId, w3.ref, 5n, sessionKey), wGrantArg]));
 
   // ProviderRegistry: bonds in LaborGas; the provider account registers, bonds, unbonds (30 days, the
   // minimum), is slashed; an arbitrator registers, stakes and is admitted (by governance, here an account).

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity 0.8.28;
 
-import {IGasEscrow} from "./IGasEscrow.sol";
+import {IGasEscrowTypes} from "./IGasEscrowTypes.sol";
 
 /// @title IDisputeManager
 /// @notice Dispute cases against a gig or a channel session. A panel is drawn per case, after it opens, from the
@@ -389,9 +389,9 @@ interface IDisputeManager {
     /// after it settled, with `recorded` the summary as `IGasEscrow.settledState`: nothing is frozen (the escrow
     /// has paid out), the provider's SLA bond is locked, and a refund is slashed from that bond to the funder.
     function openSessionCase(
-        IGasEscrow.ChannelTerms calldata terms,
+        IGasEscrowTypes.ChannelTerms calldata terms,
         uint64 openedAt,
-        IGasEscrow.ClosingState calldata recorded,
+        IGasEscrowTypes.ClosingState calldata recorded,
         bytes32 receiptHash,
         bytes32 ticketHash,
         bytes32[] calldata proof,
@@ -434,15 +434,15 @@ interface IDisputeManager {
     /// the arbitrators who signed the verdict that stands, slashes of those who signed an overturned verdict and
     /// of the members of a panel that reached no verdict, and the release of every lock. For a session case,
     /// `recorded` is its current closing state.
-    function finalize(bytes32 caseId, IGasEscrow.ClosingState calldata recorded) external;
+    function finalize(bytes32 caseId, IGasEscrowTypes.ClosingState calldata recorded) external;
 
     /// @notice Governance decides a slow-path case (until someone expires it); the decision is final.
-    function resolveSlowPath(Resolution calldata resolution, IGasEscrow.ClosingState calldata recorded) external;
+    function resolveSlowPath(Resolution calldata resolution, IGasEscrowTypes.ClosingState calldata recorded) external;
 
     /// @notice After a deadline, anyone moves a case that drew or decided nothing to the slow path; after the
     /// slow path's deadline, anyone ends it: the verdict that stood before the appeal is enforced, and without
     /// one the disputed value is split and both bonds returned.
-    function expire(bytes32 caseId, IGasEscrow.ClosingState calldata recorded) external;
+    function expire(bytes32 caseId, IGasEscrowTypes.ClosingState calldata recorded) external;
 
     /// @notice Pays the caller what it is owed in `asset` (fees, and payouts a token refused to transfer).
     function claim(address asset) external returns (uint256 amount);

@@ -4,6 +4,7 @@ pragma solidity 0.8.28;
 import {SafeTransferLib} from "solady/src/utils/SafeTransferLib.sol";
 import {IDisputeManager} from "../interfaces/IDisputeManager.sol";
 import {IGasEscrow} from "../interfaces/IGasEscrow.sol";
+import {IGasEscrowTypes} from "../interfaces/IGasEscrowTypes.sol";
 import {IGigEscrow} from "../interfaces/IGigEscrow.sol";
 import {IProviderRegistry} from "../interfaces/IProviderRegistry.sol";
 import {Math} from "@openzeppelin/contracts/utils/math/Math.sol";
@@ -69,7 +70,7 @@ library DisputeRules {
         IDisputeManager.Params storage p,
         Escrows memory e,
         IDisputeManager.Resolution memory o,
-        IGasEscrow.ClosingState calldata recorded
+        IGasEscrowTypes.ClosingState calldata recorded
     ) external {
         bytes32 caseId = o.caseId;
         bytes32 finalKey = outcomeKey(o.verdict, o.refund, o.slash);
@@ -117,7 +118,7 @@ library DisputeRules {
         IDisputeManager.Case storage c,
         Escrows memory e,
         uint128 refund,
-        IGasEscrow.ClosingState calldata recorded
+        IGasEscrowTypes.ClosingState calldata recorded
     ) private returns (uint128) {
         if (c.kind == IDisputeManager.SubjectKind.Gig) {
             return e.gigEscrow.resolve(uint64(uint256(c.subjectId)), refund) ? refund : 0;
@@ -418,9 +419,9 @@ library DisputeRules {
     /// @return settled Whether the session settled cooperatively (nothing to freeze; refunds come from the bond).
     function sessionSubject(
         IGasEscrow gasEscrow,
-        IGasEscrow.ChannelTerms calldata terms,
+        IGasEscrowTypes.ChannelTerms calldata terms,
         uint64 openedAt,
-        IGasEscrow.ClosingState calldata recorded,
+        IGasEscrowTypes.ClosingState calldata recorded,
         bytes32 receiptHash,
         bytes32 ticketHash,
         bytes32[] calldata proof,
@@ -465,7 +466,7 @@ library DisputeRules {
         uint128 refund,
         uint256 stakeRate
     ) internal returns (bool settled, uint128 refunded) {
-        if (gasEscrow.phaseOf(sessionId) != IGasEscrow.Phase.Settled) return (false, 0);
+        if (gasEscrow.phaseOf(sessionId) != IGasEscrowTypes.Phase.Settled) return (false, 0);
         uint256 due = Math.mulDiv(refund, stakeRate, STAKE_RATE_UNIT);
         uint256 take = _slashBond(registry, provider, funder, due);
         if (take == 0) return (true, 0);

@@ -1790,7 +1790,7 @@ export const disputeManagerAbi = [
             "type": "uint16"
           }
         ],
-        "internalType": "struct IGasEscrow.ClosingState",
+        "internalType": "struct IGasEscrowTypes.ClosingState",
         "name": "recorded",
         "type": "tuple"
       }
@@ -1835,7 +1835,7 @@ export const disputeManagerAbi = [
             "type": "uint16"
           }
         ],
-        "internalType": "struct IGasEscrow.ClosingState",
+        "internalType": "struct IGasEscrowTypes.ClosingState",
         "name": "recorded",
         "type": "tuple"
       }
@@ -2123,7 +2123,7 @@ export const disputeManagerAbi = [
             "type": "uint64"
           }
         ],
-        "internalType": "struct IGasEscrow.ChannelTerms",
+        "internalType": "struct IGasEscrowTypes.ChannelTerms",
         "name": "terms",
         "type": "tuple"
       },
@@ -2160,7 +2160,7 @@ export const disputeManagerAbi = [
             "type": "uint16"
           }
         ],
-        "internalType": "struct IGasEscrow.ClosingState",
+        "internalType": "struct IGasEscrowTypes.ClosingState",
         "name": "recorded",
         "type": "tuple"
       },
@@ -2478,7 +2478,7 @@ export const disputeManagerAbi = [
             "type": "uint16"
           }
         ],
-        "internalType": "struct IGasEscrow.ClosingState",
+        "internalType": "struct IGasEscrowTypes.ClosingState",
         "name": "recorded",
         "type": "tuple"
       }

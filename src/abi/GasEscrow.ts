@@ -184,7 +184,7 @@ export const gasEscrowAbi = [
         "type": "bytes32"
       },
       {
-        "internalType": "enum IGasEscrow.Phase",
+        "internalType": "enum IGasEscrowTypes.Phase",
         "name": "phase",
         "type": "uint8"
       }
@@ -265,6 +265,17 @@ export const gasEscrowAbi = [
       }
     ],
     "name": "EmptyTicketNotZero",
+    "type": "error"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "bytes32",
+        "name": "sessionId",
+        "type": "bytes32"
+      }
+    ],
+    "name": "EmptyWalletTicket",
     "type": "error"
   },
   {
@@ -653,6 +664,22 @@ export const gasEscrowAbi = [
   {
     "inputs": [
       {
+        "internalType": "address",
+        "name": "wallet",
+        "type": "address"
+      },
+      {
+        "internalType": "bytes32",
+        "name": "digest",
+        "type": "bytes32"
+      }
+    ],
+    "name": "WalletSignatureRefused",
+    "type": "error"
+  },
+  {
+    "inputs": [
+      {
         "internalType": "string",
         "name": "what",
         "type": "string"
@@ -889,7 +916,7 @@ export const gasEscrowAbi = [
       },
       {
         "indexed": false,
-        "internalType": "enum IGasEscrow.CloseMode",
+        "internalType": "enum IGasEscrowTypes.CloseMode",
         "name": "mode",
         "type": "uint8"
       },
@@ -1266,6 +1293,35 @@ export const gasEscrowAbi = [
     "type": "event"
   },
   {
+    "anonymous": false,
+    "inputs": [
+      {
+        "indexed": true,
+        "internalType": "bytes32",
+        "name": "sessionId",
+        "type": "bytes32"
+      },
+      {
+        "indexed": true,
+        "internalType": "address",
+        "name": "key",
+        "type": "address"
+      },
+      {
+        "indexed": false,
+        "internalType": "bytes32",
+        "name": "grantDigest",
+        "type": "bytes32"
+      }
+    ],
+    "name": "WalletSessionKeyRegistered",
+    "type": "event"
+  },
+  {
+    "stateMutability": "nonpayable",
+    "type": "fallback"
+  },
+  {
     "inputs": [],
     "name": "DEFAULT_ADMIN_ROLE",
     "outputs": [
@@ -1498,7 +1554,7 @@ export const gasEscrowAbi = [
             "type": "uint64"
           }
         ],
-        "internalType": "struct IGasEscrow.ChannelTerms",
+        "internalType": "struct IGasEscrowTypes.ChannelTerms",
         "name": "terms",
         "type": "tuple"
       },
@@ -1530,7 +1586,7 @@ export const gasEscrowAbi = [
             "type": "bytes32"
           }
         ],
-        "internalType": "struct IGasEscrow.Signature",
+        "internalType": "struct IGasEscrowTypes.Signature",
         "name": "providerSig",
         "type": "tuple"
       }
@@ -1609,7 +1665,7 @@ export const gasEscrowAbi = [
             "type": "uint64"
           }
         ],
-        "internalType": "struct IGasEscrow.ChannelTerms",
+        "internalType": "struct IGasEscrowTypes.ChannelTerms",
         "name": "terms",
         "type": "tuple"
       },
@@ -1646,7 +1702,7 @@ export const gasEscrowAbi = [
             "type": "uint16"
           }
         ],
-        "internalType": "struct IGasEscrow.ClosingState",
+        "internalType": "struct IGasEscrowTypes.ClosingState",
         "name": "recorded",
         "type": "tuple"
       },
@@ -1680,12 +1736,12 @@ export const gasEscrowAbi = [
                 "type": "bytes32"
               }
             ],
-            "internalType": "struct IGasEscrow.Signature",
+            "internalType": "struct IGasEscrowTypes.Signature",
             "name": "sig",
             "type": "tuple"
           }
         ],
-        "internalType": "struct IGasEscrow.Ticket",
+        "internalType": "struct IGasEscrowTypes.Ticket",
         "name": "ticket",
         "type": "tuple"
       }
@@ -1740,7 +1796,7 @@ export const gasEscrowAbi = [
             "type": "uint64"
           }
         ],
-        "internalType": "struct IGasEscrow.ChannelTerms",
+        "internalType": "struct IGasEscrowTypes.ChannelTerms",
         "name": "terms",
         "type": "tuple"
       },
@@ -1777,7 +1833,7 @@ export const gasEscrowAbi = [
             "type": "uint16"
           }
         ],
-        "internalType": "struct IGasEscrow.ClosingState",
+        "internalType": "struct IGasEscrowTypes.ClosingState",
         "name": "recorded",
         "type": "tuple"
       },
@@ -1811,12 +1867,12 @@ export const gasEscrowAbi = [
                 "type": "bytes32"
               }
             ],
-            "internalType": "struct IGasEscrow.Signature",
+            "internalType": "struct IGasEscrowTypes.Signature",
             "name": "sig",
             "type": "tuple"
           }
         ],
-        "internalType": "struct IGasEscrow.Ticket",
+        "internalType": "struct IGasEscrowTypes.Ticket",
         "name": "ticket",
         "type": "tuple"
       },
@@ -1860,12 +1916,12 @@ export const gasEscrowAbi = [
                 "type": "bytes32"
               }
             ],
-            "internalType": "struct IGasEscrow.Signature",
+            "internalType": "struct IGasEscrowTypes.Signature",
             "name": "sig",
             "type": "tuple"
           }
         ],
-        "internalType": "struct IGasEscrow.SessionKeyGrant",
+        "internalType": "struct IGasEscrowTypes.SessionKeyGrant",
         "name": "grant",
         "type": "tuple"
       }
@@ -1963,7 +2019,7 @@ export const gasEscrowAbi = [
             "type": "uint64"
           }
         ],
-        "internalType": "struct IGasEscrow.ChannelTerms",
+        "internalType": "struct IGasEscrowTypes.ChannelTerms",
         "name": "terms",
         "type": "tuple"
       },
@@ -2000,7 +2056,7 @@ export const gasEscrowAbi = [
             "type": "bytes32"
           }
         ],
-        "internalType": "struct IGasEscrow.Signature",
+        "internalType": "struct IGasEscrowTypes.Signature",
         "name": "payerSig",
         "type": "tuple"
       },
@@ -2017,7 +2073,7 @@ export const gasEscrowAbi = [
             "type": "bytes32"
           }
         ],
-        "internalType": "struct IGasEscrow.Signature",
+        "internalType": "struct IGasEscrowTypes.Signature",
         "name": "providerSig",
         "type": "tuple"
       }
@@ -2072,7 +2128,7 @@ export const gasEscrowAbi = [
             "type": "uint64"
           }
         ],
-        "internalType": "struct IGasEscrow.ChannelTerms",
+        "internalType": "struct IGasEscrowTypes.ChannelTerms",
         "name": "terms",
         "type": "tuple"
       },
@@ -2111,12 +2167,12 @@ export const gasEscrowAbi = [
                 "type": "bytes32"
               }
             ],
-            "internalType": "struct IGasEscrow.Signature",
+            "internalType": "struct IGasEscrowTypes.Signature",
             "name": "sig",
             "type": "tuple"
           }
         ],
-        "internalType": "struct IGasEscrow.Ticket",
+        "internalType": "struct IGasEscrowTypes.Ticket",
         "name": "ticket",
         "type": "tuple"
       }
@@ -2171,7 +2227,7 @@ export const gasEscrowAbi = [
             "type": "uint64"
           }
         ],
-        "internalType": "struct IGasEscrow.ChannelTerms",
+        "internalType": "struct IGasEscrowTypes.ChannelTerms",
         "name": "terms",
         "type": "tuple"
       },
@@ -2210,12 +2266,12 @@ export const gasEscrowAbi = [
                 "type": "bytes32"
               }
             ],
-            "internalType": "struct IGasEscrow.Signature",
+            "internalType": "struct IGasEscrowTypes.Signature",
             "name": "sig",
             "type": "tuple"
           }
         ],
-        "internalType": "struct IGasEscrow.Ticket",
+        "internalType": "struct IGasEscrowTypes.Ticket",
         "name": "ticket",
         "type": "tuple"
       },
@@ -2259,12 +2315,12 @@ export const gasEscrowAbi = [
                 "type": "bytes32"
               }
             ],
-            "internalType": "struct IGasEscrow.Signature",
+            "internalType": "struct IGasEscrowTypes.Signature",
             "name": "sig",
             "type": "tuple"
           }
         ],
-        "internalType": "struct IGasEscrow.SessionKeyGrant",
+        "internalType": "struct IGasEscrowTypes.SessionKeyGrant",
         "name": "grant",
         "type": "tuple"
       }
@@ -2309,7 +2365,7 @@ export const gasEscrowAbi = [
             "type": "uint16"
           }
         ],
-        "internalType": "struct IGasEscrow.ClosingState",
+        "internalType": "struct IGasEscrowTypes.ClosingState",
         "name": "recorded",
         "type": "tuple"
       }
@@ -2419,7 +2475,7 @@ export const gasEscrowAbi = [
             "type": "uint64"
           }
         ],
-        "internalType": "struct IGasEscrow.ChannelTerms",
+        "internalType": "struct IGasEscrowTypes.ChannelTerms",
         "name": "terms",
         "type": "tuple"
       },
@@ -2588,7 +2644,7 @@ export const gasEscrowAbi = [
             "type": "uint64"
           }
         ],
-        "internalType": "struct IGasEscrow.ChannelTerms",
+        "internalType": "struct IGasEscrowTypes.ChannelTerms",
         "name": "terms",
         "type": "tuple"
       },
@@ -2625,7 +2681,7 @@ export const gasEscrowAbi = [
             "type": "uint16"
           }
         ],
-        "internalType": "struct IGasEscrow.ClosingState",
+        "internalType": "struct IGasEscrowTypes.ClosingState",
         "name": "recorded",
         "type": "tuple"
       }
@@ -2670,7 +2726,7 @@ export const gasEscrowAbi = [
             "type": "uint16"
           }
         ],
-        "internalType": "struct IGasEscrow.ClosingState",
+        "internalType": "struct IGasEscrowTypes.ClosingState",
         "name": "recorded",
         "type": "tuple"
       }
@@ -2896,7 +2952,7 @@ export const gasEscrowAbi = [
         "type": "bytes32"
       },
       {
-        "internalType": "enum IGasEscrow.CloseMode",
+        "internalType": "enum IGasEscrowTypes.CloseMode",
         "name": "mode",
         "type": "uint8"
       }
@@ -2995,7 +3051,7 @@ export const gasEscrowAbi = [
             "type": "uint64"
           }
         ],
-        "internalType": "struct IGasEscrow.ChannelTerms",
+        "internalType": "struct IGasEscrowTypes.ChannelTerms",
         "name": "terms",
         "type": "tuple"
       },
@@ -3027,7 +3083,7 @@ export const gasEscrowAbi = [
     "name": "phaseOf",
     "outputs": [
       {
-        "internalType": "enum IGasEscrow.Phase",
+        "internalType": "enum IGasEscrowTypes.Phase",
         "name": "",
         "type": "uint8"
       }
@@ -3083,7 +3139,7 @@ export const gasEscrowAbi = [
             "type": "uint16"
           }
         ],
-        "internalType": "struct IGasEscrow.ClosingState",
+        "internalType": "struct IGasEscrowTypes.ClosingState",
         "name": "recorded",
         "type": "tuple"
       },
@@ -3192,7 +3248,7 @@ export const gasEscrowAbi = [
             "type": "uint64"
           }
         ],
-        "internalType": "struct IGasEscrow.ChannelTerms",
+        "internalType": "struct IGasEscrowTypes.ChannelTerms",
         "name": "terms",
         "type": "tuple"
       },
@@ -3295,7 +3351,7 @@ export const gasEscrowAbi = [
             "type": "uint64"
           }
         ],
-        "internalType": "struct IGasEscrow.ChannelTerms",
+        "internalType": "struct IGasEscrowTypes.ChannelTerms",
         "name": "terms",
         "type": "tuple"
       },
@@ -3406,7 +3462,7 @@ export const gasEscrowAbi = [
             "type": "uint16"
           }
         ],
-        "internalType": "struct IGasEscrow.ClosingState",
+        "internalType": "struct IGasEscrowTypes.ClosingState",
         "name": "settled",
         "type": "tuple"
       }
@@ -3475,7 +3531,7 @@ export const gasEscrowAbi = [
             "type": "uint16"
           }
         ],
-        "internalType": "struct IGasEscrow.ClosingState",
+        "internalType": "struct IGasEscrowTypes.ClosingState",
         "name": "",
         "type": "tuple"
       }
@@ -3532,6 +3588,734 @@ export const gasEscrowAbi = [
     "name": "withdrawFees",
     "outputs": [],
     "stateMutability": "nonpayable",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "components": [
+          {
+            "internalType": "address",
+            "name": "payer",
+            "type": "address"
+          },
+          {
+            "internalType": "address",
+            "name": "provider",
+            "type": "address"
+          },
+          {
+            "internalType": "address",
+            "name": "funder",
+            "type": "address"
+          },
+          {
+            "internalType": "address",
+            "name": "asset",
+            "type": "address"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "termsHash",
+            "type": "bytes32"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "policyHash",
+            "type": "bytes32"
+          },
+          {
+            "internalType": "uint64",
+            "name": "challengeDuration",
+            "type": "uint64"
+          },
+          {
+            "internalType": "uint64",
+            "name": "nonce",
+            "type": "uint64"
+          }
+        ],
+        "internalType": "struct IGasEscrowTypes.ChannelTerms",
+        "name": "terms",
+        "type": "tuple"
+      },
+      {
+        "internalType": "uint64",
+        "name": "openedAt",
+        "type": "uint64"
+      },
+      {
+        "components": [
+          {
+            "internalType": "uint128",
+            "name": "deposit",
+            "type": "uint128"
+          },
+          {
+            "internalType": "uint64",
+            "name": "seq",
+            "type": "uint64"
+          },
+          {
+            "internalType": "uint128",
+            "name": "amount",
+            "type": "uint128"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "receiptRoot",
+            "type": "bytes32"
+          },
+          {
+            "internalType": "uint16",
+            "name": "feeBps",
+            "type": "uint16"
+          }
+        ],
+        "internalType": "struct IGasEscrowTypes.ClosingState",
+        "name": "recorded",
+        "type": "tuple"
+      },
+      {
+        "components": [
+          {
+            "internalType": "uint64",
+            "name": "seq",
+            "type": "uint64"
+          },
+          {
+            "internalType": "uint128",
+            "name": "cumulativeAmount",
+            "type": "uint128"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "receiptRoot",
+            "type": "bytes32"
+          },
+          {
+            "internalType": "bytes",
+            "name": "sig",
+            "type": "bytes"
+          }
+        ],
+        "internalType": "struct IGasEscrowTypes.WalletTicket",
+        "name": "ticket",
+        "type": "tuple"
+      }
+    ],
+    "name": "challengeByWallet",
+    "outputs": [],
+    "stateMutability": "nonpayable",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "components": [
+          {
+            "internalType": "address",
+            "name": "payer",
+            "type": "address"
+          },
+          {
+            "internalType": "address",
+            "name": "provider",
+            "type": "address"
+          },
+          {
+            "internalType": "address",
+            "name": "funder",
+            "type": "address"
+          },
+          {
+            "internalType": "address",
+            "name": "asset",
+            "type": "address"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "termsHash",
+            "type": "bytes32"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "policyHash",
+            "type": "bytes32"
+          },
+          {
+            "internalType": "uint64",
+            "name": "challengeDuration",
+            "type": "uint64"
+          },
+          {
+            "internalType": "uint64",
+            "name": "nonce",
+            "type": "uint64"
+          }
+        ],
+        "internalType": "struct IGasEscrowTypes.ChannelTerms",
+        "name": "terms",
+        "type": "tuple"
+      },
+      {
+        "internalType": "uint64",
+        "name": "openedAt",
+        "type": "uint64"
+      },
+      {
+        "components": [
+          {
+            "internalType": "uint128",
+            "name": "deposit",
+            "type": "uint128"
+          },
+          {
+            "internalType": "uint64",
+            "name": "seq",
+            "type": "uint64"
+          },
+          {
+            "internalType": "uint128",
+            "name": "amount",
+            "type": "uint128"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "receiptRoot",
+            "type": "bytes32"
+          },
+          {
+            "internalType": "uint16",
+            "name": "feeBps",
+            "type": "uint16"
+          }
+        ],
+        "internalType": "struct IGasEscrowTypes.ClosingState",
+        "name": "recorded",
+        "type": "tuple"
+      },
+      {
+        "components": [
+          {
+            "internalType": "uint64",
+            "name": "seq",
+            "type": "uint64"
+          },
+          {
+            "internalType": "uint128",
+            "name": "cumulativeAmount",
+            "type": "uint128"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "receiptRoot",
+            "type": "bytes32"
+          },
+          {
+            "components": [
+              {
+                "internalType": "bytes32",
+                "name": "r",
+                "type": "bytes32"
+              },
+              {
+                "internalType": "bytes32",
+                "name": "vs",
+                "type": "bytes32"
+              }
+            ],
+            "internalType": "struct IGasEscrowTypes.Signature",
+            "name": "sig",
+            "type": "tuple"
+          }
+        ],
+        "internalType": "struct IGasEscrowTypes.Ticket",
+        "name": "ticket",
+        "type": "tuple"
+      },
+      {
+        "components": [
+          {
+            "internalType": "address",
+            "name": "key",
+            "type": "address"
+          },
+          {
+            "internalType": "uint64",
+            "name": "expiry",
+            "type": "uint64"
+          },
+          {
+            "internalType": "uint128",
+            "name": "spendCap",
+            "type": "uint128"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "capabilities",
+            "type": "bytes32"
+          },
+          {
+            "internalType": "uint64",
+            "name": "epoch",
+            "type": "uint64"
+          },
+          {
+            "internalType": "bytes",
+            "name": "sig",
+            "type": "bytes"
+          }
+        ],
+        "internalType": "struct IGasEscrowTypes.WalletSessionKeyGrant",
+        "name": "grant",
+        "type": "tuple"
+      }
+    ],
+    "name": "challengeWithWalletKey",
+    "outputs": [],
+    "stateMutability": "nonpayable",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "components": [
+          {
+            "internalType": "address",
+            "name": "payer",
+            "type": "address"
+          },
+          {
+            "internalType": "address",
+            "name": "provider",
+            "type": "address"
+          },
+          {
+            "internalType": "address",
+            "name": "funder",
+            "type": "address"
+          },
+          {
+            "internalType": "address",
+            "name": "asset",
+            "type": "address"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "termsHash",
+            "type": "bytes32"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "policyHash",
+            "type": "bytes32"
+          },
+          {
+            "internalType": "uint64",
+            "name": "challengeDuration",
+            "type": "uint64"
+          },
+          {
+            "internalType": "uint64",
+            "name": "nonce",
+            "type": "uint64"
+          }
+        ],
+        "internalType": "struct IGasEscrowTypes.ChannelTerms",
+        "name": "terms",
+        "type": "tuple"
+      },
+      {
+        "internalType": "uint64",
+        "name": "openedAt",
+        "type": "uint64"
+      },
+      {
+        "internalType": "uint64",
+        "name": "finalSeq",
+        "type": "uint64"
+      },
+      {
+        "internalType": "uint128",
+        "name": "finalAmount",
+        "type": "uint128"
+      },
+      {
+        "internalType": "bytes32",
+        "name": "finalReceiptRoot",
+        "type": "bytes32"
+      },
+      {
+        "internalType": "bytes",
+        "name": "payerSig",
+        "type": "bytes"
+      },
+      {
+        "components": [
+          {
+            "internalType": "bytes32",
+            "name": "r",
+            "type": "bytes32"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "vs",
+            "type": "bytes32"
+          }
+        ],
+        "internalType": "struct IGasEscrowTypes.Signature",
+        "name": "providerSig",
+        "type": "tuple"
+      }
+    ],
+    "name": "closeCooperativeByWallet",
+    "outputs": [],
+    "stateMutability": "nonpayable",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "components": [
+          {
+            "internalType": "address",
+            "name": "payer",
+            "type": "address"
+          },
+          {
+            "internalType": "address",
+            "name": "provider",
+            "type": "address"
+          },
+          {
+            "internalType": "address",
+            "name": "funder",
+            "type": "address"
+          },
+          {
+            "internalType": "address",
+            "name": "asset",
+            "type": "address"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "termsHash",
+            "type": "bytes32"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "policyHash",
+            "type": "bytes32"
+          },
+          {
+            "internalType": "uint64",
+            "name": "challengeDuration",
+            "type": "uint64"
+          },
+          {
+            "internalType": "uint64",
+            "name": "nonce",
+            "type": "uint64"
+          }
+        ],
+        "internalType": "struct IGasEscrowTypes.ChannelTerms",
+        "name": "terms",
+        "type": "tuple"
+      },
+      {
+        "internalType": "uint64",
+        "name": "openedAt",
+        "type": "uint64"
+      },
+      {
+        "components": [
+          {
+            "internalType": "uint64",
+            "name": "seq",
+            "type": "uint64"
+          },
+          {
+            "internalType": "uint128",
+            "name": "cumulativeAmount",
+            "type": "uint128"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "receiptRoot",
+            "type": "bytes32"
+          },
+          {
+            "internalType": "bytes",
+            "name": "sig",
+            "type": "bytes"
+          }
+        ],
+        "internalType": "struct IGasEscrowTypes.WalletTicket",
+        "name": "ticket",
+        "type": "tuple"
+      }
+    ],
+    "name": "closeUnilateralByWallet",
+    "outputs": [],
+    "stateMutability": "nonpayable",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "components": [
+          {
+            "internalType": "address",
+            "name": "payer",
+            "type": "address"
+          },
+          {
+            "internalType": "address",
+            "name": "provider",
+            "type": "address"
+          },
+          {
+            "internalType": "address",
+            "name": "funder",
+            "type": "address"
+          },
+          {
+            "internalType": "address",
+            "name": "asset",
+            "type": "address"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "termsHash",
+            "type": "bytes32"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "policyHash",
+            "type": "bytes32"
+          },
+          {
+            "internalType": "uint64",
+            "name": "challengeDuration",
+            "type": "uint64"
+          },
+          {
+            "internalType": "uint64",
+            "name": "nonce",
+            "type": "uint64"
+          }
+        ],
+        "internalType": "struct IGasEscrowTypes.ChannelTerms",
+        "name": "terms",
+        "type": "tuple"
+      },
+      {
+        "internalType": "uint64",
+        "name": "openedAt",
+        "type": "uint64"
+      },
+      {
+        "components": [
+          {
+            "internalType": "uint64",
+            "name": "seq",
+            "type": "uint64"
+          },
+          {
+            "internalType": "uint128",
+            "name": "cumulativeAmount",
+            "type": "uint128"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "receiptRoot",
+            "type": "bytes32"
+          },
+          {
+            "components": [
+              {
+                "internalType": "bytes32",
+                "name": "r",
+                "type": "bytes32"
+              },
+              {
+                "internalType": "bytes32",
+                "name": "vs",
+                "type": "bytes32"
+              }
+            ],
+            "internalType": "struct IGasEscrowTypes.Signature",
+            "name": "sig",
+            "type": "tuple"
+          }
+        ],
+        "internalType": "struct IGasEscrowTypes.Ticket",
+        "name": "ticket",
+        "type": "tuple"
+      },
+      {
+        "components": [
+          {
+            "internalType": "address",
+            "name": "key",
+            "type": "address"
+          },
+          {
+            "internalType": "uint64",
+            "name": "expiry",
+            "type": "uint64"
+          },
+          {
+            "internalType": "uint128",
+            "name": "spendCap",
+            "type": "uint128"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "capabilities",
+            "type": "bytes32"
+          },
+          {
+            "internalType": "uint64",
+            "name": "epoch",
+            "type": "uint64"
+          },
+          {
+            "internalType": "bytes",
+            "name": "sig",
+            "type": "bytes"
+          }
+        ],
+        "internalType": "struct IGasEscrowTypes.WalletSessionKeyGrant",
+        "name": "grant",
+        "type": "tuple"
+      }
+    ],
+    "name": "closeUnilateralWithWalletKey",
+    "outputs": [],
+    "stateMutability": "nonpayable",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "components": [
+          {
+            "internalType": "address",
+            "name": "payer",
+            "type": "address"
+          },
+          {
+            "internalType": "address",
+            "name": "provider",
+            "type": "address"
+          },
+          {
+            "internalType": "address",
+            "name": "funder",
+            "type": "address"
+          },
+          {
+            "internalType": "address",
+            "name": "asset",
+            "type": "address"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "termsHash",
+            "type": "bytes32"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "policyHash",
+            "type": "bytes32"
+          },
+          {
+            "internalType": "uint64",
+            "name": "challengeDuration",
+            "type": "uint64"
+          },
+          {
+            "internalType": "uint64",
+            "name": "nonce",
+            "type": "uint64"
+          }
+        ],
+        "internalType": "struct IGasEscrowTypes.ChannelTerms",
+        "name": "terms",
+        "type": "tuple"
+      },
+      {
+        "internalType": "uint64",
+        "name": "openedAt",
+        "type": "uint64"
+      },
+      {
+        "components": [
+          {
+            "internalType": "address",
+            "name": "key",
+            "type": "address"
+          },
+          {
+            "internalType": "uint64",
+            "name": "expiry",
+            "type": "uint64"
+          },
+          {
+            "internalType": "uint128",
+            "name": "spendCap",
+            "type": "uint128"
+          },
+          {
+            "internalType": "bytes32",
+            "name": "capabilities",
+            "type": "bytes32"
+          },
+          {
+            "internalType": "uint64",
+            "name": "epoch",
+            "type": "uint64"
+          },
+          {
+            "internalType": "bytes",
+            "name": "sig",
+            "type": "bytes"
+          }
+        ],
+        "internalType": "struct IGasEscrowTypes.WalletSessionKeyGrant",
+        "name": "grant",
+        "type": "tuple"
+      }
+    ],
+    "name": "registerWalletSessionKey",
+    "outputs": [],
+    "stateMutability": "nonpayable",
+    "type": "function"
+  },
+  {
+    "inputs": [
+      {
+        "internalType": "bytes32",
+        "name": "sessionId",
+        "type": "bytes32"
+      },
+      {
+        "internalType": "bytes32",
+        "name": "grantDigest",
+        "type": "bytes32"
+      }
+    ],
+    "name": "walletSessionKeyRegistered",
+    "outputs": [
+      {
+        "internalType": "bool",
+        "name": "",
+        "type": "bool"
+      }
+    ],
+    "stateMutability": "view",
     "type": "function"
   }
 ] as const;

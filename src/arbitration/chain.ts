@@ -19,7 +19,8 @@ import {
 } from "viem";
 
 import { disputeManagerAbi, gigEscrowAbi, providerRegistryAbi } from "../abi";
-import { toCompactSignature } from "../core/eip712";
+import { gasEscrowDomain, toCompactSignature } from "../core/eip712";
+import { sessionKeyGrantDigest } from "../core/session-key";
 import { eventArg, getLogsPaged } from "../chain/logs";
 import { checkedWrite } from "../chain/write";
 import { BaseError } from "../core/errors";
@@ -84,6 +85,38 @@ export async function readCase(publicClient: PublicClient, disputeManager: Addre
     leaf: opened.args.leaf,
     openedInBlock: opened.blockNumber,
   };
+}
+
+/**
+ * A payer that is a contract wallet (decision 0035): Lane 0 takes its approvals from the escrow's record, read here
+ * at the block the case opened in — whether the channel's payer held code, and which of the package's wallet
+ * grants the escrow had registered (`walletSessionKeyRegistered`). Undefined for a plain-key payer (or a package
+ * without a channel).
+ */
+export async function readWalletPayer(parameters: {
+  publicClient: PublicClient;
+  gasEscrow: Address;
+  chainId: bigint;
+  sessionId: Hex;
+  pkg: ChallengePackage;
+  blockNumber: bigint;
+}): Promise<{ payerIsContract: true; registeredWalletGrants: Hex[] } | undefined> {
+  const { publicClient, gasEscrow, chainId, sessionId, pkg, blockNumber } = parameters;
+  const channel = pkg.evidence.find((item) => item.kind === "channel");
+  if (channel?.kind !== "channel") return undefined;
+  const code = await publicClient.getCode({ address: channel.content.ref.terms.payer, blockNumber });
+  if (code === undefined || code === "0x") return undefined;
+  const domain = gasEscrowDomain({ chainId: Number(chainId), verifyingContract: getAddress(gasEscrow) });
+  const digests = new Set<Hex>();
+  for (const item of pkg.evidence) {
+    if (item.kind === "receipt" && item.content.sessionKey) digests.add(sessionKeyGrantDigest(domain, item.content.sessionKey.grant));
+  }
+  const registeredWalletGrants: Hex[] = [];
+  for (const digest of [...digests].sort()) {
+    const registered = await publicClient.readContract({ address: gasEscrow, abi: gasEscrowAbi, functionName: "walletSessionKeyRegistered", args: [sessionId, digest], blockNumber });
+    if (registered) registeredWalletGrants.push(digest);
+  }
+  return { payerIsContract: true, registeredWalletGrants };
 }
 
 /** Everything Lane 0 compares the package with, read from the chain (state at the case's opening block where it matters). */
@@ -159,6 +192,7 @@ export async function loadCaseContext(
       if (settled) settledAt = BigInt(at);
     }
   }
+  const wallet = channel?.kind === "channel" ? await readWalletPayer({ publicClient, gasEscrow: deployment.gasEscrow, chainId: onChain.chainId, sessionId: onChain.subjectId, pkg, blockNumber: openedInBlock }) : undefined;
   // The terms' own dispute window (decision 0026) is judged against the time of the block the case opened in.
   const caseOpenedAt = (await publicClient.getBlock({ blockNumber: openedInBlock })).timestamp;
   return {
@@ -171,6 +205,7 @@ export async function loadCaseContext(
       settledAtOpen,
       ...(settledAt === undefined ? {} : { settledAt }),
       caseOpenedAt,
+      ...wallet,
     },
   };
 }

@@ -60,6 +60,13 @@ export type SessionOnChain = {
   settledAt?: bigint;
   /** The timestamp of the block the case was opened in; absent: not known. */
   caseOpenedAt?: bigint;
+  /**
+   * Whether the channel's payer held code (a contract wallet, decision 0035) in the block the case opened in;
+   * absent: a plain key. A wallet's signatures are judged only through the escrow's record (Lane 0).
+   */
+  payerIsContract?: boolean;
+  /** EIP-712 digests of the package's wallet session-key grants the escrow had registered by the case's block. */
+  registeredWalletGrants?: Hex[];
 };
 
 export type CaseContext = {

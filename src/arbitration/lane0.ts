@@ -26,6 +26,7 @@ import { verifyFaultStatement, type FaultStatement } from "../core/fault-stateme
 import { GENESIS_RECEIPT_HASH, sessionReceiptHash, verifySessionReceipt, type SessionReceipt } from "../core/receipt";
 import { describePricing, hasDocumentBody, isStreamTerms, missingReceiptBindings, modelAllowed, penaltyOf, priceOf, sessionIdOf, termsHashOf, type PricingTerms } from "../core/terms";
 import { verifyPaymentTicket } from "../core/ticket";
+import { InvalidSignatureError } from "../core/errors";
 import { assertWithinGrant, verifySessionKeyGrantSignature } from "../core/session-key";
 import { bundleHash } from "./bundle";
 import type { CaseContext, SessionOnChain } from "./context";
@@ -351,7 +352,7 @@ async function sessionChecks(c: Checks, pkg: ChallengePackage, ctx: CaseContext)
 
   for (const e of receipts) {
     const at = `receipt[seq ${e.receipt.receipt.seq}]`;
-    await receiptEvidenceChecks(c, at, e, channel, domain, session.sessionId, commitRoot);
+    await receiptEvidenceChecks(c, at, e, channel, domain, session, commitRoot);
   }
   const leaf = receiptLeaf(challenged!.receipt.receipt, challenged!.ticket.ticket);
   c.evidence(
@@ -614,22 +615,43 @@ async function receiptEvidenceChecks(
   e: ReceiptEvidence,
   channel: ChannelEvidence,
   domain: ReturnType<typeof gasEscrowDomain>,
-  sessionId: Hex,
+  session: SessionOnChain,
   commitRoot: Hex | null,
 ): Promise<void> {
+  const { sessionId } = session;
   const { terms } = channel.ref;
   const r = e.receipt.receipt;
   const t = e.ticket.ticket;
+  const leaf = receiptLeaf(r, t);
+  const recordedProof = session.closingMatchedAtOpen && verifyProof(e.merkleProof, channel.closing.receiptRoot, leaf);
   await signatureCheck(c, `${at}.receipt_signature`, "RECEIPT_SIGNATURE_INVALID", () =>
     verifySessionReceipt({ signed: e.receipt, signer: terms.provider }),
   );
   // A ticket signed by a session key (decision 0025) counts as the payer's when the payer's grant for this
   // session names its signer and covers its amount. Expiry and revocation are not judged here: the chain
   // accepted the ticket within the key's grace when the close or challenge recorded it.
+  //
+  // A payer that is a contract wallet (decision 0035) signs with whatever its ERC-1271 `isValidSignature` accepts,
+  // which no arbitrator can judge from the package alone, and may answer differently at another block. Its
+  // approval is therefore taken from the chain, never from the host: the escrow recorded the closing root only
+  // after the wallet approved (at that block, by ERC-1271) the ticket or summary carrying it — or the grant of the
+  // key that signed it — so a ticket proven under that recorded root is the wallet's. A wallet's grant counts when
+  // the escrow had registered it by the case's block or when its ticket is so proven. Anything else (a leaf only
+  // under the provider's own anchored commit) is not the wallet's.
   const grant = e.sessionKey;
+  const wallet = session.payerIsContract === true;
+  const walletApproval = async (digest: Hex): Promise<void> => {
+    if (recordedProof || (grant !== undefined && session.registeredWalletGrants?.includes(digest) === true)) return;
+    throw new InvalidSignatureError(
+      `Payer ${terms.payer} is a contract wallet: its signature counts only through the escrow's record (a leaf under the recorded root, or a registered grant).`,
+    );
+  };
   await signatureCheck(c, `${at}.ticket_signature`, "TICKET_SIGNATURE_INVALID", async () => {
-    if (!grant) return verifyPaymentTicket({ domain, signed: e.ticket, signer: terms.payer });
-    await verifySessionKeyGrantSignature({ domain, signed: grant, payer: terms.payer, sessionId });
+    if (!grant) {
+      if (wallet) return walletApproval(zeroHash);
+      return verifyPaymentTicket({ domain, signed: e.ticket, signer: terms.payer });
+    }
+    await verifySessionKeyGrantSignature({ domain, signed: grant, payer: terms.payer, sessionId, ...(wallet ? { check: walletApproval } : {}) });
     await verifyPaymentTicket({ domain, signed: e.ticket, signer: grant.grant.key });
     assertWithinGrant(grant, t.cumulativeAmount, undefined);
   });
@@ -643,7 +665,6 @@ async function receiptEvidenceChecks(
       t.seq === r.seq,
     "the receipt and ticket must name this session, its provider and terms, and the same seq",
   );
-  const leaf = receiptLeaf(r, t);
   c.evidence(
     `${at}.merkle_proof`,
     "MERKLE_PROOF_INVALID",

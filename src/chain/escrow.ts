@@ -61,7 +61,13 @@ type EscrowWrite =
   | "finalize"
   | "claim"
   | "revokeSessionKey"
-  | "revokeAllSessionKeys";
+  | "revokeAllSessionKeys"
+  | "closeCooperativeByWallet"
+  | "closeUnilateralByWallet"
+  | "challengeByWallet"
+  | "registerWalletSessionKey"
+  | "closeUnilateralWithWalletKey"
+  | "challengeWithWalletKey";
 
 /**
  * One GasEscrow write, checked before it is sent (chain, code, funds, simulation: see `checkedWrite`); a
@@ -182,6 +188,18 @@ function ticketArg(signed: SignedPaymentTicket | undefined) {
   return { seq: ticket.seq, cumulativeAmount: ticket.cumulativeAmount, receiptRoot: ticket.receiptRoot, sig: toCompactSignature(signature) };
 }
 
+/** A contract-wallet payer's ticket as `IGasEscrow.WalletTicket`: the wallet's signature bytes unchanged. */
+function walletTicketArg(signed: SignedPaymentTicket) {
+  const { ticket, signature } = signed;
+  return { seq: ticket.seq, cumulativeAmount: ticket.cumulativeAmount, receiptRoot: ticket.receiptRoot, sig: signature };
+}
+
+/** A contract-wallet payer's grant as `IGasEscrow.WalletSessionKeyGrant`. */
+function walletGrantArg(signed: SignedSessionKeyGrant) {
+  const { grant, signature } = signed;
+  return { key: grant.key, expiry: grant.expiry, spendCap: grant.spendCap, capabilities: grant.capabilities, epoch: grant.epoch, sig: signature };
+}
+
 function settledFrom(hash: Hash, receipt: TransactionReceipt): SettledChannel {
   const [settled] = parseEventLogs({ abi: gasEscrowAbi, eventName: "ChannelSettled", logs: receipt.logs });
   if (!settled) throw new EscrowTransactionError(`Transaction ${hash} settled no channel.`);
@@ -207,21 +225,23 @@ export async function closeCooperative(parameters: {
   summary: SettlementSummary;
   payerSignature: Hex;
   providerSignature: Hex;
+  /** The payer is a contract wallet: its signature goes unchanged to `closeCooperativeByWallet` (decision 0035). */
+  payerWallet?: boolean;
 }): Promise<SettledChannel> {
-  const { ref, summary, payerSignature, providerSignature } = parameters;
+  const { ref, summary, payerSignature, providerSignature, payerWallet } = parameters;
   if (summary.mode !== "Cooperative") {
     throw new EscrowTransactionError(`A cooperative close needs a Cooperative summary, not ${summary.mode}.`);
   }
   const { hash, receipt } = await send(
     parameters,
-    "closeCooperative",
+    payerWallet ? "closeCooperativeByWallet" : "closeCooperative",
     [
       ref.terms,
       ref.openedAt,
       summary.finalSeq,
       summary.finalAmount,
       summary.finalReceiptRoot,
-      toCompactSignature(payerSignature),
+      payerWallet ? payerSignature : toCompactSignature(payerSignature),
       toCompactSignature(providerSignature),
     ],
     { asset: ref.terms.asset },
@@ -243,9 +263,15 @@ export async function closeUnilateral(parameters: {
   ticket: SignedPaymentTicket | undefined;
   /** The payer's grant when a session key signed `ticket` (decision 0025): closes with `closeUnilateralWithKey`. */
   grant?: SignedSessionKeyGrant;
+  /** The payer is a contract wallet (decision 0035): its ticket or grant goes to the `…ByWallet`/`…WalletKey` entry. */
+  payerWallet?: boolean;
 }): Promise<ClosingChannel> {
-  const { ref, ticket, grant } = parameters;
-  const { hash, receipt } = grant
+  const { ref, ticket, grant, payerWallet } = parameters;
+  const { hash, receipt } = payerWallet && grant
+    ? await send(parameters, "closeUnilateralWithWalletKey", [ref.terms, ref.openedAt, ticketArg(ticket), walletGrantArg(grant)], { asset: ref.terms.asset })
+    : payerWallet && ticket
+    ? await send(parameters, "closeUnilateralByWallet", [ref.terms, ref.openedAt, walletTicketArg(ticket)], { asset: ref.terms.asset })
+    : grant
     ? await send(parameters, "closeUnilateralWithKey", [ref.terms, ref.openedAt, ticketArg(ticket), sessionKeyGrantArg(grant, toCompactSignature)], { asset: ref.terms.asset })
     : await send(parameters, "closeUnilateral", [ref.terms, ref.openedAt, ticketArg(ticket)], { asset: ref.terms.asset });
   const [closing] = parseEventLogs({ abi: gasEscrowAbi, eventName: "ChannelClosing", logs: receipt.logs });
@@ -300,9 +326,15 @@ export async function challengeClose(parameters: {
   ticket: SignedPaymentTicket;
   /** The payer's grant when a session key signed `ticket` (decision 0025): challenges with `challengeWithKey`. */
   grant?: SignedSessionKeyGrant;
+  /** The payer is a contract wallet (decision 0035). */
+  payerWallet?: boolean;
 }): Promise<ClosingChannel> {
-  const { ref, recorded, ticket, grant } = parameters;
-  const { hash, receipt } = grant
+  const { ref, recorded, ticket, grant, payerWallet } = parameters;
+  const { hash, receipt } = payerWallet && grant
+    ? await send(parameters, "challengeWithWalletKey", [ref.terms, ref.openedAt, recorded, ticketArg(ticket), walletGrantArg(grant)], { asset: ref.terms.asset })
+    : payerWallet
+    ? await send(parameters, "challengeByWallet", [ref.terms, ref.openedAt, recorded, walletTicketArg(ticket)], { asset: ref.terms.asset })
+    : grant
     ? await send(parameters, "challengeWithKey", [ref.terms, ref.openedAt, recorded, ticketArg(ticket), sessionKeyGrantArg(grant, toCompactSignature)], { asset: ref.terms.asset })
     : await send(parameters, "challenge", [ref.terms, ref.openedAt, recorded, ticketArg(ticket)], { asset: ref.terms.asset });
   const [challenged] = parseEventLogs({ abi: gasEscrowAbi, eventName: "ChannelChallenged", logs: receipt.logs });
@@ -315,6 +347,24 @@ export async function challengeClose(parameters: {
     state: { ...recorded, seq, amount, receiptRoot },
     finalizesAt: BigInt(finalizesAt),
   };
+}
+
+/**
+ * Records a contract-wallet payer's session-key grant while the wallet approves it (decision 0035), so that the
+ * key's tickets settle later even if the wallet then refuses the same signature. Idempotent; anyone may send it.
+ */
+export async function registerWalletSessionKey(parameters: {
+  wallet: Wallet;
+  publicClient: PublicClient;
+  escrow: Address;
+  chainId?: number;
+  ref: ChannelRef;
+  grant: SignedSessionKeyGrant;
+}): Promise<TxResult & { registered: boolean }> {
+  const { ref, grant } = parameters;
+  const { hash, receipt } = await send(parameters, "registerWalletSessionKey", [ref.terms, ref.openedAt, walletGrantArg(grant)], { asset: ref.terms.asset });
+  const [registered] = parseEventLogs({ abi: gasEscrowAbi, eventName: "WalletSessionKeyRegistered", logs: receipt.logs });
+  return { hash, gasUsed: receipt.gasUsed, blockNumber: receipt.blockNumber, registered: registered !== undefined };
 }
 
 /** Pays out a closing channel after its window. */

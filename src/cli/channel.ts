@@ -39,6 +39,7 @@ import {
   CHANNEL_PHASES,
 } from "../chain/escrow";
 import { readSettledDisputeWindow } from "../chain/dispute-window";
+import { isContractAccount, walletSessionKey } from "../chain/wallet-signature";
 import { anchorIfLagging, leafCountOfRoot, type AnchorOutcome } from "../node/receipt-anchor";
 import { readPaged } from "../chain/logs";
 import {
@@ -149,13 +150,17 @@ export const COMMANDS: Record<string, Command> = {
   },
   open: {
     summary: "open and fund an ETH channel to a provider; the acting key is the funder and, unless --payer names another, the payer",
-    usage: "ioi open --provider ADDR --deposit WEI [--peer HOST:PORT] [--price WEI | --terms-file FILE] [--challenge SECONDS] [--payer ADDR [--ref-out FILE]]",
+    usage: "ioi open --provider ADDR --deposit WEI [--peer HOST:PORT] [--price WEI | --terms-file FILE] [--challenge SECONDS] [--payer ADDR [--ref-out FILE] | --payer-wallet W]",
     notes: [
       "  --payer ADDR     a sponsored channel: ADDR signs the tickets (it needs no funds); the acting key funds it and",
       "                   receives every refund; the channel is not stored as the acting key's to stream on",
+      "  --payer-wallet W the payer is contract wallet W (ERC-1271) and the acting key signs for it (an owner-key wallet",
+      "                   accepts its owner's signature of a digest); the key funds the channel and streams on it",
+      "                   (ioi stream --payer-wallet W); decision 0035",
     ],
     options: {
       payer: { type: "string" },
+      "payer-wallet": { type: "string" },
       "ref-out": { type: "string" },
       provider: { type: "string" },
       price: { type: "string" },
@@ -180,9 +185,12 @@ export const COMMANDS: Record<string, Command> = {
   },
   stream: {
     summary: "stream paid invocations to the channel's provider over the sealed socket (synthetic, or a request file)",
-    usage: "ioi stream --session ID (-n N | --request-file F) [--inflight K] [--peer HOST:PORT [--allow-remote]] [--commit-every N] [--commit-seconds T]",
-    notes: ["  --request-file F  JSON-RPC requests, one per line; each result (or error) is printed as a JSON line"],
-    options: { session: { type: "string" }, n: { type: "string", short: "n" }, inflight: { type: "string" }, peer: { type: "string" }, "allow-remote": { type: "boolean" }, "request-file": { type: "string" }, "commit-every": { type: "string" }, "commit-seconds": { type: "string" }, "session-key": { type: "string" }, ...LOG_OPTIONS },
+    usage: "ioi stream --session ID (-n N | --request-file F) [--inflight K] [--peer HOST:PORT [--allow-remote]] [--commit-every N] [--commit-seconds T] [--payer-wallet W]",
+    notes: [
+      "  --request-file F  JSON-RPC requests, one per line; each result (or error) is printed as a JSON line",
+      "  --payer-wallet W  the channel's payer is contract wallet W and the acting key signs for it (ioi open --payer-wallet)",
+    ],
+    options: { "payer-wallet": { type: "string" }, session: { type: "string" }, n: { type: "string", short: "n" }, inflight: { type: "string" }, peer: { type: "string" }, "allow-remote": { type: "boolean" }, "request-file": { type: "string" }, "commit-every": { type: "string" }, "commit-seconds": { type: "string" }, "session-key": { type: "string" }, ...LOG_OPTIONS },
     run: runStream,
   },
   call: {
@@ -413,8 +421,10 @@ async function runOpen(values: Record<string, unknown>, out: Out): Promise<void>
   const provider = need(values, "provider", "the provider's address");
   if (!isAddress(provider)) throw new UsageError(`--provider must be an address; received "${provider}".`);
   // A sponsored channel (issue 14): the acting key funds it for another payer.
-  const payer = values.payer === undefined ? account.address : addressOption(values, "payer", "the payer who signs the tickets");
-  const sponsored = payer.toLowerCase() !== account.address.toLowerCase();
+  if (values.payer !== undefined && values["payer-wallet"] !== undefined) throw new UsageError("Give either --payer ADDR (a sponsored payer's key) or --payer-wallet W (a contract wallet your key signs for), not both.");
+  const payerWallet = values["payer-wallet"] === undefined ? undefined : addressOption(values, "payer-wallet", "the contract wallet your key signs for");
+  const payer = payerWallet ?? (values.payer === undefined ? account.address : addressOption(values, "payer", "the payer who signs the tickets"));
+  const sponsored = payerWallet === undefined && payer.toLowerCase() !== account.address.toLowerCase();
   if (values["ref-out"] !== undefined && !sponsored) throw new UsageError("--ref-out is for a sponsored channel (--payer ADDR): the payer's own store keeps its channels.");
   const deposit = weiAmount(values, "deposit", "wei to lock in the channel");
   if (deposit === 0n) throw new UsageError("--deposit must be more than zero: a channel with nothing in it can pay for nothing.");
@@ -424,6 +434,9 @@ async function runOpen(values: Record<string, unknown>, out: Out): Promise<void>
   const agreed = values["terms-file"] !== undefined ? termsOption(values, "wei per invocation") : undefined;
   uint(values, "challenge", "challenge window in seconds", 3600n);
   const { publicClient, wallet, escrow, domain, chainId } = await chainClients(values, account);
+  if (payerWallet !== undefined && !(await isContractAccount({ publicClient, address: payerWallet }))) {
+    throw new UsageError(`--payer-wallet ${payerWallet} holds no code on chain ${chainId}: it is not a contract wallet (a plain key pays as itself, or as --payer).`);
+  }
   // No funding before agreement (issue 12): with --peer, ask the provider for its signed terms first and
   // fund only a channel on them; without it, say what could not be checked.
   let pricing: PricingTerms;
@@ -594,6 +607,30 @@ function sessionKeyOf(values: Record<string, unknown>, sessionId: Hex): { accoun
   return { account, grant };
 }
 
+/**
+ * `--payer-wallet W` (decision 0035): the channel's payer is contract wallet W and the acting key signs for it; the
+ * key connects as the session key of the wallet's grant (signed once, kept in the store). Without the option, a
+ * channel whose payer is not the acting key is refused with the option to use.
+ */
+async function walletKeyOf(
+  values: Record<string, unknown>,
+  account: LocalAccount,
+  channel: ChannelRecord,
+  store: ChannelStore,
+): Promise<{ account: LocalAccount; grant: SignedSessionKeyGrant } | undefined> {
+  const payer = channel.ref.terms.payer;
+  const named = values["payer-wallet"] === undefined ? undefined : addressOption(values, "payer-wallet", "the contract wallet your key signs for");
+  if (named === undefined) {
+    if (channel.role === "payer" && !isAddressEqual(payer, account.address)) {
+      throw new UsageError(`Session ${channel.sessionId}'s payer is ${payer}, not your key ${account.address}: if it is the contract wallet your key signs for, pass --payer-wallet ${payer}.`);
+    }
+    return undefined;
+  }
+  if (!isAddressEqual(named, payer)) throw new UsageError(`--payer-wallet ${named} is not session ${channel.sessionId}'s payer (${payer}).`);
+  const { publicClient, domain } = await chainClients(values);
+  return walletSessionKey({ account, domain, publicClient, wallet: named, sessionId: channel.sessionId, store });
+}
+
 /** The method of `ioi stream -n`'s synthetic calls. */
 const SYNTHETIC_METHOD = "tools/echo";
 
@@ -637,7 +674,10 @@ async function runStream(values: Record<string, unknown>, out: Out): Promise<voi
   try {
     const channel = storedChannelOn(store, sessionId, chainId, domain.verifyingContract);
     const { host, port } = peerOf(values, channel);
-    const client = await (await nodeModules.payerClient()).PayerClient.connect({ account, domain, store, channel, host, port, logger: loggerFrom(values, "payer"), ...(sessionKey ? { sessionKey } : {}) });
+    const walletKey = await walletKeyOf(values, account, channel, store);
+    if (walletKey && sessionKey) throw new UsageError("Give either --session-key FILE or --payer-wallet W: a wallet payer's key is its own session key.");
+    const key = walletKey ?? sessionKey;
+    const client = await (await nodeModules.payerClient()).PayerClient.connect({ account, domain, store, channel, host, port, logger: loggerFrom(values, "payer"), ...(key ? { sessionKey: key } : {}) });
     await assertAffordable(client, channel, count);
     const started = performance.now();
     // Ids of requests in flight, by index: what an answer is printed under (the file itself is never held).
@@ -818,7 +858,8 @@ async function runClose(values: Record<string, unknown>, out: Out): Promise<void
       }
       // A provider's newest ticket may be signed by the payer's session key: it closes with the grant it kept.
       const grant = channel.role === "provider" && ticket ? await grantForTicket({ channel, store, ticket }) : undefined;
-      const closed = await closeUnilateral({ wallet: wallet!, publicClient, escrow, ref: channel.ref, ticket, ...(grant ? { grant } : {}) });
+      const payerWallet = await isContractAccount({ publicClient, address: channel.ref.terms.payer });
+      const closed = await closeUnilateral({ wallet: wallet!, publicClient, escrow, ref: channel.ref, ticket, ...(grant ? { grant } : {}), payerWallet });
       await store.putClosing(channel.sessionId, { state: closed.state, finalizesAt: closed.finalizesAt, closer: account.address, txHash: closed.hash });
       await store.updateChannel(channel.sessionId, { status: "closing" });
       out.lines.push(`Closed unilaterally with seq ${closed.state.seq}; the challenge window ends at ${formatDate(closed.finalizesAt)} (in ${formatDuration(channel.ref.terms.challengeDuration)}); then \`ioi finalize\` (gas ${closed.gasUsed}).`);
@@ -833,10 +874,13 @@ async function runClose(values: Record<string, unknown>, out: Out): Promise<void
     }
     const { host, port } = peerOf(values, channel);
     const logger = loggerFrom(values, "payer");
-    const client = await (await nodeModules.payerClient()).PayerClient.connect({ account, domain, store, channel, host, port, logger });
+    const payerWallet = await isContractAccount({ publicClient, address: channel.ref.terms.payer });
+    // A wallet payer's key connects as the wallet's session key (decision 0035); its summary is the wallet's signature.
+    const walletKey = payerWallet ? await walletSessionKey({ account, domain, publicClient, wallet: channel.ref.terms.payer, sessionId: channel.sessionId, store }) : undefined;
+    const client = await (await nodeModules.payerClient()).PayerClient.connect({ account, domain, store, channel, host, port, logger, ...(walletKey ? { sessionKey: walletKey } : {}) });
     const { summary, payerSignature, providerSignature } = await client.cooperativeClose();
     await client.close();
-    const settled = await closeCooperative({ wallet: wallet!, publicClient, escrow, ref: channel.ref, summary, payerSignature, providerSignature });
+    const settled = await closeCooperative({ wallet: wallet!, publicClient, escrow, ref: channel.ref, summary, payerSignature, providerSignature, payerWallet });
     await store.updateChannel(channel.sessionId, { status: "settled" });
     logger.info({ event: "channel.settled", sessionId: channel.sessionId, finalSeq: summary.finalSeq.toString(), paidToProvider: settled.paidToProvider.toString(), refundedToFunder: settled.refundedToFunder.toString(), txHash: settled.hash }, "settled cooperatively on-chain");
     out.lines.push(`Settled cooperatively: ${formatAmountWithBase(settled.paidToProvider)} to the provider, ${formatAmountWithBase(settled.refundedToFunder)} refunded (gas ${settled.gasUsed}).`);
@@ -905,7 +949,8 @@ async function runChallenge(values: Record<string, unknown>, out: Out): Promise<
     const newest = store.latestTicket(channel.sessionId);
     if (!newest || newest.ticket.seq <= closing.state.seq) throw new UsageError(`The store holds no ticket newer than the recorded seq ${closing.state.seq}.`);
     const grant = await grantForTicket({ channel, store, ticket: newest });
-    const challenged = await challengeClose({ wallet: wallet!, publicClient, escrow, ref: channel.ref, recorded: closing.state, ticket: newest, ...(grant ? { grant } : {}) });
+    const payerWallet = await isContractAccount({ publicClient, address: channel.ref.terms.payer });
+    const challenged = await challengeClose({ wallet: wallet!, publicClient, escrow, ref: channel.ref, recorded: closing.state, ticket: newest, ...(grant ? { grant } : {}), payerWallet });
     await store.putClosing(channel.sessionId, { state: challenged.state, finalizesAt: challenged.finalizesAt, closer: account.address, txHash: challenged.hash });
     out.lines.push(`Challenged seq ${closing.state.seq} with seq ${challenged.state.seq} (gas ${challenged.gasUsed}).`);
     Object.assign(out.result, { sessionId: channel.sessionId, staleSeq: closing.state.seq.toString(), seq: challenged.state.seq.toString(), gasUsed: Number(challenged.gasUsed) });

@@ -230,6 +230,13 @@ export async function assertDigestSigner(
 }
 
 /**
+ * How a signature over a digest is checked against the party expected to have made it: {@link assertDigestSigner}
+ * (recovery) for a plain key, or the contract wallet's ERC-1271 answer for a payer that is a wallet (decision
+ * 0035, `chain/wallet-signature.ts`). Throws {@link InvalidSignatureError} naming `role` when it does not hold.
+ */
+export type SignatureCheck = (digest: Hex, signature: Hex, expected: Address, role: string) => Promise<void>;
+
+/**
  * A 65-byte signature in the ERC-2098 compact form the contract takes: `{ r, vs }`. A high-s signature
  * has no compact form (its s needs the bit that carries the parity), so this also refuses the malleable twin.
  */

@@ -9,7 +9,7 @@
  */
 import { hexToBytes, type Address, type Hex, type LocalAccount } from "viem";
 
-import { assertDigestSigner, hashTyped, structDigest, signDigest, typeHash, type GasEscrowDomain } from "./eip712";
+import { assertDigestSigner, hashTyped, structDigest, signDigest, typeHash, type GasEscrowDomain, type SignatureCheck } from "./eip712";
 import { writeHexField } from "./keccak";
 import { expectHash, expectObject, expectSignatureHex, expectUint, uintToJson } from "./validate";
 
@@ -77,6 +77,12 @@ export async function signReceiptCommit(
   return { commit, signature: await signDigest(account, receiptCommitDigest(domain, commit)) };
 }
 
-export async function verifyReceiptCommit(domain: GasEscrowDomain, signed: SignedReceiptCommit, signer: Address): Promise<void> {
-  await assertDigestSigner(receiptCommitDigest(domain, signed.commit), signed.signature, signer, "receipt commit");
+export async function verifyReceiptCommit(
+  domain: GasEscrowDomain,
+  signed: SignedReceiptCommit,
+  signer: Address,
+  /** How the signer's signature is checked (default: recovery; a contract-wallet payer's ERC-1271, decision 0035). */
+  check: SignatureCheck = assertDigestSigner,
+): Promise<void> {
+  await check(receiptCommitDigest(domain, signed.commit), signed.signature, signer, "receipt commit");
 }

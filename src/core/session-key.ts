@@ -12,7 +12,7 @@
 import { getAddress, type Address, type Hex, type LocalAccount } from "viem";
 
 import { artifactId } from "./canonical";
-import { assertDigestSigner, hashTyped, signDigest, type GasEscrowDomain } from "./eip712";
+import { assertDigestSigner, hashTyped, signDigest, type GasEscrowDomain, type SignatureCheck } from "./eip712";
 import {
   BindingMismatchError,
   InvalidFieldError,
@@ -156,6 +156,8 @@ export async function verifySessionKeyGrant(parameters: {
   sessionId: Hex;
   now: bigint;
   chain: SessionKeyChainState;
+  /** How the payer's signature is checked (default: recovery; a contract wallet's ERC-1271, decision 0035). */
+  check?: SignatureCheck;
 }): Promise<void> {
   const { signed, now, chain } = parameters;
   await verifySessionKeyGrantSignature(parameters);
@@ -172,8 +174,9 @@ export async function verifySessionKeyGrantSignature(parameters: {
   signed: SignedSessionKeyGrant;
   payer: Address;
   sessionId: Hex;
+  check?: SignatureCheck;
 }): Promise<void> {
-  const { domain, signed, payer, sessionId } = parameters;
+  const { domain, signed, payer, sessionId, check = assertDigestSigner } = parameters;
   const { grant } = signed;
   if (grant.sessionId !== sessionId) {
     throw new BindingMismatchError(`The session key grant is for session ${grant.sessionId}, not ${sessionId}.`);
@@ -182,7 +185,7 @@ export async function verifySessionKeyGrantSignature(parameters: {
     throw new BindingMismatchError(`The session key grant's methods do not hash to its capabilities ${grant.capabilities}.`);
   }
   try {
-    await assertDigestSigner(sessionKeyGrantDigest(domain, grant), signed.signature, payer, "session key grant");
+    await check(sessionKeyGrantDigest(domain, grant), signed.signature, payer, "session key grant");
   } catch (cause) {
     throw new SessionKeyError(`The grant of session key ${grant.key} was not signed by the payer ${payer}.`, { cause });
   }

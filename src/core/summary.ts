@@ -4,7 +4,7 @@
  */
 import type { Address, Hex, LocalAccount } from "viem";
 
-import { assertDigestSigner, eip712Types, hashTyped, type GasEscrowDomain } from "./eip712";
+import { assertDigestSigner, eip712Types, hashTyped, type GasEscrowDomain, type SignatureCheck } from "./eip712";
 import {
   expectAddress,
   expectHash,
@@ -108,9 +108,11 @@ export async function verifySettlementSummary(parameters: {
   signature: Hex;
   signer: Address;
   role: "payer" | "provider";
+  /** How the signer's signature is checked (default: recovery; a contract wallet's ERC-1271, decision 0035). */
+  check?: SignatureCheck;
 }): Promise<void> {
-  const { domain, summary, signature, signer, role } = parameters;
-  await assertDigestSigner(settlementSummaryDigest(domain, summary), signature, signer, `${role}'s settlement summary`);
+  const { domain, summary, signature, signer, role, check = assertDigestSigner } = parameters;
+  await check(settlementSummaryDigest(domain, summary), signature, signer, `${role}'s settlement summary`);
 }
 
 /** Mirrors `IGasEscrow.ClosingState`: what a unilateral close recorded (committed on-chain by a fingerprint). */

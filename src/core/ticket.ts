@@ -7,7 +7,7 @@
 import { hexToBytes, type Address, type Hex, type LocalAccount } from "viem";
 
 import { artifactId } from "./canonical";
-import { assertDigestSigner, signDigest, structDigest, typeHash, type GasEscrowDomain } from "./eip712";
+import { assertDigestSigner, signDigest, structDigest, typeHash, type GasEscrowDomain, type SignatureCheck } from "./eip712";
 import { keccak256Hex, writeHexField } from "./keccak";
 import { InvalidFieldError, TicketNotNewerError } from "./errors";
 import { expectAddress, expectHash, expectObject, expectSignatureHex, expectUint, uintToJson } from "./validate";
@@ -195,9 +195,11 @@ export async function verifyPaymentTicket(parameters: {
   domain: GasEscrowDomain;
   signed: SignedPaymentTicket;
   signer: Address;
+  /** How the signer's signature is checked (default: recovery; a contract wallet's ERC-1271, decision 0035). */
+  check?: SignatureCheck;
 }): Promise<void> {
-  const { domain, signed, signer } = parameters;
-  await assertDigestSigner(paymentTicketDigest(domain, signed.ticket), signed.signature, signer, "payment ticket");
+  const { domain, signed, signer, check = assertDigestSigner } = parameters;
+  await check(paymentTicketDigest(domain, signed.ticket), signed.signature, signer, "payment ticket");
 }
 
 /**

@@ -18,6 +18,7 @@ import { ProviderSession } from "./provider-session";
 import { faultCodeOf, signFaultStatement, type SignedFaultStatement } from "../core/fault-statement";
 import type { SessionReceipt } from "../core/receipt";
 import { signReceiptCommit, verifyReceiptCommit } from "../core/receipt-commit";
+import { payerSignatureCheck } from "../chain/wallet-signature";
 import type { ChannelRecord, ChannelStore } from "../store/store";
 import { ChannelPrunedError } from "../store/errors";
 import type { SettlementSummary } from "../core/summary";
@@ -219,7 +220,9 @@ export class ProviderNode {
   /** Known channel: only its payer may connect. Unknown: accepted provisionally, checked at session.open. */
   async #authorize(sessionId: Hex, payer: Address) {
     const record = this.parameters.store.getChannel(sessionId);
-    if (record && record.ref.terms.payer.toLowerCase() !== payer.toLowerCase()) {
+    // A contract-wallet payer connects through the key its grant names (decision 0035): that key may reconnect.
+    const walletKey = record !== undefined && this.parameters.store.sessionKeyGrants(sessionId, payer).length > 0;
+    if (record && record.ref.terms.payer.toLowerCase() !== payer.toLowerCase() && !walletKey) {
       return { ok: false as const, reason: `${payer} is not the payer of session ${sessionId}` };
     }
     return { ok: true as const };
@@ -334,7 +337,18 @@ export class ProviderNode {
     const sessionId = sessionIdOf(domain, ref);
     if (sessionId !== connection.sessionId) throw new BindingMismatchError(`The terms name session ${sessionId}, not ${connection.sessionId}.`);
     if (ref.terms.provider.toLowerCase() !== account.address.toLowerCase()) throw new BindingMismatchError(`The channel pays ${ref.terms.provider}, not this provider.`);
-    if (ref.terms.payer.toLowerCase() !== connection.peer.toLowerCase()) throw new BindingMismatchError(`${connection.peer} is not the channel's payer.`);
+    // A payer that is a contract wallet cannot hold the connection's key: it connects through the session key its
+    // grant names (decision 0035), and its own signatures (that grant, its summaries) are checked by its ERC-1271.
+    const payerSignatures = await payerSignatureCheck({ publicClient, payer: ref.terms.payer });
+    const peerIsPayer = ref.terms.payer.toLowerCase() === connection.peer.toLowerCase();
+    const peerIsWalletKey = payerSignatures.wallet && message.sessionKey?.grant.key.toLowerCase() === connection.peer.toLowerCase();
+    if (!peerIsPayer && !peerIsWalletKey) {
+      throw new BindingMismatchError(
+        payerSignatures.wallet
+          ? `${connection.peer} is not a key the channel's wallet payer ${ref.terms.payer} granted in this session.open.`
+          : `${connection.peer} is not the channel's payer.`,
+      );
+    }
     if (termsHashOf(message.pricing) !== ref.terms.termsHash || ref.terms.termsHash !== termsHashOf(pricing)) {
       throw new BindingMismatchError("The channel's terms hash is not this provider's price list.");
     }
@@ -371,6 +385,7 @@ export class ProviderNode {
         pricing,
         deposit: record.deposit,
         modelSnapshotId: this.parameters.modelSnapshotId,
+        ...(payerSignatures.wallet ? { payerSignatures: payerSignatures.check } : {}),
         // A ticket or commit naming an older prefix than the session keeps in memory (issue 28 item 6).
         olderPeaks: (leafCount) => store.accumulatorState(sessionId, { leafCount })?.peaks,
         handler: async (input, request) => {
@@ -594,7 +609,7 @@ export class ProviderNode {
     const { commit } = packet.payload;
     const seq = commit.commit.leafCount;
     try {
-      await verifyReceiptCommit(this.parameters.domain, commit, b.record.ref.terms.payer);
+      await verifyReceiptCommit(this.parameters.domain, commit, b.record.ref.terms.payer, b.session.parameters.payerSignatures);
       if (commit.commit.leafCount > BigInt(b.session.accumulator.size)) {
         throw new BindingMismatchError(`The payer commits ${commit.commit.leafCount} receipts; the provider issued ${b.session.accumulator.size}.`);
       }

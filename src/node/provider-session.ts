@@ -6,7 +6,7 @@
 import type { Hex, LocalAccount } from "viem";
 
 import { PrefixRootAccumulator, type PrefixPeaksLookup } from "../core/accumulator";
-import type { GasEscrowDomain } from "../core/eip712";
+import type { GasEscrowDomain, SignatureCheck } from "../core/eip712";
 import { BindingMismatchError, DepositExceededError, TicketUnderpaidError } from "../core/errors";
 import { receiptLeafFromHashes } from "../core/leaf";
 import {
@@ -57,6 +57,11 @@ export type ProviderSessionParameters = {
   deposit: bigint;
   modelSnapshotId: string;
   handler: WorkHandler;
+  /**
+   * How the payer's own signatures (tickets, its grant) are checked: by recovery when omitted; for a payer that
+   * is a contract wallet, `payerSignatureCheck(...).check` (its ERC-1271 answer, decision 0035).
+   */
+  payerSignatures?: SignatureCheck;
   /** Unix seconds now, for session-key expiry (default: the system clock). */
   now?: () => bigint;
   /**
@@ -191,7 +196,7 @@ export class ProviderSession {
    */
   async bindSessionKey(signed: SignedSessionKeyGrant, chain: SessionKeyChainState): Promise<void> {
     const { domain, ref, sessionId } = this.parameters;
-    await verifySessionKeyGrant({ domain, signed, payer: ref.terms.payer, sessionId, now: this.#now(), chain });
+    await verifySessionKeyGrant({ domain, signed, payer: ref.terms.payer, sessionId, now: this.#now(), chain, check: this.parameters.payerSignatures });
     this.#grant = signed;
     this.#keyChain = { ...chain };
     const latest = this.#latest;
@@ -309,7 +314,7 @@ export class ProviderSession {
       try {
         await verifyPaymentTicket({ domain, signed, signer: grant.grant.key });
       } catch {
-        await verifyPaymentTicket({ domain, signed, signer: ref.terms.payer });
+        await verifyPaymentTicket({ domain, signed, signer: ref.terms.payer, check: this.parameters.payerSignatures });
         return undefined;
       }
       // Every ticket, not only the first: a revocation or the expiry may have come since the last one.
@@ -317,7 +322,7 @@ export class ProviderSession {
       assertWithinGrant(grant, ticket.cumulativeAmount, method);
       return grant;
     }
-    await verifyPaymentTicket({ domain, signed, signer: ref.terms.payer });
+    await verifyPaymentTicket({ domain, signed, signer: ref.terms.payer, check: this.parameters.payerSignatures });
     return undefined;
   }
 
@@ -353,7 +358,8 @@ export class ProviderSession {
       }
     }
     const { domain, ref, account } = this.parameters;
-    await assertDigestSigner(settlementSummaryDigest(domain, summary), payerSignature, ref.terms.payer, "payer's settlement summary");
+    const check = this.parameters.payerSignatures ?? assertDigestSigner;
+    await check(settlementSummaryDigest(domain, summary), payerSignature, ref.terms.payer, "payer's settlement summary");
     return signSettlementSummary({ account, domain, summary });
   }
 }

@@ -29,6 +29,7 @@ import { erc20Abi, isAddressEqual, zeroAddress, type Address, type Hex, type Pub
 
 import { ChainFollower, type EscrowEvent } from "../chain/follower";
 import { DEVNET_READING, type RetryOptions } from "../chain/logs";
+import { isContractAccount } from "../chain/wallet-signature";
 import { approveEscrow, challengeClose, closeCooperative, closeUnilateral, depositToChannel, finalizeClose, gasEscrowAbi, type ClosingState, type Wallet } from "../chain/escrow";
 import type { AlertState } from "./alert-state";
 import { advanceHead, DAY_SECONDS, evaluateAlerts, planTopUps, readAlertChainState, DEFAULT_ALERT_POLICY, type AlertEmitter, type AlertPolicy, type TopUpPolicy, type TopUpRecord } from "./alerts";
@@ -116,6 +117,17 @@ export type AnchoredCommitSeen = { sessionId: Hex; by: Address; leafCount: bigin
 const DEFEND_BOTH: readonly ChannelRole[] = ["payer", "provider"];
 
 export class Watchtower {
+  /** Payers known to be contract wallets (decision 0035): their tickets and summaries use the wallet entry points. */
+  readonly #walletPayers = new Map<string, boolean>();
+
+  async #payerWallet(payer: Address): Promise<boolean> {
+    const known = this.#walletPayers.get(payer.toLowerCase());
+    if (known !== undefined) return known;
+    const wallet = await isContractAccount({ publicClient: this.parameters.publicClient, address: payer });
+    this.#walletPayers.set(payer.toLowerCase(), wallet);
+    return wallet;
+  }
+
   readonly follower: ChainFollower;
   readonly answers: WatchtowerAnswer[] = [];
   /** Receipt commits anchored on the store's channels (by anyone), in chain order. */
@@ -274,7 +286,8 @@ export class Watchtower {
       if (!close || store.getClosing(channel.sessionId)) continue;
       const phase = await publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "phaseOf", args: [channel.sessionId] });
       if (phase !== 1) continue; // not Open: someone submitted it (or closed unilaterally; the events tell)
-      const settled = await closeCooperative({ wallet, publicClient, escrow, ref: channel.ref, summary: close.summary, payerSignature: close.payerSignature, providerSignature: close.providerSignature });
+      const payerWallet = await this.#payerWallet(channel.ref.terms.payer);
+      const settled = await closeCooperative({ wallet, publicClient, escrow, ref: channel.ref, summary: close.summary, payerSignature: close.payerSignature, providerSignature: close.providerSignature, payerWallet });
       await store.updateChannel(channel.sessionId, { status: "settled" });
       this.parameters.logger?.info({ event: "watchtower.cooperative_submitted", sessionId: channel.sessionId, txHash: settled.hash, finalSeq: close.summary.finalSeq.toString() }, "co-signed cooperative close submitted");
       this.parameters.onFinalized?.(channel.sessionId, settled.hash);
@@ -425,7 +438,8 @@ export class Watchtower {
       );
       return;
     }
-    const challenged = await challengeClose({ wallet, publicClient, escrow, ref: channel.ref, recorded: state, ticket: newest, ...(grant ? { grant } : {}) });
+    const payerWallet = await this.#payerWallet(channel.ref.terms.payer);
+    const challenged = await challengeClose({ wallet, publicClient, escrow, ref: channel.ref, recorded: state, ticket: newest, ...(grant ? { grant } : {}), payerWallet });
     const block = await publicClient.getBlock({ blockNumber: challenged.blockNumber });
     await store.putClosing(sessionId, { state: challenged.state, finalizesAt: challenged.finalizesAt, closer: wallet.account.address, txHash: challenged.hash });
     const answer: WatchtowerAnswer = {
@@ -473,7 +487,7 @@ export class Watchtower {
     }
     const graceEnd = await keyGraceEnd({ publicClient, channel, grant });
     if (graceEnd !== undefined && (await publicClient.getBlock()).timestamp >= graceEnd) return;
-    const closed = await closeUnilateral({ wallet, publicClient, escrow, ref: channel.ref, ticket: newest, grant });
+    const closed = await closeUnilateral({ wallet, publicClient, escrow, ref: channel.ref, ticket: newest, grant, payerWallet: await this.#payerWallet(channel.ref.terms.payer) });
     await store.putClosing(sessionId, { state: closed.state, finalizesAt: closed.finalizesAt, closer: wallet.account.address, txHash: closed.hash });
     await store.updateChannel(sessionId, { status: "closing" });
     this.parameters.logger?.info(

@@ -22,6 +22,7 @@ import {
   depositToChannel,
   finalizeClose,
   openChannel,
+  registerWalletSessionKey,
   type ClosingChannel,
   type SettledChannel,
   type Wallet,
@@ -31,6 +32,8 @@ import { PayerSession } from "../node/payer-session";
 import type { ChannelRecord, ChannelStore } from "../store/store";
 import { describePricing, hasDocumentBody, disputeWindowProblem, NATIVE_ASSET, termsHashOf, type PricingTerms } from "../core/terms";
 import { readSettledDisputeWindow } from "../chain/dispute-window";
+import type { SignedSessionKeyGrant } from "../core/session-key";
+import { walletSessionKey } from "../chain/wallet-signature";
 import { assertDeployed, contractAddress, type Deployment } from "./deployment";
 
 import { FlowController, type FlowControllerParameters } from "../node/flow-controller";
@@ -44,6 +47,13 @@ export type PayerParameters = {
   wallet: Wallet;
   /** Where tickets and receipts are kept durably (`SqliteStore.open(path)`). */
   store: ChannelStore;
+  /**
+   * The payer is this contract wallet (ERC-1271, decision 0035), and `wallet`'s key signs for it: the channel
+   * names the wallet as its payer (the key funds it), the key's signature of a digest is the wallet's signature
+   * (an owner-key wallet: its `isValidSignature` accepts its owner's signature of the digest itself), and the key
+   * connects to the provider as the session key of a grant the wallet signs for it. Omitted: the key is the payer.
+   */
+  payerWallet?: Address;
 };
 
 export type OpenPaidChannelParameters = {
@@ -109,7 +119,7 @@ export class Payer {
       escrow: this.escrow,
       amount: parameters.deposit,
       terms: {
-        payer: this.account.address,
+        payer: this.payer,
         provider,
         funder: this.account.address,
         asset: NATIVE_ASSET,
@@ -125,11 +135,36 @@ export class Payer {
     return { sessionId: opened.sessionId, deposit: opened.deposit, pricing, hash: opened.hash, gasUsed: opened.gasUsed };
   }
 
+  /** The channel's payer: the contract wallet when `payerWallet` is set, else the wallet's own key. */
+  get payer(): Address {
+    return this.parameters.payerWallet === undefined ? this.account.address : getAddress(this.parameters.payerWallet);
+  }
+
   /** Connects to the channel's provider node (the peer it was opened with, unless given) to invoke and stream. */
   async connect(sessionId: Hex, peer?: Peer): Promise<PayerClient> {
     const channel = this.#channel(sessionId);
     const { host, port } = peer ?? this.#peerOf(channel);
-    return PayerClient.connect({ account: this.account, domain: this.domain, store: this.parameters.store, channel, host, port });
+    const sessionKey = this.parameters.payerWallet === undefined ? undefined : { account: this.account, grant: await this.walletGrant(sessionId) };
+    return PayerClient.connect({ account: this.account, domain: this.domain, store: this.parameters.store, channel, host, port, ...(sessionKey ? { sessionKey } : {}) });
+  }
+
+  /**
+   * For a contract-wallet payer (decision 0035): the wallet's grant of this session to the key that signs for it
+   * (any method, up to any amount the channel holds, for a year), signed once and kept in the store. The provider
+   * checks it by the wallet's ERC-1271 answer; `registerWalletKey` records it on-chain so that the key's tickets
+   * stay payable even if the wallet later refuses the same signature.
+   */
+  async walletGrant(sessionId: Hex): Promise<SignedSessionKeyGrant> {
+    const { store, publicClient, payerWallet } = this.parameters;
+    if (payerWallet === undefined) throw new PayerError("This payer is not a contract wallet (no payerWallet): it needs no wallet grant.");
+    const { grant } = await walletSessionKey({ account: this.account, domain: this.domain, publicClient, wallet: getAddress(payerWallet), sessionId, store });
+    return grant;
+  }
+
+  /** Records the wallet's grant on-chain while the wallet approves it (`registerWalletSessionKey`, decision 0035). */
+  async registerWalletKey(sessionId: Hex) {
+    const { wallet, publicClient } = this.parameters;
+    return registerWalletSessionKey({ wallet, publicClient, escrow: this.escrow, ref: this.#channel(sessionId).ref, grant: await this.walletGrant(sessionId) });
   }
 
   /** Tops the channel up with `amount` wei. */
@@ -152,7 +187,7 @@ export class Payer {
     } finally {
       await client.close();
     }
-    const settled = await closeCooperative({ wallet, publicClient, escrow: this.escrow, ref: channel.ref, ...agreed });
+    const settled = await closeCooperative({ wallet, publicClient, escrow: this.escrow, ref: channel.ref, ...agreed, payerWallet: this.parameters.payerWallet !== undefined });
     await store.updateChannel(sessionId, { status: "settled" });
     return settled;
   }
@@ -169,7 +204,8 @@ export class Payer {
       );
       ticket = await session.closingTicket();
     }
-    const closed = await closeUnilateral({ wallet, publicClient, escrow: this.escrow, ref: channel.ref, ticket });
+    // The closing ticket is signed by the payer's key itself (for a wallet payer: the wallet's signature).
+    const closed = await closeUnilateral({ wallet, publicClient, escrow: this.escrow, ref: channel.ref, ticket, payerWallet: this.parameters.payerWallet !== undefined });
     await store.putClosing(sessionId, { state: closed.state, finalizesAt: closed.finalizesAt, closer: this.account.address, txHash: closed.hash });
     await store.updateChannel(sessionId, { status: "closing" });
     return closed;
@@ -258,4 +294,8 @@ export {
   type SignedSessionKeyGrant,
 } from "../core/session-key";
 export { revokeSessionKey, revokeAllSessionKeys, readSessionKeyChainState } from "../chain/escrow";
+
+// Contract-wallet payers (decision 0035): the wallet's entry points and the ERC-1271 check the nodes make.
+export { registerWalletSessionKey } from "../chain/escrow";
+export { isContractAccount, payerSignatureCheck, verifyWalletSignature, walletSessionKey } from "../chain/wallet-signature";
 export { fundGigFor, readGigFunder } from "../chain/gig";
