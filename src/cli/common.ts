@@ -171,6 +171,9 @@ export function rawKeyWarning(account: object | undefined, chainId: number): str
 
 export function openStore(values: Record<string, unknown>, role: string): ChannelStore {
   const file = storePath(values, role);
+  if (/^postgres(ql)?:\/\//.test(file)) {
+    throw new UsageError(`--db ${file.replace(/:[^:@/]*@/, ":***@")} is a PostgreSQL URL; only \`ioi provider\` serves from PostgreSQL (decision 0036), other commands take an SQLite file.`);
+  }
   try {
     mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
     return SqliteStore.open(file);

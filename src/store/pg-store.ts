@@ -91,13 +91,16 @@ import {
   type StepsOptions,
 } from "./store";
 
-export type PgStoreMode = "all" | "fleet";
+export type PgStoreMode = "all" | "fleet" | "duties";
 
 export type PgStoreOptions = {
   /**
    * "all" (default): every channel is loaded at open and writes are not fenced — one process per store.
    * "fleet": several processes share the database; a process reads and writes only the channels it took
    * over with `take()`, and every write checks its fencing epoch.
+   * "duties": the elected process's chain duties (watchtower, finalise, claim) over every channel: all are
+   * loaded, `refresh()` reads what the serving processes wrote since, and every write checks the leader epoch
+   * given to `lead()`.
    */
   mode?: PgStoreMode;
   /** This process's name in the fleet tables (default host:pid:random). */
@@ -260,7 +263,7 @@ export class PgStore implements ChannelStore {
    */
   static async open(url: string, options: PgStoreOptions = {}): Promise<PgStore> {
     const { mode = "all", poolSize = DEFAULT_POOL_SIZE, batchLimit = DEFAULT_BATCH_LIMIT, connectionTimeoutMs = 10_000 } = options;
-    if (mode !== "all" && mode !== "fleet") throw new InvalidFieldError("options.mode", '"all" or "fleet"', mode);
+    if (mode !== "all" && mode !== "fleet" && mode !== "duties") throw new InvalidFieldError("options.mode", '"all", "fleet" or "duties"', mode);
     if (!Number.isSafeInteger(poolSize) || poolSize < 1) throw new InvalidFieldError("options.poolSize", "a positive integer", poolSize);
     if (!Number.isSafeInteger(batchLimit) || batchLimit < 1) throw new InvalidFieldError("options.batchLimit", "a positive integer", batchLimit);
     const owner = options.owner ?? `${os.hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`;
@@ -340,6 +343,55 @@ export class PgStore implements ChannelStore {
     }
     this.#epochs.set(id, epoch);
     return { sessionId: id, epoch, owner: this.owner };
+  }
+
+  #leader: { name: string; epoch: bigint } | undefined;
+
+  /** Duties mode: writes are fenced by this leader epoch from now on (undefined: every write is refused). */
+  lead(leader: { name: string; epoch: bigint } | undefined): void {
+    this.#leader = leader;
+  }
+
+  /**
+   * Duties mode: reads what the serving processes wrote since the last call — new channels, changed records
+   * (a channel whose status or deposit moved is read again in full), and every step beyond the newest one held.
+   */
+  async refresh(): Promise<void> {
+    this.#assertOpen("refresh");
+    const client = await this.#connect();
+    try {
+      const channels = await client.query<ChannelRow>("SELECT * FROM channels ORDER BY id");
+      const reload: ChannelRow[] = [];
+      for (const row of channels.rows) {
+        const id = bufHex(row.session_id);
+        const known = this.#records.get(id);
+        if (!known || known.record.status !== row.status || known.record.deposit !== BigInt(row.deposit) || !this.#held.has(id)) reload.push(row);
+      }
+      await this.#loadChannels(client, reload);
+      const ids: number[] = [];
+      const tops: string[] = [];
+      for (const [id, cache] of this.#held) {
+        if (reload.some((row) => bufHex(row.session_id) === id)) continue;
+        ids.push(cache.id);
+        tops.push((cache.steps[cache.steps.length - 1]?.seq ?? -1n).toString());
+      }
+      if (ids.length > 0) {
+        const rows = await client.query<StepRow>(
+          `SELECT s.* FROM steps s JOIN unnest($1::integer[], $2::numeric[]) AS t (id, top) ON s.channel_id = t.id AND s.seq > t.top
+           ORDER BY s.channel_id, s.seq`,
+          [ids, tops],
+        );
+        const byId = new Map([...this.#held].map(([id, cache]) => [cache.id, { id, cache }]));
+        for (const row of rows.rows) {
+          const { id, cache } = byId.get(row.channel_id)!;
+          addStepRow(cache, id, row);
+        }
+      }
+      client.release();
+    } catch (cause) {
+      client.release(true);
+      throw new StoreWriteError(1, cause);
+    }
   }
 
   /** The epoch this process holds the channel under, if it holds it (fleet mode). */
@@ -425,7 +477,7 @@ export class PgStore implements ChannelStore {
         },
         apply: () => {
           this.#records.set(sessionId, { id, record: copy });
-          if (!this.#held.has(sessionId) && (this.#mode === "all" || this.#epochs.has(sessionId))) {
+          if (!this.#held.has(sessionId) && (this.#mode !== "fleet" || this.#epochs.has(sessionId))) {
             this.#held.set(sessionId, new ChannelCache(id, defaultsOf(copy)));
           }
         },
@@ -962,6 +1014,7 @@ export class PgStore implements ChannelStore {
         tx.client = await this.#pool.connect();
         await tx.client.query("BEGIN");
         if (key !== "" && this.#mode === "fleet") await this.#checkEpoch(tx, key as Hex);
+        if (this.#mode === "duties") await this.#checkLeader(tx);
         for (const op of ops) await op.run(tx);
         await tx.client.query("COMMIT");
       } catch (cause) {
@@ -975,10 +1028,16 @@ export class PgStore implements ChannelStore {
           this.release(key as Hex);
           error = cause;
         } else error = new StoreWriteError(ops.length, cause);
-        for (const op of ops) {
+        // Writes of a channel keep their order: what was queued behind a failed batch was prepared as if it
+        // had committed, so it fails too (never a step n+1 durable without step n).
+        const tail = key === "" ? [] : queue.ops.splice(0);
+        for (const op of [...ops, ...tail]) {
           op.settle();
           op.waiter.reject(error);
         }
+        // The failure may have hidden a COMMIT that did happen (the connection died after it): read the
+        // channel again so the cache is the database's (a fleet process takes it over again instead).
+        if (key !== "" && this.#mode !== "fleet" && !this.#closed && !(cause instanceof FencedError)) await this.load(key as Hex).catch(() => undefined);
         continue;
       }
       tx.client.release();
@@ -1003,6 +1062,14 @@ export class PgStore implements ChannelStore {
     const row = await tx.client.query<{ epoch: string }>("SELECT epoch FROM channel_owners WHERE session_id = $1 FOR SHARE", [hexBuf(id)]);
     const current = row.rows[0] ? BigInt(row.rows[0].epoch) : undefined;
     if (mine === undefined || current !== mine) throw new FencedError(id, mine, current);
+  }
+
+  /** Inside a duties transaction: the leader row must still carry the epoch `lead()` was given. */
+  async #checkLeader(tx: Tx): Promise<void> {
+    const lead = this.#leader;
+    const row = lead && (await tx.client.query<{ epoch: string }>("SELECT epoch FROM leader WHERE name = $1 FOR SHARE", [lead.name])).rows[0];
+    const current = row ? BigInt(row.epoch) : undefined;
+    if (!lead || current !== lead.epoch) throw new FencedError(`0x${"00".repeat(32)}`, lead?.epoch, current);
   }
 
   /** Resolves once the queue `key` is empty (rejects if its last batch failed? no: flush reports only its own wait). */
@@ -1077,7 +1144,7 @@ export class PgStore implements ChannelStore {
     for (const row of channels.rows) this.#noteRecord(row);
     const cursors = await client.query<{ name: string; block: string }>("SELECT name, block FROM cursors");
     for (const row of cursors.rows) this.#cursors.set(row.name, BigInt(row.block));
-    if (this.#mode === "all") await this.#loadChannels(client, channels.rows);
+    if (this.#mode !== "fleet") await this.#loadChannels(client, channels.rows);
   }
 
   /** Reads every row of the given channels into fresh caches (replacing what was held). */
@@ -1094,23 +1161,7 @@ export class PgStore implements ChannelStore {
     const steps = await client.query<StepRow>("SELECT * FROM steps WHERE channel_id = ANY($1) ORDER BY channel_id, seq", [ids]);
     for (const row of steps.rows) {
       const { id, cache } = of(row.channel_id);
-      decodeRow("steps", `${id}#${row.seq}`, () => {
-        const seq = BigInt(row.seq);
-        const ticketText = ticketTextOf(row, id, cache.defaults);
-        const step: CachedStep = { seq, ticketText, ticket: signedPaymentTicketFromJson(JSON.parse(ticketText)) };
-        if (row.receipt_sig) {
-          const receiptText = receiptTextOf(row, id, cache.defaults);
-          step.receipt = signedSessionReceiptFromJson(JSON.parse(receiptText));
-          step.leaf = bufHex(row.leaf!);
-          step.receiptValue = `${receiptText}\n${step.leaf}`;
-        }
-        cache.addStep(step);
-        if (row.acc_leaves !== null) {
-          const peaks: Hex[] = [];
-          for (let i = 0; i < row.acc_peaks!.length; i += 32) peaks.push(bufHex(row.acc_peaks!.subarray(i, i + 32)));
-          cache.addAccumulator({ leafCount: Number(row.acc_leaves), peaks, charged: BigInt(row.acc_charged!), seq });
-        }
-      });
+      addStepRow(cache, id, row);
     }
     const commits = await client.query<{ channel_id: number; signer_role: string; leaf_count: string; signed: string }>(
       "SELECT channel_id, signer_role, leaf_count, signed FROM commits WHERE channel_id = ANY($1)",
@@ -1158,6 +1209,27 @@ export class PgStore implements ChannelStore {
 
 // ---------------------------------------------------------------------------------------------------
 // row codecs
+
+/** Decodes a steps row into the channel's cache. */
+function addStepRow(cache: ChannelCache, id: Hex, row: StepRow): void {
+  decodeRow("steps", `${id}#${row.seq}`, () => {
+    const seq = BigInt(row.seq);
+    const ticketText = ticketTextOf(row, id, cache.defaults);
+    const step: CachedStep = { seq, ticketText, ticket: signedPaymentTicketFromJson(JSON.parse(ticketText)) };
+    if (row.receipt_sig) {
+      const receiptText = receiptTextOf(row, id, cache.defaults);
+      step.receipt = signedSessionReceiptFromJson(JSON.parse(receiptText));
+      step.leaf = bufHex(row.leaf!);
+      step.receiptValue = `${receiptText}\n${step.leaf}`;
+    }
+    cache.addStep(step);
+    if (row.acc_leaves !== null) {
+      const peaks: Hex[] = [];
+      for (let i = 0; i < row.acc_peaks!.length; i += 32) peaks.push(bufHex(row.acc_peaks!.subarray(i, i + 32)));
+      cache.addAccumulator({ leafCount: Number(row.acc_leaves), peaks, charged: BigInt(row.acc_charged!), seq });
+    }
+  });
+}
 
 function defaultsOf(record: ChannelRecord): Defaults {
   return { provider: record.ref.terms.provider.toLowerCase(), termsHash: record.ref.terms.termsHash, policyHash: record.ref.terms.policyHash };
