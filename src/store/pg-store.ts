@@ -272,6 +272,9 @@ export class PgStore implements ChannelStore {
     // An idle connection the server dropped (a restart, pg_terminate_backend) is replaced on next use; it must
     // not crash the process.
     pool.on("error", () => undefined);
+    // Likewise a connection killed while checked out: its query rejects (the write fails); the client's own
+    // error event must not crash the process either.
+    pool.on("connect", (client) => client.on("error", () => undefined));
     let client: pg.PoolClient | undefined;
     try {
       client = await pool.connect();
