@@ -18,6 +18,9 @@
  *   npm run bench -- --cli      only `ioi --help` start-up from dist/ (built first), merged likewise
  *   npm run bench -- --nodes    only issue 28's node figures (payer tickets/s under a flood of hostile connections
  *                                    ÷ quiet, resume of a 100,000-receipt channel), merged likewise
+ *   npm run bench -- --fleet    only issue 31's fleet figures (tickets/s with 1 and 2 provider processes on PostgreSQL
+ *                               against 1 on SQLite, bytes per receipt on PostgreSQL), merged likewise;
+ *                               with --fleet-chaos also the fleet chaos test for longer (IOI_FLEET_CHAOS_MS)
  *   npm run bench -- --hot-path      only the hot path of issue 15 (ceiling, batched receipts, socket, the sealed transport alone),
  *                                    merged into the existing results.json
  *
@@ -37,6 +40,7 @@ import { benchTransport } from "./bench-transport";
 import { latencyFloor, measureDurableStep, measureLoopbackRoundTrip } from "./bench-floor";
 import { breakdownLines, runSocketBench } from "./bench-socket";
 import { benchNodes, nodesRows } from "./bench-nodes";
+import { benchFleet, fleetRows } from "./bench-fleet";
 import { measureGas } from "./gas-report";
 
 /** The channel issue's gas targets (strictly under, except challenge: at most). */
@@ -107,6 +111,18 @@ async function main(): Promise<void> {
     log("");
     nodesRows(nodes, row);
     log(`Updated the node figures in ${path.relative(process.cwd(), file)}`);
+    return;
+  }
+
+  if (process.argv.includes("--fleet")) {
+    log("Measuring a provider fleet on PostgreSQL against one process on SQLite …");
+    const fleet = await benchFleet(hre, quick, log);
+    const previous = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>) : {};
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(file, `${JSON.stringify({ ...previous, fleet: { ...fleet, machine, quick, loadAverage: os.loadavg(), measuredAt: new Date().toISOString() } }, null, 2)}\n`);
+    log("");
+    fleetRows(fleet, row);
+    log(`Updated the fleet figures in ${path.relative(process.cwd(), file)}`);
     return;
   }
 
