@@ -62,20 +62,24 @@ export const PG_MIGRATIONS: readonly string[] = [
     offload         bytea CHECK (${HASH("offload")}),
     output          bytea CHECK (${HASH("output")}),
     policy          bytea CHECK (${HASH("policy")}),                     -- NULL: the channel's
-    model           text,
+    model           text,                                               -- NULL: step seq - 1's
     units           numeric CHECK (${UINT("units", 64)}),
     charge          numeric CHECK (${UINT("charge", 128)}),              -- metering.amount
-    prev            bytea CHECK (${HASH("prev")}),
+    prev            bytea CHECK (${HASH("prev")}),                       -- NULL: the hash of step seq - 1's receipt
     receipt_sig     bytea CHECK (length(receipt_sig) = 65),
     leaf            bytea CHECK (${HASH("leaf")}),
-    -- the provider's receipt accumulator right after this step (decision 0009), when stored
+    -- the provider's receipt accumulator right after this step (decision 0009), when stored: its leaf count, and
+    -- its peaks and charged total — both NULL when they are what the previous state and this step's leaf and
+    -- charge give (the store checks that before it leaves them out, and derives them when it loads)
     acc_leaves      bigint CHECK (acc_leaves > 0),
     acc_peaks       bytea CHECK (length(acc_peaks) % 32 = 0),
     acc_charged     numeric CHECK (acc_charged >= 0),
     PRIMARY KEY (channel_id, seq),
     CHECK ((receipt_sig IS NULL) = (leaf IS NULL)),
-    CHECK ((receipt_sig IS NULL) = (offload IS NULL AND output IS NULL AND model IS NULL AND units IS NULL AND charge IS NULL AND prev IS NULL)),
-    CHECK ((acc_leaves IS NULL) = (acc_peaks IS NULL) AND (acc_leaves IS NULL) = (acc_charged IS NULL))
+    CHECK (CASE WHEN receipt_sig IS NULL
+                THEN offload IS NULL AND output IS NULL AND policy IS NULL AND model IS NULL AND units IS NULL AND charge IS NULL AND prev IS NULL
+                ELSE offload IS NOT NULL AND output IS NOT NULL AND units IS NOT NULL AND charge IS NOT NULL END),
+    CHECK ((acc_peaks IS NULL) = (acc_charged IS NULL) AND (acc_peaks IS NULL OR acc_leaves IS NOT NULL))
   );
 
   CREATE TABLE commits (

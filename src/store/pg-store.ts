@@ -29,8 +29,11 @@ import type { Address, Hex } from "viem";
 import { InvalidFieldError } from "../core/errors";
 import { signedFaultStatementFromJson, signedFaultStatementToJson, type SignedFaultStatement } from "../core/fault-statement";
 import { signedReceiptCommitFromJson, type SignedReceiptCommit } from "../core/receipt-commit";
+import { RootAccumulator } from "../core/accumulator";
 import {
   canonicalSignedReceiptText,
+  sessionReceiptHash,
+  type SessionReceipt,
   signedSessionReceiptFromJson,
   signedSessionReceiptToJson,
   type SignedSessionReceipt,
@@ -204,6 +207,10 @@ class Pending {
   cooperativeClose: string | undefined;
   readonly faults = new Map<bigint, string>();
   readonly results = new Map<bigint, string>();
+  /** Receipts claimed, by seq (what the next step's row may leave out: its model, its prevReceiptHash). */
+  readonly receiptObjects = new Map<bigint, SessionReceipt>();
+  /** The newest accumulator state claimed (what the next one may be derived from). */
+  accumulator: (AccumulatorState & { seq: bigint }) | undefined;
 }
 
 const hexBuf = (hex: string): Buffer => Buffer.from(hex.slice(2), "hex");
@@ -601,8 +608,18 @@ export class PgStore implements ChannelStore {
       if (existingTicket !== undefined && existingTicket !== ticketText) throw new TicketConflictError(id, seq);
       if (existingReceipt !== undefined && existingReceipt !== receiptValue) throw new ReceiptConflictError(id, seq);
       const state = accumulator === undefined ? undefined : accumulatorColumns(accumulator, seq);
+      const cache = this.#held.get(id);
+      // What the row may leave out because the previous step (seq - 1) or state gives it (decision 0036).
+      const previous = pending.receiptObjects.get(seq - 1n) ?? cache?.bySeq.get(seq - 1n)?.receipt?.receipt;
+      const compact = {
+        model: previous !== undefined && previous.modelSnapshotId === receipt.receipt.modelSnapshotId,
+        prev: previous !== undefined && sessionReceiptHash(previous) === receipt.receipt.prevReceiptHash,
+        accumulator: state !== undefined && derivable(pending.accumulator ?? cache?.latestAccumulator, accumulator!, leaf, receipt.receipt.metering.amount, state.peakList),
+      };
       pending.tickets.set(seq, ticketText);
       pending.receipts.set(seq, receiptValue);
+      pending.receiptObjects.set(seq, receipt.receipt);
+      if (accumulator && state) pending.accumulator = { leafCount: accumulator.leafCount, peaks: state.peakList, charged: accumulator.charged, seq };
       const ticketJson = JSON.parse(ticketText) as SignedPaymentTicketJson;
       const receiptJson = JSON.parse(receiptText) as SignedSessionReceiptJson;
       let cached: CachedStep | undefined;
@@ -611,7 +628,7 @@ export class PgStore implements ChannelStore {
           const channel = channelId(tx, id);
           const defaults = this.#defaults(id, tx);
           const t = ticketColumns(ticketJson, defaults);
-          const r = receiptColumns(receiptJson, defaults);
+          const r = receiptColumns(receiptJson, defaults, compact);
           const acc = state && !this.#held.get(id)?.accumulators.has(state.leafCount) ? state : undefined;
           // Inserts the step, or adds the receipt to a stored ticket with none; anything else changes nothing.
           const upserted = await tx.client.query(
@@ -625,14 +642,18 @@ export class PgStore implements ChannelStore {
              WHERE steps.receipt_sig IS NULL AND steps.amount = excluded.amount AND steps.root = excluded.root
                AND steps.ticket_sig = excluded.ticket_sig AND steps.ticket_provider IS NOT DISTINCT FROM excluded.ticket_provider
                AND steps.ticket_terms IS NOT DISTINCT FROM excluded.ticket_terms`,
-            [channel, ticketJson.ticket.seq, ...t, ...r, hexBuf(leaf), acc?.leaves ?? null, acc?.peaks ?? null, acc?.charged ?? null],
+            [channel, ticketJson.ticket.seq, ...t, ...r, hexBuf(leaf), acc?.leaves ?? null, acc && !compact.accumulator ? acc.peaks : null, acc && !compact.accumulator ? acc.charged : null],
           );
           if (upserted.rowCount === 0) {
             // The identical step is stored already (maybe without this state), or another writer stored a different one.
             const row = await this.#stepRow(tx, channel, ticketJson.ticket.seq);
             if (!row || ticketTextOf(row, id, defaults) !== ticketText) throw new TicketConflictError(id, seq);
-            if (!row.receipt_sig || `${receiptTextOf(row, id, defaults)}\n${bufHex(row.leaf!)}` !== receiptValue) throw new ReceiptConflictError(id, seq);
+            const before = this.#held.get(id)?.bySeq.get(seq - 1n)?.receipt?.receipt ?? pending.receiptObjects.get(seq - 1n);
+            if (!row.receipt_sig || receiptTextOrUndefined(row, id, defaults, before) === undefined || `${receiptTextOf(row, id, defaults, before)}\n${bufHex(row.leaf!)}` !== receiptValue) {
+              throw new ReceiptConflictError(id, seq);
+            }
             if (acc && row.acc_leaves === null) {
+              // Added to a stored step: always explicit (the state before it may not be the one it follows).
               await tx.client.query("UPDATE steps SET acc_leaves = $3, acc_peaks = $4, acc_charged = $5 WHERE channel_id = $1 AND seq = $2", [
                 channel,
                 ticketJson.ticket.seq,
@@ -660,6 +681,8 @@ export class PgStore implements ChannelStore {
         settle: () => {
           if (pending.tickets.get(seq) === ticketText) pending.tickets.delete(seq);
           if (pending.receipts.get(seq) === receiptValue) pending.receipts.delete(seq);
+          if (pending.receiptObjects.get(seq) === receipt.receipt) pending.receiptObjects.delete(seq);
+          if (pending.accumulator?.seq === seq) pending.accumulator = undefined;
         },
       };
     });
@@ -1220,16 +1243,26 @@ function addStepRow(cache: ChannelCache, id: Hex, row: StepRow): void {
     const ticketText = ticketTextOf(row, id, cache.defaults);
     const step: CachedStep = { seq, ticketText, ticket: signedPaymentTicketFromJson(JSON.parse(ticketText)) };
     if (row.receipt_sig) {
-      const receiptText = receiptTextOf(row, id, cache.defaults);
+      const receiptText = receiptTextOf(row, id, cache.defaults, cache.bySeq.get(seq - 1n)?.receipt?.receipt);
       step.receipt = signedSessionReceiptFromJson(JSON.parse(receiptText));
       step.leaf = bufHex(row.leaf!);
       step.receiptValue = `${receiptText}\n${step.leaf}`;
     }
     cache.addStep(step);
-    if (row.acc_leaves !== null) {
+    if (row.acc_leaves !== null && row.acc_peaks !== null) {
       const peaks: Hex[] = [];
-      for (let i = 0; i < row.acc_peaks!.length; i += 32) peaks.push(bufHex(row.acc_peaks!.subarray(i, i + 32)));
+      for (let i = 0; i < row.acc_peaks.length; i += 32) peaks.push(bufHex(row.acc_peaks.subarray(i, i + 32)));
       cache.addAccumulator({ leafCount: Number(row.acc_leaves), peaks, charged: BigInt(row.acc_charged!), seq });
+    } else if (row.acc_leaves !== null) {
+      // Left out because the state before it and this step give it: derive it the same way.
+      const leafCount = Number(row.acc_leaves);
+      const before = cache.latestAccumulator;
+      if (!step.leaf || (before ? before.leafCount !== leafCount - 1 : leafCount !== 1)) {
+        throw new InvalidFieldError("steps.acc_leaves", `a state that follows the previous one (${before?.leafCount ?? 0} receipts)`, row.acc_leaves);
+      }
+      const next = before ? RootAccumulator.fromJSON({ size: String(before.leafCount), peaks: before.peaks }) : new RootAccumulator();
+      next.append(step.leaf);
+      cache.addAccumulator({ leafCount, peaks: next.peaks(), charged: (before?.charged ?? 0n) + step.receipt!.receipt.metering.amount, seq });
     }
   });
 }
@@ -1257,18 +1290,34 @@ function ticketColumns(json: SignedPaymentTicketJson, defaults: Defaults): unkno
 }
 
 /** offload, output, policy, model, units, charge, prev, receipt_sig */
-function receiptColumns(json: SignedSessionReceiptJson, defaults: Defaults): unknown[] {
+function receiptColumns(json: SignedSessionReceiptJson, defaults: Defaults, compact: { model: boolean; prev: boolean }): unknown[] {
   const r = json.receipt;
   return [
     hexBuf(r.offloadPacketHash),
     hexBuf(r.outputHash),
     r.policyHash === defaults.policyHash ? null : hexBuf(r.policyHash),
-    r.modelSnapshotId,
+    compact.model ? null : r.modelSnapshotId,
     r.metering.units,
     r.metering.amount,
-    hexBuf(r.prevReceiptHash),
+    compact.prev ? null : hexBuf(r.prevReceiptHash),
     hexBuf(json.signature),
   ];
+}
+
+/** True when `state` is exactly what `before` plus this step's leaf and charge give (its peaks may be left out). */
+function derivable(before: (AccumulatorState & { seq: bigint }) | undefined, state: AccumulatorState, leaf: Hex, charge: bigint, peaks: Hex[]): boolean {
+  if (before ? before.leafCount !== state.leafCount - 1 : state.leafCount !== 1) return false;
+  if ((before?.charged ?? 0n) + charge !== state.charged) return false;
+  const next = before ? RootAccumulator.fromJSON({ size: String(before.leafCount), peaks: before.peaks }) : new RootAccumulator();
+  next.append(leaf);
+  const derived = next.peaks();
+  return derived.length === peaks.length && derived.every((peak, i) => peak === peaks[i]);
+}
+
+/** `receiptTextOf`, or undefined when the row leaves out what only step seq - 1 gives and that is not known. */
+function receiptTextOrUndefined(row: StepRow, sessionId: Hex, defaults: Defaults, previous: SessionReceipt | undefined): string | undefined {
+  if ((row.model === null || row.prev === null) && previous === undefined) return undefined;
+  return receiptTextOf(row, sessionId, defaults, previous);
 }
 
 /** The canonical text of the row's signed ticket (keys in RFC 8785 order, as `canonicalSignedTicketText` writes it). */
@@ -1281,13 +1330,21 @@ function ticketTextOf(row: StepRow, sessionId: Hex, defaults: Defaults): string 
   );
 }
 
-/** The canonical text of the row's signed receipt (RFC 8785 key order). */
-function receiptTextOf(row: StepRow, sessionId: Hex, defaults: Defaults): string {
+/**
+ * The canonical text of the row's signed receipt (RFC 8785 key order). A row may leave out its model and its
+ * prevReceiptHash when step seq - 1's receipt gives them: `previous` is that receipt.
+ */
+function receiptTextOf(row: StepRow, sessionId: Hex, defaults: Defaults, previous: SessionReceipt | undefined): string {
   const policy = row.policy ? bufHex(row.policy) : defaults.policyHash;
+  if ((row.model === null || row.prev === null) && previous === undefined) {
+    throw new InvalidFieldError("steps.model/prev", "the receipt of step seq - 1, which this row refers to", undefined);
+  }
+  const model = row.model ?? previous!.modelSnapshotId;
+  const prev = row.prev ? bufHex(row.prev) : sessionReceiptHash(previous!);
   return (
-    `{"receipt":{"metering":{"amount":"${row.charge}","units":"${row.units}"},"modelSnapshotId":${JSON.stringify(row.model)},` +
+    `{"receipt":{"metering":{"amount":"${row.charge}","units":"${row.units}"},"modelSnapshotId":${JSON.stringify(model)},` +
     `"offloadPacketHash":"${bufHex(row.offload!)}","outputHash":"${bufHex(row.output!)}","policyHash":"${policy}",` +
-    `"prevReceiptHash":"${bufHex(row.prev!)}","seq":"${row.seq}","sessionId":"${sessionId}"},"signature":"${bufHex(row.receipt_sig!)}"}`
+    `"prevReceiptHash":"${prev}","seq":"${row.seq}","sessionId":"${sessionId}"},"signature":"${bufHex(row.receipt_sig!)}"}`
   );
 }
 
