@@ -10,7 +10,9 @@
  * fenced by the database; the ones the duties send are idempotent on-chain (a second challenge with the
  * same ticket, a second finalise or claim, reverts in simulation and is never sent).
  */
+import { BaseError } from "../core/errors";
 import type { PgStore } from "../store/pg-store";
+import { PayerClient, type PayerClientParameters } from "./payer-client";
 
 /** The duty set's name in the `leader` table. */
 export const DUTIES = "chain-duties";
@@ -111,4 +113,29 @@ export class FleetMember {
     }
     await store.query("DELETE FROM endpoints WHERE owner = $1", [store.owner]).catch(() => undefined);
   }
+}
+
+/**
+ * The payer's side (decision 0036): binds the session on the first of the fleet's `endpoints` (`host:port`)
+ * that answers, trying them in order. Whichever process it reaches takes the channel over and serves it from
+ * the shared store, so a payer whose connection dropped resumes on any of them. Rejects with the last error
+ * when none answers.
+ */
+export async function connectToFleet(
+  parameters: Omit<PayerClientParameters, "host" | "port">,
+  endpoints: readonly string[],
+): Promise<PayerClient> {
+  if (endpoints.length === 0) throw new BaseError("The provider fleet lists no endpoint to connect to.");
+  let last: unknown;
+  for (const endpoint of endpoints) {
+    const at = endpoint.lastIndexOf(":");
+    const port = Number(endpoint.slice(at + 1));
+    if (at < 1 || !Number.isInteger(port) || port < 1 || port > 65535) throw new BaseError(`"${endpoint}" is not a host:port endpoint.`);
+    try {
+      return await PayerClient.connect({ ...parameters, host: endpoint.slice(0, at), port });
+    } catch (error) {
+      last = error;
+    }
+  }
+  throw last;
 }

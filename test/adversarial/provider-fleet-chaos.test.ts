@@ -25,7 +25,8 @@ import pg from "pg";
 import { parseEther, type Hex, type PublicClient } from "viem";
 
 import { closeCooperative, openChannel } from "../../src/chain/escrow";
-import { PayerClient } from "../../src/node/payer-client";
+import { connectToFleet } from "../../src/node/fleet";
+import type { PayerClient } from "../../src/node/payer-client";
 import { PgStore } from "../../src/store/pg-store";
 import { SqliteStore } from "../../src/store/sqlite-store";
 import type { ChannelRecord } from "../../src/store/store";
@@ -118,16 +119,19 @@ describe("provider fleet chaos: SIGKILL, SIGSTOP/SIGCONT, restarts and killed da
       return { i, store, record, resumes: 0, calls: 0 };
     });
     for (const p of payers) await p.store.putChannel(p.record);
+    // Resume through the fleet's published endpoints, starting one further along each time (`connectToFleet`).
     const connect = async (p: (typeof payers)[number]): Promise<PayerClient> => {
       for (;;) {
         const ports = await endpoints();
-        const port = ports[(p.i + p.resumes++) % Math.max(1, ports.length)];
-        if (port === undefined) {
+        const shift = p.i + p.resumes++;
+        const order = ports.map((_, k) => `127.0.0.1:${ports[(shift + k) % ports.length]}`);
+        if (order.length === 0) {
           await new Promise((r) => setTimeout(r, 200));
           continue;
         }
         try {
-          return await within(PayerClient.connect({ account: fx.payer, domain: fx.domain, store: p.store, channel: p.store.getChannel(p.record.sessionId)!, port, timeoutMs: CALL_PATIENCE_MS }), CALL_PATIENCE_MS * 2, `connect ${port}`);
+          const parameters = { account: fx.payer, domain: fx.domain, store: p.store, channel: p.store.getChannel(p.record.sessionId)!, timeoutMs: CALL_PATIENCE_MS };
+          return await within(connectToFleet(parameters, order), CALL_PATIENCE_MS * 2 * Math.max(1, order.length), "connect to the fleet");
         } catch (error) {
           errors.push((error as Error).name);
           await new Promise((r) => setTimeout(r, 100));

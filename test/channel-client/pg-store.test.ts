@@ -6,7 +6,7 @@
  */
 import { expect } from "chai";
 import pg from "pg";
-import { getAddress, zeroAddress, type Hex } from "viem";
+import { getAddress, zeroAddress } from "viem";
 
 import { RootAccumulator } from "../../src/core/accumulator";
 import { gasEscrowDomain } from "../../src/core/eip712";
