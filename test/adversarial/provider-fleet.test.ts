@@ -10,7 +10,7 @@
  * receipt for the seq. Afterwards every receipt the payer holds is in the store byte for byte, every seq
  * has exactly one receipt, and a cooperative close settles exactly (provider, funder and escrow balances).
  */
-import { loadFixture } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
+import { loadFixture, time } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
 import { expect } from "chai";
 import type { ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
@@ -20,7 +20,8 @@ import hre from "hardhat";
 import { parseEther, type Hex, type PublicClient } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 
-import { closeCooperative, openChannel } from "../../src/chain/escrow";
+import { closeCooperative, closeUnilateral, gasEscrowAbi, openChannel } from "../../src/chain/escrow";
+import { connectToFleet } from "../../src/node/fleet";
 import { PayerClient } from "../../src/node/payer-client";
 import { PgStore } from "../../src/store/pg-store";
 import { SqliteStore } from "../../src/store/sqlite-store";
@@ -41,7 +42,16 @@ const START_DEADLINE_MS = 60_000;
 const STEP_DEADLINE_MS = 60_000;
 const WORKER = path.join(__dirname, "..", "..", "examples", "mcp-test-worker.js");
 
+const ROLE_PAYER = 2; // test/helpers/fixtures ROLE.payer
 const call = (id: string, name: string, args: Record<string, unknown>) => ({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args } });
+
+async function dutiesFixture() {
+  const fx = await escrowFixture();
+  const publicClient = fx.publicClient as unknown as PublicClient;
+  const terms = makeTerms(NATIVE_ASSET, { termsHash: termsHashOf(pricing), nonce: 0xd071e5n });
+  const opened = await openChannel({ wallet: fx.funder, publicClient, escrow: fx.escrow.address, terms, amount: DEPOSIT });
+  return { ...fx, publicClient, opened };
+}
 
 async function fleetFixture() {
   const fx = await escrowFixture();
@@ -86,7 +96,7 @@ describe("provider fleet: two processes over one PostgreSQL, fenced channel owne
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  function startProvider(escrow: Hex, db: string): Promise<ProviderProcess> {
+  function startProvider(escrow: Hex, db: string, worker = true): Promise<ProviderProcess> {
     return startProviderChild({
       rpcUrl: rpc!.url,
       escrow,
@@ -95,7 +105,7 @@ describe("provider fleet: two processes over one PostgreSQL, fenced channel owne
       key: PROVIDER_KEY,
       children,
       startDeadlineMs: START_DEADLINE_MS,
-      extraArgs: ["--worker", process.execPath, WORKER],
+      extraArgs: worker ? ["--worker", process.execPath, WORKER] : [],
     });
   }
 
@@ -186,5 +196,76 @@ describe("provider fleet: two processes over one PostgreSQL, fenced channel owne
     for (const p of [a, b]) p.child.kill("SIGTERM");
     await Promise.all([a.exited, b.exited]);
     expect(unhandled.map((r) => String((r as Error)?.message ?? r)), "unhandled promise rejections").to.deep.equal([]);
+  });
+
+  it("the chain duties survive the leader: SIGKILLed, the other process takes the lead (a higher epoch), answers a stale unilateral close with the newest ticket and finalises it exactly", async () => {
+    const fx = await loadFixture(dutiesFixture);
+    const sessionId = fx.opened.sessionId;
+    const db = await (await sharedPostgres()).createDatabase();
+    const processes = await Promise.all([startProvider(fx.escrow.address, db, false), startProvider(fx.escrow.address, db, false)]);
+    const admin = await PgStore.open(db, { mode: "fleet", poolSize: 1 });
+    closers.push(() => admin.close());
+    const leaderRow = async () => (await admin.query<{ owner: string; epoch: string }>("SELECT owner, epoch FROM leader"))[0];
+    let first: { owner: string; epoch: string } | undefined;
+    for (let tries = 0; !first && tries < 600; tries++) {
+      first = await leaderRow();
+      if (!first) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(first, "a leader was elected").to.not.equal(undefined);
+    const leaderPid = Number(first!.owner.split(":")[1]);
+    const leader = processes.find((p) => p.child.pid === leaderPid)!;
+    const follower = processes.find((p) => p !== leader)!;
+    expect(leader, "the leader is one of the two processes").to.not.equal(undefined);
+
+    // The payer streams through the fleet, then the leader dies.
+    const payerStore = SqliteStore.open(path.join(dir, "payer-duties.db"));
+    closers.push(() => payerStore.close());
+    await payerStore.putChannel({ sessionId, role: "payer", ref: fx.opened.ref, pricing, escrow: fx.escrow.address, chainId: fx.domain.chainId, deposit: fx.opened.deposit, status: "open" });
+    const client = await within(
+      connectToFleet({ account: fx.payer, domain: fx.domain, store: payerStore, channel: payerStore.getChannel(sessionId)!, timeoutMs: 20_000 }, [`127.0.0.1:${leader.port}`, `127.0.0.1:${follower.port}`]),
+      STEP_DEADLINE_MS,
+      "connect to the fleet",
+    );
+    for (let i = 1; i <= 5; i++) await within(client.invoke({ jsonrpc: "2.0", id: `d${i}`, method: "tools/echo", params: { text: `call ${i}` } }), STEP_DEADLINE_MS, `call ${i}`);
+    await client.close();
+    leader.child.kill("SIGKILL");
+    await leader.exited;
+
+    // The payer closes with a stale ticket (seq 2). The follower must take the lead and challenge with seq 5.
+    const stale = payerStore.steps(sessionId)[1]!.ticket;
+    expect(stale.ticket.seq).to.equal(2n);
+    const closing = await closeUnilateral({ wallet: fx.wallets[ROLE_PAYER]!, publicClient: fx.publicClient, escrow: fx.escrow.address, ref: fx.opened.ref, ticket: stale });
+    const closingSeq = async () => {
+      const events = await fx.publicClient.getContractEvents({ address: fx.escrow.address, abi: gasEscrowAbi, eventName: "ChannelChallenged", args: { sessionId }, fromBlock: 0n });
+      return events.reduce((top, e) => ((e.args.seq ?? 0n) > top ? e.args.seq! : top), 0n);
+    };
+    let answered = 0n;
+    for (let tries = 0; answered !== 5n && tries < 900; tries++) {
+      answered = await closingSeq();
+      if (answered !== 5n) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(answered, "the new leader answered the stale close with the newest ticket").to.equal(5n);
+    const second = await leaderRow();
+    expect(Number(second!.owner.split(":")[1])).to.equal(follower.child.pid);
+    expect(BigInt(second!.epoch)).to.equal(BigInt(first!.epoch) + 1n);
+
+    // After the window the leader finalises: exact payouts.
+    const balances = async () => ({
+      provider: await fx.publicClient.getBalance({ address: fx.provider.address }),
+      funder: await fx.publicClient.getBalance({ address: fx.funder.account.address }),
+      escrow: await fx.publicClient.getBalance({ address: fx.escrow.address }),
+    });
+    const before = await balances();
+    await time.increaseTo(closing.finalizesAt + 1n);
+    let after = await balances();
+    for (let tries = 0; after.escrow === before.escrow && tries < 900; tries++) {
+      await new Promise((r) => setTimeout(r, 100));
+      after = await balances();
+    }
+    expect(after.provider - before.provider, "the provider's balance").to.equal(5n * PRICE);
+    expect(after.funder - before.funder, "the funder's balance").to.equal(DEPOSIT - 5n * PRICE);
+    expect(before.escrow - after.escrow, "the escrow paid out exactly the deposit").to.equal(DEPOSIT);
+    follower.child.kill("SIGTERM");
+    await follower.exited;
   });
 });
