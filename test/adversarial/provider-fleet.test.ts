@@ -256,13 +256,25 @@ describe("provider fleet: two processes over one PostgreSQL, fenced channel owne
       escrow: await fx.publicClient.getBalance({ address: fx.escrow.address }),
     });
     const before = await balances();
+    const fromBlock = (await fx.publicClient.getBlockNumber()) + 1n;
     await time.increaseTo(closing.finalizesAt + 1n);
     let after = await balances();
     for (let tries = 0; after.escrow === before.escrow && tries < 900; tries++) {
       await new Promise((r) => setTimeout(r, 100));
       after = await balances();
     }
-    expect(after.provider - before.provider, "the provider's balance").to.equal(5n * PRICE);
+    // The leader sends the finalisation (and any claim) from the provider's own key: its gas is the only other change.
+    let gas = 0n;
+    for (let n = fromBlock; n <= (await fx.publicClient.getBlockNumber()); n++) {
+      const block = await fx.publicClient.getBlock({ blockNumber: n, includeTransactions: true });
+      for (const tx of block.transactions) {
+        if (tx.from.toLowerCase() !== fx.provider.address.toLowerCase()) continue;
+        const receipt = await fx.publicClient.getTransactionReceipt({ hash: tx.hash });
+        gas += receipt.gasUsed * receipt.effectiveGasPrice;
+      }
+    }
+    expect(gas > 0n, "the new leader sent the finalisation").to.equal(true);
+    expect(after.provider - before.provider + gas, "the provider's balance, plus the gas it paid").to.equal(5n * PRICE);
     expect(after.funder - before.funder, "the funder's balance").to.equal(DEPOSIT - 5n * PRICE);
     expect(before.escrow - after.escrow, "the escrow paid out exactly the deposit").to.equal(DEPOSIT);
     follower.child.kill("SIGTERM");
