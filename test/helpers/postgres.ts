@@ -81,7 +81,10 @@ export async function startPostgres(): Promise<TestPostgres> {
   }
   const onExit = () => {
     // Last resort when mocha did not run the root hook (a crash): the server must not outlive the tests.
-    if (!stopped) void server.stop().catch(() => undefined);
+    if (!stopped) {
+      void server.stop().catch(() => undefined);
+      cleanup();
+    }
   };
   process.once("exit", onExit);
   const url = `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/postgres`;
