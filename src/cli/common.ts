@@ -171,9 +171,6 @@ export function rawKeyWarning(account: object | undefined, chainId: number): str
 
 export function openStore(values: Record<string, unknown>, role: string): ChannelStore {
   const file = storePath(values, role);
-  if (/^postgres(ql)?:\/\//.test(file)) {
-    throw new UsageError(`--db ${file.replace(/:[^:@/]*@/, ":***@")} is a PostgreSQL URL; only \`ioi provider\` serves from PostgreSQL (decision 0036), other commands take an SQLite file.`);
-  }
   try {
     mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
     return SqliteStore.open(file);
@@ -185,7 +182,11 @@ export function openStore(values: Record<string, unknown>, role: string): Channe
 
 /** The store file of `--db`, default .data/<role>.db. */
 export function storePath(values: Record<string, unknown>, role: string): string {
-  return (values.db as string | undefined) ?? path.join(".data", `${role}.db`);
+  const file = (values.db as string | undefined) ?? path.join(".data", `${role}.db`);
+  if (/^postgres(ql)?:\/\//.test(file)) {
+    throw new UsageError(`--db ${file.replace(/:[^:@/]*@/, ":***@")} is a PostgreSQL URL; only \`ioi provider\` serves from PostgreSQL (decision 0036), other commands take an SQLite file.`);
+  }
+  return file;
 }
 
 /**
