@@ -631,8 +631,10 @@ export class PgStore implements ChannelStore {
           const r = receiptColumns(receiptJson, defaults, compact);
           const acc = state && !this.#held.get(id)?.accumulators.has(state.leafCount) ? state : undefined;
           // Inserts the step, or adds the receipt to a stored ticket with none; anything else changes nothing.
-          const upserted = await tx.client.query(
-            `INSERT INTO steps (channel_id, seq, amount, root, ticket_sig, ticket_provider, ticket_terms,
+          const upserted = await tx.client.query({
+            // Named: prepared once per connection (the hot path).
+            name: "ioi-put-step",
+            text: `INSERT INTO steps (channel_id, seq, amount, root, ticket_sig, ticket_provider, ticket_terms,
                                 offload, output, policy, model, units, charge, prev, receipt_sig, leaf, acc_leaves, acc_peaks, acc_charged)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
              ON CONFLICT (channel_id, seq) DO UPDATE SET
@@ -642,8 +644,8 @@ export class PgStore implements ChannelStore {
              WHERE steps.receipt_sig IS NULL AND steps.amount = excluded.amount AND steps.root = excluded.root
                AND steps.ticket_sig = excluded.ticket_sig AND steps.ticket_provider IS NOT DISTINCT FROM excluded.ticket_provider
                AND steps.ticket_terms IS NOT DISTINCT FROM excluded.ticket_terms`,
-            [channel, ticketJson.ticket.seq, ...t, ...r, hexBuf(leaf), acc?.leaves ?? null, acc && !compact.accumulator ? acc.peaks : null, acc && !compact.accumulator ? acc.charged : null],
-          );
+            values: [channel, ticketJson.ticket.seq, ...t, ...r, hexBuf(leaf), acc?.leaves ?? null, acc && !compact.accumulator ? acc.peaks : null, acc && !compact.accumulator ? acc.charged : null],
+          });
           if (upserted.rowCount === 0) {
             // The identical step is stored already (maybe without this state), or another writer stored a different one.
             const row = await this.#stepRow(tx, channel, ticketJson.ticket.seq);
@@ -1038,8 +1040,8 @@ export class PgStore implements ChannelStore {
           if (known) tx.ids.set(key, known.id);
         }
         tx.client = await this.#pool.connect();
-        await tx.client.query("BEGIN");
-        if (key !== "" && this.#mode === "fleet") await this.#checkEpoch(tx, key as Hex);
+        if (key !== "" && this.#mode === "fleet") await this.#beginFenced(tx, key as Hex);
+        else await tx.client.query("BEGIN");
         if (this.#mode === "duties") await this.#checkLeader(tx);
         for (const op of ops) await op.run(tx);
         await tx.client.query("COMMIT");
@@ -1082,11 +1084,15 @@ export class PgStore implements ChannelStore {
     queue.running = false;
   }
 
-  /** Inside a channel's transaction: its owner row must still carry the epoch this process took it under. */
-  async #checkEpoch(tx: Tx, id: Hex): Promise<void> {
+  /**
+   * BEGIN and the epoch check in one round trip (the simple protocol takes both statements at once; the
+   * session id is a checked 32-byte hash, written as a bytea literal).
+   */
+  async #beginFenced(tx: Tx, id: Hex): Promise<void> {
     const mine = this.#epochs.get(id);
-    const row = await tx.client.query<{ epoch: string }>("SELECT epoch FROM channel_owners WHERE session_id = $1 FOR SHARE", [hexBuf(id)]);
-    const current = row.rows[0] ? BigInt(row.rows[0].epoch) : undefined;
+    const results = (await tx.client.query(`BEGIN; SELECT epoch FROM channel_owners WHERE session_id = '\\x${expectHash(id, "sessionId").slice(2)}'::bytea FOR SHARE`)) as unknown as pg.QueryResult<{ epoch: string }>[];
+    const row = results[1]?.rows[0];
+    const current = row ? BigInt(row.epoch) : undefined;
     if (mine === undefined || current !== mine) throw new FencedError(id, mine, current);
   }
 
