@@ -19,6 +19,7 @@ const TOOLS = [
   { name: "garbage", description: "answers with a line that is not JSON", inputSchema: { type: "object" } },
   { name: "big", description: "answers with one line of `bytes` bytes", inputSchema: { type: "object", properties: { bytes: { type: "number" } } } },
   { name: "refuse", description: "answers with an error: the upstream refused on policy", inputSchema: { type: "object" } },
+  { name: "slow", description: "answers after `ms` milliseconds; first writes a file at `mark` if given", inputSchema: { type: "object", properties: { ms: { type: "number" }, mark: { type: "string" } } } },
 ];
 
 let initialized = false;
@@ -63,6 +64,9 @@ function handle(message) {
       return send({ jsonrpc: "2.0", id, result: text("x".repeat(Number(args.bytes) || 1_000_000)) });
     case "refuse":
       return send({ jsonrpc: "2.0", id, error: { code: -32003, message: "upstream refused the prompt", data: { fault: "ERR_UPSTREAM_POLICY_VIOLATION" } } });
+    case "slow":
+      if (typeof args.mark === "string") require("node:fs").writeFileSync(args.mark, "started\n");
+      return void setTimeout(() => send({ jsonrpc: "2.0", id, result: text("slow done") }), Number(args.ms) || 1000);
     default:
       return fail(id, -32602, `unknown tool: ${params && params.name}`);
   }

@@ -23,6 +23,9 @@
  *   npm run bench -- --stream   only issue 32's figures (the payer's spot-check per tranche vs the tranche's duration),
  *                               merged into the existing results.json
  *   npm run bench -- --store    only storage on disk per receipt (10,000 and 100,000 receipts), merged likewise
+ *   npm run bench -- --fleet    only issue 31's fleet figures (tickets/s with 1 and 2 provider processes on PostgreSQL
+ *                               against 1 on SQLite, bytes per receipt on PostgreSQL), merged likewise;
+ *                               with --fleet-chaos also the fleet chaos test for longer (IOI_FLEET_CHAOS_MS)
  *   npm run bench -- --hot-path      only the hot path of issue 15 (ceiling, batched receipts, socket, the sealed transport alone),
  *                                    merged into the existing results.json
  *
@@ -44,6 +47,7 @@ import { breakdownLines, runSocketBench, tasksetAvailable } from "./bench-socket
 import { benchDaemon } from "./bench-daemon";
 import { benchStorage, type StorageFigure } from "./bench-store";
 import { benchNodes, nodesRows } from "./bench-nodes";
+import { benchFleet, fleetRows } from "./bench-fleet";
 import { measureGas } from "./gas-report";
 import { benchStream } from "./bench-stream";
 
@@ -161,6 +165,18 @@ async function main(): Promise<void> {
     log("");
     storageRows(storage, row);
     log(`Updated the storage figures in ${path.relative(process.cwd(), file)}`);
+    return;
+  }
+
+  if (process.argv.includes("--fleet")) {
+    log("Measuring a provider fleet on PostgreSQL against one process on SQLite …");
+    const fleet = await benchFleet(hre, quick, log);
+    const previous = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>) : {};
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(file, `${JSON.stringify({ ...previous, fleet: { ...fleet, machine, quick, loadAverage: os.loadavg(), measuredAt: new Date().toISOString() } }, null, 2)}\n`);
+    log("");
+    fleetRows(fleet, row);
+    log(`Updated the fleet figures in ${path.relative(process.cwd(), file)}`);
     return;
   }
 

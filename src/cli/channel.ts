@@ -25,6 +25,7 @@ import {
   type PublicClient,
 } from "viem";
 
+import { BaseError } from "../core/errors";
 import { gasEscrowDomain, signingAccount, type GasEscrowDomain } from "../core/eip712";
 import { signedSessionKeyGrantFromJson, type SignedSessionKeyGrant } from "../core/session-key";
 import { secp256k1Backend } from "../core/secp256k1";
@@ -110,7 +111,14 @@ const nodeModules = {
   providerNode: () => import("../node/provider-node"),
   mcpWorker: () => import("../node/mcp-worker"),
   watchtower: () => import("../node/watchtower"),
+  pgStore: () => import("../store/pg-store"),
+  fleet: () => import("../node/fleet"),
 };
+
+/** `--db postgres://…`: the provider runs as one of several processes over PostgreSQL (decision 0036). */
+export function isPostgresUrl(db: unknown): db is string {
+  return typeof db === "string" && /^postgres(ql)?:\/\//.test(db);
+}
 
 // The plumbing moved to src/cli/common.ts (issue 13); re-exported for modules that import it from here.
 export { addressOption, channelOf, gigIdOf, GLOBAL_HELP, hashOption, loadAccount, need, openStore, sessionOf, uint, UsageError, type Command, type Out } from "./common";
@@ -121,6 +129,9 @@ export const COMMANDS: Record<string, Command> = {
     summary: "start a provider node on 127.0.0.1 (with its watchtower) and serve until Ctrl-C",
     usage: "ioi provider [--port N] (--price WEI | --terms-file FILE) [--model ID] [--host IP --allow-public] [--worker-timeout MS] [--worker-env NAME]… [--metrics HOST:PORT] [--log-level L] [--log-file PATH] [--worker CMD [ARGS…]]   |   ioi provider register|bond|unbond|withdraw|show",
     notes: [
+      "  --db postgres://…     serve from PostgreSQL as one of several processes of this provider (decision 0036):",
+      "                        each channel is served by the process its payer binds, under a fencing epoch; one",
+      "                        elected process runs the watchtower and the finalise/claim duties",
       "  --worker CMD [ARGS…]  run this MCP server over stdio and sell its calls (must come last: everything",
       "                        after it is the worker's command line); without it, the demo's echo worker",
       "  --worker-timeout MS   longest a worker call may take (default 30000); a call that fails is not charged",
@@ -361,6 +372,7 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
     worker = await (await nodeModules.mcpWorker()).McpWorker.start({ command: argv[0]!, args: argv.slice(1), timeoutMs: workerTimeout, env: workerEnv, log });
     handler = worker.handler;
   }
+  if (isPostgresUrl(values.db)) return runProviderFleet(values, out, { account, pricing, modelSnapshotId, host, port, argv, workerEnv, workerTimeout, publicClient, wallet: wallet!, escrow, domain, fromBlock, reading, log, alertSettings });
   const store = openStore(values, "provider");
   const alertState = alertStateFor(storePath(values, "provider"));
   const logger = loggerFrom(values, "provider");
@@ -410,6 +422,139 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
   });
   await metrics?.close();
   await tower.stop();
+  await node.stop();
+  await worker?.stop();
+  await store.close();
+  out.lines.push("Provider node stopped.");
+}
+
+/**
+ * `ioi provider --db postgres://…` (decision 0036): one process of a provider fleet. It serves the channels
+ * its payers bind (taking each over under a fencing epoch), publishes its endpoint, and runs the chain duties
+ * only while it is the elected leader, from a duties store fenced by the leader epoch.
+ */
+async function runProviderFleet(
+  values: Record<string, unknown>,
+  out: Out,
+  c: {
+    account: LocalAccount;
+    pricing: ReturnType<typeof termsOption>;
+    modelSnapshotId: string | undefined;
+    host: string;
+    port: number;
+    argv: string[] | undefined;
+    workerEnv: NodeJS.ProcessEnv;
+    workerTimeout: number;
+    publicClient: Awaited<ReturnType<typeof chainClients>>["publicClient"];
+    wallet: NonNullable<Awaited<ReturnType<typeof chainClients>>["wallet"]>;
+    escrow: Awaited<ReturnType<typeof chainClients>>["escrow"];
+    domain: Awaited<ReturnType<typeof chainClients>>["domain"];
+    fromBlock: bigint;
+    reading: ReturnType<typeof readingOf>;
+    log: (line: string) => void;
+    alertSettings: ReturnType<typeof alertSettingsFrom>;
+  },
+): Promise<void> {
+  const url = values.db as string;
+  const { PgStore } = await nodeModules.pgStore();
+  const { FleetMember } = await nodeModules.fleet();
+  let store: Awaited<ReturnType<typeof PgStore.open>>;
+  try {
+    store = await PgStore.open(url, { mode: "fleet" });
+  } catch (cause) {
+    if (cause instanceof BaseError) throw new UsageError(`Cannot use the PostgreSQL store: ${cause.shortMessage}`, { cause });
+    throw cause;
+  }
+  let worker: McpWorker | undefined;
+  let handler: McpHandler = echoHandler;
+  if (c.argv !== undefined) {
+    worker = await (await nodeModules.mcpWorker()).McpWorker.start({ command: c.argv[0]!, args: c.argv.slice(1), timeoutMs: c.workerTimeout, env: c.workerEnv, log: c.log });
+    handler = worker.handler;
+  }
+  const logger = loggerFrom(values, "provider");
+  const metrics = await startMetrics(values);
+  const node = await (await nodeModules.providerNode()).ProviderNode.start({
+    logger,
+    metrics: metrics?.metrics,
+    account: c.account,
+    publicClient: c.publicClient,
+    domain: c.domain,
+    store,
+    ownership: store,
+    pricing: c.pricing,
+    handler,
+    modelSnapshotId: c.modelSnapshotId ?? (c.argv ? `worker:${path.basename(c.argv[0]!)}` : "worker:echo-keccak@1"),
+    host: c.host,
+    port: c.port,
+    log: c.log,
+    // Every process learns from the chain when a channel it serves closes; the duties are the leader's alone.
+    follow: { fromBlock: uint(values, "from-block", "first block to watch", c.fromBlock), pollMs: c.reading.pollMs },
+  }).catch(async (error: unknown) => {
+    await worker?.stop();
+    await store.close();
+    throw error;
+  });
+  // The chain duties, while this process leads: a store of every channel, refreshed before each round and
+  // fenced by the leader epoch, and the watchtower run round by round (never two leaders' writes at once).
+  let duties: { stop: () => Promise<void> } | undefined;
+  const startDuties = async (epoch: bigint) => {
+    const dutyStore = await PgStore.open(url, { mode: "duties", owner: `${store.owner}:duties`, poolSize: 2 });
+    dutyStore.lead({ name: (await nodeModules.fleet()).DUTIES, epoch });
+    const tower = new (await nodeModules.watchtower()).Watchtower({
+      logger: logger.child({ component: "watchtower" }),
+      publicClient: c.publicClient,
+      wallet: c.wallet,
+      escrow: c.escrow,
+      store: dutyStore,
+      fromBlock: uint(values, "from-block", "first block to watch", c.fromBlock),
+      ...c.reading,
+      name: `watchtower:${c.account.address.toLowerCase()}`,
+      finalize: true,
+      ...(c.alertSettings ? { alerts: await watchtowerAlerts(c.alertSettings, values, c.publicClient, logger.child({ component: "alerts" }), metrics?.metrics) } : {}),
+      onAnswer: (a) => console.log(JSON.stringify({ event: "watchtower.answered", sessionId: a.sessionId, staleSeq: a.staleSeq.toString(), answeredSeq: a.answeredSeq.toString(), inWindow: a.inWindow, txHash: a.txHash })),
+    });
+    let running = true;
+    const loop = (async () => {
+      while (running) {
+        try {
+          await dutyStore.refresh();
+          await tower.runOnce();
+        } catch (error) {
+          logger.warn({ event: "duties.error", error: (error as Error).name }, `chain duties round failed: ${(error as Error).message.split("\n")[0]}`);
+        }
+        await new Promise((resolve) => setTimeout(resolve, c.reading.pollMs ?? 250));
+      }
+    })();
+    console.log(JSON.stringify({ event: "fleet.leader", owner: store.owner, epoch: epoch.toString() }));
+    duties = {
+      stop: async () => {
+        running = false;
+        await loop;
+        await dutyStore.close();
+      },
+    };
+  };
+  const endpoint = `${c.host}:${node.port}`;
+  const member = new FleetMember({
+    store,
+    endpoint,
+    onLead: (epoch) => startDuties(epoch),
+    onFollow: async () => {
+      const d = duties;
+      duties = undefined;
+      await d?.stop();
+    },
+    onError: (error) => logger.warn({ event: "fleet.error", error: (error as Error).name }, `fleet heartbeat failed: ${(error as Error).message.split("\n")[0]}`),
+  });
+  await member.start();
+  console.log(JSON.stringify({ event: "provider.ready", host: c.host, port: node.port, provider: c.account.address, escrow: c.escrow, termsHash: termsHashOf(c.pricing), worker: worker ? { tools: worker.info?.tools.map((t) => t.name) ?? [], env: Object.keys(c.workerEnv).sort() } : "echo", crypto: secp256k1Backend().implementation, store: "postgres", owner: store.owner, endpoints: await member.endpoints(), ...(metrics ? { metrics: `http://${metrics.address}/metrics` } : {}) }));
+  logger.info({ event: "provider.ready", host: c.host, port: node.port, provider: c.account.address, escrow: c.escrow, owner: store.owner }, "provider node listening (fleet)");
+  await new Promise<void>((resolve) => {
+    process.once("SIGINT", resolve);
+    process.once("SIGTERM", resolve);
+  });
+  await member.stop();
+  await metrics?.close();
   await node.stop();
   await worker?.stop();
   await store.close();

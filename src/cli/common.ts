@@ -238,7 +238,11 @@ export function openStore(values: Record<string, unknown>, role: string): Channe
 
 /** The store file of `--db`, default .data/<role>.db. */
 export function storePath(values: Record<string, unknown>, role: string): string {
-  return (values.db as string | undefined) ?? path.join(".data", `${role}.db`);
+  const file = (values.db as string | undefined) ?? path.join(".data", `${role}.db`);
+  if (/^postgres(ql)?:\/\//.test(file)) {
+    throw new UsageError(`--db ${file.replace(/:[^:@/]*@/, ":***@")} is a PostgreSQL URL; only \`ioi provider\` serves from PostgreSQL (decision 0036), other commands take an SQLite file.`);
+  }
+  return file;
 }
 
 /**

@@ -48,11 +48,24 @@ export const REPLAYED_RESULT_CODE = -32001;
 /** JSON-RPC error code of a handler that threw instead of answering. */
 export const HANDLER_FAILED_CODE = -32000;
 
+/**
+ * Channel ownership for a provider that runs as several processes over one database (decision 0036): the
+ * node takes a channel over when its payer binds it here — the store then fences every write another process
+ * (or this one, under an older epoch) makes to it — and forgets it when a write was fenced. `PgStore` in
+ * mode "fleet" is one.
+ */
+export type ChannelOwnership = {
+  take(sessionId: Hex): Promise<unknown>;
+  release(sessionId: Hex): void;
+};
+
 export type ProviderNodeParameters = {
   account: LocalAccount;
   publicClient: PublicClient;
   domain: GasEscrowDomain;
   store: ChannelStore;
+  /** Several processes serve this provider from one database: take each channel over at bind (decision 0036). */
+  ownership?: ChannelOwnership;
   /** What this provider charges; a payer must open the channel on exactly these terms. */
   pricing: PricingTerms;
   handler: McpHandler;
@@ -100,6 +113,12 @@ type Bound = {
   work: Promise<void>;
   /** Set (synchronously, before anything else runs) the moment the channel stops being open. */
   phase: SessionPhase;
+  /**
+   * A write of this session failed (the store refused or lost it, or another process took the channel over):
+   * nothing more is answered from this in-memory state, which may be ahead of the store; the payer's next
+   * bind resumes from the store.
+   */
+  failed?: boolean;
 };
 
 export class ProviderNode {
@@ -286,7 +305,7 @@ export class ProviderNode {
       }
       const b = bound;
       if (isPacket(message) && message.packet_type === "PKT_ACTION_INVOKE") {
-        b.work = this.#after(b.work, () => this.#invoke(b, message, send));
+        b.work = this.#after(b.work, () => this.#invoke(b, message, send, () => void connection.close()));
       } else if (isPacket(message) && message.packet_type === "PKT_RECEIPT_COMMIT") {
         b.work = this.#after(b.work, () => this.#commit(b, message, send));
       } else if (!isPacket(message) && message.type === "steps.request") {
@@ -353,13 +372,23 @@ export class ProviderNode {
       throw new BindingMismatchError("The channel's terms hash is not this provider's price list.");
     }
     const existing = this.#sessions.get(sessionId);
-    if (existing) {
+    if (existing && !this.parameters.ownership) {
       if (message.sessionKey) await this.#bindSessionKey(existing, message.sessionKey);
       return existing;
     }
     // A channel archived and pruned (issue 31) is answered in one sentence and never stored again.
     const pruned = store.prunedChannel(sessionId);
     if (pruned) throw new ChannelPrunedError(sessionId, pruned.prunedAt, pruned.archive);
+    if (this.parameters.ownership) {
+      // Decision 0036: the payer came here, so this process serves the channel now. Taking it over raises its
+      // fencing epoch — every write still in flight under the old one, here or in another process, is refused —
+      // and loads what the store holds; the session is rebuilt from that, never from older memory.
+      if (existing) {
+        existing.failed = true;
+        this.#sessions.delete(sessionId);
+      }
+      await this.parameters.ownership.take(sessionId);
+    }
 
     const escrow = domain.verifyingContract;
     const [deposit, onChain] = await Promise.all([
@@ -438,7 +467,7 @@ export class ProviderNode {
     return providerSignature;
   }
 
-  async #invoke(b: Bound, packet: ActionInvokePacket, send: (m: NodeMessage) => Promise<void>): Promise<void> {
+  async #invoke(b: Bound, packet: ActionInvokePacket, send: (m: NodeMessage) => Promise<void>, drop: () => void): Promise<void> {
     const { store } = this.parameters;
     const signed = packet.payload.ticket;
     const seq = signed.ticket.seq;
@@ -472,6 +501,7 @@ export class ProviderNode {
     if (b.phase !== "open") {
       return reject(new ChannelNotOpenError(`Session ${b.record.sessionId} is ${b.phase}; ticket seq ${seq} is refused and no work is done.`));
     }
+    if (b.failed) return drop(); // the payer resumes on a fresh bind, from what the store holds
 
     let input: Uint8Array;
     try {
@@ -517,10 +547,31 @@ export class ProviderNode {
     const fault = result.charged ? undefined : this.#faultStatement(result.step.receipt.receipt, output.error as McpError | undefined);
     fault?.catch(() => undefined); // a signing failure surfaces in the answer chain below, not as an unhandled rejection
     b.answers = this.#after(b.answers, async () => {
-      await durable; // never acknowledge what a crash could lose
+      if (b.failed) return; // an earlier step of the session was not stored: nothing after it is answered
+      try {
+        await durable; // never acknowledge what a crash could lose
+      } catch (error) {
+        this.#fail(b, error, drop);
+        throw error;
+      }
       if (fault) answer.payload.fault = await fault;
       await send(answer);
     });
+  }
+
+  /**
+   * A write of the session failed: answer nothing more from this state, forget the session (a fenced one is
+   * another process's now) and drop the connection, so that the payer resumes from what the store holds —
+   * here after a reload, or on the process that took the channel over.
+   */
+  #fail(b: Bound, error: unknown, drop: () => void): void {
+    if (b.failed) return;
+    b.failed = true;
+    const sessionId = b.record.sessionId;
+    if (this.#sessions.get(sessionId) === b) this.#sessions.delete(sessionId);
+    if ((error as Error).name === "FencedError") this.parameters.ownership?.release(sessionId);
+    this.#log(`session ${sessionId.slice(0, 10)}: a write failed (${(error as Error).name}); dropping the connection, the payer resumes from the store`, "session.write_failed", { sessionId, error: (error as Error).name });
+    drop();
   }
 
   /**

@@ -122,3 +122,20 @@ export class ChannelPrunedError extends BaseError {
     super(`Session ${sessionId} was settled and pruned from this store at ${prunedAt} (unix time, chain clock); it cannot be resumed or stored again.`);
   }
 }
+
+/**
+ * A write of a channel this process no longer holds (decision 0036): another process of the provider's fleet
+ * took the channel over (its fencing epoch moved on), or this process never took it. Nothing of the write
+ * happened; the step must not be answered. Not retryable here: the payer resumes on the process that holds it.
+ */
+export class FencedError extends BaseError {
+  override name = "FencedError" as const;
+  constructor(readonly sessionId: Hex, readonly epoch: bigint | undefined, readonly currentEpoch: bigint | undefined) {
+    super(
+      epoch === undefined
+        ? `This process does not hold session ${sessionId}; take it over before writing it.`
+        : `Session ${sessionId} was taken over (epoch ${currentEpoch ?? "none"}, this process holds ${epoch}); the write is refused.`,
+      { details: "Another process of the provider serves the channel now; drop the connection so the payer resumes there." },
+    );
+  }
+}

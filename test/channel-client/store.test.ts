@@ -16,7 +16,9 @@ import { MIGRATIONS, SCHEMA_VERSION } from "../../src/store/schema";
 import { channelToJson, encodeTicketBlob, ticketTermsKey } from "../../src/store/records";
 import { signFaultStatement } from "../../src/core/fault-statement";
 import { SqliteStore } from "../../src/store/sqlite-store";
-import type { ChannelRecord, ChannelRole, ChannelStatus, ClosingRecord, StepRecord } from "../../src/store/store";
+import { PgStore } from "../../src/store/pg-store";
+import { sharedPostgres } from "../helpers/postgres";
+import type { ChannelStore, ChannelRecord, ChannelRole, ChannelStatus, ClosingRecord, StepRecord } from "../../src/store/store";
 import { sessionIdOf, type ChannelRef } from "../../src/core/terms";
 import { signPaymentTicket, signedPaymentTicketToJson, type SignedPaymentTicket } from "../../src/core/ticket";
 import { signSessionKeyGrant } from "../../src/core/session-key";
@@ -123,6 +125,526 @@ function closingRecord(seq: bigint): ClosingRecord {
   };
 }
 
+/** One behaviour suite, run against both backends (STYLE.md 21; issue 31 item 1). */
+type Backend = {
+  name: string;
+  /** A new, empty place for a store: an SQLite file path, or a PostgreSQL database URL. */
+  fresh(): Promise<string>;
+  open(location: string): Promise<ChannelStore & { stats: { commits: number } }>;
+  cleanup?(location: string): void;
+};
+
+const backends: Backend[] = [
+  {
+    name: "SQLite",
+    fresh: async () => path.join(fs.mkdtempSync(path.join(os.tmpdir(), "ioi-store-")), "channels.db"),
+    open: async (location) => SqliteStore.open(location),
+    cleanup: (location) => fs.rmSync(path.dirname(location), { recursive: true, force: true }),
+  },
+  {
+    name: "PostgreSQL",
+    fresh: async () => (await sharedPostgres()).createDatabase(),
+    open: (location) => PgStore.open(location),
+  },
+];
+
+for (const backend of backends) {
+  describe(`ChannelStore behaviour: ${backend.name}`, function () {
+    this.timeout(60_000);
+    let location: string;
+    const open: ChannelStore[] = [];
+    const openStore = async () => {
+      const store = await backend.open(location);
+      open.push(store);
+      return store;
+    };
+
+    before(async function () {
+      this.timeout(180_000); // the first PostgreSQL start on a loaded machine
+      if (backend.name === "PostgreSQL") await sharedPostgres();
+    });
+
+    beforeEach(async () => {
+      location = await backend.fresh();
+    });
+
+    afterEach(async () => {
+      for (const store of open.splice(0)) await store.close().catch(() => undefined);
+      backend.cleanup?.(location);
+    });
+
+    describe("round trips", () => {
+      it("channels, with and without a peer, bigints beyond 2^53 intact", async () => {
+        const store = await openStore();
+        const withPeer = channel(1n, { peer: "127.0.0.1:7000", role: "payer" });
+        const withoutPeer = channel(2n);
+        await Promise.all([store.putChannel(withPeer), store.putChannel(withoutPeer)]);
+        expect(store.getChannel(withPeer.sessionId)).to.deep.equal(withPeer);
+        expect(store.getChannel(withoutPeer.sessionId)).to.deep.equal(withoutPeer);
+        expect(store.getChannel(h("no such channel"))).to.equal(undefined);
+      });
+
+      it("tickets, steps, commits, closings and cursors", async () => {
+        const store = await openStore();
+        const c = channel(1n);
+        await store.putChannel(c);
+        const ticket = await signedTicket(c.sessionId, BIG);
+        const step = await signedStep(c.sessionId, 3n);
+        const payerCommit = await signedCommit(c.sessionId, BIG, "payer");
+        const providerCommit = await signedCommit(c.sessionId, 3n, "provider");
+        const closing = closingRecord(BIG);
+        await Promise.all([
+          store.putTicket(c.sessionId, ticket),
+          store.putStep(c.sessionId, step),
+          store.putCommit(c.sessionId, "payer", payerCommit),
+          store.putCommit(c.sessionId, "provider", providerCommit),
+          store.putClosing(c.sessionId, closing),
+          store.setCursor("escrow-events", 2n ** 64n - 1n),
+        ]);
+        expect(store.latestTicket(c.sessionId)).to.deep.equal(ticket);
+        expect(store.steps(c.sessionId)).to.deep.equal([step, { seq: BIG, ticket }]);
+        expect(store.latestCommit(c.sessionId, "payer")).to.deep.equal(payerCommit);
+        expect(store.latestCommit(c.sessionId, "provider")).to.deep.equal(providerCommit);
+        expect(store.getClosing(c.sessionId)).to.deep.equal(closing);
+        expect(store.getCursor("escrow-events")).to.equal(2n ** 64n - 1n);
+
+        expect(store.latestTicket(h("other"))).to.equal(undefined);
+        expect(store.latestCommit(h("other"), "payer")).to.equal(undefined);
+        expect(store.getClosing(h("other"))).to.equal(undefined);
+        expect(store.getCursor("other")).to.equal(undefined);
+      });
+    });
+
+    it("makes a write visible to reads when its promise resolves, not before", async () => {
+      const store = await openStore();
+      const c = channel(1n);
+      const written = store.putChannel(c);
+      expect(store.getChannel(c.sessionId)).to.equal(undefined);
+      await written;
+      expect(store.getChannel(c.sessionId)).to.deep.equal(c);
+    });
+
+    describe("putTicket", () => {
+      it("is idempotent for the same bytes, within one batch and across batches", async () => {
+        const store = await openStore();
+        const c = channel(1n);
+        await store.putChannel(c);
+        const ticket = await signedTicket(c.sessionId, 1n);
+        await Promise.all([store.putTicket(c.sessionId, ticket), store.putTicket(c.sessionId, ticket)]);
+        await store.putTicket(c.sessionId, { ...ticket, ticket: { ...ticket.ticket } });
+        expect(store.steps(c.sessionId)).to.deep.equal([{ seq: 1n, ticket }]);
+      });
+
+      it("rejects a different ticket for a seq that has one, stored or pending, and keeps the first", async () => {
+        const store = await openStore();
+        const c = channel(1n);
+        await store.putChannel(c);
+        const first = await signedTicket(c.sessionId, 1n);
+        const other = await signedTicket(c.sessionId, 1n, "other");
+        const pending = store.putTicket(c.sessionId, first);
+        const inSameBatch = await rejection(store.putTicket(c.sessionId, other));
+        await pending;
+        const afterCommit = await rejection(store.putTicket(c.sessionId, other));
+        for (const error of [inSameBatch, afterCommit]) {
+          expect(error.name).to.equal("TicketConflictError");
+          expect(error.message).to.contain("seq 1");
+        }
+        // Only a signature differs: still a different ticket.
+        const resigned = { ...first, signature: other.signature };
+        expect((await rejection(store.putTicket(c.sessionId, resigned))).name).to.equal("TicketConflictError");
+        expect(store.latestTicket(c.sessionId)).to.deep.equal(first);
+      });
+
+      it("rejects a ticket for another session or for an unknown channel", async () => {
+        const store = await openStore();
+        const c = channel(1n);
+        await store.putChannel(c);
+        const foreign = await signedTicket(h("another session"), 1n);
+        expect((await rejection(store.putTicket(c.sessionId, foreign))).name).to.equal("InconsistentRecordError");
+        const unknown = await rejection(store.putTicket(foreign.ticket.sessionId, foreign));
+        expect(unknown.name).to.equal("UnknownChannelError");
+        expect(store.stats.commits).to.equal(1);
+      });
+    });
+
+    describe("putStep", () => {
+      it("stores a provider's ticket, receipt and leaf atomically in one commit", async () => {
+        const store = await openStore();
+        const c = channel(1n);
+        await store.putChannel(c);
+        const step = await signedStep(c.sessionId, 1n);
+        const before = store.stats.commits;
+        await store.putStep(c.sessionId, step);
+        expect(store.stats.commits).to.equal(before + 1);
+        expect(store.steps(c.sessionId)).to.deep.equal([step]);
+        expect(store.leaves(c.sessionId)).to.deep.equal([step.leaf]);
+        expect(store.receiptCount(c.sessionId)).to.equal(1);
+        // The same step again is a no-op.
+        await store.putStep(c.sessionId, step);
+        expect(store.steps(c.sessionId)).to.deep.equal([step]);
+      });
+
+      it("adds the payer's accepted receipt to the ticket it stored before sending it", async () => {
+        const store = await openStore();
+        const c = channel(1n, { role: "payer" });
+        await store.putChannel(c);
+        const step = await signedStep(c.sessionId, 1n);
+        await store.putTicket(c.sessionId, step.ticket);
+        expect(store.steps(c.sessionId)).to.deep.equal([{ seq: 1n, ticket: step.ticket }]);
+        expect(store.receiptCount(c.sessionId)).to.equal(0);
+        await store.putStep(c.sessionId, step);
+        expect(store.steps(c.sessionId)).to.deep.equal([step]);
+        // A ticket stored later for a receipted step changes nothing.
+        await store.putTicket(c.sessionId, step.ticket);
+        expect(store.steps(c.sessionId)).to.deep.equal([step]);
+      });
+
+      it("rejects a receipt for a different ticket, a second different receipt, and mismatched parts", async () => {
+        const store = await openStore();
+        const c = channel(1n);
+        await store.putChannel(c);
+        const step = await signedStep(c.sessionId, 1n);
+        await store.putStep(c.sessionId, step);
+
+        const otherTicket = { ...step, ticket: await signedTicket(c.sessionId, 1n, "other") };
+        expect((await rejection(store.putStep(c.sessionId, otherTicket))).name).to.equal("TicketConflictError");
+        const otherReceipt = await signedStep(c.sessionId, 1n, "other output");
+        expect((await rejection(store.putStep(c.sessionId, otherReceipt))).name).to.equal("ReceiptConflictError");
+        const otherLeaf = { ...step, leaf: h("wrong leaf") };
+        expect((await rejection(store.putStep(c.sessionId, otherLeaf))).name).to.equal("ReceiptConflictError");
+
+        const step2 = await signedStep(c.sessionId, 2n);
+        const mismatches: Step[] = [
+          { ...step2, seq: 3n },
+          { ...step2, receipt: step.receipt },
+          { ...step2, ticket: step.ticket },
+        ];
+        for (const bad of mismatches) {
+          expect((await rejection(store.putStep(c.sessionId, bad))).name).to.equal("InconsistentRecordError");
+        }
+        const foreign = await signedStep(h("another session"), 2n);
+        expect((await rejection(store.putStep(c.sessionId, foreign))).name).to.equal("InconsistentRecordError");
+        expect(store.steps(c.sessionId)).to.deep.equal([step]);
+      });
+
+      it("checks a write against steps an earlier instance wrote, none of them in its memory (the recent-steps cache)", async () => {
+        const first = await openStore();
+        const c = channel(1n);
+        await first.putChannel(c);
+        const steps = [await signedStep(c.sessionId, 1n), await signedStep(c.sessionId, 2n), await signedStep(c.sessionId, 3n)];
+        for (const step of steps) await first.putStep(c.sessionId, step);
+        await first.close();
+        const second = await openStore();
+        // Nothing of these rows is in the new instance's memory: the checks must read the file.
+        expect((await rejection(second.putTicket(c.sessionId, await signedTicket(c.sessionId, 2n, "other")))).name).to.equal("TicketConflictError");
+        expect((await rejection(second.putStep(c.sessionId, await signedStep(c.sessionId, 3n, "other output")))).name).to.equal("ReceiptConflictError");
+        await second.putTicket(c.sessionId, steps[1]!.ticket); // the same ticket again changes nothing
+        const fourth = await signedStep(c.sessionId, 4n);
+        await second.putStep(c.sessionId, fourth);
+        expect((await rejection(second.putStep(c.sessionId, await signedStep(c.sessionId, 4n, "other output")))).name).to.equal("ReceiptConflictError");
+        expect(second.steps(c.sessionId)).to.deep.equal([...steps, fourth]);
+      });
+
+      it("catches conflicting steps within one pending batch", async () => {
+        const store = await openStore();
+        const c = channel(1n);
+        await store.putChannel(c);
+        const step = await signedStep(c.sessionId, 1n);
+        const otherReceipt = await signedStep(c.sessionId, 1n, "other output");
+        const first = store.putStep(c.sessionId, step);
+        const second = rejection(store.putStep(c.sessionId, otherReceipt));
+        await first;
+        expect((await second).name).to.equal("ReceiptConflictError");
+        expect(store.steps(c.sessionId)).to.deep.equal([step]);
+      });
+    });
+
+    describe("reading steps", () => {
+      it("orders by seq numerically, pages with fromSeq and limit, and lists only receipted leaves", async () => {
+        const store = await openStore();
+        const c = channel(1n);
+        await store.putChannel(c);
+        const seqs = [9n, 10n, 2n, 100n, BIG, 1n];
+        const steps = new Map<bigint, StepRecord>();
+        for (const seq of seqs) {
+          if (seq === 10n || seq === BIG) {
+            const ticket = await signedTicket(c.sessionId, seq);
+            steps.set(seq, { seq, ticket });
+            await store.putTicket(c.sessionId, ticket);
+          } else {
+            const step = await signedStep(c.sessionId, seq);
+            steps.set(seq, step);
+            await store.putStep(c.sessionId, step);
+          }
+        }
+        const ascending = [...steps.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+        expect(ascending).to.deep.equal([1n, 2n, 9n, 10n, 100n, BIG]);
+        const expected = ascending.map((seq) => steps.get(seq)!);
+        expect(store.steps(c.sessionId)).to.deep.equal(expected);
+        expect(store.steps(c.sessionId, { fromSeq: 9n })).to.deep.equal(expected.slice(2));
+        expect(store.steps(c.sessionId, { fromSeq: 3n, limit: 2 })).to.deep.equal(expected.slice(2, 4));
+        expect(store.steps(c.sessionId, { limit: 0 })).to.deep.equal([]);
+        expect(store.steps(c.sessionId, { fromSeq: BIG + 1n })).to.deep.equal([]);
+        expect(store.steps(c.sessionId, { fromSeq: 2n ** 64n })).to.deep.equal([]);
+        expect(thrown(() => store.steps(c.sessionId, { limit: -1 })).name).to.equal("InvalidFieldError");
+        expect(store.latestTicket(c.sessionId)).to.deep.equal(steps.get(BIG)!.ticket);
+        const receipted = expected.filter((s) => s.leaf !== undefined);
+        expect(store.leaves(c.sessionId)).to.deep.equal(receipted.map((s) => s.leaf));
+        expect(store.receiptCount(c.sessionId)).to.equal(4);
+        expect(store.steps(h("other"))).to.deep.equal([]);
+        expect(store.leaves(h("other"))).to.deep.equal([]);
+        expect(store.receiptCount(h("other"))).to.equal(0);
+      });
+    });
+
+    describe("receipt commits", () => {
+      it("keeps each party's commits, returns the one over the most leaves, and rejects a different one for the same count", async () => {
+        const store = await openStore();
+        const c = channel(1n);
+        await store.putChannel(c);
+        const commits: SignedReceiptCommit[] = [];
+        for (const leafCount of [2n, 10n, 3n]) commits.push(await signedCommit(c.sessionId, leafCount, "provider"));
+        for (const commit of commits) await store.putCommit(c.sessionId, "provider", commit);
+        await store.putCommit(c.sessionId, "provider", commits[0]!);
+        expect(store.latestCommit(c.sessionId, "provider")).to.deep.equal(commits[1]);
+        expect(store.latestCommit(c.sessionId, "payer")).to.equal(undefined);
+        const equivocation = await signedCommit(c.sessionId, 10n, "provider", h("another root"));
+        expect((await rejection(store.putCommit(c.sessionId, "provider", equivocation))).name).to.equal("CommitConflictError");
+        // The same commit filed as the payer's is a separate record.
+        await store.putCommit(c.sessionId, "payer", equivocation);
+        expect(store.latestCommit(c.sessionId, "payer")).to.deep.equal(equivocation);
+        const foreign = await signedCommit(h("another session"), 1n, "payer");
+        expect((await rejection(store.putCommit(c.sessionId, "payer", foreign))).name).to.equal("InconsistentRecordError");
+      });
+    });
+
+    describe("channels, closings and cursors", () => {
+      it("filters listChannels by role and status, in the order channels were first stored", async () => {
+        const store = await openStore();
+        const records = [
+          channel(1n, { role: "payer", status: "open" }),
+          channel(2n, { role: "provider", status: "open" }),
+          channel(3n, { role: "payer", status: "closing" }),
+          channel(4n, { role: "provider", status: "settled" }),
+        ];
+        for (const record of records) await store.putChannel(record);
+        const ids = (list: ChannelRecord[]) => list.map((r) => r.ref.terms.nonce);
+        expect(store.listChannels()).to.deep.equal(records);
+        expect(ids(store.listChannels({ role: "payer" }))).to.deep.equal([1n, 3n]);
+        expect(ids(store.listChannels({ status: "open" }))).to.deep.equal([1n, 2n]);
+        expect(ids(store.listChannels({ role: "provider", status: "settled" }))).to.deep.equal([4n]);
+        expect(store.listChannels({ role: "provider", status: "closing" })).to.deep.equal([]);
+      });
+
+      it("updates deposit and status, replaces a channel without losing its steps, and rejects unknown channels", async () => {
+        const store = await openStore();
+        const c = channel(1n, { peer: "peer-a:1" });
+        const other = channel(2n);
+        await store.putChannel(c);
+        await store.putChannel(other);
+        const step = await signedStep(c.sessionId, 1n);
+        await store.putStep(c.sessionId, step);
+        await store.updateChannel(c.sessionId, { deposit: 2n ** 128n - 1n });
+        await store.updateChannel(c.sessionId, { status: "closing" });
+        expect(store.getChannel(c.sessionId)).to.deep.equal({ ...c, deposit: 2n ** 128n - 1n, status: "closing" });
+        const replaced = { ...channel(1n), status: "settled" as const, deposit: 0n };
+        await store.putChannel(replaced);
+        expect(store.getChannel(c.sessionId)).to.deep.equal(replaced);
+        expect(store.steps(c.sessionId)).to.deep.equal([step]);
+        expect(store.listChannels().map((r) => r.sessionId)).to.deep.equal([c.sessionId, other.sessionId]);
+
+        const unknown = h("no such channel");
+        expect((await rejection(store.updateChannel(unknown, { status: "settled" }))).name).to.equal("UnknownChannelError");
+        expect((await rejection(store.putClosing(unknown, closingRecord(1n)))).name).to.equal("UnknownChannelError");
+        expect((await rejection(store.putStep(unknown, await signedStep(unknown, 1n)))).name).to.equal("UnknownChannelError");
+        expect((await rejection(store.updateChannel(c.sessionId, { deposit: -1n }))).name).to.equal("InvalidFieldError");
+      });
+
+      it("deletes a pruned channel with everything filed under it, keeps it pruned across a reopen and never stores it again (issue 31 item 2)", async () => {
+        const store = await openStore();
+        const gone = channel(1n);
+        const kept = channel(2n);
+        await store.putChannel(gone);
+        await store.putChannel(kept);
+        const goneSteps = [await signedStep(gone.sessionId, 1n), await signedStep(gone.sessionId, 2n)];
+        for (const step of goneSteps) await store.putStep(gone.sessionId, step);
+        await store.putCommit(gone.sessionId, "payer", await signedCommit(gone.sessionId, 2n, "payer"));
+        await store.putClosing(gone.sessionId, closingRecord(2n));
+        const keptStep = await signedStep(kept.sessionId, 1n);
+        await store.putStep(kept.sessionId, keptStep);
+        await store.setCursor("watch", 7n);
+
+        await store.deleteChannel(gone.sessionId, { prunedAt: 1_800_000_000n, archive: "/archive/gone.jsonl" });
+        const check = (s: ChannelStore) => {
+          expect(s.getChannel(gone.sessionId)).to.equal(undefined);
+          expect(s.steps(gone.sessionId)).to.deep.equal([]);
+          expect(s.latestCommit(gone.sessionId, "payer")).to.equal(undefined);
+          expect(s.getClosing(gone.sessionId)).to.equal(undefined);
+          expect(s.prunedChannel(gone.sessionId)).to.deep.equal({ prunedAt: 1_800_000_000n, archive: "/archive/gone.jsonl" });
+          expect(s.prunedChannel(kept.sessionId)).to.equal(undefined);
+          expect(s.listChannels().map((r) => r.sessionId)).to.deep.equal([kept.sessionId]);
+          expect(s.steps(kept.sessionId)).to.deep.equal([keptStep]);
+          expect(s.getCursor("watch")).to.equal(7n);
+        };
+        check(store);
+        const again = await rejection(store.putChannel(gone));
+        expect(again.name).to.equal("ChannelPrunedError");
+        expect(again.message).to.contain("pruned from this store at 1800000000");
+        expect((await rejection(store.putStep(gone.sessionId, goneSteps[0]!))).name).to.equal("UnknownChannelError");
+        expect((await rejection(store.deleteChannel(gone.sessionId, { prunedAt: 1n, archive: "x" }))).name).to.equal("UnknownChannelError");
+        await store.close();
+
+        const reopened = await openStore();
+        check(reopened);
+        expect((await rejection(reopened.putChannel(gone))).name).to.equal("ChannelPrunedError");
+      });
+
+      it("keeps the co-signed cooperative close across a reopen, idempotently, and refuses a different one (issue 12)", async () => {
+        const store = await openStore();
+        const c = channel(1n);
+        await store.putChannel(c);
+        const summary = {
+          sessionId: c.sessionId,
+          provider: c.ref.terms.provider,
+          payer: c.ref.terms.payer,
+          termsHash: c.ref.terms.termsHash,
+          finalSeq: BIG,
+          finalAmount: 2n ** 128n - 1n,
+          finalReceiptRoot: h("root"),
+          mode: "Cooperative" as const,
+        };
+        const close = { summary, payerSignature: `0x${"11".repeat(64)}1b` as Hex, providerSignature: `0x${"22".repeat(64)}1c` as Hex };
+        expect(store.getCooperativeClose(c.sessionId)).to.equal(undefined);
+        await store.putCooperativeClose(c.sessionId, close);
+        await store.putCooperativeClose(c.sessionId, close); // the same close again: a no-op
+        const other = { ...close, summary: { ...summary, finalAmount: 0n } };
+        expect((await rejection(store.putCooperativeClose(c.sessionId, other))).name).to.equal("CooperativeCloseConflictError");
+        expect((await rejection(store.putCooperativeClose(h("no such channel"), { ...close, summary: { ...summary, sessionId: h("no such channel") } }))).name).to.equal("UnknownChannelError");
+        expect((await rejection(store.putCooperativeClose(c.sessionId, { ...close, summary: { ...summary, sessionId: h("x") } }))).name).to.equal("InconsistentRecordError");
+        await store.close();
+        expect((await openStore()).getCooperativeClose(c.sessionId)).to.deep.equal(close);
+      });
+
+      it("keeps the provider's fault statements per step (issue 12 item 5): idempotent, a second different one refused, across a reopen", async () => {
+        const store = await openStore();
+        const c = channel(1n, { role: "payer" });
+        await store.putChannel(c);
+        const statement = { sessionId: c.sessionId, seq: BIG, offloadPacketHash: h("request"), code: "ERR_UPSTREAM_FAILURE" as const, computeSpent: 2n ** 128n - 1n };
+        const fault = await signFaultStatement({ account: provider, statement });
+        expect(store.getFaultStatement(c.sessionId, BIG)).to.equal(undefined);
+        await Promise.all([store.putFaultStatement(c.sessionId, fault), store.putFaultStatement(c.sessionId, fault)]); // the same, twice in one batch
+        await store.putFaultStatement(c.sessionId, fault); // and again later: a no-op
+        const other = await signFaultStatement({ account: provider, statement: { ...statement, computeSpent: 0n } });
+        expect((await rejection(store.putFaultStatement(c.sessionId, other))).name).to.equal("FaultStatementConflictError");
+        const foreign = await signFaultStatement({ account: provider, statement: { ...statement, sessionId: h("x") } });
+        expect((await rejection(store.putFaultStatement(c.sessionId, foreign))).name).to.equal("InconsistentRecordError");
+        expect((await rejection(store.putFaultStatement(h("x"), foreign))).name).to.equal("UnknownChannelError");
+        await store.close();
+        const reopened = await openStore();
+        expect(reopened.getFaultStatement(c.sessionId, BIG)).to.deep.equal(fault);
+        expect(reopened.getFaultStatement(c.sessionId, BIG - 1n)).to.equal(undefined);
+      });
+
+      it("replaces the closing after a challenge", async () => {
+        const store = await openStore();
+        const c = channel(1n);
+        await store.putChannel(c);
+        await store.putClosing(c.sessionId, closingRecord(5n));
+        await store.putClosing(c.sessionId, closingRecord(BIG));
+        expect(store.getClosing(c.sessionId)).to.deep.equal(closingRecord(BIG));
+      });
+
+      it("sets cursors per name, moving forwards or back", async () => {
+        const store = await openStore();
+        await Promise.all([store.setCursor("a", 10n), store.setCursor("b", BIG)]);
+        await store.setCursor("a", 7n);
+        expect(store.getCursor("a")).to.equal(7n);
+        expect(store.getCursor("b")).to.equal(BIG);
+        expect((await rejection(store.setCursor("a", -1n))).name).to.equal("InvalidFieldError");
+        expect((await rejection(store.setCursor("a", 2n ** 64n))).name).to.equal("InvalidFieldError");
+        expect((await rejection(store.setCursor("", 1n))).name).to.equal("InvalidFieldError");
+      });
+    });
+
+    describe("durability", () => {
+      it("sees everything after close and reopen, including writes close flushed", async () => {
+        const store = await openStore();
+        const c = channel(1n, { peer: "127.0.0.1:7000" });
+        await store.putChannel(c);
+        const step = await signedStep(c.sessionId, 1n);
+        const ticket = await signedTicket(c.sessionId, 2n);
+        const commit = await signedCommit(c.sessionId, 1n, "payer");
+        // Not awaited: close must flush them.
+        const writes = [
+          store.putStep(c.sessionId, step),
+          store.putTicket(c.sessionId, ticket),
+          store.putCommit(c.sessionId, "payer", commit),
+          store.putClosing(c.sessionId, closingRecord(2n)),
+          store.setCursor("blocks", BIG),
+          store.updateChannel(c.sessionId, { status: "closing" }),
+        ];
+        await store.close();
+        await Promise.all(writes);
+
+        const reopened = await openStore();
+        expect(reopened.getChannel(c.sessionId)).to.deep.equal({ ...c, status: "closing" });
+        expect(reopened.steps(c.sessionId)).to.deep.equal([step, { seq: 2n, ticket }]);
+        expect(reopened.leaves(c.sessionId)).to.deep.equal([step.leaf]);
+        expect(reopened.latestCommit(c.sessionId, "payer")).to.deep.equal(commit);
+        expect(reopened.getClosing(c.sessionId)).to.deep.equal(closingRecord(2n));
+        expect(reopened.getCursor("blocks")).to.equal(BIG);
+      });
+
+      it("rejects writes and reads after close; close is idempotent", async () => {
+        const store = await openStore();
+        const c = channel(1n);
+        await store.putChannel(c);
+        await store.close();
+        await store.close();
+        const ticket = await signedTicket(c.sessionId, 1n);
+        // Each write's rejection is taken as the write starts, so none is left unhandled while another is awaited.
+        const writes = [
+          rejection(store.putChannel(c)),
+          rejection(store.putTicket(c.sessionId, ticket)),
+          rejection(store.setCursor("a", 1n)),
+          rejection(store.updateChannel(c.sessionId, { status: "settled" })),
+        ];
+        for (const write of writes) {
+          const error = await write;
+          expect(error.name).to.equal("StoreClosedError");
+          expect(error.message).to.contain("the store is closed");
+        }
+        expect(thrown(() => store.getChannel(c.sessionId)).name).to.equal("StoreClosedError");
+        expect(thrown(() => store.steps(c.sessionId)).name).to.equal("StoreClosedError");
+        await store.flush(); // nothing pending: resolves
+      });
+    });
+
+    describe("session-key grants (decision 0025)", () => {
+      const grantFor = (sessionId: Hex, keyIndex: number, spendCap: bigint) =>
+        signSessionKeyGrant({ account: payer, domain, sessionId, key: hardhatAccount(keyIndex).address, expiry: BIG, spendCap, methods: ["*"], epoch: 0n });
+
+      it("keeps every grant of a session (idempotently), finds them by key, survives a reopen, refuses one for another session", async () => {
+        const store = await openStore();
+        const c = channel(1n);
+        await store.putChannel(c);
+        const first = await grantFor(c.sessionId, ROLE.sessionKey, 10n);
+        const regranted = await grantFor(c.sessionId, ROLE.sessionKey, 20n); // the same key, a higher cap
+        const other = await grantFor(c.sessionId, ROLE.stranger, 5n);
+        for (const g of [first, regranted, first, other]) await store.putSessionKeyGrant(c.sessionId, g);
+        expect(store.sessionKeyGrants(c.sessionId)).to.deep.equal([first, regranted, other]);
+        expect(store.sessionKeyGrants(c.sessionId, getAddress(hardhatAccount(ROLE.sessionKey).address))).to.deep.equal([first, regranted]);
+        expect(store.sessionKeyGrants(c.sessionId, zeroAddress)).to.deep.equal([]);
+        const foreign = await grantFor(h("another session"), ROLE.sessionKey, 1n);
+        expect((await rejection(store.putSessionKeyGrant(c.sessionId, foreign))).name).to.equal("InconsistentRecordError");
+        expect((await rejection(store.putSessionKeyGrant(h("unknown"), foreign))).name).to.equal("UnknownChannelError");
+        await store.close();
+        expect((await openStore()).sessionKeyGrants(c.sessionId)).to.deep.equal([first, regranted, other]);
+      });
+    });
+  });
+}
+
 describe("SqliteStore", function () {
   let dir: string;
   let dbPath: string;
@@ -160,6 +682,7 @@ describe("SqliteStore", function () {
       new storeErrors.ResultConflictError(h("s"), 1n),
       new storeErrors.InconsistentRecordError("x"),
       new storeErrors.ChannelPrunedError(h("s"), 1n, "/a"),
+      new storeErrors.FencedError(h("s"), 1n, 2n),
     ];
     expect(instances.map((e) => e.name).sort()).to.deep.equal(Object.keys(storeErrors).sort());
     for (const error of instances) expect(error.name).to.equal(error.constructor.name);
@@ -216,45 +739,7 @@ describe("SqliteStore", function () {
   });
 
   describe("round trips", () => {
-    it("channels, with and without a peer, bigints beyond 2^53 intact", async () => {
-      const store = openStore();
-      const withPeer = channel(1n, { peer: "127.0.0.1:7000", role: "payer" });
-      const withoutPeer = channel(2n);
-      await Promise.all([store.putChannel(withPeer), store.putChannel(withoutPeer)]);
-      expect(store.getChannel(withPeer.sessionId)).to.deep.equal(withPeer);
-      expect(store.getChannel(withoutPeer.sessionId)).to.deep.equal(withoutPeer);
-      expect(store.getChannel(h("no such channel"))).to.equal(undefined);
-    });
 
-    it("tickets, steps, commits, closings and cursors", async () => {
-      const store = openStore();
-      const c = channel(1n);
-      await store.putChannel(c);
-      const ticket = await signedTicket(c.sessionId, BIG);
-      const step = await signedStep(c.sessionId, 3n);
-      const payerCommit = await signedCommit(c.sessionId, BIG, "payer");
-      const providerCommit = await signedCommit(c.sessionId, 3n, "provider");
-      const closing = closingRecord(BIG);
-      await Promise.all([
-        store.putTicket(c.sessionId, ticket),
-        store.putStep(c.sessionId, step),
-        store.putCommit(c.sessionId, "payer", payerCommit),
-        store.putCommit(c.sessionId, "provider", providerCommit),
-        store.putClosing(c.sessionId, closing),
-        store.setCursor("escrow-events", 2n ** 64n - 1n),
-      ]);
-      expect(store.latestTicket(c.sessionId)).to.deep.equal(ticket);
-      expect(store.steps(c.sessionId)).to.deep.equal([step, { seq: BIG, ticket }]);
-      expect(store.latestCommit(c.sessionId, "payer")).to.deep.equal(payerCommit);
-      expect(store.latestCommit(c.sessionId, "provider")).to.deep.equal(providerCommit);
-      expect(store.getClosing(c.sessionId)).to.deep.equal(closing);
-      expect(store.getCursor("escrow-events")).to.equal(2n ** 64n - 1n);
-
-      expect(store.latestTicket(h("other"))).to.equal(undefined);
-      expect(store.latestCommit(h("other"), "payer")).to.equal(undefined);
-      expect(store.getClosing(h("other"))).to.equal(undefined);
-      expect(store.getCursor("other")).to.equal(undefined);
-    });
 
     it("stores amounts as decimal TEXT outside steps, and steps as bytes keyed by (channel number, seq − 2^63) (schema 7)", async () => {
       const store = openStore();
@@ -283,56 +768,10 @@ describe("SqliteStore", function () {
     });
   });
 
-  it("makes a write visible to reads when its promise resolves, not before", async () => {
-    const store = openStore();
-    const c = channel(1n);
-    const written = store.putChannel(c);
-    expect(store.getChannel(c.sessionId)).to.equal(undefined);
-    await written;
-    expect(store.getChannel(c.sessionId)).to.deep.equal(c);
-  });
 
   describe("putTicket", () => {
-    it("is idempotent for the same bytes, within one batch and across batches", async () => {
-      const store = openStore();
-      const c = channel(1n);
-      await store.putChannel(c);
-      const ticket = await signedTicket(c.sessionId, 1n);
-      await Promise.all([store.putTicket(c.sessionId, ticket), store.putTicket(c.sessionId, ticket)]);
-      await store.putTicket(c.sessionId, { ...ticket, ticket: { ...ticket.ticket } });
-      expect(store.steps(c.sessionId)).to.deep.equal([{ seq: 1n, ticket }]);
-    });
 
-    it("rejects a different ticket for a seq that has one, stored or pending, and keeps the first", async () => {
-      const store = openStore();
-      const c = channel(1n);
-      await store.putChannel(c);
-      const first = await signedTicket(c.sessionId, 1n);
-      const other = await signedTicket(c.sessionId, 1n, "other");
-      const pending = store.putTicket(c.sessionId, first);
-      const inSameBatch = await rejection(store.putTicket(c.sessionId, other));
-      await pending;
-      const afterCommit = await rejection(store.putTicket(c.sessionId, other));
-      for (const error of [inSameBatch, afterCommit]) {
-        expect(error.name).to.equal("TicketConflictError");
-        expect(error.message).to.contain("seq 1");
-      }
-      // Only a signature differs: still a different ticket.
-      const resigned = { ...first, signature: other.signature };
-      expect((await rejection(store.putTicket(c.sessionId, resigned))).name).to.equal("TicketConflictError");
-      expect(store.latestTicket(c.sessionId)).to.deep.equal(first);
-    });
 
-    it("rejects a ticket for another session or for an unknown channel", async () => {
-      const store = openStore();
-      const c = channel(1n);
-      await store.putChannel(c);
-      const foreign = await signedTicket(h("another session"), 1n);
-      expect((await rejection(store.putTicket(c.sessionId, foreign))).name).to.equal("InconsistentRecordError");
-      const unknown = await rejection(store.putTicket(foreign.ticket.sessionId, foreign));
-      expect(unknown.name).to.equal("UnknownChannelError");
-      expect(store.stats.commits).to.equal(1);
-    });
   });
 
   describe("durability", () => {
@@ -361,177 +800,21 @@ describe("SqliteStore", function () {
   });
 
   describe("putStep", () => {
-    it("stores a provider's ticket, receipt and leaf atomically in one commit", async () => {
-      const store = openStore();
-      const c = channel(1n);
-      await store.putChannel(c);
-      const step = await signedStep(c.sessionId, 1n);
-      const before = store.stats.commits;
-      await store.putStep(c.sessionId, step);
-      expect(store.stats.commits).to.equal(before + 1);
-      expect(store.steps(c.sessionId)).to.deep.equal([step]);
-      expect(store.leaves(c.sessionId)).to.deep.equal([step.leaf]);
-      expect(store.receiptCount(c.sessionId)).to.equal(1);
-      // The same step again is a no-op.
-      await store.putStep(c.sessionId, step);
-      expect(store.steps(c.sessionId)).to.deep.equal([step]);
-    });
 
-    it("adds the payer's accepted receipt to the ticket it stored before sending it", async () => {
-      const store = openStore();
-      const c = channel(1n, { role: "payer" });
-      await store.putChannel(c);
-      const step = await signedStep(c.sessionId, 1n);
-      await store.putTicket(c.sessionId, step.ticket);
-      expect(store.steps(c.sessionId)).to.deep.equal([{ seq: 1n, ticket: step.ticket }]);
-      expect(store.receiptCount(c.sessionId)).to.equal(0);
-      await store.putStep(c.sessionId, step);
-      expect(store.steps(c.sessionId)).to.deep.equal([step]);
-      // A ticket stored later for a receipted step changes nothing.
-      await store.putTicket(c.sessionId, step.ticket);
-      expect(store.steps(c.sessionId)).to.deep.equal([step]);
-    });
 
-    it("rejects a receipt for a different ticket, a second different receipt, and mismatched parts", async () => {
-      const store = openStore();
-      const c = channel(1n);
-      await store.putChannel(c);
-      const step = await signedStep(c.sessionId, 1n);
-      await store.putStep(c.sessionId, step);
 
-      const otherTicket = { ...step, ticket: await signedTicket(c.sessionId, 1n, "other") };
-      expect((await rejection(store.putStep(c.sessionId, otherTicket))).name).to.equal("TicketConflictError");
-      const otherReceipt = await signedStep(c.sessionId, 1n, "other output");
-      expect((await rejection(store.putStep(c.sessionId, otherReceipt))).name).to.equal("ReceiptConflictError");
-      const otherLeaf = { ...step, leaf: h("wrong leaf") };
-      expect((await rejection(store.putStep(c.sessionId, otherLeaf))).name).to.equal("ReceiptConflictError");
 
-      const step2 = await signedStep(c.sessionId, 2n);
-      const mismatches: Step[] = [
-        { ...step2, seq: 3n },
-        { ...step2, receipt: step.receipt },
-        { ...step2, ticket: step.ticket },
-      ];
-      for (const bad of mismatches) {
-        expect((await rejection(store.putStep(c.sessionId, bad))).name).to.equal("InconsistentRecordError");
-      }
-      const foreign = await signedStep(h("another session"), 2n);
-      expect((await rejection(store.putStep(c.sessionId, foreign))).name).to.equal("InconsistentRecordError");
-      expect(store.steps(c.sessionId)).to.deep.equal([step]);
-    });
-
-    it("checks a write against steps an earlier instance wrote, none of them in its memory (the recent-steps cache)", async () => {
-      const first = openStore();
-      const c = channel(1n);
-      await first.putChannel(c);
-      const steps = [await signedStep(c.sessionId, 1n), await signedStep(c.sessionId, 2n), await signedStep(c.sessionId, 3n)];
-      for (const step of steps) await first.putStep(c.sessionId, step);
-      await first.close();
-      const second = openStore();
-      // Nothing of these rows is in the new instance's memory: the checks must read the file.
-      expect((await rejection(second.putTicket(c.sessionId, await signedTicket(c.sessionId, 2n, "other")))).name).to.equal("TicketConflictError");
-      expect((await rejection(second.putStep(c.sessionId, await signedStep(c.sessionId, 3n, "other output")))).name).to.equal("ReceiptConflictError");
-      await second.putTicket(c.sessionId, steps[1]!.ticket); // the same ticket again changes nothing
-      const fourth = await signedStep(c.sessionId, 4n);
-      await second.putStep(c.sessionId, fourth);
-      expect((await rejection(second.putStep(c.sessionId, await signedStep(c.sessionId, 4n, "other output")))).name).to.equal("ReceiptConflictError");
-      expect(second.steps(c.sessionId)).to.deep.equal([...steps, fourth]);
-    });
-
-    it("catches conflicting steps within one pending batch", async () => {
-      const store = openStore();
-      const c = channel(1n);
-      await store.putChannel(c);
-      const step = await signedStep(c.sessionId, 1n);
-      const otherReceipt = await signedStep(c.sessionId, 1n, "other output");
-      const first = store.putStep(c.sessionId, step);
-      const second = rejection(store.putStep(c.sessionId, otherReceipt));
-      await first;
-      expect((await second).name).to.equal("ReceiptConflictError");
-      expect(store.steps(c.sessionId)).to.deep.equal([step]);
-    });
   });
 
   describe("reading steps", () => {
-    it("orders by seq numerically, pages with fromSeq and limit, and lists only receipted leaves", async () => {
-      const store = openStore();
-      const c = channel(1n);
-      await store.putChannel(c);
-      const seqs = [9n, 10n, 2n, 100n, BIG, 1n];
-      const steps = new Map<bigint, StepRecord>();
-      for (const seq of seqs) {
-        if (seq === 10n || seq === BIG) {
-          const ticket = await signedTicket(c.sessionId, seq);
-          steps.set(seq, { seq, ticket });
-          await store.putTicket(c.sessionId, ticket);
-        } else {
-          const step = await signedStep(c.sessionId, seq);
-          steps.set(seq, step);
-          await store.putStep(c.sessionId, step);
-        }
-      }
-      const ascending = [...steps.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-      expect(ascending).to.deep.equal([1n, 2n, 9n, 10n, 100n, BIG]);
-      const expected = ascending.map((seq) => steps.get(seq)!);
-      expect(store.steps(c.sessionId)).to.deep.equal(expected);
-      expect(store.steps(c.sessionId, { fromSeq: 9n })).to.deep.equal(expected.slice(2));
-      expect(store.steps(c.sessionId, { fromSeq: 3n, limit: 2 })).to.deep.equal(expected.slice(2, 4));
-      expect(store.steps(c.sessionId, { limit: 0 })).to.deep.equal([]);
-      expect(store.steps(c.sessionId, { fromSeq: BIG + 1n })).to.deep.equal([]);
-      expect(store.steps(c.sessionId, { fromSeq: 2n ** 64n })).to.deep.equal([]);
-      expect(thrown(() => store.steps(c.sessionId, { limit: -1 })).name).to.equal("InvalidFieldError");
-      expect(store.latestTicket(c.sessionId)).to.deep.equal(steps.get(BIG)!.ticket);
-      const receipted = expected.filter((s) => s.leaf !== undefined);
-      expect(store.leaves(c.sessionId)).to.deep.equal(receipted.map((s) => s.leaf));
-      expect(store.receiptCount(c.sessionId)).to.equal(4);
-      expect(store.steps(h("other"))).to.deep.equal([]);
-      expect(store.leaves(h("other"))).to.deep.equal([]);
-      expect(store.receiptCount(h("other"))).to.equal(0);
-    });
   });
 
   describe("receipt commits", () => {
-    it("keeps each party's commits, returns the one over the most leaves, and rejects a different one for the same count", async () => {
-      const store = openStore();
-      const c = channel(1n);
-      await store.putChannel(c);
-      const commits: SignedReceiptCommit[] = [];
-      for (const leafCount of [2n, 10n, 3n]) commits.push(await signedCommit(c.sessionId, leafCount, "provider"));
-      for (const commit of commits) await store.putCommit(c.sessionId, "provider", commit);
-      await store.putCommit(c.sessionId, "provider", commits[0]!);
-      expect(store.latestCommit(c.sessionId, "provider")).to.deep.equal(commits[1]);
-      expect(store.latestCommit(c.sessionId, "payer")).to.equal(undefined);
-      const equivocation = await signedCommit(c.sessionId, 10n, "provider", h("another root"));
-      expect((await rejection(store.putCommit(c.sessionId, "provider", equivocation))).name).to.equal("CommitConflictError");
-      // The same commit filed as the payer's is a separate record.
-      await store.putCommit(c.sessionId, "payer", equivocation);
-      expect(store.latestCommit(c.sessionId, "payer")).to.deep.equal(equivocation);
-      const foreign = await signedCommit(h("another session"), 1n, "payer");
-      expect((await rejection(store.putCommit(c.sessionId, "payer", foreign))).name).to.equal("InconsistentRecordError");
-    });
   });
 
   describe("session-key grants (decision 0025)", () => {
     const grantFor = (sessionId: Hex, keyIndex: number, spendCap: bigint) =>
       signSessionKeyGrant({ account: payer, domain, sessionId, key: hardhatAccount(keyIndex).address, expiry: BIG, spendCap, methods: ["*"], epoch: 0n });
-
-    it("keeps every grant of a session (idempotently), finds them by key, survives a reopen, refuses one for another session", async () => {
-      const store = openStore();
-      const c = channel(1n);
-      await store.putChannel(c);
-      const first = await grantFor(c.sessionId, ROLE.sessionKey, 10n);
-      const regranted = await grantFor(c.sessionId, ROLE.sessionKey, 20n); // the same key, a higher cap
-      const other = await grantFor(c.sessionId, ROLE.stranger, 5n);
-      for (const g of [first, regranted, first, other]) await store.putSessionKeyGrant(c.sessionId, g);
-      expect(store.sessionKeyGrants(c.sessionId)).to.deep.equal([first, regranted, other]);
-      expect(store.sessionKeyGrants(c.sessionId, getAddress(hardhatAccount(ROLE.sessionKey).address))).to.deep.equal([first, regranted]);
-      expect(store.sessionKeyGrants(c.sessionId, zeroAddress)).to.deep.equal([]);
-      const foreign = await grantFor(h("another session"), ROLE.sessionKey, 1n);
-      expect((await rejection(store.putSessionKeyGrant(c.sessionId, foreign))).name).to.equal("InconsistentRecordError");
-      expect((await rejection(store.putSessionKeyGrant(h("unknown"), foreign))).name).to.equal("UnknownChannelError");
-      await store.close();
-      expect(openStore().sessionKeyGrants(c.sessionId)).to.deep.equal([first, regranted, other]);
-    });
 
     it("migrates a version-2 store (channels and steps kept) to one that holds grants", async () => {
       const c = channel(1n);
@@ -552,92 +835,9 @@ describe("SqliteStore", function () {
   });
 
   describe("channels, closings and cursors", () => {
-    it("filters listChannels by role and status, in the order channels were first stored", async () => {
-      const store = openStore();
-      const records = [
-        channel(1n, { role: "payer", status: "open" }),
-        channel(2n, { role: "provider", status: "open" }),
-        channel(3n, { role: "payer", status: "closing" }),
-        channel(4n, { role: "provider", status: "settled" }),
-      ];
-      for (const record of records) await store.putChannel(record);
-      const ids = (list: ChannelRecord[]) => list.map((r) => r.ref.terms.nonce);
-      expect(store.listChannels()).to.deep.equal(records);
-      expect(ids(store.listChannels({ role: "payer" }))).to.deep.equal([1n, 3n]);
-      expect(ids(store.listChannels({ status: "open" }))).to.deep.equal([1n, 2n]);
-      expect(ids(store.listChannels({ role: "provider", status: "settled" }))).to.deep.equal([4n]);
-      expect(store.listChannels({ role: "provider", status: "closing" })).to.deep.equal([]);
-    });
 
-    it("updates deposit and status, replaces a channel without losing its steps, and rejects unknown channels", async () => {
-      const store = openStore();
-      const c = channel(1n, { peer: "peer-a:1" });
-      const other = channel(2n);
-      await store.putChannel(c);
-      await store.putChannel(other);
-      const step = await signedStep(c.sessionId, 1n);
-      await store.putStep(c.sessionId, step);
-      await store.updateChannel(c.sessionId, { deposit: 2n ** 128n - 1n });
-      await store.updateChannel(c.sessionId, { status: "closing" });
-      expect(store.getChannel(c.sessionId)).to.deep.equal({ ...c, deposit: 2n ** 128n - 1n, status: "closing" });
-      const replaced = { ...channel(1n), status: "settled" as const, deposit: 0n };
-      await store.putChannel(replaced);
-      expect(store.getChannel(c.sessionId)).to.deep.equal(replaced);
-      expect(store.steps(c.sessionId)).to.deep.equal([step]);
-      expect(store.listChannels().map((r) => r.sessionId)).to.deep.equal([c.sessionId, other.sessionId]);
 
-      const unknown = h("no such channel");
-      expect((await rejection(store.updateChannel(unknown, { status: "settled" }))).name).to.equal("UnknownChannelError");
-      expect((await rejection(store.putClosing(unknown, closingRecord(1n)))).name).to.equal("UnknownChannelError");
-      expect((await rejection(store.putStep(unknown, await signedStep(unknown, 1n)))).name).to.equal("UnknownChannelError");
-      expect((await rejection(store.updateChannel(c.sessionId, { deposit: -1n }))).name).to.equal("InvalidFieldError");
-    });
 
-    it("keeps the co-signed cooperative close across a reopen, idempotently, and refuses a different one (issue 12)", async () => {
-      const store = openStore();
-      const c = channel(1n);
-      await store.putChannel(c);
-      const summary = {
-        sessionId: c.sessionId,
-        provider: c.ref.terms.provider,
-        payer: c.ref.terms.payer,
-        termsHash: c.ref.terms.termsHash,
-        finalSeq: BIG,
-        finalAmount: 2n ** 128n - 1n,
-        finalReceiptRoot: h("root"),
-        mode: "Cooperative" as const,
-      };
-      const close = { summary, payerSignature: `0x${"11".repeat(64)}1b` as Hex, providerSignature: `0x${"22".repeat(64)}1c` as Hex };
-      expect(store.getCooperativeClose(c.sessionId)).to.equal(undefined);
-      await store.putCooperativeClose(c.sessionId, close);
-      await store.putCooperativeClose(c.sessionId, close); // the same close again: a no-op
-      const other = { ...close, summary: { ...summary, finalAmount: 0n } };
-      expect((await rejection(store.putCooperativeClose(c.sessionId, other))).name).to.equal("CooperativeCloseConflictError");
-      expect((await rejection(store.putCooperativeClose(h("no such channel"), { ...close, summary: { ...summary, sessionId: h("no such channel") } }))).name).to.equal("UnknownChannelError");
-      expect((await rejection(store.putCooperativeClose(c.sessionId, { ...close, summary: { ...summary, sessionId: h("x") } }))).name).to.equal("InconsistentRecordError");
-      await store.close();
-      expect(openStore().getCooperativeClose(c.sessionId)).to.deep.equal(close);
-    });
-
-    it("keeps the provider's fault statements per step (issue 12 item 5): idempotent, a second different one refused, across a reopen", async () => {
-      const store = openStore();
-      const c = channel(1n, { role: "payer" });
-      await store.putChannel(c);
-      const statement = { sessionId: c.sessionId, seq: BIG, offloadPacketHash: h("request"), code: "ERR_UPSTREAM_FAILURE" as const, computeSpent: 2n ** 128n - 1n };
-      const fault = await signFaultStatement({ account: provider, statement });
-      expect(store.getFaultStatement(c.sessionId, BIG)).to.equal(undefined);
-      await Promise.all([store.putFaultStatement(c.sessionId, fault), store.putFaultStatement(c.sessionId, fault)]); // the same, twice in one batch
-      await store.putFaultStatement(c.sessionId, fault); // and again later: a no-op
-      const other = await signFaultStatement({ account: provider, statement: { ...statement, computeSpent: 0n } });
-      expect((await rejection(store.putFaultStatement(c.sessionId, other))).name).to.equal("FaultStatementConflictError");
-      const foreign = await signFaultStatement({ account: provider, statement: { ...statement, sessionId: h("x") } });
-      expect((await rejection(store.putFaultStatement(c.sessionId, foreign))).name).to.equal("InconsistentRecordError");
-      expect((await rejection(store.putFaultStatement(h("x"), foreign))).name).to.equal("UnknownChannelError");
-      await store.close();
-      const reopened = openStore();
-      expect(reopened.getFaultStatement(c.sessionId, BIG)).to.deep.equal(fault);
-      expect(reopened.getFaultStatement(c.sessionId, BIG - 1n)).to.equal(undefined);
-    });
 
     it("migrates a version-2 store to the current version, keeping what it held", async () => {
       const raw = new Database(dbPath);
@@ -654,79 +854,11 @@ describe("SqliteStore", function () {
       expect(store.getFaultStatement(c.sessionId, 1n)).to.deep.equal(fault);
     });
 
-    it("replaces the closing after a challenge", async () => {
-      const store = openStore();
-      const c = channel(1n);
-      await store.putChannel(c);
-      await store.putClosing(c.sessionId, closingRecord(5n));
-      await store.putClosing(c.sessionId, closingRecord(BIG));
-      expect(store.getClosing(c.sessionId)).to.deep.equal(closingRecord(BIG));
-    });
 
-    it("sets cursors per name, moving forwards or back", async () => {
-      const store = openStore();
-      await Promise.all([store.setCursor("a", 10n), store.setCursor("b", BIG)]);
-      await store.setCursor("a", 7n);
-      expect(store.getCursor("a")).to.equal(7n);
-      expect(store.getCursor("b")).to.equal(BIG);
-      expect((await rejection(store.setCursor("a", -1n))).name).to.equal("InvalidFieldError");
-      expect((await rejection(store.setCursor("a", 2n ** 64n))).name).to.equal("InvalidFieldError");
-      expect((await rejection(store.setCursor("", 1n))).name).to.equal("InvalidFieldError");
-    });
   });
 
   describe("durability", () => {
-    it("sees everything after close and reopen, including writes close flushed", async () => {
-      const store = openStore();
-      const c = channel(1n, { peer: "127.0.0.1:7000" });
-      await store.putChannel(c);
-      const step = await signedStep(c.sessionId, 1n);
-      const ticket = await signedTicket(c.sessionId, 2n);
-      const commit = await signedCommit(c.sessionId, 1n, "payer");
-      // Not awaited: close must flush them.
-      const writes = [
-        store.putStep(c.sessionId, step),
-        store.putTicket(c.sessionId, ticket),
-        store.putCommit(c.sessionId, "payer", commit),
-        store.putClosing(c.sessionId, closingRecord(2n)),
-        store.setCursor("blocks", BIG),
-        store.updateChannel(c.sessionId, { status: "closing" }),
-      ];
-      await store.close();
-      await Promise.all(writes);
 
-      const reopened = openStore();
-      expect(reopened.getChannel(c.sessionId)).to.deep.equal({ ...c, status: "closing" });
-      expect(reopened.steps(c.sessionId)).to.deep.equal([step, { seq: 2n, ticket }]);
-      expect(reopened.leaves(c.sessionId)).to.deep.equal([step.leaf]);
-      expect(reopened.latestCommit(c.sessionId, "payer")).to.deep.equal(commit);
-      expect(reopened.getClosing(c.sessionId)).to.deep.equal(closingRecord(2n));
-      expect(reopened.getCursor("blocks")).to.equal(BIG);
-    });
-
-    it("rejects writes and reads after close; close is idempotent", async () => {
-      const store = openStore();
-      const c = channel(1n);
-      await store.putChannel(c);
-      await store.close();
-      await store.close();
-      const ticket = await signedTicket(c.sessionId, 1n);
-      // Each write's rejection is taken as the write starts, so none is left unhandled while another is awaited.
-      const writes = [
-        rejection(store.putChannel(c)),
-        rejection(store.putTicket(c.sessionId, ticket)),
-        rejection(store.setCursor("a", 1n)),
-        rejection(store.updateChannel(c.sessionId, { status: "settled" })),
-      ];
-      for (const write of writes) {
-        const error = await write;
-        expect(error.name).to.equal("StoreClosedError");
-        expect(error.message).to.contain("the store is closed");
-      }
-      expect(thrown(() => store.getChannel(c.sessionId)).name).to.equal("StoreClosedError");
-      expect(thrown(() => store.steps(c.sessionId)).name).to.equal("StoreClosedError");
-      await store.flush(); // nothing pending: resolves
-    });
 
     it("surfaces a corrupted row as StoreCorruptionError naming the row", async () => {
       const store = openStore();

@@ -247,6 +247,7 @@ describe("ioi: careless inputs end in one sentence and a non-zero exit", () => {
     // Stores: commands that act on a stored channel never create a store.
     ["status --session on a store that does not exist", () => ["status", "--session", SESSION, "--db", missingDb()], {}, "does not exist; check --db"],
     ["results on a store that does not exist", () => ["results", "--session", SESSION, "--db", missingDb()], {}, "does not exist; check --db"],
+    ["status with a PostgreSQL --db (only `ioi provider` serves from one)", () => ["status", "--session", SESSION, "--db", "postgres://ioi:s3cret@127.0.0.1:5432/ioi"], {}, "only `ioi provider` serves from PostgreSQL"],
     ["export on a store that does not exist", () => ["export", "--session", SESSION, "--db", missingDb()], {}, "does not exist; check --db"],
     ["deposit on a store that does not exist", () => ["deposit", "--session", SESSION, "--amount", "5", "--db", missingDb()], GOOD_KEY, "does not exist; check --db"],
     ["close on a store that does not exist", () => ["close", "--session", SESSION, "--db", missingDb(), ...DEAD_RPC], GOOD_KEY, "does not exist; check --db"],

@@ -27,11 +27,13 @@ export async function startProviderChild(parameters: {
   /** Every live child is kept here until it exits, so the suite can kill what is left. */
   children: Set<ChildProcess>;
   startDeadlineMs: number;
+  /** Further arguments, after the others (e.g. `--worker CMD…`, which must come last). */
+  extraArgs?: string[];
 }): Promise<ProviderProcess> {
   const { children } = parameters;
   const child = spawn(
     process.execPath,
-    [path.join(ROOT, "bin/ioi.js"), "provider", "--rpc", parameters.rpcUrl, "--escrow", parameters.escrow, "--db", parameters.db, ...(parameters.termsFile ? ["--terms-file", parameters.termsFile] : ["--price", parameters.price.toString()]), "--port", "0"],
+    [path.join(ROOT, "bin/ioi.js"), "provider", "--rpc", parameters.rpcUrl, "--escrow", parameters.escrow, "--db", parameters.db, ...(parameters.termsFile ? ["--terms-file", parameters.termsFile] : ["--price", parameters.price.toString()]), "--port", "0", ...(parameters.extraArgs ?? [])],
     { cwd: ROOT, env: { ...process.env, IOI_PRIVATE_KEY: parameters.key, IOI_CLI_SOURCE: "1" }, stdio: ["ignore", "pipe", "pipe"] },
   );
   children.add(child);
