@@ -129,6 +129,9 @@ export const COMMANDS: Record<string, Command> = {
       "  --host IP             address to listen on (default 127.0.0.1); a non-loopback one needs --allow-public",
       "  --terms-file FILE     the terms document offered (schemas/terms.schema.json: metered pricing with a cap per",
       "                        call, model snapshot ids, dispute rules, required receipts); --model must be one it lists",
+      "  --suite-dir DIR --repository-dir DIR",
+      "                        with version 4 terms (milestone streaming): serve tranches; each tranche's Progress Proof",
+      "                        reports the bound suite's outcomes on the repository directory as it stands then",
       ...ALERT_NOTES,
     ],
     options: {
@@ -141,6 +144,8 @@ export const COMMANDS: Record<string, Command> = {
       "allow-public": { type: "boolean" },
       "worker-timeout": { type: "string" },
       "worker-env": { type: "string", multiple: true },
+      "suite-dir": { type: "string" },
+      "repository-dir": { type: "string" },
       ...METRICS_OPTION,
       ...LOG_OPTIONS,
       ...ALERT_OPTIONS,
@@ -338,6 +343,7 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
     if (error instanceof WorkerEnvError) throw new UsageError(error.shortMessage);
     throw error;
   }
+  const stream = await streamWorkOf(values, pricing);
   const alertSettings = alertSettingsFrom(values);
   const { publicClient, wallet, escrow, domain, chainId, fromBlock } = await chainClients(values, account);
   const reading = readingOf(values, chainId);
@@ -361,6 +367,7 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
     pricing,
     handler,
     modelSnapshotId: modelSnapshotId ?? (argv ? `worker:${path.basename(argv[0]!)}` : "worker:echo-keccak@1"),
+    ...(stream ? { stream } : {}),
     host,
     port,
     log,
@@ -399,6 +406,27 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
   await worker?.stop();
   await store.close();
   out.lines.push("Provider node stopped.");
+}
+
+/**
+ * Milestone streaming (issue 32): with v4 terms the node serves tranches, each proof reporting the bound suite's
+ * outcomes on `--repository-dir` as it stands when the tranche ends (what the provider's agent left there).
+ */
+async function streamWorkOf(values: Record<string, unknown>, pricing: PricingTerms) {
+  const suiteDir = values["suite-dir"] as string | undefined;
+  const repositoryDir = values["repository-dir"] as string | undefined;
+  if (pricing.version !== "4") {
+    if (suiteDir !== undefined || repositoryDir !== undefined) throw new UsageError("--suite-dir and --repository-dir go with version 4 terms (milestone streaming): give them with --terms-file of a v4 document.");
+    return undefined;
+  }
+  if (suiteDir === undefined || repositoryDir === undefined) throw new UsageError("Version 4 terms stream milestones: give --suite-dir (the bound test suite) and --repository-dir (the repository each tranche's proof reports on).");
+  const { readBundleDirectory } = await import("./input-file");
+  const { bundleHash } = await import("../arbitration/bundle");
+  const { suiteStreamWork } = await import("../node/stream-service");
+  const suite = readBundleDirectory(suiteDir, "suite-dir");
+  if (bundleHash(suite) !== pricing.stream.suite.hash) throw new UsageError(`--suite-dir hashes to ${bundleHash(suite)}; the terms bind the suite ${pricing.stream.suite.hash}.`);
+  readBundleDirectory(repositoryDir, "repository-dir"); // readable now; read again at each tranche
+  return { work: suiteStreamWork({ suite, read: () => readBundleDirectory(repositoryDir, "repository-dir") }) };
 }
 
 async function runOpen(values: Record<string, unknown>, out: Out): Promise<void> {
