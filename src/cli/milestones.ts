@@ -6,7 +6,7 @@
  * false claim). Over the network (second pass): `stream` streams a v4 channel against a running `ioi provider`
  * (which serves tranches when started with v4 terms, `--suite-dir` and `--repository-dir`), resuming after a restart
  * from the payer's store and the stream journal beside it, and `case` builds the session case of a stream that
- * paused on a false claim or two proofs of one tranche from that store and journal.
+ * paused on a false claim, two proofs of one tranche or a proof about another suite from that store and journal.
  */
 import { writeFileSync } from "node:fs";
 import { getAddress, isAddress, isHex, zeroHash, type Address, type Hex } from "viem";
@@ -283,8 +283,8 @@ async function runCase(values: Values, out: Out): Promise<void> {
       const pause = flow.state.paused;
       throw new UsageError(
         pause
-          ? `The stream paused at tranche ${pause.tranche} (${pause.reason}); only a false claim or two proofs of one tranche make a case.`
-          : `The journal records no pause of session ${sessionId} that makes a case (a false claim or two proofs of one tranche).`,
+          ? `The stream paused at tranche ${pause.tranche} (${pause.reason}); only a false claim, two proofs of one tranche or a proof about another suite make a case.`
+          : `The journal records no pause of session ${sessionId} that makes a case (a false claim, two proofs of one tranche or a proof about another suite).`,
       );
     }
     const { publicClient, chainId, deployment } = await disputeClients(values);
@@ -292,7 +292,10 @@ async function runCase(values: Values, out: Out): Promise<void> {
       throw new UsageError(`The store's channel lives in the GasEscrow ${channel.escrow} on chain ${channel.chainId}; the DisputeManager uses ${deployment.gasEscrow} on chain ${chainId}.`);
     }
     const closing = await currentClosingState(publicClient, deployment.gasEscrow, sessionId, deployment.deploymentBlock);
-    const anchored = await publicClient.readContract({ address: deployment.gasEscrow, abi: gasEscrowAbi, functionName: "anchoredCommitOf", args: [sessionId, evidence.commit.commit.root] });
+    // The receipt is proven against the recorded root when the close committed the same receipts (the payer's closing
+    // ticket covers all it accepted), else against the provider's receipt commit, which must then be anchored.
+    const recordedCovers = closing.receiptRoot === evidence.commit.commit.root;
+    const anchored = recordedCovers ? 1n : await publicClient.readContract({ address: deployment.gasEscrow, abi: gasEscrowAbi, functionName: "anchoredCommitOf", args: [sessionId, evidence.commit.commit.root] });
     if (anchored === 0n) throw new UsageError(`The provider's receipt commit over ${evidence.commit.commit.leafCount} receipts is not anchored: run ioi anchor --session ${sessionId} (payer or funder) once the channel is closing, then build again.`);
     const caseId = await nextCaseId(publicClient, deployment.disputeManager, 2, sessionId);
     const pkg = buildStreamPackage({
@@ -306,7 +309,7 @@ async function runCase(values: Values, out: Out): Promise<void> {
       ref: channel.ref,
       pricing: channel.pricing,
       closing,
-      commit: evidence.commit,
+      ...(recordedCovers ? {} : { commit: evidence.commit }),
       seq: evidence.seq,
       receipts: [evidence.receipt],
       progress: evidence.progress,
@@ -314,7 +317,7 @@ async function runCase(values: Values, out: Out): Promise<void> {
       ...(evidence.repository ? { repository: evidence.repository } : {}),
     });
     writePackage(out, file, pkg);
-    Object.assign(out.result, { sessionId, tranche: evidence.seq.toString(), reason: flow.state.paused!.reason, claim: evidence.progress.sample ?? null });
+    Object.assign(out.result, { sessionId, tranche: evidence.seq.toString(), reason: flow.state.paused!.reason, claim: evidence.progress.sample ?? null, provenAgainst: recordedCovers ? "recorded root" : "anchored receipt commit" });
   } finally {
     await store.close();
   }
@@ -393,7 +396,7 @@ export const MILESTONES_GROUP: CommandGroup = {
       run: runStream,
     },
     case: {
-      summary: "as the payer: build the session case of a stream that paused on a false claim or two proofs of one tranche",
+      summary: "as the payer: build the session case of a stream that paused on a false claim, two proofs of one tranche or a proof about another suite",
       usage: "ioi milestones case --session ID --suite-dir DIR --out FILE [--lane 0|1] [--db PATH]",
       notes: [
         "Reads the payer's store and the stream journal beside it. Close the channel (ioi close --unilateral) and anchor the",

@@ -12,7 +12,7 @@
  * the tranche request with a fresh sampling commitment, verifies the receipt, proof and receipt commit, reveals the
  * secret, fetches the repository for the drawn claims, re-runs them in the sealed Lane 1 engine and releases ticket
  * k+1 only if every sampled claim re-ran true. What it saw is kept as events (for the CLI, API and page) and, on a
- * false claim or two proofs of one tranche, as the evidence a stream case needs.
+ * false claim, two proofs of one tranche or a proof about another suite, as the evidence a stream case needs.
  */
 import { randomBytes } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -59,6 +59,7 @@ export const PAUSE_REASONS = [
   "repository_changed", // the repository answered for a sample is not the one the proof is anchored to
   "no_answer", // the provider did not answer the tranche or the sample
   "invalid_result", // the receipt, proof or commit does not verify or is not bound to the request
+  "wrong_suite", // the signed proof, bound to its receipt, reports on another suite than the terms bind (a case: Lane 0)
   "suite_fault", // the bound suite itself could not be run (its author's problem; nothing is proven)
   "cap_reached", // the next ticket would exceed the session key's spend cap (delegated sampling node)
   "host_fault", // this machine could not run the check (engine, watchdog): nothing is decided, nothing more is paid
@@ -106,7 +107,8 @@ export function paused(state: FlowState, pause: StreamPause): FlowState {
 /**
  * A tranche's result as the provider signed it, against the request the payer sent: the proof is for this
  * session and tranche, about the bound suite, its hash is the receipt's output and the request's hash its input.
- * A second, different proof for a tranche already seen pauses as an equivocation.
+ * A second, different proof for a tranche already seen pauses as an equivocation; a bound proof about another suite is
+ * accepted as evidence and pauses (`wrong_suite`).
  */
 export function acceptTranche(
   state: FlowState,
@@ -123,14 +125,19 @@ export function acceptTranche(
   const p = proof.proof;
   const r = receipt.receipt;
   if (p.sessionId !== input.sessionId || p.tranche !== tranche) problems.push(`the proof is for tranche ${p.tranche} of ${p.sessionId}`);
-  if (p.suiteHash !== state.terms.stream.suite.hash) problems.push(`the proof reports on suite ${p.suiteHash}, not the bound ${state.terms.stream.suite.hash}`);
   if (r.seq !== tranche || r.outputHash !== hash) problems.push(`receipt ${r.seq} carries output ${r.outputHash}, not the proof ${hash}`);
   if (r.offloadPacketHash !== trancheRequestHash(request)) problems.push(`receipt ${r.seq} binds request ${r.offloadPacketHash}, not the one sent`);
   if (r.metering.amount !== tranchePriceOf(state.terms)) problems.push(`receipt ${r.seq} charges ${r.metering.amount}, not the tranche price ${tranchePriceOf(state.terms)}`);
   if (problems.length) return { state: paused(state, { tranche, reason: "invalid_result", detail: problems.join("; ") }), ok: false };
   const proofs = new Map(state.proofs);
   proofs.set(tranche, hash);
-  return { state: { ...state, proofs }, ok: true };
+  const accepted = { ...state, proofs };
+  // Bound to its receipt but about another suite: a false claim the provider signed. The result is kept (it is the
+  // case's evidence, Lane 0 decides it) and the stream pauses; nothing is sampled.
+  if (p.suiteHash !== state.terms.stream.suite.hash) {
+    return { state: paused(accepted, { tranche, reason: "wrong_suite", detail: `the proof reports on suite ${p.suiteHash}, not the bound ${state.terms.stream.suite.hash}` }), ok: true };
+  }
+  return { state: accepted, ok: true };
 }
 
 /** A tranche's spot-check outcome: all sampled claims true → checked; otherwise the stream pauses. */
@@ -234,9 +241,9 @@ export class FlowController {
   /**
    * A controller that continues the stream the store and journal hold (a payer that restarted): every accepted
    * tranche is taken back (its ticket, receipt and leaf from the store, its request, secret and signed proof from the
-   * journal), checked tranches count as checked, and a pause that proves something (a false claim, two proofs) is
-   * restored with its evidence. A tranche released but not yet checked is finished by the next `step`: its ticket
-   * and request are sent again (the provider answers them again from its store) and its secret revealed. Without a
+   * journal), checked tranches count as checked, and a pause that proves something (a false claim, two proofs, a
+   * proof about another suite) is restored with its evidence. A tranche released but not yet checked is finished by
+   * the next `step`: its ticket and request are sent again (the provider answers them again from its store) and its secret revealed. Without a
    * journal the secret of that tranche is lost and the stream pauses (`secret_lost`). With neither store nor
    * journal, the same as `new FlowController`.
    */
@@ -290,7 +297,7 @@ export class FlowController {
     state = { ...state, checked: checked > floor ? (checked < state.released ? checked : state.released) : floor };
     if (lost !== undefined) {
       state = { ...state, paused: { tranche: lost, reason: "secret_lost", detail: `this payer restarted without tranche ${lost}'s sampling secret (no journal): it cannot reveal, so it pays nothing more` } };
-    } else if (pause && (pause.reason === "false_claim" || pause.reason === "equivocation")) {
+    } else if (pause && (pause.reason === "false_claim" || pause.reason === "equivocation" || pause.reason === "wrong_suite")) {
       const held = flow.tranches.get(pause.tranche);
       if (held) {
         if (pause.indices) held.indices = pause.indices;
@@ -427,6 +434,7 @@ export class FlowController {
       await store.putCommit(sessionId, "provider", result.commit);
     }
     this.#emit({ kind: "proof", tranche, proofHash: progressProofHash(proof), ...testsPassed(proof), repoStateHash: proof.repoStateHash });
+    if (this.state.paused) return this.#emit({ kind: "pause", ...this.state.paused }), false; // wrong_suite: nothing to sample
     return true;
   }
 
@@ -487,7 +495,7 @@ export class FlowController {
     if (!journal || !pause || this.#journaledPause === pause) return;
     this.#journaledPause = pause;
     const held = this.tranches.get(pause.tranche);
-    const evidence = pause.reason === "false_claim" || pause.reason === "equivocation";
+    const evidence = pause.reason === "false_claim" || pause.reason === "equivocation";  // wrong_suite: the proof is journaled already
     await journal.append({
       kind: "pause",
       tranche: pause.tranche,
@@ -518,7 +526,7 @@ export class FlowController {
    */
   caseEvidence(): { seq: bigint; progress: ProgressEvidence; suite?: Bundle; repository?: Bundle; receipt: ReceiptEvidence; commit: SignedReceiptCommit } | null {
     const pause = this.state.paused;
-    if (!pause || (pause.reason !== "false_claim" && pause.reason !== "equivocation") || !this.commit) return null;
+    if (!pause || (pause.reason !== "false_claim" && pause.reason !== "equivocation" && pause.reason !== "wrong_suite") || !this.commit) return null;
     const held = this.tranches.get(pause.tranche);
     if (!held?.result || (pause.reason === "equivocation" && !held.conflicting)) return null;
     const index = Number(pause.tranche) - 1;
@@ -532,6 +540,8 @@ export class FlowController {
     if (pause.reason === "equivocation") {
       return { seq: pause.tranche, progress: { proof: held.result.proof, request: held.request, conflicting: held.conflicting! }, receipt, commit: this.commit };
     }
+    // The signed proof alone shows it reports on another suite (Lane 0: STREAM_FALSE_CLAIM).
+    if (pause.reason === "wrong_suite") return { seq: pause.tranche, progress: { proof: held.result.proof, request: held.request }, receipt, commit: this.commit };
     const lie = held.samples?.find((s) => s.status === "false")?.index ?? held.lie;
     if (lie === undefined || held.secret === undefined || !held.repository) return null;
     return {

@@ -23,6 +23,11 @@ export type TrancheOutcome = {
   coverageDeltaBps?: number;
   lint?: ProgressProof["lint"];
   artifactHash?: Hex;
+  /**
+   * The suite the claims come from (default: the bound one). A worker that ran another suite must say so: the proof
+   * then reports on it, the payer pauses (`wrong_suite`) and holds a case Lane 0 decides.
+   */
+  suiteHash?: Hex;
 };
 
 /** The provider's work for tranche `tranche` of `sessionId`; `inputs` are the clock and seed the samples run under. */
@@ -73,7 +78,7 @@ export async function signTrancheProof(parameters: {
       sessionId: parameters.sessionId,
       tranche: parameters.tranche,
       repoStateHash: bundleHash(outcome.repository),
-      suiteHash: parameters.terms.stream.suite.hash,
+      suiteHash: outcome.suiteHash ?? parameters.terms.stream.suite.hash,
       tests: outcome.tests,
       coverageDeltaBps: outcome.coverageDeltaBps ?? 0,
       lint: outcome.lint ?? "clean",
