@@ -245,6 +245,7 @@ export { PayerClient, fetchTermsOffer, ProviderRejectedError, type InvocationOut
 export { PayerSession } from "../node/payer-session";
 export {
   FlowController,
+  StreamResumeError,
   mayRelease,
   acceptTranche,
   judgeSample,
