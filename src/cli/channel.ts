@@ -594,7 +594,7 @@ async function runImport(values: Record<string, unknown>, out: Out): Promise<voi
  * `--session-key FILE` (decision 0025): the grant and private key `ioi session-key authorize --out` wrote; the
  * tickets are then signed by that key, and the grant must be for this session.
  */
-function sessionKeyOf(values: Record<string, unknown>, sessionId: Hex): { account: LocalAccount; grant: SignedSessionKeyGrant } | undefined {
+export function sessionKeyOf(values: Record<string, unknown>, sessionId: Hex): { account: LocalAccount; grant: SignedSessionKeyGrant } | undefined {
   const file = values["session-key"] as string | undefined;
   if (file === undefined) return undefined;
   let raw: { grant?: unknown; privateKey?: unknown };

@@ -206,14 +206,19 @@ async function runStream(values: Values, out: Out): Promise<void> {
     }
     const domain = gasEscrowDomain({ chainId: channel.chainId, verifyingContract: channel.escrow });
     const journal = StreamJournal.open(StreamJournal.dirOfStore(storePath(values, "payer")), sessionId);
-    const link = await NetworkStreamLink.connect({ account, domain, channel, ...endpoint });
+    // The delegated sampling node (decision 0025): tickets signed by the granted key, within its cap; the grant is kept
+    // in the store before the first ticket under it (a key-signed ticket is the payer's only with its grant).
+    const sessionKey = (await import("./channel")).sessionKeyOf(values, sessionId);
+    if (sessionKey) await store.putSessionKeyGrant(sessionId, sessionKey.grant);
+    const link = await NetworkStreamLink.connect({ account, domain, channel, ...endpoint, ...(sessionKey ? { grant: sessionKey.grant } : {}) });
     try {
       const flow = await FlowController.resume({
         terms: channel.pricing,
         ref: channel.ref,
         sessionId,
         domain,
-        signer: account,
+        signer: sessionKey?.account ?? account,
+        ...(sessionKey ? { grant: sessionKey.grant } : {}),
         link,
         suite,
         store,
@@ -386,13 +391,14 @@ export const MILESTONES_GROUP: CommandGroup = {
     },
     stream: {
       summary: "as the payer: stream a v4 channel against its provider node, one tranche per checked proof (resumes after a restart)",
-      usage: "ioi milestones stream --session ID --suite-dir DIR --tranches N [--peer HOST:PORT [--allow-remote]] [--records DIR] [--db PATH]",
+      usage: "ioi milestones stream --session ID --suite-dir DIR --tranches N [--peer HOST:PORT [--allow-remote]] [--session-key FILE] [--records DIR] [--db PATH]",
       notes: [
         "Each tranche's sampling secret is made durable in the stream journal (<db>.streams/) before its request leaves, so a",
         "restarted payer resumes the tranche in flight. Exit status 0 when N tranches were paid and checked, 3 when the stream",
-        "paused (a false claim, two proofs, another repository, no answer…), 1 on error, 2 on usage.",
+        "paused (a false claim, two proofs, another repository, no answer, the session key's cap…), 1 on error, 2 on usage.",
+        "--session-key FILE (ioi session-key authorize --out): run as the payer's delegated sampling node; its cap bounds the stream.",
       ],
-      options: { session: { type: "string" }, "suite-dir": { type: "string" }, tranches: { type: "string" }, peer: { type: "string" }, "allow-remote": { type: "boolean" }, records: { type: "string" } },
+      options: { session: { type: "string" }, "suite-dir": { type: "string" }, tranches: { type: "string" }, peer: { type: "string" }, "allow-remote": { type: "boolean" }, records: { type: "string" }, "session-key": { type: "string" } },
       run: runStream,
     },
     case: {

@@ -25,6 +25,9 @@ import { termsHashOf, type TermsDocumentV4 } from "../../src/core/terms";
 import { paymentTicketHash } from "../../src/core/ticket";
 import { echoHandler } from "../../src/node/echo-worker";
 import { FlowController, type StreamProviderLink } from "../../src/node/flow-controller";
+import { sampledIndices, progressProofHash } from "../../src/core/progress-proof";
+import { signSessionKeyGrant } from "../../src/core/session-key";
+import { privateKeyToAccount } from "viem/accounts";
 import { ProviderNode } from "../../src/node/provider-node";
 import { StreamJournal } from "../../src/node/stream-journal";
 import { NetworkStreamLink } from "../../src/node/stream-link";
@@ -72,8 +75,8 @@ async function network(s: System, nonce: bigint, lieAt?: bigint) {
   await payerStore.putChannel(channel);
   const journal = StreamJournal.open(path.join(dir, "payer.db.streams"), sessionId);
   const links: NetworkStreamLink[] = [];
-  const connect = async () => {
-    const link = await NetworkStreamLink.connect({ account: payer, domain, channel, port: node.port, timeoutMs: 60_000 });
+  const connect = async (grant?: Parameters<typeof NetworkStreamLink.connect>[0]["grant"]) => {
+    const link = await NetworkStreamLink.connect({ account: payer, domain, channel, port: node.port, timeoutMs: 60_000, ...(grant ? { grant } : {}) });
     links.push(link);
     return link;
   };
@@ -187,6 +190,36 @@ describe("adversarial: milestone streaming over the sealed socket — a provider
         LGAS: { payer: PENALTY - burnOf(PENALTY), burn: burnOf(PENALTY), registry: -PENALTY },
       });
       expect((await s.registry.read.bondOf([PROVIDER_ROLE, s.provider.account.address])).active).to.equal(parseEther("500") - PENALTY);
+    } finally {
+      await n.stop();
+    }
+  });
+
+  it("offline means pause, over the socket: the delegated sampling node's session key signs the tranche tickets the provider node accepts under the payer's grant, and stops at its cap; a sample outside the agreed draw is refused; paid exactly two tranches", async () => {
+    const s = await loadFixture(systemFixture);
+    const snap = await snapshot(s, fullBook(s));
+    const n = await network(s, 44n);
+    try {
+      const delegate = privateKeyToAccount(keccak256(stringToBytes("network delegated sampling node")));
+      const grant = await signSessionKeyGrant({ account: n.payer, domain: n.domain, sessionId: n.sessionId, key: delegate.address, expiry: (await s.publicClient.getBlock()).timestamp + 86_400n, spendCap: 2n * PRICE, methods: ["*"], epoch: 0n });
+      const link = await n.connect(grant);
+      const flow = await FlowController.resume({ terms: TERMS, ref: n.opened.ref, sessionId: n.sessionId, domain: n.domain, signer: delegate, grant, link, suite: SUITE, secretOf, store: n.payerStore, journal: n.journal });
+      expect(await flow.run(3n)).to.deep.include({ reason: "cap_reached", tranche: 3n });
+      expect(flow.state).to.deep.include({ released: 2n, checked: 2n });
+      const newest = n.providerStore.latestTicket(n.sessionId)!;
+      expect(newest.ticket.seq).to.equal(2n);
+      // The payer asks for claims the draw did not pick: refused, the stream would pause.
+      const held = flow.tranches.get(2n)!;
+      const proof = held.result!.proof.proof;
+      const drawn = sampledIndices({ secret: held.secret!, proofHash: progressProofHash(proof), total: proof.tests.length, count: TERMS.stream.samplesPerTranche });
+      const undrawn = [0, 1, 2, 3].filter((i) => !drawn.includes(i)).slice(0, drawn.length);
+      let refusal: Error | undefined;
+      await link.sample({ tranche: 2n, secret: held.secret!, indices: undrawn }).catch((error: Error) => (refusal = error));
+      expect(refusal?.message).to.match(/not the agreed draw/);
+      await closeUnilateral({ wallet: s.provider, publicClient: s.publicClient, escrow: n.escrow, ref: n.opened.ref, ticket: newest, grant });
+      const { paid, routing } = await finalizeAfterWindow(s, n.sessionId, n.escrow, n.opened.ref);
+      expect(paid).to.equal(2n * PRICE);
+      await expectDeltas(s, snap, { ETH: { client: -paid, provider: paid - routing, escrow: routing } });
     } finally {
       await n.stop();
     }

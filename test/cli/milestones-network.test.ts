@@ -120,6 +120,41 @@ describe("ioi milestones over the network: a real provider node and the payer's 
     await expectDeltas(s, snap, { ETH: { client: -paid, provider: paid - routing, escrow: routing } });
   });
 
+  it("`ioi milestones stream --session-key`: the payer's delegated sampling node funds and checks over the socket and stops at the key's cap (exit 3); the cooperative close pays exactly the two capped tranches", async () => {
+    const s = await loadFixture(systemFixture);
+    const snap = await snapshot(s, fullBook(s));
+    const suiteDir = writeBundle(path.join(box.dir, "suite"), SUITE);
+    const work: StreamWork = async ({ tranche, terms, inputs }) => {
+      const repository = REPOSITORY_BY_TRANCHE[Number(tranche) - 1]!;
+      return { repository, tests: await claimsOf({ terms, suite: SUITE, repository, inputs }) };
+    };
+    const providerStore = SqliteStore.open(path.join(box.dir, "provider.db"));
+    const node = await ProviderNode.start({
+      account: hardhatAccount(SYS.provider),
+      publicClient: s.publicClient as unknown as PublicClient,
+      domain: gasEscrowDomain({ chainId: Number(s.chainId), verifyingContract: getAddress(s.escrow.address) }),
+      store: providerStore,
+      pricing: TERMS,
+      handler: echoHandler,
+      modelSnapshotId: STREAM_MODEL,
+      stream: { work },
+    });
+    box.cleanup.push(() => providerStore.close(), () => node.stop());
+    const payerDb = path.join(box.dir, "payer.db");
+    const { sessionId } = await openStream(s, 54n, payerDb, `127.0.0.1:${node.port}`);
+    const keyFile = path.join(box.dir, "session-key.json");
+    await cli(s, SYS.payer, ["session-key", "authorize", "--session", sessionId, "--db", payerDb, "--cap", (2n * PRICE).toString(), "--expires-in", "86400", "--out", keyFile]);
+    const streamed = await cli(s, SYS.payer, ["milestones", "stream", "--session", sessionId, "--suite-dir", suiteDir, "--tranches", "3", "--db", payerDb, "--session-key", keyFile], 3);
+    expect(streamed).to.deep.include({ released: "2", checked: "2", caseable: false });
+    expect(streamed.paused).to.deep.include({ reason: "cap_reached", tranche: "3" });
+    const closed = await cli(s, SYS.payer, ["close", "--session", sessionId, "--db", payerDb]);
+    const paid = 2n * PRICE;
+    expect(closed).to.deep.include({ finalSeq: "2", paidToProvider: paid.toString() });
+    const [feeBps] = await s.escrow.read.routingFee();
+    const routing = feeOf(paid, Number(feeBps));
+    await expectDeltas(s, snap, { ETH: { client: -paid, provider: paid - routing, escrow: routing } });
+  });
+
   for (const lie of ["false_claim", "wrong_suite"] as const) {
     const what = lie === "false_claim" ? "claims all 12 tests pass on a repository failing all 12" : "signs a proof about another suite";
     it(`attack: the provider node ${what} at tranche 2 — \`ioi milestones stream\` pauses there (exit 3), and \`ioi milestones case\` builds the case from the CLI; refund of the tranche and the penalty slashed`, async () => {
