@@ -8,7 +8,7 @@
  * One JSON line per entry, appended and fsynced before `append` resolves; a torn last line (a crash mid-write) is
  * ignored on reading. One writer per file (the stream's controller).
  */
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, writeSync, existsSync } from "node:fs";
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, truncateSync, writeSync, existsSync } from "node:fs";
 import path from "node:path";
 
 import type { Hex } from "viem";
@@ -80,6 +80,9 @@ function entryFromJson(value: Record<string, unknown>, where: string): JournalEn
 }
 
 export class StreamJournal {
+  /** Whether a torn tail left by a crash was cut off before this instance's first append. */
+  #repaired = false;
+
   private constructor(readonly file: string) {}
 
   /** The journal of `sessionId` in `dir` (created when missing): `<dir>/stream-<session id>.jsonl`. */
@@ -99,6 +102,15 @@ export class StreamJournal {
 
   /** Appends `entry` and makes it durable (fsync) before resolving. */
   async append(entry: JournalEntry): Promise<void> {
+    if (!this.#repaired) {
+      // A crash mid-write leaves a line without its newline; it was never durable as an entry, so it is cut off
+      // rather than glued to the next one.
+      if (existsSync(this.file)) {
+        const text = readFileSync(this.file, "utf8");
+        if (text.length > 0 && !text.endsWith("\n")) truncateSync(this.file, Buffer.byteLength(text.slice(0, text.lastIndexOf("\n") + 1), "utf8"));
+      }
+      this.#repaired = true;
+    }
     const fd = openSync(this.file, "a");
     try {
       writeSync(fd, JSON.stringify(entryToJson(entry)) + "\n");
