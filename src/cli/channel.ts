@@ -426,7 +426,9 @@ async function streamWorkOf(values: Record<string, unknown>, pricing: PricingTer
   const suite = readBundleDirectory(suiteDir, "suite-dir");
   if (bundleHash(suite) !== pricing.stream.suite.hash) throw new UsageError(`--suite-dir hashes to ${bundleHash(suite)}; the terms bind the suite ${pricing.stream.suite.hash}.`);
   readBundleDirectory(repositoryDir, "repository-dir"); // readable now; read again at each tranche
-  return { work: suiteStreamWork({ suite, read: () => readBundleDirectory(repositoryDir, "repository-dir") }) };
+  const read = () => readBundleDirectory(repositoryDir, "repository-dir");
+  // After a restart a sample is answered from the directory if it still is the repository the proof is anchored to.
+  return { work: suiteStreamWork({ suite, read }), repositoryOf: read };
 }
 
 async function runOpen(values: Record<string, unknown>, out: Out): Promise<void> {

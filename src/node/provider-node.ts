@@ -94,7 +94,14 @@ export type ProviderNodeParameters = {
    * Milestone streaming (issue 32, decision 0037): the work of one tranche, for a node whose terms are version 4.
    * Such a node serves tranches (`stream.tranche`, `stream.sample`) and refuses plain invocations.
    */
-  stream?: { work: StreamWork };
+  stream?: {
+    work: StreamWork;
+    /**
+     * The repository tranche `tranche` left, when this node no longer holds it in memory (it restarted): answered for a
+     * sample only if it still hashes to what the proof is anchored to (e.g. the repository directory, unchanged since).
+     */
+    repositoryOf?: (parameters: { sessionId: Hex; tranche: bigint }) => Bundle | undefined | Promise<Bundle | undefined>;
+  };
   limits?: Pick<
     ListenSecureParameters,
     "handshakeTimeoutMs" | "maxPendingHandshakes" | "maxPendingPerSource" | "maxConnectionsPerSource" | "maxConnections" | "handshakesPerSecondPerSource" | "idleTimeoutMs" | "strangerHandshakesPerSecond"
@@ -639,7 +646,14 @@ export class ProviderNode {
     if (indices.length !== agreed.length || indices.some((i, k) => agreed[k] !== i)) {
       return refuse(`Claims ${indices.join(", ")} are not the agreed draw of tranche ${tranche} (${agreed.join(", ")}).`);
     }
-    const repository = this.#repositories.get(sessionId, tranche);
+    let repository = this.#repositories.get(sessionId, tranche);
+    if (!repository) {
+      try {
+        repository = await this.parameters.stream?.repositoryOf?.({ sessionId, tranche });
+      } catch (error) {
+        this.#log(`could not read tranche ${tranche}'s repository: ${(error as Error).message.split("\n")[0]}`, "sample.refused", { sessionId });
+      }
+    }
     if (!repository || bundleHash(repository) !== proof.repoStateHash) return refuse(`The provider no longer holds tranche ${tranche}'s repository.`);
     b.answers = this.#after(b.answers, () => send({ type: "stream.repository", tranche, repository }));
   }

@@ -33,6 +33,7 @@ import { StreamJournal } from "../../src/node/stream-journal";
 import { NetworkStreamLink } from "../../src/node/stream-link";
 import type { StreamWork } from "../../src/node/stream-service";
 import { SqliteStore } from "../../src/store/sqlite-store";
+import type { Bundle } from "../../src/arbitration/bundle";
 import { BROKEN_REPOSITORY, codeStreamTerms, REPOSITORY_BY_TRANCHE, STREAM_MODEL, SUITE } from "../../scripts/examples/code-stream";
 import { DISPUTE_PARAMS, KIND, PROVIDER_ROLE, systemFixture, type System } from "../helpers/system";
 import { burnOf, expectDeltas, feeOf, fullBook, openSponsoredChannel, snapshot } from "./helpers";
@@ -60,16 +61,18 @@ async function network(s: System, nonce: bigint, lieAt?: bigint) {
   const opened = await openSponsoredChannel(s, termsHashOf(TERMS), nonce, DEPOSIT);
   const { payer, provider, domain, sessionId } = opened;
   const providerStore = SqliteStore.open(path.join(dir, "provider.db"));
-  const node = await ProviderNode.start({
-    account: provider,
-    publicClient: s.publicClient as unknown as PublicClient,
-    domain,
-    store: providerStore,
-    pricing: TERMS,
-    handler: echoHandler,
-    modelSnapshotId: STREAM_MODEL,
-    stream: { work: work(lieAt) },
-  });
+  const startNode = (repositoryOf?: (p: { tranche: bigint }) => Bundle | undefined) =>
+    ProviderNode.start({
+      account: provider,
+      publicClient: s.publicClient as unknown as PublicClient,
+      domain,
+      store: providerStore,
+      pricing: TERMS,
+      handler: echoHandler,
+      modelSnapshotId: STREAM_MODEL,
+      stream: { work: work(lieAt), ...(repositoryOf ? { repositoryOf } : {}) },
+    });
+  let node = await startNode();
   const payerStore = SqliteStore.open(path.join(dir, "payer.db"));
   const channel = { sessionId, role: "payer" as const, ref: opened.opened.ref, pricing: TERMS, escrow: opened.escrow, chainId: domain.chainId, deposit: DEPOSIT, status: "open" as const };
   await payerStore.putChannel(channel);
@@ -82,6 +85,12 @@ async function network(s: System, nonce: bigint, lieAt?: bigint) {
   };
   const controller = async (link: StreamProviderLink, withJournal = true) =>
     FlowController.resume({ terms: TERMS, ref: opened.opened.ref, sessionId, domain, signer: payer, link, suite: SUITE, secretOf, store: payerStore, ...(withJournal ? { journal } : {}) });
+  /** The provider node stops (its memory of recent repositories with it) and a new one starts on the same store. */
+  const restartProvider = async (repositoryOf?: (p: { tranche: bigint }) => Bundle | undefined) => {
+    for (const link of links.splice(0)) await link.close();
+    await node.stop();
+    node = await startNode(repositoryOf);
+  };
   const stop = async () => {
     for (const link of links) await link.close();
     await node.stop();
@@ -89,7 +98,7 @@ async function network(s: System, nonce: bigint, lieAt?: bigint) {
     await payerStore.close();
     rmSync(dir, { recursive: true, force: true });
   };
-  return { ...opened, node, providerStore, payerStore, journal, connect, controller, stop };
+  return { ...opened, providerStore, payerStore, journal, connect, controller, restartProvider, stop };
 }
 
 /** The payer's close on the newest ticket, finalised after the window: what the provider was paid and the fee. */
@@ -265,6 +274,42 @@ describe("adversarial: milestone streaming over the sealed socket — a provider
       expect(n.payerStore.leaves(n.sessionId)).to.deep.equal(n.providerStore.leaves(n.sessionId));
       // The journal holds each tranche's signed proof (what a case on it needs after a restart).
       expect(n.journal.entries().filter((e) => e.kind === "proof").map((e) => e.tranche)).to.deep.equal([1n, 2n, 3n]);
+
+      await closeUnilateral({ wallet: s.provider, publicClient: s.publicClient, escrow: n.escrow, ref: n.opened.ref, ticket: n.providerStore.latestTicket(n.sessionId)! });
+      const { paid, routing } = await finalizeAfterWindow(s, n.sessionId, n.escrow, n.opened.ref);
+      expect(paid).to.equal(3n * PRICE);
+      await expectDeltas(s, snap, { ETH: { client: -paid, provider: paid - routing, escrow: routing } });
+    } finally {
+      await n.stop();
+    }
+  });
+  it("a provider node that restarts between a tranche and its sample: without the repository it refuses the sample (the payer pauses, nothing more is paid); with its repository still at hand (repositoryOf) the resumed payer's sample is answered and the stream goes on; paid exactly three tranches", async () => {
+    const s = await loadFixture(systemFixture);
+    const snap = await snapshot(s, fullBook(s));
+    const n = await network(s, 45n);
+    try {
+      const first = await n.connect();
+      // The provider node goes down once it answered tranche 2, before the payer's sample reaches it.
+      const crashing: StreamProviderLink = {
+        tranche: (p) => first.tranche(p),
+        sample: async (p) => {
+          if (p.tranche === 2n) throw new Error("the provider node went down");
+          return first.sample(p);
+        },
+      };
+      const before = await n.controller(crashing);
+      expect(await before.run(3n)).to.deep.include({ reason: "no_answer", tranche: 2n });
+      expect(n.payerStore.latestAnsweredStep(n.sessionId)!.seq).to.equal(2n); // tranche 2 answered and stored, not checked
+
+      await n.restartProvider(); // memory only: tranche 2's repository is gone
+      const forgotten = await n.controller(await n.connect());
+      expect(await forgotten.run(3n)).to.deep.include({ reason: "no_answer", tranche: 2n });
+      expect(forgotten.state.released).to.equal(2n);
+
+      await n.restartProvider(({ tranche }) => REPOSITORY_BY_TRANCHE[Number(tranche) - 1]);
+      const after = await n.controller(await n.connect());
+      expect(await after.run(3n)).to.deep.include({ reason: "done", tranche: 3n });
+      expect(after.events.filter((e) => e.kind === "sample").map((e) => e.kind === "sample" && `${e.tranche}:${e.status}`)).to.deep.equal(["2:true", "2:true", "3:true", "3:true"]);
 
       await closeUnilateral({ wallet: s.provider, publicClient: s.publicClient, escrow: n.escrow, ref: n.opened.ref, ticket: n.providerStore.latestTicket(n.sessionId)! });
       const { paid, routing } = await finalizeAfterWindow(s, n.sessionId, n.escrow, n.opened.ref);
