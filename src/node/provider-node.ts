@@ -26,23 +26,9 @@ import type { JsonObject } from "../core/validate";
 import type { Logger } from "./log";
 import type { NodeMetrics } from "./metrics";
 import { decodeMessage, encodeMessage, isPacket, STEPS_PAGE, type NodeMessage, type SessionOpenMessage, type StepsMessage, type StreamSampleMessage, type StreamTrancheMessage } from "./protocol";
-import { canon, canonBytes, parseJson } from "../core/canonical";
-import { MAX_PACKET_BYTES } from "../core/packets";
-import {
-  progressProofFromJson,
-  progressProofHash,
-  progressProofToJson,
-  sampleCommitOf,
-  sampledIndices,
-  signProgressProof,
-  trancheRequestFromJson,
-  trancheRequestToJson,
-  type SignedProgressProof,
-} from "../core/progress-proof";
-import { tranchePriceOf } from "../core/terms";
-import { bundleHash, type Bundle } from "../arbitration/bundle";
-import { streamInputs } from "../arbitration/stream-sample";
-import { previousProofHash, RepositoryMemory, signTrancheProof, StreamRefusedError, type StreamWork } from "./stream-service";
+import { canonBytes } from "../core/canonical";
+import { progressProofHash } from "../core/progress-proof";
+import { StreamRefusedError, StreamService, TrancheCall, type StreamServiceParameters } from "./stream-service";
 
 /** A JSON-RPC error object as the payer receives it. */
 export type McpError = { code: number; message: string; data?: JsonObject };
@@ -92,16 +78,11 @@ export type ProviderNodeParameters = {
   /** Limits on strangers passed to the listener (handshake deadline, per-source and global caps, idle timeout). */
   /**
    * Milestone streaming (issue 32, decision 0037): the work of one tranche, for a node whose terms are version 4.
-   * Such a node serves tranches (`stream.tranche`, `stream.sample`) and refuses plain invocations.
+   * Such a node serves tranches (`stream.tranche`, `stream.sample`) and refuses plain invocations. `repositoryOf`: the
+   * repository tranche k left, when the node no longer holds it in memory (it restarted); answered for a sample only
+   * if it still hashes to what the proof is anchored to (e.g. the repository directory, unchanged since).
    */
-  stream?: {
-    work: StreamWork;
-    /**
-     * The repository tranche `tranche` left, when this node no longer holds it in memory (it restarted): answered for a
-     * sample only if it still hashes to what the proof is anchored to (e.g. the repository directory, unchanged since).
-     */
-    repositoryOf?: (parameters: { sessionId: Hex; tranche: bigint }) => Bundle | undefined | Promise<Bundle | undefined>;
-  };
+  stream?: StreamServiceParameters["stream"];
   limits?: Pick<
     ListenSecureParameters,
     "handshakeTimeoutMs" | "maxPendingHandshakes" | "maxPendingPerSource" | "maxConnectionsPerSource" | "maxConnections" | "handshakesPerSecondPerSource" | "idleTimeoutMs" | "strangerHandshakesPerSecond"
@@ -109,15 +90,6 @@ export type ProviderNodeParameters = {
 };
 
 export const DEFAULT_BIND_TIMEOUT_MS = 10_000;
-
-/**
- * One tranche of a milestone stream as the session's handler sees it (issue 32): it carries its own work, so the
- * ordinary ticket checks, receipt and persistence of `ProviderSession.invoke` apply unchanged. Only the node makes
- * one; a request from the wire is plain JSON, never an instance.
- */
-class TrancheCall {
-  constructor(readonly run: () => Promise<{ output: Uint8Array; units: bigint; value: { signed: SignedProgressProof; repository: Bundle } }>) {}
-}
 
 /**
  * What the node knows of a bound channel's lifecycle. Only `open` is served: `closed` once the provider
@@ -143,10 +115,12 @@ export class ProviderNode {
   #follower: ChainFollower | undefined;
   /** Phases learnt from events for channels not bound yet (a bind reads the chain anyway; this only narrows the race). */
   readonly #phases = new Map<Hex, SessionPhase>();
-  /** Repositories of recent tranches, to answer samples (milestone streaming). */
-  readonly #repositories = new RepositoryMemory();
+  /** Milestone streaming: tranches and samples of v4 channels. */
+  readonly #streams: StreamService;
 
-  private constructor(readonly parameters: ProviderNodeParameters) {}
+  private constructor(readonly parameters: ProviderNodeParameters) {
+    this.#streams = new StreamService(parameters);
+  }
 
   /** Starts listening; resolves once the port is bound. */
   static async start(parameters: ProviderNodeParameters): Promise<ProviderNode> {
@@ -553,109 +527,45 @@ export class ProviderNode {
   }
 
   /**
-   * Tranche k of a milestone stream (issue 32, decision 0037): the ticket is checked like any invocation's (and must
-   * pay exactly k tranches), the work runs, the proof is signed and its hash becomes the receipt's output (the
-   * request's hash its input); step, request and proof and the provider's receipt commit are durable before the
-   * answer leaves. A ticket already answered is answered again from the store: the same receipt, proof and commit.
+   * Tranche k of a milestone stream (issue 32, decision 0037; `StreamService.tranche` decides): the answer leaves in
+   * order, once the step, the request and proof, and the receipt commit are durable; a refusal is a `reject`.
    */
   async #tranche(b: Bound, message: StreamTrancheMessage, send: (m: NodeMessage) => Promise<void>): Promise<void> {
-    const { store, account, domain, pricing } = this.parameters;
     const sessionId = b.record.sessionId;
-    const signed = message.ticket;
-    const seq = signed.ticket.seq;
-    const reject = (error: unknown) => {
+    const seq = message.ticket.ticket.seq;
+    let answered;
+    try {
+      answered = await this.#streams.tranche(b.session, b.phase, message);
+    } catch (error) {
       const e = error as BaseError;
       this.parameters.metrics?.ticketRefused(e.name ?? "Error");
       this.parameters.logger?.warn({ event: "tranche.refused", sessionId, seq: seq.toString(), error: e.name ?? "Error" }, e.shortMessage ?? e.message);
       b.answers = this.#after(b.answers, () => send({ type: "reject", seq, error: e.name ?? "Error", message: e.shortMessage ?? e.message }));
-    };
-    if (pricing.version !== "4" || !this.parameters.stream) {
-      return reject(new StreamRefusedError(`This provider serves no milestone streams (its terms are version ${pricing.version}${pricing.version === "4" ? " but it was started without stream work" : ""}).`));
-    }
-    const terms = pricing;
-    const { request } = message;
-    const requestText = canon(trancheRequestToJson(request));
-    if (request.sessionId !== sessionId || request.tranche !== seq) {
-      return reject(new BindingMismatchError(`The tranche request is for tranche ${request.tranche} of ${request.sessionId}; the ticket pays seq ${seq} of ${sessionId}.`));
-    }
-    const latest = b.session.latestTicket;
-    if (latest && seq <= latest.ticket.seq) {
-      const [step] = store.steps(sessionId, { fromSeq: seq, limit: 1 });
-      const [result] = store.results(sessionId, { fromSeq: seq, limit: 1 });
-      if (!step?.receipt || step.seq !== seq || step.ticket.signature !== signed.signature || result?.seq !== seq || result.request !== requestText) {
-        return reject(new StreamRefusedError(`Tranche ${seq} was answered for another ticket or request; the provider answers it again only for the same ones.`));
-      }
-      // Re-signed from the stored proof: the same proof (a local key signs deterministically), the same receipt.
-      const proof = await signProgressProof({ account, proof: progressProofFromJson(parseJson(result.output, { maxBytes: MAX_PACKET_BYTES, what: "The stored proof" })) });
-      const commit = await signReceiptCommit(account, domain, { sessionId, leafCount: seq, root: b.session.accumulator.prefixRoot(Number(seq)) });
-      b.answers = this.#after(b.answers, () => send({ type: "stream.result", receipt: step.receipt!, proof, commit }));
       return;
     }
-    if (b.phase !== "open") return reject(new ChannelNotOpenError(`Session ${sessionId} is ${b.phase}; tranche ${seq} is refused and no work is done.`));
-    const price = tranchePriceOf(terms);
-    if (signed.ticket.cumulativeAmount !== price * seq) {
-      return reject(new StreamRefusedError(`Ticket ${seq} authorises ${signed.ticket.cumulativeAmount}; ${seq} tranches cost exactly ${price * seq}.`));
+    const { answer, durable, fresh } = answered;
+    if (fresh) {
+      void durable.then(() => this.parameters.metrics?.ticketAccepted(sessionId, message.ticket.ticket.cumulativeAmount), () => undefined);
+      this.parameters.logger?.info({ event: "tranche.answered", sessionId, tranche: seq.toString(), proofHash: progressProofHash(answer.proof.proof) }, "tranche answered with its progress proof");
     }
-    const work = this.parameters.stream.work;
-    const call = new TrancheCall(async () => {
-      const outcome = await work({ sessionId, tranche: seq, terms, inputs: streamInputs({ chainId: BigInt(domain.chainId), gasEscrow: domain.verifyingContract, sessionId, tranche: seq }) });
-      const proof = await signTrancheProof({ account, terms, sessionId, tranche: seq, outcome, prevProofHash: previousProofHash(store, sessionId, seq) });
-      return { output: new TextEncoder().encode(canon(progressProofToJson(proof.proof))), units: 0n, value: { signed: proof, repository: outcome.repository } };
-    });
-    let invoked;
-    try {
-      invoked = await b.session.invoke(signed, new TextEncoder().encode(requestText), message.leafCount === undefined ? undefined : Number(message.leafCount), "stream/tranche", call);
-    } catch (error) {
-      return reject(error);
-    }
-    const { signed: proof, repository } = invoked.value as { signed: SignedProgressProof; repository: Bundle };
-    this.#repositories.put(sessionId, seq, repository);
-    const commit = await signReceiptCommit(account, domain, { sessionId, leafCount: BigInt(b.session.accumulator.size), root: b.session.accumulator.root() });
-    // The request and proof first, then the step: durable writes keep their order (the payer's invariant too).
-    const durable = Promise.all([
-      store.putResult(sessionId, { seq, request: requestText, output: new TextDecoder().decode(invoked.output) }),
-      store.putStep(sessionId, invoked.step, invoked.state),
-      store.putCommit(sessionId, "provider", commit),
-    ]);
-    void durable.then(() => this.parameters.metrics?.ticketAccepted(sessionId, signed.ticket.cumulativeAmount), () => undefined);
-    this.parameters.logger?.info({ event: "tranche.answered", sessionId, tranche: seq.toString(), proofHash: progressProofHash(proof.proof) }, "tranche answered with its progress proof");
     b.answers = this.#after(b.answers, async () => {
       await durable; // never acknowledge what a crash could lose
-      await send({ type: "stream.result", receipt: invoked.step.receipt, proof, commit });
+      await send(answer);
     });
   }
 
-  /**
-   * A sample of tranche k: answered with the repository the proof is anchored to only when the revealed secret opens
-   * the request's commitment and the indices are exactly the agreed draw (a payer sampling outside the agreed rate
-   * gets a refusal). A repository this node no longer holds (it restarted) is refused too: the payer pauses.
-   */
+  /** A sample of tranche k (`StreamService.sample` decides): the repository, or a `reject` the payer pauses on. */
   async #sample(b: Bound, message: StreamSampleMessage, send: (m: NodeMessage) => Promise<void>): Promise<void> {
     const sessionId = b.record.sessionId;
-    const { tranche, secret, indices } = message;
-    const refuse = (sentence: string) => {
-      this.#log(`sample of tranche ${tranche} refused: ${sentence}`, "sample.refused", { sessionId, tranche: tranche.toString() });
-      b.answers = this.#after(b.answers, () => send({ type: "reject", seq: tranche, error: "StreamRefusedError", message: sentence }));
-    };
-    const [result] = this.parameters.store.results(sessionId, { fromSeq: tranche, limit: 1 });
-    if (!result || result.seq !== tranche) return refuse(`The provider answered no tranche ${tranche}.`);
-    const request = trancheRequestFromJson(parseJson(result.request, { maxBytes: MAX_PACKET_BYTES, what: "The stored request" }));
-    const proof = progressProofFromJson(parseJson(result.output, { maxBytes: MAX_PACKET_BYTES, what: "The stored proof" }));
-    if (sampleCommitOf(secret) !== request.sampleCommit) return refuse(`The secret does not open tranche ${tranche}'s sampling commitment.`);
-    const agreed = sampledIndices({ secret, proofHash: progressProofHash(proof), total: proof.tests.length, count: this.parameters.pricing.version === "4" ? this.parameters.pricing.stream.samplesPerTranche : 0 });
-    if (indices.length !== agreed.length || indices.some((i, k) => agreed[k] !== i)) {
-      return refuse(`Claims ${indices.join(", ")} are not the agreed draw of tranche ${tranche} (${agreed.join(", ")}).`);
+    const { tranche } = message;
+    try {
+      const answer = await this.#streams.sample(sessionId, message);
+      b.answers = this.#after(b.answers, () => send(answer));
+    } catch (error) {
+      const e = error as BaseError;
+      this.#log(`sample of tranche ${tranche} refused: ${e.shortMessage ?? e.message}`, "sample.refused", { sessionId, tranche: tranche.toString() });
+      b.answers = this.#after(b.answers, () => send({ type: "reject", seq: tranche, error: e.name ?? "Error", message: e.shortMessage ?? e.message }));
     }
-    let repository = this.#repositories.get(sessionId, tranche);
-    if (!repository) {
-      try {
-        repository = await this.parameters.stream?.repositoryOf?.({ sessionId, tranche });
-      } catch (error) {
-        this.#log(`could not read tranche ${tranche}'s repository: ${(error as Error).message.split("\n")[0]}`, "sample.refused", { sessionId });
-      }
-    }
-    if (!repository || bundleHash(repository) !== proof.repoStateHash) return refuse(`The provider no longer holds tranche ${tranche}'s repository.`);
-    b.answers = this.#after(b.answers, () => send({ type: "stream.repository", tranche, repository }));
   }
 
   /**

@@ -7,14 +7,31 @@
  */
 import { zeroHash, type Hex, type LocalAccount } from "viem";
 
-import { BaseError } from "../core/errors";
+import { canon, parseJson } from "../core/canonical";
+import type { GasEscrowDomain } from "../core/eip712";
+import { BaseError, BindingMismatchError, ChannelNotOpenError } from "../core/errors";
 import { keccak256Hex } from "../core/keccak";
-import { signProgressProof, type ProgressProof, type SignedProgressProof } from "../core/progress-proof";
-import type { TermsDocumentV4 } from "../core/terms";
+import { MAX_PACKET_BYTES } from "../core/packets";
+import {
+  progressProofFromJson,
+  progressProofHash,
+  progressProofToJson,
+  sampleCommitOf,
+  sampledIndices,
+  signProgressProof,
+  trancheRequestFromJson,
+  trancheRequestToJson,
+  type ProgressProof,
+  type SignedProgressProof,
+} from "../core/progress-proof";
+import { signReceiptCommit } from "../core/receipt-commit";
+import { tranchePriceOf, type PricingTerms, type TermsDocumentV4 } from "../core/terms";
 import { bundleHash, type Bundle } from "../arbitration/bundle";
 import type { PinnedInputs } from "../arbitration/replay";
-import { claimsOf } from "../arbitration/stream-sample";
+import { claimsOf, streamInputs } from "../arbitration/stream-sample";
 import type { ChannelStore } from "../store/store";
+import type { ProviderSession } from "./provider-session";
+import type { StreamRepositoryMessage, StreamResultMessage, StreamSampleMessage, StreamTrancheMessage } from "./protocol";
 
 /** What one tranche of work left: the repository and the claims about it (an honest worker runs the bound suite). */
 export type TrancheOutcome = {
@@ -102,5 +119,116 @@ export class RepositoryMemory {
 
   get(sessionId: Hex, tranche: bigint): Bundle | undefined {
     return this.#bySession.get(sessionId)?.get(tranche);
+  }
+}
+
+/**
+ * One tranche as the session's handler sees it: it carries its own work, so the ordinary ticket checks, receipt and
+ * accumulator of `ProviderSession.invoke` apply unchanged. Only the stream service makes one; a request from the wire
+ * is plain JSON, never an instance.
+ */
+export class TrancheCall {
+  constructor(readonly run: () => Promise<{ output: Uint8Array; units: bigint; value: { signed: SignedProgressProof; repository: Bundle } }>) {}
+}
+
+export type StreamServiceParameters = {
+  account: LocalAccount;
+  domain: GasEscrowDomain;
+  store: ChannelStore;
+  pricing: PricingTerms;
+  stream?: {
+    work: StreamWork;
+    repositoryOf?: (parameters: { sessionId: Hex; tranche: bigint }) => Bundle | undefined | Promise<Bundle | undefined>;
+  };
+};
+
+/**
+ * What a provider node decides for tranches and samples (the node only keeps answers in order): each method returns
+ * the answer, or throws a typed refusal the node sends as a `reject`.
+ */
+export class StreamService {
+  readonly #repositories = new RepositoryMemory();
+
+  constructor(readonly parameters: StreamServiceParameters) {}
+
+  /**
+   * Tranche k: the ticket is checked like any invocation's (and must pay exactly k tranches), the work runs, the proof
+   * is signed and its hash becomes the receipt's output (the request's hash its input). Returns the answer with the
+   * writes it must wait for (request and proof, step, receipt commit). A ticket already answered is answered again from
+   * the store: the same receipt, proof and commit (`fresh` false, nothing written).
+   */
+  async tranche(session: ProviderSession, phase: string, message: StreamTrancheMessage): Promise<{ answer: StreamResultMessage; durable: Promise<unknown>; fresh: boolean }> {
+    const { store, account, domain, pricing, stream } = this.parameters;
+    const sessionId = session.parameters.sessionId;
+    const signed = message.ticket;
+    const seq = signed.ticket.seq;
+    if (pricing.version !== "4" || !stream) {
+      throw new StreamRefusedError(`This provider serves no milestone streams (its terms are version ${pricing.version}${pricing.version === "4" ? " but it was started without stream work" : ""}).`);
+    }
+    const terms = pricing;
+    const { request } = message;
+    const requestText = canon(trancheRequestToJson(request));
+    if (request.sessionId !== sessionId || request.tranche !== seq) {
+      throw new BindingMismatchError(`The tranche request is for tranche ${request.tranche} of ${request.sessionId}; the ticket pays seq ${seq} of ${sessionId}.`);
+    }
+    const latest = session.latestTicket;
+    if (latest && seq <= latest.ticket.seq) {
+      const [step] = store.steps(sessionId, { fromSeq: seq, limit: 1 });
+      const [result] = store.results(sessionId, { fromSeq: seq, limit: 1 });
+      if (!step?.receipt || step.seq !== seq || step.ticket.signature !== signed.signature || result?.seq !== seq || result.request !== requestText) {
+        throw new StreamRefusedError(`Tranche ${seq} was answered for another ticket or request; the provider answers it again only for the same ones.`);
+      }
+      // Re-signed from the stored proof: the same proof (a local key signs deterministically), the same receipt.
+      const proof = await signProgressProof({ account, proof: progressProofFromJson(parseJson(result.output, { maxBytes: MAX_PACKET_BYTES, what: "The stored proof" })) });
+      const commit = await signReceiptCommit(account, domain, { sessionId, leafCount: seq, root: session.accumulator.prefixRoot(Number(seq)) });
+      return { answer: { type: "stream.result", receipt: step.receipt, proof, commit }, durable: Promise.resolve(), fresh: false };
+    }
+    if (phase !== "open") throw new ChannelNotOpenError(`Session ${sessionId} is ${phase}; tranche ${seq} is refused and no work is done.`);
+    const price = tranchePriceOf(terms);
+    if (signed.ticket.cumulativeAmount !== price * seq) {
+      throw new StreamRefusedError(`Ticket ${seq} authorises ${signed.ticket.cumulativeAmount}; ${seq} tranches cost exactly ${price * seq}.`);
+    }
+    const call = new TrancheCall(async () => {
+      const outcome = await stream.work({ sessionId, tranche: seq, terms, inputs: streamInputs({ chainId: BigInt(domain.chainId), gasEscrow: domain.verifyingContract, sessionId, tranche: seq }) });
+      const proof = await signTrancheProof({ account, terms, sessionId, tranche: seq, outcome, prevProofHash: previousProofHash(store, sessionId, seq) });
+      return { output: new TextEncoder().encode(canon(progressProofToJson(proof.proof))), units: 0n, value: { signed: proof, repository: outcome.repository } };
+    });
+    const leafCount = message.leafCount === undefined ? undefined : Number(message.leafCount);
+    const invoked = await session.invoke(signed, new TextEncoder().encode(requestText), leafCount, "stream/tranche", call);
+    const { signed: proof, repository } = invoked.value as { signed: SignedProgressProof; repository: Bundle };
+    this.#repositories.put(sessionId, seq, repository);
+    const commit = await signReceiptCommit(account, domain, { sessionId, leafCount: BigInt(session.accumulator.size), root: session.accumulator.root() });
+    // The request and proof first, then the step: durable writes keep their order (the payer's invariant too).
+    const durable = Promise.all([
+      store.putResult(sessionId, { seq, request: requestText, output: new TextDecoder().decode(invoked.output) }),
+      store.putStep(sessionId, invoked.step, invoked.state),
+      store.putCommit(sessionId, "provider", commit),
+    ]);
+    durable.catch(() => undefined); // the node's answer chain reports a failed write
+    return { answer: { type: "stream.result", receipt: invoked.step.receipt, proof, commit }, durable, fresh: true };
+  }
+
+  /**
+   * A sample of tranche k: the repository the proof is anchored to, only when the revealed secret opens the stored
+   * request's commitment and the indices are exactly the agreed draw (a payer sampling outside the agreed rate is
+   * refused). A repository no longer held (the node restarted) comes from `repositoryOf` if it still hashes to the
+   * proof's; otherwise the sample is refused and the payer pauses.
+   */
+  async sample(sessionId: Hex, message: StreamSampleMessage): Promise<StreamRepositoryMessage> {
+    const { store, pricing, stream } = this.parameters;
+    const { tranche, secret, indices } = message;
+    const [result] = store.results(sessionId, { fromSeq: tranche, limit: 1 });
+    if (!result || result.seq !== tranche || pricing.version !== "4") throw new StreamRefusedError(`The provider answered no tranche ${tranche}.`);
+    const request = trancheRequestFromJson(parseJson(result.request, { maxBytes: MAX_PACKET_BYTES, what: "The stored request" }));
+    const proof = progressProofFromJson(parseJson(result.output, { maxBytes: MAX_PACKET_BYTES, what: "The stored proof" }));
+    if (sampleCommitOf(secret) !== request.sampleCommit) throw new StreamRefusedError(`The secret does not open tranche ${tranche}'s sampling commitment.`);
+    const agreed = sampledIndices({ secret, proofHash: progressProofHash(proof), total: proof.tests.length, count: pricing.stream.samplesPerTranche });
+    if (indices.length !== agreed.length || indices.some((i, k) => agreed[k] !== i)) {
+      throw new StreamRefusedError(`Claims ${indices.join(", ")} are not the agreed draw of tranche ${tranche} (${agreed.join(", ")}).`);
+    }
+    let repository = this.#repositories.get(sessionId, tranche);
+    if (!repository) repository = await Promise.resolve(stream?.repositoryOf?.({ sessionId, tranche })).catch(() => undefined);
+    if (!repository || bundleHash(repository) !== proof.repoStateHash) throw new StreamRefusedError(`The provider no longer holds tranche ${tranche}'s repository.`);
+    return { type: "stream.repository", tranche, repository };
   }
 }
