@@ -29,6 +29,7 @@ import { sampledIndices, progressProofHash } from "../../src/core/progress-proof
 import { signSessionKeyGrant } from "../../src/core/session-key";
 import { privateKeyToAccount } from "viem/accounts";
 import { ProviderNode } from "../../src/node/provider-node";
+import { PayerClient, ProviderRejectedError } from "../../src/node/payer-client";
 import { StreamJournal } from "../../src/node/stream-journal";
 import { NetworkStreamLink } from "../../src/node/stream-link";
 import type { StreamWork } from "../../src/node/stream-service";
@@ -98,7 +99,7 @@ async function network(s: System, nonce: bigint, lieAt?: bigint) {
     await payerStore.close();
     rmSync(dir, { recursive: true, force: true });
   };
-  return { ...opened, providerStore, payerStore, journal, connect, controller, restartProvider, stop };
+  return { ...opened, providerStore, payerStore, journal, connect, controller, restartProvider, stop, port: () => node.port };
 }
 
 /** The payer's close on the newest ticket, finalised after the window: what the provider was paid and the fee. */
@@ -133,7 +134,14 @@ describe("adversarial: milestone streaming over the sealed socket — a provider
       const results = n.providerStore.results(n.sessionId);
       expect(results.map((r) => keccak256(stringToBytes(r.output)))).to.deep.equal(n.providerStore.steps(n.sessionId).map((st) => st.receipt!.receipt.outputHash));
       expect(results.map((r) => keccak256(stringToBytes(r.request)))).to.deep.equal(n.providerStore.steps(n.sessionId).map((st) => st.receipt!.receipt.offloadPacketHash));
+      // A plain invocation on a stream channel is refused and does no work: a tranche must come with its request.
+      const client = await PayerClient.connect({ account: n.payer, domain: n.domain, store: n.payerStore, channel: n.payerStore.getChannel(n.sessionId)!, port: n.port() });
+      const refused = await client.invoke({ jsonrpc: "2.0", id: 1, method: "tools/echo", params: {} }).catch((error: Error) => error);
+      await client.close();
+      expect(refused).to.be.instanceOf(ProviderRejectedError);
+      expect((refused as ProviderRejectedError).error).to.equal("StreamRefusedError");
       const newest = n.providerStore.latestTicket(n.sessionId)!;
+      expect(newest.ticket.seq).to.equal(3n);
       await closeUnilateral({ wallet: s.provider, publicClient: s.publicClient, escrow: n.escrow, ref: n.opened.ref, ticket: newest });
       const { paid, routing } = await finalizeAfterWindow(s, n.sessionId, n.escrow, n.opened.ref);
       expect(paid).to.equal(3n * PRICE);
