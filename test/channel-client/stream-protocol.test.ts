@@ -15,7 +15,7 @@ import { sampleCommitOf, signProgressProof, type ProgressProof } from "../../src
 import { signReceiptCommit } from "../../src/core/receipt-commit";
 import { signSessionReceipt } from "../../src/core/receipt";
 import { signPaymentTicket } from "../../src/core/ticket";
-import { decodeMessage, encodeMessage, type NodeMessage } from "../../src/node/protocol";
+import { decodeMessage, encodeMessage, type ControlMessage } from "../../src/node/protocol";
 import { StreamJournal } from "../../src/node/stream-journal";
 import { SUITE } from "../../scripts/examples/code-stream";
 import { hardhatAccount, ROLE } from "../helpers/fixtures";
@@ -54,7 +54,7 @@ describe("milestone streaming's boundary: stream messages and the stream journal
       receipt: { sessionId: SESSION, seq: 1n, offloadPacketHash: h("req"), outputHash: h("out"), policyHash: zeroHash, modelSnapshotId: "m", metering: { units: 0n, amount: 10n }, prevReceiptHash: zeroHash },
     });
     const commit = await signReceiptCommit(provider, domain, { sessionId: SESSION, leafCount: 1n, root: h("root") });
-    const messages: NodeMessage[] = [
+    const messages: ControlMessage[] = [
       { type: "stream.tranche", ticket, request: REQUEST, leafCount: 0n },
       { type: "stream.result", receipt, proof, commit },
       { type: "stream.sample", tranche: 1n, secret: SECRET, indices: [1, 0] },
@@ -63,7 +63,7 @@ describe("milestone streaming's boundary: stream messages and the stream journal
     for (const message of messages) {
       const encoded = encodeMessage(message);
       const decoded = decodeMessage(encoded);
-      expect(decoded, message.type as string).to.deep.equal(message);
+      expect(decoded, message.type).to.deep.equal(message);
       expect(Buffer.from(encodeMessage(decoded)).toString()).to.equal(Buffer.from(encoded).toString());
     }
   });
