@@ -10,7 +10,9 @@ import { expect } from "chai";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { getAddress, keccak256, parseEther, stringToBytes, type Hex, type PublicClient } from "viem";
+import hre from "hardhat";
+import { createWalletClient, custom, getAddress, keccak256, parseEther, stringToBytes, type Hex, type PublicClient } from "viem";
+import { hardhat } from "viem/chains";
 
 import { buildStreamPackage } from "../../src/arbitration/build";
 import { currentClosingState, openSessionCase } from "../../src/arbitration/chain";
@@ -34,6 +36,7 @@ import { StreamJournal } from "../../src/node/stream-journal";
 import { NetworkStreamLink } from "../../src/node/stream-link";
 import type { StreamWork } from "../../src/node/stream-service";
 import { SqliteStore } from "../../src/store/sqlite-store";
+import { createPayer } from "../../src/roles/payer";
 import type { Bundle } from "../../src/arbitration/bundle";
 import { BROKEN_REPOSITORY, codeStreamTerms, REPOSITORY_BY_TRANCHE, STREAM_MODEL, SUITE } from "../../scripts/examples/code-stream";
 import { DISPUTE_PARAMS, KIND, PROVIDER_ROLE, systemFixture, type System } from "../helpers/system";
@@ -119,13 +122,16 @@ async function decide(s: System, caseId: Hex, pkg: ChallengePackage): Promise<Ar
 describe("adversarial: milestone streaming over the sealed socket — a provider node and the payer's Flow Controller on loopback (issue 32, second pass)", function () {
   this.timeout(240_000);
 
-  it("an honest stream over the network: three tranches, two claims of each proof re-run true, the provider node stores every step, request and proof; paid exactly three tranches", async () => {
+  it("an honest stream over the network (the SDK's Payer.streamMilestones, no link given): three tranches, two claims of each proof re-run true, the provider node stores every step, request and proof; paid exactly three tranches", async () => {
     const s = await loadFixture(systemFixture);
     const snap = await snapshot(s, fullBook(s));
     const n = await network(s, 41n);
     try {
-      const flow = await n.controller(await n.connect());
-      const pause = await flow.run(3n);
+      // The SDK: Payer.streamMilestones without a link talks to the provider node over the sealed socket.
+      const wallet = createWalletClient({ account: n.payer, chain: hardhat, transport: custom(hre.network.provider) });
+      const sdk = createPayer({ deployment: { chainId: Number(s.chainId), contracts: { GasEscrow: n.escrow } }, publicClient: s.publicClient as unknown as PublicClient, wallet, store: n.payerStore });
+      const flow = await sdk.streamMilestones(n.sessionId, { suite: SUITE, tranches: 3n, journal: n.journal, secretOf, peer: { host: "127.0.0.1", port: n.port() } });
+      const pause = flow.state.paused!;
       expect(pause).to.deep.include({ reason: "done", tranche: 3n });
       expect(flow.events.filter((e) => e.kind === "sample").map((e) => e.kind === "sample" && e.status)).to.deep.equal(["true", "true", "true", "true", "true", "true"]);
       expect(flow.events.filter((e) => e.kind === "proof").map((e) => e.kind === "proof" && `${e.passed}/${e.total}`)).to.deep.equal(["9/12", "12/12", "12/12"]);
