@@ -452,7 +452,7 @@ function caseIdOf(values: Values): Hex {
   return hashOption(values, "case", "the case id");
 }
 
-function laneOf(values: Values, fallback: 0 | 1): 0 | 1 {
+export function laneOf(values: Values, fallback: 0 | 1): 0 | 1 {
   const lane = values.lane;
   if (lane === undefined) return fallback;
   if (lane !== "0" && lane !== "1") throw new UsageError(`--lane must be 0 or 1 (a case opens at lane 0 or 1); received "${String(lane)}".`);
@@ -460,7 +460,7 @@ function laneOf(values: Values, fallback: 0 | 1): 0 | 1 {
 }
 
 /** An output file's directory must exist before any work is done (nothing is created along the way). */
-function outputPath(values: Values, name: string, what: string, required: boolean): string | undefined {
+export function outputPath(values: Values, name: string, what: string, required: boolean): string | undefined {
   if (!required && values[name] === undefined) return undefined;
   const file = need(values, name, what);
   const directory = path.dirname(path.resolve(file));
@@ -548,7 +548,7 @@ async function deploymentOf(values: Values, publicClient: PublicClient): Promise
   return { disputeManager, gasEscrow: gasEscrow!, gigEscrow: gigEscrow!, registry: registry!, deploymentBlock: fromBlock };
 }
 
-async function disputeClients(values: Values, account?: LocalAccount) {
+export async function disputeClients(values: Values, account?: LocalAccount) {
   givenAddress(values, "dispute-manager", "IOI_DISPUTE_MANAGER"); // a malformed address is refused before any RPC call
   const { publicClient, wallet, chainId } = await rpcClients(values, account);
   const deployment = await deploymentOf(values, publicClient);
@@ -557,7 +557,7 @@ async function disputeClients(values: Values, account?: LocalAccount) {
 
 const gigSubject = (gigId: bigint): Hex => pad(toHex(gigId), { size: 32 });
 
-function nextCaseId(publicClient: PublicClient, disputeManager: Address, kind: 1 | 2, subjectId: Hex): Promise<Hex> {
+export function nextCaseId(publicClient: PublicClient, disputeManager: Address, kind: 1 | 2, subjectId: Hex): Promise<Hex> {
   return publicClient.readContract({ address: disputeManager, abi: disputeManagerAbi, functionName: "nextCaseId", args: [kind, subjectId] });
 }
 
@@ -585,7 +585,7 @@ function packageSummary(pkg: ChallengePackage): string {
   return pkg.subject.kind === "gig" ? `gig ${pkg.subject.gigId}` : `session ${pkg.subject.sessionId} receipt ${pkg.subject.seq}`;
 }
 
-function writePackage(out: Out, file: string, pkg: ChallengePackage): void {
+export function writePackage(out: Out, file: string, pkg: ChallengePackage): void {
   writeOutput("out", file, canon(packageToJson(pkg)));
   const hash = packageHash(pkg);
   out.lines.push(`Wrote the package disputing ${packageSummary(pkg)} to ${file}: case ${pkg.caseId}, lane ${pkg.lane}, package hash ${hash}.`);

@@ -141,6 +141,9 @@ export const COMMANDS: Record<string, Command> = {
       "  --host IP             address to listen on (default 127.0.0.1); a non-loopback one needs --allow-public",
       "  --terms-file FILE     the terms document offered (schemas/terms.schema.json: metered pricing with a cap per",
       "                        call, model snapshot ids, dispute rules, required receipts); --model must be one it lists",
+      "  --suite-dir DIR --repository-dir DIR",
+      "                        with version 4 terms (milestone streaming): serve tranches; each tranche's Progress Proof",
+      "                        reports the bound suite's outcomes on the repository directory as it stands then",
       ...ALERT_NOTES,
     ],
     options: {
@@ -153,6 +156,8 @@ export const COMMANDS: Record<string, Command> = {
       "allow-public": { type: "boolean" },
       "worker-timeout": { type: "string" },
       "worker-env": { type: "string", multiple: true },
+      "suite-dir": { type: "string" },
+      "repository-dir": { type: "string" },
       ...METRICS_OPTION,
       ...LOG_OPTIONS,
       ...ALERT_OPTIONS,
@@ -362,17 +367,18 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
     if (error instanceof WorkerEnvError) throw new UsageError(error.shortMessage);
     throw error;
   }
+  const stream = await streamWorkOf(values, pricing);
   const alertSettings = alertSettingsFrom(values);
   const { publicClient, wallet, escrow, domain, chainId, fromBlock } = await chainClients(values, account);
   const reading = readingOf(values, chainId);
   const log = (line: string) => process.stderr.write(`provider: ${line}\n`);
+  if (isPostgresUrl(values.db)) return runProviderFleet(values, out, { account, pricing, modelSnapshotId, host, port, argv, workerEnv, workerTimeout, publicClient, wallet: wallet!, escrow, domain, fromBlock, reading, log, alertSettings, stream });
   let worker: McpWorker | undefined;
   let handler: McpHandler = echoHandler;
   if (argv !== undefined) {
     worker = await (await nodeModules.mcpWorker()).McpWorker.start({ command: argv[0]!, args: argv.slice(1), timeoutMs: workerTimeout, env: workerEnv, log });
     handler = worker.handler;
   }
-  if (isPostgresUrl(values.db)) return runProviderFleet(values, out, { account, pricing, modelSnapshotId, host, port, argv, workerEnv, workerTimeout, publicClient, wallet: wallet!, escrow, domain, fromBlock, reading, log, alertSettings });
   const store = openStore(values, "provider");
   const alertState = alertStateFor(storePath(values, "provider"));
   const logger = loggerFrom(values, "provider");
@@ -387,6 +393,7 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
     pricing,
     handler,
     modelSnapshotId: modelSnapshotId ?? (argv ? `worker:${path.basename(argv[0]!)}` : "worker:echo-keccak@1"),
+    ...(stream ? { stream } : {}),
     host,
     port,
     log,
@@ -453,6 +460,7 @@ async function runProviderFleet(
     reading: ReturnType<typeof readingOf>;
     log: (line: string) => void;
     alertSettings: ReturnType<typeof alertSettingsFrom>;
+    stream: Awaited<ReturnType<typeof streamWorkOf>>;
   },
 ): Promise<void> {
   const url = values.db as string;
@@ -483,6 +491,7 @@ async function runProviderFleet(
     ownership: store,
     pricing: c.pricing,
     handler,
+    ...(c.stream ? { stream: c.stream } : {}),
     modelSnapshotId: c.modelSnapshotId ?? (c.argv ? `worker:${path.basename(c.argv[0]!)}` : "worker:echo-keccak@1"),
     host: c.host,
     port: c.port,
@@ -559,6 +568,29 @@ async function runProviderFleet(
   await worker?.stop();
   await store.close();
   out.lines.push("Provider node stopped.");
+}
+
+/**
+ * Milestone streaming (issue 32): with v4 terms the node serves tranches, each proof reporting the bound suite's
+ * outcomes on `--repository-dir` as it stands when the tranche ends (what the provider's agent left there).
+ */
+async function streamWorkOf(values: Record<string, unknown>, pricing: PricingTerms) {
+  const suiteDir = values["suite-dir"] as string | undefined;
+  const repositoryDir = values["repository-dir"] as string | undefined;
+  if (pricing.version !== "4") {
+    if (suiteDir !== undefined || repositoryDir !== undefined) throw new UsageError("--suite-dir and --repository-dir go with version 4 terms (milestone streaming): give them with --terms-file of a v4 document.");
+    return undefined;
+  }
+  if (suiteDir === undefined || repositoryDir === undefined) throw new UsageError("Version 4 terms stream milestones: give --suite-dir (the bound test suite) and --repository-dir (the repository each tranche's proof reports on).");
+  const { readBundleDirectory } = await import("./input-file");
+  const { bundleHash } = await import("../arbitration/bundle");
+  const { suiteStreamWork } = await import("../node/stream-service");
+  const suite = readBundleDirectory(suiteDir, "suite-dir");
+  if (bundleHash(suite) !== pricing.stream.suite.hash) throw new UsageError(`--suite-dir hashes to ${bundleHash(suite)}; the terms bind the suite ${pricing.stream.suite.hash}.`);
+  readBundleDirectory(repositoryDir, "repository-dir"); // readable now; read again at each tranche
+  const read = () => readBundleDirectory(repositoryDir, "repository-dir");
+  // After a restart a sample is answered from the directory if it still is the repository the proof is anchored to.
+  return { work: suiteStreamWork({ suite, read }), repositoryOf: read };
 }
 
 async function runOpen(values: Record<string, unknown>, out: Out): Promise<void> {
@@ -731,7 +763,7 @@ async function runImport(values: Record<string, unknown>, out: Out): Promise<voi
  * `--session-key FILE` (decision 0025): the grant and private key `ioi session-key authorize --out` wrote; the
  * tickets are then signed by that key, and the grant must be for this session.
  */
-function sessionKeyOf(values: Record<string, unknown>, sessionId: Hex): { account: LocalAccount; grant: SignedSessionKeyGrant } | undefined {
+export function sessionKeyOf(values: Record<string, unknown>, sessionId: Hex): { account: LocalAccount; grant: SignedSessionKeyGrant } | undefined {
   const file = values["session-key"] as string | undefined;
   if (file === undefined) return undefined;
   let raw: { grant?: unknown; privateKey?: unknown };

@@ -3,7 +3,10 @@
  * library parts: write a v4 terms document binding a test suite (`terms`), sign a tranche's Progress Proof as the
  * provider (`prove`: the bound suite is run on the repository in the sealed engine), and spot-check a proof as the
  * payer's Flow Controller does (`check`: the draw from the revealed secret, each drawn claim re-run; exit 3 on a
- * false claim). A whole stream runs through the library (`createPayer(…).streamMilestones`) or `npm run demo`.
+ * false claim). Over the network (second pass): `stream` streams a v4 channel against a running `ioi provider`
+ * (which serves tranches when started with v4 terms, `--suite-dir` and `--repository-dir`), resuming after a restart
+ * from the payer's store and the stream journal beside it, and `case` builds the session case of a stream that
+ * paused on a false claim, two proofs of one tranche or a proof about another suite from that store and journal.
  */
 import { writeFileSync } from "node:fs";
 import { getAddress, isAddress, isHex, zeroHash, type Address, type Hex } from "viem";
@@ -22,7 +25,10 @@ import {
   verifyProgressProof,
 } from "../core/progress-proof";
 import { flowRateOf, pricingTermsToJson, termsDocumentFromText, termsHashOf, STREAM_LIMITS, type TermsDocumentV4 } from "../core/terms";
-import { boundedUint, loadAccount, need, sessionOf, uint, UsageError, weiAmount, type CommandGroup, type Out } from "./common";
+import { boundedUint, channelOf, loadAccount, need, openStore, sessionOf, storePath, uint, UsageError, weiAmount, type CommandGroup, type Out } from "./common";
+import { gasEscrowDomain } from "../core/eip712";
+import { parsePeer, EndpointError } from "../node/endpoints";
+import type { StreamEvent } from "../node/flow-controller";
 import { readBundleDirectory, readOptionFile } from "./input-file";
 
 /** Exit status of `check` when a sampled claim is false (as `ioi gig vet` for a failing deliverable). */
@@ -159,6 +165,169 @@ async function runCheck(values: Values, out: Out): Promise<void> {
   Object.assign(out.result, { outcome, proofHash, indices, samples: result.samples.map((s) => ({ index: s.index, name: s.name, claimed: s.claimed, actual: s.actual, status: s.status })) });
 }
 
+
+/** Exit status of `stream` when the stream paused before the tranches asked for (any reason). */
+export const PAUSED_EXIT_CODE = 3;
+
+function describeEvent(event: StreamEvent): string {
+  switch (event.kind) {
+    case "ticket":
+      return `ticket ${event.tranche}: ${event.cumulative} wei authorised`;
+    case "proof":
+      return `proof ${event.tranche}: ${event.passed}/${event.total} tests claimed passing on ${event.repoStateHash.slice(0, 10)}…`;
+    case "sample":
+      return `sample ${event.tranche} claim #${event.index} ${JSON.stringify(event.name)}: claimed ${event.claimed}, re-ran ${event.actual} (${event.status})`;
+    case "pause":
+      return `${event.reason === "done" ? "done" : "PAUSED"} at tranche ${event.tranche}: ${event.reason}: ${event.detail}`;
+  }
+}
+
+async function runStream(values: Values, out: Out): Promise<void> {
+  const sessionId = sessionOf(values);
+  const tranches = boundedUint(values, "tranches", "tranches to pay and check", 1n, 1n << 32n);
+  const suite = readBundleDirectory(need(values, "suite-dir", "the bound test suite"), "suite-dir");
+  const account = loadAccount(values);
+  const store = openStore(values, "payer");
+  const { FlowController, streamRecordOf, writeStreamRecord } = await import("../node/flow-controller");
+  const { NetworkStreamLink } = await import("../node/stream-link");
+  const { StreamJournal } = await import("../node/stream-journal");
+  try {
+    const channel = channelOf(store, sessionId);
+    if (channel.pricing.version !== "4") throw new UsageError(`Session ${sessionId} was opened on version ${channel.pricing.version} terms; milestone streaming needs version 4 (a stream block).`);
+    if (bundleHash(suite) !== channel.pricing.stream.suite.hash) throw new UsageError(`--suite-dir hashes to ${bundleHash(suite)}; the channel's terms bind the suite ${channel.pricing.stream.suite.hash}.`);
+    const peer = (values.peer as string | undefined) ?? channel.peer;
+    if (!peer) throw new UsageError("--peer HOST:PORT is required: where the provider node listens.");
+    let endpoint: { host: string; port: number };
+    try {
+      endpoint = parsePeer(peer, values["allow-remote"] === true);
+    } catch (error) {
+      if (error instanceof EndpointError) throw new UsageError(error.shortMessage);
+      throw error;
+    }
+    const domain = gasEscrowDomain({ chainId: channel.chainId, verifyingContract: channel.escrow });
+    const journal = StreamJournal.open(StreamJournal.dirOfStore(storePath(values, "payer")), sessionId);
+    // The delegated sampling node (decision 0025): tickets signed by the granted key, within its cap; the grant is kept
+    // in the store before the first ticket under it (a key-signed ticket is the payer's only with its grant).
+    const sessionKey = (await import("./channel")).sessionKeyOf(values, sessionId);
+    if (sessionKey) await store.putSessionKeyGrant(sessionId, sessionKey.grant);
+    const link = await NetworkStreamLink.connect({ account, domain, channel, ...endpoint, ...(sessionKey ? { grant: sessionKey.grant } : {}) });
+    try {
+      const flow = await FlowController.resume({
+        terms: channel.pricing,
+        ref: channel.ref,
+        sessionId,
+        domain,
+        signer: sessionKey?.account ?? account,
+        ...(sessionKey ? { grant: sessionKey.grant } : {}),
+        link,
+        suite,
+        store,
+        journal,
+        onEvent: (event) => {
+          if (!out.json) process.stderr.write(`stream: ${describeEvent(event)}\n`);
+        },
+      });
+      const pause = await flow.run(tranches);
+      if (values.records) out.lines.push(`Stream record written to ${writeStreamRecord(values.records as string, flow)}.`);
+      const record = streamRecordOf(flow);
+      if (pause.reason === "done") out.lines.push(`Streamed ${flow.state.checked} tranches of session ${sessionId}: every sampled claim re-ran true.`);
+      else {
+        out.exitCode = PAUSED_EXIT_CODE;
+        out.lines.push(`The stream paused at tranche ${pause.tranche} (${pause.reason}): ${pause.detail}.`);
+        out.lines.push(
+          flow.caseEvidence()
+            ? `Build its case: ioi close --session ${sessionId} --unilateral, ioi anchor --session ${sessionId}, then ioi milestones case --session ${sessionId} --suite-dir DIR --out FILE.`
+            : "Nothing signed proves this pause to an arbitrator: no more tickets are signed, and the provider keeps the tranches released.",
+        );
+      }
+      Object.assign(out.result, { sessionId, released: record.released, checked: record.checked, paused: record.paused, caseable: flow.caseEvidence() !== null, journal: journal.file });
+    } finally {
+      await link.close();
+    }
+  } finally {
+    await store.close();
+  }
+}
+
+/**
+ * The session case of a stream that paused on a false claim or on two proofs of one tranche, from the payer's store
+ * and the stream journal: the receipt of the paused tranche proven against the provider's anchored receipt commit,
+ * and the progress evidence (signed proof, request, revealed secret and the false claim with the suite and the
+ * repository; or the second proof).
+ */
+async function runCase(values: Values, out: Out): Promise<void> {
+  const sessionId = sessionOf(values);
+  const suite = readBundleDirectory(need(values, "suite-dir", "the bound test suite"), "suite-dir");
+  const account = loadAccount(values);
+  const { disputeClients, laneOf, nextCaseId, outputPath, writePackage } = await import("./arbitration");
+  const lane = laneOf(values, 1);
+  const file = outputPath(values, "out", "the file to write the package to", true)!;
+  const { FlowController } = await import("../node/flow-controller");
+  const { StreamJournal } = await import("../node/stream-journal");
+  const { buildStreamPackage } = await import("../arbitration/build");
+  const { currentClosingState } = await import("../arbitration/chain");
+  const { gasEscrowAbi } = await import("../chain/escrow");
+  const { grantForTicket } = await import("../node/key-tickets");
+  const store = openStore(values, "payer");
+  try {
+    const channel = channelOf(store, sessionId);
+    if (channel.pricing.version !== "4") throw new UsageError(`Session ${sessionId} is not a milestone stream (terms version ${channel.pricing.version}).`);
+    if (bundleHash(suite) !== channel.pricing.stream.suite.hash) throw new UsageError(`--suite-dir hashes to ${bundleHash(suite)}; the channel's terms bind the suite ${channel.pricing.stream.suite.hash}.`);
+    const journal = StreamJournal.open(StreamJournal.dirOfStore(storePath(values, "payer")), sessionId);
+    if (!journal.exists) throw new UsageError(`No stream journal for session ${sessionId} beside the store (${journal.file}): stream with ioi milestones stream and the same --db.`);
+    const domain = gasEscrowDomain({ chainId: channel.chainId, verifyingContract: channel.escrow });
+    const offline = {
+      tranche: async () => null,
+      sample: async () => null,
+    };
+    const newest = store.latestTicket(sessionId);
+    const grant = newest ? await grantForTicket({ channel, store, ticket: newest }) : undefined;
+    const flow = await FlowController.resume({ terms: channel.pricing, ref: channel.ref, sessionId, domain, signer: account, link: offline, suite, store, journal, ...(grant ? { grant } : {}) });
+    const evidence = flow.caseEvidence();
+    if (!evidence) {
+      const pause = flow.state.paused;
+      throw new UsageError(
+        pause
+          ? `The stream paused at tranche ${pause.tranche} (${pause.reason}); only a false claim, two proofs of one tranche or a proof about another suite make a case.`
+          : `The journal records no pause of session ${sessionId} that makes a case (a false claim, two proofs of one tranche or a proof about another suite).`,
+      );
+    }
+    const { publicClient, chainId, deployment } = await disputeClients(values);
+    if (channel.chainId !== chainId || channel.escrow.toLowerCase() !== deployment.gasEscrow.toLowerCase()) {
+      throw new UsageError(`The store's channel lives in the GasEscrow ${channel.escrow} on chain ${channel.chainId}; the DisputeManager uses ${deployment.gasEscrow} on chain ${chainId}.`);
+    }
+    const closing = await currentClosingState(publicClient, deployment.gasEscrow, sessionId, deployment.deploymentBlock);
+    // The receipt is proven against the recorded root when the close committed the same receipts (the payer's closing
+    // ticket covers all it accepted), else against the provider's receipt commit, which must then be anchored.
+    const recordedCovers = closing.receiptRoot === evidence.commit.commit.root;
+    const anchored = recordedCovers ? 1n : await publicClient.readContract({ address: deployment.gasEscrow, abi: gasEscrowAbi, functionName: "anchoredCommitOf", args: [sessionId, evidence.commit.commit.root] });
+    if (anchored === 0n) throw new UsageError(`The provider's receipt commit over ${evidence.commit.commit.leafCount} receipts is not anchored: run ioi anchor --session ${sessionId} (payer or funder) once the channel is closing, then build again.`);
+    const caseId = await nextCaseId(publicClient, deployment.disputeManager, 2, sessionId);
+    const pkg = buildStreamPackage({
+      caseId,
+      chainId: BigInt(chainId),
+      disputeManager: deployment.disputeManager,
+      challenger: account.address,
+      lane,
+      gasEscrow: deployment.gasEscrow,
+      sessionId,
+      ref: channel.ref,
+      pricing: channel.pricing,
+      closing,
+      ...(recordedCovers ? {} : { commit: evidence.commit }),
+      seq: evidence.seq,
+      receipts: [evidence.receipt],
+      progress: evidence.progress,
+      ...(evidence.suite ? { suite: evidence.suite } : {}),
+      ...(evidence.repository ? { repository: evidence.repository } : {}),
+    });
+    writePackage(out, file, pkg);
+    Object.assign(out.result, { sessionId, tranche: evidence.seq.toString(), reason: flow.state.paused!.reason, claim: evidence.progress.sample ?? null, provenAgainst: recordedCovers ? "recorded root" : "anchored receipt commit" });
+  } finally {
+    await store.close();
+  }
+}
+
 const SESSION_INPUTS = {
   session: { type: "string" },
   "chain-id": { type: "string" },
@@ -219,6 +388,28 @@ export const MILESTONES_GROUP: CommandGroup = {
         ...SESSION_INPUTS,
       },
       run: runCheck,
+    },
+    stream: {
+      summary: "as the payer: stream a v4 channel against its provider node, one tranche per checked proof (resumes after a restart)",
+      usage: "ioi milestones stream --session ID --suite-dir DIR --tranches N [--peer HOST:PORT [--allow-remote]] [--session-key FILE] [--records DIR] [--db PATH]",
+      notes: [
+        "Each tranche's sampling secret is made durable in the stream journal (<db>.streams/) before its request leaves, so a",
+        "restarted payer resumes the tranche in flight. Exit status 0 when N tranches were paid and checked, 3 when the stream",
+        "paused (a false claim, two proofs, another repository, no answer, the session key's cap…), 1 on error, 2 on usage.",
+        "--session-key FILE (ioi session-key authorize --out): run as the payer's delegated sampling node; its cap bounds the stream.",
+      ],
+      options: { session: { type: "string" }, "suite-dir": { type: "string" }, tranches: { type: "string" }, peer: { type: "string" }, "allow-remote": { type: "boolean" }, records: { type: "string" }, "session-key": { type: "string" } },
+      run: runStream,
+    },
+    case: {
+      summary: "as the payer: build the session case of a stream that paused on a false claim, two proofs of one tranche or a proof about another suite",
+      usage: "ioi milestones case --session ID --suite-dir DIR --out FILE [--lane 0|1] [--db PATH]",
+      notes: [
+        "Reads the payer's store and the stream journal beside it. Close the channel (ioi close --unilateral) and anchor the",
+        "provider's receipt commit (ioi anchor) first; then open the case with ioi dispute open --package FILE.",
+      ],
+      options: { session: { type: "string" }, "suite-dir": { type: "string" }, out: { type: "string" }, lane: { type: "string" }, "dispute-manager": { type: "string" } },
+      run: runCase,
     },
   },
 };

@@ -12,7 +12,7 @@
  * the tranche request with a fresh sampling commitment, verifies the receipt, proof and receipt commit, reveals the
  * secret, fetches the repository for the drawn claims, re-runs them in the sealed Lane 1 engine and releases ticket
  * k+1 only if every sampled claim re-ran true. What it saw is kept as events (for the CLI, API and page) and, on a
- * false claim or two proofs of one tranche, as the evidence a stream case needs.
+ * false claim, two proofs of one tranche or a proof about another suite, as the evidence a stream case needs.
  */
 import { randomBytes } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -25,12 +25,14 @@ import type { GasEscrowDomain } from "../core/eip712";
 import { canon } from "../core/canonical";
 import { receiptLeaf } from "../core/leaf";
 import type { ChannelStore } from "../store/store";
+import type { JournalEntry, StreamJournal } from "./stream-journal";
 import {
   progressProofHash,
   progressProofToJson,
   sampleCommitOf,
   sampledIndices,
   testsPassed,
+  trancheRequestFromJson,
   trancheRequestHash,
   trancheRequestToJson,
   verifyProgressProof,
@@ -57,9 +59,11 @@ export const PAUSE_REASONS = [
   "repository_changed", // the repository answered for a sample is not the one the proof is anchored to
   "no_answer", // the provider did not answer the tranche or the sample
   "invalid_result", // the receipt, proof or commit does not verify or is not bound to the request
+  "wrong_suite", // the signed proof, bound to its receipt, reports on another suite than the terms bind (a case: Lane 0)
   "suite_fault", // the bound suite itself could not be run (its author's problem; nothing is proven)
   "cap_reached", // the next ticket would exceed the session key's spend cap (delegated sampling node)
   "host_fault", // this machine could not run the check (engine, watchdog): nothing is decided, nothing more is paid
+  "secret_lost", // the payer restarted without the sampling secret of the tranche in flight (no journal): it cannot reveal
   "done", // the planned tranches were all paid and checked
 ] as const;
 export type PauseReason = (typeof PAUSE_REASONS)[number];
@@ -103,7 +107,8 @@ export function paused(state: FlowState, pause: StreamPause): FlowState {
 /**
  * A tranche's result as the provider signed it, against the request the payer sent: the proof is for this
  * session and tranche, about the bound suite, its hash is the receipt's output and the request's hash its input.
- * A second, different proof for a tranche already seen pauses as an equivocation.
+ * A second, different proof for a tranche already seen pauses as an equivocation; a bound proof about another suite is
+ * accepted as evidence and pauses (`wrong_suite`).
  */
 export function acceptTranche(
   state: FlowState,
@@ -120,14 +125,19 @@ export function acceptTranche(
   const p = proof.proof;
   const r = receipt.receipt;
   if (p.sessionId !== input.sessionId || p.tranche !== tranche) problems.push(`the proof is for tranche ${p.tranche} of ${p.sessionId}`);
-  if (p.suiteHash !== state.terms.stream.suite.hash) problems.push(`the proof reports on suite ${p.suiteHash}, not the bound ${state.terms.stream.suite.hash}`);
   if (r.seq !== tranche || r.outputHash !== hash) problems.push(`receipt ${r.seq} carries output ${r.outputHash}, not the proof ${hash}`);
   if (r.offloadPacketHash !== trancheRequestHash(request)) problems.push(`receipt ${r.seq} binds request ${r.offloadPacketHash}, not the one sent`);
   if (r.metering.amount !== tranchePriceOf(state.terms)) problems.push(`receipt ${r.seq} charges ${r.metering.amount}, not the tranche price ${tranchePriceOf(state.terms)}`);
   if (problems.length) return { state: paused(state, { tranche, reason: "invalid_result", detail: problems.join("; ") }), ok: false };
   const proofs = new Map(state.proofs);
   proofs.set(tranche, hash);
-  return { state: { ...state, proofs }, ok: true };
+  const accepted = { ...state, proofs };
+  // Bound to its receipt but about another suite: a false claim the provider signed. The result is kept (it is the
+  // case's evidence, Lane 0 decides it) and the stream pauses; nothing is sampled.
+  if (p.suiteHash !== state.terms.stream.suite.hash) {
+    return { state: paused(accepted, { tranche, reason: "wrong_suite", detail: `the proof reports on suite ${p.suiteHash}, not the bound ${state.terms.stream.suite.hash}` }), ok: true };
+  }
+  return { state: accepted, ok: true };
 }
 
 /** A tranche's spot-check outcome: all sampled claims true → checked; otherwise the stream pauses. */
@@ -168,12 +178,15 @@ export type StreamEvent =
 /** One tranche as the payer holds it: enough to build a stream case. */
 export type HeldTranche = {
   request: TrancheRequest;
-  secret: Hex;
+  /** Undefined only for a tranche released before a restart that left no journal: it cannot be revealed. */
+  secret?: Hex;
   ticket: SignedPaymentTicket;
   result?: TrancheResult;
   indices?: number[];
   repository?: Bundle;
   samples?: SampleVerdict[];
+  /** The first sampled claim the re-run disproved. */
+  lie?: number;
   conflicting?: SignedProgressProof;
 };
 
@@ -199,6 +212,12 @@ export type FlowControllerParameters = {
    * stream like any other channel. No schema change (decision 0037).
    */
   store?: ChannelStore;
+  /**
+   * The stream's journal (optional): each tranche's sampling secret, durable before its request leaves; each
+   * proof's signature; checked tranches; the pause and its evidence. With `store`, what `FlowController.resume`
+   * continues from after a restart.
+   */
+  journal?: StreamJournal;
 };
 
 export class FlowController {
@@ -209,12 +228,88 @@ export class FlowController {
   /** The provider's newest verified receipt commit (what the payer anchors before a case). */
   commit: SignedReceiptCommit | null = null;
   #prevReceipt: Hex = GENESIS_RECEIPT_HASH;
+  /** The pause already written to the journal. */
+  #journaledPause: StreamPause | null = null;
 
   constructor(readonly parameters: FlowControllerParameters) {
     if (bundleHash(parameters.suite) !== parameters.terms.stream.suite.hash) {
       throw new SpotCheckInputError(`The test suite hashes to ${bundleHash(parameters.suite)}; the terms bind ${parameters.terms.stream.suite.hash}.`);
     }
     this.state = initialFlowState(parameters.terms);
+  }
+
+  /**
+   * A controller that continues the stream the store and journal hold (a payer that restarted): every accepted
+   * tranche is taken back (its ticket, receipt and leaf from the store, its request, secret and signed proof from the
+   * journal), checked tranches count as checked, and a pause that proves something (a false claim, two proofs, a
+   * proof about another suite) is restored with its evidence. A tranche released but not yet checked is finished by
+   * the next `step`: its ticket and request are sent again (the provider answers them again from its store) and its secret revealed. Without a
+   * journal the secret of that tranche is lost and the stream pauses (`secret_lost`). With neither store nor
+   * journal, the same as `new FlowController`.
+   */
+  static async resume(parameters: FlowControllerParameters): Promise<FlowController> {
+    const flow = new FlowController(parameters);
+    const { store, journal, sessionId } = parameters;
+    if (!store) return flow;
+    const entries = journal?.entries() ?? [];
+    const requests = new Map<bigint, { secret: Hex; request: TrancheRequest }>();
+    const proofs = new Map<bigint, SignedProgressProof>();
+    let checked = 0n;
+    let pause: Extract<JournalEntry, { kind: "pause" }> | undefined;
+    for (const e of entries) {
+      if (e.kind === "request") requests.set(e.tranche, { secret: e.secret, request: e.request });
+      else if (e.kind === "proof") proofs.set(e.tranche, e.signed);
+      else if (e.kind === "checked" && e.tranche > checked) checked = e.tranche;
+      else if (e.kind === "pause") pause = e;
+    }
+    const commit = store.latestCommit(sessionId, "provider") ?? null;
+    const results = new Map(store.results(sessionId).map((r) => [r.seq, r]));
+    let state = flow.state;
+    let lost: bigint | undefined;
+    for (const step of store.steps(sessionId)) {
+      const tranche = step.seq;
+      const journaled = requests.get(tranche);
+      const stored = results.get(tranche);
+      const request = journaled?.request ?? (stored ? trancheRequestFromJson(JSON.parse(stored.request), "stored request") : undefined);
+      if (!request) {
+        // Released before a restart that left no journal: neither the request nor its secret survived.
+        if (step.receipt) throw new StreamResumeError(`Tranche ${tranche}'s receipt is in the store but its tranche request is in neither the journal nor the store.`);
+        state = { ...state, released: tranche };
+        lost = tranche;
+        continue;
+      }
+      const held: HeldTranche = { request, ticket: step.ticket, ...(journaled ? { secret: journaled.secret } : {}) };
+      flow.tranches.set(tranche, held);
+      state = { ...state, released: tranche };
+      if (step.receipt && step.leaf) {
+        const signed = proofs.get(tranche);
+        // The proof's signature is journaled before the step is stored; without a journal only the hash is known.
+        if (signed) held.result = { receipt: step.receipt, proof: signed, commit: commit! };
+        else if (journaled) throw new StreamResumeError(`Tranche ${tranche}'s receipt is in the store but its signed proof is not in the journal.`);
+        flow.accumulator.append(step.leaf);
+        flow.#prevReceipt = sessionReceiptHash(step.receipt.receipt);
+        state.proofs.set(tranche, signed ? progressProofHash(signed.proof) : step.receipt.receipt.outputHash);
+      }
+    }
+    flow.commit = commit;
+    // Ticket k+1 is signed only once tranche k's check passed: every tranche before the newest released was checked.
+    const floor = state.released > 0n ? state.released - 1n : 0n;
+    state = { ...state, checked: checked > floor ? (checked < state.released ? checked : state.released) : floor };
+    if (lost !== undefined) {
+      state = { ...state, paused: { tranche: lost, reason: "secret_lost", detail: `this payer restarted without tranche ${lost}'s sampling secret (no journal): it cannot reveal, so it pays nothing more` } };
+    } else if (pause && (pause.reason === "false_claim" || pause.reason === "equivocation" || pause.reason === "wrong_suite")) {
+      const held = flow.tranches.get(pause.tranche);
+      if (held) {
+        if (pause.indices) held.indices = pause.indices;
+        if (pause.repository) held.repository = pause.repository;
+        if (pause.sample !== undefined) held.lie = pause.sample;
+        if (pause.conflicting) held.conflicting = pause.conflicting;
+        state = { ...state, paused: { tranche: pause.tranche, reason: pause.reason, detail: pause.detail } };
+        flow.#journaledPause = state.paused;
+      }
+    }
+    flow.state = state;
+    return flow;
   }
 
   #emit(event: StreamEvent): void {
@@ -237,14 +332,44 @@ export class FlowController {
       }
       await this.step();
     }
+    await this.#journalPause();
     return this.state.paused!;
   }
 
-  /** Releases, receives and checks one tranche (or pauses). */
+  /**
+   * Finishes the oldest released, unchecked tranche (after a restart), or releases, receives and checks the next one
+   * (or pauses).
+   */
   async step(): Promise<void> {
-    const { terms, sessionId, domain, signer, grant, link } = this.parameters;
+    await this.#step();
+    await this.#journalPause();
+  }
+
+  async #step(): Promise<void> {
+    if (this.state.paused) return;
+    const unfinished = this.state.checked + 1n;
+    if (unfinished <= this.state.released) {
+      const held = this.tranches.get(unfinished)!;
+      if (held.secret === undefined) {
+        return this.#pause({ tranche: unfinished, reason: "secret_lost", detail: `this payer restarted without tranche ${unfinished}'s sampling secret (no journal): it cannot reveal, so it pays nothing more` });
+      }
+      if (!held.result && !(await this.#receive(unfinished, held))) return;
+      return this.#check(unfinished, held);
+    }
+    const held = await this.#release();
+    if (!held) return;
+    if (!(await this.#receive(held.request.tranche, held))) return;
+    await this.#check(held.request.tranche, held);
+  }
+
+  /** Signs the next tranche's ticket with a fresh sampling commitment; the secret is durable before anything leaves. */
+  async #release(): Promise<HeldTranche | undefined> {
+    const { sessionId, domain, signer, grant } = this.parameters;
     const next = mayRelease(this.state, grant?.grant.spendCap);
-    if (!next.ok) return this.#pause(next.pause ?? { tranche: this.state.released + 1n, reason: "no_answer", detail: "tranches in flight are unchecked" });
+    if (!next.ok) {
+      this.#pause(next.pause ?? { tranche: this.state.released + 1n, reason: "no_answer", detail: "tranches in flight are unchecked" });
+      return undefined;
+    }
     const { tranche, cumulative } = next;
     const secret = this.parameters.secretOf?.(tranche) ?? bytesToHex(randomBytes(32));
     const request: TrancheRequest = { sessionId, tranche, sampleCommit: sampleCommitOf(secret) };
@@ -254,31 +379,39 @@ export class FlowController {
       ticket: { sessionId, provider: this.parameters.ref.terms.provider, termsHash: this.parameters.ref.terms.termsHash, seq: tranche, cumulativeAmount: cumulative, receiptRoot: this.accumulator.root() },
     });
     const held: HeldTranche = { request, secret, ticket };
+    await this.parameters.journal?.append({ kind: "request", tranche, secret, request });
     await this.parameters.store?.putTicket(sessionId, ticket);
     this.tranches.set(tranche, held);
     this.state = { ...this.state, released: tranche };
     this.#emit({ kind: "ticket", tranche, cumulative });
+    return held;
+  }
 
+  /** Sends tranche `tranche`'s ticket and request and takes its result (receipt, proof, commit) or pauses. */
+  async #receive(tranche: bigint, held: HeldTranche): Promise<boolean> {
+    const { sessionId, domain, link } = this.parameters;
+    const ticket = held.ticket;
+    const request = held.request;
     // A provider that fails, refuses or throws has not answered: the stream pauses (the ticket is already out).
     const result = await link.tranche({ ticket, request }).catch((error: unknown) => {
       this.#pause({ tranche, reason: "no_answer", detail: `the provider did not answer tranche ${tranche}: ${(error as Error).message}` });
       return null;
     });
-    if (this.state.paused) return;
-    if (!result) return this.#pause({ tranche, reason: "no_answer", detail: `no result for tranche ${tranche}` });
+    if (this.state.paused) return false;
+    if (!result) return this.#pause({ tranche, reason: "no_answer", detail: `no result for tranche ${tranche}` }), false;
     const provider = this.parameters.ref.terms.provider;
     try {
       await verifySessionReceipt({ signed: result.receipt, signer: provider });
       await verifyProgressProof({ signed: result.proof, signer: provider });
     } catch (error) {
-      return this.#pause({ tranche, reason: "invalid_result", detail: (error as Error).message });
+      return this.#pause({ tranche, reason: "invalid_result", detail: (error as Error).message }), false;
     }
     if (result.receipt.receipt.prevReceiptHash !== this.#prevReceipt) {
-      return this.#pause({ tranche, reason: "invalid_result", detail: `receipt ${tranche} does not link to receipt ${tranche - 1n}` });
+      return this.#pause({ tranche, reason: "invalid_result", detail: `receipt ${tranche} does not link to receipt ${tranche - 1n}` }), false;
     }
     const accepted = acceptTranche(this.state, { sessionId, request, receipt: result.receipt, proof: result.proof });
     this.state = accepted.state;
-    if (!accepted.ok) return this.#emit({ kind: "pause", ...this.state.paused! });
+    if (!accepted.ok) return this.#emit({ kind: "pause", ...this.state.paused! }), false;
     held.result = result;
     this.accumulator.append(receiptLeaf(result.receipt.receipt, ticket.ticket));
     this.#prevReceipt = sessionReceiptHash(result.receipt.receipt);
@@ -287,19 +420,30 @@ export class FlowController {
       await verifyReceiptCommit(domain, result.commit, provider);
       if (commit.sessionId !== sessionId || commit.leafCount !== tranche || commit.root !== this.accumulator.root()) throw new Error(`the commit covers ${commit.leafCount} receipts with root ${commit.root}`);
     } catch (error) {
-      return this.#pause({ tranche, reason: "invalid_result", detail: `receipt commit: ${(error as Error).message}` });
+      return this.#pause({ tranche, reason: "invalid_result", detail: `receipt commit: ${(error as Error).message}` }), false;
     }
     this.commit = result.commit;
     const proof = result.proof.proof;
+    // The proof's signature first: a step the store holds always has its signed proof in the journal.
+    await this.parameters.journal?.append({ kind: "proof", tranche, signed: result.proof });
     const store = this.parameters.store;
     if (store) {
+      // Request and proof before the step (as a paid call's result): a receipt that counts has its output stored.
+      await store.putResult(sessionId, { seq: tranche, request: canon(trancheRequestToJson(request)), output: canon(progressProofToJson(proof)) });
       await store.putStep(sessionId, { seq: tranche, ticket, receipt: result.receipt, leaf: receiptLeaf(result.receipt.receipt, ticket.ticket) });
       await store.putCommit(sessionId, "provider", result.commit);
-      await store.putResult(sessionId, { seq: tranche, request: canon(trancheRequestToJson(request)), output: canon(progressProofToJson(proof)) });
     }
-    const proofHash = progressProofHash(proof);
-    this.#emit({ kind: "proof", tranche, proofHash, ...testsPassed(proof), repoStateHash: proof.repoStateHash });
+    this.#emit({ kind: "proof", tranche, proofHash: progressProofHash(proof), ...testsPassed(proof), repoStateHash: proof.repoStateHash });
+    if (this.state.paused) return this.#emit({ kind: "pause", ...this.state.paused }), false; // wrong_suite: nothing to sample
+    return true;
+  }
 
+  /** Reveals the secret, fetches the repository for the drawn claims and re-runs them; checked or paused. */
+  async #check(tranche: bigint, held: HeldTranche): Promise<void> {
+    const { terms, sessionId, domain, link } = this.parameters;
+    const secret = held.secret!;
+    const proof = held.result!.proof.proof;
+    const proofHash = progressProofHash(proof);
     // Reveal: the draw is fixed by the committed secret and the proof; the provider answers with the repository.
     const indices = sampledIndices({ secret, proofHash, total: proof.tests.length, count: terms.stream.samplesPerTranche });
     held.indices = indices;
@@ -334,21 +478,45 @@ export class FlowController {
     const replayMs = (performance.now() - started) / Math.max(1, checked.samples.length);
     const repositoryBytes = Buffer.byteLength(JSON.stringify(repository));
     held.samples = checked.samples;
+    const lie = checked.samples.find((s) => s.status === "false");
+    if (lie) held.lie = lie.index;
     for (const s of checked.samples) {
       this.#emit({ kind: "sample", tranche, index: s.index, name: s.name, claimed: s.claimed, actual: s.actual, status: s.status, replayMs, repositoryBytes });
     }
     this.state = judgeSample(this.state, tranche, checked);
-    if (this.state.paused) this.#emit({ kind: "pause", ...this.state.paused });
+    if (this.state.paused) return this.#emit({ kind: "pause", ...this.state.paused });
+    await this.parameters.journal?.append({ kind: "checked", tranche });
+  }
+
+  /** Writes the pause (once) with what a case on it needs: the drawn claims, the repository and the lie, or the second proof. */
+  async #journalPause(): Promise<void> {
+    const pause = this.state.paused;
+    const journal = this.parameters.journal;
+    if (!journal || !pause || this.#journaledPause === pause) return;
+    this.#journaledPause = pause;
+    const held = this.tranches.get(pause.tranche);
+    const evidence = pause.reason === "false_claim" || pause.reason === "equivocation";  // wrong_suite: the proof is journaled already
+    await journal.append({
+      kind: "pause",
+      tranche: pause.tranche,
+      reason: pause.reason,
+      detail: pause.detail,
+      ...(evidence && held?.indices ? { indices: held.indices } : {}),
+      ...(pause.reason === "false_claim" && held?.repository ? { repository: held.repository } : {}),
+      ...(pause.reason === "false_claim" && held?.lie !== undefined ? { sample: held.lie } : {}),
+      ...(pause.reason === "equivocation" && held?.conflicting ? { conflicting: held.conflicting } : {}),
+    });
   }
 
   /** Records a second proof the provider sent for a tranche (e.g. a resend that differs): pauses on a difference. */
-  noteProof(proof: SignedProgressProof): void {
+  async noteProof(proof: SignedProgressProof): Promise<void> {
     const held = this.tranches.get(proof.proof.tranche);
     const first = this.state.proofs.get(proof.proof.tranche);
     if (!held || first === undefined || first === progressProofHash(proof.proof)) return;
     held.conflicting = proof;
     this.state = paused(this.state, { tranche: proof.proof.tranche, reason: "equivocation", detail: `a second proof of tranche ${proof.proof.tranche}` });
     this.#emit({ kind: "pause", ...this.state.paused! });
+    await this.#journalPause();
   }
 
   /**
@@ -358,7 +526,7 @@ export class FlowController {
    */
   caseEvidence(): { seq: bigint; progress: ProgressEvidence; suite?: Bundle; repository?: Bundle; receipt: ReceiptEvidence; commit: SignedReceiptCommit } | null {
     const pause = this.state.paused;
-    if (!pause || (pause.reason !== "false_claim" && pause.reason !== "equivocation") || !this.commit) return null;
+    if (!pause || (pause.reason !== "false_claim" && pause.reason !== "equivocation" && pause.reason !== "wrong_suite") || !this.commit) return null;
     const held = this.tranches.get(pause.tranche);
     if (!held?.result || (pause.reason === "equivocation" && !held.conflicting)) return null;
     const index = Number(pause.tranche) - 1;
@@ -372,16 +540,24 @@ export class FlowController {
     if (pause.reason === "equivocation") {
       return { seq: pause.tranche, progress: { proof: held.result.proof, request: held.request, conflicting: held.conflicting! }, receipt, commit: this.commit };
     }
-    const lie = held.samples!.find((s) => s.status === "false")!;
+    // The signed proof alone shows it reports on another suite (Lane 0: STREAM_FALSE_CLAIM).
+    if (pause.reason === "wrong_suite") return { seq: pause.tranche, progress: { proof: held.result.proof, request: held.request }, receipt, commit: this.commit };
+    const lie = held.samples?.find((s) => s.status === "false")?.index ?? held.lie;
+    if (lie === undefined || held.secret === undefined || !held.repository) return null;
     return {
       seq: pause.tranche,
-      progress: { proof: held.result.proof, request: held.request, secret: held.secret, sample: lie.index },
+      progress: { proof: held.result.proof, request: held.request, secret: held.secret, sample: lie },
       suite: this.parameters.suite,
-      repository: held.repository!,
+      repository: held.repository,
       receipt,
       commit: this.commit,
     };
   }
+}
+
+/** The store and journal do not hold a stream that can be resumed (named what is missing). */
+export class StreamResumeError extends Error {
+  override name = "StreamResumeError" as const;
 }
 
 /*//////////////////////////////////////////////////////////////

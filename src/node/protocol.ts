@@ -22,7 +22,17 @@ import {
   type PricingTerms,
 } from "../core/terms";
 import { signedPaymentTicketFromJson, signedPaymentTicketToJson, type SignedPaymentTicket } from "../core/ticket";
-import { expectLiteral, expectObject, expectSignatureHex, expectString, expectUint, uintToJson } from "../core/validate";
+import { expectHash, expectLiteral, expectObject, expectSignatureHex, expectString, expectUint, uintToJson } from "../core/validate";
+import {
+  signedProgressProofFromJson,
+  signedProgressProofToJson,
+  trancheRequestFromJson,
+  trancheRequestToJson,
+  type SignedProgressProof,
+  type TrancheRequest,
+} from "../core/progress-proof";
+import { receiptCommitToJson, signedReceiptCommitFromJson, type SignedReceiptCommit } from "../core/receipt-commit";
+import { bundleFromJson, bundleToJson, type Bundle } from "../arbitration/bundle";
 
 /**
  * Payer → provider, first message: which channel this connection is for and its pricing document, and the
@@ -63,7 +73,30 @@ export type StepsRequestMessage = { type: "steps.request"; fromSeq: bigint; limi
  */
 export type StepsMessage = { type: "steps"; steps: { ticket: SignedPaymentTicket; receipt: SignedSessionReceipt }[] };
 
+/**
+ * Payer → provider, milestone streaming (issue 32, decision 0037): tranche k's ticket with the tranche request
+ * carrying the payer's commitment to its sampling secret. The provider answers `stream.result` or `reject`; a
+ * ticket it already answered is answered again from its store (the same receipt and proof).
+ */
+export type StreamTrancheMessage = { type: "stream.tranche"; ticket: SignedPaymentTicket; request: TrancheRequest; leafCount?: bigint };
+
+/** Provider → payer: tranche k's receipt (output = the proof's hash, input = the request's), its signed proof and the receipt commit. */
+export type StreamResultMessage = { type: "stream.result"; receipt: SignedSessionReceipt; proof: SignedProgressProof; commit: SignedReceiptCommit };
+
+/** Payer → provider: the revealed secret of tranche k and the drawn claim indices (the provider answers only the agreed draw). */
+export type StreamSampleMessage = { type: "stream.sample"; tranche: bigint; secret: Hex; indices: number[] };
+
+/** Provider → payer: the repository tranche k's proof is anchored to (it must fit in one message). */
+export type StreamRepositoryMessage = { type: "stream.repository"; tranche: bigint; repository: Bundle };
+
+/** Most claim indices a sample names (the terms' `samplesPerTranche` is at most 16). */
+export const MAX_SAMPLE_INDICES = 16;
+
 export type ControlMessage =
+  | StreamTrancheMessage
+  | StreamResultMessage
+  | StreamSampleMessage
+  | StreamRepositoryMessage
   | SessionOpenMessage
   | SessionReadyMessage
   | RejectMessage
@@ -76,7 +109,21 @@ export type ControlMessage =
 
 export type NodeMessage = Packet | ControlMessage;
 
-const CONTROL_TYPES = ["session.open", "session.ready", "reject", "close.propose", "close.countersign", "terms.request", "terms.offer", "steps.request", "steps"] as const;
+const CONTROL_TYPES = [
+  "session.open",
+  "session.ready",
+  "reject",
+  "close.propose",
+  "close.countersign",
+  "terms.request",
+  "terms.offer",
+  "steps.request",
+  "steps",
+  "stream.tranche",
+  "stream.result",
+  "stream.sample",
+  "stream.repository",
+] as const;
 
 export function isPacket(message: NodeMessage): message is Packet {
   return "packet_type" in message;
@@ -91,6 +138,24 @@ export function encodeMessage(message: NodeMessage): Uint8Array {
 
 function controlToJson(message: ControlMessage): Record<string, unknown> {
   switch (message.type) {
+    case "stream.tranche":
+      return {
+        type: message.type,
+        ticket: signedPaymentTicketToJson(message.ticket),
+        request: trancheRequestToJson(message.request),
+        ...(message.leafCount === undefined ? {} : { leafCount: uintToJson(message.leafCount) }),
+      };
+    case "stream.result":
+      return {
+        type: message.type,
+        receipt: signedSessionReceiptToJson(message.receipt),
+        proof: signedProgressProofToJson(message.proof),
+        commit: { commit: receiptCommitToJson(message.commit.commit), signature: message.commit.signature },
+      };
+    case "stream.sample":
+      return { type: message.type, tranche: uintToJson(message.tranche), secret: message.secret, indices: [...message.indices] };
+    case "stream.repository":
+      return { type: message.type, tranche: uintToJson(message.tranche), repository: bundleToJson(message.repository) };
     case "session.open":
       return {
         type: message.type,
@@ -126,9 +191,38 @@ function controlToJson(message: ControlMessage): Record<string, unknown> {
 export function decodeMessage(bytes: Uint8Array): NodeMessage {
   const raw = parseJson(bytes, { maxBytes: MAX_PACKET_BYTES, what: "The message" });
   if (typeof raw === "object" && raw !== null && !Array.isArray(raw) && "packet_type" in raw) return packetFromJson(raw);
-  const head = expectObject(raw, "message", ["type"], ["ref", "pricing", "sessionKey", "lastSeq", "leafCount", "deposit", "seq", "error", "message", "summary", "signature", "offer", "fromSeq", "limit", "steps"]);
+  const head = expectObject(raw, "message", ["type"], ["ref", "pricing", "sessionKey", "lastSeq", "leafCount", "deposit", "seq", "error", "message", "summary", "signature", "offer", "fromSeq", "limit", "steps", "ticket", "request", "receipt", "proof", "commit", "tranche", "secret", "indices", "repository"]);
   const type = expectLiteral(head.type, "message.type", CONTROL_TYPES);
   switch (type) {
+    case "stream.tranche": {
+      const o = expectObject(raw, "message", ["type", "ticket", "request"], ["leafCount"]);
+      return {
+        type,
+        ticket: signedPaymentTicketFromJson(o.ticket, "message.ticket"),
+        request: trancheRequestFromJson(o.request, "message.request"),
+        ...(o.leafCount === undefined ? {} : { leafCount: expectUint(o.leafCount, "message.leafCount", 64) }),
+      };
+    }
+    case "stream.result": {
+      const o = expectObject(raw, "message", ["type", "receipt", "proof", "commit"]);
+      return {
+        type,
+        receipt: signedSessionReceiptFromJson(o.receipt, "message.receipt"),
+        proof: signedProgressProofFromJson(o.proof, "message.proof"),
+        commit: signedReceiptCommitFromJson(o.commit, "message.commit"),
+      };
+    }
+    case "stream.sample": {
+      const o = expectObject(raw, "message", ["type", "tranche", "secret", "indices"]);
+      if (!Array.isArray(o.indices) || o.indices.length === 0 || o.indices.length > MAX_SAMPLE_INDICES || o.indices.some((i) => typeof i !== "number" || !Number.isInteger(i) || i < 0 || i > 1023)) {
+        throw new InvalidFieldError("message.indices", `1 to ${MAX_SAMPLE_INDICES} claim indices (integers from 0 to 1023)`, o.indices);
+      }
+      return { type, tranche: expectUint(o.tranche, "message.tranche", 64), secret: expectHash(o.secret, "message.secret"), indices: o.indices as number[] };
+    }
+    case "stream.repository": {
+      const o = expectObject(raw, "message", ["type", "tranche", "repository"]);
+      return { type, tranche: expectUint(o.tranche, "message.tranche", 64), repository: bundleFromJson(o.repository, "message.repository") };
+    }
     case "session.open": {
       const o = expectObject(raw, "message", ["type", "ref", "pricing"], ["sessionKey"]);
       return {

@@ -8,7 +8,6 @@ import type { Address, Hex, LocalAccount, PublicClient } from "viem";
 
 import { ChainFollower, type EscrowEvent } from "../chain/follower";
 import { eventArg } from "../chain/logs";
-import { canonBytes } from "../core/canonical";
 import type { GasEscrowDomain } from "../core/eip712";
 import { CHANNEL_PHASES, gasEscrowAbi, readSessionKeyChainState } from "../chain/escrow";
 import type { SignedSessionKeyGrant } from "../core/session-key";
@@ -28,7 +27,10 @@ import { listenSecure, type ListenSecureParameters, type SecureConnection, type 
 import type { JsonObject } from "../core/validate";
 import type { Logger } from "./log";
 import type { NodeMetrics } from "./metrics";
-import { decodeMessage, encodeMessage, isPacket, STEPS_PAGE, type NodeMessage, type SessionOpenMessage, type StepsMessage } from "./protocol";
+import { decodeMessage, encodeMessage, isPacket, STEPS_PAGE, type NodeMessage, type SessionOpenMessage, type StepsMessage, type StreamSampleMessage, type StreamTrancheMessage } from "./protocol";
+import { canonBytes } from "../core/canonical";
+import { progressProofHash } from "../core/progress-proof";
+import { StreamRefusedError, StreamService, TrancheCall, type StreamServiceParameters } from "./stream-service";
 
 /** A JSON-RPC error object as the payer receives it. */
 export type McpError = { code: number; message: string; data?: JsonObject };
@@ -89,6 +91,13 @@ export type ProviderNodeParameters = {
    */
   bindTimeoutMs?: number;
   /** Limits on strangers passed to the listener (handshake deadline, per-source and global caps, idle timeout). */
+  /**
+   * Milestone streaming (issue 32, decision 0037): the work of one tranche, for a node whose terms are version 4.
+   * Such a node serves tranches (`stream.tranche`, `stream.sample`) and refuses plain invocations. `repositoryOf`: the
+   * repository tranche k left, when the node no longer holds it in memory (it restarted); answered for a sample only
+   * if it still hashes to what the proof is anchored to (e.g. the repository directory, unchanged since).
+   */
+  stream?: StreamServiceParameters["stream"];
   limits?: Pick<
     ListenSecureParameters,
     "handshakeTimeoutMs" | "maxPendingHandshakes" | "maxPendingPerSource" | "maxConnectionsPerSource" | "maxConnections" | "handshakesPerSecondPerSource" | "idleTimeoutMs" | "strangerHandshakesPerSecond"
@@ -127,8 +136,12 @@ export class ProviderNode {
   #follower: ChainFollower | undefined;
   /** Phases learnt from events for channels not bound yet (a bind reads the chain anyway; this only narrows the race). */
   readonly #phases = new Map<Hex, SessionPhase>();
+  /** Milestone streaming: tranches and samples of v4 channels. */
+  readonly #streams: StreamService;
 
-  private constructor(readonly parameters: ProviderNodeParameters) {}
+  private constructor(readonly parameters: ProviderNodeParameters) {
+    this.#streams = new StreamService(parameters);
+  }
 
   /** Starts listening; resolves once the port is bound. */
   static async start(parameters: ProviderNodeParameters): Promise<ProviderNode> {
@@ -308,6 +321,11 @@ export class ProviderNode {
         b.work = this.#after(b.work, () => this.#invoke(b, message, send, () => void connection.close()));
       } else if (isPacket(message) && message.packet_type === "PKT_RECEIPT_COMMIT") {
         b.work = this.#after(b.work, () => this.#commit(b, message, send));
+      } else if (!isPacket(message) && message.type === "stream.tranche") {
+        b.work = this.#after(b.work, () => this.#tranche(b, message, send));
+      } else if (!isPacket(message) && message.type === "stream.sample") {
+        // Behind the work, so the tranche it samples is answered (and durable) first.
+        b.work = this.#after(b.work, () => this.#sample(b, message, send));
       } else if (!isPacket(message) && message.type === "steps.request") {
         // Queued behind the work and the answers already under way, so every step answered before it is
         // durable, and so in the store, when it is read (decision 0009, issue 15).
@@ -418,6 +436,7 @@ export class ProviderNode {
         // A ticket or commit naming an older prefix than the session keeps in memory (issue 28 item 6).
         olderPeaks: (leafCount) => store.accumulatorState(sessionId, { leafCount })?.peaks,
         handler: async (input, request) => {
+          if (request instanceof TrancheCall) return request.run();
           // The node passes the request it parsed from the packet (`input` is its canonical bytes).
           const outcome = await this.#run((request as JsonObject | undefined) ?? (JSON.parse(new TextDecoder().decode(input)) as JsonObject));
           // The receipt binds the bytes the payer receives: the result, or `{ error }` for a failed call.
@@ -502,6 +521,9 @@ export class ProviderNode {
       return reject(new ChannelNotOpenError(`Session ${b.record.sessionId} is ${b.phase}; ticket seq ${seq} is refused and no work is done.`));
     }
     if (b.failed) return drop(); // the payer resumes on a fresh bind, from what the store holds
+    if (this.parameters.pricing.version === "4") {
+      return reject(new StreamRefusedError(`Session ${b.record.sessionId} is a milestone stream (terms version 4): ticket seq ${seq} must come with a tranche request (stream.tranche), not an invocation.`));
+    }
 
     let input: Uint8Array;
     try {
@@ -572,6 +594,48 @@ export class ProviderNode {
     if ((error as Error).name === "FencedError") this.parameters.ownership?.release(sessionId);
     this.#log(`session ${sessionId.slice(0, 10)}: a write failed (${(error as Error).name}); dropping the connection, the payer resumes from the store`, "session.write_failed", { sessionId, error: (error as Error).name });
     drop();
+  }
+
+  /**
+   * Tranche k of a milestone stream (issue 32, decision 0037; `StreamService.tranche` decides): the answer leaves in
+   * order, once the step, the request and proof, and the receipt commit are durable; a refusal is a `reject`.
+   */
+  async #tranche(b: Bound, message: StreamTrancheMessage, send: (m: NodeMessage) => Promise<void>): Promise<void> {
+    const sessionId = b.record.sessionId;
+    const seq = message.ticket.ticket.seq;
+    let answered;
+    try {
+      answered = await this.#streams.tranche(b.session, b.phase, message);
+    } catch (error) {
+      const e = error as BaseError;
+      this.parameters.metrics?.ticketRefused(e.name ?? "Error");
+      this.parameters.logger?.warn({ event: "tranche.refused", sessionId, seq: seq.toString(), error: e.name ?? "Error" }, e.shortMessage ?? e.message);
+      b.answers = this.#after(b.answers, () => send({ type: "reject", seq, error: e.name ?? "Error", message: e.shortMessage ?? e.message }));
+      return;
+    }
+    const { answer, durable, fresh } = answered;
+    if (fresh) {
+      void durable.then(() => this.parameters.metrics?.ticketAccepted(sessionId, message.ticket.ticket.cumulativeAmount), () => undefined);
+      this.parameters.logger?.info({ event: "tranche.answered", sessionId, tranche: seq.toString(), proofHash: progressProofHash(answer.proof.proof) }, "tranche answered with its progress proof");
+    }
+    b.answers = this.#after(b.answers, async () => {
+      await durable; // never acknowledge what a crash could lose
+      await send(answer);
+    });
+  }
+
+  /** A sample of tranche k (`StreamService.sample` decides): the repository, or a `reject` the payer pauses on. */
+  async #sample(b: Bound, message: StreamSampleMessage, send: (m: NodeMessage) => Promise<void>): Promise<void> {
+    const sessionId = b.record.sessionId;
+    const { tranche } = message;
+    try {
+      const answer = await this.#streams.sample(sessionId, message);
+      b.answers = this.#after(b.answers, () => send(answer));
+    } catch (error) {
+      const e = error as BaseError;
+      this.#log(`sample of tranche ${tranche} refused: ${e.shortMessage ?? e.message}`, "sample.refused", { sessionId, tranche: tranche.toString() });
+      b.answers = this.#after(b.answers, () => send({ type: "reject", seq: tranche, error: e.name ?? "Error", message: e.shortMessage ?? e.message }));
+    }
   }
 
   /**

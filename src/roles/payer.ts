@@ -37,6 +37,7 @@ import { walletSessionKey } from "../chain/wallet-signature";
 import { assertDeployed, contractAddress, type Deployment } from "./deployment";
 
 import { FlowController, type FlowControllerParameters } from "../node/flow-controller";
+import { NetworkStreamLink } from "../node/stream-link";
 
 export type Peer = { host: string; port: number };
 
@@ -225,19 +226,35 @@ export class Payer {
   /**
    * Streams a channel opened on v4 terms tranche by tranche (issue 32, decision 0037): a {@link FlowController}
    * signs tranche k+1's ticket only after the sampled claims of proof k re-ran true, pauses for good otherwise, and
-   * keeps the evidence of a stream case. `signer`/`grant`: a delegated sampling node's session key (its cap bounds
-   * the stream). Resolves with the controller once the stream pauses (`flow.state.paused.reason` says why).
+   * keeps the evidence of a stream case. Without `link` it talks to the channel's provider node over the sealed
+   * socket (`peer`, default the peer the channel was opened with). `signer`/`grant`: a delegated sampling node's
+   * session key (its cap bounds the stream). `journal`: where the sampling secrets and proofs are made durable, so
+   * that a restarted payer resumes. Resolves with the controller once the stream pauses (`flow.state.paused.reason`).
    */
   async streamMilestones(
     sessionId: Hex,
-    parameters: Pick<FlowControllerParameters, "link" | "suite" | "onEvent" | "grant" | "secretOf" | "watchdogMs"> & { tranches: bigint; signer?: LocalAccount },
+    parameters: Pick<FlowControllerParameters, "suite" | "onEvent" | "grant" | "secretOf" | "watchdogMs" | "journal"> & {
+      tranches: bigint;
+      signer?: LocalAccount;
+      link?: FlowControllerParameters["link"];
+      peer?: Peer;
+    },
   ): Promise<FlowController> {
     const channel = this.#channel(sessionId);
     if (channel.pricing.version !== "4") throw new PayerError(`Session ${sessionId} was opened on version ${channel.pricing.version} terms; milestone streaming needs version 4 (a stream block).`);
-    const { tranches, signer, ...rest } = parameters;
-    const flow = new FlowController({ ...rest, terms: channel.pricing, ref: channel.ref, sessionId, domain: this.domain, signer: signer ?? this.account, store: this.parameters.store });
-    await flow.run(tranches);
-    return flow;
+    const { tranches, signer, link, peer, ...rest } = parameters;
+    let network: NetworkStreamLink | undefined;
+    if (!link) {
+      const { host, port } = peer ?? this.#peerOf(channel);
+      network = await NetworkStreamLink.connect({ account: this.account, domain: this.domain, channel, host, port, ...(rest.grant ? { grant: rest.grant } : {}) });
+    }
+    try {
+      const flow = await FlowController.resume({ ...rest, link: link ?? network!, terms: channel.pricing, ref: channel.ref, sessionId, domain: this.domain, signer: signer ?? this.account, store: this.parameters.store });
+      await flow.run(tranches);
+      return flow;
+    } finally {
+      await network?.close();
+    }
   }
 
   #channel(sessionId: Hex): ChannelRecord {
@@ -264,6 +281,7 @@ export { PayerClient, fetchTermsOffer, ProviderRejectedError, type InvocationOut
 export { PayerSession } from "../node/payer-session";
 export {
   FlowController,
+  StreamResumeError,
   mayRelease,
   acceptTranche,
   judgeSample,
@@ -274,6 +292,8 @@ export {
   type StreamPause,
 } from "../node/flow-controller";
 export { spotCheck, streamInputs } from "../arbitration/stream-sample";
+export { NetworkStreamLink, StreamLinkError } from "../node/stream-link";
+export { StreamJournal } from "../node/stream-journal";
 export { buildStreamPackage } from "../arbitration/build";
 export { SqliteStore } from "../store/sqlite-store";
 export type { ChannelStore, ChannelRecord } from "../store/store";

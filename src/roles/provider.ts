@@ -94,3 +94,5 @@ export { readSessionKeyChainState, closeUnilateral, challengeClose } from "../ch
 export { InProcessStreamProvider, StreamTicketRefusedError, type TrancheWork } from "../node/stream-provider";
 export { claimsOf } from "../arbitration/stream-sample";
 export { signProgressProof, progressProofHash, type ProgressProof, type SignedProgressProof } from "../core/progress-proof";
+// Over the sealed socket (second pass): `ProviderNode`/`startProvider` with `stream: { work }` serve v4 tranches.
+export { suiteStreamWork, StreamRefusedError, type StreamWork, type TrancheOutcome } from "../node/stream-service";

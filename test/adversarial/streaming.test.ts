@@ -260,7 +260,7 @@ describe("adversarial: milestone streaming — money flows only while sampled pr
     expect(st.pause.reason).to.equal("false_claim");
     const held = st.flow.tranches.get(2n)!;
     const proof = held.result!.proof.proof;
-    const drawn = sampledIndices({ secret: held.secret, proofHash: progressProofHash(proof), total: 12, count: TERMS.stream.samplesPerTranche });
+    const drawn = sampledIndices({ secret: held.secret!, proofHash: progressProofHash(proof), total: 12, count: TERMS.stream.samplesPerTranche });
     expect(drawn).to.deep.equal(held.indices);
     // The repository fails all 12 tests (all claimed passing); pick a false claim the agreed draw did not sample.
     const failing = (await claimsOf({ terms: TERMS, suite: SUITE, repository: held.repository!, inputs: streamInputs({ chainId: s.chainId, gasEscrow: st.escrow, sessionId: st.sessionId, tranche: 2n }) }))
@@ -270,7 +270,7 @@ describe("adversarial: milestone streaming — money flows only while sampled pr
     const undrawn = failing.find((i) => !drawn.includes(i));
     expect(undrawn, "a false claim outside the draw").to.not.equal(undefined);
     // Asking the provider for it outside the draw gets nothing.
-    expect(await st.node.sample({ tranche: 2n, secret: held.secret, indices: [undrawn!] })).to.equal(null);
+    expect(await st.node.sample({ tranche: 2n, secret: held.secret!, indices: [undrawn!] })).to.equal(null);
     expect(st.node.refusedSamples).to.deep.equal([{ tranche: 2n, indices: [undrawn!] }]);
     const { caseId, pkg } = await streamCase(s, st, (e) => {
       e.progress.sample = undrawn!;

@@ -172,6 +172,12 @@ describe("milestone streaming (issue 32): terms v4, Progress Proofs, sampling, t
       expect(r.ok, what).to.equal(false);
       expect(r.state.paused!.reason, what).to.equal("invalid_result");
     }
+    // Bound to its receipt but about another suite: kept as the case's evidence, and the stream pauses (wrong_suite).
+    const otherSuite = await signProgressProof({ account: provider, proof: { ...PROOF, suiteHash: h("another suite") } });
+    const wrong = acceptTranche(fresh, { sessionId: SESSION, request, receipt: { ...receipt, receipt: { ...receipt.receipt, outputHash: progressProofHash(otherSuite.proof) } }, proof: otherSuite });
+    expect(wrong.ok).to.equal(true);
+    expect(wrong.state.paused!.reason).to.equal("wrong_suite");
+    expect(wrong.state.proofs.get(1n)).to.equal(progressProofHash(otherSuite.proof));
     const accepted = acceptTranche(fresh, { sessionId: SESSION, request, receipt, proof }).state;
     const second = await signProgressProof({ account: provider, proof: { ...PROOF, lint: "clean" } });
     expect(acceptTranche(accepted, { sessionId: SESSION, request, receipt, proof: second }).state.paused!.reason).to.equal("equivocation");

@@ -88,14 +88,28 @@ describe("ioi milestones: v4 terms, Progress Proofs and the payer's spot-check f
     const stranger = await runCli(["milestones", "check", "--terms-file", terms, "--suite-dir", suite, "--repository-dir", suite, "--proof-file", proof, "--secret", SESSION, "--provider", hardhatAccount(ROLE.stranger).address, "--session", SESSION]);
     expect(stranger.code).to.equal(1);
     expect(stranger.err).to.match(/progress proof signature was not made by/);
+    // Streaming over the network: a session the store does not hold, a stream with no journal, v4 options on v2 terms.
+    const db = ["--db", path.join(dir, "payer.db"), "--key-env", "KEY"];
+    const key = { KEY: "0x" + "11".repeat(32) };
+    const unknown = await runCli(["milestones", "stream", "--session", SESSION, "--suite-dir", suite, "--tranches", "2", ...db], key);
+    expect(unknown.code).to.equal(2);
+    expect(unknown.err).to.match(/The store holds no channel/);
+    const noTranches = await runCli(["milestones", "stream", "--session", SESSION, "--suite-dir", suite, "--tranches", "0", ...db], key);
+    expect(noTranches.code).to.equal(2);
+    const noCase = await runCli(["milestones", "case", "--session", SESSION, "--suite-dir", suite, "--out", path.join(dir, "case.json"), ...db], key);
+    expect(noCase.code).to.equal(2);
+    expect(noCase.err).to.match(/The store holds no channel/);
+    const v2Stream = await runCli(["provider", "--terms-file", v2, "--suite-dir", suite, "--repository-dir", suite, "--key-env", "KEY", "--rpc", "http://127.0.0.1:9"], key);
+    expect(v2Stream.code).to.equal(2);
+    expect(v2Stream.err).to.match(/--suite-dir and --repository-dir go with version 4 terms/);
   });
 
   it("is listed in the CLI's help, with --help for each subcommand", async () => {
     const top = await runCli(["--help"]);
     expect(top.out).to.contain("  milestones ");
     const group = await runCli(["milestones", "--help"]);
-    for (const sub of ["terms", "prove", "check"]) expect(group.out).to.contain(sub);
-    for (const sub of ["terms", "prove", "check"]) {
+    for (const sub of ["terms", "prove", "check", "stream", "case"]) expect(group.out).to.contain(sub);
+    for (const sub of ["terms", "prove", "check", "stream", "case"]) {
       const help = await runCli(["milestones", sub, "--help"]);
       expect(help.code, sub).to.equal(0);
       expect(help.out).to.contain(`Usage: ioi milestones ${sub}`);
