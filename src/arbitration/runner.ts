@@ -19,6 +19,7 @@ import type { Hex } from "viem";
 import { artifactId } from "../core/canonical";
 import { BaseError } from "../core/errors";
 import { NO_FAULT_CODES } from "../core/fault-statement";
+import { isTermsDocument } from "../core/terms";
 import type { Bundle } from "./bundle";
 import { runObjectiveChecks, type ObjectiveChecksParameters, type ObjectiveChecksResult } from "./checks";
 import { EngineUnavailableError } from "./engine";
@@ -378,7 +379,7 @@ function lane0Remedy(pkg: ChallengePackage, ctx: CaseContext, violations: Lane0V
 /** False for a session settled when the case opened whose v2 terms say refunds do not come from the SLA bond. */
 function refundAllowed(pkg: ChallengePackage, ctx: CaseContext): boolean {
   const channel = evidenceOfKind(pkg, "channel")[0]?.content;
-  return !(channel?.pricing.version === "2" && !channel.pricing.disputes.refundsFromBond && ctx.session?.settledAtOpen === true);
+  return !(channel !== undefined && isTermsDocument(channel.pricing) && !channel.pricing.disputes.refundsFromBond && ctx.session?.settledAtOpen === true);
 }
 
 /**

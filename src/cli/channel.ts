@@ -69,7 +69,7 @@ import type { McpHandler } from "../node/provider-node";
 import { readRequestFile, RequestFileReader, requestFrom, RequestFileError } from "../node/requests";
 import { signedSessionReceiptToJson, sessionReceiptHash } from "../core/receipt";
 import type { ChannelRecord, ChannelStore } from "../store/store";
-import { channelRefToJson, describePricing, disputeWindowProblem, sessionIdOf, type ChannelRef, modelAllowed, NATIVE_ASSET, prepaidPerCall, pricingTermsFromJson, pricingTermsToJson, termsHashOf, type PricingTerms } from "../core/terms";
+import { channelRefToJson, describePricing, disputeWindowProblem, isTermsDocument, sessionIdOf, type ChannelRef, modelAllowed, NATIVE_ASSET, prepaidPerCall, pricingTermsFromJson, pricingTermsToJson, termsHashOf, type PricingTerms } from "../core/terms";
 import { paymentTicketHash, signedPaymentTicketToJson } from "../core/ticket";
 import type { JsonObject } from "../core/validate";
 import {
@@ -314,11 +314,11 @@ function asUsage<T>(f: () => T): T {
 async function runProvider(values: Record<string, unknown>, out: Out): Promise<void> {
   const account = loadAccount(values);
   const pricing = termsOption(values, "wei per invocation");
-  const modelSnapshotId = (values.model as string | undefined) ?? (pricing.version === "2" && pricing.models.length === 1 ? pricing.models[0]! : undefined);
+  const modelSnapshotId = (values.model as string | undefined) ?? (isTermsDocument(pricing) && pricing.models.length === 1 ? pricing.models[0]! : undefined);
   if (modelSnapshotId !== undefined && !modelAllowed(pricing, modelSnapshotId)) {
-    throw new UsageError(`--model ${modelSnapshotId} is not among the models the terms document lists (${pricing.version === "2" ? pricing.models.join(", ") : ""}); every receipt would prove a model swap.`);
+    throw new UsageError(`--model ${modelSnapshotId} is not among the models the terms document lists (${isTermsDocument(pricing) ? pricing.models.join(", ") : ""}); every receipt would prove a model swap.`);
   }
-  if (modelSnapshotId === undefined && pricing.version === "2") throw new UsageError(`The terms document lists ${pricing.models.length} models; say which one this node serves with --model.`);
+  if (modelSnapshotId === undefined && isTermsDocument(pricing)) throw new UsageError(`The terms document lists ${pricing.models.length} models; say which one this node serves with --model.`);
   const host = asUsage(() => listenHost(values.host as string | undefined, values["allow-public"] === true));
   const port = Number(uint(values, "port", "TCP port to listen on (0 = any free port)", 0n));
   if (port > 65535) throw new UsageError(`--port must be at most 65535; received ${port}.`);
@@ -446,7 +446,7 @@ async function runOpen(values: Record<string, unknown>, out: Out): Promise<void>
     out.lines.push("Warning: without --peer the provider's terms were not checked; if it refuses this price, only a unilateral close and its full window return the deposit.");
   }
   // Terms promising a longer dispute window than the chain enforces would mislead the payer (decision 0026): refused.
-  if (pricing.version === "2") {
+  if (isTermsDocument(pricing)) {
     const disputeManager = await deployedContract(values, publicClient, "dispute-manager", "IOI_DISPUTE_MANAGER", "DisputeManager").catch(() => undefined);
     if (disputeManager === undefined) {
       out.lines.push("Warning: no DisputeManager is known for this chain (deployment record or $IOI_DISPUTE_MANAGER), so the terms' dispute window was not compared with the chain's.");

@@ -371,7 +371,7 @@ export class PayerClient {
     outcome.catch(() => undefined);
     const input = canonBytes(request);
     if (this.parameters.keepResults !== false) this.#requests.set(seq, textDecoder.decode(input));
-    const next = this.session.nextTicket(input);
+    const next = this.session.nextTicket(input, request);
     // The ticket leaves as soon as it is signed, in seq order, and is stored with its receipt, in one row
     // write: the payer does not wait on its own disk (decision 0009, issue 15). The receipt counts only once
     // that write is durable. A crash before it loses only tickets the provider may hold, and `connect` takes

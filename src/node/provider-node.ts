@@ -20,7 +20,7 @@ import type { SessionReceipt } from "../core/receipt";
 import { signReceiptCommit, verifyReceiptCommit } from "../core/receipt-commit";
 import type { ChannelRecord, ChannelStore } from "../store/store";
 import type { SettlementSummary } from "../core/summary";
-import { modelAllowed, sessionIdOf, termsHashOf, type PricingTerms } from "../core/terms";
+import { isTermsDocument, modelAllowed, sessionIdOf, termsHashOf, type PricingTerms } from "../core/terms";
 import { signTermsOffer } from "../core/terms-offer";
 import { listenSecure, type ListenSecureParameters, type SecureConnection, type SecureServer } from "../transport";
 import type { JsonObject } from "../core/validate";
@@ -114,7 +114,7 @@ export class ProviderNode {
     // A provider that serves a model its own terms do not list would sign a provable model swap on every call.
     if (!modelAllowed(parameters.pricing, parameters.modelSnapshotId)) {
       throw new BindingMismatchError(
-        `The provider serves model ${JSON.stringify(parameters.modelSnapshotId)}, which its terms do not list (${parameters.pricing.version === "2" ? parameters.pricing.models.join(", ") : ""}).`,
+        `The provider serves model ${JSON.stringify(parameters.modelSnapshotId)}, which its terms do not list (${isTermsDocument(parameters.pricing) ? parameters.pricing.models.join(", ") : ""}).`,
       );
     }
     const node = new ProviderNode(parameters);

@@ -29,7 +29,7 @@ import {
 import { fetchTermsOffer, PayerClient } from "../node/payer-client";
 import { PayerSession } from "../node/payer-session";
 import type { ChannelRecord, ChannelStore } from "../store/store";
-import { describePricing, disputeWindowProblem, NATIVE_ASSET, termsHashOf, type PricingTerms } from "../core/terms";
+import { describePricing, disputeWindowProblem, isTermsDocument, NATIVE_ASSET, termsHashOf, type PricingTerms } from "../core/terms";
 import { readSettledDisputeWindow } from "../chain/dispute-window";
 import { assertDeployed, contractAddress, type Deployment } from "./deployment";
 
@@ -97,7 +97,7 @@ export class Payer {
     }
     const pricing = offer.pricing;
     // Terms that promise a longer dispute window than the chain enforces would mislead the payer (decision 0026).
-    if (pricing.version === "2" && deployment.contracts.DisputeManager !== undefined) {
+    if (isTermsDocument(pricing) && deployment.contracts.DisputeManager !== undefined) {
       const problem = disputeWindowProblem(pricing, await readSettledDisputeWindow(publicClient, contractAddress(deployment, "DisputeManager")));
       if (problem) throw new PayerError(`The provider's terms cannot be honoured here: ${problem}; nothing was funded.`);
     }
