@@ -126,6 +126,8 @@ export const COMMANDS: Record<string, Command> = {
       "  --worker-env NAME     pass this variable to the worker (repeatable). A worker gets only PATH, HOME, LANG,",
       "                        LC_ALL, LC_CTYPE, TZ, TMPDIR and SYSTEMROOT by default, never the node's key",
       "                        (IOI_PRIVATE_KEY, --key-env) or any IOI_*KEY*/SECRET/TOKEN/PASSWORD variable",
+      "  --worker-url URL      sell the MCP server at this Streamable HTTP endpoint instead (SDK client; same limits)",
+      "  --drop-results        keep only receipts, not outputs (a payer's retry then gets the receipt, not the result)",
       "  --host IP             address to listen on (default 127.0.0.1); a non-loopback one needs --allow-public",
       "  --terms-file FILE     the terms document offered (schemas/terms.schema.json: metered pricing with a cap per",
       "                        call, model snapshot ids, dispute rules, required receipts); --model must be one it lists",
@@ -141,6 +143,8 @@ export const COMMANDS: Record<string, Command> = {
       "allow-public": { type: "boolean" },
       "worker-timeout": { type: "string" },
       "worker-env": { type: "string", multiple: true },
+      "worker-url": { type: "string" },
+      "drop-results": { type: "boolean" },
       ...METRICS_OPTION,
       ...LOG_OPTIONS,
       ...ALERT_OPTIONS,
@@ -342,10 +346,17 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
   const { publicClient, wallet, escrow, domain, chainId, fromBlock } = await chainClients(values, account);
   const reading = readingOf(values, chainId);
   const log = (line: string) => process.stderr.write(`provider: ${line}\n`);
-  let worker: McpWorker | undefined;
+  let worker: Pick<McpWorker, "handler" | "info" | "stop"> | undefined;
   let handler: McpHandler = echoHandler;
+  const workerUrl = values["worker-url"] as string | undefined;
+  if (workerUrl !== undefined && argv !== undefined) throw new UsageError("Give either --worker CMD (a stdio MCP server) or --worker-url URL (a Streamable HTTP one), not both.");
+  if (workerUrl !== undefined && !/^https?:\/\/[^\s]+$/.test(workerUrl)) throw new UsageError(`--worker-url must be an http(s) URL of an MCP endpoint; received ${JSON.stringify(workerUrl)}.`);
   if (argv !== undefined) {
     worker = await (await nodeModules.mcpWorker()).McpWorker.start({ command: argv[0]!, args: argv.slice(1), timeoutMs: workerTimeout, env: workerEnv, log });
+    handler = worker.handler;
+  } else if (workerUrl !== undefined) {
+    const { McpHttpWorker } = await import("../node/mcp-http-worker");
+    worker = await McpHttpWorker.start({ url: workerUrl, timeoutMs: workerTimeout, log });
     handler = worker.handler;
   }
   const store = openStore(values, "provider");
@@ -360,7 +371,9 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
     store,
     pricing,
     handler,
-    modelSnapshotId: modelSnapshotId ?? (argv ? `worker:${path.basename(argv[0]!)}` : "worker:echo-keccak@1"),
+    modelSnapshotId: modelSnapshotId ?? (argv ? `worker:${path.basename(argv[0]!)}` : workerUrl ? `worker:${workerUrl}` : "worker:echo-keccak@1"),
+    // Outputs are kept so a payer's retry gets its paid result again (decision 0033, exactly once).
+    keepResults: values["drop-results"] !== true,
     host,
     port,
     log,
@@ -566,7 +579,7 @@ async function runImport(values: Record<string, unknown>, out: Out): Promise<voi
  * `--session-key FILE` (decision 0025): the grant and private key `ioi session-key authorize --out` wrote; the
  * tickets are then signed by that key, and the grant must be for this session.
  */
-function sessionKeyOf(values: Record<string, unknown>, sessionId: Hex): { account: LocalAccount; grant: SignedSessionKeyGrant } | undefined {
+export function sessionKeyOf(values: Record<string, unknown>, sessionId: Hex): { account: LocalAccount; grant: SignedSessionKeyGrant } | undefined {
   const file = values["session-key"] as string | undefined;
   if (file === undefined) return undefined;
   let raw: { grant?: unknown; privateKey?: unknown };
