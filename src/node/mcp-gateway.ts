@@ -37,7 +37,9 @@ import type { Address, Hex, LocalAccount } from "viem";
 
 import { canon } from "../core/canonical";
 import { BaseError } from "../core/errors";
-import { sessionReceiptHash } from "../core/receipt";
+import { sessionReceiptHash, type SignedSessionReceipt } from "../core/receipt";
+import type { SignedPaymentTicket } from "../core/ticket";
+import { paymentResponseOf, X402_PAYMENT_META, X402_PAYMENT_RESPONSE_META } from "../roles/x402";
 import type { SignedSessionKeyGrant } from "../core/session-key";
 import { describePricing, termsHashOf } from "../core/terms";
 import type { JsonObject } from "../core/validate";
@@ -48,9 +50,6 @@ import { fetchTermsOffer, PayerClient, ProviderRejectedError, type InvocationOut
 export const IDEMPOTENCY_KEY_META = "ioi-settlement/idempotency-key";
 /** The `_meta` key of the receipt reference on every forwarded answer. */
 export const RECEIPT_META = "ioi-settlement/receipt";
-/** x402's MCP transport keys (decision 0034): our ticket and receipt, carried where an x402-aware host looks. */
-export const X402_PAYMENT_META = "x402/payment";
-export const X402_PAYMENT_RESPONSE_META = "x402/payment-response";
 
 /** Largest request a host may send over HTTP, in bytes; larger ones are refused with 413 (the gateway keeps serving). */
 export const MAX_HOST_REQUEST_BYTES = 1 << 20;
@@ -215,7 +214,7 @@ export class McpGateway {
     if (output === undefined) throw refusal(`The call was paid with seq ${seq}, but neither this gateway nor the provider kept its output.`);
     this.#finish(row.key, step.receipt.receipt.metering.amount);
     const answer = { result: ("error" in output && Object.keys(output).length === 1 ? undefined : output) as JsonObject | undefined, error: output.error as JsonObject | undefined };
-    return this.#toHost(answer, step.receipt.receipt.sessionId, seq, sessionReceiptHash(step.receipt.receipt), step.receipt.receipt.metering.amount);
+    return this.#toHost(answer, { ticket: step.ticket, receipt: step.receipt });
   }
 
   async #payAndCall(key: string, request: JsonObject): Promise<JsonObject> {
@@ -258,18 +257,23 @@ export class McpGateway {
       throw refusal(this.#why(error, method));
     }
     this.#finish(key, outcome.charged);
-    return this.#toHost(outcome, outcome.receipt.receipt.sessionId, outcome.seq, sessionReceiptHash(outcome.receipt.receipt), outcome.charged);
+    // The step is durable once the invocation resolved: its ticket goes to the host beside the receipt (x402 key).
+    const [step] = this.parameters.payer.parameters.store.steps(outcome.receipt.receipt.sessionId, { fromSeq: outcome.seq, limit: 1 });
+    return this.#toHost(outcome, { ticket: step!.ticket, receipt: outcome.receipt });
   }
 
   /** The answer a host gets: the result with our `_meta`, or an MCP error for a failed call (charged 0). */
-  #toHost(outcome: { result?: JsonObject | undefined; error?: JsonObject | { code: number; message: string } | undefined }, sessionId: Hex, seq: bigint, receiptHash: Hex, amount: bigint): JsonObject {
-    const reference: ReceiptReference = { sessionId, seq: seq.toString(), receiptHash, amount: amount.toString() };
+  #toHost(outcome: { result?: JsonObject | undefined; error?: JsonObject | { code: number; message: string } | undefined }, step: { ticket: SignedPaymentTicket; receipt: SignedSessionReceipt }): JsonObject {
+    const r = step.receipt.receipt;
+    const seq = r.seq;
+    const reference: ReceiptReference = { sessionId: r.sessionId, seq: seq.toString(), receiptHash: sessionReceiptHash(r), amount: r.metering.amount.toString() };
     if (outcome.result === undefined) {
       const e = (outcome.error ?? {}) as { code?: unknown; message?: unknown };
       const message = typeof e.message === "string" ? e.message : "The provider's worker failed.";
       throw new McpError(typeof e.code === "number" ? e.code : ErrorCode.InternalError, `${message} (not charged; receipt seq ${seq})`, { [RECEIPT_META]: reference });
     }
-    const meta = { ...((outcome.result._meta as JsonObject | undefined) ?? {}), [RECEIPT_META]: reference, [X402_PAYMENT_RESPONSE_META]: x402PaymentResponse(reference) };
+    const x402 = paymentResponseOf({ chainId: this.parameters.payer.domain.chainId, payer: this.parameters.payer.account.address, ...step });
+    const meta = { ...((outcome.result._meta as JsonObject | undefined) ?? {}), [RECEIPT_META]: reference, [X402_PAYMENT_RESPONSE_META]: x402 as unknown as JsonObject };
     return { ...outcome.result, _meta: meta };
   }
 
@@ -445,11 +449,6 @@ export class McpGateway {
     this.#client = undefined;
     this.#db.close();
   }
-}
-
-/** x402's settlement response shape (`_meta["x402/payment-response"]`), filled from our receipt (decision 0034). */
-export function x402PaymentResponse(reference: ReceiptReference): JsonObject {
-  return { success: true, transaction: reference.receiptHash, network: "ioi-settlement-channel", payer: "", scheme: "ioi-channel", extensions: { receipt: reference } };
 }
 
 function stripOwnMeta(params: JsonObject): JsonObject {

@@ -77,7 +77,9 @@ describe("ioi mcp: an SDK host pays server-everything's tools through the channe
     expect(summed.content).to.deep.equal([{ type: "text", text: "The sum of 2 and 3 is 5." }]);
     expect((summed._meta as Record<string, { amount: string }>)["ioi-settlement/receipt"]).to.deep.include({ amount: SUM.toString(), seq: "3" });
     // x402's MCP key carries the same receipt reference (decision 0034).
-    expect((summed._meta as Record<string, { extensions: { receipt: { seq: string } } }>)["x402/payment-response"]!.extensions.receipt.seq).to.equal("3");
+    const x402 = (summed._meta as Record<string, { success: boolean; network: string; extensions: Record<string, { receipt: { receipt: { seq: string } } }> }>)["x402/payment-response"]!;
+    expect(x402).to.deep.include({ success: true, network: "eip155:31337" });
+    expect(x402.extensions["ioi-settlement"]!.receipt.receipt.seq).to.equal("3");
     await host.client.close();
 
     // The receipt the host was told of is the one the payer's store holds, and its output hash is the result's.
