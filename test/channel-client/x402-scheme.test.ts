@@ -60,7 +60,7 @@ describe("x402: the ioi-channel scheme registered with @x402/core's client (deci
 
     const client = new x402Client().register(x402NetworkOf(31337), new IoiChannelSchemeClient({ session: payer }));
     client.setSpendControls(false);
-    const payment = PaymentPayloadV2Schema.parse(await client.createPaymentPayload(required));
+    const payment = PaymentPayloadV2Schema.parse(await client.createPaymentPayload(required as Parameters<typeof client.createPaymentPayload>[0]));
     expect(payment.accepted.scheme).to.equal("ioi-channel");
 
     const ticket = await verifyChannelPayment(provider, payment.payload, request);
