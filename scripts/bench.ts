@@ -15,6 +15,7 @@
  *   npm run bench               the full run (a few minutes on 2 cores)
  *   npm run bench -- --quick    smaller sizes, for a smoke test
  *   npm run bench -- --arbitration   only the arbitration figures, merged into the existing results.json
+ *   npm run bench -- --mcp           only the MCP gateway's overhead and the cost per call (issue 30), merged likewise
  *   npm run bench -- --cli      only `ioi --help` start-up from dist/ (built first), merged likewise
  *   npm run bench -- --nodes    only issue 28's node figures (payer tickets/s under a flood of hostile connections
  *                                    ÷ quiet, resume of a 100,000-receipt channel), merged likewise
@@ -37,6 +38,7 @@ import { benchTransport } from "./bench-transport";
 import { latencyFloor, measureDurableStep, measureLoopbackRoundTrip } from "./bench-floor";
 import { breakdownLines, runSocketBench } from "./bench-socket";
 import { benchNodes, nodesRows } from "./bench-nodes";
+import { benchMcp, mcpRows } from "./bench-mcp";
 import { measureGas } from "./gas-report";
 
 /** The channel issue's gas targets (strictly under, except challenge: at most). */
@@ -95,6 +97,18 @@ async function main(): Promise<void> {
     log(`Arbitration results — ${machine.cpus} × ${machine.model}, Node ${machine.node}`);
     arbitrationRows(arbitration, row);
     log(`Updated the arbitration figures in ${path.relative(process.cwd(), file)}`);
+    return;
+  }
+
+  if (process.argv.includes("--mcp")) {
+    log("Measuring the MCP gateway (host → ioi mcp → channel → provider → server-everything) against the server called directly …");
+    const mcp = await benchMcp(quick, log);
+    const previous = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>) : {};
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(file, `${JSON.stringify({ ...previous, mcp: { ...mcp, machine, quick, loadAverage: os.loadavg(), measuredAt: new Date().toISOString() } }, null, 2)}\n`);
+    log("");
+    mcpRows(mcp, log);
+    log(`Updated the MCP figures in ${path.relative(process.cwd(), file)}`);
     return;
   }
 
