@@ -128,7 +128,7 @@ export async function benchMcp(quick: boolean, log: (line: string) => void): Pro
       calls: n,
       channelGasPerCall: Math.round(channelOpenAndClose / n),
       transferGasPerCall: erc20Transfer,
-      ratio: round(channelOpenAndClose / n / erc20Transfer),
+      ratio: Number((channelOpenAndClose / n / erc20Transfer).toPrecision(3)),
     }));
     const result: McpBench = {
       direct: directFigures,

@@ -238,9 +238,14 @@ export class McpGateway {
     this.#paying.set(key, invocation);
     invocation.then(
       () => this.#paying.delete(key),
-      () => {
+      (error: unknown) => {
         this.#paying.delete(key);
-        this.#drop(client);
+        // Refused before any work (the provider refused the ticket, or it was never signed): nothing was charged,
+        // so the day's spending does not count it and a retry pays anew. A dropped connection stays pending: the
+        // provider may have done the work, and the retry finds out.
+        const name = (error as Error).name;
+        if (name === "ProviderRejectedError" || name === "DepositExceededError" || name === "SessionKeyCapExceededError") this.#finish(key, 0n);
+        else this.#drop(client);
       },
     );
     return this.#outcomeToHost(key, method, invocation);
