@@ -39,11 +39,13 @@ import { canon } from "../core/canonical";
 import { BaseError } from "../core/errors";
 import { sessionReceiptHash, type SignedSessionReceipt } from "../core/receipt";
 import type { SignedPaymentTicket } from "../core/ticket";
-import { paymentResponseOf, X402_PAYMENT_META, X402_PAYMENT_RESPONSE_META } from "../roles/x402";
+import { paymentResponseOf, X402_PAYMENT_META, X402_PAYMENT_RESPONSE_META } from "../core/x402";
 import type { SignedSessionKeyGrant } from "../core/session-key";
 import { describePricing, termsHashOf } from "../core/terms";
 import type { JsonObject } from "../core/validate";
-import type { Payer, Peer } from "../roles/payer";
+import type { GasEscrowDomain } from "../core/eip712";
+import type { PricingTerms } from "../core/terms";
+import type { ChannelStore } from "../store/store";
 import { fetchTermsOffer, PayerClient, ProviderRejectedError, type InvocationOutcome } from "./payer-client";
 
 /** The `_meta` key a host puts on a `tools/call` to make retries of it idempotent. */
@@ -63,8 +65,23 @@ export type GatewayBudgets = {
   perDay: bigint;
 };
 
+/** Where the provider node listens. */
+export type Peer = { host: string; port: number };
+
+/**
+ * What the gateway needs of a payer: `createPayer(…)` from `ioi-settlement/payer` is one (typed structurally here so
+ * the node folder does not import the role entry points).
+ */
+export type GatewayPayer = {
+  readonly account: LocalAccount;
+  readonly domain: GasEscrowDomain;
+  readonly parameters: { store: ChannelStore };
+  openChannel(parameters: { provider: Address; peer: Peer; deposit: bigint; expectedTerms?: PricingTerms }): Promise<{ sessionId: Hex }>;
+  deposit(sessionId: Hex, amount: bigint): Promise<unknown>;
+};
+
 export type McpGatewayParameters = {
-  payer: Payer;
+  payer: GatewayPayer;
   provider: Address;
   peer: Peer;
   budgets: GatewayBudgets;

@@ -4,8 +4,8 @@
  * the chain's CAIP-2 network and then pays a provider's `PaymentRequired` (scheme `ioi-channel`) with a ticket of
  * our channel instead of an on-chain transfer per call. The provider checks the payload with
  * {@link verifyChannelPayment} (every rule a ticket over the sealed socket meets) and answers in x402's MCP shape:
- * {@link paymentRequiredResult} for an unpaid `tools/call`, {@link paymentResponseOf} in
- * `_meta["x402/payment-response"]` with the signed receipt.
+ * `paymentRequiredResult` for an unpaid `tools/call`, `paymentResponseOf` in `_meta["x402/payment-response"]` with
+ * the signed receipt (both from `core/x402.ts`, re-exported here).
  *
  * ```ts
  * import { x402Client } from "@x402/core/client";
@@ -14,89 +14,17 @@
  * const payment = await client.createPaymentPayload(paymentRequired); // → _meta["x402/payment"]
  * ```
  */
-import type { PaymentPayloadResult, PaymentRequired, PaymentRequirements, SchemeNetworkClient, SettleResponse } from "@x402/core/dist/cjs/types"; // types only (erased): TypeScript's node10 resolution does not read the exports map
-import { zeroAddress, type Address, type Hex } from "viem";
+import type { PaymentPayloadResult, PaymentRequirements, SchemeNetworkClient } from "@x402/core/dist/cjs/types"; // types only (erased): TypeScript's node10 resolution does not read the exports map
 
 import { canonBytes } from "../core/canonical";
-import { BaseError } from "../core/errors";
-import { sessionReceiptHash, signedSessionReceiptToJson, type SignedSessionReceipt } from "../core/receipt";
-import { prepaidFor, type PricingTerms } from "../core/terms";
+import { prepaidFor } from "../core/terms";
 import { signedPaymentTicketFromJson, signedPaymentTicketToJson, type SignedPaymentTicket } from "../core/ticket";
 import type { JsonObject } from "../core/validate";
+import { IOI_CHANNEL_SCHEME, X402ChannelError, x402NetworkOf } from "../core/x402";
 import type { PayerSession } from "../node/payer-session";
 import type { ProviderSession } from "../node/provider-session";
 
-/** The x402 scheme name of a payment by channel ticket. */
-export const IOI_CHANNEL_SCHEME = "ioi-channel";
-/** x402's MCP `_meta` keys and its payment-required code (specs/transports-v2/mcp.md). */
-export const X402_PAYMENT_META = "x402/payment";
-export const X402_PAYMENT_RESPONSE_META = "x402/payment-response";
-export const X402_VERSION = 2;
-
-/** The CAIP-2 network x402 names an EVM chain by. */
-export function x402NetworkOf(chainId: number | bigint): `eip155:${string}` {
-  return `eip155:${chainId}`;
-}
-
-/** An x402 payment that cannot be made or accepted; says why in one sentence. */
-export class X402ChannelError extends BaseError {
-  override name = "X402ChannelError" as const;
-}
-
-export type ChannelPaymentParameters = {
-  chainId: number;
-  escrow: Address;
-  provider: Address;
-  sessionId: Hex;
-  termsHash: Hex;
-  pricing: PricingTerms;
-  /** The JSON-RPC request the payment is for (its tool decides the price under v3 terms). */
-  request: JsonObject;
-  maxTimeoutSeconds?: number;
-};
-
-/**
- * What the provider asks for one call, as x402 `PaymentRequirements`: scheme `ioi-channel`, the channel's
- * network and asset (the zero address: native ETH), the call's price (what its ticket must add) paid to the
- * provider; `extra` names the channel and carries the request, so the payer can price it itself.
- */
-export function channelPaymentRequirements(p: ChannelPaymentParameters): PaymentRequirements {
-  return {
-    scheme: IOI_CHANNEL_SCHEME,
-    network: x402NetworkOf(p.chainId),
-    asset: zeroAddress,
-    amount: prepaidFor(p.pricing, p.request).toString(),
-    payTo: p.provider,
-    maxTimeoutSeconds: p.maxTimeoutSeconds ?? 60,
-    extra: { escrow: p.escrow, sessionId: p.sessionId, termsHash: p.termsHash, request: p.request },
-  };
-}
-
-/** x402's MCP answer to an unpaid `tools/call`: `isError`, the `PaymentRequired` as structured content and as text. */
-export function paymentRequiredResult(p: ChannelPaymentParameters & { tool: string }): JsonObject {
-  const required: PaymentRequired = {
-    x402Version: X402_VERSION,
-    error: "Payment required to call this tool",
-    resource: { url: `mcp://tool/${p.tool}`, description: `MCP tool ${p.tool}, paid through an ioi-settlement channel` },
-    accepts: [channelPaymentRequirements(p)],
-  };
-  return { isError: true, structuredContent: required as unknown as JsonObject, content: [{ type: "text", text: JSON.stringify(required) }] };
-}
-
-/**
- * x402's settlement response for a paid call (`_meta["x402/payment-response"]`): the channel settles off-chain, so
- * `transaction` is the signed receipt's hash, and the receipt and ticket themselves ride in `extensions`.
- */
-export function paymentResponseOf(p: { chainId: number; payer: Address; ticket: SignedPaymentTicket; receipt: SignedSessionReceipt }): SettleResponse {
-  return {
-    success: true,
-    transaction: sessionReceiptHash(p.receipt.receipt),
-    network: x402NetworkOf(p.chainId),
-    payer: p.payer,
-    amount: p.receipt.receipt.metering.amount.toString(),
-    extensions: { "ioi-settlement": { ticket: signedPaymentTicketToJson(p.ticket), receipt: signedSessionReceiptToJson(p.receipt) } },
-  };
-}
+export * from "../core/x402";
 
 /**
  * The payer's side of the scheme, registered with `x402Client.register(network, scheme)`. It pays only
