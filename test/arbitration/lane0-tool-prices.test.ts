@@ -18,7 +18,7 @@ import { canon, canonBytes } from "../../src/core/canonical";
 import { gasEscrowDomain } from "../../src/core/eip712";
 import { receiptLeaf } from "../../src/core/leaf";
 import { sessionReceiptHash, signSessionReceipt, type SignedSessionReceipt } from "../../src/core/receipt";
-import { callPricingOf, prepaidFor, priceFor, pricingTermsFromJson, pricingTermsToJson, sessionIdOf, termsHashOf, type ChannelRef, type TermsDocumentV3 } from "../../src/core/terms";
+import { callPricingOf, prepaidFor, priceFor, pricingTermsFromJson, pricingTermsToJson, sessionIdOf, termsHashOf, type ChannelRef, type TermsDocumentV3, type TermsDocumentV3Json } from "../../src/core/terms";
 import { signPaymentTicket, type SignedPaymentTicket } from "../../src/core/ticket";
 
 const MNEMONIC = "test test test test test test test test test test test junk";
@@ -110,7 +110,7 @@ describe("terms v3: a price per MCP tool (decision 0033)", function () {
     expect(priceFor(TERMS, { method: "prompts/list" }, 9n)).to.equal(0n);
     expect(priceFor(TERMS, call("toString"), 1n)).to.equal(CAP); // an inherited property is no tool
     expect(priceFor(TERMS, undefined, 1n)).to.equal(DEAR); // request unknown: the dearest call
-    const json = pricingTermsToJson(TERMS);
+    const json = pricingTermsToJson(TERMS) as TermsDocumentV3Json;
     expect(json.version).to.equal("3");
     expect(termsHashOf(pricingTermsFromJson(JSON.parse(JSON.stringify(json))))).to.equal(termsHashOf(TERMS));
     // Published bounds = code's: a price beyond uint128, or a tool name over 128 characters, is refused.
