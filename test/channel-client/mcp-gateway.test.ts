@@ -9,6 +9,12 @@ import { loadFixture } from "@nomicfoundation/hardhat-toolbox-viem/network-helpe
 import { expect } from "chai";
 import hre from "hardhat";
 import { mkdirSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import path from "node:path";
 import { createWalletClient, custom, keccak256, parseEther, type Hex, type PublicClient } from "viem";
 import { hardhat } from "viem/chains";
@@ -108,6 +114,61 @@ describe("ioi mcp: an SDK host pays server-everything's tools through the channe
     const gas = await gasPaidBy(publicClient, fx.payer.address, startBlock + 1n, endBlock);
     expect(await publicClient.getBalance({ address: fx.payer.address })).to.equal(payerBefore - paid - gas);
     expect(await publicClient.getBalance({ address: fx.escrow.address })).to.equal(0n);
+  });
+
+  it("sells a Streamable HTTP MCP server (the SDK's own, on loopback) through ioi provider --worker-url; balances exact", async () => {
+    const fx = await loadFixture(escrowFixture);
+    const publicClient = fx.publicClient as unknown as PublicClient;
+    // An MCP server built from the SDK alone, stateless Streamable HTTP on 127.0.0.1.
+    const http = createServer((req, res) => {
+      const server = new Server({ name: "sdk-http-server", version: "1" }, { capabilities: { tools: {} } });
+      server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [{ name: "shout", inputSchema: { type: "object" as const, properties: { text: { type: "string" } } } }] }));
+      server.setRequestHandler(CallToolRequestSchema, async (request) => ({ content: [{ type: "text" as const, text: String((request.params.arguments as { text?: string }).text ?? "").toUpperCase() }] }));
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+      res.on("close", () => void transport.close());
+      void server.connect(transport).then(() => transport.handleRequest(req, res));
+    });
+    await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+    box.cleanup.push(() => new Promise((resolve) => http.close(resolve)));
+    const SHOUT = parseEther("0.0015");
+    const model = "sdk-http-server";
+    const provider = await startProvider({
+      rpcUrl: box.rpc.url,
+      escrow: fx.escrow.address,
+      db: path.join(box.dir, "provider.db"),
+      termsFile: writeTerms(box.dir, v3Terms({ shout: SHOUT }, CAP, model)),
+      model,
+      key: keyOf(ROLE.provider),
+      workerUrl: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`,
+    });
+    box.cleanup.push(() => stopChild(provider.child));
+    expect(provider.ready.worker).to.have.property("tools").that.deep.equals(["shout"]);
+    const startBlock = await publicClient.getBlockNumber();
+    const payerBefore = await publicClient.getBalance({ address: fx.payer.address });
+    const providerBefore = await publicClient.getBalance({ address: fx.provider.address });
+    const payerDb = path.join(box.dir, "payer.db");
+    const host = await hostWithGateway(
+      gatewayArgs({ rpcUrl: box.rpc.url, escrow: fx.escrow.address, db: payerDb, provider: fx.provider.address, port: provider.port, budgets: { call: CAP, channel: parseEther("0.02"), day: parseEther("0.02") } }),
+      keyOf(ROLE.payer),
+    );
+    box.cleanup.push(() => host.client.close());
+    const shouted = await host.client.callTool({ name: "shout", arguments: { text: "paid over http" } });
+    expect(shouted.content).to.deep.equal([{ type: "text", text: "PAID OVER HTTP" }]);
+    const sessionId = (shouted._meta as Record<string, { sessionId: Hex; amount: string }>)["ioi-settlement/receipt"]!.sessionId;
+    expect((shouted._meta as Record<string, { amount: string }>)["ioi-settlement/receipt"]!.amount).to.equal(SHOUT.toString());
+    await host.client.close();
+    const payerStore = SqliteStore.open(payerDb);
+    box.cleanup.push(() => payerStore.close());
+    const payer = createPayer({
+      deployment: { chainId: fx.domain.chainId, contracts: { GasEscrow: fx.escrow.address } },
+      publicClient,
+      wallet: createWalletClient({ account: fx.payer, chain: hardhat, transport: custom(hre.network.provider) }),
+      store: payerStore,
+    });
+    await payer.closeCooperative(sessionId, { host: "127.0.0.1", port: provider.port });
+    const gas = await gasPaidBy(publicClient, fx.payer.address, startBlock + 1n, await publicClient.getBlockNumber());
+    expect(await publicClient.getBalance({ address: fx.provider.address })).to.equal(providerBefore + SHOUT);
+    expect(await publicClient.getBalance({ address: fx.payer.address })).to.equal(payerBefore - SHOUT - gas);
   });
 
   it("sells server-filesystem through ioi provider: read_text_file at its price; a path outside its root is an isError result, charged as one (decision 0022)", async () => {
