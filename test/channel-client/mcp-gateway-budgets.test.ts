@@ -14,12 +14,13 @@ import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { createWalletClient, custom, type PublicClient } from "viem";
 import { hardhat } from "viem/chains";
 
+import { signSessionKeyGrant } from "../../src/core/session-key";
 import { McpGateway } from "../../src/node/mcp-gateway";
 import { ProviderNode, type McpHandler } from "../../src/node/provider-node";
 import { createPayer } from "../../src/roles/payer";
 import { SqliteStore } from "../../src/store/sqlite-store";
 import { cliSandbox } from "../helpers/cli";
-import { escrowFixture } from "../helpers/fixtures";
+import { escrowFixture, hardhatAccount, ROLE } from "../helpers/fixtures";
 import { gasPaidBy, v3Terms } from "../helpers/mcp-parts";
 
 const A = 100n;
@@ -115,5 +116,57 @@ describe("ioi mcp budgets: per call, per UTC day (persisted), per channel; top-u
     expect(await publicClient.getBalance({ address: fx.provider.address })).to.equal(providerBefore + 12n * A);
     expect(await publicClient.getBalance({ address: fx.payer.address })).to.equal(payerBefore - 12n * A - gas);
     expect(await publicClient.getBalance({ address: fx.escrow.address })).to.equal(0n);
+  });
+
+  it("pays with a session key instead of the main key: its grant's channel, its spend cap; nothing is opened or topped up", async () => {
+    const fx = await loadFixture(escrowFixture);
+    const publicClient = fx.publicClient as unknown as PublicClient;
+    const providerStore = SqliteStore.open(path.join(box.dir, "provider.db"));
+    const node = await ProviderNode.start({ account: fx.provider, publicClient, domain: fx.domain, store: providerStore, pricing: v3Terms({ a: A, b: B }, CAP, MODEL), handler, modelSnapshotId: MODEL, keepResults: true });
+    const payerStore = SqliteStore.open(path.join(box.dir, "payer.db"));
+    box.cleanup.push(async () => {
+      await node.stop();
+      await providerStore.close();
+      await payerStore.close();
+    });
+    const payer = createPayer({
+      deployment: { chainId: fx.domain.chainId, contracts: { GasEscrow: fx.escrow.address } },
+      publicClient,
+      wallet: createWalletClient({ account: fx.payer, chain: hardhat, transport: custom(hre.network.provider) }),
+      store: payerStore,
+    });
+    const peer = { host: "127.0.0.1", port: node.port };
+    const { sessionId } = await payer.openChannel({ provider: fx.provider.address, peer, deposit: 1_000n });
+    const key = hardhatAccount(ROLE.sessionKey);
+    const grant = await signSessionKeyGrant({ account: fx.payer, domain: fx.domain, sessionId, key: key.address, expiry: 2n ** 40n, spendCap: 250n, epoch: 0n, methods: ["*"] });
+    const gateway = await McpGateway.start({
+      payer,
+      provider: fx.provider.address,
+      peer,
+      budgets: { perCall: CAP, perChannel: 10_000n, perDay: 10_000n },
+      sessionKey: { account: key, grant },
+      statePath: path.join(box.dir, "gateway.db"),
+    });
+    const [hostSide, gatewaySide] = InMemoryTransport.createLinkedPair();
+    await gateway.server().connect(gatewaySide);
+    const host = new Client({ name: "sdk-host", version: "1" });
+    await host.connect(hostSide);
+    expect(gateway.sessionId).to.equal(sessionId);
+    await host.callTool({ name: "a", arguments: {} });
+    await host.callTool({ name: "a", arguments: {} });
+    // A third call would pass the key's spend cap of 250: refused before anything is signed.
+    await host.callTool({ name: "a", arguments: {} }).then(
+      () => expect.fail("past the key's cap"),
+      (e: Error) => expect(e.message).to.match(/spend cap of 250.*Nothing was paid\.$/),
+    );
+    await host.close();
+    await gateway.stop();
+    const steps = payerStore.steps(sessionId);
+    expect(steps.map((s) => s.receipt!.receipt.metering.amount)).to.deep.equal([A, A]);
+    // The tickets were signed by the session key, not by the payer's main key.
+    const { recoverDigestSigner } = await import("../../src/core/eip712");
+    const { paymentTicketDigest } = await import("../../src/core/ticket");
+    for (const step of steps) expect(await recoverDigestSigner(paymentTicketDigest(fx.domain, step.ticket.ticket), step.ticket.signature)).to.equal(key.address);
+    expect(payerStore.getChannel(sessionId)!.deposit).to.equal(1_000n);
   });
 });
