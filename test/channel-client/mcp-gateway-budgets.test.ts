@@ -15,6 +15,7 @@ import { createWalletClient, custom, type PublicClient } from "viem";
 import { hardhat } from "viem/chains";
 
 import { signSessionKeyGrant } from "../../src/core/session-key";
+import { termsHashOf } from "../../src/core/terms";
 import { McpGateway } from "../../src/node/mcp-gateway";
 import { ProviderNode, type McpHandler } from "../../src/node/provider-node";
 import { createPayer } from "../../src/roles/payer";
@@ -168,5 +169,38 @@ describe("ioi mcp budgets: per call, per UTC day (persisted), per channel; top-u
     const { paymentTicketDigest } = await import("../../src/core/ticket");
     for (const step of steps) expect(await recoverDigestSigner(paymentTicketDigest(fx.domain, step.ticket.ticket), step.ticket.signature)).to.equal(key.address);
     expect(payerStore.getChannel(sessionId)!.deposit).to.equal(1_000n);
+  });
+
+  it("refuses to start on other terms than agreed (the price changed) or without a provider (gone): one sentence, nothing funded", async () => {
+    const fx = await loadFixture(escrowFixture);
+    const publicClient = fx.publicClient as unknown as PublicClient;
+    const providerStore = SqliteStore.open(path.join(box.dir, "provider.db"));
+    const node = await ProviderNode.start({ account: fx.provider, publicClient, domain: fx.domain, store: providerStore, pricing: v3Terms({ a: A }, CAP, MODEL), handler, modelSnapshotId: MODEL });
+    const payerStore = SqliteStore.open(path.join(box.dir, "payer.db"));
+    box.cleanup.push(async () => {
+      await providerStore.close();
+      await payerStore.close();
+    });
+    const payer = createPayer({
+      deployment: { chainId: fx.domain.chainId, contracts: { GasEscrow: fx.escrow.address } },
+      publicClient,
+      wallet: createWalletClient({ account: fx.payer, chain: hardhat, transport: custom(hre.network.provider) }),
+      store: payerStore,
+    });
+    const escrowBefore = await publicClient.getBalance({ address: fx.escrow.address });
+    const parameters = { payer, provider: fx.provider.address, budgets: { perCall: CAP, perChannel: 1_000n, perDay: 1_000n }, statePath: path.join(box.dir, "gateway.db") };
+    const agreed = termsHashOf(v3Terms({ a: A - 1n }, CAP, MODEL));
+    await McpGateway.start({ ...parameters, peer: { host: "127.0.0.1", port: node.port }, expectedTermsHash: agreed }).then(
+      () => expect.fail("other terms must be refused"),
+      (e: Error) => expect(e.message).to.match(/not the agreed 0x[0-9a-f]{64}: the price changed; nothing was paid\.$/),
+    );
+    const port = node.port;
+    await node.stop();
+    await McpGateway.start({ ...parameters, peer: { host: "127.0.0.1", port } }).then(
+      () => expect.fail("a provider that is gone must be refused"),
+      (e: Error) => expect(e.message).to.match(/^MCP error -32050: The provider at 127\.0\.0\.1:\d+ did not offer its terms \(.+\)\.$/),
+    );
+    expect(payerStore.listChannels()).to.deep.equal([]);
+    expect(await publicClient.getBalance({ address: fx.escrow.address })).to.equal(escrowBefore);
   });
 });
