@@ -20,7 +20,7 @@ import { McpGateway } from "../../src/node/mcp-gateway";
 import { ProviderNode, type McpHandler } from "../../src/node/provider-node";
 import { createPayer } from "../../src/roles/payer";
 import { SqliteStore } from "../../src/store/sqlite-store";
-import { cliSandbox } from "../helpers/cli";
+import { cliSandbox, runCli } from "../helpers/cli";
 import { escrowFixture, hardhatAccount, ROLE } from "../helpers/fixtures";
 import { gasPaidBy, v3Terms } from "../helpers/mcp-parts";
 
@@ -202,5 +202,22 @@ describe("ioi mcp budgets: per call, per UTC day (persisted), per channel; top-u
     );
     expect(payerStore.listChannels()).to.deep.equal([]);
     expect(await publicClient.getBalance({ address: fx.escrow.address })).to.equal(escrowBefore);
+  });
+
+  it("ioi mcp: careless inputs end in one sentence and exit 2, before any key or RPC is used", async () => {
+    const base = ["mcp", "--provider", "0x90F79bf6EB2c4f870365E785982E1f101E93b906", "--peer", "127.0.0.1:7000", "--budget-call", "10", "--budget-channel", "100", "--budget-day", "50"];
+    const cases: Array<[string[], RegExp]> = [
+      [["mcp", "--peer", "127.0.0.1:7000"], /--provider/],
+      [[...base.slice(0, 2), "nobody", ...base.slice(3)], /--provider must be an address; received "nobody"/],
+      [[...base, "--deposit", "101"], /--deposit must be more than 0 and at most --budget-channel \(100\)/],
+      [[...base, "--http", "70000"], /--http must be a port of at most 65535/],
+      [[...base.slice(0, 3), "--peer", "10.1.2.3:7000", ...base.slice(5)], /remote|loopback|allow-remote/i],
+      [[...base, "--budget-channel", "0"], /--budget-channel must be more than zero/],
+    ];
+    for (const [argv, message] of cases) {
+      const result = await runCli(argv, { IOI_PRIVATE_KEY: undefined });
+      expect(result.code, argv.join(" ")).to.equal(2);
+      expect(result.err, argv.join(" ")).to.match(message);
+    }
   });
 });
