@@ -127,7 +127,6 @@ export const COMMANDS: Record<string, Command> = {
       "                        LC_ALL, LC_CTYPE, TZ, TMPDIR and SYSTEMROOT by default, never the node's key",
       "                        (IOI_PRIVATE_KEY, --key-env) or any IOI_*KEY*/SECRET/TOKEN/PASSWORD variable",
       "  --worker-url URL      sell the MCP server at this Streamable HTTP endpoint instead (SDK client; same limits)",
-      "  --drop-results        keep only receipts, not outputs (a payer's retry then gets the receipt, not the result)",
       "  --host IP             address to listen on (default 127.0.0.1); a non-loopback one needs --allow-public",
       "  --terms-file FILE     the terms document offered (schemas/terms.schema.json: metered pricing with a cap per",
       "                        call, model snapshot ids, dispute rules, required receipts); --model must be one it lists",

@@ -16,15 +16,9 @@ export const MCP_COMMAND: Command = {
   usage:
     "ioi mcp --provider ADDR --peer HOST:PORT --budget-call WEI --budget-channel WEI --budget-day WEI [--deposit WEI] [--terms-hash H] [--session-key FILE] [--http PORT [--host IP --allow-public]] [--state FILE] [--call-timeout MS]",
   notes: [
-    "  --budget-call WEI     most one call may prepay; a dearer call is refused (nothing paid)",
-    "  --budget-channel WEI  most the channel may ever hold: the gateway opens it and tops it up only within this",
-    "  --budget-day WEI      most paid per UTC day (kept in --state, so a restart does not reset it)",
-    "  --deposit WEI         what the channel is opened with and each top-up adds (default: the channel budget)",
-    "  --terms-hash H        the provider's terms hash you agreed to; other terms are refused (the price changed)",
-    "  --session-key FILE    pay with this session key (`ioi session-key authorize --out`); its channel is used",
-    "  --http PORT           serve Streamable HTTP at http://127.0.0.1:PORT/mcp instead of stdio",
-    "  --state FILE          the gateway's idempotency records and daily spending (default: beside --db)",
+    "  --deposit WEI is what the channel is opened with and each top-up adds (default: the channel budget).",
     "  A tools/call with _meta[\"ioi-settlement/idempotency-key\"] is paid at most once, across retries and restarts.",
+    "  Over stdio nothing but MCP is written to stdout; logs go to stderr.",
   ],
   examples: [
     "ioi mcp --provider 0xProv… --peer 127.0.0.1:7000 --budget-call 1000000000000000 --budget-channel 100000000000000000 --budget-day 50000000000000000",
