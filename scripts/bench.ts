@@ -15,6 +15,7 @@
  *   npm run bench               the full run (a few minutes on 2 cores)
  *   npm run bench -- --quick    smaller sizes, for a smoke test
  *   npm run bench -- --arbitration   only the arbitration figures, merged into the existing results.json
+ *   npm run bench -- --mcp           only the MCP gateway's overhead and the cost per call (issue 30), merged likewise
  *   npm run bench -- --cli      only `ioi --help` start-up from dist/ (built first), merged likewise
  *   npm run bench -- --daemon [--blocks N]   only an `ioi arbitrator serve` process's RPC requests per block and
  *                                    RSS while it follows the devnet for N blocks (scripts/bench-daemon.ts), merged
@@ -48,6 +49,7 @@ import { benchDaemon } from "./bench-daemon";
 import { benchStorage, type StorageFigure } from "./bench-store";
 import { benchNodes, nodesRows } from "./bench-nodes";
 import { benchFleet, fleetRows } from "./bench-fleet";
+import { benchMcp, mcpRows } from "./bench-mcp";
 import { measureGas } from "./gas-report";
 import { benchStream } from "./bench-stream";
 
@@ -141,6 +143,18 @@ async function main(): Promise<void> {
     row("RPC requests by method", Object.entries(daemon.byMethod).map(([m, n]) => `${m} ${n}`).join(", "), "", null);
     row("daemon RSS / peak (MiB)", `${daemon.rssMiB} / ${daemon.peakRssMiB}`, "", null);
     log(`Updated the daemon figures in ${path.relative(process.cwd(), file)}`);
+    return;
+  }
+
+  if (process.argv.includes("--mcp")) {
+    log("Measuring the MCP gateway (host → ioi mcp → channel → provider → server-everything) against the server called directly …");
+    const mcp = await benchMcp(quick, log);
+    const previous = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>) : {};
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(file, `${JSON.stringify({ ...previous, mcp: { ...mcp, machine, quick, loadAverage: os.loadavg(), measuredAt: new Date().toISOString() } }, null, 2)}\n`);
+    log("");
+    mcpRows(mcp, log);
+    log(`Updated the MCP figures in ${path.relative(process.cwd(), file)}`);
     return;
   }
 

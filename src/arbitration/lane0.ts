@@ -24,7 +24,7 @@ import { verifyProof } from "../core/accumulator";
 import { verifyReceiptCommit } from "../core/receipt-commit";
 import { verifyFaultStatement, type FaultStatement } from "../core/fault-statement";
 import { GENESIS_RECEIPT_HASH, sessionReceiptHash, verifySessionReceipt, type SessionReceipt } from "../core/receipt";
-import { describePricing, hasDocumentBody, isStreamTerms, missingReceiptBindings, modelAllowed, penaltyOf, priceOf, sessionIdOf, termsHashOf, type PricingTerms } from "../core/terms";
+import { describePricing, hasDocumentBody, isStreamTerms, missingReceiptBindings, modelAllowed, penaltyOf, prepaidPerCall, priceFor, priceOf, sessionIdOf, termsHashOf, type PricingTerms } from "../core/terms";
 import { verifyPaymentTicket } from "../core/ticket";
 import { InvalidSignatureError } from "../core/errors";
 import { assertWithinGrant, verifySessionKeyGrantSignature } from "../core/session-key";
@@ -377,6 +377,7 @@ async function sessionChecks(c: Checks, pkg: ChallengePackage, ctx: CaseContext)
   if (c.reasons.size > 0) return;
   const pricing = channel.pricing;
   if (!termsDisputeWindow(c, pricing, session)) return;
+  const requests = pricing.version === "3" ? requestsInEvidence(pkg) : new Map<Hex, unknown>();
   for (const e of receipts) {
     const r = e.receipt.receipt;
     c.respondent(`receipt[seq ${r.seq}].policy_hash`, r.policyHash === terms.policyHash, {
@@ -386,8 +387,11 @@ async function sessionChecks(c: Checks, pkg: ChallengePackage, ctx: CaseContext)
       detail: `receipt ${r.seq} was signed under policy ${r.policyHash}; the session binds ${terms.policyHash}`,
       refund: r.metering.amount,
     });
-    // The receipt's amount against what the terms price its metering at (v1: one invocation, one price).
-    const price = priceOf(pricing, r.metering.units);
+    // The receipt's amount against what the terms price its metering at (v1: one invocation, one price). Under v3
+    // the price depends on the tool the request names (decision 0033): the receipt binds the request through its
+    // offloadPacketHash, so the request's bytes in evidence (hashing to it) name the tool; without them the
+    // receipt is held to the most any call costs under the terms.
+    const price = pricing.version === "3" ? priceFor(pricing, requests.get(r.offloadPacketHash), r.metering.units) : priceOf(pricing, r.metering.units);
     c.respondent(`receipt[seq ${r.seq}].metering`, r.metering.amount <= price, {
       code: "RECEIPT_OVER_METERED",
       seq: r.seq,
@@ -428,6 +432,24 @@ async function sessionChecks(c: Checks, pkg: ChallengePackage, ctx: CaseContext)
     const metered = proven.metering.amount;
     c.noFault = { seq: proven.seq, code: fault.code, refund: metered > fault.computeSpent ? metered - fault.computeSpent : 0n };
   }
+}
+
+/**
+ * The requests whose bytes the package carries (beside a delivered receipt), by their hash: what a receipt's
+ * `offloadPacketHash` names. Bytes that are not canonical JSON of an object are left out (priced as unknown).
+ */
+function requestsInEvidence(pkg: ChallengePackage): Map<Hex, unknown> {
+  const requests = new Map<Hex, unknown>();
+  for (const { content } of evidenceOfKind(pkg, "delivered_receipt")) {
+    if (!content.request) continue;
+    try {
+      const parsed = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(content.request)) as unknown;
+      if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) requests.set(keccak256(content.request), parsed);
+    } catch {
+      // not a JSON request: the receipt is priced as if its request were unknown
+    }
+  }
+  return requests;
 }
 
 /**
@@ -536,11 +558,13 @@ function prepaidExcess(c: Checks, receipts: ReceiptEvidence[], channel: ChannelE
   if (!counted.every((e, i) => e.receipt.receipt.seq === BigInt(i + 1))) return false;
   const m = BigInt(counted.length);
   const metered = counted.reduce((sum, e) => sum + e.receipt.receipt.metering.amount, 0n);
-  const owed = metered + (k - m) * pricing.pricing.capPerCall;
+  // A call without a receipt in evidence may keep what one call can prepay: the cap (v3: or a dearer tool's price).
+  const most = prepaidPerCall(pricing);
+  const owed = metered + (k - m) * most;
   const excess = paid > owed ? paid - owed : 0n;
   c.respondent("closing.prepaid_excess", excess === 0n, {
     code: "RECEIPT_PREPAID_EXCESS",
-    detail: `the close pays ${paid} on ticket ${k}; receipts 1..${m} charged ${metered}${k > m ? ` and ${k - m} call(s) without a receipt in evidence may keep the cap ${pricing.pricing.capPerCall} each` : ""}, so ${owed} is owed`,
+    detail: `the close pays ${paid} on ticket ${k}; receipts 1..${m} charged ${metered}${k > m ? ` and ${k - m} call(s) without a receipt in evidence may keep ${pricing.version === "3" ? "" : "the cap "}${most} each` : ""}, so ${owed} is owed`,
     refund: excess,
     slash: 0n,
   });

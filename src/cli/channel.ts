@@ -138,6 +138,7 @@ export const COMMANDS: Record<string, Command> = {
       "  --worker-env NAME     pass this variable to the worker (repeatable). A worker gets only PATH, HOME, LANG,",
       "                        LC_ALL, LC_CTYPE, TZ, TMPDIR and SYSTEMROOT by default, never the node's key",
       "                        (IOI_PRIVATE_KEY, --key-env) or any IOI_*KEY*/SECRET/TOKEN/PASSWORD variable",
+      "  --worker-url URL      sell the MCP server at this Streamable HTTP endpoint instead (SDK client; same limits)",
       "  --host IP             address to listen on (default 127.0.0.1); a non-loopback one needs --allow-public",
       "  --terms-file FILE     the terms document offered (schemas/terms.schema.json: metered pricing with a cap per",
       "                        call, model snapshot ids, dispute rules, required receipts); --model must be one it lists",
@@ -158,6 +159,8 @@ export const COMMANDS: Record<string, Command> = {
       "worker-env": { type: "string", multiple: true },
       "suite-dir": { type: "string" },
       "repository-dir": { type: "string" },
+      "worker-url": { type: "string" },
+      "drop-results": { type: "boolean" },
       ...METRICS_OPTION,
       ...LOG_OPTIONS,
       ...ALERT_OPTIONS,
@@ -372,11 +375,18 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
   const { publicClient, wallet, escrow, domain, chainId, fromBlock } = await chainClients(values, account);
   const reading = readingOf(values, chainId);
   const log = (line: string) => process.stderr.write(`provider: ${line}\n`);
-  if (isPostgresUrl(values.db)) return runProviderFleet(values, out, { account, pricing, modelSnapshotId, host, port, argv, workerEnv, workerTimeout, publicClient, wallet: wallet!, escrow, domain, fromBlock, reading, log, alertSettings, stream });
-  let worker: McpWorker | undefined;
+  const workerUrl = values["worker-url"] as string | undefined;
+  if (workerUrl !== undefined && argv !== undefined) throw new UsageError("Give either --worker CMD (a stdio MCP server) or --worker-url URL (a Streamable HTTP one), not both.");
+  if (workerUrl !== undefined && !/^https?:\/\/[^\s]+$/.test(workerUrl)) throw new UsageError(`--worker-url must be an http(s) URL of an MCP endpoint; received ${JSON.stringify(workerUrl)}.`);
+  if (isPostgresUrl(values.db)) return runProviderFleet(values, out, { account, pricing, modelSnapshotId, host, port, argv, workerEnv, workerTimeout, publicClient, wallet: wallet!, escrow, domain, fromBlock, reading, log, alertSettings, stream, workerUrl });
+  let worker: Pick<McpWorker, "handler" | "info" | "stop"> | undefined;
   let handler: McpHandler = echoHandler;
   if (argv !== undefined) {
     worker = await (await nodeModules.mcpWorker()).McpWorker.start({ command: argv[0]!, args: argv.slice(1), timeoutMs: workerTimeout, env: workerEnv, log });
+    handler = worker.handler;
+  } else if (workerUrl !== undefined) {
+    const { McpHttpWorker } = await import("../node/mcp-http-worker");
+    worker = await McpHttpWorker.start({ url: workerUrl, timeoutMs: workerTimeout, log });
     handler = worker.handler;
   }
   const store = openStore(values, "provider");
@@ -392,7 +402,9 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
     store,
     pricing,
     handler,
-    modelSnapshotId: modelSnapshotId ?? (argv ? `worker:${path.basename(argv[0]!)}` : "worker:echo-keccak@1"),
+    modelSnapshotId: modelSnapshotId ?? (argv ? `worker:${path.basename(argv[0]!)}` : workerUrl ? `worker:${workerUrl}` : "worker:echo-keccak@1"),
+    // Outputs are kept so a payer's retry gets its paid result again (decision 0033, exactly once).
+    keepResults: values["drop-results"] !== true,
     ...(stream ? { stream } : {}),
     host,
     port,
@@ -461,6 +473,7 @@ async function runProviderFleet(
     log: (line: string) => void;
     alertSettings: ReturnType<typeof alertSettingsFrom>;
     stream: Awaited<ReturnType<typeof streamWorkOf>>;
+    workerUrl: string | undefined;
   },
 ): Promise<void> {
   const url = values.db as string;
@@ -473,10 +486,14 @@ async function runProviderFleet(
     if (cause instanceof BaseError) throw new UsageError(`Cannot use the PostgreSQL store: ${cause.shortMessage}`, { cause });
     throw cause;
   }
-  let worker: McpWorker | undefined;
+  let worker: Pick<McpWorker, "handler" | "info" | "stop"> | undefined;
   let handler: McpHandler = echoHandler;
   if (c.argv !== undefined) {
     worker = await (await nodeModules.mcpWorker()).McpWorker.start({ command: c.argv[0]!, args: c.argv.slice(1), timeoutMs: c.workerTimeout, env: c.workerEnv, log: c.log });
+    handler = worker.handler;
+  } else if (c.workerUrl !== undefined) {
+    const { McpHttpWorker } = await import("../node/mcp-http-worker");
+    worker = await McpHttpWorker.start({ url: c.workerUrl, timeoutMs: c.workerTimeout, log: c.log });
     handler = worker.handler;
   }
   const logger = loggerFrom(values, "provider");
@@ -492,7 +509,8 @@ async function runProviderFleet(
     pricing: c.pricing,
     handler,
     ...(c.stream ? { stream: c.stream } : {}),
-    modelSnapshotId: c.modelSnapshotId ?? (c.argv ? `worker:${path.basename(c.argv[0]!)}` : "worker:echo-keccak@1"),
+    modelSnapshotId: c.modelSnapshotId ?? (c.argv ? `worker:${path.basename(c.argv[0]!)}` : c.workerUrl ? `worker:${c.workerUrl}` : "worker:echo-keccak@1"),
+    keepResults: values["drop-results"] !== true,
     host: c.host,
     port: c.port,
     log: c.log,

@@ -20,6 +20,7 @@ import { BaseError } from "../core/errors";
 import { COMMANDS, GIG_COMMANDS, GIG_HELP, GIG_OPTIONS } from "./channel";
 import { ARBITRATE_COMMAND, DISPUTE_GROUPS, DISPUTE_HELP, DISPUTE_OPTIONS } from "./arbitration";
 import { VET_COMMAND } from "./vet";
+import { MCP_COMMAND } from "./mcp";
 import { UI_COMMAND } from "./ui";
 import { forgetPromptedPasswords, GLOBAL_HELP, GLOBAL_OPTIONS, promptAccountPasswords, UsageError, type Command, type CommandOptions, type Out } from "./common";
 import { MONEY_COMMANDS, PROVIDER_COMMANDS, REGISTRY_HELP, REGISTRY_OPTIONS } from "./money";
@@ -104,6 +105,7 @@ function buildProgram(io: CliState): Commander {
   provider.argument("[subcommand]").enablePositionalOptions();
   group(provider, "provider", PROVIDER_COMMANDS, REGISTRY_OPTIONS, REGISTRY_HELP, "Registry options:", io);
   leaf(program, "ui", UI_COMMAND, {}, [], "", io);
+  leaf(program, "mcp", MCP_COMMAND, {}, [], "", io);
   for (const [name, command] of Object.entries(MONEY_COMMANDS)) leaf(program, name, command, REGISTRY_OPTIONS, REGISTRY_HELP, "Registry options:", io);
 
   const sessionKey = program.command("session-key").description("session keys of a channel: authorize (a signed grant), revoke, list (ioi session-key --help)");

@@ -27,6 +27,16 @@ export const OPTION_HELP: Record<string, OptionHelp> = {
   // Confirmations (issue 28 item 9)
   yes: { text: "go ahead with an action whose consequence the command warned about (a bond above the value at stake, a revocation that closes the channel)" },
   force: { text: "overwrite an existing output file, or revoke a key this store holds no grant of" },
+  // ioi mcp and MCP workers (issue 30, decision 0033)
+  "budget-call": { value: "WEI", text: "most one call may prepay; a dearer call is refused and nothing is paid" },
+  "budget-channel": { value: "WEI", text: "most the channel may ever hold: the gateway opens it and tops it up only within this" },
+  "budget-day": { value: "WEI", text: "most paid per UTC day (kept in --state, so a restart does not reset it)" },
+  "terms-hash": { value: "HASH", text: "the provider's terms hash you agreed to; other terms are refused (the price changed)" },
+  http: { value: "PORT", text: "serve Streamable HTTP at http://127.0.0.1:PORT/mcp instead of stdio (0 = any free port)" },
+  state: { value: "FILE", text: "the gateway's idempotency records and daily spending (default: mcp-gateway.db beside --db)" },
+  "call-timeout": { value: "MS", text: "longest a forwarded call may take before the host hears a timeout (default 60000; a retry with the same key is not paid again)" },
+  "worker-url": { value: "URL", text: "sell the MCP server at this Streamable HTTP endpoint (instead of --worker CMD)" },
+  "drop-results": { text: "keep only receipts, not outputs (a payer's retry then gets the receipt, not the result)" },
   "worker-env": { value: "NAME", text: "pass this environment variable to the worker (repeatable; default only PATH, HOME, LANG, LC_ALL, TZ, TMPDIR)" },
   "from-seq": { value: "N", text: "the first seq to print (default: 1)" },
   // Channels

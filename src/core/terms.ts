@@ -49,7 +49,7 @@ export function sessionIdOf(domain: GasEscrowDomain, ref: ChannelRef): Hex {
  *
  * The name `PricingTerms` is kept (it is in the library's public API); `TermsDocument` is the same type.
  */
-export type PricingTerms = PricingTermsV1 | TermsDocumentV2 | TermsDocumentV4;
+export type PricingTerms = PricingTermsV1 | TermsDocumentV2 | TermsDocumentV3 | TermsDocumentV4;
 export type TermsDocument = PricingTerms;
 
 export type PricingTermsV1 = {
@@ -117,11 +117,12 @@ export type TermsDocumentV2Json = {
   disputes: { windowAfterSettlement: string; penalties: Partial<Record<ViolationKind, string>>; refundsFromBond: boolean };
   requiredReceipts: ReceiptBinding[];
 };
-export type PricingTermsJson = PricingTermsV1Json | TermsDocumentV2Json | TermsDocumentV4Json;
+export type PricingTermsJson = PricingTermsV1Json | TermsDocumentV2Json | TermsDocumentV3Json | TermsDocumentV4Json;
 export type TermsDocumentJson = PricingTermsJson;
 
 export function pricingTermsToJson(terms: PricingTerms): PricingTermsJson {
   if (terms.version === "1") return { version: terms.version, unit: terms.unit, pricePerInvocation: uintToJson(terms.pricePerInvocation) };
+  if (terms.version === "3") return termsV3ToJson(terms);
   if (terms.version === "4") return streamTermsToJson(terms);
   const { pricing, disputes } = terms;
   const penalties: Partial<Record<ViolationKind, string>> = {};
@@ -151,6 +152,7 @@ export function pricingTermsToJson(terms: PricingTerms): PricingTermsJson {
 export function pricingTermsFromJson(value: unknown, path = "PricingTerms"): PricingTerms {
   assertMatchesSchema("terms", value, path);
   const o = value as PricingTermsJson;
+  if (o.version === "3") return termsV3FromJson(o, path);
   if (o.version === "4") return streamTermsFromJson(o, path);
   if (o.version === "1") {
     return { version: o.version, unit: o.unit, pricePerInvocation: expectUint(o.pricePerInvocation, `${path}.pricePerInvocation`, 128) };
@@ -196,6 +198,7 @@ export function termsDocumentFromText(text: string | Uint8Array, path = "terms")
  * price; a v2 document charges at most `capPerCall`.
  */
 export function prepaidPerCall(terms: PricingTerms): bigint {
+  if (terms.version === "3") return mostPerCallV3(terms);
   return terms.version === "1" ? terms.pricePerInvocation : terms.pricing.capPerCall;
 }
 
@@ -248,7 +251,11 @@ export function describePricing(terms: PricingTerms): string {
     return `${terms.pricing.capPerCall} wei per ${terms.stream.trancheSeconds} s tranche, ${terms.stream.samplesPerTranche} claim(s) of each Progress Proof sampled`;
   }
   const { perInvocation, perUnit, capPerCall } = terms.pricing;
-  return `${perInvocation} wei per invocation${perUnit ? ` + ${perUnit.price} wei per ${perUnit.unit}` : ""}, at most ${capPerCall} wei per call`;
+  const base = `${perInvocation} wei per invocation${perUnit ? ` + ${perUnit.price} wei per ${perUnit.unit}` : ""}, at most ${capPerCall} wei per call`;
+  if (terms.version !== "3") return base;
+  const tools = Object.entries(terms.pricing.tools);
+  const listed = tools.slice(0, 8).map(([name, price]) => `${name} ${price} wei`).join(", ");
+  return `${listed}${tools.length > 8 ? ` and ${tools.length - 8} more tools` : ""}${tools.length ? "; other calls " : ""}${base}; listing free`;
 }
 
 /** JSON form of a ChannelRef: lowercase hex, integers as decimal strings. */
@@ -439,7 +446,95 @@ export function isStreamTerms(terms: PricingTerms): terms is TermsDocumentV4 {
   return terms.version === "4";
 }
 
-/** Whether `terms` carry the v2 document body (models, dispute rules, receipt bindings): v2, and v4 which extends it. */
-export function hasDocumentBody(terms: PricingTerms): terms is TermsDocumentV2 | TermsDocumentV4 {
-  return terms.version === "2" || terms.version === "4";
+/**
+ * Whether `terms` are a terms document — the v2 body (pricing with a cap, models, dispute rules, receipt
+ * bindings): v2, and v3 (a price per tool) and v4 (milestone streaming), which extend it.
+ */
+export function hasDocumentBody(terms: PricingTerms): terms is TermsDocumentV2 | TermsDocumentV3 | TermsDocumentV4 {
+  return terms.version === "2" || terms.version === "3" || terms.version === "4";
+}
+
+/*//////////////////////////////////////////////////////////////
+          TERMS VERSION 3: A PRICE PER MCP TOOL (decision 0033)
+//////////////////////////////////////////////////////////////*/
+
+/**
+ * Version 3: the v2 document plus `pricing.tools`, a price per invocation of each MCP tool by name. What a call
+ * costs depends on the request it pays for, which the receipt binds (`offloadPacketHash = keccak256(canon(request))`):
+ *
+ * - a listing call ({@link FREE_METHODS}) costs 0 and prepays 0;
+ * - `tools/call` of a tool the table names costs exactly its price (its metering is not priced) and prepays it;
+ * - every other call is priced as under v2 (`perInvocation + units × perUnit`, at most `capPerCall`), prepaying the cap.
+ */
+export type TermsDocumentV3 = Omit<TermsDocumentV2, "version" | "pricing"> & {
+  version: "3";
+  pricing: TermsDocumentV2["pricing"] & { tools: Record<string, bigint> };
+};
+export type TermsDocumentV3Json = Omit<TermsDocumentV2Json, "version" | "pricing"> & {
+  version: "3";
+  pricing: TermsDocumentV2Json["pricing"] & { tools: Record<string, string> };
+};
+
+/** The MCP listing calls a v3 document never charges for: a host learns what is for sale for free. */
+export const FREE_METHODS = ["tools/list", "resources/list", "resources/templates/list", "prompts/list"] as const;
+
+function termsV3ToJson(terms: TermsDocumentV3): TermsDocumentV3Json {
+  const { tools, ...v2pricing } = terms.pricing;
+  const v2 = pricingTermsToJson({ ...terms, version: "2", pricing: v2pricing }) as TermsDocumentV2Json;
+  const table: Record<string, string> = {};
+  for (const name of Object.keys(tools).sort()) table[name] = uintToJson(tools[name]!);
+  return { ...v2, version: "3", pricing: { ...v2.pricing, tools: table } };
+}
+
+function termsV3FromJson(o: TermsDocumentV3Json, path: string): TermsDocumentV3 {
+  const { tools, ...v2pricing } = o.pricing;
+  const v2 = pricingTermsFromJson({ ...o, version: "2", pricing: v2pricing }, path) as TermsDocumentV2;
+  const table: Record<string, bigint> = Object.create(null) as Record<string, bigint>;
+  for (const [name, price] of Object.entries(tools)) table[name] = expectUint(price, `${path}.pricing.tools.${name}`, 128);
+  return { ...v2, version: "3", pricing: { ...v2.pricing, tools: table } };
+}
+
+/** The most one call can cost under a v3 document: the cap, or a dearer tool. */
+function mostPerCallV3(terms: TermsDocumentV3): bigint {
+  let most = terms.pricing.capPerCall;
+  for (const price of Object.values(terms.pricing.tools)) if (price > most) most = price;
+  return most;
+}
+
+/** What a request is priced as under a v3 document: free, a listed tool's price, or the v2 rule. */
+export type CallPricing = { kind: "free" } | { kind: "tool"; tool: string; price: bigint } | { kind: "metered" };
+
+/** How the terms price `request` (an MCP JSON-RPC request; anything else is priced by the v2 rule). */
+export function callPricingOf(terms: PricingTerms, request: unknown): CallPricing {
+  if (terms.version !== "3" || typeof request !== "object" || request === null) return { kind: "metered" };
+  const { method, params } = request as { method?: unknown; params?: unknown };
+  if ((FREE_METHODS as readonly unknown[]).includes(method)) return { kind: "free" };
+  if (method === "tools/call" && typeof params === "object" && params !== null) {
+    const name = (params as { name?: unknown }).name;
+    if (typeof name === "string" && Object.prototype.hasOwnProperty.call(terms.pricing.tools, name)) return { kind: "tool", tool: name, price: terms.pricing.tools[name]! };
+  }
+  return { kind: "metered" };
+}
+
+/**
+ * What a ticket must add to pay for `request`: v1 and v2, {@link prepaidPerCall}; v3, the call's own price
+ * (0 for a listing call, the tool's price, or the cap). `request` undefined (unknown): the least any call prepays.
+ */
+export function prepaidFor(terms: PricingTerms, request: unknown): bigint {
+  if (terms.version !== "3") return prepaidPerCall(terms);
+  if (request === undefined) return 0n;
+  const pricing = callPricingOf(terms, request);
+  return pricing.kind === "free" ? 0n : pricing.kind === "tool" ? pricing.price : terms.pricing.capPerCall;
+}
+
+/**
+ * What a successful call of `request` metering `units` costs: v1 and v2, {@link priceOf}; v3, 0 for a listing
+ * call, a listed tool's price, else the v2 rule. `request` undefined (its bytes are not at hand): the most
+ * any call can cost under the terms, the only bound that holds without them.
+ */
+export function priceFor(terms: PricingTerms, request: unknown, units: bigint): bigint {
+  if (terms.version !== "3") return priceOf(terms, units);
+  if (request === undefined) return mostPerCallV3(terms);
+  const pricing = callPricingOf(terms, request);
+  return pricing.kind === "free" ? 0n : pricing.kind === "tool" ? pricing.price : priceOf({ ...terms, version: "2" }, units);
 }

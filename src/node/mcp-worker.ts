@@ -362,7 +362,7 @@ export class McpWorker {
 }
 
 /** A worker's own JSON-RPC error, kept as it said it (bounded), so the payer sees why its call failed. */
-function workerRpcError(error: unknown): McpError {
+export function workerRpcError(error: unknown): McpError {
   const e = (typeof error === "object" && error !== null ? error : {}) as JsonObject;
   const code = typeof e.code === "number" && Number.isInteger(e.code) ? e.code : -32000;
   const message = typeof e.message === "string" ? e.message.slice(0, 1024) : "The worker answered with an error.";

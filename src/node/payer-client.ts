@@ -10,6 +10,7 @@ import type { Address, Hex, LocalAccount } from "viem";
 
 import { ReceiptAccumulator } from "../core/accumulator";
 import { canonBytes } from "../core/canonical";
+import { keccak256Hex } from "../core/keccak";
 import type { GasEscrowDomain } from "../core/eip712";
 import { BaseError, ReceiptMismatchError } from "../core/errors";
 import type { ActionInvokePacket, ActionResultPacket, ReceiptCommitPacket } from "../core/packets";
@@ -371,7 +372,7 @@ export class PayerClient {
     outcome.catch(() => undefined);
     const input = canonBytes(request);
     if (this.parameters.keepResults !== false) this.#requests.set(seq, textDecoder.decode(input));
-    const next = this.session.nextTicket(input);
+    const next = this.session.nextTicket(input, request);
     // The ticket leaves as soon as it is signed, in seq order, and is stored with its receipt, in one row
     // write: the payer does not wait on its own disk (decision 0009, issue 15). The receipt counts only once
     // that write is durable. A crash before it loses only tickets the provider may hold, and `connect` takes
@@ -504,6 +505,29 @@ export class PayerClient {
     await store.putCommit(channel.sessionId, "provider", theirs);
     this.parameters.logger?.info({ event: "commit.agreed", sessionId: channel.sessionId, leafCount: mine.commit.leafCount.toString(), root: mine.commit.root }, "receipt root agreed with the provider");
     return { leafCount: mine.commit.leafCount, root: mine.commit.root };
+  }
+
+  /**
+   * The output of answered step `seq` whose receipt this payer holds but whose output it lost (decision 0033,
+   * exactly once): from its own store, else asked of the provider (`result.request`) and taken only if it hashes
+   * to the receipt's outputHash, then stored. `request` is the request's canonical text, when the caller kept it.
+   * Resolves with the parsed output (`{ error }` for a failed call), or undefined when neither side kept it.
+   */
+  async fetchResult(seq: bigint, request = ""): Promise<JsonObject | undefined> {
+    const { store, channel } = this.parameters;
+    const [kept] = store.results(channel.sessionId, { fromSeq: seq, limit: 1 });
+    if (kept && kept.seq === seq) return JSON.parse(kept.output) as JsonObject;
+    const [step] = store.steps(channel.sessionId, { fromSeq: seq, limit: 1 });
+    if (!step || step.seq !== seq || !step.receipt) throw new ReceiptMismatchError(`The payer holds no receipt for seq ${seq}; there is no paid output to fetch.`);
+    const answer = await this.#request({ type: "result.request", seq });
+    if (isPacket(answer) || answer.type !== "result" || answer.seq !== seq) throw new BaseError(`The provider did not answer the request for the output of seq ${seq}.`);
+    if (answer.output === null) return undefined;
+    const hash = keccak256Hex(new TextEncoder().encode(answer.output));
+    if (hash !== step.receipt.receipt.outputHash) {
+      throw new ReceiptMismatchError(`The output the provider sent for seq ${seq} hashes to ${hash}; its receipt binds ${step.receipt.receipt.outputHash}.`);
+    }
+    await store.putResult(channel.sessionId, { seq, request, output: answer.output });
+    return JSON.parse(answer.output) as JsonObject;
   }
 
   /** Proposes a cooperative close of everything so far and returns both signatures over the summary. */

@@ -18,7 +18,7 @@ import { assertDigestSigner, recoverDigestSigner } from "../core/eip712";
 import { GENESIS_RECEIPT_HASH, sessionReceiptDigest, sessionReceiptHash, type SignedSessionReceipt } from "../core/receipt";
 import type { StepRecord } from "../store/store";
 import { signSettlementSummary, type SettlementSummary } from "../core/summary";
-import { describePricing, hasDocumentBody, missingReceiptBindings, modelAllowed, prepaidPerCall, priceOf, type ChannelRef, type PricingTerms } from "../core/terms";
+import { describePricing, hasDocumentBody, missingReceiptBindings, modelAllowed, prepaidFor, priceFor, type ChannelRef, type PricingTerms } from "../core/terms";
 import { paymentTicketDigest, paymentTicketHash, signPaymentTicket, type PaymentTicket, type SignedPaymentTicket } from "../core/ticket";
 import { SessionKeyCapExceededError } from "../core/errors";
 import type { SignedSessionKeyGrant } from "../core/session-key";
@@ -42,7 +42,7 @@ export type PayerSessionParameters = {
 export type NextTicket = { signed: SignedPaymentTicket; leafCount: number };
 
 /** `signed` is set once signing completes; the seq is reserved before, so concurrent calls never collide. */
-type Pending = { ticket: PaymentTicket; signed: SignedPaymentTicket | undefined; input: Uint8Array | undefined };
+type Pending = { ticket: PaymentTicket; signed: SignedPaymentTicket | undefined; input: Uint8Array | undefined; request?: unknown };
 
 export class PayerSession {
   readonly accumulator = new RootAccumulator();
@@ -110,11 +110,20 @@ export class PayerSession {
     this.#pending.delete(seq);
   }
 
-  /** Signs the ticket that prepays the next invocation of `input`. */
-  async nextTicket(input: Uint8Array): Promise<NextTicket> {
+  /** What the next ticket must add to pay for `request` (v3 terms price each tool; decision 0033). */
+  prepaidFor(request?: unknown): bigint {
+    return prepaidFor(this.parameters.pricing, request ?? undefined);
+  }
+
+  /**
+   * Signs the ticket that prepays the next invocation of `input` (`request`, its parsed form: under v3 terms it
+   * decides the price; without it the canonical bytes are parsed).
+   */
+  async nextTicket(input: Uint8Array, request?: unknown): Promise<NextTicket> {
     const { domain, ref, sessionId, pricing, deposit, sessionKey } = this.parameters;
     const account = sessionKey?.account ?? this.parameters.account;
-    const amount = this.#amount + prepaidPerCall(pricing);
+    const parsed = pricing.version === "3" && request === undefined ? (JSON.parse(new TextDecoder().decode(input)) as unknown) : request;
+    const amount = this.#amount + prepaidFor(pricing, parsed);
     if (amount > deposit) {
       throw new DepositExceededError(`Paying ${amount} in total would exceed the channel's deposit of ${deposit}.`);
     }
@@ -135,7 +144,7 @@ export class PayerSession {
     // Reserve the seq before the first await: concurrent callers get consecutive seqs in call order.
     this.#seq = ticket.seq;
     this.#amount = amount;
-    const entry: Pending = { ticket, signed: undefined, input };
+    const entry: Pending = { ticket, signed: undefined, input, ...(pricing.version === "3" ? { request: parsed } : {}) };
     this.#pending.set(ticket.seq, entry);
     entry.signed = await signPaymentTicket({ account, domain, ticket });
     return { signed: entry.signed, leafCount };
@@ -161,7 +170,7 @@ export class PayerSession {
       throw new BindingMismatchError(`The ticket handed back as seq ${ticket.seq} is not bound to this channel (session, provider and terms).`);
     }
     // What this payer's own tickets always do (`nextTicket`): a later seq, and at least one call's price more.
-    if (ticket.seq <= this.#seq || ticket.cumulativeAmount - this.#amount < prepaidPerCall(this.parameters.pricing)) {
+    if (ticket.seq <= this.#seq || ticket.cumulativeAmount - this.#amount < prepaidFor(this.parameters.pricing, undefined)) {
       throw new TicketNotNewerError(
         `The ticket handed back as seq ${ticket.seq} (amount ${ticket.cumulativeAmount}) does not advance past seq ${this.#seq} (amount ${this.#amount}) by one call's price.`,
       );
@@ -217,7 +226,8 @@ export class PayerSession {
       throw new ModelMismatchError(`Receipt seq ${receipt.seq} was served by model ${JSON.stringify(receipt.modelSnapshotId)}; the terms allow ${hasDocumentBody(pricing) ? pricing.models.map((m) => JSON.stringify(m)).join(", ") : "any"}.`);
     }
     // Under v1 a receipt charges what its ticket added (checked above), as before issue 14.
-    const price = priceOf(pricing, receipt.metering.units);
+    // v3 (decision 0033): the price of the tool the request named (the most any call costs when it is unknown).
+    const price = priceFor(pricing, pending.request, receipt.metering.units);
     if (hasDocumentBody(pricing) && !failed && receipt.metering.amount > price) {
       throw new ReceiptOverpricedError(`Receipt seq ${receipt.seq} charges ${receipt.metering.amount} for ${receipt.metering.units} units; the terms (${describePricing(pricing)}) price that at ${price}.`);
     }

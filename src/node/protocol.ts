@@ -92,11 +92,25 @@ export type StreamRepositoryMessage = { type: "stream.repository"; tranche: bigi
 /** Most claim indices a sample names (the terms' `samplesPerTranche` is at most 16). */
 export const MAX_SAMPLE_INDICES = 16;
 
+/**
+ * Payer → provider (decision 0033, exactly once): the output of an answered step the payer holds the receipt of
+ * but not the output (it took the step back after a crash, or its own write was lost). Asked once per seq.
+ */
+export type ResultRequestMessage = { type: "result.request"; seq: bigint };
+
+/**
+ * Provider → payer: the output it kept for `seq` (canonical JSON text, what the receipt's outputHash binds), or
+ * none when it keeps no outputs. The payer takes it only if it hashes to its receipt's outputHash.
+ */
+export type ResultMessage = { type: "result"; seq: bigint; output: string | null };
+
 export type ControlMessage =
   | StreamTrancheMessage
   | StreamResultMessage
   | StreamSampleMessage
   | StreamRepositoryMessage
+  | ResultRequestMessage
+  | ResultMessage
   | SessionOpenMessage
   | SessionReadyMessage
   | RejectMessage
@@ -110,6 +124,8 @@ export type ControlMessage =
 export type NodeMessage = Packet | ControlMessage;
 
 const CONTROL_TYPES = [
+  "result.request",
+  "result",
   "session.open",
   "session.ready",
   "reject",
@@ -182,6 +198,10 @@ function controlToJson(message: ControlMessage): Record<string, unknown> {
       return { type: message.type, offer: signedTermsOfferToJson(message.offer) };
     case "steps.request":
       return { type: message.type, fromSeq: uintToJson(message.fromSeq), limit: message.limit };
+    case "result.request":
+      return { type: message.type, seq: uintToJson(message.seq) };
+    case "result":
+      return { type: message.type, seq: uintToJson(message.seq), output: message.output };
     case "steps":
       return { type: message.type, steps: message.steps.map((step) => ({ ticket: signedPaymentTicketToJson(step.ticket), receipt: signedSessionReceiptToJson(step.receipt) })) };
   }
@@ -191,7 +211,7 @@ function controlToJson(message: ControlMessage): Record<string, unknown> {
 export function decodeMessage(bytes: Uint8Array): NodeMessage {
   const raw = parseJson(bytes, { maxBytes: MAX_PACKET_BYTES, what: "The message" });
   if (typeof raw === "object" && raw !== null && !Array.isArray(raw) && "packet_type" in raw) return packetFromJson(raw);
-  const head = expectObject(raw, "message", ["type"], ["ref", "pricing", "sessionKey", "lastSeq", "leafCount", "deposit", "seq", "error", "message", "summary", "signature", "offer", "fromSeq", "limit", "steps", "ticket", "request", "receipt", "proof", "commit", "tranche", "secret", "indices", "repository"]);
+  const head = expectObject(raw, "message", ["type"], ["ref", "pricing", "sessionKey", "lastSeq", "leafCount", "deposit", "seq", "error", "message", "summary", "signature", "offer", "fromSeq", "limit", "steps", "ticket", "request", "receipt", "proof", "commit", "tranche", "secret", "indices", "repository", "output"]);
   const type = expectLiteral(head.type, "message.type", CONTROL_TYPES);
   switch (type) {
     case "stream.tranche": {
@@ -269,6 +289,15 @@ export function decodeMessage(bytes: Uint8Array): NodeMessage {
     case "terms.offer": {
       const o = expectObject(raw, "message", ["type", "offer"]);
       return { type, offer: signedTermsOfferFromJson(o.offer, "message.offer") };
+    }
+    case "result.request": {
+      const o = expectObject(raw, "message", ["type", "seq"]);
+      return { type, seq: expectUint(o.seq, "message.seq", 64) };
+    }
+    case "result": {
+      const o = expectObject(raw, "message", ["type", "seq", "output"]);
+      if (o.output !== null && typeof o.output !== "string") throw new InvalidFieldError("message.output", "the output's canonical JSON text, or null", o.output);
+      return { type, seq: expectUint(o.seq, "message.seq", 64), output: o.output as string | null };
     }
     case "steps.request": {
       const o = expectObject(raw, "message", ["type", "fromSeq", "limit"]);

@@ -102,6 +102,12 @@ export type ProviderNodeParameters = {
     ListenSecureParameters,
     "handshakeTimeoutMs" | "maxPendingHandshakes" | "maxPendingPerSource" | "maxConnectionsPerSource" | "maxConnections" | "handshakesPerSecondPerSource" | "idleTimeoutMs" | "strangerHandshakesPerSecond"
   >;
+  /**
+   * Keep each answered call's request and output in the store (decision 0033, exactly once), durable before the
+   * answer leaves: a re-sent ticket is answered with its output, and a payer that lost an output asks for it
+   * (`result.request`). Default false (only receipts are kept, decision 0028); `ioi provider` turns it on.
+   */
+  keepResults?: boolean;
 };
 
 export const DEFAULT_BIND_TIMEOUT_MS = 10_000;
@@ -332,6 +338,13 @@ export class ProviderNode {
         b.work = this.#after(b.work, () => {
           b.answers = this.#after(b.answers, () => send({ type: "steps", steps: this.#answeredSteps(b, message.fromSeq, message.limit) }));
         });
+      } else if (!isPacket(message) && message.type === "result.request") {
+        // Behind the work under way, like steps.request: an answered step's output is durable when it is read.
+        b.work = this.#after(b.work, () => {
+          const [kept] = this.parameters.store.results(b.record.sessionId, { fromSeq: message.seq, limit: 1 });
+          const output = kept && kept.seq === message.seq ? kept.output : null;
+          b.answers = this.#after(b.answers, () => send({ type: "result", seq: message.seq, output }));
+        });
       } else if (!isPacket(message) && message.type === "close.propose") {
         b.work = this.#after(b.work, async () => {
           try {
@@ -511,7 +524,13 @@ export class ProviderNode {
     if (latest && seq <= latest.ticket.seq) {
       const [step] = store.steps(b.record.sessionId, { fromSeq: seq, limit: 1 });
       if (step && step.seq === seq && step.receipt && step.ticket.signature === signed.signature) {
-        const replay = reply({ error: { code: REPLAYED_RESULT_CODE, message: "output not retained; receipt replayed from the store" } }, step.receipt);
+        // The output itself when it was kept (decision 0033), else the receipt alone.
+        const [kept] = this.parameters.keepResults ? store.results(b.record.sessionId, { fromSeq: seq, limit: 1 }) : [];
+        const output = kept && kept.seq === seq ? (JSON.parse(kept.output) as JsonObject) : undefined;
+        const charged = step.receipt.receipt.metering.amount > 0n || (output !== undefined && !("error" in output && Object.keys(output).length === 1));
+        const replay = output
+          ? reply(charged ? { result: output } : output, step.receipt)
+          : reply({ error: { code: REPLAYED_RESULT_CODE, message: "output not retained; receipt replayed from the store" } }, step.receipt);
         b.answers = this.#after(b.answers, () => send(replay));
         return;
       }
@@ -552,7 +571,12 @@ export class ProviderNode {
     const metrics = this.parameters.metrics;
     metrics?.verifySeconds.observe((performance.now() - started) / 1000);
     const stored = performance.now();
-    const durable = store.putStep(b.record.sessionId, result.step, result.state);
+    // The output first (decision 0033): writes are durable in order, so the step's durability implies it.
+    const kept = this.parameters.keepResults
+      ? store.putResult(b.record.sessionId, { seq, request: new TextDecoder().decode(input), output: new TextDecoder().decode(result.output) })
+      : undefined;
+    const stepWrite = store.putStep(b.record.sessionId, result.step, result.state);
+    const durable = kept ? Promise.all([kept, stepWrite]).then(() => undefined) : stepWrite;
     if (metrics) {
       void durable.then(
         () => {

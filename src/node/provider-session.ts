@@ -18,7 +18,7 @@ import {
 } from "../core/receipt";
 import { settlementSummaryDigest, signSettlementSummary, type SettlementSummary } from "../core/summary";
 import type { AccumulatorState, ChannelStore, StepRecord } from "../store/store";
-import { prepaidPerCall, priceOf, type ChannelRef, type PricingTerms } from "../core/terms";
+import { prepaidFor, priceFor, type ChannelRef, type PricingTerms } from "../core/terms";
 import {
   assertTicketAdvances,
   paymentTicketHash,
@@ -78,9 +78,10 @@ const REBUILD_PAGE = 250;
  * What the receipt of a successful call charges: under v1 terms what its ticket added (one invocation, one
  * price, as before issue 14); under v2 the price of its metering (`priceOf`), never more than the ticket added.
  */
-export function chargeFor(pricing: PricingTerms, units: bigint, added: bigint): bigint {
+export function chargeFor(pricing: PricingTerms, units: bigint, added: bigint, request?: unknown): bigint {
   if (pricing.version === "1") return added;
-  const price = priceOf(pricing, units);
+  // v3 (decision 0033): the price of the tool the request names, 0 for a listing call.
+  const price = priceFor(pricing, request, units);
   return price < added ? price : added;
 }
 
@@ -237,7 +238,7 @@ export class ProviderSession {
    * TicketUnderpaidError, DepositExceededError, InvalidSignatureError) and changes nothing otherwise.
    */
   async invoke(signed: SignedPaymentTicket, input: Uint8Array, leafCount?: number, method?: string, request?: unknown): Promise<InvocationResult> {
-    const grant = await this.checkTicket(signed, leafCount, method);
+    const grant = await this.checkTicket(signed, leafCount, method, request);
     const { output, units, charged = true, value } = await this.parameters.handler(input, request);
     const ticket = signed.ticket;
     const previousAmount = this.#latest?.ticket.cumulativeAmount ?? 0n;
@@ -248,7 +249,7 @@ export class ProviderSession {
       outputHash: keccak256Hex(output),
       policyHash: this.parameters.ref.terms.policyHash,
       modelSnapshotId: this.parameters.modelSnapshotId,
-      metering: { units, amount: charged ? chargeFor(this.parameters.pricing, units, ticket.cumulativeAmount - previousAmount) : 0n },
+      metering: { units, amount: charged ? chargeFor(this.parameters.pricing, units, ticket.cumulativeAmount - previousAmount, request) : 0n },
       prevReceiptHash: this.#prevReceiptHash,
     };
     // The receipt's hash is computed once: it is signed (under the receipt domain) and it is the leaf's half.
@@ -273,6 +274,7 @@ export class ProviderSession {
     signed: SignedPaymentTicket,
     leafCount: number = this.accumulator.size,
     method?: string,
+    request?: unknown,
   ): Promise<SignedSessionKeyGrant | undefined> {
     const { ref, sessionId, pricing, domain } = this.parameters;
     const ticket: PaymentTicket = signed.ticket;
@@ -287,9 +289,11 @@ export class ProviderSession {
     }
     assertTicketAdvances(this.#latest?.ticket, ticket);
     const previousAmount = this.#latest?.ticket.cumulativeAmount ?? 0n;
-    if (ticket.cumulativeAmount - previousAmount < prepaidPerCall(pricing)) {
+    // Under v3 terms the request decides what the ticket must prepay: its tool's price, 0 for a listing call.
+    const prepaid = prepaidFor(pricing, request);
+    if (ticket.cumulativeAmount - previousAmount < prepaid) {
       throw new TicketUnderpaidError(
-        `Ticket seq ${ticket.seq} adds ${ticket.cumulativeAmount - previousAmount}; one invocation ${pricing.version === "1" ? "costs" : "prepays"} ${prepaidPerCall(pricing)}.`,
+        `Ticket seq ${ticket.seq} adds ${ticket.cumulativeAmount - previousAmount}; ${pricing.version === "3" ? "this call" : "one invocation"} ${pricing.version === "1" ? "costs" : "prepays"} ${prepaid}.`,
       );
     }
     if (ticket.cumulativeAmount > this.#deposit) {

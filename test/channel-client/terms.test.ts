@@ -91,13 +91,14 @@ describe("terms document (decision 0026)", () => {
       const pkg = jsonSchemaOf("challenge-package") as { definitions: Record<string, unknown> };
       expect(pkg.definitions.termsV1).to.deep.equal(terms.definitions.termsV1);
       expect(pkg.definitions.termsV2).to.deep.equal(terms.definitions.termsV2);
+      expect(pkg.definitions.termsV3).to.deep.equal(terms.definitions.termsV3);
     });
   });
 
   describe("refusals: one sentence naming the field", () => {
     const json = () => JSON.parse(V2_CANONICAL) as Record<string, any>;
     const cases: Array<[string, () => unknown, string, string]> = [
-      ["an unknown version", () => ({ ...json(), version: "3" }), "InvalidFieldError", 'terms.version must be one of "1", "2"'],
+      ["an unknown version", () => ({ ...json(), version: "9" }), "InvalidFieldError", 'terms.version must be one of "1", "2", "3"'],
       ["a v1 field in a v2 document", () => ({ ...json(), pricePerInvocation: "1" }), "UnknownFieldError", "terms.pricePerInvocation is not a field"],
       ["a price as a JSON number", () => { const j = json(); j.pricing.capPerCall = 5000; return j; }, "AmountAsNumberError", "terms.pricing.capPerCall is the JSON number 5000"],
       ["an unknown metered unit", () => { const j = json(); j.pricing.perUnit.unit = "byte"; return j; }, "InvalidFieldError", "terms.pricing.perUnit.unit must be one of"],

@@ -22,7 +22,7 @@ const ROOT = path.join(__dirname, "..", "..");
 /** Folders that hold no documents of ours (dependencies, build output, tool state, compiler artifacts). */
 const SKIP = new Set(["node_modules", "dist", "artifacts", "cache", "coverage", ".git", ".cache", ".data", "typechain-types", "ignition"]);
 /** JSON files that are configuration or tool output, not protocol documents. */
-const NOT_DOCUMENTS = /^(package(-lock)?|tsconfig(\.build)?|\.solhint|gas-report|results|socket|localhost|hardhat|chain-\d+|protocol-vectors)\.json$|^bench\//;
+const NOT_DOCUMENTS = /^(package(-lock)?|tsconfig(\.build)?|\.solhint|gas-report|results|socket|localhost|hardhat|mcp-servers|chain-\d+|protocol-vectors)\.json$|^bench\//;
 
 /** Which schema an example document follows, from its file name. */
 function schemaOfFile(name: string): SchemaName | undefined {
