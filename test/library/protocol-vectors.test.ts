@@ -12,6 +12,7 @@ import { expect } from "chai";
 import { readFileSync } from "node:fs";
 import { loadFixture } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
 import hre from "hardhat";
+import { privateKeyToAccount } from "viem/accounts";
 import { concat, encodeAbiParameters, getAddress, hashTypedData, keccak256, pad, recoverAddress, stringToBytes, toHex, zeroHash, type Hex } from "viem";
 
 import { gasEscrowAbi } from "../../src/abi/GasEscrow";
@@ -334,6 +335,46 @@ describe("protocol specification vectors (docs/protocol.md)", function () {
       // WalletSessionKeyRegistered(bytes32 indexed sessionId, address indexed key, bytes32 grantDigest).
       expect(w.registration.topics).to.deep.equal([tag("WalletSessionKeyRegistered(bytes32,address,bytes32)"), w.sessionId, pad(g.key, { size: 32 })]);
       expect(w.registration.data).to.equal(q.grant.digest);
+    });
+
+    it("the escrow takes a registration in the documented calldata shape and records it as documented (event, view, once)", async () => {
+      const s = await loadFixture(systemFixture);
+      const w = V.walletPayer;
+      const owner = privateKeyToAccount(V.keys.payer.privateKey);
+      const wallet = await hre.viem.deployContract("OwnerWallet", [owner.address]);
+      // The vector's channel and grant with this wallet as payer, in this escrow's domain (bare formulas).
+      const separator = keccak256(encodeAbiParameters(
+        [{ type: "bytes32" }, { type: "bytes32" }, { type: "bytes32" }, { type: "uint256" }, { type: "address" }],
+        [tag(V.eip712GasEscrow.domainType), tag(V.eip712GasEscrow.domain.name), tag(V.eip712GasEscrow.domain.version), BigInt(await s.publicClient.getChainId()), s.escrow.address],
+      ));
+      const digestHere = (struct: Hex): Hex => keccak256(concat(["0x1901", separator, struct]));
+      const terms = { ...w.channel.terms, payer: wallet.address.toLowerCase() };
+      const sessionId = digestHere(structHash(types().Session.encodeType, { ...terms, openedAt: w.channel.openedAt }));
+      const grant = { ...w.isValidSignature.grant.grant, sessionId };
+      const grantDigest = digestHere(structHash(types().SessionKey.encodeType, grant));
+      const sig = await owner.sign({ hash: grantDigest });
+      const TERMS = { type: "tuple", components: ["payer", "provider", "funder", "asset"].map((name) => ({ type: "address", name })).concat([{ type: "bytes32", name: "termsHash" }, { type: "bytes32", name: "policyHash" }, { type: "uint64", name: "challengeDuration" }, { type: "uint64", name: "nonce" }]) };
+      const GRANT = { type: "tuple", components: [{ type: "address", name: "key" }, { type: "uint64", name: "expiry" }, { type: "uint128", name: "spendCap" }, { type: "bytes32", name: "capabilities" }, { type: "uint64", name: "epoch" }, { type: "bytes", name: "sig" }] };
+      const data = concat([
+        w.entryPoints.registerWalletSessionKey.selector,
+        encodeAbiParameters([TERMS, { type: "uint64" }, GRANT], [
+          { ...terms, challengeDuration: BigInt(terms.challengeDuration), nonce: BigInt(terms.nonce) },
+          BigInt(w.channel.openedAt),
+          { key: grant.key, expiry: BigInt(grant.expiry), spendCap: BigInt(grant.spendCap), capabilities: grant.capabilities, epoch: BigInt(grant.epoch), sig },
+        ]),
+      ]);
+      const view = { address: s.escrow.address, abi: gasEscrowAbi, functionName: "walletSessionKeyRegistered", args: [sessionId, grantDigest] } as const;
+      expect(await s.publicClient.readContract(view)).to.equal(false);
+      const sender = s.wallets[5]!; // anyone may register
+      const first = await s.publicClient.waitForTransactionReceipt({ hash: await sender.sendTransaction({ to: s.escrow.address, data }) });
+      expect(first.status).to.equal("success");
+      expect(first.logs.map((l) => ({ address: getAddress(l.address), topics: l.topics, data: l.data }))).to.deep.equal([
+        { address: getAddress(s.escrow.address), topics: [w.registration.topics[0], sessionId, pad(grant.key, { size: 32 })], data: grantDigest },
+      ]);
+      expect(await s.publicClient.readContract(view)).to.equal(true);
+      // Recorded once: the same registration again emits nothing (and asks the wallet nothing).
+      const again = await s.publicClient.waitForTransactionReceipt({ hash: await sender.sendTransaction({ to: s.escrow.address, data }) });
+      expect([again.status, again.logs.length]).to.deep.equal(["success", 0]);
     });
   });
 
