@@ -356,7 +356,7 @@ describe("protocol specification vectors (docs/protocol.md)", function () {
       const TERMS = { type: "tuple", components: ["payer", "provider", "funder", "asset"].map((name) => ({ type: "address", name })).concat([{ type: "bytes32", name: "termsHash" }, { type: "bytes32", name: "policyHash" }, { type: "uint64", name: "challengeDuration" }, { type: "uint64", name: "nonce" }]) };
       const GRANT = { type: "tuple", components: [{ type: "address", name: "key" }, { type: "uint64", name: "expiry" }, { type: "uint128", name: "spendCap" }, { type: "bytes32", name: "capabilities" }, { type: "uint64", name: "epoch" }, { type: "bytes", name: "sig" }] };
       const data = concat([
-        w.entryPoints.registerWalletSessionKey.selector,
+        w.entryPoints.registerWalletSessionKey.selector as Hex,
         encodeAbiParameters([TERMS, { type: "uint64" }, GRANT], [
           { ...terms, challengeDuration: BigInt(terms.challengeDuration), nonce: BigInt(terms.nonce) },
           BigInt(w.channel.openedAt),
