@@ -14,6 +14,11 @@ import path from "node:path";
 import {
   domainSeparator,
   encodeAbiParameters,
+  encodeEventTopics,
+  encodeFunctionData,
+  getContractAddress,
+  toFunctionSelector,
+  toFunctionSignature,
   hashStruct,
   hexToBytes,
   keccak256,
@@ -84,6 +89,22 @@ import {
   type SessionReceipt,
   type SignedSessionReceipt,
 } from "../src/core/receipt";
+import {
+  PROGRESS_SIGNATURE_DOMAIN,
+  progressProofDigest,
+  progressProofHash,
+  progressProofToJson,
+  sampleCommitOf,
+  sampledIndices,
+  signProgressProof,
+  signedProgressProofToJson,
+  trancheRequestHash,
+  trancheRequestToJson,
+  type ProgressProof,
+  type TrancheRequest,
+} from "../src/core/progress-proof";
+import { streamInputs } from "../src/arbitration/stream-sample";
+import { gasEscrowAbi } from "../src/abi/GasEscrow";
 import { receiptCommitDigest, receiptCommitToJson, signReceiptCommit, type ReceiptCommit } from "../src/core/receipt-commit";
 import {
   capabilitiesHash,
@@ -99,7 +120,15 @@ import {
   type ClosingState,
   type SettlementSummary,
 } from "../src/core/summary";
-import { channelRefToJson, pricingTermsToJson, sessionIdOf, termsHashOf, type ChannelRef, type PricingTerms } from "../src/core/terms";
+import {
+  channelRefToJson,
+  pricingTermsToJson,
+  sessionIdOf,
+  termsHashOf,
+  type ChannelRef,
+  type PricingTerms,
+  type TermsDocumentV4,
+} from "../src/core/terms";
 import { signTermsOffer, TERMS_OFFER_SIGNATURE_DOMAIN, termsOfferDigest, termsOfferToJson } from "../src/core/terms-offer";
 import {
   paymentTicketDigest,
@@ -553,12 +582,196 @@ export async function protocolVectors(): Promise<ProtocolVectors> {
     secp256k1Signature: signedAnchor.secp256k1Signature,
   };
 
+  // ---- Milestone streaming (terms v4, decision 0037) ----
+  const streamSuite: Bundle = {
+    files: {
+      "run.js": 'const { add, sub } = require("deliverable");\ntest("adds", () => assert.equal(add(2, 3), 5));\ntest("subtracts", () => assert.equal(sub(5, 3), 2));\ntest("adds negatives", () => assert.equal(add(-2, -3), -5));\n',
+    },
+  };
+  const termsV4: TermsDocumentV4 = {
+    version: "4",
+    pricing: { perInvocation: 30_000n, perUnit: null, capPerCall: 30_000n },
+    models: ["model:coder@1"],
+    disputes: { windowAfterSettlement: 86_400n, penalties: {}, refundsFromBond: false },
+    requiredReceipts: ["rrsa_request_binding", "rrsa_output_commitment"],
+    stream: {
+      trancheSeconds: 60n,
+      tranchesInFlight: 1,
+      samplesPerTranche: 2,
+      suite: { hash: bundleHash(streamSuite), command: ["node", "run.js"], stepBudget: 10_000, maxOutputBytes: 65_536 },
+      falseClaimPenalty: 2_000_000n,
+    },
+  };
+  v.termsV4 = { document: pricingTermsToJson(termsV4), canonical: canon(pricingTermsToJson(termsV4)), termsHash: termsHashOf(termsV4), suiteBundle: bundleToJson(streamSuite) };
+
+  // A stream channel under the v4 terms: tranche 1's request, proof, receipt, ticket and leaf.
+  const streamRef: ChannelRef = { terms: { ...ref.terms, termsHash: termsHashOf(termsV4), nonce: 2n }, openedAt: ref.openedAt };
+  const streamSession = sessionIdOf(domain, streamRef);
+  const secret = label("ioi protocol vectors: sampling secret of tranche 1");
+  const request: TrancheRequest = { sessionId: streamSession, tranche: 1n, sampleCommit: sampleCommitOf(secret) };
+  v.trancheRequest = {
+    secret,
+    sampleCommit: request.sampleCommit,
+    request: trancheRequestToJson(request),
+    canonical: canon(trancheRequestToJson(request)),
+    requestHash: trancheRequestHash(request),
+  };
+  const repository: Bundle = { files: { "src/index.js": "exports.add = (a, b) => a + b;\nexports.sub = (a, b) => a - b;\n" } };
+  const proof: ProgressProof = {
+    sessionId: streamSession,
+    tranche: 1n,
+    repoStateHash: bundleHash(repository),
+    suiteHash: termsV4.stream.suite.hash,
+    tests: [
+      { name: "adds", outcome: "pass" },
+      { name: "subtracts", outcome: "pass" },
+      { name: "adds negatives", outcome: "fail" },
+    ],
+    coverageDeltaBps: 4200,
+    lint: "clean",
+    artifactHash: `0x${"00".repeat(32)}`,
+    prevProofHash: `0x${"00".repeat(32)}`,
+  };
+  const signedProof = await signProgressProof({ account: provider, proof });
+  const proofHash = progressProofHash(proof);
+  v.progressProof = {
+    repository: bundleToJson(repository),
+    proof: progressProofToJson(proof),
+    canonical: canon(progressProofToJson(proof)),
+    proofHash,
+    signatureDomain: PROGRESS_SIGNATURE_DOMAIN,
+    signatureDomainHash: label(PROGRESS_SIGNATURE_DOMAIN),
+    digest: progressProofDigest(proofHash),
+    signer: provider.address,
+    signature: signedProof.signature,
+    signed: signedProgressProofToJson(signedProof),
+  };
+
+  // The sample draw: several (secret, proof, total, count), each with its per-draw documents.
+  const drawOf = (p: { secret: Hex; proofHash: Hex; total: number; count: number }) => {
+    const indices = sampledIndices(p);
+    const draws: { draw: number; document: string; keccak256: Hex; index: number }[] = [];
+    if (p.count < p.total) {
+      const seen = new Set<number>();
+      for (let draw = 0; seen.size < indices.length; draw++) {
+        const document = canon({ domain: "ioi.stream.sample/1", secret: p.secret, proof: p.proofHash, draw });
+        const hash = keccak256(stringToBytes(document));
+        const index = Number(BigInt(hash) % BigInt(p.total));
+        seen.add(index);
+        draws.push({ draw, document, keccak256: hash, index });
+      }
+    }
+    return { secret: p.secret, proofHash: p.proofHash, total: p.total, count: p.count, draws, indices };
+  };
+  v.sampleDraw = {
+    domain: "ioi.stream.sample/1",
+    draws: [
+      drawOf({ secret, proofHash, total: 3, count: 2 }),
+      drawOf({ secret, proofHash, total: 12, count: 4 }),
+      drawOf({ secret: label("ioi protocol vectors: another secret"), proofHash, total: 1024, count: 3 }),
+      drawOf({ secret, proofHash, total: 3, count: 3 }),
+      drawOf({ secret, proofHash, total: 0, count: 2 }),
+    ],
+    inputs: {
+      parameters: { chainId: String(CHAIN_ID), gasEscrow: GAS_ESCROW, sessionId: streamSession, tranche: "1" },
+      seedDocument: canon({ domain: "ioi.stream.inputs/1", chain_id: String(CHAIN_ID), gas_escrow: lower(GAS_ESCROW), session_id: streamSession, tranche: "1" }),
+      ...streamInputs({ chainId: BigInt(CHAIN_ID), gasEscrow: GAS_ESCROW, sessionId: streamSession, tranche: 1n }),
+    },
+  };
+  const drawsFound = (v.sampleDraw as { draws: { draws: unknown[] }[] }).draws;
+  if (!drawsFound.some((d) => d.draws.length > d.draws.filter((x, i, all) => all.findIndex((y) => (y as { index: number }).index === (x as { index: number }).index) === i).length)) {
+    throw new Error("No sample-draw vector repeats an index: the vectors must show a repeated draw being skipped.");
+  }
+
+  // Tranche 1's receipt carries the request and the proof; its leaf is the usual one.
+  const streamTicket: PaymentTicket = { sessionId: streamSession, provider: provider.address, termsHash: streamRef.terms.termsHash, seq: 1n, cumulativeAmount: 30_000n, receiptRoot: `0x${"00".repeat(32)}` };
+  const streamReceipt: SessionReceipt = {
+    sessionId: streamSession,
+    seq: 1n,
+    offloadPacketHash: trancheRequestHash(request),
+    outputHash: proofHash,
+    policyHash,
+    modelSnapshotId: "model:coder@1",
+    metering: { units: 0n, amount: 30_000n },
+    prevReceiptHash: `0x${"00".repeat(32)}`,
+  };
+  const signedStreamReceipt = await signSessionReceipt({ account: provider, receipt: streamReceipt });
+  v.progressReceipt = {
+    channel: channelRefToJson(streamRef),
+    sessionId: streamSession,
+    receipt: sessionReceiptToJson(streamReceipt),
+    canonical: canon(sessionReceiptToJson(streamReceipt)),
+    receiptHash: sessionReceiptHash(streamReceipt),
+    receiptSignature: signedStreamReceipt.signature,
+    ticket: paymentTicketToJson(streamTicket),
+    ticketHash: paymentTicketHash(streamTicket),
+    leaf: receiptLeafFromHashes(sessionReceiptHash(streamReceipt), paymentTicketHash(streamTicket)),
+  };
+
+  // ---- Smart-account payers (ERC-1271, decision 0035) ----
+  // An OwnerWallet (contracts/test) owned by account #0, as account #0's fourth deployment would place it.
+  const wallet = getContractAddress({ from: payer.address, nonce: 3n });
+  const walletRef: ChannelRef = { terms: { ...ref.terms, payer: wallet, nonce: 3n }, openedAt: ref.openedAt };
+  const walletSession = sessionIdOf(domain, walletRef);
+  const walletTicket: PaymentTicket = { sessionId: walletSession, provider: provider.address, termsHash: walletRef.terms.termsHash, seq: 1n, cumulativeAmount: 50_000n, receiptRoot: `0x${"00".repeat(32)}` };
+  const walletSummary: SettlementSummary = {
+    sessionId: walletSession,
+    provider: provider.address,
+    payer: wallet,
+    termsHash: walletRef.terms.termsHash,
+    finalSeq: 1n,
+    finalAmount: 50_000n,
+    finalReceiptRoot: label("ioi protocol vectors: wallet channel root"),
+    mode: "Cooperative",
+  };
+  // The wallet's grant to its signing key (account #2): any method, one year, the wallet's epoch 0.
+  const walletGrant = await signSessionKeyGrant({ account: payer, domain, sessionId: walletSession, key: sessionKey.address, expiry: ref.openedAt + 365n * 86_400n, spendCap: (1n << 128n) - 1n, methods: ["*"], epoch: 0n });
+  const walletTicketSig = (await signPaymentTicket({ account: payer, domain, ticket: walletTicket })).signature;
+  const walletSummarySig = await signSettlementSummary({ account: payer, domain, summary: walletSummary });
+  const walletTicketArg = { seq: walletTicket.seq, cumulativeAmount: walletTicket.cumulativeAmount, receiptRoot: walletTicket.receiptRoot, sig: walletTicketSig };
+  const g = walletGrant.grant;
+  const walletGrantArg = { key: g.key, expiry: g.expiry, spendCap: g.spendCap, capabilities: g.capabilities, epoch: g.epoch, sig: walletGrant.signature };
+  const entry = (name: "registerWalletSessionKey" | "closeUnilateralByWallet" | "closeCooperativeByWallet") => {
+    const item = gasEscrowAbi.find((x) => x.type === "function" && x.name === name)!;
+    return { signature: toFunctionSignature(item as never), selector: toFunctionSelector(item as never) };
+  };
+  const registeredTopics = encodeEventTopics({ abi: gasEscrowAbi, eventName: "WalletSessionKeyRegistered", args: { sessionId: walletSession, key: sessionKey.address } });
+  v.walletPayer = {
+    wallet: { address: wallet, contract: "contracts/test/OwnerWallet.sol", owner: payer.address, signingKey: sessionKey.address, magicValue: "0x1626ba7e" },
+    channel: channelRefToJson(walletRef),
+    sessionId: walletSession,
+    isValidSignature: {
+      ticket: { ticket: paymentTicketToJson(walletTicket), digest: paymentTicketDigest(domain, walletTicket), signature: walletTicketSig },
+      summary: { summary: settlementSummaryToJson(walletSummary), digest: settlementSummaryDigest(domain, walletSummary), signature: walletSummarySig },
+      grant: { grant: sessionKeyGrantToJson(g), digest: sessionKeyGrantDigest(domain, g), signature: walletGrant.signature },
+    },
+    entryPoints: {
+      registerWalletSessionKey: {
+        ...entry("registerWalletSessionKey"),
+        calldata: encodeFunctionData({ abi: gasEscrowAbi, functionName: "registerWalletSessionKey", args: [walletRef.terms, walletRef.openedAt, walletGrantArg] }),
+      },
+      closeUnilateralByWallet: {
+        ...entry("closeUnilateralByWallet"),
+        calldata: encodeFunctionData({ abi: gasEscrowAbi, functionName: "closeUnilateralByWallet", args: [walletRef.terms, walletRef.openedAt, walletTicketArg] }),
+      },
+      closeCooperativeByWallet: entry("closeCooperativeByWallet"),
+    },
+    registration: {
+      record: "_walletGrants[sessionId][grantDigest] = true",
+      view: "walletSessionKeyRegistered(bytes32 sessionId, bytes32 grantDigest) returns (bool)",
+      event: "WalletSessionKeyRegistered(bytes32 indexed sessionId, address indexed key, bytes32 grantDigest)",
+      topics: registeredTopics,
+      data: sessionKeyGrantDigest(domain, g),
+    },
+  };
+
   // The documents a published schema must accept, by schema (checked by the test).
   v.schemaDocuments = {
-    terms: ["termsV1.document", "termsV2.document", "termsOffer.offer.pricing"],
+    terms: ["termsV1.document", "termsV2.document", "termsV4.document", "termsOffer.offer.pricing"],
     "challenge-package": ["challengePackage.package"],
     resolution: ["resolution.document"],
     upip: ["upip.record"],
+    "progress-proof": ["progressProof.signed", "trancheRequest.request"],
   };
   return v;
 }

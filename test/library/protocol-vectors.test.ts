@@ -11,13 +11,17 @@ import Ajv from "ajv";
 import { expect } from "chai";
 import { readFileSync } from "node:fs";
 import { loadFixture } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
-import { concat, encodeAbiParameters, getAddress, hashTypedData, keccak256, recoverAddress, stringToBytes, toHex, zeroHash, type Hex } from "viem";
+import hre from "hardhat";
+import { privateKeyToAccount } from "viem/accounts";
+import { concat, encodeAbiParameters, getAddress, hashTypedData, keccak256, pad, recoverAddress, stringToBytes, toHex, zeroHash, type Hex } from "viem";
 
+import { gasEscrowAbi } from "../../src/abi/GasEscrow";
 import { packageFromJson } from "../../src/arbitration/package";
 import { RESOLUTION_TYPES, resolutionFromJson } from "../../src/arbitration/resolution";
 import { upipFromJson } from "../../src/arbitration/upip";
 import { jsonSchemaOf, schemaValidator, type SchemaName } from "../../src/core/schemas";
 import { sessionReceiptFromJson } from "../../src/core/receipt";
+import { signedProgressProofFromJson, trancheRequestFromJson } from "../../src/core/progress-proof";
 import { paymentTicketFromJson } from "../../src/core/ticket";
 import { pricingTermsFromJson } from "../../src/core/terms";
 import { expectUint } from "../../src/core/validate";
@@ -60,7 +64,7 @@ describe("protocol specification vectors (docs/protocol.md)", function () {
     const doc = readFileSync(DOC_PATH, "utf8");
     expect(renderProtocolDoc(doc, v)).to.equal(doc, "stale: run `npx ts-node --transpile-only scripts/protocol-vectors.ts`");
     expect([...new Set(quotedVectors(doc))]).to.have.members(Object.keys(v));
-    // The v3/v4 terms are other issues' work: named only as a TODO at the end, never as content.
+    // Terms v3 and the stream packets are other branches' work: named only as a TODO at the end, never as content.
     expect(doc.indexOf("added by issue 30/32")).to.be.greaterThan(doc.lastIndexOf("## TODO"));
     expect(doc.lastIndexOf("## TODO")).to.be.greaterThan(doc.lastIndexOf("<!-- /vector -->"));
   });
@@ -200,6 +204,180 @@ describe("protocol specification vectors (docs/protocol.md)", function () {
     });
   });
 
+  describe("streaming and wallet payers (sections 3, 24–27), recomputed from the document's formulas", () => {
+    /** id(x) as section 1 states it, for documents of strings, integers and booleans. */
+    const id = (x: unknown): Hex => tag(JSON.stringify(sortKeys(x)));
+    /** EIP-712 struct hash from the encodeType string the vectors quote: typeHash ‖ each field as its ABI word. */
+    const structHash = (encodeType: string, data: Record<string, unknown>): Hex => {
+      const fields = encodeType.slice(encodeType.indexOf("(") + 1, -1).split(",").map((f) => f.split(" ") as [string, string]);
+      const value = (type: string, x: unknown) => (/^u?int/.test(type) ? BigInt(x as string | number) : x);
+      return keccak256(encodeAbiParameters([{ type: "bytes32" }, ...fields.map(([type]) => ({ type }))], [tag(encodeType), ...fields.map(([type, name]) => value(type, data[name]))]));
+    };
+    const digest712 = (struct: Hex): Hex => keccak256(concat(["0x1901", V.eip712GasEscrow.domainSeparator, struct]));
+    const types = () => V.eip712GasEscrow.types;
+
+    it("terms v4: id of the document, the stream block under it, one price per tranche, the suite bound by its bundle hash", () => {
+      const t = V.termsV4;
+      expect(t.canonical).to.equal(JSON.stringify(sortKeys(t.document)));
+      expect(tag(t.canonical)).to.equal(t.termsHash);
+      expect(t.document.version).to.equal("4");
+      expect(t.document.pricing.perInvocation).to.equal(t.document.pricing.capPerCall);
+      expect(t.document).to.not.have.nested.property("pricing.perUnit");
+      expect(id(t.suiteBundle)).to.equal(t.document.stream.suite.hash);
+      // The same body without its stream block hashes differently: the block is under the hash.
+      const { stream: _stream, ...body } = t.document;
+      expect(id({ ...body })).to.not.equal(t.termsHash);
+      expect(() => pricingTermsFromJson({ ...t.document, pricing: { ...t.document.pricing, perInvocation: "1" } })).to.throw("one price per tranche");
+    });
+
+    it("tranche request and Progress Proof: ids, the commitment opens with the 32 raw secret bytes, the proof digest", () => {
+      const r = V.trancheRequest;
+      expect(keccak256(r.secret)).to.equal(r.sampleCommit);
+      expect(tag(r.secret)).to.not.equal(r.sampleCommit); // the hex text is not the preimage
+      expect(r.request).to.deep.equal({ schema: "ioi.stream_tranche/1", sessionId: V.progressReceipt.sessionId, tranche: "1", sampleCommit: r.sampleCommit });
+      expect(r.canonical).to.equal(JSON.stringify(sortKeys(r.request)));
+      expect(tag(r.canonical)).to.equal(r.requestHash);
+      const p = V.progressProof;
+      expect(p.canonical).to.equal(JSON.stringify(sortKeys(p.proof)));
+      expect(tag(p.canonical)).to.equal(p.proofHash);
+      expect(keccak256(concat([tag("IOI_SIG_DOMAIN_PROGRESS_PROOF_V1"), p.proofHash]))).to.equal(p.digest);
+      expect(tag(p.signatureDomain)).to.equal(p.signatureDomainHash);
+      expect(p.proof.suiteHash).to.equal(V.termsV4.document.stream.suite.hash);
+      expect(id(p.repository)).to.equal(p.proof.repoStateHash);
+      expect(p.proof.prevProofHash).to.equal(zeroHash);
+      expect(p.signed).to.deep.equal({ proof: p.proof, signature: p.signature });
+    });
+
+    it("sample draw: a bare re-implementation gives every draw's document, hash and index, skipping repeats", () => {
+      const s = V.sampleDraw;
+      let repeats = 0;
+      for (const d of s.draws) {
+        const expected: number[] = [];
+        const draws: unknown[] = [];
+        if (d.total > 0 && d.count >= d.total) expected.push(...Array.from({ length: d.total }, (_, i) => i));
+        else if (d.total > 0) {
+          for (let draw = 0; expected.length < d.count; draw++) {
+            // Keys in sorted order: domain, draw, proof, secret.
+            const document = `{"domain":"ioi.stream.sample/1","draw":${draw},"proof":"${d.proofHash}","secret":"${d.secret}"}`;
+            const hash = keccak256(stringToBytes(document));
+            const index = Number(BigInt(hash) % BigInt(d.total));
+            if (expected.includes(index)) repeats++;
+            else expected.push(index);
+            draws.push({ draw, document, keccak256: hash, index });
+          }
+        }
+        expect(d.indices, `${d.total}/${d.count}`).to.deep.equal(expected);
+        expect(d.draws, `${d.total}/${d.count}`).to.deep.equal(draws);
+        expect(new Set(d.indices).size).to.equal(Math.min(d.count, d.total));
+      }
+      expect(repeats, "some vector shows a repeated index being skipped").to.be.greaterThan(0);
+      expect(s.draws.map((d: any) => [d.total, d.count])).to.deep.include.members([[3, 3], [0, 2]]);
+      // The spot-check's inputs: the default Lane 1 clock, the seed of the stated document.
+      const i = s.inputs;
+      expect(i.seedDocument).to.equal(JSON.stringify(sortKeys({ domain: "ioi.stream.inputs/1", chain_id: i.parameters.chainId, gas_escrow: i.parameters.gasEscrow.toLowerCase(), session_id: i.parameters.sessionId, tranche: i.parameters.tranche })));
+      expect(tag(i.seedDocument)).to.equal(i.seed);
+      expect(i.clockMs).to.equal(V.pinnedSeed.default.clockMs);
+    });
+
+    it("a Progress Proof folds into receipt k (input = request, output = proof) and hence into the usual leaf", () => {
+      const r = V.progressReceipt;
+      const channel = { ...r.channel.terms, openedAt: r.channel.openedAt };
+      expect(digest712(structHash(types().Session.encodeType, channel))).to.equal(r.sessionId);
+      expect(r.channel.terms.termsHash).to.equal(V.termsV4.termsHash);
+      expect(r.receipt.offloadPacketHash).to.equal(V.trancheRequest.requestHash);
+      expect(r.receipt.offloadPacketHash).to.equal(keccak256(stringToBytes(V.trancheRequest.canonical)));
+      expect(r.receipt.outputHash).to.equal(V.progressProof.proofHash);
+      expect(r.receipt.outputHash).to.equal(keccak256(stringToBytes(V.progressProof.canonical)));
+      expect(r.receipt.metering).to.deep.equal({ units: "0", amount: V.termsV4.document.pricing.capPerCall });
+      expect(r.ticket.cumulativeAmount).to.equal(V.termsV4.document.pricing.capPerCall);
+      expect(r.ticket.termsHash).to.equal(V.termsV4.termsHash);
+      expect(r.canonical).to.equal(JSON.stringify(sortKeys(r.receipt)));
+      expect(tag(r.canonical)).to.equal(r.receiptHash);
+      expect(id(r.ticket)).to.equal(r.ticketHash);
+      expect(keccak256(concat([tag("IOI_SESSION_LEAF_V1"), r.receiptHash, r.ticketHash]))).to.equal(r.leaf);
+      expect(() => sessionReceiptFromJson(r.receipt)).to.not.throw();
+      expect(() => paymentTicketFromJson(r.ticket)).to.not.throw();
+    });
+
+    it("wallet payer: the three digests isValidSignature is asked, the entry points' calldata with bytes signatures, the registration event", () => {
+      const w = V.walletPayer;
+      const q = w.isValidSignature;
+      expect(digest712(structHash(types().Session.encodeType, { ...w.channel.terms, openedAt: w.channel.openedAt }))).to.equal(w.sessionId);
+      expect(w.channel.terms.payer).to.equal(w.wallet.address.toLowerCase());
+      expect(digest712(structHash(types().PaymentTicket.encodeType, q.ticket.ticket))).to.equal(q.ticket.digest);
+      expect(q.summary.summary.mode).to.equal("Cooperative");
+      expect(q.summary.summary.payer).to.equal(w.wallet.address.toLowerCase());
+      expect(digest712(structHash(types().SettlementSummary.encodeType, { ...q.summary.summary, mode: 0 }))).to.equal(q.summary.digest);
+      expect(digest712(structHash(types().SessionKey.encodeType, q.grant.grant))).to.equal(q.grant.digest);
+      expect(q.grant.grant.key).to.equal(w.wallet.signingKey.toLowerCase());
+      // Calldata: selector of the quoted signature ‖ ABI encoding, the signature as `bytes`.
+      const TERMS = { type: "tuple", components: ["address payer", "address provider", "address funder", "address asset", "bytes32 termsHash", "bytes32 policyHash", "uint64 challengeDuration", "uint64 nonce"].map((f) => ({ type: f.split(" ")[0]!, name: f.split(" ")[1]! })) };
+      const terms = w.channel.terms;
+      const termsValue = { ...terms, challengeDuration: BigInt(terms.challengeDuration), nonce: BigInt(terms.nonce) };
+      const selector = (signature: string) => keccak256(stringToBytes(signature)).slice(0, 10) as Hex;
+      const reg = w.entryPoints.registerWalletSessionKey;
+      expect(reg.signature).to.equal("registerWalletSessionKey((address,address,address,address,bytes32,bytes32,uint64,uint64),uint64,(address,uint64,uint128,bytes32,uint64,bytes))");
+      expect(selector(reg.signature)).to.equal(reg.selector);
+      const g = q.grant.grant;
+      const GRANT = { type: "tuple", components: [{ type: "address", name: "key" }, { type: "uint64", name: "expiry" }, { type: "uint128", name: "spendCap" }, { type: "bytes32", name: "capabilities" }, { type: "uint64", name: "epoch" }, { type: "bytes", name: "sig" }] };
+      const grantValue = { key: g.key, expiry: BigInt(g.expiry), spendCap: BigInt(g.spendCap), capabilities: g.capabilities, epoch: BigInt(g.epoch), sig: q.grant.signature };
+      expect(concat([reg.selector, encodeAbiParameters([TERMS, { type: "uint64" }, GRANT], [termsValue, BigInt(w.channel.openedAt), grantValue])])).to.equal(reg.calldata);
+      const close = w.entryPoints.closeUnilateralByWallet;
+      expect(close.signature).to.equal("closeUnilateralByWallet((address,address,address,address,bytes32,bytes32,uint64,uint64),uint64,(uint64,uint128,bytes32,bytes))");
+      expect(selector(close.signature)).to.equal(close.selector);
+      const t = q.ticket.ticket;
+      const TICKET = { type: "tuple", components: [{ type: "uint64", name: "seq" }, { type: "uint128", name: "cumulativeAmount" }, { type: "bytes32", name: "receiptRoot" }, { type: "bytes", name: "sig" }] };
+      const ticketValue = { seq: BigInt(t.seq), cumulativeAmount: BigInt(t.cumulativeAmount), receiptRoot: t.receiptRoot, sig: q.ticket.signature };
+      expect(concat([close.selector, encodeAbiParameters([TERMS, { type: "uint64" }, TICKET], [termsValue, BigInt(w.channel.openedAt), ticketValue])])).to.equal(close.calldata);
+      const coop = w.entryPoints.closeCooperativeByWallet;
+      expect(coop.signature).to.equal("closeCooperativeByWallet((address,address,address,address,bytes32,bytes32,uint64,uint64),uint64,uint64,uint128,bytes32,bytes,(bytes32,bytes32))");
+      expect(selector(coop.signature)).to.equal(coop.selector);
+      // WalletSessionKeyRegistered(bytes32 indexed sessionId, address indexed key, bytes32 grantDigest).
+      expect(w.registration.topics).to.deep.equal([tag("WalletSessionKeyRegistered(bytes32,address,bytes32)"), w.sessionId, pad(g.key, { size: 32 })]);
+      expect(w.registration.data).to.equal(q.grant.digest);
+    });
+
+    it("the escrow takes a registration in the documented calldata shape and records it as documented (event, view, once)", async () => {
+      const s = await loadFixture(systemFixture);
+      const w = V.walletPayer;
+      const owner = privateKeyToAccount(V.keys.payer.privateKey);
+      const wallet = await hre.viem.deployContract("OwnerWallet", [owner.address]);
+      // The vector's channel and grant with this wallet as payer, in this escrow's domain (bare formulas).
+      const separator = keccak256(encodeAbiParameters(
+        [{ type: "bytes32" }, { type: "bytes32" }, { type: "bytes32" }, { type: "uint256" }, { type: "address" }],
+        [tag(V.eip712GasEscrow.domainType), tag(V.eip712GasEscrow.domain.name), tag(V.eip712GasEscrow.domain.version), BigInt(await s.publicClient.getChainId()), s.escrow.address],
+      ));
+      const digestHere = (struct: Hex): Hex => keccak256(concat(["0x1901", separator, struct]));
+      const terms = { ...w.channel.terms, payer: wallet.address.toLowerCase() };
+      const sessionId = digestHere(structHash(types().Session.encodeType, { ...terms, openedAt: w.channel.openedAt }));
+      const grant = { ...w.isValidSignature.grant.grant, sessionId };
+      const grantDigest = digestHere(structHash(types().SessionKey.encodeType, grant));
+      const sig = await owner.sign({ hash: grantDigest });
+      const TERMS = { type: "tuple", components: ["payer", "provider", "funder", "asset"].map((name) => ({ type: "address", name })).concat([{ type: "bytes32", name: "termsHash" }, { type: "bytes32", name: "policyHash" }, { type: "uint64", name: "challengeDuration" }, { type: "uint64", name: "nonce" }]) };
+      const GRANT = { type: "tuple", components: [{ type: "address", name: "key" }, { type: "uint64", name: "expiry" }, { type: "uint128", name: "spendCap" }, { type: "bytes32", name: "capabilities" }, { type: "uint64", name: "epoch" }, { type: "bytes", name: "sig" }] };
+      const data = concat([
+        w.entryPoints.registerWalletSessionKey.selector as Hex,
+        encodeAbiParameters([TERMS, { type: "uint64" }, GRANT], [
+          { ...terms, challengeDuration: BigInt(terms.challengeDuration), nonce: BigInt(terms.nonce) },
+          BigInt(w.channel.openedAt),
+          { key: grant.key, expiry: BigInt(grant.expiry), spendCap: BigInt(grant.spendCap), capabilities: grant.capabilities, epoch: BigInt(grant.epoch), sig },
+        ]),
+      ]);
+      const view = { address: s.escrow.address, abi: gasEscrowAbi, functionName: "walletSessionKeyRegistered", args: [sessionId, grantDigest] } as const;
+      expect(await s.publicClient.readContract(view)).to.equal(false);
+      const sender = s.wallets[5]!; // anyone may register
+      const first = await s.publicClient.waitForTransactionReceipt({ hash: await sender.sendTransaction({ to: s.escrow.address, data }) });
+      expect(first.status).to.equal("success");
+      expect(first.logs.map((l) => ({ address: getAddress(l.address), topics: l.topics, data: l.data }))).to.deep.equal([
+        { address: getAddress(s.escrow.address), topics: [w.registration.topics[0], sessionId, pad(grant.key, { size: 32 })], data: grantDigest },
+      ]);
+      expect(await s.publicClient.readContract(view)).to.equal(true);
+      // Recorded once: the same registration again emits nothing (and asks the wallet nothing).
+      const again = await s.publicClient.waitForTransactionReceipt({ hash: await sender.sendTransaction({ to: s.escrow.address, data }) });
+      expect([again.status, again.logs.length]).to.deep.equal(["success", 0]);
+    });
+  });
+
   it("every signature recovers to its stated signer, from Hardhat's published keys", async () => {
     const signed: Array<[Hex, Hex, string]> = [
       [V.paymentTicket.digest, V.paymentTicket.signature, V.keys.payer.address],
@@ -212,6 +390,12 @@ describe("protocol specification vectors (docs/protocol.md)", function () {
       [V.termsOffer.digest, V.termsOffer.signature, V.keys.provider.address],
       [V.identityAnchor.digest, V.identityAnchor.secp256k1Signature, V.keys.provider.address],
       [V.resolution.digest, V.resolution.signature, V.keys.arbitrator.address],
+      [V.progressProof.digest, V.progressProof.signature, V.keys.provider.address],
+      [keccak256(concat([tag("IOI_SIG_DOMAIN_RECEIPT_V1"), V.progressReceipt.receiptHash])), V.progressReceipt.receiptSignature, V.keys.provider.address],
+      // The OwnerWallet's approvals: its owner's signature of each digest itself.
+      [V.walletPayer.isValidSignature.ticket.digest, V.walletPayer.isValidSignature.ticket.signature, V.walletPayer.wallet.owner],
+      [V.walletPayer.isValidSignature.summary.digest, V.walletPayer.isValidSignature.summary.signature, V.walletPayer.wallet.owner],
+      [V.walletPayer.isValidSignature.grant.digest, V.walletPayer.isValidSignature.grant.signature, V.walletPayer.wallet.owner],
     ];
     const HALF_N = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n;
     for (const [digest, signature, signer] of signed) {
@@ -249,6 +433,16 @@ describe("protocol specification vectors (docs/protocol.md)", function () {
     const settled = await s.escrow.read.settledState([BigInt(sum.finalSeq), BigInt(sum.finalAmount), sum.finalReceiptRoot]);
     const st = V.closingState.settled.state;
     expect(settled).to.deep.equal({ deposit: BigInt(st.deposit), seq: BigInt(st.seq), amount: BigInt(st.amount), receiptRoot: st.receiptRoot, feeBps: st.feeBps });
+    // The test OwnerWallet approves exactly the vector's three digests with the vector's signatures (ERC-1271 magic value),
+    // and refuses a signature moved to another digest; the escrow routes the wallet module's view (fallback).
+    const w = V.walletPayer;
+    const wallet = await hre.viem.deployContract("OwnerWallet", [w.wallet.owner]);
+    for (const { digest, signature } of Object.values<any>(w.isValidSignature)) {
+      expect(await wallet.read.isValidSignature([digest, signature])).to.equal(w.wallet.magicValue);
+    }
+    expect(await wallet.read.isValidSignature([w.isValidSignature.grant.digest, w.isValidSignature.ticket.signature])).to.equal("0xffffffff");
+    const registered = { address: s.escrow.address, abi: gasEscrowAbi, functionName: "walletSessionKeyRegistered" } as const;
+    expect(await s.publicClient.readContract({ ...registered, args: [w.sessionId, w.isValidSignature.grant.digest] })).to.equal(false);
   });
 
   it("the published schemas accept each vector's document, and so do the parsers", () => {
@@ -257,6 +451,7 @@ describe("protocol specification vectors (docs/protocol.md)", function () {
       "challenge-package": (x) => packageFromJson(x),
       resolution: (x) => resolutionFromJson(x),
       upip: (x) => upipFromJson(x),
+      "progress-proof": (x) => ((x as { schema?: string }).schema === "ioi.stream_tranche/1" ? trancheRequestFromJson(x) : signedProgressProofFromJson(x)),
     };
     let checked = 0;
     for (const [schema, paths] of Object.entries<string[]>(V.schemaDocuments)) {
@@ -268,7 +463,7 @@ describe("protocol specification vectors (docs/protocol.md)", function () {
         checked++;
       }
     }
-    expect(checked).to.equal(6);
+    expect(checked).to.equal(9);
     // The wire forms of the channel artifacts, against the packet and package schemas' definitions.
     const wire: Array<[SchemaName, string, unknown]> = [
       ["packet", "signedPaymentTicket", { ticket: V.paymentTicket.ticket, signature: V.paymentTicket.signature }],
@@ -278,6 +473,12 @@ describe("protocol specification vectors (docs/protocol.md)", function () {
       ["challenge-package", "signedSessionKeyGrant", { grant: V.sessionKeyGrant.grant, methods: V.sessionKeyGrant.methods, signature: V.sessionKeyGrant.signature }],
       ["challenge-package", "channelRef", V.sessionId.channel],
       ["challenge-package", "bundle", V.bundleHash.bundle],
+      ["challenge-package", "termsV4", V.termsV4.document],
+      ["progress-proof", "proof", V.progressProof.proof],
+      ["progress-proof", "signedProof", V.progressProof.signed],
+      ["progress-proof", "trancheRequest", V.trancheRequest.request],
+      ["packet", "signedSessionReceipt", { receipt: V.progressReceipt.receipt, signature: V.progressReceipt.receiptSignature }],
+      ["packet", "paymentTicket", V.walletPayer.isValidSignature.ticket.ticket],
     ];
     for (const [schema, definition, document] of wire) {
       const validate = schemaValidator(schema, definition);
@@ -340,7 +541,7 @@ describe("protocol specification vectors (docs/protocol.md)", function () {
       };
       const below = (value: string, bits: number) => /^(0|[1-9][0-9]*)$/.test(value) && BigInt(value) < 1n << BigInt(bits);
       let definitions = 0;
-      for (const name of ["terms", "packet", "ics", "challenge-package", "resolution", "upip"] as const) {
+      for (const name of ["terms", "packet", "ics", "challenge-package", "resolution", "upip", "progress-proof"] as const) {
         const defs = (jsonSchemaOf(name).definitions ?? {}) as Record<string, unknown>;
         for (const def of Object.keys(defs).filter((d) => /^uint\d+$/.test(d))) {
           const bits = Number(def.slice(4));
