@@ -109,7 +109,11 @@ async function runMcp(values: Record<string, unknown>, out: Out): Promise<void> 
     process.stderr.write(`${JSON.stringify({ event: "mcp.ready", url, sessionId: gateway.sessionId })}\n`);
   } else {
     const { StdioServerTransport } = await import("@modelcontextprotocol/sdk/server/stdio.js");
-    const transport = new StdioServerTransport();
+    const { MAX_HOST_REQUEST_BYTES } = await import("../node/mcp-gateway");
+    // The same bound as over HTTP: a host line longer than 1 MiB is not buffered; the SDK's reader refuses it and
+    // closes the transport, and the gateway stops with nothing paid for it (the host's own process is the only peer).
+    const transport = new StdioServerTransport(process.stdin, process.stdout, { maxBufferSize: MAX_HOST_REQUEST_BYTES });
+    transport.onerror = (error) => log(`refused a host message: ${error.message.split("\n")[0]}`);
     transport.onclose = stop;
     process.stdin.once("end", stop);
     await gateway.server().connect(transport);

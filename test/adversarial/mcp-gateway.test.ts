@@ -191,6 +191,49 @@ describe("adversarial: ioi mcp — exactly once, hostile workers, hostile hosts 
     await settleAndCheck(fx, payerDb, provider, sessionId, before, FINE);
   });
 
+  it("a host writing a line over 1 MiB to the stdio gateway: the gateway refuses it, stops, and nothing is paid", async () => {
+    const fx = await loadFixture(escrowFixture);
+    const model = "hostile";
+    const provider = await startProvider({
+      rpcUrl: box.rpc.url,
+      escrow: fx.escrow.address,
+      db: path.join(box.dir, "provider-stdio.db"),
+      termsFile: writeTerms(box.dir, v3Terms({ fine: FINE }, CAP, model)),
+      model,
+      key: keyOf(ROLE.provider),
+      worker: [process.execPath, path.join(ROOT, "test/helpers/hostile-mcp-worker.js")],
+    });
+    box.cleanup.push(() => stopChild(provider.child));
+    const before = await balances(fx);
+    const payerDb = path.join(box.dir, "payer-stdio.db");
+    const gateway: ChildProcess = spawn(
+      process.execPath,
+      gatewayArgs({ rpcUrl: box.rpc.url, escrow: fx.escrow.address, db: payerDb, provider: fx.provider.address, port: provider.port, budgets: { call: CAP, channel: parseEther("0.02"), day: parseEther("0.02") } }),
+      { cwd: ROOT, env: { ...process.env, IOI_PRIVATE_KEY: keyOf(ROLE.payer), IOI_CLI_SOURCE: "1" }, stdio: ["pipe", "pipe", "pipe"] },
+    );
+    box.cleanup.push(() => stopChild(gateway));
+    let stderr = "";
+    const exited = new Promise<number | null>((resolve) => gateway.once("exit", resolve));
+    const sessionId = await new Promise<Hex>((resolve, reject) => {
+      gateway.stderr!.setEncoding("utf8").on("data", (chunk: string) => {
+        stderr += chunk;
+        const match = /serving over stdio for session (0x[0-9a-f]{64})/.exec(stderr);
+        if (match) resolve(match[1] as Hex);
+      });
+      void exited.then((code) => reject(new Error(`ioi mcp exited with ${code}: ${stderr}`)));
+    });
+    let stdout = "";
+    gateway.stdout!.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+    const huge = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "fine", arguments: { pad: "x".repeat(2 * 1024 * 1024) } } });
+    // The gateway stops reading once the line passes the bound: the rest of the write meets a closed pipe.
+    gateway.stdin!.on("error", () => undefined);
+    gateway.stdin!.write(`${huge}\n`);
+    expect(await exited).to.equal(0);
+    expect(stderr).to.match(/refused a host message: ReadBuffer exceeded maximum size of 1048576 bytes/);
+    expect(stdout).to.equal(""); // no answer, no result
+    await settleAndCheck(fx, payerDb, provider, sessionId, before, 0n);
+  });
+
   it("a host sending malformed and oversized requests over Streamable HTTP gets an error each; a proper host is still served", async () => {
     const fx = await loadFixture(escrowFixture);
     const model = "hostile";

@@ -62,7 +62,7 @@ describe("ioi provider --worker, ioi call, ioi stream --request-file", function 
     );
     expect(ready).to.include({ host: "127.0.0.1" });
     const worker = ready.worker as { tools: string[]; env: string[] };
-    expect(worker.tools).to.deep.equal(["add", "upper", "crash", "hang", "garbage", "big", "refuse"]);
+    expect(worker.tools).to.deep.equal(["add", "upper", "crash", "hang", "garbage", "big", "refuse", "slow"]);
     // The worker's environment is the allow-list only (issue 28 item 3): never the node's key.
     expect(worker.env).to.not.include("IOI_PRIVATE_KEY");
     expect(worker.env.every((name) => (DEFAULT_WORKER_ENV as readonly string[]).includes(name))).to.equal(true);
