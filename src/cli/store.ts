@@ -1,14 +1,14 @@
 /**
  * `ioi store …`: the channel store's housekeeping (issue 31 item 2). `ioi store prune` archives every settled
  * channel that no dispute can reach any more to a file in the `ioi export` format, verifies it, and deletes the
- * channel from the store (decision 0008 amendment; the policy is in src/store/prune.ts).
+ * channel from the store (decision 0008 amendment; the policy is in src/node/prune.ts).
  */
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { getAddress } from "viem";
 
 import { disputeManagerAbi } from "../abi/DisputeManager";
-import { pruneChannels } from "../store/prune";
+import { pruneChannels } from "../node/prune";
 import { SqliteStore } from "../store/sqlite-store";
 import { deployedContract, readingOf, rpcClients } from "./chain";
 import { openExistingStore, UsageError, type Command, type CommandGroup } from "./common";

@@ -16,7 +16,6 @@ import { gasEscrowAbi } from "../abi/GasEscrow";
 import { providerRegistryAbi } from "../abi/ProviderRegistry";
 import { BaseError } from "../core/errors";
 import { errorText, type Logger } from "./log";
-import type { AlertState } from "./alert-state";
 import type { NodeMetrics } from "./metrics";
 
 export class AlertOptionError extends BaseError {
@@ -236,8 +235,11 @@ export type AlertEmitterParameters = {
   webhookTimeoutMs?: number;
   /** Sees every raise and clear (the control API streams them). */
   onChange?: (change: { event: "alert.raised" | "alert.cleared"; alert: Alert }) => void;
-  /** Where the active alerts survive a restart: loaded at construction, saved on every raise or clear. */
-  state?: AlertState;
+  /**
+   * Where the active alerts survive a restart: loaded at construction, saved on every raise or clear (an
+   * `AlertState` of ./alert-state, named by its shape here because that module imports this one's types).
+   */
+  state?: { alerts: Alert[]; save(): void };
 };
 
 /** Keeps the active alerts; each raise and clear becomes a log line, a metric and (optionally) a webhook POST. */

@@ -110,7 +110,7 @@ export interface ChannelStore {
   /**
    * Removes the channel and everything filed under it (steps, states, commits, closings, results, grants) and
    * records it as pruned, in one transaction. Rejects with `UnknownChannelError` if it is not stored. The
-   * caller decides whether it may be pruned (src/store/prune.ts); the store only forgets.
+   * caller decides whether it may be pruned (src/node/prune.ts); the store only forgets.
    */
   deleteChannel(sessionId: Hex, pruned: PrunedChannelRecord): Promise<void>;
   /** The record of a pruned channel, if this store pruned it. `putChannel` refuses it with `ChannelPrunedError`. */

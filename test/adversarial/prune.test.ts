@@ -22,7 +22,7 @@ import { receiptLeaf } from "../../src/core/leaf";
 import { sessionReceiptHash, signSessionReceipt } from "../../src/core/receipt";
 import { termsHashOf, type TermsDocumentV2 } from "../../src/core/terms";
 import { paymentTicketHash, signPaymentTicket } from "../../src/core/ticket";
-import { pruneChannels, pruneDecision } from "../../src/store/prune";
+import { pruneChannels, pruneDecision } from "../../src/node/prune";
 import { SqliteStore } from "../../src/store/sqlite-store";
 import type { ChannelRecord, StepRecord } from "../../src/store/store";
 import { DISPUTE_PARAMS, KIND, systemFixture, type System } from "../helpers/system";

@@ -49,7 +49,7 @@ describe("MCP worker over stdio (decision 0022)", function () {
     const worker = await start();
     expect(worker.info!.protocolVersion).to.equal("2025-06-18");
     expect(worker.info!.serverInfo).to.deep.equal({ name: "ioi-test-server", version: "1.0.0" });
-    expect(worker.info!.tools.map((t) => t.name)).to.deep.equal(["add", "upper", "crash", "hang", "garbage", "big", "refuse"]);
+    expect(worker.info!.tools.map((t) => t.name)).to.deep.equal(["add", "upper", "crash", "hang", "garbage", "big", "refuse", "slow"]);
   });
 
   it("forwards tools/call and returns the worker's result; a worker's JSON-RPC error stays an error", async () => {

@@ -19,7 +19,7 @@ import { receiptLeaf } from "../core/leaf";
 import { sessionReceiptHash, signedSessionReceiptFromJson, signedSessionReceiptToJson } from "../core/receipt";
 import { channelRefToJson, pricingTermsToJson, termsHashOf } from "../core/terms";
 import { paymentTicketHash, signedPaymentTicketFromJson, signedPaymentTicketToJson } from "../core/ticket";
-import type { ChannelRecord, ChannelStore } from "./store";
+import type { ChannelRecord, ChannelStore } from "../store/store";
 
 export type ExportLinesParameters = {
   store: Pick<ChannelStore, "steps" | "leaves">;

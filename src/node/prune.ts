@@ -24,7 +24,7 @@ import { gasEscrowAbi } from "../abi/GasEscrow";
 import { readSettledDisputeWindow } from "../chain/dispute-window";
 import type { RetryOptions } from "../chain/logs";
 import { exportLines, writeArchive } from "./archive";
-import type { ChannelRecord, ChannelStore } from "./store";
+import type { ChannelRecord, ChannelStore } from "../store/store";
 
 /** `IGasEscrow.Phase`, by index. */
 const PHASES = ["None", "Open", "Closing", "Finalizable", "Frozen", "Settled"] as const;
