@@ -180,10 +180,10 @@ describe("provider fleet: two processes over one PostgreSQL, fenced channel owne
     expect(summary.finalSeq).to.equal(finalSeq);
     expect(summary.finalAmount).to.equal(finalSeq * PRICE);
     expect(summary.finalReceiptRoot).to.equal(root);
-    const balances = async () => ({
-      provider: await fx.publicClient.getBalance({ address: fx.provider.address }),
-      funder: await fx.publicClient.getBalance({ address: fx.funder.account.address }),
-      escrow: await fx.publicClient.getBalance({ address: fx.escrow.address }),
+    const balances = async (blockNumber?: bigint) => ({
+      provider: await fx.publicClient.getBalance({ address: fx.provider.address, blockNumber }),
+      funder: await fx.publicClient.getBalance({ address: fx.funder.account.address, blockNumber }),
+      escrow: await fx.publicClient.getBalance({ address: fx.escrow.address, blockNumber }),
     });
     const before = await balances();
     const settled = await closeCooperative({ wallet: fx.stranger, publicClient: fx.publicClient, escrow: fx.escrow.address, ref: fx.opened.ref, summary, payerSignature, providerSignature });
@@ -259,13 +259,17 @@ describe("provider fleet: two processes over one PostgreSQL, fenced channel owne
     const fromBlock = (await fx.publicClient.getBlockNumber()) + 1n;
     await time.increaseTo(closing.finalizesAt + 1n);
     let after = await balances();
-    for (let tries = 0; after.escrow === before.escrow && tries < 900; tries++) {
+    // Finalising pays the funder and credits the provider, whose claim may come in a later transaction: wait until
+    // the escrow paid out the whole deposit, then read balances and gas at one block.
+    for (let tries = 0; before.escrow - after.escrow !== DEPOSIT && tries < 900; tries++) {
       await new Promise((r) => setTimeout(r, 100));
       after = await balances();
     }
+    const end = await fx.publicClient.getBlockNumber();
+    after = await balances(end);
     // The leader sends the finalisation (and any claim) from the provider's own key: its gas is the only other change.
     let gas = 0n;
-    for (let n = fromBlock; n <= (await fx.publicClient.getBlockNumber()); n++) {
+    for (let n = fromBlock; n <= end; n++) {
       const block = await fx.publicClient.getBlock({ blockNumber: n, includeTransactions: true });
       for (const tx of block.transactions) {
         if (tx.from.toLowerCase() !== fx.provider.address.toLowerCase()) continue;
