@@ -486,6 +486,7 @@ async function runProviderFleet(
     if (cause instanceof BaseError) throw new UsageError(`Cannot use the PostgreSQL store: ${cause.shortMessage}`, { cause });
     throw cause;
   }
+  let member: InstanceType<typeof FleetMember> | undefined;
   let worker: Pick<McpWorker, "handler" | "info" | "stop"> | undefined;
   let handler: McpHandler = echoHandler;
   if (c.argv !== undefined) {
@@ -507,6 +508,8 @@ async function runProviderFleet(
     store,
     ownership: store,
     pricing: c.pricing,
+    // The signed terms offer lists the fleet's live endpoints (decision 0036): a payer resumes on any of them.
+    endpoints: async () => (member ? member.endpoints() : []),
     handler,
     ...(c.stream ? { stream: c.stream } : {}),
     modelSnapshotId: c.modelSnapshotId ?? (c.argv ? `worker:${path.basename(c.argv[0]!)}` : c.workerUrl ? `worker:${c.workerUrl}` : "worker:echo-keccak@1"),
@@ -562,7 +565,7 @@ async function runProviderFleet(
     };
   };
   const endpoint = `${c.host}:${node.port}`;
-  const member = new FleetMember({
+  member = new FleetMember({
     store,
     endpoint,
     onLead: (epoch) => startDuties(epoch),
