@@ -295,6 +295,7 @@ export class FleetPayer {
       const indexOf = new Map<number, number>();
       const seqStart = this.#client.session.seq;
       const told = new Set<bigint>();
+      let callerError: { error: unknown } | undefined;
       try {
         latencies.push(
           ...(await this.#client.stream({
@@ -311,14 +312,20 @@ export class FleetPayer {
               const i = indexOf.get(k)!;
               held.delete(i);
               told.add(outcome.seq);
-              onOutcome?.(i, outcome);
+              try {
+                onOutcome?.(i, outcome);
+              } catch (error) {
+                callerError ??= { error };
+                throw error;
+              }
             },
             onProgress: () => onProgress?.(++done),
           })),
         );
         break;
       } catch (error) {
-        if (isFinal(error) || resumes >= (this.options.maxResumes ?? 8)) throw error;
+        // The caller's own callback failing is not the connection's: no resume.
+        if (callerError || isFinal(error) || resumes >= (this.options.maxResumes ?? 8)) throw callerError ? callerError.error : error;
         await this.#resume(error);
         // What the store holds past the seq this attempt started from was answered: it is not asked again.
         for (const i of this.#answeredFromStore([...held.keys()].sort((a, b) => a - b), held, seqStart, told)) {

@@ -13,6 +13,7 @@ import { loadFixture } from "@nomicfoundation/hardhat-toolbox-viem/network-helpe
 import { expect } from "chai";
 import { spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
+import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import hre from "hardhat";
@@ -48,6 +49,14 @@ async function fleetFixture() {
   const fx = await escrowFixture();
   const publicClient = fx.publicClient as unknown as PublicClient;
   const terms = makeTerms(NATIVE_ASSET, { termsHash: termsHashOf(pricing), nonce: 0xe9d9n });
+  const opened = await openChannel({ wallet: fx.funder, publicClient, escrow: fx.escrow.address, terms, amount: DEPOSIT });
+  return { ...fx, publicClient, opened };
+}
+
+async function lostAnswersFixture() {
+  const fx = await escrowFixture();
+  const publicClient = fx.publicClient as unknown as PublicClient;
+  const terms = makeTerms(NATIVE_ASSET, { termsHash: termsHashOf(pricing), nonce: 0x1057n });
   const opened = await openChannel({ wallet: fx.funder, publicClient, escrow: fx.escrow.address, terms, amount: DEPOSIT });
   return { ...fx, publicClient, opened };
 }
@@ -172,6 +181,93 @@ describe("provider fleet endpoints: the payer learns the fleet from the signed o
     await client.close();
     b.child.kill("SIGTERM");
     await b.exited;
+  });
+
+  it("answers lost on the way (the provider stored them, the payer never heard them) are taken back at the resume and not sent or paid again", async () => {
+    const fx = await loadFixture(lostAnswersFixture);
+    const sessionId = fx.opened.sessionId;
+    const db = await (await sharedPostgres()).createDatabase();
+    const start = (): Promise<ProviderProcess> =>
+      startProviderChild({ rpcUrl: rpc!.url, escrow: fx.escrow.address, db, price: PRICE, key: PROVIDER_KEY, children, startDeadlineMs: DEADLINE_MS, extraArgs: ["--worker", process.execPath, WORKER] });
+    const [a, b] = await Promise.all([start(), start()]);
+    // A loopback relay in front of A that, once told to, stops passing A's answers on and cuts the connection a
+    // moment later: A keeps answering (and storing) the tickets in flight, the payer hears none of them.
+    let blackhole = false;
+    const sockets = new Set<net.Socket>();
+    const relay = net.createServer((down) => {
+      const up = net.connect(a.port, "127.0.0.1");
+      sockets.add(down).add(up);
+      down.on("data", (d) => up.write(d));
+      up.on("data", (d) => {
+        if (!blackhole) down.write(d);
+      });
+      for (const [x, y] of [[down, up], [up, down]] as const) {
+        x.on("error", () => y.destroy());
+        x.on("close", () => y.destroy());
+      }
+    });
+    await new Promise<void>((resolve) => relay.listen(0, "127.0.0.1", resolve));
+    closers.push(() => new Promise((resolve) => relay.close(resolve)));
+    const relayed = `127.0.0.1:${(relay.address() as net.AddressInfo).port}`;
+
+    const payerStore = SqliteStore.open(path.join(dir, "payer-lost.db"));
+    closers.push(() => payerStore.close());
+    await payerStore.putChannel({ sessionId, role: "payer", ref: fx.opened.ref, pricing, escrow: fx.escrow.address, chainId: fx.domain.chainId, deposit: fx.opened.deposit, status: "open" });
+    const resumes: string[] = [];
+    const fleet = await within(
+      FleetPayer.connect({ account: fx.payer, domain: fx.domain, store: payerStore, channel: payerStore.getChannel(sessionId)!, timeoutMs: 20_000 }, [relayed], { onResume: (e) => resumes.push(e) }),
+      DEADLINE_MS,
+      "connect through the relay",
+    );
+    expect([...fleet.endpoints].sort()).to.deep.equal([relayed, `127.0.0.1:${a.port}`, `127.0.0.1:${b.port}`].sort());
+    const outcomes = new Map<number, InvocationOutcome[]>();
+    let told = 0;
+    await within(
+      fleet.stream({
+        count: COUNT,
+        inflight: 4,
+        request: call,
+        onOutcome: (i, o) => {
+          outcomes.set(i, [...(outcomes.get(i) ?? []), o]);
+          if (++told === KILL_AFTER) {
+            blackhole = true;
+            setTimeout(() => {
+              for (const s of sockets) s.destroy();
+            }, 1500);
+          }
+        },
+      }),
+      120_000,
+      "the stream across the cut",
+    );
+    expect(resumes.length, "one resume").to.equal(1);
+    // Every request answered once, one seq each: the answers lost on the way were not asked for again.
+    expect([...outcomes.keys()].sort((x, y) => x - y)).to.deep.equal(Array.from({ length: COUNT }, (_, i) => i));
+    for (const [i, list] of outcomes) expect(list.length, `answers to request ${i}`).to.equal(1);
+    const client = fleet.client;
+    expect(client.session.seq, "no request paid twice").to.equal(BigInt(COUNT));
+    const taken = payerStore.results(sessionId).length;
+    expect(taken, "some answers came back only from the provider's store (no result kept for them)").to.be.lessThan(COUNT);
+    const view = await PgStore.open(db, { mode: "all", poolSize: 1 });
+    closers.push(() => view.close());
+    const payerSteps = payerStore.steps(sessionId);
+    expect(view.steps(sessionId).map((s) => `${s.seq}:${s.receipt?.signature}`)).to.deep.equal(payerSteps.map((s) => `${s.seq}:${s.receipt?.signature}`));
+    const { summary, payerSignature, providerSignature } = await within(client.cooperativeClose(), DEADLINE_MS, "the cooperative close");
+    expect(summary.finalAmount).to.equal(BigInt(COUNT) * PRICE);
+    const balances = async () => ({
+      provider: await fx.publicClient.getBalance({ address: fx.provider.address }),
+      funder: await fx.publicClient.getBalance({ address: fx.funder.account.address }),
+      escrow: await fx.publicClient.getBalance({ address: fx.escrow.address }),
+    });
+    const before = await balances();
+    await closeCooperative({ wallet: fx.stranger, publicClient: fx.publicClient, escrow: fx.escrow.address, ref: fx.opened.ref, summary, payerSignature, providerSignature });
+    const after = await balances();
+    expect(after.provider - before.provider, "the provider's balance").to.equal(BigInt(COUNT) * PRICE);
+    expect(after.funder - before.funder, "the funder's balance").to.equal(DEPOSIT - BigInt(COUNT) * PRICE);
+    expect(before.escrow - after.escrow, "the escrow paid out exactly the deposit").to.equal(DEPOSIT);
+    await client.close();
+    for (const p of [a, b]) p.child.kill("SIGTERM");
+    await Promise.all([a.exited, b.exited]);
   });
 
   it("a careless --peer list is refused with one sentence and exit 2, before anything is dialled", () => {
