@@ -6,8 +6,11 @@
  * list: a swapped list does not verify). Mid-stream the process serving it is SIGKILLed; the payer's stream
  * resumes on the learned process from its store. Every request is answered exactly once (one seq each, no
  * request paid twice), every payer receipt is in the shared store byte for byte, and a cooperative close pays
- * exactly the receipted amount (provider, funder and escrow balances). A careless `--peer` list is refused
- * with one sentence and exit 2.
+ * exactly the receipted amount (provider, funder and escrow balances). Then the harder case: a relay in front of
+ * the process swallows its answers to the tickets in flight and cuts the connection; the process stored those
+ * steps, the payer never heard them. At the resume they are taken back and recognised by their request hash:
+ * not sent or paid again (without that, each would be paid twice). A careless `--peer` list is refused with one
+ * sentence and exit 2.
  */
 import { loadFixture } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
 import { expect } from "chai";
