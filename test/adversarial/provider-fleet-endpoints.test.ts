@@ -14,13 +14,14 @@
  */
 import { loadFixture } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
 import { expect } from "chai";
-import { spawnSync, type ChildProcess } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import hre from "hardhat";
-import { parseEther, type Hex, type PublicClient } from "viem";
+import { parseEther, toHex, type Hex, type PublicClient } from "viem";
+import { mnemonicToAccount } from "viem/accounts";
 
 import { closeCooperative, openChannel } from "../../src/chain/escrow";
 import { InvalidSignatureError } from "../../src/core/errors";
@@ -31,7 +32,7 @@ import { PgStore } from "../../src/store/pg-store";
 import { SqliteStore } from "../../src/store/sqlite-store";
 import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../../src/core/terms";
 import { serveEmbeddedNetwork, type EmbeddedRpc } from "../../scripts/embedded-rpc";
-import { escrowFixture, makeTerms } from "../helpers/fixtures";
+import { escrowFixture, HARDHAT_MNEMONIC, makeTerms } from "../helpers/fixtures";
 import { sharedPostgres } from "../helpers/postgres";
 import { startProviderChild, type ProviderProcess } from "../helpers/provider-child";
 import { within } from "../helpers/within";
@@ -60,6 +61,14 @@ async function lostAnswersFixture() {
   const fx = await escrowFixture();
   const publicClient = fx.publicClient as unknown as PublicClient;
   const terms = makeTerms(NATIVE_ASSET, { termsHash: termsHashOf(pricing), nonce: 0x1057n });
+  const opened = await openChannel({ wallet: fx.funder, publicClient, escrow: fx.escrow.address, terms, amount: DEPOSIT });
+  return { ...fx, publicClient, opened };
+}
+
+async function cliFixture() {
+  const fx = await escrowFixture();
+  const publicClient = fx.publicClient as unknown as PublicClient;
+  const terms = makeTerms(NATIVE_ASSET, { termsHash: termsHashOf(pricing), nonce: 0xc11n });
   const opened = await openChannel({ wallet: fx.funder, publicClient, escrow: fx.escrow.address, terms, amount: DEPOSIT });
   return { ...fx, publicClient, opened };
 }
@@ -271,6 +280,58 @@ describe("provider fleet endpoints: the payer learns the fleet from the signed o
     await client.close();
     for (const p of [a, b]) p.child.kill("SIGTERM");
     await Promise.all([a.exited, b.exited]);
+  });
+
+  it("`ioi stream --peer A` over the fleet: A SIGKILLed mid-stream, the CLI resumes on B (learned from the offer) and every call is paid once", async () => {
+    const fx = await loadFixture(cliFixture);
+    const sessionId = fx.opened.sessionId;
+    const db = await (await sharedPostgres()).createDatabase();
+    const start = (): Promise<ProviderProcess> => startProviderChild({ rpcUrl: rpc!.url, escrow: fx.escrow.address, db, price: PRICE, key: PROVIDER_KEY, children, startDeadlineMs: DEADLINE_MS });
+    const [a, b] = await Promise.all([start(), start()]);
+    const payerDb = path.join(dir, "payer-cli.db");
+    const setup = SqliteStore.open(payerDb);
+    await setup.putChannel({ sessionId, role: "payer", ref: fx.opened.ref, pricing, escrow: fx.escrow.address, chainId: fx.domain.chainId, deposit: fx.opened.deposit, status: "open" });
+    await setup.close();
+    const view = await PgStore.open(db, { mode: "fleet", poolSize: 1 });
+    closers.push(() => view.close());
+    const n = 200;
+    const payerKey = toHex(mnemonicToAccount(HARDHAT_MNEMONIC, { addressIndex: 2 }).getHdKey().privateKey!);
+    const stream = spawn(
+      process.execPath,
+      [path.join(ROOT, "bin/ioi.js"), "stream", "--json", "--session", sessionId, "-n", String(n), "--inflight", "4", "--commit-every", "25", "--peer", `127.0.0.1:${a.port}`, "--rpc", rpc!.url, "--escrow", fx.escrow.address, "--db", payerDb],
+      { cwd: ROOT, env: { ...process.env, IOI_PRIVATE_KEY: payerKey, IOI_CLI_SOURCE: "1" }, stdio: ["ignore", "pipe", "pipe"] },
+    );
+    children.add(stream);
+    let out = "";
+    let err = "";
+    stream.stdout!.setEncoding("utf8").on("data", (c: string) => (out += c));
+    stream.stderr!.setEncoding("utf8").on("data", (c: string) => (err += c));
+    const exited = new Promise<number | null>((resolve) => stream.once("exit", (code) => resolve(code)));
+    // Once A stored 20 steps of the channel, it is SIGKILLed.
+    const stored = async () => Number((await view.query<{ n: string }>("SELECT count(*) AS n FROM steps"))[0]!.n);
+    const deadline = Date.now() + DEADLINE_MS;
+    while ((await stored()) < 20) {
+      if (Date.now() > deadline || stream.exitCode !== null) throw new Error(`the stream did not get going: ${err}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    a.child.kill("SIGKILL");
+    const code = await within(exited, 120_000, "ioi stream");
+    expect(code, err).to.equal(0);
+    expect(err).to.include(`resumed on 127.0.0.1:${b.port}`);
+    const result = JSON.parse(out.trim().split("\n").pop()!) as Record<string, string>;
+    expect(result.endpoint).to.equal(`127.0.0.1:${b.port}`);
+    expect(result.finalSeq, "each call paid once").to.equal(String(n));
+    expect(result.paid).to.equal((BigInt(n) * PRICE).toString());
+    const payerStore = SqliteStore.open(payerDb);
+    closers.push(() => payerStore.close());
+    const payerSteps = payerStore.steps(sessionId);
+    expect(payerSteps.length).to.equal(n);
+    expect(payerSteps.every((s) => s.receipt !== undefined)).to.equal(true);
+    const all = await PgStore.open(db, { mode: "all", poolSize: 1 });
+    closers.push(() => all.close());
+    expect(all.steps(sessionId).map((s) => `${s.seq}:${s.receipt?.signature}`)).to.deep.equal(payerSteps.map((s) => `${s.seq}:${s.receipt?.signature}`));
+    b.child.kill("SIGTERM");
+    await b.exited;
   });
 
   it("a careless --peer list is refused with one sentence and exit 2, before anything is dialled", () => {
