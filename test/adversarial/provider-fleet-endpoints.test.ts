@@ -9,8 +9,9 @@
  * exactly the receipted amount (provider, funder and escrow balances). Then the harder case: a relay in front of
  * the process swallows its answers to the tickets in flight and cuts the connection; the process stored those
  * steps, the payer never heard them. At the resume they are taken back and recognised by their request hash:
- * not sent or paid again (without that, each would be paid twice). A careless `--peer` list is refused with one
- * sentence and exit 2.
+ * not sent or paid again (without that, each would be paid twice). The same through the CLI: `ioi stream --peer A`
+ * (with receipt commits mid-stream), A SIGKILLed, the command resumes on B and exits 0 with every call paid once.
+ * A careless `--peer` list is refused with one sentence and exit 2.
  */
 import { loadFixture } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
 import { expect } from "chai";
