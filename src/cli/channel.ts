@@ -58,7 +58,7 @@ import {
   releaseGig,
   type SettledGig,
 } from "../chain/gig";
-import type { InvocationOutcome, PayerClient } from "../node/payer-client";
+import type { InvocationOutcome, PayerClient, PayerClientParameters } from "../node/payer-client";
 import { PayerSession } from "../node/payer-session";
 import { grantForTicket } from "../node/key-tickets";
 import { echoHandler } from "../node/echo-worker";
@@ -204,19 +204,21 @@ export const COMMANDS: Record<string, Command> = {
   },
   stream: {
     summary: "stream paid invocations to the channel's provider over the sealed socket (synthetic, or a request file)",
-    usage: "ioi stream --session ID (-n N | --request-file F) [--inflight K] [--peer HOST:PORT [--allow-remote]] [--commit-every N] [--commit-seconds T] [--payer-wallet W]",
+    usage: "ioi stream --session ID (-n N | --request-file F) [--inflight K] [--peer HOST:PORT[,HOST:PORT…] [--allow-remote]] [--commit-every N] [--commit-seconds T] [--payer-wallet W]",
     notes: [
       "  --request-file F  JSON-RPC requests, one per line; each result (or error) is printed as a JSON line",
       "  --payer-wallet W  the channel's payer is contract wallet W and the acting key signs for it (ioi open --payer-wallet)",
+      "  --peer A,B        several endpoints of one provider (or --peer repeated): if the connection drops, the stream resumes on the next",
+      "                    one, and on those the provider's signed terms offer lists (decision 0036)",
     ],
-    options: { "payer-wallet": { type: "string" }, session: { type: "string" }, n: { type: "string", short: "n" }, inflight: { type: "string" }, peer: { type: "string" }, "allow-remote": { type: "boolean" }, "request-file": { type: "string" }, "commit-every": { type: "string" }, "commit-seconds": { type: "string" }, "session-key": { type: "string" }, ...LOG_OPTIONS },
+    options: { "payer-wallet": { type: "string" }, session: { type: "string" }, n: { type: "string", short: "n" }, inflight: { type: "string" }, peer: { type: "string", multiple: true }, "allow-remote": { type: "boolean" }, "request-file": { type: "string" }, "commit-every": { type: "string" }, "commit-seconds": { type: "string" }, "session-key": { type: "string" }, ...LOG_OPTIONS },
     run: runStream,
   },
   call: {
     summary: "send one paid MCP request to the channel's provider and print its result",
-    usage: "ioi call --session ID (--request-file F | --method M [--params JSON]) [--peer HOST:PORT [--allow-remote]]",
+    usage: "ioi call --session ID (--request-file F | --method M [--params JSON]) [--peer HOST:PORT[,HOST:PORT…] [--allow-remote]]",
     notes: ["  e.g. ioi call --session 0x… --method tools/call --params '{\"name\":\"add\",\"arguments\":{\"a\":2,\"b\":3}}'"],
-    options: { session: { type: "string" }, "request-file": { type: "string" }, method: { type: "string" }, params: { type: "string" }, peer: { type: "string" }, "allow-remote": { type: "boolean" }, "session-key": { type: "string" } },
+    options: { session: { type: "string" }, "request-file": { type: "string" }, method: { type: "string" }, params: { type: "string" }, peer: { type: "string", multiple: true }, "allow-remote": { type: "boolean" }, "session-key": { type: "string" } },
     run: runCall,
   },
   status: {
@@ -307,6 +309,36 @@ function peerOf(values: Record<string, unknown>, channel: ChannelRecord | undefi
   const peer = (values.peer as string | undefined) ?? channel?.peer;
   if (!peer) throw new UsageError("--peer HOST:PORT is required: where the provider node listens.");
   return asUsage(() => parsePeer(peer, values["allow-remote"] === true));
+}
+
+/**
+ * The provider's endpoints for `ioi stream` / `ioi call` (decision 0036): `--peer a:1,b:2` or `--peer` repeated, else
+ * the channel's stored peer. Each is checked like one --peer; an empty entry or one given twice is a careless list.
+ */
+function peersOf(values: Record<string, unknown>, channel: ChannelRecord | undefined): string[] {
+  const given = values.peer as string[] | string | undefined;
+  const raw = given === undefined ? channel?.peer : Array.isArray(given) ? given.join(",") : given;
+  if (!raw) throw new UsageError("--peer HOST:PORT is required: where the provider node listens.");
+  const peers = raw.split(",").map((p) => p.trim());
+  const allowRemote = values["allow-remote"] === true;
+  const seen = new Set<string>();
+  for (const peer of peers) {
+    if (peer === "") throw new UsageError(`--peer "${raw}" has an empty entry: list endpoints as HOST:PORT,HOST:PORT.`);
+    const { host, port } = asUsage(() => parsePeer(peer, allowRemote));
+    const key = `${host}:${port}`;
+    if (seen.has(key)) throw new UsageError(`--peer "${raw}" names ${peer} twice: list each endpoint once.`);
+    seen.add(key);
+  }
+  return peers;
+}
+
+/** Connects a payer to the first of `peers` that answers; it learns the fleet's other endpoints from the signed offer. */
+async function fleetPayer(values: Record<string, unknown>, peers: string[], parameters: Omit<PayerClientParameters, "host" | "port">) {
+  const allowRemote = values["allow-remote"] === true;
+  return (await nodeModules.fleet()).FleetPayer.connect(parameters, peers, {
+    dial: (e) => parsePeer(e, allowRemote),
+    onResume: (endpoint, cause) => process.stderr.write(`The connection failed (${(cause as Error).message?.split("\n")[0] ?? String(cause)}); resumed on ${endpoint} from the store.\n`),
+  });
 }
 
 /** A one-line progress bar on stderr (only when it is a terminal or IOI_PROGRESS=1). */
@@ -486,6 +518,7 @@ async function runProviderFleet(
     if (cause instanceof BaseError) throw new UsageError(`Cannot use the PostgreSQL store: ${cause.shortMessage}`, { cause });
     throw cause;
   }
+  let member: InstanceType<typeof FleetMember> | undefined;
   let worker: Pick<McpWorker, "handler" | "info" | "stop"> | undefined;
   let handler: McpHandler = echoHandler;
   if (c.argv !== undefined) {
@@ -507,6 +540,8 @@ async function runProviderFleet(
     store,
     ownership: store,
     pricing: c.pricing,
+    // The signed terms offer lists the fleet's live endpoints (decision 0036): a payer resumes on any of them.
+    endpoints: async () => (member ? member.endpoints() : []),
     handler,
     ...(c.stream ? { stream: c.stream } : {}),
     modelSnapshotId: c.modelSnapshotId ?? (c.argv ? `worker:${path.basename(c.argv[0]!)}` : c.workerUrl ? `worker:${c.workerUrl}` : "worker:echo-keccak@1"),
@@ -562,7 +597,7 @@ async function runProviderFleet(
     };
   };
   const endpoint = `${c.host}:${node.port}`;
-  const member = new FleetMember({
+  member = new FleetMember({
     store,
     endpoint,
     onLead: (epoch) => startDuties(epoch),
@@ -855,7 +890,7 @@ async function runStream(values: Record<string, unknown>, out: Out): Promise<voi
   // Signed receipt commits mid-stream: every N receipts and/or T seconds (0 turns either off).
   const commitEvery = Number(boundedUint(values, "commit-every", "receipts between two receipt commits (0: none mid-stream)", 0n, 10_000_000n, 100n));
   const commitIntervalMs = Number(boundedUint(values, "commit-seconds", "seconds between two receipt commits (0: none)", 0n, 86_400n, 0n)) * 1000;
-  if (values.peer !== undefined) peerOf(values, undefined);
+  if (values.peer !== undefined) peersOf(values, undefined);
   const { domain, chainId } = await chainClients(values);
   const store = openExistingStore(values, "payer");
   // Ctrl-C stops sending; every call already paid for is awaited, its result stored and printed (issue 28 item 8).
@@ -868,17 +903,17 @@ async function runStream(values: Record<string, unknown>, out: Out): Promise<voi
   process.once("SIGTERM", onSignal);
   try {
     const channel = storedChannelOn(store, sessionId, chainId, domain.verifyingContract);
-    const { host, port } = peerOf(values, channel);
+    const peers = peersOf(values, channel);
     const walletKey = await walletKeyOf(values, account, channel, store);
     if (walletKey && sessionKey) throw new UsageError("Give either --session-key FILE or --payer-wallet W: a wallet payer's key is its own session key.");
     const key = walletKey ?? sessionKey;
-    const client = await (await nodeModules.payerClient()).PayerClient.connect({ account, domain, store, channel, host, port, logger: loggerFrom(values, "payer"), ...(key ? { sessionKey: key } : {}) });
-    await assertAffordable(client, channel, count);
+    const fleet = await fleetPayer(values, peers, { account, domain, store, channel, logger: loggerFrom(values, "payer"), ...(key ? { sessionKey: key } : {}) });
+    await assertAffordable(fleet.client, channel, count);
     const started = performance.now();
     // Ids of requests in flight, by index: what an answer is printed under (the file itself is never held).
     const ids = new Map<number, JsonObject["id"]>();
     let answered = 0;
-    const latencies = await client.stream({
+    const latencies = await fleet.stream({
       count,
       inflight,
       request: (i) => {
@@ -903,6 +938,7 @@ async function runStream(values: Record<string, unknown>, out: Out): Promise<voi
     });
     requests?.close();
     const seconds = (performance.now() - started) / 1000;
+    const client = fleet.client;
     const { root, leafCount } = await client.commit();
     await client.close();
     latencies.sort((a, b) => a - b);
@@ -914,7 +950,7 @@ async function runStream(values: Record<string, unknown>, out: Out): Promise<voi
     } else {
       out.lines.push(`Streamed ${count} invocations in ${seconds.toFixed(2)} s (${perSecond}/s, p50 ${p50}); root ${root} over ${leafCount} receipts, agreed with the provider.`);
     }
-    Object.assign(out.result, { sessionId: channel.sessionId, invocations: answered, requested: count, interrupted: interrupt.signal.aborted, seconds, ticketsPerSecond: perSecond, finalSeq: client.session.seq.toString(), paid: client.session.cumulativeAmount.toString(), charged: client.session.charged.toString(), receiptRoot: root });
+    Object.assign(out.result, { sessionId: channel.sessionId, invocations: answered, requested: count, interrupted: interrupt.signal.aborted, seconds, ticketsPerSecond: perSecond, endpoint: fleet.endpoint, finalSeq: client.session.seq.toString(), paid: client.session.cumulativeAmount.toString(), charged: client.session.charged.toString(), receiptRoot: root });
   } finally {
     process.removeListener("SIGINT", onSignal);
     process.removeListener("SIGTERM", onSignal);
@@ -963,16 +999,19 @@ async function runCall(values: Record<string, unknown>, out: Out): Promise<void>
   const sessionKey = sessionKeyOf(values, sessionId);
   const refused = sessionKey ? methodCheck(sessionKey.grant)(request.method as string) : undefined;
   if (refused) throw new UsageError(`The request: ${refused}`);
-  if (values.peer !== undefined) peerOf(values, undefined);
+  if (values.peer !== undefined) peersOf(values, undefined);
   const { domain, chainId } = await chainClients(values);
   const store = openExistingStore(values, "payer");
   try {
     const channel = storedChannelOn(store, sessionId, chainId, domain.verifyingContract);
-    const { host, port } = peerOf(values, channel);
-    const client = await (await nodeModules.payerClient()).PayerClient.connect({ account, domain, store, channel, host, port, ...(sessionKey ? { sessionKey } : {}) });
-    await assertAffordable(client, channel, 1);
+    const fleet = await fleetPayer(values, peersOf(values, channel), { account, domain, store, channel, ...(sessionKey ? { sessionKey } : {}) });
+    await assertAffordable(fleet.client, channel, 1);
     try {
-      const outcome = await client.invoke(request);
+      // One call, resumed on the next endpoint if its process goes away before the answer is stored.
+      let answered: InvocationOutcome | undefined;
+      await fleet.stream({ count: 1, request: () => request, onOutcome: (_i, o) => (answered = o) });
+      if (!answered) throw new BaseError("The call was not answered.");
+      const outcome: InvocationOutcome = answered;
       const printed = outcomeJson(request, outcome);
       if (outcome.error) {
         out.lines.push(`The provider's worker failed (not charged): ${outcome.error.message}`);
@@ -980,9 +1019,9 @@ async function runCall(values: Record<string, unknown>, out: Out): Promise<void>
       } else {
         out.lines.push(JSON.stringify(outcome.result ?? null, null, 2));
       }
-      Object.assign(out.result, { sessionId: channel.sessionId, ...printed });
+      Object.assign(out.result, { sessionId: channel.sessionId, endpoint: fleet.endpoint, ...printed });
     } finally {
-      await client.close();
+      await fleet.client.close();
     }
   } finally {
     await store.close();

@@ -424,7 +424,11 @@ export class PayerClient {
       committing = true;
       committedAt = size;
       committedTime = performance.now();
-      commits.push(this.commitPrefix().finally(() => (committing = false)));
+      const commit = this.commitPrefix().finally(() => (committing = false));
+      // If the stream fails first, its failure is thrown and this commit's is not awaited: mark it handled (a
+      // payer that resumes on another process must not die of it).
+      commit.catch(() => undefined);
+      commits.push(commit);
     };
     let next = 0;
     let done = 0;

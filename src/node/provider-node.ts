@@ -70,6 +70,11 @@ export type ProviderNodeParameters = {
   ownership?: ChannelOwnership;
   /** What this provider charges; a payer must open the channel on exactly these terms. */
   pricing: PricingTerms;
+  /**
+   * The live endpoints of this provider's processes (decision 0036), listed in the signed terms offer so a payer
+   * can resume on another process. If it fails, the offer goes out without them.
+   */
+  endpoints?: () => Promise<readonly string[]>;
   handler: McpHandler;
   modelSnapshotId: string;
   host?: string;
@@ -293,7 +298,12 @@ export class ProviderNode {
       if (!bound) {
         if (!isPacket(message) && message.type === "terms.request") {
           // Before any channel exists: the price list this provider serves, signed (issue 12).
-          void signTermsOffer(this.parameters.account, this.parameters.domain, this.parameters.pricing)
+          const listed = this.parameters.endpoints?.().catch((error: unknown) => {
+            this.#log(`could not list the fleet's endpoints for the terms offer: ${(error as Error).message.split("\n")[0]}`);
+            return undefined;
+          });
+          void Promise.resolve(listed)
+            .then((endpoints) => signTermsOffer(this.parameters.account, this.parameters.domain, this.parameters.pricing, endpoints))
             .then((offer) => send({ type: "terms.offer", offer }))
             .catch((error: unknown) => this.#log(`could not send the terms offer: ${(error as Error).message.split("\n")[0]}`));
           return;

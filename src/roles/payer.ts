@@ -28,6 +28,7 @@ import {
   type Wallet,
 } from "../chain/escrow";
 import { fetchTermsOffer, PayerClient } from "../node/payer-client";
+import { FleetPayer, type FleetPayerOptions } from "../node/fleet";
 import { PayerSession } from "../node/payer-session";
 import type { ChannelRecord, ChannelStore } from "../store/store";
 import { describePricing, hasDocumentBody, disputeWindowProblem, NATIVE_ASSET, termsHashOf, type PricingTerms } from "../core/terms";
@@ -147,6 +148,18 @@ export class Payer {
     const { host, port } = peer ?? this.#peerOf(channel);
     const sessionKey = this.parameters.payerWallet === undefined ? undefined : { account: this.account, grant: await this.walletGrant(sessionId) };
     return PayerClient.connect({ account: this.account, domain: this.domain, store: this.parameters.store, channel, host, port, ...(sessionKey ? { sessionKey } : {}) });
+  }
+
+  /**
+   * Connects to a provider fleet (decision 0036): binds on the first of `peers` (default the peer the channel was
+   * opened with) that answers, learns the fleet's other endpoints from the provider's signed terms offer, and its
+   * `stream` resumes on the next endpoint from the store when a connection drops.
+   */
+  async connectFleet(sessionId: Hex, peers?: readonly Peer[], options?: FleetPayerOptions): Promise<FleetPayer> {
+    const channel = this.#channel(sessionId);
+    const endpoints = (peers ?? [this.#peerOf(channel)]).map((p) => (p.host.includes(":") ? `[${p.host}]:${p.port}` : `${p.host}:${p.port}`));
+    const sessionKey = this.parameters.payerWallet === undefined ? undefined : { account: this.account, grant: await this.walletGrant(sessionId) };
+    return FleetPayer.connect({ account: this.account, domain: this.domain, store: this.parameters.store, channel, ...(sessionKey ? { sessionKey } : {}) }, endpoints, options);
   }
 
   /**
@@ -279,6 +292,7 @@ export function createPayer(parameters: PayerParameters): Payer {
 
 export { PayerClient, fetchTermsOffer, ProviderRejectedError, type InvocationOutcome } from "../node/payer-client";
 export { PayerSession } from "../node/payer-session";
+export { FleetPayer, connectToFleet, type FleetPayerOptions } from "../node/fleet";
 export {
   FlowController,
   StreamResumeError,
