@@ -180,10 +180,10 @@ describe("provider fleet: two processes over one PostgreSQL, fenced channel owne
     expect(summary.finalSeq).to.equal(finalSeq);
     expect(summary.finalAmount).to.equal(finalSeq * PRICE);
     expect(summary.finalReceiptRoot).to.equal(root);
-    const balances = async (blockNumber?: bigint) => ({
-      provider: await fx.publicClient.getBalance({ address: fx.provider.address, blockNumber }),
-      funder: await fx.publicClient.getBalance({ address: fx.funder.account.address, blockNumber }),
-      escrow: await fx.publicClient.getBalance({ address: fx.escrow.address, blockNumber }),
+    const balances = async () => ({
+      provider: await fx.publicClient.getBalance({ address: fx.provider.address }),
+      funder: await fx.publicClient.getBalance({ address: fx.funder.account.address }),
+      escrow: await fx.publicClient.getBalance({ address: fx.escrow.address }),
     });
     const before = await balances();
     const settled = await closeCooperative({ wallet: fx.stranger, publicClient: fx.publicClient, escrow: fx.escrow.address, ref: fx.opened.ref, summary, payerSignature, providerSignature });
@@ -250,10 +250,10 @@ describe("provider fleet: two processes over one PostgreSQL, fenced channel owne
     expect(BigInt(second!.epoch)).to.equal(BigInt(first!.epoch) + 1n);
 
     // After the window the leader finalises: exact payouts.
-    const balances = async () => ({
-      provider: await fx.publicClient.getBalance({ address: fx.provider.address }),
-      funder: await fx.publicClient.getBalance({ address: fx.funder.account.address }),
-      escrow: await fx.publicClient.getBalance({ address: fx.escrow.address }),
+    const balances = async (blockNumber?: bigint) => ({
+      provider: await fx.publicClient.getBalance({ address: fx.provider.address, blockNumber }),
+      funder: await fx.publicClient.getBalance({ address: fx.funder.account.address, blockNumber }),
+      escrow: await fx.publicClient.getBalance({ address: fx.escrow.address, blockNumber }),
     });
     const before = await balances();
     const fromBlock = (await fx.publicClient.getBlockNumber()) + 1n;
