@@ -83,13 +83,17 @@ async function main(): Promise<void> {
     log(`  ${name.padEnd(44)} ${value.padStart(14)}   ${target.padEnd(18)} ${met === null ? "" : met ? "met" : "MISSED"}`);
   const dir = path.join(__dirname, "..", "bench");
   const file = path.join(dir, "results.json");
+  /** An opt-in run (`--cli`, `--stream`, …) replaces its own key of results.json and keeps every other figure. */
+  const mergeResults = (key: string, value: Record<string, unknown>) => {
+    const previous = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>) : {};
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(file, `${JSON.stringify({ ...previous, [key]: value }, null, 2)}\n`);
+  };
 
   if (process.argv.includes("--cli")) {
     log("Measuring `ioi --help` start-up from dist/ …");
     const cli = benchCliStartup(quick ? 5 : 20);
-    const previous = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>) : {};
-    mkdirSync(dir, { recursive: true });
-    writeFileSync(file, `${JSON.stringify({ ...previous, cli: { ...cli, machine, measuredAt: new Date().toISOString() } }, null, 2)}\n`);
+    mergeResults("cli", { ...cli, machine, measuredAt: new Date().toISOString() });
     log("");
     row(`ioi --help start-up, median of ${cli.runs} (worst ${cli.maxMs} ms)`, `${cli.medianMs} ms`, "< 1000 ms", cli.medianMs < 1000);
     row("ioi --help peak memory", `${cli.peakRssMiB} MiB`, "", null);
@@ -115,9 +119,7 @@ async function main(): Promise<void> {
   if (process.argv.includes("--stream")) {
     log("Measuring milestone streaming: the payer's spot-check per tranche …");
     const stream = await benchStream(quick);
-    const previous = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>) : {};
-    mkdirSync(dir, { recursive: true });
-    writeFileSync(file, `${JSON.stringify({ ...previous, stream: { ...stream, machine, quick, loadAverage: os.loadavg(), measuredAt: new Date().toISOString() } }, null, 2)}\n`);
+    mergeResults("stream", { ...stream, machine, quick, loadAverage: os.loadavg(), measuredAt: new Date().toISOString() });
     log("");
     row(`sampled claim replay, p50 (${stream.samplesPerTranche} of ${stream.testsPerProof} per proof)`, `${stream.sampleReplayMsP50} ms`, "", null);
     row("a tranche's whole check, p50", `${stream.checkMsPerTrancheP50} ms`, "", null);
@@ -135,9 +137,7 @@ async function main(): Promise<void> {
     if (!Number.isSafeInteger(blocks) || blocks < 1) throw new Error(`--blocks must be a whole number of blocks; received "${process.argv[at + 1]}".`);
     log("Measuring an `ioi arbitrator serve` process following the devnet …");
     const daemon = await benchDaemon(hre, blocks, log);
-    const previous = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>) : {};
-    mkdirSync(dir, { recursive: true });
-    writeFileSync(file, `${JSON.stringify({ ...previous, arbitratorDaemon: { ...daemon, machine, loadAverage: os.loadavg(), measuredAt: new Date().toISOString() } }, null, 2)}\n`);
+    mergeResults("arbitratorDaemon", { ...daemon, machine, loadAverage: os.loadavg(), measuredAt: new Date().toISOString() });
     log("");
     row(`RPC requests per block (${daemon.blocks} blocks, poll ${daemon.pollMs} ms)`, String(daemon.rpcRequestsPerBlock), "", null);
     row("RPC requests by method", Object.entries(daemon.byMethod).map(([m, n]) => `${m} ${n}`).join(", "), "", null);
@@ -149,9 +149,7 @@ async function main(): Promise<void> {
   if (process.argv.includes("--mcp")) {
     log("Measuring the MCP gateway (host → ioi mcp → channel → provider → server-everything) against the server called directly …");
     const mcp = await benchMcp(quick, log);
-    const previous = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>) : {};
-    mkdirSync(dir, { recursive: true });
-    writeFileSync(file, `${JSON.stringify({ ...previous, mcp: { ...mcp, machine, quick, loadAverage: os.loadavg(), measuredAt: new Date().toISOString() } }, null, 2)}\n`);
+    mergeResults("mcp", { ...mcp, machine, quick, loadAverage: os.loadavg(), measuredAt: new Date().toISOString() });
     log("");
     mcpRows(mcp, log);
     log(`Updated the MCP figures in ${path.relative(process.cwd(), file)}`);
@@ -161,9 +159,7 @@ async function main(): Promise<void> {
   if (process.argv.includes("--nodes")) {
     log("Measuring nodes under a flood and a large resume …");
     const nodes = await benchNodes(quick, log);
-    const previous = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>) : {};
-    mkdirSync(dir, { recursive: true });
-    writeFileSync(file, `${JSON.stringify({ ...previous, nodes: { ...nodes, machine, quick, loadAverage: os.loadavg(), measuredAt: new Date().toISOString() } }, null, 2)}\n`);
+    mergeResults("nodes", { ...nodes, machine, quick, loadAverage: os.loadavg(), measuredAt: new Date().toISOString() });
     log("");
     nodesRows(nodes, row);
     log(`Updated the node figures in ${path.relative(process.cwd(), file)}`);
@@ -173,9 +169,7 @@ async function main(): Promise<void> {
   if (process.argv.includes("--store")) {
     log("Measuring storage on disk per receipt …");
     const storage = await benchStorage(quick ? [2_000] : [10_000, 100_000]);
-    const previous = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>) : {};
-    mkdirSync(dir, { recursive: true });
-    writeFileSync(file, `${JSON.stringify({ ...previous, storage: { ...storage, machine, measuredAt: new Date().toISOString() } }, null, 2)}\n`);
+    mergeResults("storage", { ...storage, machine, measuredAt: new Date().toISOString() });
     log("");
     storageRows(storage, row);
     log(`Updated the storage figures in ${path.relative(process.cwd(), file)}`);
@@ -185,9 +179,7 @@ async function main(): Promise<void> {
   if (process.argv.includes("--fleet")) {
     log("Measuring a provider fleet on PostgreSQL against one process on SQLite …");
     const fleet = await benchFleet(hre, quick, log);
-    const previous = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>) : {};
-    mkdirSync(dir, { recursive: true });
-    writeFileSync(file, `${JSON.stringify({ ...previous, fleet: { ...fleet, machine, quick, loadAverage: os.loadavg(), measuredAt: new Date().toISOString() } }, null, 2)}\n`);
+    mergeResults("fleet", { ...fleet, machine, quick, loadAverage: os.loadavg(), measuredAt: new Date().toISOString() });
     log("");
     fleetRows(fleet, row);
     log(`Updated the fleet figures in ${path.relative(process.cwd(), file)}`);
