@@ -2,7 +2,7 @@
  * The control API's method table (decision 0029): one entry per JSON-RPC method, with its stable name, its
  * params as OpenRPC content descriptors (by name; each with a JSON Schema), its result, and what it runs. The
  * methods mirror the SDK's role entry points — `payer.*` (src/roles/payer.ts), `gigs.*` (src/roles/gigs.ts),
- * `cases.*` (src/roles/disputes.ts) — plus `balances.get`, `node.info` and the WebSocket-only `subscribe` /
+ * `cases.*` (src/roles/disputes.ts), `milestones.check` and `streams.*` (issue 32) — plus `balances.get`, `node.info` and the WebSocket-only `subscribe` /
  * `unsubscribe`. schemas/openrpc.json is generated from this table (src/api/openrpc.ts) and a test keeps them
  * equal. Amounts, ids and times are decimal strings on the wire, never JSON numbers.
  */
@@ -21,7 +21,9 @@ import { createDisputes, type Disputes } from "../roles/disputes";
 import { createGigs, type Gigs } from "../roles/gigs";
 import { createPayer, type Payer } from "../roles/payer";
 import { CHANNEL_PHASES } from "../chain/escrow";
-import { CHANNEL_ROLES, CHANNEL_STATUSES, type ChannelStore } from "../store/store";
+import { CHANNEL_ROLES, CHANNEL_STATUSES, type ChannelRecord, type ChannelStore } from "../store/store";
+import { StreamJournal } from "../node/stream-journal";
+import { STREAM_STATES, streamSummaryOf, streamViewOf, type StreamView } from "../node/stream-view";
 import { ApiError } from "./errors";
 import { TOPICS, wire, type ApiEvent, type SubscriptionFilter, type SubscriptionHub, type Topic } from "./subscriptions";
 
@@ -41,6 +43,8 @@ export type ApiContext = {
   hub: SubscriptionHub;
   /** Gig ids whose status the `phases` topic follows. */
   gigs: Set<bigint>;
+  /** Where the stream journals of this store live (`<db>.streams/`, as `ioi milestones stream` keeps them); without it only the store's view of a stream is known. */
+  streamsDir?: string;
 };
 
 /** The connection a call came on: subscriptions live as long as it does. */
@@ -168,6 +172,20 @@ export class ApiRuntime {
       ...(outcome.error !== undefined ? { error: outcome.error } : {}),
       receipt: signedSessionReceiptToJson(outcome.receipt),
     };
+  }
+
+  /** A milestone stream of the store as `streams.get` shows it: its steps and, when there is one, its journal. */
+  streamView(channel: ChannelRecord): StreamView {
+    if (channel.pricing.version !== "4") throw new ApiError("INVALID_PARAMS", `Session ${channel.sessionId} was opened on version ${channel.pricing.version} terms; it is not a milestone stream (version 4).`);
+    const dir = this.context.streamsDir;
+    const journal = dir === undefined ? undefined : StreamJournal.existing(dir, channel.sessionId);
+    return streamViewOf({
+      sessionId: channel.sessionId,
+      provider: channel.ref.terms.provider,
+      terms: channel.pricing,
+      steps: this.context.store.steps(channel.sessionId),
+      ...(journal ? { entries: journal.entries() } : {}),
+    });
   }
 
   /** Status of a channel: the store's view and the chain's phase. */
@@ -336,6 +354,25 @@ export const METHODS: Record<string, MethodSpec> = {
       return { outcome, proofHash, indices, samples: checked.samples.map((x) => ({ index: x.index, name: x.name, claimed: x.claimed, actual: x.actual, status: x.status, detail: x.detail })) };
     },
   },
+  "streams.list": {
+    summary:
+      "Every milestone stream (v4 channel) the payer's store holds: state (running, paused, finished), tranches released and checked, what the newest ticket pays, and the pause with its reason.",
+    params: [p("state", { type: "string", enum: [...STREAM_STATES], description: "running, paused or finished" }, "only streams in this state", false)],
+    result: result("streams", "sessionId, provider, state, released, checked, paid, tranchePrice, pause {tranche, reason, detail} or null, journal of each stream", { type: "array", items: OBJECT }),
+    run: async (api, params) =>
+      api.context.store
+        .listChannels({ role: "payer" })
+        .filter((c) => c.pricing.version === "4")
+        .map((c) => streamSummaryOf(api.streamView(c)))
+        .filter((v) => params.state === undefined || v.state === params.state),
+  },
+  "streams.get": {
+    summary:
+      "One milestone stream: each tranche's ticket, receipt, Progress Proof (hash and fields), the claims sampled and how their re-run went, every pause, and the case the pause makes (if it proves something).",
+    params: [SESSION],
+    result: result("stream", "the streams.list fields, terms, tranches [{tranche, state, ticket, sampleCommit, secret, receipt, proof, samples}], pauses and case"),
+    run: async (api, params) => api.streamView(api.requireChannel(params.sessionId as Hex)),
+  },
   "payer.status": {
     summary: "A channel's stored status, on-chain phase, deposit, newest ticket and receipt count.",
     params: [SESSION],
@@ -498,9 +535,9 @@ export const METHODS: Record<string, MethodSpec> = {
   },
 
   subscribe: {
-    summary: "Follows a topic (receipts, phases, cases, alerts) over this WebSocket; notifications arrive as `subscription` messages.",
+    summary: "Follows a topic (receipts, phases, cases, alerts, streams) over this WebSocket; notifications arrive as `subscription` messages.",
     params: [
-      p("topic", { type: "string", enum: [...TOPICS], description: "receipts, phases, cases or alerts" }, "what to follow"),
+      p("topic", { type: "string", enum: [...TOPICS], description: "receipts, phases, cases, alerts or streams" }, "what to follow"),
       p(
         "filter",
         { type: "object", additionalProperties: false, properties: { sessionId: HASH, gigId: GIG_ID, caseId: HASH }, description: "an object with sessionId, gigId and/or caseId" },

@@ -18,6 +18,7 @@ import { WebSocketServer, type RawData, type WebSocket } from "ws";
 
 import { ApiError, oneSentence, toWireError, type WireError } from "./errors";
 import { ApiRuntime, METHODS, paramsSchema, type ApiContext, type Connection, type MethodSpec } from "./methods";
+import { StreamWatch } from "./stream-watch";
 import { ChainWatch, type ApiEvent, type Topic } from "./subscriptions";
 
 export const DEFAULT_API_PORT = 8645;
@@ -130,6 +131,8 @@ export async function startApiServer(parameters: StartApiServerParameters): Prom
     ...(parameters.stallMs !== undefined ? { stallMs: parameters.stallMs } : {}),
     ...(onError ? { onError } : {}),
   });
+
+  const streams = context.streamsDir === undefined ? undefined : new StreamWatch({ store: context.store, hub: context.hub, dir: context.streamsDir, pollMs: parameters.pollMs ?? 1000, ...(onError ? { onError } : {}) });
 
   /** Answers one parsed request object (never throws); undefined for a notification (no id). */
   async function answerOne(message: unknown, connection: Connection, overWebSocket: boolean): Promise<JsonRpcResponse | undefined> {
@@ -277,6 +280,7 @@ export async function startApiServer(parameters: StartApiServerParameters): Prom
     });
   });
   await watch.start();
+  streams?.start();
   const address = server.address();
   const boundPort = typeof address === "object" && address ? address.port : port;
   const urlHost = isIP(host) === 6 ? `[${host}]` : host;
@@ -288,6 +292,7 @@ export async function startApiServer(parameters: StartApiServerParameters): Prom
     runtime,
     async close() {
       await watch.stop();
+      await streams?.stop();
       for (const client of wss.clients) client.terminate();
       await new Promise<void>((resolve) => wss.close(() => resolve()));
       await new Promise<void>((resolve) => {

@@ -1,5 +1,5 @@
 /**
- * The control API's subscriptions (decision 0029): four topics a WebSocket client follows with `subscribe`.
+ * The control API's subscriptions (decision 0029): five topics a WebSocket client follows with `subscribe`.
  *
  * - `receipts` — every receipt the API's payer accepted (`payer.invoke`, `payer.stream`), once it is durable.
  * - `phases`   — a channel's on-chain phase (Open, Closing, Finalizable, Frozen, Settled) or a gig's status
@@ -7,6 +7,8 @@
  * - `cases`    — every DisputeManager event (CaseOpened, PanelDrawn, …) from the block the server started at.
  * - `alerts`   — a closing window about to end, a window that passed (the close can be finalised), a chain
  *   that stopped advancing; other daemons in the process publish theirs with `hub.publish("alerts", …)`.
+ * - `streams`  — what the Flow Controller of a milestone stream in the store did (issue 32): `ticket`, `proof`,
+ *   `sample`, `pause`, read from the stream journals as they grow (src/api/stream-watch.ts).
  *
  * The decisions are pure (`phaseChanges`, `closingAlerts`, `stallAlert`): they take what was read and what was
  * seen before and return the events, so they are tested without a chain. `ChainWatch` is the shell that reads.
@@ -18,7 +20,7 @@ import { CHANNEL_PHASES, gasEscrowAbi } from "../chain/escrow";
 import { readGig } from "../chain/gig";
 import type { ChannelStore } from "../store/store";
 
-export const TOPICS = ["receipts", "phases", "cases", "alerts"] as const;
+export const TOPICS = ["receipts", "phases", "cases", "alerts", "streams"] as const;
 export type Topic = (typeof TOPICS)[number];
 
 /** What a subscriber may narrow a topic to; an event matches when every given field equals the event's. */

@@ -5,7 +5,8 @@
  * which is created with a fresh random token and mode 0600 when absent.
  */
 import { cliDeployment, rpcClients, readingOf } from "./chain";
-import { boundedUint, loadAccount, openStore, UsageError, type Command, type CommandGroup } from "./common";
+import { boundedUint, loadAccount, openStore, storePath, UsageError, type Command, type CommandGroup } from "./common";
+import { StreamJournal } from "../node/stream-journal";
 import { ApiError } from "../api/errors";
 import { SubscriptionHub } from "../api/subscriptions";
 import type { Deployment } from "../roles/deployment";
@@ -21,6 +22,7 @@ export const API_SERVE_COMMAND: Command = {
     "  --allow-public         allow a non-loopback --host (put TLS in front of it: the token crosses in the clear)",
     "  --max-request-bytes N  largest HTTP body or WebSocket frame (default 1048576)",
     "Methods and their params: schemas/openrpc.json (OpenRPC 1.3). Every request sends `Authorization: Bearer <token>`.",
+    "streams.list / streams.get and the streams topic read the stream journals beside the store (<db>.streams/), as ioi milestones stream writes them.",
   ],
   examples: ["ioi api serve --db .data/payer.db", "curl -s -H \"Authorization: Bearer $(cat .data/api.token)\" -d '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"node.info\"}' http://127.0.0.1:8645/"],
   options: {
@@ -59,7 +61,7 @@ export const API_SERVE_COMMAND: Command = {
     const store = openStore(values, "payer");
     try {
       const server = await startApiServer({
-        context: { deployment, publicClient, wallet: wallet!, store, hub: new SubscriptionHub(), gigs: new Set() },
+        context: { deployment, publicClient, wallet: wallet!, store, hub: new SubscriptionHub(), gigs: new Set(), streamsDir: StreamJournal.dirOfStore(storePath(values, "payer")) },
         token,
         host,
         port,

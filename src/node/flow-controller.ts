@@ -25,7 +25,7 @@ import type { GasEscrowDomain } from "../core/eip712";
 import { canon } from "../core/canonical";
 import { receiptLeaf } from "../core/leaf";
 import type { ChannelStore } from "../store/store";
-import type { JournalEntry, StreamJournal } from "./stream-journal";
+import type { JournalEntry, JournalSample, StreamJournal } from "./stream-journal";
 import {
   progressProofHash,
   progressProofToJson,
@@ -485,7 +485,7 @@ export class FlowController {
     }
     this.state = judgeSample(this.state, tranche, checked);
     if (this.state.paused) return this.#emit({ kind: "pause", ...this.state.paused });
-    await this.parameters.journal?.append({ kind: "checked", tranche });
+    await this.parameters.journal?.append({ kind: "checked", tranche, samples: checked.samples.map(journalSample) });
   }
 
   /** Writes the pause (once) with what a case on it needs: the drawn claims, the repository and the lie, or the second proof. */
@@ -505,6 +505,7 @@ export class FlowController {
       ...(pause.reason === "false_claim" && held?.repository ? { repository: held.repository } : {}),
       ...(pause.reason === "false_claim" && held?.lie !== undefined ? { sample: held.lie } : {}),
       ...(pause.reason === "equivocation" && held?.conflicting ? { conflicting: held.conflicting } : {}),
+      ...(held?.samples && held.samples.length > 0 ? { samples: held.samples.map(journalSample) } : {}),
     });
   }
 
@@ -553,6 +554,11 @@ export class FlowController {
       commit: this.commit,
     };
   }
+}
+
+/** A sampled claim's verdict as the journal keeps it (without the UPIP record and step counts). */
+function journalSample(s: SampleVerdict): JournalSample {
+  return { index: s.index, name: s.name, claimed: s.claimed, actual: s.actual, status: s.status };
 }
 
 /** The store and journal do not hold a stream that can be resumed (named what is missing). */

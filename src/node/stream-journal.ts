@@ -25,11 +25,26 @@ import {
 import { expectHash, expectUint, uintToJson } from "../core/validate";
 import { bundleFromJson, bundleToJson, type Bundle } from "../arbitration/bundle";
 
+/** One sampled claim as the spot-check judged it (what `streams.get` and the `streams` topic show). */
+export type JournalSample = { index: number; name: string; claimed: string; actual: string; status: "true" | "false" | "suite_fault" };
+
 export type JournalEntry =
   | { kind: "request"; tranche: bigint; secret: Hex; request: TrancheRequest }
   | { kind: "proof"; tranche: bigint; signed: SignedProgressProof }
-  | { kind: "checked"; tranche: bigint }
-  | { kind: "pause"; tranche: bigint; reason: string; detail: string; sample?: number; indices?: number[]; repository?: Bundle; conflicting?: SignedProgressProof };
+  | { kind: "checked"; tranche: bigint; samples?: JournalSample[] }
+  | { kind: "pause"; tranche: bigint; reason: string; detail: string; sample?: number; indices?: number[]; repository?: Bundle; conflicting?: SignedProgressProof; samples?: JournalSample[] };
+
+const SAMPLE_STATUSES = new Set(["true", "false", "suite_fault"]);
+
+function samplesFromJson(value: unknown, where: string): JournalSample[] {
+  if (!Array.isArray(value) || value.length > 64) throw new InvalidFieldError(where, "an array of at most 64 samples", value);
+  return value.map((v: unknown, i) => {
+    const o = v as Record<string, unknown> | null;
+    const ok = o !== null && typeof o === "object" && Number.isSafeInteger(o.index) && (o.index as number) >= 0 && typeof o.name === "string" && typeof o.claimed === "string" && typeof o.actual === "string" && SAMPLE_STATUSES.has(o.status as string);
+    if (!ok) throw new InvalidFieldError(`${where}[${i}]`, "{ index, name, claimed, actual, status }", v);
+    return { index: o.index as number, name: o.name as string, claimed: o.claimed as string, actual: o.actual as string, status: o.status as JournalSample["status"] };
+  });
+}
 
 function entryToJson(entry: JournalEntry): Record<string, unknown> {
   const tranche = uintToJson(entry.tranche);
@@ -39,7 +54,7 @@ function entryToJson(entry: JournalEntry): Record<string, unknown> {
     case "proof":
       return { kind: entry.kind, tranche, signed: signedProgressProofToJson(entry.signed) };
     case "checked":
-      return { kind: entry.kind, tranche };
+      return { kind: entry.kind, tranche, ...(entry.samples === undefined ? {} : { samples: entry.samples }) };
     case "pause":
       return {
         kind: entry.kind,
@@ -50,6 +65,7 @@ function entryToJson(entry: JournalEntry): Record<string, unknown> {
         ...(entry.indices === undefined ? {} : { indices: entry.indices }),
         ...(entry.repository === undefined ? {} : { repository: bundleToJson(entry.repository) }),
         ...(entry.conflicting === undefined ? {} : { conflicting: signedProgressProofToJson(entry.conflicting) }),
+        ...(entry.samples === undefined ? {} : { samples: entry.samples }),
       };
   }
 }
@@ -62,7 +78,7 @@ function entryFromJson(value: Record<string, unknown>, where: string): JournalEn
     case "proof":
       return { kind: "proof", tranche, signed: signedProgressProofFromJson(value.signed, `${where}.signed`) };
     case "checked":
-      return { kind: "checked", tranche };
+      return { kind: "checked", tranche, ...(value.samples === undefined ? {} : { samples: samplesFromJson(value.samples, `${where}.samples`) }) };
     case "pause":
       return {
         kind: "pause",
@@ -73,6 +89,7 @@ function entryFromJson(value: Record<string, unknown>, where: string): JournalEn
         ...(Array.isArray(value.indices) ? { indices: value.indices.map(Number) } : {}),
         ...(value.repository === undefined ? {} : { repository: bundleFromJson(value.repository, `${where}.repository`) }),
         ...(value.conflicting === undefined ? {} : { conflicting: signedProgressProofFromJson(value.conflicting, `${where}.conflicting`) }),
+        ...(value.samples === undefined ? {} : { samples: samplesFromJson(value.samples, `${where}.samples`) }),
       };
     default:
       throw new InvalidFieldError(`${where}.kind`, "request, proof, checked or pause", value.kind);
@@ -88,7 +105,18 @@ export class StreamJournal {
   /** The journal of `sessionId` in `dir` (created when missing): `<dir>/stream-<session id>.jsonl`. */
   static open(dir: string, sessionId: Hex): StreamJournal {
     mkdirSync(dir, { recursive: true });
-    return new StreamJournal(path.join(dir, `stream-${sessionId.toLowerCase()}.jsonl`));
+    return new StreamJournal(StreamJournal.fileOf(dir, sessionId));
+  }
+
+  /** The file of `sessionId`'s journal in `dir` (nothing is created). */
+  static fileOf(dir: string, sessionId: Hex): string {
+    return path.join(dir, `stream-${sessionId.toLowerCase()}.jsonl`);
+  }
+
+  /** The journal of `sessionId` in `dir` when its file exists (a reader: nothing is created), else undefined. */
+  static existing(dir: string, sessionId: Hex): StreamJournal | undefined {
+    const file = StreamJournal.fileOf(dir, sessionId);
+    return existsSync(file) ? new StreamJournal(file) : undefined;
   }
 
   /** Where the CLI keeps the journals of the store `db`: `<db>.streams/`. */
@@ -138,4 +166,19 @@ export class StreamJournal {
     });
     return entries;
   }
+}
+
+/**
+ * The entries of complete lines (each ending in a newline) of journal text read from a byte offset, for a reader that
+ * follows a journal as it grows (the control API's `streams` topic); `consumed` is how many bytes they took. A line
+ * still being written (no newline yet) is left for the next read.
+ */
+export function journalEntriesOf(text: string, where: string): { entries: JournalEntry[]; consumed: number } {
+  const end = text.lastIndexOf("\n") + 1;
+  const entries: JournalEntry[] = [];
+  for (const line of text.slice(0, end).split("\n")) {
+    if (line.trim() === "") continue;
+    entries.push(entryFromJson(JSON.parse(line) as Record<string, unknown>, where));
+  }
+  return { entries, consumed: Buffer.byteLength(text.slice(0, end), "utf8") };
 }
