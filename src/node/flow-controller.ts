@@ -292,8 +292,10 @@ export class FlowController {
       }
     }
     flow.commit = commit;
-    // Ticket k+1 is signed only once tranche k's check passed: every tranche before the newest released was checked.
-    const floor = state.released > 0n ? state.released - 1n : 0n;
+    // Ticket k is signed only while fewer than `tranchesInFlight` released tranches are unchecked: every tranche up to
+    // the newest released less the window was checked (the journal may know more).
+    const window = BigInt(parameters.terms.stream.tranchesInFlight);
+    const floor = state.released > window ? state.released - window : 0n;
     state = { ...state, checked: checked > floor ? (checked < state.released ? checked : state.released) : floor };
     if (lost !== undefined) {
       state = { ...state, paused: { tranche: lost, reason: "secret_lost", detail: `this payer restarted without tranche ${lost}'s sampling secret (no journal): it cannot reveal, so it pays nothing more` } };
@@ -317,35 +319,41 @@ export class FlowController {
     this.parameters.onEvent?.(event);
   }
 
+  /** Pauses and says so, unless already paused (the first pause stands). */
   #pause(pause: StreamPause | null): void {
-    if (!pause) return;
+    if (!pause || this.state.paused) return;
     this.state = paused(this.state, pause);
     this.#emit({ kind: "pause", ...this.state.paused! });
   }
 
-  /** Runs tranches until `tranches` are paid and checked, or the stream pauses. Returns the pause. */
+  /**
+   * Runs tranches until `tranches` are paid and checked, or the stream pauses. Returns the pause. Pipelined: while a
+   * tranche's sampled claims re-run, the next tranches (up to `tranchesInFlight` released and unchecked, never past
+   * `tranches`) are released and received.
+   */
   async run(tranches: bigint): Promise<StreamPause> {
     while (!this.state.paused) {
       if (this.state.checked >= tranches) {
         this.#pause({ tranche: this.state.checked, reason: "done", detail: `${tranches} tranches paid and checked` });
         break;
       }
-      await this.step();
+      await this.step(tranches);
     }
     await this.#journalPause();
     return this.state.paused!;
   }
 
   /**
-   * Finishes the oldest released, unchecked tranche (after a restart), or releases, receives and checks the next one
-   * (or pauses).
+   * Finishes the oldest released, unchecked tranche (after a restart, or one released ahead), or releases, receives
+   * and checks the next one (or pauses). With `upTo`, tranches up to `upTo` are released and received ahead while the
+   * check re-runs, as the in-flight window allows (without it, one tranche at a time).
    */
-  async step(): Promise<void> {
-    await this.#step();
+  async step(upTo?: bigint): Promise<void> {
+    await this.#step(upTo);
     await this.#journalPause();
   }
 
-  async #step(): Promise<void> {
+  async #step(upTo: bigint | undefined): Promise<void> {
     if (this.state.paused) return;
     const unfinished = this.state.checked + 1n;
     if (unfinished <= this.state.released) {
@@ -354,12 +362,28 @@ export class FlowController {
         return this.#pause({ tranche: unfinished, reason: "secret_lost", detail: `this payer restarted without tranche ${unfinished}'s sampling secret (no journal): it cannot reveal, so it pays nothing more` });
       }
       if (!held.result && !(await this.#receive(unfinished, held))) return;
-      return this.#check(unfinished, held);
+      return this.#check(unfinished, held, upTo);
     }
     const held = await this.#release();
     if (!held) return;
     if (!(await this.#receive(held.request.tranche, held))) return;
-    await this.#check(held.request.tranche, held);
+    await this.#check(held.request.tranche, held, upTo);
+  }
+
+  /**
+   * Releases and receives tranches after the newest released one while the window allows (`mayRelease`: fewer than
+   * `tranchesInFlight` released and unchecked, not paused, within a session key's cap) and up to `upTo`. It stops,
+   * without pausing, when the window is full or the cap would be passed: the next `step` pauses on the cap once every
+   * released tranche is checked, as an unpipelined controller would. Runs beside a spot-check; the link carries one
+   * message at a time, and the spot-check uses none.
+   */
+  async #ahead(upTo: bigint): Promise<void> {
+    while (!this.state.paused && this.state.released < upTo) {
+      const next = mayRelease(this.state, this.parameters.grant?.grant.spendCap);
+      if (!next.ok) return;
+      const held = await this.#release();
+      if (!held || !(await this.#receive(held.request.tranche, held))) return;
+    }
   }
 
   /** Signs the next tranche's ticket with a fresh sampling commitment; the secret is durable before anything leaves. */
@@ -409,9 +433,12 @@ export class FlowController {
     if (result.receipt.receipt.prevReceiptHash !== this.#prevReceipt) {
       return this.#pause({ tranche, reason: "invalid_result", detail: `receipt ${tranche} does not link to receipt ${tranche - 1n}` }), false;
     }
+    const before = this.state.paused;
     const accepted = acceptTranche(this.state, { sessionId, request, receipt: result.receipt, proof: result.proof });
     this.state = accepted.state;
-    if (!accepted.ok) return this.#emit({ kind: "pause", ...this.state.paused! }), false;
+    // The pause this result itself caused (equivocation, invalid, wrong suite), not one a pipelined check made meanwhile.
+    const caused = this.state.paused !== before ? this.state.paused : null;
+    if (!accepted.ok) return caused && this.#emit({ kind: "pause", ...caused }), false;
     held.result = result;
     this.accumulator.append(receiptLeaf(result.receipt.receipt, ticket.ticket));
     this.#prevReceipt = sessionReceiptHash(result.receipt.receipt);
@@ -434,12 +461,15 @@ export class FlowController {
       await store.putCommit(sessionId, "provider", result.commit);
     }
     this.#emit({ kind: "proof", tranche, proofHash: progressProofHash(proof), ...testsPassed(proof), repoStateHash: proof.repoStateHash });
-    if (this.state.paused) return this.#emit({ kind: "pause", ...this.state.paused }), false; // wrong_suite: nothing to sample
-    return true;
+    if (caused) return this.#emit({ kind: "pause", ...caused }), false; // wrong_suite: nothing to sample
+    return !this.state.paused;
   }
 
-  /** Reveals the secret, fetches the repository for the drawn claims and re-runs them; checked or paused. */
-  async #check(tranche: bigint, held: HeldTranche): Promise<void> {
+  /**
+   * Reveals the secret, fetches the repository for the drawn claims and re-runs them; checked or paused. With `upTo`,
+   * the next tranches are released and received (`#ahead`) while the claims re-run.
+   */
+  async #check(tranche: bigint, held: HeldTranche, upTo?: bigint): Promise<void> {
     const { terms, sessionId, domain, link } = this.parameters;
     const secret = held.secret!;
     const proof = held.result!.proof.proof;
@@ -459,6 +489,9 @@ export class FlowController {
     held.repository = repository;
     const started = performance.now();
     let checked: SpotCheckResult;
+    // Pipelining: the next tranches go out and come back while this one's claims re-run (always awaited below).
+    let aheadError: { error: unknown } | undefined;
+    const ahead = upTo === undefined ? Promise.resolve() : this.#ahead(upTo).catch((error: unknown) => void (aheadError = { error }));
     try {
       checked = await spotCheck({
         terms,
@@ -470,11 +503,14 @@ export class FlowController {
         ...(this.parameters.watchdogMs === undefined ? {} : { watchdogMs: this.parameters.watchdogMs }),
       });
     } catch (error) {
+      await ahead;
       // Never a crash and never a payment: the check did not pass.
       if (error instanceof SpotCheckInputError) return this.#pause({ tranche, reason: "suite_fault", detail: error.message });
       if (error instanceof JudgeHostFaultError) return this.#pause({ tranche, reason: "host_fault", detail: error.shortMessage });
       throw error;
     }
+    await ahead;
+    if (aheadError) throw aheadError.error;
     const replayMs = (performance.now() - started) / Math.max(1, checked.samples.length);
     const repositoryBytes = Buffer.byteLength(JSON.stringify(repository));
     held.samples = checked.samples;
@@ -483,9 +519,13 @@ export class FlowController {
     for (const s of checked.samples) {
       this.#emit({ kind: "sample", tranche, index: s.index, name: s.name, claimed: s.claimed, actual: s.actual, status: s.status, replayMs, repositoryBytes });
     }
+    const before = this.state.paused;
+    // A tranche released ahead may have paused meanwhile (no answer, an invalid result); this earlier tranche's failed
+    // check is what the stream pauses on (it is what an unpipelined controller would have seen first).
+    if (before && before.tranche > tranche && (lie || checked.suiteFault)) this.state = { ...this.state, paused: null };
     this.state = judgeSample(this.state, tranche, checked);
-    if (this.state.paused) return this.#emit({ kind: "pause", ...this.state.paused });
-    await this.parameters.journal?.append({ kind: "checked", tranche, samples: checked.samples.map(journalSample) });
+    if (this.state.paused && this.state.paused !== before) return this.#emit({ kind: "pause", ...this.state.paused });
+    if (this.state.checked >= tranche) await this.parameters.journal?.append({ kind: "checked", tranche, samples: checked.samples.map(journalSample) });
   }
 
   /** Writes the pause (once) with what a case on it needs: the drawn claims, the repository and the lie, or the second proof. */

@@ -26,7 +26,7 @@ import { sessionReceiptHash } from "../../src/core/receipt";
 import { termsHashOf, type TermsDocumentV4 } from "../../src/core/terms";
 import { paymentTicketHash } from "../../src/core/ticket";
 import { echoHandler } from "../../src/node/echo-worker";
-import { FlowController, type StreamProviderLink } from "../../src/node/flow-controller";
+import { FlowController, type StreamEvent, type StreamProviderLink } from "../../src/node/flow-controller";
 import { sampledIndices, progressProofHash } from "../../src/core/progress-proof";
 import { signSessionKeyGrant } from "../../src/core/session-key";
 import { privateKeyToAccount } from "viem/accounts";
@@ -47,6 +47,8 @@ const DEPOSIT = parseEther("1");
 const TERMS: TermsDocumentV4 = codeStreamTerms({ windowAfterSettlement: BigInt(DISPUTE_PARAMS.settledDisputeWindow) });
 const PRICE = TERMS.pricing.capPerCall;
 const PENALTY = TERMS.stream.falseClaimPenalty;
+/** The same stream with two tranches in flight: a ticket goes out while the previous proof's claims re-run. */
+const PIPELINED: TermsDocumentV4 = codeStreamTerms({ windowAfterSettlement: BigInt(DISPUTE_PARAMS.settledDisputeWindow), tranchesInFlight: 2 });
 const secretOf = (tranche: bigint): Hex => keccak256(stringToBytes(`network stream secret ${tranche}`));
 
 /** Honest work (the suite's real outcomes on the tranche's repository), or claims that all 12 pass on a broken one at `lieAt`. */
@@ -60,9 +62,9 @@ function work(lieAt?: bigint): StreamWork {
 }
 
 /** A provider node and a payer (store, journal) for a freshly opened v4 channel; `stop` ends both and removes the files. */
-async function network(s: System, nonce: bigint, lieAt?: bigint) {
+async function network(s: System, nonce: bigint, lieAt?: bigint, terms: TermsDocumentV4 = TERMS) {
   const dir = mkdtempSync(path.join(os.tmpdir(), "ioi-stream-net-"));
-  const opened = await openSponsoredChannel(s, termsHashOf(TERMS), nonce, DEPOSIT);
+  const opened = await openSponsoredChannel(s, termsHashOf(terms), nonce, DEPOSIT);
   const { payer, provider, domain, sessionId } = opened;
   const providerStore = SqliteStore.open(path.join(dir, "provider.db"));
   const startNode = (repositoryOf?: (p: { tranche: bigint }) => Bundle | undefined) =>
@@ -71,14 +73,14 @@ async function network(s: System, nonce: bigint, lieAt?: bigint) {
       publicClient: s.publicClient as unknown as PublicClient,
       domain,
       store: providerStore,
-      pricing: TERMS,
+      pricing: terms,
       handler: echoHandler,
       modelSnapshotId: STREAM_MODEL,
       stream: { work: work(lieAt), ...(repositoryOf ? { repositoryOf } : {}) },
     });
   let node = await startNode();
   const payerStore = SqliteStore.open(path.join(dir, "payer.db"));
-  const channel = { sessionId, role: "payer" as const, ref: opened.opened.ref, pricing: TERMS, escrow: opened.escrow, chainId: domain.chainId, deposit: DEPOSIT, status: "open" as const };
+  const channel = { sessionId, role: "payer" as const, ref: opened.opened.ref, pricing: terms, escrow: opened.escrow, chainId: domain.chainId, deposit: DEPOSIT, status: "open" as const };
   await payerStore.putChannel(channel);
   const journal = StreamJournal.open(path.join(dir, "payer.db.streams"), sessionId);
   const links: NetworkStreamLink[] = [];
@@ -87,8 +89,8 @@ async function network(s: System, nonce: bigint, lieAt?: bigint) {
     links.push(link);
     return link;
   };
-  const controller = async (link: StreamProviderLink, withJournal = true) =>
-    FlowController.resume({ terms: TERMS, ref: opened.opened.ref, sessionId, domain, signer: payer, link, suite: SUITE, secretOf, store: payerStore, ...(withJournal ? { journal } : {}) });
+  const controller = async (link: StreamProviderLink, withJournal = true, onEvent?: (event: StreamEvent) => void) =>
+    FlowController.resume({ terms, ref: opened.opened.ref, sessionId, domain, signer: payer, link, suite: SUITE, secretOf, store: payerStore, ...(withJournal ? { journal } : {}), ...(onEvent ? { onEvent } : {}) });
   /** The provider node stops (its memory of recent repositories with it) and a new one starts on the same store. */
   const restartProvider = async (repositoryOf?: (p: { tranche: bigint }) => Bundle | undefined) => {
     for (const link of links.splice(0)) await link.close();
@@ -208,6 +210,84 @@ describe("adversarial: milestone streaming over the sealed socket — a provider
       const { fee, shares, dust } = await enforceByPanel(s, run);
       const { paid, routing } = await finalizeAfterWindow(s, n.sessionId, n.escrow, n.opened.ref);
       expect(paid).to.equal(PRICE); // two tranches released, the false one refunded
+      await expectDeltas(s, snap, {
+        ETH: { client: -paid, provider: paid - routing, escrow: routing, payer: -fee, burn: dust, ...shares },
+        LGAS: { payer: PENALTY - burnOf(PENALTY), burn: burnOf(PENALTY), registry: -PENALTY },
+      });
+      expect((await s.registry.read.bondOf([PROVIDER_ROLE, s.provider.account.address])).active).to.equal(parseEther("500") - PENALTY);
+    } finally {
+      await n.stop();
+    }
+  });
+
+  it("attack, pipelined (two tranches in flight): the provider node lies at tranche 2 — ticket 3 goes out while tranche 2's claims re-run, never ticket 4; at no ticket has the payer paid more than two tranches past its newest verified proof; the case refunds tranche 2 and slashes the penalty: paid exactly two tranches", async () => {
+    const s = await loadFixture(systemFixture);
+    const snap = await snapshot(s, fullBook(s));
+    const n = await network(s, 46n, 2n, PIPELINED);
+    try {
+      // At each ticket: how many released tranches have no verified proof (the payer's exposure, in tranches).
+      const exposure: bigint[] = [];
+      let flow: FlowController | undefined;
+      flow = await n.controller(await n.connect(), true, (event) => {
+        if (event.kind === "ticket") exposure.push(flow!.state.released - flow!.state.checked);
+      });
+      const pause = await flow.run(4n);
+      expect(pause).to.deep.include({ reason: "false_claim", tranche: 2n });
+      expect(flow.state).to.deep.include({ released: 3n, checked: 1n });
+      expect(exposure).to.deep.equal([1n, 2n, 2n]); // ticket 1; ticket 2 before proof 1 was checked; ticket 3 before proof 2 was
+      const order = flow.events.map((e) => `${e.kind}:${e.tranche}`);
+      expect(order.indexOf("ticket:2")).to.be.below(order.indexOf("sample:1")); // pipelined: released while tranche 1 re-ran
+      expect(order.indexOf("ticket:3")).to.be.below(order.indexOf("sample:2"));
+      expect(order.filter((e) => e.startsWith("ticket"))).to.deep.equal(["ticket:1", "ticket:2", "ticket:3"]);
+      expect(n.providerStore.latestTicket(n.sessionId)!.ticket.seq).to.equal(3n); // never ticket 4
+      // The journal says tranche 1 checked, and the pause on 2 with its evidence (the resumed payer would build the case).
+      expect(n.journal.entries().filter((e) => e.kind === "checked").map((e) => e.tranche)).to.deep.equal([1n]);
+      const resumed = await n.controller({ tranche: async () => null, sample: async () => null });
+      expect(resumed.state).to.deep.include({ released: 3n, checked: 1n });
+      expect(resumed.state.paused).to.deep.include({ reason: "false_claim", tranche: 2n });
+
+      const evidence = flow.caseEvidence()!;
+      expect(evidence.seq).to.equal(2n);
+      const closing = (await closeUnilateral({ wallet: s.payerWallet, publicClient: s.publicClient, escrow: n.escrow, ref: n.opened.ref, ticket: flow.tranches.get(3n)!.ticket })).state;
+      expect(closing.amount).to.equal(3n * PRICE);
+      await anchorReceiptCommit({ wallet: s.payerWallet, publicClient: s.publicClient, escrow: n.escrow, ref: n.opened.ref, commit: evidence.commit });
+      const caseId = await s.disputes.read.nextCaseId([KIND.Session, n.sessionId]);
+      const pkg = buildStreamPackage({
+        caseId,
+        chainId: s.chainId,
+        disputeManager: getAddress(s.disputes.address),
+        challenger: n.payer.address,
+        lane: 1,
+        gasEscrow: n.escrow,
+        sessionId: n.sessionId,
+        ref: n.opened.ref,
+        pricing: PIPELINED,
+        closing,
+        commit: evidence.commit,
+        seq: evidence.seq,
+        receipts: [evidence.receipt],
+        progress: evidence.progress,
+        suite: evidence.suite!,
+        repository: evidence.repository!,
+      });
+      await openSessionCase({
+        wallet: s.payerWallet,
+        publicClient: s.publicClient,
+        disputeManager: getAddress(s.disputes.address),
+        lane: 1,
+        packageHash: packageHash(pkg),
+        ref: n.opened.ref,
+        recorded: closing,
+        receiptHash: sessionReceiptHash(evidence.receipt.receipt.receipt),
+        ticketHash: paymentTicketHash(evidence.receipt.ticket.ticket),
+        proof: evidence.receipt.merkleProof,
+      });
+      const run = await decide(s, caseId, pkg);
+      expect(run.resolution.aggregate.finalVerdict).to.equal("provider_fault");
+      expect(run.message).to.deep.include({ verdict: 1, refund: PRICE, slash: PENALTY });
+      const { fee, shares, dust } = await enforceByPanel(s, run);
+      const { paid, routing } = await finalizeAfterWindow(s, n.sessionId, n.escrow, n.opened.ref);
+      expect(paid).to.equal(2n * PRICE); // three tranches released, the false one refunded
       await expectDeltas(s, snap, {
         ETH: { client: -paid, provider: paid - routing, escrow: routing, payer: -fee, burn: dust, ...shares },
         LGAS: { payer: PENALTY - burnOf(PENALTY), burn: burnOf(PENALTY), registry: -PENALTY },
