@@ -95,6 +95,7 @@ export const UI_COMMAND: Command = {
         gigEscrow: gigEscrow?.address,
         reading: { fromBlock, maxBlockRange: reading.batchBlocks, retry: reading.retry },
         recordsDir: values.records as string | undefined,
+        ...(stored ? { streamsDir: (await import("../node/stream-journal")).StreamJournal.dirOfStore(file) } : {}),
         benchFile: values.bench as string | undefined,
         metricsUrl,
         host,

@@ -245,3 +245,28 @@ export function streamEventsOf(sessionId: Hex, price: bigint, entries: readonly 
   }
   return events;
 }
+
+/**
+ * A stream of the store in the shape of a stream record (`ioi.stream_record/1`, what `writeStreamRecord` writes and
+ * the page's Streams panel lists), from its view and journal: the page shows a stream the payer runs on its store
+ * without a records directory. Sample events carry no replay timing (the journal does not keep it).
+ */
+export function streamRecordOfView(v: StreamView, entries: readonly JournalEntry[]): Record<string, unknown> {
+  const events = streamEventsOf(v.sessionId, BigInt(v.tranchePrice), entries).map(({ event, sessionId: _s, cumulativeAmount, sampleCommit: _c, ...rest }) => ({
+    kind: event,
+    ...rest,
+    ...(cumulativeAmount === undefined ? {} : { cumulative: cumulativeAmount }),
+  }));
+  return {
+    schema: "ioi.stream_record/1",
+    sessionId: v.sessionId,
+    tranchePrice: v.tranchePrice,
+    trancheSeconds: v.terms.trancheSeconds,
+    samplesPerTranche: v.terms.samplesPerTranche,
+    released: v.released,
+    checked: v.checked,
+    paused: v.pause,
+    state: v.state,
+    events,
+  };
+}

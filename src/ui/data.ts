@@ -24,6 +24,8 @@ import { sessionReceiptHash } from "../core/receipt";
 import { ETH_UNIT, formatAmountAdaptive, type AssetUnit } from "../core/format";
 import type { ChannelStore } from "../store/store";
 import { STREAM_RECORD_SCHEMA, type StreamRecord } from "../node/flow-controller";
+import { StreamJournal } from "../node/stream-journal";
+import { streamRecordOfView, streamViewOf } from "../node/stream-view";
 import { gigProviderOf, money, resolutionChanges, unitOf, verdictName, type BalanceChange, type GigProvider, type Money } from "./money";
 
 export type ChannelView = {
@@ -194,6 +196,18 @@ function isStreamRecord(json: unknown): json is StreamRecord {
 /** The streams in the records directory, newest session id order irrelevant: by file name. */
 export function listStreams(records: Records): (StreamRecord & { file: string })[] {
   return [...records.streams.values()].sort((a, b) => (a.file < b.file ? -1 : 1)).map((s) => ({ ...s.record, file: s.file }));
+}
+
+/** The milestone streams (v4 channels) of the store that have a stream journal in `dir`, as stream records. */
+export function storeStreams(store: ChannelStore, dir: string): Record<string, unknown>[] {
+  return store.listChannels({ role: "payer" }).flatMap((c) => {
+    if (c.pricing.version !== "4") return [];
+    const journal = StreamJournal.existing(dir, c.sessionId);
+    if (!journal) return [];
+    const entries = journal.entries();
+    const view = streamViewOf({ sessionId: c.sessionId, provider: c.ref.terms.provider, terms: c.pricing, steps: store.steps(c.sessionId), entries });
+    return [{ ...streamRecordOfView(view, entries), file: null }];
+  });
 }
 
 /** Reads every `*.json` in `dir` that parses as a challenge package, a resolution or a stream record; others are ignored. */

@@ -22,7 +22,7 @@ import type { Address, Hex, PublicClient } from "viem";
 import { ReceiptAccumulator } from "../core/accumulator";
 import { challengeClose, claimableOf, claimPayout, closeUnilateral, finalizeClose, type Wallet } from "../chain/escrow";
 import type { ChannelStore } from "../store/store";
-import { listCases, listChannels, listGigs, listReceipts, listStreams, loadRecords, onChainRoot, upipRecord, type PageReading } from "./data";
+import { listCases, listChannels, listGigs, listReceipts, listStreams, loadRecords, onChainRoot, storeStreams, upipRecord, type PageReading } from "./data";
 import { PACKAGE_ROOT } from "../core/package-root";
 import { unitOf } from "./money";
 import { explorerFor, readHealth, txLink, type HeadWatch } from "./health";
@@ -40,6 +40,8 @@ export type UiParameters = {
   reading?: PageReading;
   /** Directory of challenge packages and resolutions (JSON) shown with their cases. */
   recordsDir?: string;
+  /** The stream journals of the store (`<db>.streams/`): its milestone streams are listed live, as the control API's streams.get shows them. */
+  streamsDir?: string;
   /** `bench/results.json`. */
   benchFile?: string;
   /** The provider node's `/metrics` URL, for live latency. */
@@ -229,7 +231,12 @@ export async function startUi(p: UiParameters): Promise<UiServer> {
     return { cases, gigs };
   });
 
-  app.get("/api/streams", async () => ({ streams: listStreams(records()) }));
+  // Stream records of the records directory, then the store's own streams (journal and store) that have none.
+  app.get("/api/streams", async () => {
+    const recorded = listStreams(records());
+    const seen = new Set(recorded.map((r) => r.sessionId.toLowerCase()));
+    return { streams: [...recorded, ...(p.streamsDir ? storeStreams(p.store, p.streamsDir).filter((r) => !seen.has((r.sessionId as string).toLowerCase())) : [])] };
+  });
 
   app.get<{ Params: { name: string } }>("/api/records/:name", async (request, reply) => {
     const known = records();

@@ -16,6 +16,7 @@ import { createWalletClient, custom, defineChain, keccak256, parseEther, stringT
 
 import { startApiServer } from "../../src/api/server";
 import { SubscriptionHub } from "../../src/api/subscriptions";
+import { startUi } from "../../src/ui/server";
 import type { Wallet } from "../../src/chain/escrow";
 import { claimsOf } from "../../src/arbitration/stream-sample";
 import { progressProofHash, sampledIndices } from "../../src/core/progress-proof";
@@ -189,6 +190,15 @@ describe("control API: milestone streams (issue 32) — streams.list, streams.ge
     expect(t2.samples.find((x: { index: number }) => x.index === lie)).to.deep.include({ claimed: "pass", actual: "fail", status: "false" });
     expect(view.pauses).to.deep.equal([{ tranche: "2", reason: "false_claim", detail: flow.state.paused!.detail }]);
     expect(view.case).to.deep.include({ tranche: "2", reason: "false_claim", kind: "false progress claim", proofHash: progressProofHash(proof2), claim: lie });
+
+    // The page (ioi ui --db, the same store) lists the same stream from its journal, without a records directory.
+    const ui = await startUi({ store: payerStore, publicClient: s.publicClient as unknown as PublicClient, escrow: opened.escrow, streamsDir: StreamJournal.dirOfStore(db) });
+    cleanup.push(() => ui.close());
+    const page = (await (await fetch(`${ui.url}/api/streams`)).json()) as { streams: { sessionId: Hex; state: string; released: string; checked: string; paused: { reason: string }; events: { kind: string; tranche: string }[] }[] };
+    expect(page.streams).to.have.length(1);
+    expect(page.streams[0]).to.deep.include({ sessionId, state: "paused", released: "2", checked: "1" });
+    expect(page.streams[0]!.paused).to.deep.include({ tranche: "2", reason: "false_claim" });
+    expect(page.streams[0]!.events.map((e) => `${e.kind} ${e.tranche}`)).to.deep.equal(flow.events.map((e) => `${e.kind} ${e.tranche}`));
 
     // Bad params: one sentence each, a stable reason, the socket still answering.
     const badId = await refused(ws, "streams.get", { sessionId: "0x12" });

@@ -221,7 +221,7 @@ async function prove(sessionId, receipt) {
 async function loadStreams() {
   const { streams } = await api("/api/streams");
   const container = $("#streams");
-  container.replaceChildren(...(streams.length ? [] : [el("p", { class: "note" }, "No stream records in the records directory.")]));
+  container.replaceChildren(...(streams.length ? [] : [el("p", { class: "note" }, "No milestone streams in the store's journals or the records directory.")]));
   for (const st of streams) {
     const head = `${short(st.sessionId)}: ${st.released} tranche(s) released, ${st.checked} checked, ${st.samplesPerTranche} claim(s) sampled per proof`;
     const pause = st.paused ? ` — paused at tranche ${st.paused.tranche} (${st.paused.reason}): ${st.paused.detail}` : "";
@@ -232,7 +232,7 @@ async function loadStreams() {
           : e.kind === "proof"
             ? `Progress Proof ${short(e.proofHash)}: ${e.passed}/${e.total} tests pass`
             : e.kind === "sample"
-              ? `sample #${e.index} ${e.name}: claimed ${e.claimed}, re-ran ${e.actual} → ${e.status} (${Number(e.replayMs).toFixed(0)} ms, ${e.repositoryBytes} bytes)`
+              ? `sample #${e.index} ${e.name}: claimed ${e.claimed}, re-ran ${e.actual} → ${e.status}` + (e.replayMs === undefined ? "" : ` (${Number(e.replayMs).toFixed(0)} ms, ${e.repositoryBytes} bytes)`)
               : `PAUSE (${e.reason}): ${e.detail}`;
       return el("tr", { class: `stream-${e.kind}` }, el("td", {}, e.tranche), el("td", {}, e.kind), el("td", {}, what));
     });
