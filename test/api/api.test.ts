@@ -298,7 +298,7 @@ describe("control API (issue 29 item 7)", function () {
     ws.socket.send("}}}");
     ws.socket.send(Buffer.from([1, 2, 3]), { binary: true } as never);
     const badTopic = await ws.send({ jsonrpc: "2.0", id: 900, method: "subscribe", params: { topic: "everything" } });
-    expect(badTopic.error!.message).to.equal('subscribe: params.topic must be receipts, phases, cases or alerts; received "everything".');
+    expect(badTopic.error!.message).to.equal('subscribe: params.topic must be receipts, phases, cases, alerts or streams; received "everything".');
     expect((await ws.call("node.info")).chainId).to.equal(31337);
     expect(ws.raw.map((r) => r.error!.data!.reason)).to.deep.equal(["PARSE_ERROR", "PARSE_ERROR"]);
     // An over-long frame closes that socket with 1009 (message too big); the server goes on serving others.
