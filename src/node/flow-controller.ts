@@ -10,8 +10,9 @@
  * Imperative shell: {@link FlowController} drives one stream over a {@link StreamProviderLink}: it signs ticket k
  * (with the payer's key, or with a capped session key when it runs as the payer's delegated sampling node), sends
  * the tranche request with a fresh sampling commitment, verifies the receipt, proof and receipt commit, reveals the
- * secret, fetches the repository for the drawn claims, re-runs them in the sealed Lane 1 engine and releases ticket
- * k+1 only if every sampled claim re-ran true. What it saw is kept as events (for the CLI, API and page) and, on a
+ * secret, fetches the repository for the drawn claims and re-runs them in the sealed Lane 1 engine. Pipelined: while
+ * tranche k's claims re-run, tickets k+1… go out as the in-flight window allows, so the payer has never paid more than
+ * `tranchesInFlight` tranches past its newest verified proof, and a failed check stops all further tickets. What it saw is kept as events (for the CLI, API and page) and, on a
  * false claim, two proofs of one tranche or a proof about another suite, as the evidence a stream case needs.
  */
 import { randomBytes } from "node:crypto";
