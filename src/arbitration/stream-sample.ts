@@ -79,6 +79,22 @@ export type SpotCheckParameters = {
   replay?: (parameters: ReplayParameters) => Promise<ReplayOutcome>;
 };
 
+/** The UPIP intent of a sampled claim's re-run: it names the one test that ran (`sampledTestOf` reads it back). */
+export function sampleIntent(index: number, name: string, tranche: bigint): string {
+  return `stream sample: test #${index} (${JSON.stringify(name)}) of tranche ${tranche}`;
+}
+
+const SAMPLE_INTENT = /^stream sample: test #(0|[1-9][0-9]{0,3}) \(/;
+
+/**
+ * The index of the one test a UPIP record re-ran, when its intent is a stream sample's (`sampleIntent`); undefined
+ * for a record of a whole suite. `ioi arbitrate --verify-upip` re-runs exactly that test.
+ */
+export function sampledTestOf(intent: string): number | undefined {
+  const match = SAMPLE_INTENT.exec(intent);
+  return match ? Number(match[1]) : undefined;
+}
+
 /**
  * Re-runs each sampled claim. Throws {@link SpotCheckInputError} when the suite is not the terms' or the repository
  * not the proof's (the caller decides whose evidence that is), {@link JudgeHostFaultError} on a host fault.
@@ -103,7 +119,7 @@ export async function spotCheck(parameters: SpotCheckParameters): Promise<SpotCh
         budgets: { stepsPerTest: terms.stream.suite.stepBudget, memoryBytes: DEFAULT_MEMORY_BYTES, outputBytes: terms.stream.suite.maxOutputBytes },
         inputs: { suite: inputs, deliverable: inputs },
         actor: parameters.actor ?? "ioi-stream/sampler",
-        intent: `stream sample: test #${index} (${JSON.stringify(claim.name)}) of tranche ${proof.tranche}`,
+        intent: sampleIntent(index, claim.name, proof.tranche),
         only: index,
         ...(parameters.watchdogMs === undefined ? {} : { watchdogMs: parameters.watchdogMs }),
       });

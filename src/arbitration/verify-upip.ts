@@ -9,7 +9,8 @@
  * the record's `state` are bad input, not a mismatch.
  *
  * FILE is either one record or a Resolution (as `ioi arbitrate --out` writes it): then every record in its
- * `replays` is verified. A mismatch names the fields that differ (e.g. `result.failed_tests`,
+ * `replays` is verified. A stream sample's record (its intent `stream sample: test #N …`) re-ran only test N of the
+ * suite, and so does its reproduction. A mismatch names the fields that differ (e.g. `result.failed_tests`,
  * `deps.engine_sha256`): a record made by another engine or harness never reproduces here.
  */
 import { canon } from "../core/canonical";
@@ -18,6 +19,7 @@ import { assertBundleHash, type Bundle } from "./bundle";
 import { InvalidUpipError } from "./errors";
 import { DEFAULT_WATCHDOG_MS, replay } from "./replay";
 import { resolutionFromJson } from "./resolution";
+import { sampledTestOf } from "./stream-sample";
 import { upipFromJson, verifyUpip, type UpipRecord, type UpipVerification } from "./upip";
 
 /** The bundles a record names are not among those supplied (`--package` evidence). */
@@ -56,6 +58,8 @@ export async function verifyUpipRecord(parameters: VerifyUpipParameters): Promis
   assertBundleHash(suite, record.state.suite_hash, "the test suite");
   assertBundleHash(deliverable, record.state.deliverable_hash, "the deliverable");
   const { process: p } = record;
+  // A stream sample's record re-ran one test of the suite (decision 0037): its intent names it; so does the reproduction.
+  const only = sampledTestOf(p.intent);
   const outcome = await replay({
     suite,
     deliverable,
@@ -67,6 +71,7 @@ export async function verifyUpipRecord(parameters: VerifyUpipParameters): Promis
     },
     actor: p.actor,
     intent: p.intent,
+    ...(only === undefined ? {} : { only }),
     ...(parameters.watchdogMs === undefined ? {} : { watchdogMs: parameters.watchdogMs }),
   });
   const reproduced = outcome.record;

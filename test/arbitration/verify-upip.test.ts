@@ -8,7 +8,7 @@ import { expect } from "chai";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { getAddress, keccak256, stringToBytes, zeroAddress } from "viem";
+import { getAddress, keccak256, stringToBytes, zeroAddress, zeroHash } from "viem";
 
 import type { Bundle } from "../../src/arbitration/bundle";
 import { buildGigPackage } from "../../src/arbitration/build";
@@ -18,6 +18,10 @@ import { DEFAULT_INPUTS } from "../../src/arbitration/pinned";
 import { upipDeps, upipRecord, type UpipRecord } from "../../src/arbitration/upip";
 import { MISMATCH_EXIT_CODE, upipRecordsOf, verifyUpipRecord } from "../../src/cli/verify-upip";
 import { canon } from "../../src/core/canonical";
+import { bundleHash } from "../../src/arbitration/bundle";
+import { claimsOf, sampledTestOf, sampleIntent, spotCheck, streamInputs } from "../../src/arbitration/stream-sample";
+import type { ProgressProof } from "../../src/core/progress-proof";
+import { BROKEN_REPOSITORY, codeStreamTerms } from "../../scripts/examples/code-stream";
 import { codeGigIcs, FAILING_DELIVERABLE, PASSING_DELIVERABLE, SUITE } from "../../scripts/examples/code-gig";
 import { rejection, thrown } from "../helpers/assert";
 import { runCli } from "../helpers/cli";
@@ -121,6 +125,41 @@ describe("ioi arbitrate --verify-upip", function () {
     expect(json.match).to.equal(false);
     expect(json.records[0]).to.deep.include({ match: false, originalHash: forged.stack_hash, reproducedHash: record.stack_hash, differences: ["result.steps.deliverable"] });
     expect(result.out).to.contain("MISMATCH").and.to.contain("differing fields: result.steps.deliverable");
+  });
+
+  it("re-runs a stream sample's record as it was made — the one sampled test its intent names (decision 0037): match; the same record naming another test does not reproduce", async () => {
+    const terms = codeStreamTerms({ windowAfterSettlement: 86_400n });
+    const inputs = streamInputs({ chainId: 31337n, gasEscrow: getAddress("0x0000000000000000000000000000000000000e5c"), sessionId: keccak256(stringToBytes("upip stream")), tranche: 2n });
+    const honest = await claimsOf({ terms, suite: SUITE, repository: BROKEN_REPOSITORY, inputs });
+    const proof: ProgressProof = {
+      sessionId: keccak256(stringToBytes("upip stream")),
+      tranche: 2n,
+      repoStateHash: bundleHash(BROKEN_REPOSITORY),
+      suiteHash: terms.stream.suite.hash,
+      tests: honest.map((t) => ({ ...t, outcome: "pass" as const })), // the lie: every test claimed passing
+      coverageDeltaBps: 0,
+      lint: "clean",
+      artifactHash: zeroHash,
+      prevProofHash: zeroHash,
+    };
+    const checked = await spotCheck({ terms, suite: SUITE, repository: BROKEN_REPOSITORY, proof, indices: [4], inputs });
+    const sample = checked.samples[0]!;
+    expect(sample.status).to.equal("false");
+    expect(sample.record.result.failed_tests).to.deep.equal([sample.name]); // only the sampled test ran
+    expect(sampledTestOf(sample.record.process.intent)).to.equal(4);
+    const brokenDir = write("broken", BROKEN_REPOSITORY);
+    const result = await verify([recordFile("sample.json", sample.record), "--suite-dir", suiteDir, "--deliverable-dir", brokenDir]);
+    expect(result.code, result.err).to.equal(0);
+    expect(jsonOf(result).records).to.deep.equal([{ match: true, originalHash: sample.record.stack_hash, reproducedHash: sample.record.stack_hash, differences: [], failedTests: [sample.name] }]);
+    // The record's intent changed to another test (hashes recomputed): that test is re-run, and the result differs.
+    const other = edited(sample.record, (l) => {
+      l.process.intent = sampleIntent(5, honest[5]!.name, 2n);
+    });
+    const mismatch = await verify([recordFile("sample-other.json", other), "--suite-dir", suiteDir, "--deliverable-dir", brokenDir]);
+    expect(mismatch.code, mismatch.err).to.equal(MISMATCH_EXIT_CODE);
+    expect(jsonOf(mismatch).records[0].differences).to.include("result.failed_tests");
+    expect(jsonOf(mismatch).records[0].failedTests).to.deep.equal([honest[5]!.name]);
+    expect(sampledTestOf("Lane 1 replay of the bound suite")).to.equal(undefined);
   });
 
   it("reports a record made by another engine as a mismatch in its deps", async () => {
