@@ -390,13 +390,15 @@ export const MILESTONES_GROUP: CommandGroup = {
       run: runCheck,
     },
     stream: {
-      summary: "as the payer: stream a v4 channel against its provider node, one tranche per checked proof (resumes after a restart)",
+      summary: "as the payer: stream a v4 channel against its provider node, at most the terms' tranches in flight past the newest checked proof (resumes after a restart)",
       usage: "ioi milestones stream --session ID --suite-dir DIR --tranches N [--peer HOST:PORT [--allow-remote]] [--session-key FILE] [--records DIR] [--db PATH]",
       notes: [
         "Each tranche's sampling secret is made durable in the stream journal (<db>.streams/) before its request leaves, so a",
         "restarted payer resumes the tranche in flight. Exit status 0 when N tranches were paid and checked, 3 when the stream",
         "paused (a false claim, two proofs, another repository, no answer, the session key's cap…), 1 on error, 2 on usage.",
         "--session-key FILE (ioi session-key authorize --out): run as the payer's delegated sampling node; its cap bounds the stream.",
+        "With terms written by ioi milestones terms --in-flight K, the next tickets go out while a proof's claims re-run (K tranches at most unchecked).",
+        "ioi api serve on the same --db lists the stream (streams.list, streams.get) and pushes its events (subscribe topic streams).",
       ],
       options: { session: { type: "string" }, "suite-dir": { type: "string" }, tranches: { type: "string" }, peer: { type: "string" }, "allow-remote": { type: "boolean" }, records: { type: "string" }, "session-key": { type: "string" } },
       run: runStream,
