@@ -151,7 +151,8 @@ export function streamViewOf(input: StreamViewInput): StreamView {
         if (e.tranche > checked) checked = e.tranche;
         if (t) {
           t.state = "checked";
-          t.secret = secrets.get(e.tranche)!;
+          const secret = secrets.get(e.tranche);
+          if (secret) t.secret = secret;
           t.samples = e.samples ?? [];
         }
         break;
