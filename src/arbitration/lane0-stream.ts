@@ -1,5 +1,5 @@
 /** Lane 0's checks of a streamed tranche (issue 32, decision 0037; split from src/arbitration/lane0.ts). */
-import { type Hex } from "viem";
+import type { Hex } from "viem";
 import { isStreamTerms, penaltyOf, type PricingTerms } from "../core/terms";
 import { bundleHash } from "./bundle";
 import { evidenceOfKind, type ChallengePackage, type ChannelEvidence, type ProgressEvidence, type ReceiptEvidence } from "./package";

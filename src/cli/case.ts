@@ -3,7 +3,7 @@ import { getAddress, isAddress, isAddressEqual, isHex, parseEventLogs, toHex, ty
 import { loadAccount, need, UsageError, type Out } from "./common";
 import { formatDate, formatRelative } from "../core/format";
 import { BaseError } from "../core/errors";
-import { type Wallet } from "../chain/escrow";
+import type { Wallet } from "../chain/escrow";
 import {
   appealCase,
   blocksUntilReady,

@@ -10,7 +10,7 @@ import { buildGigPackage, buildSessionPackage } from "../arbitration/build";
 import { currentClosingState, gigEscrowAbi } from "../arbitration/chain";
 import { parseDocument } from "../arbitration/document";
 import { icsFromJson, icsHash, type Ics } from "../arbitration/ics";
-import { type ReceiptEvidence } from "../arbitration/package";
+import type { ReceiptEvidence } from "../arbitration/package";
 import { readBundleDirectory } from "./input-file";
 import {
   MAX_ICS_FILE_BYTES,

@@ -2,7 +2,7 @@
 import { isAddressEqual, parseEventLogs, type Address, type Hex, type PublicClient } from "viem";
 import { loadAccount, type Out } from "./common";
 import { formatDate, formatRelative } from "../core/format";
-import { type ClosingState } from "../chain/escrow";
+import type { ClosingState } from "../chain/escrow";
 import { sessionReceiptHash } from "../core/receipt";
 import { paymentTicketHash } from "../core/ticket";
 import {

@@ -26,7 +26,7 @@ import { ETH_UNIT, formatAmount, formatAmountWithBase } from "../core/format";
 import { ContractRevertError, decodeRevert } from "../chain/revert";
 import { checkedWrite } from "../chain/write";
 import { BaseError, SizeLimitError } from "../core/errors";
-import { type Wallet } from "../chain/escrow";
+import type { Wallet } from "../chain/escrow";
 import { disputeManagerAbi, DisputeTransactionError, providerRegistryAbi, type Deployment } from "../arbitration/chain";
 import { CASE_STATUSES } from "../arbitration/context";
 import { MAX_DOCUMENT_BYTES } from "../arbitration/document";

@@ -5,11 +5,11 @@
  */
 import pg from "pg";
 import type { Hex } from "viem";
-import { type SignedFaultStatement } from "../core/fault-statement";
-import { type SignedReceiptCommit } from "../core/receipt-commit";
+import type { SignedFaultStatement } from "../core/fault-statement";
+import type { SignedReceiptCommit } from "../core/receipt-commit";
 import { type SessionReceipt, type SignedSessionReceipt } from "../core/receipt";
-import { type SignedPaymentTicket } from "../core/ticket";
-import { type SignedSessionKeyGrant } from "../core/session-key";
+import type { SignedPaymentTicket } from "../core/ticket";
+import type { SignedSessionKeyGrant } from "../core/session-key";
 import { type AccumulatorState, type ChannelRole, type ClosingRecord, type CooperativeCloseRecord, type ResultRecord } from "./store";
 
 type Waiter = { resolve: () => void; reject: (error: unknown) => void };
