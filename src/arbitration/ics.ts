@@ -7,18 +7,13 @@
  * limits, versions) are JSON integers.
  */
 import Ajv, { type ValidateFunction } from "ajv";
-import type { Address, Hex } from "viem";
+import { getAddress, type Address, type Hex } from "viem";
 
 import { artifactId, canon } from "../core/canonical";
 import { InvalidFieldError } from "../core/errors";
 import { assertMatchesSchema } from "../core/schemas";
 import {
-  expectAddress,
-  expectHash,
-  expectLiteral,
-  expectObject,
   expectString,
-  expectUint,
   uintToJson,
   type JsonObject,
 } from "../core/validate";
@@ -158,8 +153,6 @@ export const ICS_LIMITS = {
   maxSchemaItems: 4,
 } as const;
 
-const RUBRIC_ID = /^[a-z0-9_]{1,64}$/;
-const U32_MAX = 0xffff_ffff;
 const BPS_MAX = 10_000;
 
 /**
@@ -169,18 +162,10 @@ const BPS_MAX = 10_000;
  */
 export function icsFromJson(value: unknown, path = "ICS"): Ics {
   assertMatchesSchema("ics", value, path);
-  const o = expectObject(value, path, [
-    "ics_version",
-    "task",
-    "asset",
-    "max_price",
-    "deadline",
-    "rubric",
-    "test_suite",
-    "penalty_schedule",
-  ]);
-  if (o.ics_version !== ICS_VERSION) throw new InvalidFieldError(`${path}.ics_version`, `the integer ${ICS_VERSION}`, o.ics_version);
-  const rubric = expectObject(o.rubric, `${path}.rubric`, ["version", "items"]);
+  // The schema checked every field's presence, type and pattern; what follows converts and checks the limits
+  // the schema leaves to the code (ICS_LIMITS, runner rules, bundle paths, unique ids).
+  const o = value as JsonObject;
+  const rubric = o.rubric as JsonObject;
   const rawItems = expectArray(rubric.items, `${path}.rubric.items`, 1, ICS_LIMITS.maxRubricItems);
   const schemaItems = rawItems.filter((item) => typeof item === "object" && item !== null && (item as { kind?: unknown }).kind === "json_schema").length;
   if (schemaItems > ICS_LIMITS.maxSchemaItems) {
@@ -193,41 +178,29 @@ export function icsFromJson(value: unknown, path = "ICS"): Ics {
   const ics: Ics = {
     icsVersion: ICS_VERSION,
     task: expectString(o.task, `${path}.task`, ICS_LIMITS.maxTaskLength),
-    asset: expectAddress(o.asset, `${path}.asset`),
-    maxPrice: expectUint(o.max_price, `${path}.max_price`, 128),
-    deadline: expectUint(o.deadline, `${path}.deadline`, 40),
-    rubric: { version: expectInt(rubric.version, `${path}.rubric.version`, 1, U32_MAX), items },
+    asset: getAddress(o.asset as string),
+    maxPrice: BigInt(o.max_price as string),
+    deadline: BigInt(o.deadline as string),
+    rubric: { version: rubric.version as number, items },
     testSuite,
-    penaltySchedule: penaltyScheduleFromJson(o.penalty_schedule, `${path}.penalty_schedule`),
+    penaltySchedule: penaltyScheduleFromJson(o.penalty_schedule),
   };
   assertRubricConsistent(ics, path);
   return ics;
 }
 
+/** A rubric item the ICS schema accepted (its kind's fields, id pattern and enums): converted, limits checked. */
 function rubricItemFromJson(value: unknown, path: string): RubricItem {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw new InvalidFieldError(path, "a rubric item object", value);
-  }
-  const kind = expectLiteral((value as JsonObject).kind, `${path}.kind`, RUBRIC_KINDS);
-  const fields: Record<RubricKind, string[]> = {
-    test_suite: [],
-    language: ["expect"],
-    max_lines: ["limit"],
-    max_bytes: ["limit"],
-    json_schema: ["file", "schema"],
-    forbidden_content: ["patterns"],
-    hash_match: ["file", "hash"],
-    semantic: ["description"],
-  };
-  const o = kind === "test_suite" ? expectObject(value, path, ["id", "kind"], ["step_budget"]) : expectObject(value, path, ["id", "kind", ...fields[kind]]);
-  const id = expectPattern(o.id, `${path}.id`, RUBRIC_ID, 64, "an id of 1 to 64 characters a-z, 0-9 and _");
+  const o = value as JsonObject;
+  const kind = o.kind as RubricKind;
+  const id = o.id as string;
   switch (kind) {
     case "test_suite":
       return Object.hasOwn(o, "step_budget")
         ? { id, kind, step_budget: expectInt(o.step_budget, `${path}.step_budget`, ICS_LIMITS.minStepBudget, ICS_LIMITS.maxStepBudget) }
         : { id, kind };
     case "language":
-      return { id, kind, expect: expectLiteral(o.expect, `${path}.expect`, LANGUAGES) };
+      return { id, kind, expect: o.expect as (typeof LANGUAGES)[number] };
     case "max_lines":
     case "max_bytes":
       return { id, kind, limit: expectInt(o.limit, `${path}.limit`, 0, Number.MAX_SAFE_INTEGER) };
@@ -247,7 +220,7 @@ function rubricItemFromJson(value: unknown, path: string): RubricItem {
       return { id, kind, patterns };
     }
     case "hash_match":
-      return { id, kind, file: expectBundlePath(o.file, `${path}.file`), hash: expectHash(o.hash, `${path}.hash`) };
+      return { id, kind, file: expectBundlePath(o.file, `${path}.file`), hash: o.hash as Hex };
     case "semantic":
       return { id, kind, description: expectString(o.description, `${path}.description`, ICS_LIMITS.maxDescriptionLength) };
   }
@@ -293,13 +266,14 @@ export function compileJsonSchema(schema: JsonSchema, path = "schema"): Validate
 }
 
 function testSuiteFromJson(value: unknown, path: string): TestSuiteBinding {
-  const o = expectObject(value, path, ["hash", "runner"]);
-  return { hash: expectHash(o.hash, `${path}.hash`), runner: runnerFromJson(o.runner, `${path}.runner`) };
+  const o = value as JsonObject;
+  return { hash: o.hash as Hex, runner: runnerFromJson(o.runner, `${path}.runner`) };
 }
 
 /** Validates a runner: `["node", "<script path in the suite>", ...args]`, its limits and the optional `call_timeout_ms`. */
 export function runnerFromJson(value: unknown, path = "Runner"): Runner {
-  const o = expectObject(value, path, ["command", "timeout_ms", "max_output_bytes"], ["call_timeout_ms"]);
+  assertMatchesSchema("ics", value, path, "runner");
+  const o = value as JsonObject;
   const raw = expectArray(o.command, `${path}.command`, ICS_LIMITS.minCommandLength, ICS_LIMITS.maxCommandLength);
   if (raw[0] !== "node") {
     throw new UnsupportedRunnerError(`${path}.command[0]`, `is ${JSON.stringify(raw[0])}; the only runner is "node".`);
@@ -335,23 +309,18 @@ export function runnerToJson(runner: Runner): RunnerJson {
   return json;
 }
 
-function penaltyFromJson(value: unknown, path: string): Penalty {
-  const o = expectObject(value, path, ["refund_bps", "slash"]);
-  return {
-    refundBps: expectInt(o.refund_bps, `${path}.refund_bps`, 0, BPS_MAX),
-    slash: expectUint(o.slash, `${path}.slash`, 128),
-  };
+/** A penalty the schema accepted (refund_bps 0..10000, slash a uint128 decimal string). */
+function penaltyFromJson(value: unknown): Penalty {
+  const o = value as { refund_bps: number; slash: string };
+  return { refundBps: o.refund_bps, slash: BigInt(o.slash) };
 }
 
-function penaltyScheduleFromJson(value: unknown, path: string): PenaltySchedule {
-  const o = expectObject(value, path, ["objective_failure", "per_failed_test", "unserviceable"]);
-  const unserviceable = expectObject(o.unserviceable, `${path}.unserviceable`, ["compute_spent_bps"]);
+function penaltyScheduleFromJson(value: unknown): PenaltySchedule {
+  const o = value as { objective_failure: unknown; per_failed_test: unknown; unserviceable: { compute_spent_bps: number } };
   return {
-    objectiveFailure: penaltyFromJson(o.objective_failure, `${path}.objective_failure`),
-    perFailedTest: penaltyFromJson(o.per_failed_test, `${path}.per_failed_test`),
-    unserviceable: {
-      computeSpentBps: expectInt(unserviceable.compute_spent_bps, `${path}.unserviceable.compute_spent_bps`, 0, BPS_MAX),
-    },
+    objectiveFailure: penaltyFromJson(o.objective_failure),
+    perFailedTest: penaltyFromJson(o.per_failed_test),
+    unserviceable: { computeSpentBps: o.unserviceable.compute_spent_bps },
   };
 }
 

@@ -19,7 +19,8 @@ import { artifactId } from "./canonical";
 import { assertDigestSigner, signDigest } from "./eip712";
 import { BindingMismatchError } from "./errors";
 import { keccak256Hex } from "./keccak";
-import { expectHash, expectLiteral, expectObject, expectSignatureHex, expectUint, uintToJson } from "./validate";
+import { assertMatchesSchema } from "./schemas";
+import { uintToJson } from "./validate";
 
 /**
  * Fault codes a provider may declare a request unserviceable with: in a gig's `FAULT_RECEIPT.json` and in a
@@ -61,15 +62,15 @@ export function faultStatementToJson(statement: FaultStatement): FaultStatementJ
   };
 }
 
+/** Validates a statement against the packet schema's `faultStatement`; throws a typed error naming the first bad field. */
 export function faultStatementFromJson(value: unknown, path = "FaultStatement"): FaultStatement {
-  const o = expectObject(value, path, ["sessionId", "seq", "offloadPacketHash", "code", "computeSpent"]);
-  return {
-    sessionId: expectHash(o.sessionId, `${path}.sessionId`),
-    seq: expectUint(o.seq, `${path}.seq`, 64),
-    offloadPacketHash: expectHash(o.offloadPacketHash, `${path}.offloadPacketHash`),
-    code: expectLiteral(o.code, `${path}.code`, NO_FAULT_CODES),
-    computeSpent: expectUint(o.computeSpent, `${path}.computeSpent`, 128),
-  };
+  assertMatchesSchema("packet", value, path, "faultStatement");
+  return faultStatementOf(value as FaultStatementJson);
+}
+
+/** A statement from JSON its schema accepted. */
+function faultStatementOf(o: FaultStatementJson): FaultStatement {
+  return { sessionId: o.sessionId, seq: BigInt(o.seq), offloadPacketHash: o.offloadPacketHash, code: o.code, computeSpent: BigInt(o.computeSpent) };
 }
 
 export function signedFaultStatementToJson(signed: SignedFaultStatement): SignedFaultStatementJson {
@@ -77,11 +78,9 @@ export function signedFaultStatementToJson(signed: SignedFaultStatement): Signed
 }
 
 export function signedFaultStatementFromJson(value: unknown, path = "SignedFaultStatement"): SignedFaultStatement {
-  const o = expectObject(value, path, ["statement", "signature"]);
-  return {
-    statement: faultStatementFromJson(o.statement, `${path}.statement`),
-    signature: expectSignatureHex(o.signature, `${path}.signature`),
-  };
+  assertMatchesSchema("packet", value, path, "signedFaultStatement");
+  const o = value as SignedFaultStatementJson;
+  return { statement: faultStatementOf(o.statement), signature: o.signature };
 }
 
 /** `keccak256(canon(statement))`: the statement's id. */

@@ -11,7 +11,8 @@ import { hexToBytes, type Address, type Hex, type LocalAccount } from "viem";
 
 import { assertDigestSigner, hashTyped, structDigest, signDigest, typeHash, type GasEscrowDomain, type SignatureCheck } from "./eip712";
 import { writeHexField } from "./keccak";
-import { expectHash, expectObject, expectSignatureHex, expectUint, uintToJson } from "./validate";
+import { assertMatchesSchema } from "./schemas";
+import { uintToJson } from "./validate";
 
 export type ReceiptCommit = { sessionId: Hex; leafCount: bigint; root: Hex };
 export type ReceiptCommitJson = { sessionId: Hex; leafCount: string; root: Hex };
@@ -21,21 +22,21 @@ export function receiptCommitToJson(commit: ReceiptCommit): ReceiptCommitJson {
   return { sessionId: commit.sessionId, leafCount: uintToJson(commit.leafCount), root: commit.root };
 }
 
+/** Validates a commit against the packet schema's `receiptCommit`; throws a typed error naming the first bad field. */
 export function receiptCommitFromJson(value: unknown, path = "ReceiptCommit"): ReceiptCommit {
-  const o = expectObject(value, path, ["sessionId", "leafCount", "root"]);
-  return {
-    sessionId: expectHash(o.sessionId, `${path}.sessionId`),
-    leafCount: expectUint(o.leafCount, `${path}.leafCount`, 64),
-    root: expectHash(o.root, `${path}.root`),
-  };
+  assertMatchesSchema("packet", value, path, "receiptCommit");
+  return receiptCommitOf(value as ReceiptCommitJson);
+}
+
+/** A commit from JSON its schema accepted. */
+function receiptCommitOf(o: ReceiptCommitJson): ReceiptCommit {
+  return { sessionId: o.sessionId, leafCount: BigInt(o.leafCount), root: o.root };
 }
 
 export function signedReceiptCommitFromJson(value: unknown, path = "SignedReceiptCommit"): SignedReceiptCommit {
-  const o = expectObject(value, path, ["commit", "signature"]);
-  return {
-    commit: receiptCommitFromJson(o.commit, `${path}.commit`),
-    signature: expectSignatureHex(o.signature, `${path}.signature`),
-  };
+  assertMatchesSchema("packet", value, path, "signedReceiptCommit");
+  const o = value as { commit: ReceiptCommitJson; signature: Hex };
+  return { commit: receiptCommitOf(o.commit), signature: o.signature };
 }
 
 const COMMIT_TYPEHASH = hexToBytes(typeHash("ReceiptCommit"));

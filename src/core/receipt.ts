@@ -8,14 +8,8 @@ import { artifactId } from "./canonical";
 import { keccak256Bytes, keccak256Hex, writeHexField } from "./keccak";
 import { assertDigestSigner, signDigest } from "./eip712";
 import { InvalidHexError } from "./errors";
-import {
-  expectHash,
-  expectObject,
-  expectSignatureHex,
-  expectString,
-  expectUint,
-  uintToJson,
-} from "./validate";
+import { assertMatchesSchema } from "./schemas";
+import { uintToJson } from "./validate";
 
 /** What the step consumed and what it cost, both as integers (decimal strings in JSON). */
 export type Metering = { units: bigint; amount: bigint };
@@ -56,17 +50,6 @@ const RECEIPT_SIGNATURE_DOMAIN_HASH = keccak256(stringToBytes(RECEIPT_SIGNATURE_
 const receiptDigestPreimage = Buffer.alloc(64);
 receiptDigestPreimage.write(RECEIPT_SIGNATURE_DOMAIN_HASH.slice(2), 0, "hex");
 
-const FIELDS = [
-  "sessionId",
-  "seq",
-  "offloadPacketHash",
-  "outputHash",
-  "policyHash",
-  "modelSnapshotId",
-  "metering",
-  "prevReceiptHash",
-] as const;
-
 export function sessionReceiptToJson(receipt: SessionReceipt): SessionReceiptJson {
   return {
     sessionId: receipt.sessionId,
@@ -80,21 +63,26 @@ export function sessionReceiptToJson(receipt: SessionReceipt): SessionReceiptJso
   };
 }
 
+/**
+ * Validates a receipt against the packet schema's `sessionReceipt` (uint64 seq, uint128 metering, a model id of 1 to
+ * 256 UTF-16 code units); throws a typed error naming the first bad field.
+ */
 export function sessionReceiptFromJson(value: unknown, path = "SessionReceipt"): SessionReceipt {
-  const o = expectObject(value, path, FIELDS);
-  const metering = expectObject(o.metering, `${path}.metering`, ["units", "amount"]);
+  assertMatchesSchema("packet", value, path, "sessionReceipt");
+  return sessionReceiptOf(value as SessionReceiptJson);
+}
+
+/** A receipt from JSON its schema accepted. */
+function sessionReceiptOf(o: SessionReceiptJson): SessionReceipt {
   return {
-    sessionId: expectHash(o.sessionId, `${path}.sessionId`),
-    seq: expectUint(o.seq, `${path}.seq`, 64),
-    offloadPacketHash: expectHash(o.offloadPacketHash, `${path}.offloadPacketHash`),
-    outputHash: expectHash(o.outputHash, `${path}.outputHash`),
-    policyHash: expectHash(o.policyHash, `${path}.policyHash`),
-    modelSnapshotId: expectString(o.modelSnapshotId, `${path}.modelSnapshotId`, 256),
-    metering: {
-      units: expectUint(metering.units, `${path}.metering.units`, 128),
-      amount: expectUint(metering.amount, `${path}.metering.amount`, 128),
-    },
-    prevReceiptHash: expectHash(o.prevReceiptHash, `${path}.prevReceiptHash`),
+    sessionId: o.sessionId,
+    seq: BigInt(o.seq),
+    offloadPacketHash: o.offloadPacketHash,
+    outputHash: o.outputHash,
+    policyHash: o.policyHash,
+    modelSnapshotId: o.modelSnapshotId,
+    metering: { units: BigInt(o.metering.units), amount: BigInt(o.metering.amount) },
+    prevReceiptHash: o.prevReceiptHash,
   };
 }
 
@@ -103,11 +91,9 @@ export function signedSessionReceiptToJson(signed: SignedSessionReceipt): Signed
 }
 
 export function signedSessionReceiptFromJson(value: unknown, path = "SignedSessionReceipt"): SignedSessionReceipt {
-  const o = expectObject(value, path, ["receipt", "signature"]);
-  return {
-    receipt: sessionReceiptFromJson(o.receipt, `${path}.receipt`),
-    signature: expectSignatureHex(o.signature, `${path}.signature`),
-  };
+  assertMatchesSchema("packet", value, path, "signedSessionReceipt");
+  const o = value as SignedSessionReceiptJson;
+  return { receipt: sessionReceiptOf(o.receipt), signature: o.signature };
 }
 
 /** `keccak256(canon(receipt))`: the receipt's id, its half of the leaf, and the next receipt's `prevReceiptHash`. */

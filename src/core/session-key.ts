@@ -22,7 +22,8 @@ import {
   SessionKeyExpiredError,
   SessionKeyRevokedError,
 } from "./errors";
-import { expectAddress, expectHash, expectObject, expectSignatureHex, expectString, expectUint, uintToJson } from "./validate";
+import { assertMatchesSchema } from "./schemas";
+import { expectString, uintToJson } from "./validate";
 
 /** Mirrors the EIP-712 `SessionKey` (and `IGasEscrow.SessionKeyGrant` without its signature) field for field. */
 export type SessionKeyGrant = {
@@ -92,23 +93,28 @@ export function signedSessionKeyGrantToJson(signed: SignedSessionKeyGrant): Sign
 }
 
 /** Validates a signed grant from a peer or a file; the method list must hash to the grant's capabilities. */
+/**
+ * Validates a signed grant against the challenge-package schema's `signedSessionKeyGrant`, then what the schema
+ * cannot say: each method at most 128 UTF-16 code units (`normalizeMethods`; the schema's `maxLength` counts code
+ * points) and the methods hashing to the grant's `capabilities`.
+ */
 export function signedSessionKeyGrantFromJson(value: unknown, path = "SignedSessionKeyGrant"): SignedSessionKeyGrant {
-  const o = expectObject(value, path, ["grant", "methods", "signature"]);
-  const g = expectObject(o.grant, `${path}.grant`, ["sessionId", "key", "expiry", "spendCap", "capabilities", "epoch"]);
+  assertMatchesSchema("challenge-package", value, path, "signedSessionKeyGrant");
+  const o = value as SignedSessionKeyGrantJson;
+  const g = o.grant;
   const grant: SessionKeyGrant = {
-    sessionId: expectHash(g.sessionId, `${path}.grant.sessionId`),
-    key: expectAddress(g.key, `${path}.grant.key`),
-    expiry: expectUint(g.expiry, `${path}.grant.expiry`, 64),
-    spendCap: expectUint(g.spendCap, `${path}.grant.spendCap`, 128),
-    capabilities: expectHash(g.capabilities, `${path}.grant.capabilities`),
-    epoch: expectUint(g.epoch, `${path}.grant.epoch`, 64),
+    sessionId: g.sessionId,
+    key: getAddress(g.key),
+    expiry: BigInt(g.expiry),
+    spendCap: BigInt(g.spendCap),
+    capabilities: g.capabilities,
+    epoch: BigInt(g.epoch),
   };
-  if (!Array.isArray(o.methods)) throw new InvalidFieldError(`${path}.methods`, "an array of method names", o.methods);
-  const methods = normalizeMethods(o.methods as string[]);
+  const methods = normalizeMethods(o.methods);
   if (capabilitiesHash(methods) !== grant.capabilities) {
     throw new BindingMismatchError(`${path}.methods do not hash to the grant's capabilities ${grant.capabilities}.`);
   }
-  return { grant, methods, signature: expectSignatureHex(o.signature, `${path}.signature`) };
+  return { grant, methods, signature: o.signature };
 }
 
 /** The EIP-712 digest the payer signs and `GasEscrow.hashSessionKey` computes. */

@@ -2,13 +2,13 @@
  * A channel's fixed terms (mirroring `IGasEscrow.ChannelTerms`), the session id the contract derives from
  * them, and the pricing document whose hash is `termsHash`.
  */
-import { zeroAddress, type Address, type Hex } from "viem";
+import { getAddress, zeroAddress, type Address, type Hex } from "viem";
 
 import { artifactId, parseJson } from "./canonical";
 import { InvalidFieldError } from "./errors";
 import { hashTyped, type GasEscrowDomain } from "./eip712";
 import { assertMatchesSchema } from "./schemas";
-import { expectAddress, expectHash, expectObject, expectUint, uintToJson } from "./validate";
+import { expectUint, uintToJson } from "./validate";
 
 /** Mirrors `IGasEscrow.ChannelTerms` field for field. `asset` is the zero address for native ETH. */
 export type ChannelTerms = {
@@ -291,30 +291,22 @@ export function channelRefToJson(ref: ChannelRef): ChannelRefJson {
 }
 
 /** Validates a ChannelRef received from a peer or a file. */
+/** Validates a channel reference against the challenge-package schema's `channelRef`; throws a typed error naming the first bad field. */
 export function channelRefFromJson(value: unknown, path = "ChannelRef"): ChannelRef {
-  const o = expectObject(value, path, ["terms", "openedAt"]);
-  const t = expectObject(o.terms, `${path}.terms`, [
-    "payer",
-    "provider",
-    "funder",
-    "asset",
-    "termsHash",
-    "policyHash",
-    "challengeDuration",
-    "nonce",
-  ]);
+  assertMatchesSchema("challenge-package", value, path, "channelRef");
+  const { terms: t, openedAt } = value as ChannelRefJson;
   return {
     terms: {
-      payer: expectAddress(t.payer, `${path}.terms.payer`),
-      provider: expectAddress(t.provider, `${path}.terms.provider`),
-      funder: expectAddress(t.funder, `${path}.terms.funder`),
-      asset: expectAddress(t.asset, `${path}.terms.asset`),
-      termsHash: expectHash(t.termsHash, `${path}.terms.termsHash`),
-      policyHash: expectHash(t.policyHash, `${path}.terms.policyHash`),
-      challengeDuration: expectUint(t.challengeDuration, `${path}.terms.challengeDuration`, 64),
-      nonce: expectUint(t.nonce, `${path}.terms.nonce`, 64),
+      payer: getAddress(t.payer),
+      provider: getAddress(t.provider),
+      funder: getAddress(t.funder),
+      asset: getAddress(t.asset),
+      termsHash: t.termsHash,
+      policyHash: t.policyHash,
+      challengeDuration: BigInt(t.challengeDuration),
+      nonce: BigInt(t.nonce),
     },
-    openedAt: expectUint(o.openedAt, `${path}.openedAt`, 64),
+    openedAt: BigInt(openedAt),
   };
 }
 

@@ -4,13 +4,14 @@
  * Ticket `n` prepays invocation `n` and carries the receipt root over leaves `1..n-1` — the receipts the
  * payer had accepted when it signed (docs/decisions/0003-which-root-a-ticket-carries.md).
  */
-import { hexToBytes, type Address, type Hex, type LocalAccount } from "viem";
+import { getAddress, hexToBytes, type Address, type Hex, type LocalAccount } from "viem";
 
 import { artifactId } from "./canonical";
 import { assertDigestSigner, signDigest, structDigest, typeHash, type GasEscrowDomain, type SignatureCheck } from "./eip712";
 import { keccak256Hex, writeHexField } from "./keccak";
 import { InvalidFieldError, TicketNotNewerError } from "./errors";
-import { expectAddress, expectHash, expectObject, expectSignatureHex, expectUint, uintToJson } from "./validate";
+import { assertMatchesSchema } from "./schemas";
+import { uintToJson } from "./validate";
 
 /** Mirrors the EIP-712 `PaymentTicket` field for field. */
 export type PaymentTicket = {
@@ -35,8 +36,6 @@ export type PaymentTicketJson = {
 export type SignedPaymentTicket = { ticket: PaymentTicket; signature: Hex };
 export type SignedPaymentTicketJson = { ticket: PaymentTicketJson; signature: Hex };
 
-const FIELDS = ["sessionId", "provider", "termsHash", "seq", "cumulativeAmount", "receiptRoot"] as const;
-
 export function paymentTicketToJson(ticket: PaymentTicket): PaymentTicketJson {
   return {
     sessionId: ticket.sessionId,
@@ -48,16 +47,24 @@ export function paymentTicketToJson(ticket: PaymentTicket): PaymentTicketJson {
   };
 }
 
-/** Validates a ticket received from outside; throws a typed error naming the first bad field. */
+/**
+ * Validates a ticket received from outside against the packet schema's `paymentTicket` (its bounds are the
+ * code's: uint64 seq, uint128 amount, lowercase hex); throws a typed error naming the first bad field.
+ */
 export function paymentTicketFromJson(value: unknown, path = "PaymentTicket"): PaymentTicket {
-  const o = expectObject(value, path, FIELDS);
+  assertMatchesSchema("packet", value, path, "paymentTicket");
+  return paymentTicketOf(value as PaymentTicketJson);
+}
+
+/** A ticket from JSON its schema accepted. */
+function paymentTicketOf(o: PaymentTicketJson): PaymentTicket {
   return {
-    sessionId: expectHash(o.sessionId, `${path}.sessionId`),
-    provider: expectAddress(o.provider, `${path}.provider`),
-    termsHash: expectHash(o.termsHash, `${path}.termsHash`),
-    seq: expectUint(o.seq, `${path}.seq`, 64),
-    cumulativeAmount: expectUint(o.cumulativeAmount, `${path}.cumulativeAmount`, 128),
-    receiptRoot: expectHash(o.receiptRoot, `${path}.receiptRoot`),
+    sessionId: o.sessionId,
+    provider: getAddress(o.provider),
+    termsHash: o.termsHash,
+    seq: BigInt(o.seq),
+    cumulativeAmount: BigInt(o.cumulativeAmount),
+    receiptRoot: o.receiptRoot,
   };
 }
 
@@ -66,11 +73,9 @@ export function signedPaymentTicketToJson(signed: SignedPaymentTicket): SignedPa
 }
 
 export function signedPaymentTicketFromJson(value: unknown, path = "SignedPaymentTicket"): SignedPaymentTicket {
-  const o = expectObject(value, path, ["ticket", "signature"]);
-  return {
-    ticket: paymentTicketFromJson(o.ticket, `${path}.ticket`),
-    signature: expectSignatureHex(o.signature, `${path}.signature`),
-  };
+  assertMatchesSchema("packet", value, path, "signedPaymentTicket");
+  const o = value as SignedPaymentTicketJson;
+  return { ticket: paymentTicketOf(o.ticket), signature: o.signature };
 }
 
 /** `keccak256(canon(ticket))`, the ticket's half of the receipt leaf. Excludes the signature: a signature is never an id. */

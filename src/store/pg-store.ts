@@ -20,32 +20,22 @@
  * commit a step (and so never answer a receipt) for it. A take-over waits for a batch that passed its check to
  * commit, and then loads what it wrote.
  */
+
 import os from "node:os";
 import { randomBytes } from "node:crypto";
-
 import pg from "pg";
 import type { Address, Hex } from "viem";
-
 import { InvalidFieldError } from "../core/errors";
 import { signedFaultStatementFromJson, signedFaultStatementToJson, type SignedFaultStatement } from "../core/fault-statement";
 import { signedReceiptCommitFromJson, type SignedReceiptCommit } from "../core/receipt-commit";
-import { RootAccumulator } from "../core/accumulator";
 import {
   canonicalSignedReceiptText,
   sessionReceiptHash,
-  type SessionReceipt,
   signedSessionReceiptFromJson,
   signedSessionReceiptToJson,
-  type SignedSessionReceipt,
   type SignedSessionReceiptJson,
 } from "../core/receipt";
-import {
-  canonicalSignedTicketText,
-  signedPaymentTicketFromJson,
-  signedPaymentTicketToJson,
-  type SignedPaymentTicket,
-  type SignedPaymentTicketJson,
-} from "../core/ticket";
+import { signedPaymentTicketFromJson, type SignedPaymentTicket, type SignedPaymentTicketJson } from "../core/ticket";
 import { signedSessionKeyGrantFromJson, signedSessionKeyGrantToJson, type SignedSessionKeyGrant } from "../core/session-key";
 import { MAX_PACKET_BYTES } from "../core/packets";
 import { expectHash, expectLiteral, expectString, expectUint, uintToJson } from "../core/validate";
@@ -95,6 +85,31 @@ import {
   type StepRecord,
   type StepsOptions,
 } from "./store";
+import { type CachedStep, ChannelCache, type Defaults, type Op, Pending, type Queue, type Tx, lowerBound } from "./pg-cache";
+import {
+  type ChannelRow,
+  type StepRow,
+  accumulatorColumns,
+  addStepRow,
+  bufHex,
+  channelId,
+  cloneRecord,
+  decodeRow,
+  defaultsOf,
+  derivable,
+  hexBuf,
+  isLogicalError,
+  receiptColumns,
+  receiptTextOf,
+  receiptTextOrUndefined,
+  redact,
+  signedTicketText,
+  stepRecord,
+  ticketColumns,
+  ticketTextOf,
+} from "./pg-rows";
+
+// The channel cache and pending writes are in pg-cache.ts, the row types and codecs in pg-rows.ts.
 
 export type PgStoreMode = "all" | "fleet" | "duties";
 
@@ -126,120 +141,6 @@ export type PgStoreStats = { commits: number; failedCommits: number; fenced: num
 
 const DEFAULT_POOL_SIZE = 8;
 const DEFAULT_BATCH_LIMIT = 500;
-
-type Waiter = { resolve: () => void; reject: (error: unknown) => void };
-/** One transaction's view: its connection and the channel ids known so far (a channel inserted earlier in it too). */
-type Tx = { client: pg.PoolClient; ids: Map<string, number> };
-type Op = { run: (tx: Tx) => Promise<void>; apply: (tx: Tx) => void; settle: () => void; waiter: Waiter };
-type Queue = { ops: Op[]; running: boolean };
-
-type CachedStep = {
-  seq: bigint;
-  ticketText: string;
-  ticket: SignedPaymentTicket;
-  /** `receiptText + "\n" + leaf`, as the conflict checks compare it. */
-  receiptValue?: string;
-  receipt?: SignedSessionReceipt;
-  leaf?: Hex;
-};
-
-type Defaults = { provider: string; termsHash: string; policyHash: string };
-
-/** Everything of one channel the process holds. */
-class ChannelCache {
-  steps: CachedStep[] = [];
-  readonly bySeq = new Map<bigint, CachedStep>();
-  answered = 0;
-  /** Accumulator states by leaf count, and the newest. */
-  readonly accumulators = new Map<number, AccumulatorState & { seq: bigint }>();
-  latestAccumulator: (AccumulatorState & { seq: bigint }) | undefined;
-  /** `role:leafCount` → canonical text and the signed commit. */
-  readonly commits = new Map<string, { text: string; signed: SignedReceiptCommit; leafCount: bigint; role: ChannelRole }>();
-  closing: ClosingRecord | undefined;
-  cooperativeClose: { text: string; record: CooperativeCloseRecord } | undefined;
-  readonly faults = new Map<bigint, { text: string; signed: SignedFaultStatement }>();
-  readonly results = new Map<bigint, ResultRecord>();
-  readonly grants: Array<{ key: string; text: string; signed: SignedSessionKeyGrant }> = [];
-
-  constructor(readonly id: number, readonly defaults: Defaults) {}
-
-  addStep(step: CachedStep): void {
-    const known = this.bySeq.get(step.seq);
-    if (known) {
-      if (step.receipt && !known.receipt) {
-        known.receipt = step.receipt;
-        known.receiptValue = step.receiptValue;
-        known.leaf = step.leaf;
-        this.answered++;
-      }
-      return;
-    }
-    this.bySeq.set(step.seq, step);
-    const last = this.steps[this.steps.length - 1];
-    if (!last || last.seq < step.seq) this.steps.push(step);
-    else this.steps.splice(lowerBound(this.steps, step.seq), 0, step);
-    if (step.receipt) this.answered++;
-  }
-
-  addAccumulator(state: AccumulatorState & { seq: bigint }): void {
-    if (this.accumulators.has(state.leafCount)) return;
-    this.accumulators.set(state.leafCount, state);
-    if (!this.latestAccumulator || state.leafCount > this.latestAccumulator.leafCount) this.latestAccumulator = state;
-  }
-}
-
-/** First index whose seq is ≥ `seq`. */
-function lowerBound(steps: readonly CachedStep[], seq: bigint): number {
-  let lo = 0;
-  let hi = steps.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (steps[mid]!.seq < seq) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
-/** Writes claimed but not committed yet, per channel, for the conflict checks (SqliteStore's `Batch`). */
-class Pending {
-  channel = 0;
-  readonly tickets = new Map<bigint, string>();
-  readonly receipts = new Map<bigint, string>();
-  readonly commits = new Map<string, string>();
-  cooperativeClose: string | undefined;
-  readonly faults = new Map<bigint, string>();
-  readonly results = new Map<bigint, string>();
-  /** Receipts claimed, by seq (what the next step's row may leave out: its model, its prevReceiptHash). */
-  readonly receiptObjects = new Map<bigint, SessionReceipt>();
-  /** The newest accumulator state claimed (what the next one may be derived from). */
-  accumulator: (AccumulatorState & { seq: bigint }) | undefined;
-}
-
-const hexBuf = (hex: string): Buffer => Buffer.from(hex.slice(2), "hex");
-const bufHex = (buffer: Buffer): Hex => `0x${buffer.toString("hex")}`;
-
-type ChannelRow = { id: number; session_id: Buffer; role: string; status: string; deposit: string; channel: string; provider: Buffer; terms_hash: Buffer; policy_hash: Buffer };
-type StepRow = {
-  channel_id: number;
-  seq: string;
-  amount: string;
-  root: Buffer;
-  ticket_sig: Buffer;
-  ticket_provider: Buffer | null;
-  ticket_terms: Buffer | null;
-  offload: Buffer | null;
-  output: Buffer | null;
-  policy: Buffer | null;
-  model: string | null;
-  units: string | null;
-  charge: string | null;
-  prev: Buffer | null;
-  receipt_sig: Buffer | null;
-  leaf: Buffer | null;
-  acc_leaves: string | null;
-  acc_peaks: Buffer | null;
-  acc_charged: string | null;
-};
 
 export class PgStore implements ChannelStore {
   readonly #pool: pg.Pool;
@@ -1290,175 +1191,5 @@ export class PgStore implements ChannelStore {
 
   #assertOpen(operation: string): void {
     if (this.#closed) throw new StoreClosedError(operation);
-  }
-}
-
-// ---------------------------------------------------------------------------------------------------
-// row codecs
-
-/** Decodes a steps row into the channel's cache. */
-function addStepRow(cache: ChannelCache, id: Hex, row: StepRow): void {
-  decodeRow("steps", `${id}#${row.seq}`, () => {
-    const seq = BigInt(row.seq);
-    const ticketText = ticketTextOf(row, id, cache.defaults);
-    const step: CachedStep = { seq, ticketText, ticket: signedPaymentTicketFromJson(JSON.parse(ticketText)) };
-    if (row.receipt_sig) {
-      const receiptText = receiptTextOf(row, id, cache.defaults, cache.bySeq.get(seq - 1n)?.receipt?.receipt);
-      step.receipt = signedSessionReceiptFromJson(JSON.parse(receiptText));
-      step.leaf = bufHex(row.leaf!);
-      step.receiptValue = `${receiptText}\n${step.leaf}`;
-    }
-    cache.addStep(step);
-    if (row.acc_leaves !== null && row.acc_peaks !== null) {
-      const peaks: Hex[] = [];
-      for (let i = 0; i < row.acc_peaks.length; i += 32) peaks.push(bufHex(row.acc_peaks.subarray(i, i + 32)));
-      cache.addAccumulator({ leafCount: Number(row.acc_leaves), peaks, charged: BigInt(row.acc_charged!), seq });
-    } else if (row.acc_leaves !== null) {
-      // Left out because the state before it and this step give it: derive it the same way.
-      const leafCount = Number(row.acc_leaves);
-      const before = cache.latestAccumulator;
-      if (!step.leaf || (before ? before.leafCount !== leafCount - 1 : leafCount !== 1)) {
-        throw new InvalidFieldError("steps.acc_leaves", `a state that follows the previous one (${before?.leafCount ?? 0} receipts)`, row.acc_leaves);
-      }
-      const next = before ? RootAccumulator.fromJSON({ size: String(before.leafCount), peaks: before.peaks }) : new RootAccumulator();
-      next.append(step.leaf);
-      cache.addAccumulator({ leafCount, peaks: next.peaks(), charged: (before?.charged ?? 0n) + step.receipt!.receipt.metering.amount, seq });
-    }
-  });
-}
-
-function defaultsOf(record: ChannelRecord): Defaults {
-  return { provider: record.ref.terms.provider.toLowerCase(), termsHash: record.ref.terms.termsHash, policyHash: record.ref.terms.policyHash };
-}
-
-function channelId(tx: Tx, id: Hex): number {
-  const known = tx.ids.get(id);
-  if (known !== undefined) return known;
-  throw new UnknownChannelError(id);
-}
-
-/** amount, root, ticket_sig, ticket_provider, ticket_terms */
-function ticketColumns(json: SignedPaymentTicketJson, defaults: Defaults): unknown[] {
-  const t = json.ticket;
-  return [
-    t.cumulativeAmount,
-    hexBuf(t.receiptRoot),
-    hexBuf(json.signature),
-    t.provider === defaults.provider ? null : hexBuf(t.provider),
-    t.termsHash === defaults.termsHash ? null : hexBuf(t.termsHash),
-  ];
-}
-
-/** offload, output, policy, model, units, charge, prev, receipt_sig */
-function receiptColumns(json: SignedSessionReceiptJson, defaults: Defaults, compact: { model: boolean; prev: boolean }): unknown[] {
-  const r = json.receipt;
-  return [
-    hexBuf(r.offloadPacketHash),
-    hexBuf(r.outputHash),
-    r.policyHash === defaults.policyHash ? null : hexBuf(r.policyHash),
-    compact.model ? null : r.modelSnapshotId,
-    r.metering.units,
-    r.metering.amount,
-    compact.prev ? null : hexBuf(r.prevReceiptHash),
-    hexBuf(json.signature),
-  ];
-}
-
-/** True when `state` is exactly what `before` plus this step's leaf and charge give (its peaks may be left out). */
-function derivable(before: (AccumulatorState & { seq: bigint }) | undefined, state: AccumulatorState, leaf: Hex, charge: bigint, peaks: Hex[]): boolean {
-  if (before ? before.leafCount !== state.leafCount - 1 : state.leafCount !== 1) return false;
-  if ((before?.charged ?? 0n) + charge !== state.charged) return false;
-  const next = before ? RootAccumulator.fromJSON({ size: String(before.leafCount), peaks: before.peaks }) : new RootAccumulator();
-  next.append(leaf);
-  const derived = next.peaks();
-  return derived.length === peaks.length && derived.every((peak, i) => peak === peaks[i]);
-}
-
-/** `receiptTextOf`, or undefined when the row leaves out what only step seq - 1 gives and that is not known. */
-function receiptTextOrUndefined(row: StepRow, sessionId: Hex, defaults: Defaults, previous: SessionReceipt | undefined): string | undefined {
-  if ((row.model === null || row.prev === null) && previous === undefined) return undefined;
-  return receiptTextOf(row, sessionId, defaults, previous);
-}
-
-/** The canonical text of the row's signed ticket (keys in RFC 8785 order, as `canonicalSignedTicketText` writes it). */
-function ticketTextOf(row: StepRow, sessionId: Hex, defaults: Defaults): string {
-  const provider = row.ticket_provider ? bufHex(row.ticket_provider) : defaults.provider;
-  const terms = row.ticket_terms ? bufHex(row.ticket_terms) : defaults.termsHash;
-  return (
-    `{"signature":"${bufHex(row.ticket_sig)}","ticket":{"cumulativeAmount":"${row.amount}","provider":"${provider}",` +
-    `"receiptRoot":"${bufHex(row.root)}","seq":"${row.seq}","sessionId":"${sessionId}","termsHash":"${terms}"}}`
-  );
-}
-
-/**
- * The canonical text of the row's signed receipt (RFC 8785 key order). A row may leave out its model and its
- * prevReceiptHash when step seq - 1's receipt gives them: `previous` is that receipt.
- */
-function receiptTextOf(row: StepRow, sessionId: Hex, defaults: Defaults, previous: SessionReceipt | undefined): string {
-  const policy = row.policy ? bufHex(row.policy) : defaults.policyHash;
-  if ((row.model === null || row.prev === null) && previous === undefined) {
-    throw new InvalidFieldError("steps.model/prev", "the receipt of step seq - 1, which this row refers to", undefined);
-  }
-  const model = row.model ?? previous!.modelSnapshotId;
-  const prev = row.prev ? bufHex(row.prev) : sessionReceiptHash(previous!);
-  return (
-    `{"receipt":{"metering":{"amount":"${row.charge}","units":"${row.units}"},"modelSnapshotId":${JSON.stringify(model)},` +
-    `"offloadPacketHash":"${bufHex(row.offload!)}","outputHash":"${bufHex(row.output!)}","policyHash":"${policy}",` +
-    `"prevReceiptHash":"${prev}","seq":"${row.seq}","sessionId":"${sessionId}"},"signature":"${bufHex(row.receipt_sig!)}"}`
-  );
-}
-
-function accumulatorColumns(state: AccumulatorState, seq: bigint): { leafCount: number; leaves: string; peaks: Buffer; peakList: Hex[]; charged: string } {
-  if (!Number.isSafeInteger(state.leafCount) || state.leafCount < 1) {
-    throw new InvalidFieldError("accumulator.leafCount", "a positive integer (the step's receipt is counted)", state.leafCount);
-  }
-  let ones = 0;
-  for (let rest = state.leafCount; rest > 0; rest = Math.floor(rest / 2)) ones += rest % 2;
-  if (state.peaks.length !== ones) {
-    throw new InconsistentRecordError(`The accumulator state of step ${seq} has ${state.peaks.length} peaks; ${state.leafCount} receipts make ${ones}.`);
-  }
-  if (typeof state.charged !== "bigint" || state.charged < 0n) throw new InvalidFieldError("accumulator.charged", "a non-negative bigint", state.charged);
-  const peakList = state.peaks.map((peak, i) => expectHash(peak, `accumulator.peaks[${i}]`).toLowerCase() as Hex);
-  return { leafCount: state.leafCount, leaves: String(state.leafCount), peaks: Buffer.concat(peakList.map(hexBuf)), peakList, charged: state.charged.toString() };
-}
-
-function stepRecord(step: CachedStep): StepRecord {
-  const record: StepRecord = { seq: step.seq, ticket: step.ticket };
-  if (step.receipt) {
-    record.receipt = step.receipt;
-    record.leaf = step.leaf!;
-  }
-  return record;
-}
-
-function cloneRecord(record: ChannelRecord): ChannelRecord {
-  return { ...record };
-}
-
-function signedTicketText(signed: SignedPaymentTicket): string {
-  return canonicalSignedTicketText(signed) ?? canonChecked(signedPaymentTicketToJson(signed), (value) => signedPaymentTicketFromJson(value));
-}
-
-function decodeRow<T>(table: string, key: string, decode: () => T): T {
-  try {
-    return decode();
-  } catch (cause) {
-    throw new StoreCorruptionError(table, key, cause);
-  }
-}
-
-/** Errors a write raised on purpose (a conflict another writer caused): the connection is still good. */
-function isLogicalError(error: unknown): boolean {
-  return error instanceof FencedError || (error instanceof Error && "shortMessage" in error && !(error instanceof StoreWriteError));
-}
-
-/** The URL without its password, for messages. */
-function redact(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = "***";
-    return parsed.toString();
-  } catch {
-    return "the given PostgreSQL URL";
   }
 }
