@@ -1,14 +1,13 @@
 /**
  * Authenticated, encrypted, framed connections between a payer node (initiator) and a provider node
  * (responder): hybrid X25519 + ML-KEM-768 handshake, XChaCha20-Poly1305 sealed frames over TCP.
- * See `secure-connection.ts` for the API, `handshake.ts` for the protocol, `sealing.ts` and `frames.ts`
+ * See `connect.ts` (initiator), `secure-server.ts` (responder) and `secure-connection.ts` (the open connection) for the API, `handshake.ts` for the protocol, `sealing.ts` and `frames.ts`
  * for the wire format.
  */
+export { connectSecure } from "./connect";
+export { listenSecure, SecureServer, type AuthorizeInitiator, type AuthorizeResult, type ListenSecureParameters } from "./secure-server";
 export {
-  connectSecure,
-  listenSecure,
   SecureConnection,
-  SecureServer,
   DEFAULT_HANDSHAKE_TIMEOUT_MS,
   DEFAULT_HOST,
   DEFAULT_MAX_BUFFERED_BYTES,
@@ -21,10 +20,7 @@ export {
   DEFAULT_IDLE_TIMEOUT_MS,
   DEFAULT_STRANGER_HANDSHAKES_PER_SECOND,
   MESSAGES_PER_TURN,
-  type AuthorizeInitiator,
-  type AuthorizeResult,
   type ConnectSecureParameters,
-  type ListenSecureParameters,
   type RemoteEndpoint,
   type SecureConnectionState,
 } from "./secure-connection";
