@@ -62,7 +62,7 @@ import type { InvocationOutcome, PayerClient, PayerClientParameters } from "../n
 import { PayerSession } from "../node/payer-session";
 import { grantForTicket } from "../node/key-tickets";
 import { echoHandler } from "../node/echo-worker";
-import { EndpointError, listenHost, parsePeer } from "../node/endpoints";
+import { advertisedEndpoints, EndpointError, listenHost, parsePeer } from "../node/endpoints";
 import type { McpWorker } from "../node/mcp-worker";
 import type { McpHandler } from "../node/provider-node";
 import { readRequestFile, RequestFileReader, requestFrom, RequestFileError } from "../node/requests";
@@ -84,7 +84,9 @@ import {
   loadAccount,
   need,
   assertStoreExists,
+  openAnyStore,
   openExistingStore,
+  isPostgresStore,
   openStore,
   sessionOf,
   storedChannelOn,
@@ -132,6 +134,9 @@ export const COMMANDS: Record<string, Command> = {
       "  --db postgres://…     serve from PostgreSQL as one of several processes of this provider (decision 0036):",
       "                        each channel is served by the process its payer binds, under a fencing epoch; one",
       "                        elected process runs the watchtower and the finalise/claim duties",
+      "  --advertise HOST:PORT the address(es) payers dial this process at, published for the fleet and listed in",
+      "                        the signed offer (repeatable or A,B); needed when --host is 0.0.0.0 or ::, which is",
+      "                        never published (without --advertise such a process publishes no endpoint)",
       "  --worker CMD [ARGS…]  run this MCP server over stdio and sell its calls (must come last: everything",
       "                        after it is the worker's command line); without it, the demo's echo worker",
       "  --worker-timeout MS   longest a worker call may take (default 30000); a call that fails is not charged",
@@ -155,6 +160,7 @@ export const COMMANDS: Record<string, Command> = {
       "from-block": { type: "string" },
       host: { type: "string" },
       "allow-public": { type: "boolean" },
+      advertise: { type: "string", multiple: true },
       "worker-timeout": { type: "string" },
       "worker-env": { type: "string", multiple: true },
       "suite-dir": { type: "string" },
@@ -386,6 +392,10 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
   const host = asUsage(() => listenHost(values.host as string | undefined, values["allow-public"] === true));
   const port = Number(uint(values, "port", "TCP port to listen on (0 = any free port)", 0n));
   if (port > 65535) throw new UsageError(`--port must be at most 65535; received ${port}.`);
+  if (values.advertise !== undefined) {
+    if (!isPostgresUrl(values.db)) throw new UsageError("--advertise goes with --db postgres://…: it is where the other processes of a provider fleet and its payers reach this one.");
+    asUsage(() => advertisedEndpoints(host, port, values.advertise as string[]));
+  }
   const workerTimeout = Number(uint(values, "worker-timeout", "milliseconds a worker call may take", 30_000n));
   if (workerTimeout === 0 || workerTimeout > 3_600_000) throw new UsageError("--worker-timeout must be between 1 and 3600000 milliseconds.");
   // `--worker CMD [ARGS…]` arrives as the worker's argv (main splits it off before parsing).
@@ -556,12 +566,16 @@ async function runProviderFleet(
     await store.close();
     throw error;
   });
+  // A channel another process took over leaves this one at once (notified by the database), not at its next write.
+  await store.watch({ onTakenOver: (sessionId) => node.release(sessionId) });
   // The chain duties, while this process leads: a store of every channel, refreshed before each round and
   // fenced by the leader epoch, and the watchtower run round by round (never two leaders' writes at once).
   let duties: { stop: () => Promise<void> } | undefined;
   const startDuties = async (epoch: bigint) => {
     const dutyStore = await PgStore.open(url, { mode: "duties", owner: `${store.owner}:duties`, poolSize: 2 });
     dutyStore.lead({ name: (await nodeModules.fleet()).DUTIES, epoch });
+    // Each round reads only the channels the database notified as changed (and all of them every 30 s).
+    await dutyStore.watch();
     const tower = new (await nodeModules.watchtower()).Watchtower({
       logger: logger.child({ component: "watchtower" }),
       publicClient: c.publicClient,
@@ -596,10 +610,16 @@ async function runProviderFleet(
       },
     };
   };
-  const endpoint = `${c.host}:${node.port}`;
+  // Never publish 0.0.0.0 or :: (no payer can dial it): --advertise says where payers reach this process.
+  const endpoints = advertisedEndpoints(c.host, node.port, values.advertise as string[] | undefined);
+  if (endpoints.length === 0) {
+    const line = `listening on ${c.host}, which no payer can dial: this process publishes no endpoint, so payers reach it only when given its address (--peer); add --advertise HOST:PORT to publish where it is reached`;
+    c.log(line);
+    logger.warn({ event: "fleet.no_endpoint", host: c.host }, line);
+  }
   member = new FleetMember({
     store,
-    endpoint,
+    endpoints,
     onLead: (epoch) => startDuties(epoch),
     onFollow: async () => {
       const d = duties;
@@ -609,7 +629,7 @@ async function runProviderFleet(
     onError: (error) => logger.warn({ event: "fleet.error", error: (error as Error).name }, `fleet heartbeat failed: ${(error as Error).message.split("\n")[0]}`),
   });
   await member.start();
-  console.log(JSON.stringify({ event: "provider.ready", host: c.host, port: node.port, provider: c.account.address, escrow: c.escrow, termsHash: termsHashOf(c.pricing), worker: worker ? { tools: worker.info?.tools.map((t) => t.name) ?? [], env: Object.keys(c.workerEnv).sort() } : "echo", crypto: secp256k1Backend().implementation, store: "postgres", owner: store.owner, endpoints: await member.endpoints(), ...(metrics ? { metrics: `http://${metrics.address}/metrics` } : {}) }));
+  console.log(JSON.stringify({ event: "provider.ready", host: c.host, port: node.port, provider: c.account.address, escrow: c.escrow, termsHash: termsHashOf(c.pricing), worker: worker ? { tools: worker.info?.tools.map((t) => t.name) ?? [], env: Object.keys(c.workerEnv).sort() } : "echo", crypto: secp256k1Backend().implementation, store: "postgres", owner: store.owner, advertised: endpoints, endpoints: await member.endpoints(), ...(metrics ? { metrics: `http://${metrics.address}/metrics` } : {}) }));
   logger.info({ event: "provider.ready", host: c.host, port: node.port, provider: c.account.address, escrow: c.escrow, owner: store.owner }, "provider node listening (fleet)");
   await new Promise<void>((resolve) => {
     process.once("SIGINT", resolve);
@@ -1218,8 +1238,12 @@ async function runWatchtower(values: Record<string, unknown>, out: Out): Promise
   const topUp = topUpPolicyFrom(values);
   const { publicClient, wallet, escrow, chainId, fromBlock } = await chainClients(values, account);
   const reading = readingOf(values, chainId);
-  const store = openStore(values, "provider");
-  const alertState = alertStateFor(storePath(values, "provider"));
+  // A provider fleet's PostgreSQL (decision 0036): every channel loaded, what other processes wrote read again
+  // before each round (only the channels the database notified), no fencing epoch. Alert state beside a file only.
+  const postgres = isPostgresStore(values);
+  const store = postgres ? await openAnyStore(values, "provider", { write: true }) : openStore(values, "provider");
+  if (postgres) await (store as import("../store/pg-store").PgStore).watch();
+  const alertState = postgres ? undefined : alertStateFor(storePath(values, "provider"));
   const logger = loggerFrom(values, "watchtower");
   const metrics = await startMetrics(values);
   const tower = new (await nodeModules.watchtower()).Watchtower({
@@ -1233,6 +1257,7 @@ async function runWatchtower(values: Record<string, unknown>, out: Out): Promise
     ...reading,
     name: `watchtower:${account.address.toLowerCase()}`,
     finalize: true,
+    ...(postgres ? { beforeRound: () => (store as import("../store/pg-store").PgStore).refresh() } : {}),
     ...(alertSettings ? { alerts: await watchtowerAlerts(alertSettings, values, publicClient, logger.child({ component: "alerts" }), metrics?.metrics, alertState) } : {}),
     ...(alertState ? { alertState } : {}),
     ...(topUp ? { topUp } : {}),
@@ -1354,7 +1379,7 @@ async function runResults(values: Record<string, unknown>, out: Out): Promise<vo
 }
 
 async function runExport(values: Record<string, unknown>, out: Out): Promise<void> {
-  const store = openExistingStore(values, "provider");
+  const store = await openAnyStore(values, "provider");
   try {
     const sessionId = sessionOf(values);
     channelOf(store, sessionId);
