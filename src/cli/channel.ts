@@ -286,7 +286,7 @@ export const COMMANDS: Record<string, Command> = {
   },
   export: {
     summary: "print a session's tickets and receipts as JSON lines, with the on-chain root",
-    usage: "ioi export --session ID",
+    usage: "ioi export --session ID [--db PATH | --db postgres://…]",
     options: { session: { type: "string" } },
     run: runExport,
   },

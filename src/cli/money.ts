@@ -572,7 +572,7 @@ export const MONEY_COMMANDS: Record<string, Command> = {
   },
   channels: {
     summary: "list the store's channels with their on-chain phase and the time left in any window",
-    usage: "ioi channels [--db PATH]",
+    usage: "ioi channels [--db PATH | --db postgres://…]",
     examples: ["ioi channels --db .data/provider.db"],
     options: {},
     run: runChannels,
