@@ -24,6 +24,7 @@ import {
   type LocalAccount,
   type PublicClient,
 } from "viem";
+import type { SettlementSummary } from "../core/summary";
 
 import { BaseError } from "../core/errors";
 import { gasEscrowDomain, signingAccount, type GasEscrowDomain } from "../core/eip712";
@@ -175,13 +176,15 @@ export const COMMANDS: Record<string, Command> = {
   },
   open: {
     summary: "open and fund an ETH channel to a provider; the acting key is the funder and, unless --payer names another, the payer",
-    usage: "ioi open --provider ADDR --deposit WEI [--peer HOST:PORT] [--price WEI | --terms-file FILE] [--challenge SECONDS] [--payer ADDR [--ref-out FILE] | --payer-wallet W]",
+    usage: "ioi open --provider ADDR --deposit WEI [--peer HOST:PORT[,HOST:PORT…]] [--price WEI | --terms-file FILE] [--challenge SECONDS] [--payer ADDR [--ref-out FILE] | --payer-wallet W]",
     notes: [
       "  --payer ADDR     a sponsored channel: ADDR signs the tickets (it needs no funds); the acting key funds it and",
       "                   receives every refund; the channel is not stored as the acting key's to stream on",
       "  --payer-wallet W the payer is contract wallet W (ERC-1271) and the acting key signs for it (an owner-key wallet",
       "                   accepts its owner's signature of a digest); the key funds the channel and streams on it",
       "                   (ioi stream --payer-wallet W); decision 0035",
+      "  --peer A,B       several endpoints of one provider fleet (or --peer repeated): the terms are asked of the first",
+      "                   that answers; the list is stored for ioi stream, call and close (decision 0036)",
     ],
     options: {
       payer: { type: "string" },
@@ -192,7 +195,7 @@ export const COMMANDS: Record<string, Command> = {
       "terms-file": { type: "string" },
       deposit: { type: "string" },
       challenge: { type: "string" },
-      peer: { type: "string" },
+      peer: { type: "string", multiple: true },
       "allow-remote": { type: "boolean" },
       policy: { type: "string" },
     },
@@ -235,8 +238,13 @@ export const COMMANDS: Record<string, Command> = {
   },
   close: {
     summary: "close a channel: cooperatively with the provider over the socket, or --unilateral",
-    usage: "ioi close --session ID [--unilateral] [--peer HOST:PORT [--allow-remote]]",
-    options: { session: { type: "string" }, unilateral: { type: "boolean" }, peer: { type: "string" }, "allow-remote": { type: "boolean" }, ...LOG_OPTIONS },
+    usage: "ioi close --session ID [--unilateral] [--peer HOST:PORT[,HOST:PORT…] [--allow-remote]]",
+    notes: [
+      "  --peer A,B  several endpoints of one provider fleet (or --peer repeated): tried in order; a connection that fails",
+      "              moves to the next, which is sent the very same signed close proposal (never a new one), so a close",
+      "              the failed process may have co-signed is answered with that co-signature (decision 0036)",
+    ],
+    options: { session: { type: "string" }, unilateral: { type: "boolean" }, peer: { type: "string", multiple: true }, "allow-remote": { type: "boolean" }, ...LOG_OPTIONS },
     run: runClose,
   },
   anchor: {
@@ -311,12 +319,6 @@ function closingOf(store: ChannelStore, channel: ChannelRecord) {
   return closing;
 }
 
-function peerOf(values: Record<string, unknown>, channel: ChannelRecord | undefined): { host: string; port: number } {
-  const peer = (values.peer as string | undefined) ?? channel?.peer;
-  if (!peer) throw new UsageError("--peer HOST:PORT is required: where the provider node listens.");
-  return asUsage(() => parsePeer(peer, values["allow-remote"] === true));
-}
-
 /**
  * The provider's endpoints for `ioi stream` / `ioi call` (decision 0036): `--peer a:1,b:2` or `--peer` repeated, else
  * the channel's stored peer. Each is checked like one --peer; an empty entry or one given twice is a careless list.
@@ -345,6 +347,24 @@ async function fleetPayer(values: Record<string, unknown>, peers: string[], para
     dial: (e) => parsePeer(e, allowRemote),
     onResume: (endpoint, cause) => process.stderr.write(`The connection failed (${(cause as Error).message?.split("\n")[0] ?? String(cause)}); resumed on ${endpoint} from the store.\n`),
   });
+}
+
+/**
+ * `ioi open --peer A,B` (decision 0036): the signed terms offer of the first endpoint that answers. An endpoint that
+ * cannot be reached (or fails its handshake) is passed over with a line on stderr; the last failure is thrown.
+ */
+async function firstOffer<T>(peers: string[], allowRemote: boolean, fetch: (host: string, port: number) => Promise<T>): Promise<{ peer: string; offer: T }> {
+  let last: unknown;
+  for (const [k, peer] of peers.entries()) {
+    const { host, port } = asUsage(() => parsePeer(peer, allowRemote));
+    try {
+      return { peer, offer: await fetch(host, port) };
+    } catch (error) {
+      last = error;
+      if (k < peers.length - 1) process.stderr.write(`${peer} did not offer terms (${(error as Error).message?.split("\n")[0] ?? String(error)}); trying ${peers[k + 1]}.\n`);
+    }
+  }
+  throw last;
 }
 
 /** A one-line progress bar on stderr (only when it is a terminal or IOI_PROGRESS=1). */
@@ -691,10 +711,10 @@ async function runOpen(values: Record<string, unknown>, out: Out): Promise<void>
   // fund only a channel on them; without it, say what could not be checked.
   let pricing: PricingTerms;
   let termsChecked = false;
-  if (values.peer !== undefined) {
-    const peer = values.peer as string;
-    const { host, port } = asUsage(() => parsePeer(peer, values["allow-remote"] === true));
-    const offer = await (await nodeModules.payerClient()).fetchTermsOffer({ account, domain, provider: getAddress(provider), host, port });
+  const peers = values.peer === undefined ? undefined : peersOf(values, undefined);
+  if (peers !== undefined) {
+    // A fleet (decision 0036): the offer of the first endpoint that answers; each is signed by the provider's key.
+    const { peer, offer } = await firstOffer(peers, values["allow-remote"] === true, (host, port) => nodeModules.payerClient().then((m) => m.fetchTermsOffer({ account, domain, provider: getAddress(provider), host, port })));
     if (values.price !== undefined) {
       const wanted = weiAmount(values, "price", "wei per invocation");
       if (offer.pricing.version !== "1") {
@@ -744,7 +764,7 @@ async function runOpen(values: Record<string, unknown>, out: Out): Promise<void>
       },
     });
     if (!sponsored) {
-      await store.putChannel({ sessionId: opened.sessionId, role: "payer", ref: opened.ref, pricing, escrow, chainId, deposit: opened.deposit, status: "open", ...(values.peer ? { peer: values.peer as string } : {}) });
+      await store.putChannel({ sessionId: opened.sessionId, role: "payer", ref: opened.ref, pricing, escrow, chainId, deposit: opened.deposit, status: "open", ...(peers ? { peer: peers.join(",") } : {}) });
     }
     out.lines.push(`Opened session ${opened.sessionId} with ${formatAmountWithBase(opened.deposit)} ${pricing.version === "1" ? ` at ${formatAmountWithBase(pricing.pricePerInvocation)} per invocation` : ` on terms ${termsHashOf(pricing)} (${describePricing(pricing)})`} (gas ${opened.gasUsed}).`);
     const ref = channelRefToJson(opened.ref);
@@ -1126,14 +1146,38 @@ async function runClose(values: Record<string, unknown>, out: Out): Promise<void
       }
       return;
     }
-    const { host, port } = peerOf(values, channel);
+    const peers = peersOf(values, channel);
+    const allowRemote = values["allow-remote"] === true;
     const logger = loggerFrom(values, "payer");
     const payerWallet = await isContractAccount({ publicClient, address: channel.ref.terms.payer });
     // A wallet payer's key connects as the wallet's session key (decision 0035); its summary is the wallet's signature.
     const walletKey = payerWallet ? await walletSessionKey({ account, domain, publicClient, wallet: channel.ref.terms.payer, sessionId: channel.sessionId, store }) : undefined;
-    const client = await (await nodeModules.payerClient()).PayerClient.connect({ account, domain, store, channel, host, port, logger, ...(walletKey ? { sessionKey: walletKey } : {}) });
-    const { summary, payerSignature, providerSignature } = await client.cooperativeClose();
-    await client.close();
+    const { PayerClient: Client } = await nodeModules.payerClient();
+    const { isFinal } = await nodeModules.fleet();
+    // Several endpoints of one provider fleet (decision 0036): tried in order. The proposal is signed once; a
+    // process that failed may have co-signed it already, so the next one is sent the very same proposal (never a
+    // new one) and answers with the co-signature the shared store holds, or co-signs it now.
+    let proposal: { summary: SettlementSummary; signature: Hex } | undefined;
+    let cosigned: Awaited<ReturnType<PayerClient["cooperativeClose"]>> | undefined;
+    let last: unknown;
+    for (const [k, peer] of peers.entries()) {
+      const { host, port } = asUsage(() => parsePeer(peer, allowRemote));
+      let client: PayerClient | undefined;
+      try {
+        client = await Client.connect({ account, domain, store, channel: store.getChannel(channel.sessionId) ?? channel, host, port, logger, ...(walletKey ? { sessionKey: walletKey } : {}) });
+        proposal ??= await client.session.proposeCooperativeClose();
+        cosigned = await client.cooperativeClose(proposal);
+        await client.close();
+        break;
+      } catch (error) {
+        await client?.close().catch(() => undefined);
+        if (isFinal(error) || k === peers.length - 1) throw error;
+        last = error;
+        process.stderr.write(`${peer} failed (${(error as Error).message?.split("\n")[0] ?? String(error)}); ${proposal ? "sending the same close proposal to" : "trying"} ${peers[k + 1]}.\n`);
+      }
+    }
+    if (!cosigned) throw last;
+    const { summary, payerSignature, providerSignature } = cosigned;
     const settled = await closeCooperative({ wallet: wallet!, publicClient, escrow, ref: channel.ref, summary, payerSignature, providerSignature, payerWallet });
     await store.updateChannel(channel.sessionId, { status: "settled" });
     logger.info({ event: "channel.settled", sessionId: channel.sessionId, finalSeq: summary.finalSeq.toString(), paidToProvider: settled.paidToProvider.toString(), refundedToFunder: settled.refundedToFunder.toString(), txHash: settled.hash }, "settled cooperatively on-chain");

@@ -171,7 +171,7 @@ export type FleetPayerOptions = {
  * Moving to another process of the same provider would not change them. Anything else (a connection refused,
  * reset or closed, a process gone) is met by resuming on the next endpoint.
  */
-function isFinal(error: unknown): boolean {
+export function isFinal(error: unknown): boolean {
   return error instanceof ProviderRejectedError || error instanceof ReceiptMismatchError || error instanceof InvalidSignatureError || error instanceof BindingMismatchError;
 }
 
