@@ -361,7 +361,7 @@ async function firstOffer<T>(peers: string[], allowRemote: boolean, fetch: (host
       return { peer, offer: await fetch(host, port) };
     } catch (error) {
       last = error;
-      if (k < peers.length - 1) process.stderr.write(`${peer} did not offer terms (${(error as Error).message?.split("\n")[0] ?? String(error)}); trying ${peers[k + 1]}.\n`);
+      if (k < peers.length - 1) console.error(`${peer} did not offer terms (${(error as Error).message?.split("\n")[0] ?? String(error)}); trying ${peers[k + 1]}.`);
     }
   }
   throw last;
@@ -1118,7 +1118,7 @@ async function runClose(values: Record<string, unknown>, out: Out): Promise<void
   // Inputs first (issue 28 item 9): the session id and the store, before the chain is reached for.
   const sessionId = sessionOf(values);
   assertStoreExists(values, "payer");
-  const { publicClient, wallet, escrow, domain, chainId } = await chainClients(values, account);
+  const { publicClient, wallet, escrow, domain, chainId, fromBlock } = await chainClients(values, account);
   const store = openExistingStore(values, "payer");
   try {
     const channel = storedChannelOn(store, sessionId, chainId, escrow);
@@ -1173,12 +1173,19 @@ async function runClose(values: Record<string, unknown>, out: Out): Promise<void
         await client?.close().catch(() => undefined);
         if (isFinal(error) || k === peers.length - 1) throw error;
         last = error;
-        process.stderr.write(`${peer} failed (${(error as Error).message?.split("\n")[0] ?? String(error)}); ${proposal ? "sending the same close proposal to" : "trying"} ${peers[k + 1]}.\n`);
+        console.error(`${peer} failed (${(error as Error).message?.split("\n")[0] ?? String(error)}); ${proposal ? "sending the same close proposal to" : "trying"} ${peers[k + 1]}.`);
       }
     }
     if (!cosigned) throw last;
     const { summary, payerSignature, providerSignature } = cosigned;
-    const settled = await closeCooperative({ wallet: wallet!, publicClient, escrow, ref: channel.ref, summary, payerSignature, providerSignature, payerWallet });
+    const settled = await closeCooperative({ wallet: wallet!, publicClient, escrow, ref: channel.ref, summary, payerSignature, providerSignature, payerWallet }).catch(async (error: unknown) => {
+      // The provider holds the co-signed close too and may have sent it first (its watchtower submits the co-signed
+      // closes it stores): the chain settled this very close once; that is the outcome, not a failure.
+      const [event] = await publicClient.getContractEvents({ address: escrow, abi: gasEscrowAbi, eventName: "ChannelSettled", args: { sessionId: channel.sessionId }, fromBlock, strict: true }).catch(() => []);
+      if (!event || event.args.mode !== 0 || event.args.finalSeq !== summary.finalSeq || event.args.receiptRoot !== summary.finalReceiptRoot) throw error;
+      out.lines.push(`The provider already submitted this co-signed close (block ${event.blockNumber}); it settled once.`);
+      return { hash: event.transactionHash, blockNumber: event.blockNumber, paidToProvider: event.args.paidToProvider, refundedToFunder: event.args.refundedToFunder, fee: event.args.fee, receiptRoot: event.args.receiptRoot, gasUsed: 0n };
+    });
     await store.updateChannel(channel.sessionId, { status: "settled" });
     logger.info({ event: "channel.settled", sessionId: channel.sessionId, finalSeq: summary.finalSeq.toString(), paidToProvider: settled.paidToProvider.toString(), refundedToFunder: settled.refundedToFunder.toString(), txHash: settled.hash }, "settled cooperatively on-chain");
     out.lines.push(`Settled cooperatively: ${formatAmountWithBase(settled.paidToProvider)} to the provider, ${formatAmountWithBase(settled.refundedToFunder)} refunded (gas ${settled.gasUsed}).`);
