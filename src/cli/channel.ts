@@ -634,7 +634,6 @@ async function runProviderFleet(
   const endpoints = advertisedEndpoints(c.host, node.port, values.advertise as string[] | undefined);
   if (endpoints.length === 0) {
     const line = `listening on ${c.host}, which no payer can dial: this process publishes no endpoint, so payers reach it only when given its address (--peer); add --advertise HOST:PORT to publish where it is reached`;
-    c.log(line);
     logger.warn({ event: "fleet.no_endpoint", host: c.host }, line);
   }
   member = new FleetMember({

@@ -4,6 +4,10 @@
  * uses. The readers open it read-only and take no fencing epoch; prune archives a settled channel past every
  * dispute window and deletes it from the database, keeps an open one, and its archive passes the independent
  * checker. Nothing any of them does moves anyone's money.
+ *
+ * And `ioi provider --advertise` (same issue): a fleet process listening on 0.0.0.0 publishes no endpoint and says
+ * so once, naming the flag; with `--advertise` it publishes exactly that address (and its signed offer lists it);
+ * a careless value is one sentence and exit 2.
  */
 import { loadFixture, time } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
 import { expect } from "chai";
@@ -23,8 +27,12 @@ import { PgStore } from "../../src/store/pg-store";
 import type { ChannelRecord } from "../../src/store/store";
 import { serveEmbeddedNetwork, type EmbeddedRpc } from "../../scripts/embedded-rpc";
 import { closeCooperative, ether, expectDeltas, fullBook, mined, openSession, PAYER_KEY, PROVIDER_KEY, signSummary, snapshot } from "../adversarial/helpers";
+import { type ChildProcess } from "node:child_process";
+import { fetchTermsOffer } from "../../src/node/payer-client";
 import { runCli } from "../helpers/cli";
-import { sharedPostgres } from "../helpers/postgres";
+import { escrowFixture } from "../helpers/fixtures";
+import { freePort, sharedPostgres } from "../helpers/postgres";
+import { startProviderChild } from "../helpers/provider-child";
 import { DISPUTE_PARAMS, systemFixture, type System } from "../helpers/system";
 
 const CHECKER = path.join(__dirname, "..", "..", "scripts", "check-export.mjs");
@@ -137,6 +145,51 @@ describe("ioi channels / export / store prune on a provider fleet's PostgreSQL (
       await after.close();
     }
     await expectDeltas(s, snap, {});
+  });
+
+  it("ioi provider on 0.0.0.0 publishes no endpoint without --advertise and says so; with it, exactly the advertised address", async function () {
+    const fx = await loadFixture(escrowFixture);
+    const children = new Set<ChildProcess>();
+    const KEY = "0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6" as const;
+    const start = (extraArgs: string[]) => startProviderChild({ rpcUrl: rpc!.url, escrow: fx.escrow.address, db: url, price: 1000n, key: KEY, children, startDeadlineMs: 60_000, extraArgs });
+    try {
+      const silent = await start(["--host", "0.0.0.0", "--allow-public"]);
+      const port = await freePort();
+      const advertised = await start(["--host", "0.0.0.0", "--allow-public", "--port", String(port), "--advertise", `127.0.0.1:${port}`]);
+      expect(advertised.port).to.equal(port);
+      const warnings = silent.stderr().split("\n").filter((line) => line.includes("publishes no endpoint"));
+      expect(warnings).to.have.length(1);
+      expect(warnings[0]).to.include("listening on 0.0.0.0").and.to.include("--advertise HOST:PORT");
+      expect(advertised.stderr()).to.not.include("publishes no endpoint");
+      const view = await PgStore.open(url, { mode: "all", poolSize: 1, readOnly: true });
+      try {
+        const rows = await view.query<{ endpoint: string }>("SELECT endpoint FROM endpoints");
+        expect(rows.map((r) => r.endpoint)).to.deep.equal([`127.0.0.1:${port}`]);
+      } finally {
+        await view.close();
+      }
+      const offer = await fetchTermsOffer({ account: fx.payer, domain: fx.domain, provider: fx.provider.address, port: silent.port });
+      expect(offer.endpoints).to.deep.equal([`127.0.0.1:${port}`]);
+    } finally {
+      for (const child of children) child.kill("SIGKILL");
+      await Promise.all([...children].map((child) => new Promise((r) => child.once("exit", r))));
+    }
+  });
+
+  it("refuses a careless --advertise in one sentence with exit 2, before the chain is reached", async () => {
+    const env = { IOI_PRIVATE_KEY: "0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6" };
+    const base = ["provider", "--price", "1", "--rpc", "http://127.0.0.1:1"];
+    for (const [args, says] of [
+      [["--db", url, "--host", "0.0.0.0", "--allow-public", "--advertise", "0.0.0.0:7000"], "--advertise 0.0.0.0:7000 is a wildcard address no payer can dial"],
+      [["--db", url, "--advertise", "nope"], "--advertise must be HOST:PORT"],
+      [["--db", url, "--advertise", "127.0.0.1:7000,,127.0.0.1:7001"], "--advertise has an empty entry"],
+      [["--db", path.join(dir, "p.db"), "--advertise", "127.0.0.1:7000"], "--advertise goes with --db postgres://"],
+    ] as const) {
+      const result = await runCli([...base, ...args], env);
+      expect(result.code, `${args.join(" ")}: ${result.err}`).to.equal(2);
+      expect(result.err).to.include(says);
+      expect(result.err).to.not.match(/\n\s+at /);
+    }
   });
 
   it("says in one sentence when the PostgreSQL store cannot be reached", async () => {
