@@ -587,7 +587,8 @@ async function runProviderFleet(
     throw error;
   });
   // A channel another process took over leaves this one at once (notified by the database), not at its next write.
-  await store.watch({ onTakenOver: (sessionId) => node.release(sessionId) });
+  // Without the notice (LISTEN refused), a channel taken over still leaves at its next write, which is fenced.
+  await store.watch({ onTakenOver: (sessionId) => node.release(sessionId) }).catch((error: unknown) => logger.warn({ event: "fleet.listen_failed" }, `no change notices from the database: ${(error as Error).message.split("\n")[0]}`));
   // The chain duties, while this process leads: a store of every channel, refreshed before each round and
   // fenced by the leader epoch, and the watchtower run round by round (never two leaders' writes at once).
   let duties: { stop: () => Promise<void> } | undefined;
@@ -595,7 +596,8 @@ async function runProviderFleet(
     const dutyStore = await PgStore.open(url, { mode: "duties", owner: `${store.owner}:duties`, poolSize: 2 });
     dutyStore.lead({ name: (await nodeModules.fleet()).DUTIES, epoch });
     // Each round reads only the channels the database notified as changed (and all of them every 30 s).
-    await dutyStore.watch();
+    // Without it (LISTEN refused), each round reads every channel again, as before.
+    await dutyStore.watch().catch((error: unknown) => logger.warn({ event: "fleet.listen_failed" }, `no change notices from the database: ${(error as Error).message.split("\n")[0]}`));
     const tower = new (await nodeModules.watchtower()).Watchtower({
       logger: logger.child({ component: "watchtower" }),
       publicClient: c.publicClient,
@@ -1292,7 +1294,7 @@ async function runWatchtower(values: Record<string, unknown>, out: Out): Promise
   // before each round (only the channels the database notified), no fencing epoch. Alert state beside a file only.
   const postgres = isPostgresStore(values);
   const store = postgres ? await openAnyStore(values, "provider", { write: true }) : openStore(values, "provider");
-  if (postgres) await (store as import("../store/pg-store").PgStore).watch();
+  if (postgres) await (store as import("../store/pg-store").PgStore).watch().catch(() => undefined); // else: full reads each round
   const alertState = postgres ? undefined : alertStateFor(storePath(values, "provider"));
   const logger = loggerFrom(values, "watchtower");
   const metrics = await startMetrics(values);
