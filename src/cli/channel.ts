@@ -24,6 +24,7 @@ import {
   type LocalAccount,
   type PublicClient,
 } from "viem";
+import type { SettlementSummary } from "../core/summary";
 
 import { BaseError } from "../core/errors";
 import { gasEscrowDomain, signingAccount, type GasEscrowDomain } from "../core/eip712";
@@ -62,7 +63,7 @@ import type { InvocationOutcome, PayerClient, PayerClientParameters } from "../n
 import { PayerSession } from "../node/payer-session";
 import { grantForTicket } from "../node/key-tickets";
 import { echoHandler } from "../node/echo-worker";
-import { EndpointError, listenHost, parsePeer } from "../node/endpoints";
+import { advertisedEndpoints, EndpointError, listenHost, parsePeer } from "../node/endpoints";
 import type { McpWorker } from "../node/mcp-worker";
 import type { McpHandler } from "../node/provider-node";
 import { readRequestFile, RequestFileReader, requestFrom, RequestFileError } from "../node/requests";
@@ -84,7 +85,9 @@ import {
   loadAccount,
   need,
   assertStoreExists,
+  openAnyStore,
   openExistingStore,
+  isPostgresStore,
   openStore,
   sessionOf,
   storedChannelOn,
@@ -132,6 +135,9 @@ export const COMMANDS: Record<string, Command> = {
       "  --db postgres://…     serve from PostgreSQL as one of several processes of this provider (decision 0036):",
       "                        each channel is served by the process its payer binds, under a fencing epoch; one",
       "                        elected process runs the watchtower and the finalise/claim duties",
+      "  --advertise HOST:PORT the address(es) payers dial this process at, published for the fleet and listed in",
+      "                        the signed offer (repeatable or A,B); needed when --host is 0.0.0.0 or ::, which is",
+      "                        never published (without --advertise such a process publishes no endpoint)",
       "  --worker CMD [ARGS…]  run this MCP server over stdio and sell its calls (must come last: everything",
       "                        after it is the worker's command line); without it, the demo's echo worker",
       "  --worker-timeout MS   longest a worker call may take (default 30000); a call that fails is not charged",
@@ -155,6 +161,7 @@ export const COMMANDS: Record<string, Command> = {
       "from-block": { type: "string" },
       host: { type: "string" },
       "allow-public": { type: "boolean" },
+      advertise: { type: "string", multiple: true },
       "worker-timeout": { type: "string" },
       "worker-env": { type: "string", multiple: true },
       "suite-dir": { type: "string" },
@@ -169,13 +176,15 @@ export const COMMANDS: Record<string, Command> = {
   },
   open: {
     summary: "open and fund an ETH channel to a provider; the acting key is the funder and, unless --payer names another, the payer",
-    usage: "ioi open --provider ADDR --deposit WEI [--peer HOST:PORT] [--price WEI | --terms-file FILE] [--challenge SECONDS] [--payer ADDR [--ref-out FILE] | --payer-wallet W]",
+    usage: "ioi open --provider ADDR --deposit WEI [--peer HOST:PORT[,HOST:PORT…]] [--price WEI | --terms-file FILE] [--challenge SECONDS] [--payer ADDR [--ref-out FILE] | --payer-wallet W]",
     notes: [
       "  --payer ADDR     a sponsored channel: ADDR signs the tickets (it needs no funds); the acting key funds it and",
       "                   receives every refund; the channel is not stored as the acting key's to stream on",
       "  --payer-wallet W the payer is contract wallet W (ERC-1271) and the acting key signs for it (an owner-key wallet",
       "                   accepts its owner's signature of a digest); the key funds the channel and streams on it",
       "                   (ioi stream --payer-wallet W); decision 0035",
+      "  --peer A,B       several endpoints of one provider fleet (or --peer repeated): the terms are asked of the first",
+      "                   that answers; the list is stored for ioi stream, call and close (decision 0036)",
     ],
     options: {
       payer: { type: "string" },
@@ -186,7 +195,7 @@ export const COMMANDS: Record<string, Command> = {
       "terms-file": { type: "string" },
       deposit: { type: "string" },
       challenge: { type: "string" },
-      peer: { type: "string" },
+      peer: { type: "string", multiple: true },
       "allow-remote": { type: "boolean" },
       policy: { type: "string" },
     },
@@ -229,8 +238,13 @@ export const COMMANDS: Record<string, Command> = {
   },
   close: {
     summary: "close a channel: cooperatively with the provider over the socket, or --unilateral",
-    usage: "ioi close --session ID [--unilateral] [--peer HOST:PORT [--allow-remote]]",
-    options: { session: { type: "string" }, unilateral: { type: "boolean" }, peer: { type: "string" }, "allow-remote": { type: "boolean" }, ...LOG_OPTIONS },
+    usage: "ioi close --session ID [--unilateral] [--peer HOST:PORT[,HOST:PORT…] [--allow-remote]]",
+    notes: [
+      "  --peer A,B  several endpoints of one provider fleet (or --peer repeated): tried in order; a connection that fails",
+      "              moves to the next, which is sent the very same signed close proposal (never a new one), so a close",
+      "              the failed process may have co-signed is answered with that co-signature (decision 0036)",
+    ],
+    options: { session: { type: "string" }, unilateral: { type: "boolean" }, peer: { type: "string", multiple: true }, "allow-remote": { type: "boolean" }, ...LOG_OPTIONS },
     run: runClose,
   },
   anchor: {
@@ -280,7 +294,7 @@ export const COMMANDS: Record<string, Command> = {
   },
   export: {
     summary: "print a session's tickets and receipts as JSON lines, with the on-chain root",
-    usage: "ioi export --session ID",
+    usage: "ioi export --session ID [--db PATH | --db postgres://…]",
     options: { session: { type: "string" } },
     run: runExport,
   },
@@ -303,12 +317,6 @@ function closingOf(store: ChannelStore, channel: ChannelRecord) {
   const closing = store.getClosing(channel.sessionId);
   if (!closing) throw new UsageError("The store has seen no close of this channel; run `ioi watchtower --once` to catch up first.");
   return closing;
-}
-
-function peerOf(values: Record<string, unknown>, channel: ChannelRecord | undefined): { host: string; port: number } {
-  const peer = (values.peer as string | undefined) ?? channel?.peer;
-  if (!peer) throw new UsageError("--peer HOST:PORT is required: where the provider node listens.");
-  return asUsage(() => parsePeer(peer, values["allow-remote"] === true));
 }
 
 /**
@@ -339,6 +347,24 @@ async function fleetPayer(values: Record<string, unknown>, peers: string[], para
     dial: (e) => parsePeer(e, allowRemote),
     onResume: (endpoint, cause) => process.stderr.write(`The connection failed (${(cause as Error).message?.split("\n")[0] ?? String(cause)}); resumed on ${endpoint} from the store.\n`),
   });
+}
+
+/**
+ * `ioi open --peer A,B` (decision 0036): the signed terms offer of the first endpoint that answers. An endpoint that
+ * cannot be reached (or fails its handshake) is passed over with a line on stderr; the last failure is thrown.
+ */
+async function firstOffer<T>(peers: string[], allowRemote: boolean, fetch: (host: string, port: number) => Promise<T>): Promise<{ peer: string; offer: T }> {
+  let last: unknown;
+  for (const [k, peer] of peers.entries()) {
+    const { host, port } = asUsage(() => parsePeer(peer, allowRemote));
+    try {
+      return { peer, offer: await fetch(host, port) };
+    } catch (error) {
+      last = error;
+      if (k < peers.length - 1) console.error(`${peer} did not offer terms (${(error as Error).message?.split("\n")[0] ?? String(error)}); trying ${peers[k + 1]}.`);
+    }
+  }
+  throw last;
 }
 
 /** A one-line progress bar on stderr (only when it is a terminal or IOI_PROGRESS=1). */
@@ -386,6 +412,10 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
   const host = asUsage(() => listenHost(values.host as string | undefined, values["allow-public"] === true));
   const port = Number(uint(values, "port", "TCP port to listen on (0 = any free port)", 0n));
   if (port > 65535) throw new UsageError(`--port must be at most 65535; received ${port}.`);
+  if (values.advertise !== undefined) {
+    if (!isPostgresUrl(values.db)) throw new UsageError("--advertise goes with --db postgres://…: it is where the other processes of a provider fleet and its payers reach this one.");
+    asUsage(() => advertisedEndpoints(host, port, values.advertise as string[]));
+  }
   const workerTimeout = Number(uint(values, "worker-timeout", "milliseconds a worker call may take", 30_000n));
   if (workerTimeout === 0 || workerTimeout > 3_600_000) throw new UsageError("--worker-timeout must be between 1 and 3600000 milliseconds.");
   // `--worker CMD [ARGS…]` arrives as the worker's argv (main splits it off before parsing).
@@ -556,12 +586,18 @@ async function runProviderFleet(
     await store.close();
     throw error;
   });
+  // A channel another process took over leaves this one at once (notified by the database), not at its next write.
+  // Without the notice (LISTEN refused), a channel taken over still leaves at its next write, which is fenced.
+  await store.watch({ onTakenOver: (sessionId) => node.release(sessionId) }).catch((error: unknown) => logger.warn({ event: "fleet.listen_failed" }, `no change notices from the database: ${(error as Error).message.split("\n")[0]}`));
   // The chain duties, while this process leads: a store of every channel, refreshed before each round and
   // fenced by the leader epoch, and the watchtower run round by round (never two leaders' writes at once).
   let duties: { stop: () => Promise<void> } | undefined;
   const startDuties = async (epoch: bigint) => {
     const dutyStore = await PgStore.open(url, { mode: "duties", owner: `${store.owner}:duties`, poolSize: 2 });
     dutyStore.lead({ name: (await nodeModules.fleet()).DUTIES, epoch });
+    // Each round reads only the channels the database notified as changed (and all of them every 30 s).
+    // Without it (LISTEN refused), each round reads every channel again, as before.
+    await dutyStore.watch().catch((error: unknown) => logger.warn({ event: "fleet.listen_failed" }, `no change notices from the database: ${(error as Error).message.split("\n")[0]}`));
     const tower = new (await nodeModules.watchtower()).Watchtower({
       logger: logger.child({ component: "watchtower" }),
       publicClient: c.publicClient,
@@ -596,10 +632,15 @@ async function runProviderFleet(
       },
     };
   };
-  const endpoint = `${c.host}:${node.port}`;
+  // Never publish 0.0.0.0 or :: (no payer can dial it): --advertise says where payers reach this process.
+  const endpoints = advertisedEndpoints(c.host, node.port, values.advertise as string[] | undefined);
+  if (endpoints.length === 0) {
+    const line = `listening on ${c.host}, which no payer can dial: this process publishes no endpoint, so payers reach it only when given its address (--peer); add --advertise HOST:PORT to publish where it is reached`;
+    logger.warn({ event: "fleet.no_endpoint", host: c.host }, line);
+  }
   member = new FleetMember({
     store,
-    endpoint,
+    endpoints,
     onLead: (epoch) => startDuties(epoch),
     onFollow: async () => {
       const d = duties;
@@ -609,7 +650,7 @@ async function runProviderFleet(
     onError: (error) => logger.warn({ event: "fleet.error", error: (error as Error).name }, `fleet heartbeat failed: ${(error as Error).message.split("\n")[0]}`),
   });
   await member.start();
-  console.log(JSON.stringify({ event: "provider.ready", host: c.host, port: node.port, provider: c.account.address, escrow: c.escrow, termsHash: termsHashOf(c.pricing), worker: worker ? { tools: worker.info?.tools.map((t) => t.name) ?? [], env: Object.keys(c.workerEnv).sort() } : "echo", crypto: secp256k1Backend().implementation, store: "postgres", owner: store.owner, endpoints: await member.endpoints(), ...(metrics ? { metrics: `http://${metrics.address}/metrics` } : {}) }));
+  console.log(JSON.stringify({ event: "provider.ready", host: c.host, port: node.port, provider: c.account.address, escrow: c.escrow, termsHash: termsHashOf(c.pricing), worker: worker ? { tools: worker.info?.tools.map((t) => t.name) ?? [], env: Object.keys(c.workerEnv).sort() } : "echo", crypto: secp256k1Backend().implementation, store: "postgres", owner: store.owner, advertised: endpoints, endpoints: await member.endpoints(), ...(metrics ? { metrics: `http://${metrics.address}/metrics` } : {}) }));
   logger.info({ event: "provider.ready", host: c.host, port: node.port, provider: c.account.address, escrow: c.escrow, owner: store.owner }, "provider node listening (fleet)");
   await new Promise<void>((resolve) => {
     process.once("SIGINT", resolve);
@@ -671,10 +712,10 @@ async function runOpen(values: Record<string, unknown>, out: Out): Promise<void>
   // fund only a channel on them; without it, say what could not be checked.
   let pricing: PricingTerms;
   let termsChecked = false;
-  if (values.peer !== undefined) {
-    const peer = values.peer as string;
-    const { host, port } = asUsage(() => parsePeer(peer, values["allow-remote"] === true));
-    const offer = await (await nodeModules.payerClient()).fetchTermsOffer({ account, domain, provider: getAddress(provider), host, port });
+  const peers = values.peer === undefined ? undefined : peersOf(values, undefined);
+  if (peers !== undefined) {
+    // A fleet (decision 0036): the offer of the first endpoint that answers; each is signed by the provider's key.
+    const { peer, offer } = await firstOffer(peers, values["allow-remote"] === true, (host, port) => nodeModules.payerClient().then((m) => m.fetchTermsOffer({ account, domain, provider: getAddress(provider), host, port })));
     if (values.price !== undefined) {
       const wanted = weiAmount(values, "price", "wei per invocation");
       if (offer.pricing.version !== "1") {
@@ -724,7 +765,7 @@ async function runOpen(values: Record<string, unknown>, out: Out): Promise<void>
       },
     });
     if (!sponsored) {
-      await store.putChannel({ sessionId: opened.sessionId, role: "payer", ref: opened.ref, pricing, escrow, chainId, deposit: opened.deposit, status: "open", ...(values.peer ? { peer: values.peer as string } : {}) });
+      await store.putChannel({ sessionId: opened.sessionId, role: "payer", ref: opened.ref, pricing, escrow, chainId, deposit: opened.deposit, status: "open", ...(peers ? { peer: peers.join(",") } : {}) });
     }
     out.lines.push(`Opened session ${opened.sessionId} with ${formatAmountWithBase(opened.deposit)} ${pricing.version === "1" ? ` at ${formatAmountWithBase(pricing.pricePerInvocation)} per invocation` : ` on terms ${termsHashOf(pricing)} (${describePricing(pricing)})`} (gas ${opened.gasUsed}).`);
     const ref = channelRefToJson(opened.ref);
@@ -1078,7 +1119,7 @@ async function runClose(values: Record<string, unknown>, out: Out): Promise<void
   // Inputs first (issue 28 item 9): the session id and the store, before the chain is reached for.
   const sessionId = sessionOf(values);
   assertStoreExists(values, "payer");
-  const { publicClient, wallet, escrow, domain, chainId } = await chainClients(values, account);
+  const { publicClient, wallet, escrow, domain, chainId, fromBlock } = await chainClients(values, account);
   const store = openExistingStore(values, "payer");
   try {
     const channel = storedChannelOn(store, sessionId, chainId, escrow);
@@ -1106,15 +1147,46 @@ async function runClose(values: Record<string, unknown>, out: Out): Promise<void
       }
       return;
     }
-    const { host, port } = peerOf(values, channel);
+    const peers = peersOf(values, channel);
+    const allowRemote = values["allow-remote"] === true;
     const logger = loggerFrom(values, "payer");
     const payerWallet = await isContractAccount({ publicClient, address: channel.ref.terms.payer });
     // A wallet payer's key connects as the wallet's session key (decision 0035); its summary is the wallet's signature.
     const walletKey = payerWallet ? await walletSessionKey({ account, domain, publicClient, wallet: channel.ref.terms.payer, sessionId: channel.sessionId, store }) : undefined;
-    const client = await (await nodeModules.payerClient()).PayerClient.connect({ account, domain, store, channel, host, port, logger, ...(walletKey ? { sessionKey: walletKey } : {}) });
-    const { summary, payerSignature, providerSignature } = await client.cooperativeClose();
-    await client.close();
-    const settled = await closeCooperative({ wallet: wallet!, publicClient, escrow, ref: channel.ref, summary, payerSignature, providerSignature, payerWallet });
+    const { PayerClient: Client } = await nodeModules.payerClient();
+    const { isFinal } = await nodeModules.fleet();
+    // Several endpoints of one provider fleet (decision 0036): tried in order. The proposal is signed once; a
+    // process that failed may have co-signed it already, so the next one is sent the very same proposal (never a
+    // new one) and answers with the co-signature the shared store holds, or co-signs it now.
+    let proposal: { summary: SettlementSummary; signature: Hex } | undefined;
+    let cosigned: Awaited<ReturnType<PayerClient["cooperativeClose"]>> | undefined;
+    let last: unknown;
+    for (const [k, peer] of peers.entries()) {
+      const { host, port } = asUsage(() => parsePeer(peer, allowRemote));
+      let client: PayerClient | undefined;
+      try {
+        client = await Client.connect({ account, domain, store, channel: store.getChannel(channel.sessionId) ?? channel, host, port, logger, ...(walletKey ? { sessionKey: walletKey } : {}) });
+        proposal ??= await client.session.proposeCooperativeClose();
+        cosigned = await client.cooperativeClose(proposal);
+        await client.close();
+        break;
+      } catch (error) {
+        await client?.close().catch(() => undefined);
+        if (isFinal(error) || k === peers.length - 1) throw error;
+        last = error;
+        console.error(`${peer} failed (${(error as Error).message?.split("\n")[0] ?? String(error)}); ${proposal ? "sending the same close proposal to" : "trying"} ${peers[k + 1]}.`);
+      }
+    }
+    if (!cosigned) throw last;
+    const { summary, payerSignature, providerSignature } = cosigned;
+    const settled = await closeCooperative({ wallet: wallet!, publicClient, escrow, ref: channel.ref, summary, payerSignature, providerSignature, payerWallet }).catch(async (error: unknown) => {
+      // The provider holds the co-signed close too and may have sent it first (its watchtower submits the co-signed
+      // closes it stores): the chain settled this very close once; that is the outcome, not a failure.
+      const [event] = await publicClient.getContractEvents({ address: escrow, abi: gasEscrowAbi, eventName: "ChannelSettled", args: { sessionId: channel.sessionId }, fromBlock, strict: true }).catch(() => []);
+      if (!event || event.args.mode !== 0 || event.args.finalSeq !== summary.finalSeq || event.args.receiptRoot !== summary.finalReceiptRoot) throw error;
+      out.lines.push(`The provider already submitted this co-signed close (block ${event.blockNumber}); it settled once.`);
+      return { hash: event.transactionHash, blockNumber: event.blockNumber, paidToProvider: event.args.paidToProvider, refundedToFunder: event.args.refundedToFunder, fee: event.args.fee, receiptRoot: event.args.receiptRoot, gasUsed: 0n };
+    });
     await store.updateChannel(channel.sessionId, { status: "settled" });
     logger.info({ event: "channel.settled", sessionId: channel.sessionId, finalSeq: summary.finalSeq.toString(), paidToProvider: settled.paidToProvider.toString(), refundedToFunder: settled.refundedToFunder.toString(), txHash: settled.hash }, "settled cooperatively on-chain");
     out.lines.push(`Settled cooperatively: ${formatAmountWithBase(settled.paidToProvider)} to the provider, ${formatAmountWithBase(settled.refundedToFunder)} refunded (gas ${settled.gasUsed}).`);
@@ -1218,8 +1290,12 @@ async function runWatchtower(values: Record<string, unknown>, out: Out): Promise
   const topUp = topUpPolicyFrom(values);
   const { publicClient, wallet, escrow, chainId, fromBlock } = await chainClients(values, account);
   const reading = readingOf(values, chainId);
-  const store = openStore(values, "provider");
-  const alertState = alertStateFor(storePath(values, "provider"));
+  // A provider fleet's PostgreSQL (decision 0036): every channel loaded, what other processes wrote read again
+  // before each round (only the channels the database notified), no fencing epoch. Alert state beside a file only.
+  const postgres = isPostgresStore(values);
+  const store = postgres ? await openAnyStore(values, "provider", { write: true }) : openStore(values, "provider");
+  if (postgres) await (store as import("../store/pg-store").PgStore).watch().catch(() => undefined); // else: full reads each round
+  const alertState = postgres ? undefined : alertStateFor(storePath(values, "provider"));
   const logger = loggerFrom(values, "watchtower");
   const metrics = await startMetrics(values);
   const tower = new (await nodeModules.watchtower()).Watchtower({
@@ -1233,6 +1309,7 @@ async function runWatchtower(values: Record<string, unknown>, out: Out): Promise
     ...reading,
     name: `watchtower:${account.address.toLowerCase()}`,
     finalize: true,
+    ...(postgres ? { beforeRound: () => (store as import("../store/pg-store").PgStore).refresh() } : {}),
     ...(alertSettings ? { alerts: await watchtowerAlerts(alertSettings, values, publicClient, logger.child({ component: "alerts" }), metrics?.metrics, alertState) } : {}),
     ...(alertState ? { alertState } : {}),
     ...(topUp ? { topUp } : {}),
@@ -1354,7 +1431,7 @@ async function runResults(values: Record<string, unknown>, out: Out): Promise<vo
 }
 
 async function runExport(values: Record<string, unknown>, out: Out): Promise<void> {
-  const store = openExistingStore(values, "provider");
+  const store = await openAnyStore(values, "provider");
   try {
     const sessionId = sessionOf(values);
     channelOf(store, sessionId);

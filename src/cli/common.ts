@@ -236,11 +236,35 @@ export function openStore(values: Record<string, unknown>, role: string): Channe
   }
 }
 
+/**
+ * The store of a command that reads every channel (issue 31 gaps, decision 0036): the SQLite file of `--db`, or a
+ * provider fleet's PostgreSQL (`--db postgres://…`) through the factory `ioi provider` uses, every channel loaded
+ * (mode "all") and read-only unless `write` — it takes no fencing epoch and no lead. An SQLite store must exist.
+ */
+export async function openAnyStore(values: Record<string, unknown>, role: string, options: { write?: boolean } = {}): Promise<ChannelStore> {
+  const db = values.db;
+  if (typeof db === "string" && /^postgres(ql)?:\/\//.test(db)) {
+    const { PgStore } = await import("../store/pg-store");
+    try {
+      return await PgStore.open(db, { mode: "all", poolSize: 2, readOnly: options.write !== true });
+    } catch (cause) {
+      if (cause instanceof BaseError) throw new UsageError(`Cannot use the PostgreSQL store: ${cause.shortMessage}${cause.details ? ` (${cause.details.split("\n")[0]})` : ""}`, { cause });
+      throw cause;
+    }
+  }
+  return openExistingStore(values, role);
+}
+
+/** `--db postgres://…`: a provider fleet's store (decision 0036). */
+export function isPostgresStore(values: Record<string, unknown>): boolean {
+  return typeof values.db === "string" && /^postgres(ql)?:\/\//.test(values.db);
+}
+
 /** The store file of `--db`, default .data/<role>.db. */
 export function storePath(values: Record<string, unknown>, role: string): string {
   const file = (values.db as string | undefined) ?? path.join(".data", `${role}.db`);
   if (/^postgres(ql)?:\/\//.test(file)) {
-    throw new UsageError(`--db ${file.replace(/:[^:@/]*@/, ":***@")} is a PostgreSQL URL; only \`ioi provider\` serves from PostgreSQL (decision 0036), other commands take an SQLite file.`);
+    throw new UsageError(`--db ${file.replace(/:[^:@/]*@/, ":***@")} is a PostgreSQL URL; only \`ioi provider\` serves from PostgreSQL and \`ioi channels\`, \`ioi export\`, \`ioi store prune\` and \`ioi watchtower\` read it (decision 0036); other commands take an SQLite file.`);
   }
   return file;
 }

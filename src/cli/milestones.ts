@@ -195,7 +195,8 @@ async function runStream(values: Values, out: Out): Promise<void> {
     const channel = channelOf(store, sessionId);
     if (channel.pricing.version !== "4") throw new UsageError(`Session ${sessionId} was opened on version ${channel.pricing.version} terms; milestone streaming needs version 4 (a stream block).`);
     if (bundleHash(suite) !== channel.pricing.stream.suite.hash) throw new UsageError(`--suite-dir hashes to ${bundleHash(suite)}; the channel's terms bind the suite ${channel.pricing.stream.suite.hash}.`);
-    const peer = (values.peer as string | undefined) ?? channel.peer;
+    // A stored fleet list (ioi open --peer A,B) starts with the endpoint the channel was opened on.
+    const peer = (values.peer as string | undefined) ?? channel.peer?.split(",")[0];
     if (!peer) throw new UsageError("--peer HOST:PORT is required: where the provider node listens.");
     let endpoint: { host: string; port: number };
     try {

@@ -44,7 +44,9 @@ import {
   hashOption,
   loadAccount,
   need,
+  openAnyStore,
   openExistingStore,
+  isPostgresStore,
   openStore,
   sessionOf,
   storedChannelOn,
@@ -448,13 +450,14 @@ async function runBalance(values: Values, out: Out): Promise<void> {
 }
 
 async function runChannels(values: Values, out: Out): Promise<void> {
-  const file = storePath(values, "payer");
-  if (!existsSync(file)) {
+  // A provider fleet's PostgreSQL (--db postgres://…) is read like a file, read-only (decision 0036).
+  const file = isPostgresStore(values) ? undefined : storePath(values, "payer");
+  if (file !== undefined && !existsSync(file)) {
     out.lines.push(`No store at ${file}: it holds no channels.`);
     out.result.channels = [];
     return;
   }
-  const store = openStore(values, "payer");
+  const store = await openAnyStore(values, "payer");
   try {
     const stored = store.listChannels();
     if (stored.length === 0) {
@@ -569,7 +572,7 @@ export const MONEY_COMMANDS: Record<string, Command> = {
   },
   channels: {
     summary: "list the store's channels with their on-chain phase and the time left in any window",
-    usage: "ioi channels [--db PATH]",
+    usage: "ioi channels [--db PATH | --db postgres://…]",
     examples: ["ioi channels --db .data/provider.db"],
     options: {},
     run: runChannels,

@@ -11,11 +11,11 @@ import { disputeManagerAbi } from "../abi/DisputeManager";
 import { pruneChannels } from "../node/prune";
 import { SqliteStore } from "../store/sqlite-store";
 import { deployedContract, readingOf, rpcClients } from "./chain";
-import { openExistingStore, UsageError, type Command, type CommandGroup } from "./common";
+import { openAnyStore, UsageError, type Command, type CommandGroup } from "./common";
 
 export const STORE_PRUNE_COMMAND: Command = {
   summary: "archive settled channels no dispute can reach any more (ioi export format), then delete them from the store",
-  usage: "ioi store prune --archive-dir DIR [--dry-run] [--dispute-manager ADDRESS] [--db PATH]",
+  usage: "ioi store prune --archive-dir DIR [--dry-run] [--dispute-manager ADDRESS] [--db PATH | --db postgres://…]",
   notes: [
     "  A channel is pruned only when the chain says so: the GasEscrow holds it as Settled, the newest block is past",
     "  its settlement plus the longest dispute window (the DisputeManager's settledDisputeWindow, scheduled rules",
@@ -30,7 +30,9 @@ export const STORE_PRUNE_COMMAND: Command = {
     const dir = values["archive-dir"];
     if (typeof dir !== "string" || dir === "") throw new UsageError("--archive-dir is required: the directory the archives of pruned channels are written to.");
     const dryRun = values["dry-run"] === true;
-    const store = openExistingStore(values, "provider");
+    // A provider fleet's PostgreSQL too (--db postgres://…, decision 0036): written without a fencing epoch —
+    // a prunable channel is settled and past every dispute window, so no process serves it any more.
+    const store = await openAnyStore(values, "provider", { write: true });
     try {
       const { publicClient, chainId } = await rpcClients(values);
       const { address: disputeManager } = await deployedContract(values, publicClient, "dispute-manager", "IOI_DISPUTE_MANAGER", "DisputeManager");

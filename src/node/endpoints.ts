@@ -49,3 +49,33 @@ export function listenHost(host: string | undefined, allowPublic: boolean): stri
   }
   return h === "localhost" ? "127.0.0.1" : h;
 }
+
+/** 0.0.0.0 or :: (any spelling): an address to listen on that no payer can dial. */
+export function isWildcard(host: string): boolean {
+  if (isIP(host) === 4) return host.split(".").every((part) => Number(part) === 0);
+  return isIP(host) === 6 && /^[0:]+$/.test(host);
+}
+
+/**
+ * What a process of a provider fleet publishes as its endpoints (decision 0036): the `--advertise` list (repeated
+ * or comma-separated HOST:PORT, each a dialable address, given once), else the address it listens on — or nothing
+ * when it listens on a wildcard address (0.0.0.0, ::), which no payer can dial. Never publishes a wildcard.
+ */
+export function advertisedEndpoints(listen: string, port: number, advertise: readonly string[] | string | undefined): string[] {
+  const given = advertise === undefined ? [] : (Array.isArray(advertise) ? advertise : [advertise]).flatMap((a: string) => a.split(",")).map((a) => a.trim());
+  if (given.length === 0) return isWildcard(listen) ? [] : [isIP(listen) === 6 ? `[${listen}]:${port}` : `${listen}:${port}`];
+  const seen = new Set<string>();
+  for (const entry of given) {
+    if (entry === "") throw new EndpointError("--advertise has an empty entry: list the addresses payers dial as HOST:PORT,HOST:PORT.");
+    let host: string;
+    try {
+      host = parsePeer(entry, true).host;
+    } catch {
+      throw new EndpointError(`--advertise must be HOST:PORT that payers can dial, such as 203.0.113.7:7000 (IPv6 as [2001:db8::1]:7000); received "${entry}".`);
+    }
+    if (isWildcard(host)) throw new EndpointError(`--advertise ${entry} is a wildcard address no payer can dial: give the address payers reach this process at.`);
+    if (seen.has(entry)) throw new EndpointError(`--advertise names ${entry} twice: list each endpoint once.`);
+    seen.add(entry);
+  }
+  return [...seen];
+}

@@ -23,8 +23,12 @@ export const DUTIES = "chain-duties";
 
 export type FleetMemberParameters = {
   store: PgStore;
-  /** host:port this process listens on, as payers reach it. */
-  endpoint: string;
+  /**
+   * host:port where payers reach this process (`--advertise`, else the listen address). Empty: the process
+   * publishes no endpoint (it listens on a wildcard address and was given no `--advertise`); it still serves
+   * payers that dial it and takes part in the election.
+   */
+  endpoints: readonly string[];
   /** Lease of the leader and of the endpoint row, in ms (default 10 s); renewed every third of it. */
   leaseMs?: number;
   /** This process became the leader under `epoch`: start the duties. */
@@ -51,7 +55,7 @@ export class FleetMember {
     return this.#epoch;
   }
 
-  /** Publishes the endpoint and runs the first election round; then renews every third of the lease. */
+  /** Publishes the endpoints and runs the first election round; then renews every third of the lease. */
   async start(): Promise<void> {
     await this.heartbeat();
     this.#timer = setInterval(() => {
@@ -59,14 +63,15 @@ export class FleetMember {
     }, Math.max(50, Math.floor(this.leaseMs / 3)));
   }
 
-  /** One round: refresh the endpoint row, renew or try to take the lead. */
+  /** One round: refresh the endpoint rows, renew or try to take the lead. */
   async heartbeat(): Promise<void> {
     if (this.#stopped) return;
-    const { store, endpoint } = this.parameters;
+    const { store, endpoints } = this.parameters;
     await store.query(
-      `INSERT INTO endpoints (owner, endpoint, seen_at) VALUES ($1, $2, now())
-       ON CONFLICT (owner) DO UPDATE SET endpoint = excluded.endpoint, seen_at = excluded.seen_at`,
-      [store.owner, endpoint],
+      `WITH gone AS (DELETE FROM endpoints WHERE owner = $1 AND NOT (endpoint = ANY($2::text[])))
+       INSERT INTO endpoints (owner, endpoint, seen_at) SELECT $1, e, now() FROM unnest($2::text[]) AS e
+       ON CONFLICT (owner, endpoint) DO UPDATE SET seen_at = excluded.seen_at`,
+      [store.owner, [...endpoints]],
     );
     let epoch: bigint | undefined;
     if (this.#epoch !== undefined) {
@@ -166,7 +171,7 @@ export type FleetPayerOptions = {
  * Moving to another process of the same provider would not change them. Anything else (a connection refused,
  * reset or closed, a process gone) is met by resuming on the next endpoint.
  */
-function isFinal(error: unknown): boolean {
+export function isFinal(error: unknown): boolean {
   return error instanceof ProviderRejectedError || error instanceof ReceiptMismatchError || error instanceof InvalidSignatureError || error instanceof BindingMismatchError;
 }
 

@@ -535,8 +535,9 @@ export class PayerClient {
   }
 
   /** Proposes a cooperative close of everything so far and returns both signatures over the summary. */
-  async cooperativeClose(): Promise<{ summary: SettlementSummary; payerSignature: Hex; providerSignature: Hex }> {
-    const { summary, signature } = await this.session.proposeCooperativeClose();
+  async cooperativeClose(proposal?: { summary: SettlementSummary; signature: Hex }): Promise<{ summary: SettlementSummary; payerSignature: Hex; providerSignature: Hex }> {
+    // A proposal made on another connection (one that may have reached the provider) is sent again as it was.
+    const { summary, signature } = proposal ?? (await this.session.proposeCooperativeClose());
     const answer = await this.#request({ type: "close.propose", summary, signature });
     if (isPacket(answer) || answer.type !== "close.countersign") throw new BaseError("The provider did not countersign the close.");
     this.parameters.logger?.info(

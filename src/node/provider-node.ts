@@ -194,6 +194,27 @@ export class ProviderNode {
     return node;
   }
 
+  /** How many sessions this node holds in memory (bound, and phases learnt for channels not bound). */
+  get held(): { sessions: number; phases: number } {
+    return { sessions: this.#sessions.size, phases: this.#phases.size };
+  }
+
+  /**
+   * Several processes (decision 0036): forgets a channel this process no longer serves — its payer left, it
+   * settled, or another process took it over. The session stops answering (a connection still bound to it is
+   * dropped at its next write), and the store releases its rows. A later bind takes it over again from the store.
+   */
+  release(sessionId: Hex): void {
+    if (!this.parameters.ownership) return;
+    const b = this.#sessions.get(sessionId);
+    if (b) {
+      b.failed = true;
+      this.#sessions.delete(sessionId);
+    }
+    this.#phases.delete(sessionId);
+    this.parameters.ownership.release(sessionId);
+  }
+
   /** The phase of a bound session as the node sees it, or undefined if it is not bound. */
   phaseOf(sessionId: Hex): SessionPhase | undefined {
     return this.#sessions.get(sessionId)?.phase;
@@ -224,6 +245,9 @@ export class ProviderNode {
         this.#advance(sessionId, b, "closing", `it is closing on-chain (${event.eventName} in block ${event.blockNumber})`);
       } else if (event.eventName === "ChannelSettled") {
         this.#advance(sessionId, b, "settled", `it settled on-chain in block ${event.blockNumber}`);
+        // A fleet process keeps nothing of a settled channel it does not serve right now; a bound one leaves
+        // memory when its payer disconnects.
+        if (this.parameters.ownership && !b) this.#phases.delete(sessionId);
       } else if (event.eventName === "Deposited" && b && event.args.deposit > b.record.deposit) {
         b.record = { ...b.record, deposit: event.args.deposit };
         b.session.deposit = event.args.deposit;
@@ -283,7 +307,23 @@ export class ProviderNode {
       void connection.close();
     }, bindTimeoutMs);
     bindTimer.unref();
-    void connection.closed.then(() => clearTimeout(bindTimer));
+    void connection.closed.then(() => {
+      clearTimeout(bindTimer);
+      // Several processes (decision 0036): a channel whose payer left leaves this process's memory once its
+      // work is answered; its next bind, here or elsewhere, takes it over again from the store.
+      const b = bound;
+      if (!b || !this.parameters.ownership) return;
+      void (async () => {
+        // Work queued answers, answers may have been queued meanwhile: wait until both chains stand still.
+        for (;;) {
+          const work = b.work;
+          const answers = b.answers;
+          await Promise.allSettled([work, answers]);
+          if (work === b.work && answers === b.answers) break;
+        }
+        if (this.#sessions.get(b.record.sessionId) === b) this.release(b.record.sessionId);
+      })();
+    });
     connection.on("error", (error) => this.#log(`connection ${connection.sessionId.slice(0, 10)} closed: ${error.name}: ${error.shortMessage}`));
     connection.on("message", (bytes) => {
       let message: NodeMessage;

@@ -55,6 +55,8 @@ export type WatchtowerAnswer = {
 };
 
 export type WatchtowerParameters = {
+  /** Runs before each round (a PostgreSQL store of a fleet reads what other processes wrote since). */
+  beforeRound?: () => Promise<void>;
   publicClient: PublicClient;
   /** Pays the gas of challenges and finalisations; any funded account will do. */
   wallet: Wallet;
@@ -169,6 +171,7 @@ export class Watchtower {
    * in the store, then settles what is due (if enabled).
    */
   async runOnce(): Promise<void> {
+    await this.parameters.beforeRound?.();
     await this.follower.catchUp();
     await this.defendClosing();
     if (this.parameters.finalize) {

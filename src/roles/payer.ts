@@ -279,7 +279,8 @@ export class Payer {
   #peerOf(channel: ChannelRecord): Peer {
     const known = this.#peers.get(channel.sessionId);
     if (known) return known;
-    const match = channel.peer ? /^(.*):(\d{1,5})$/.exec(channel.peer) : null;
+    // A stored fleet list (ioi open --peer A,B, decision 0036): its first endpoint.
+    const match = channel.peer ? /^(.*):(\d{1,5})$/.exec(channel.peer.split(",")[0]!) : null;
     if (!match) throw new PayerError(`Session ${channel.sessionId} has no recorded peer: pass one to connect.`);
     return { host: match[1]!.replace(/^\[(.*)\]$/, "$1"), port: Number(match[2]) };
   }

@@ -162,6 +162,39 @@ export const PG_MIGRATIONS: readonly string[] = [
     archive    text NOT NULL CHECK (length(archive) BETWEEN 1 AND 4096)
   );
   `,
+  // 2 → 3: the leader's duties store reads what changed instead of re-reading every channel (issue 31 gaps,
+  // decision 0036): each write of a channel's rows (but its results and receipt commits, which the duties never
+  // read) notifies 'ioi_channels' with "<table>:<channel id>" (Postgres
+  // folds identical notifications of one transaction into one, delivered at COMMIT), and each change of a
+  // channel's owner notifies 'ioi_owners' with "<session id hex>:<epoch>:<owner>", so a process that lost a
+  // channel forgets it at once. And a process may publish several endpoints.
+  `
+  CREATE FUNCTION ioi_channel_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+  BEGIN
+    IF TG_TABLE_NAME = 'channels' THEN
+      PERFORM pg_notify('ioi_channels', 'channels:' || NEW.id);
+    ELSE
+      PERFORM pg_notify('ioi_channels', TG_TABLE_NAME || ':' || NEW.channel_id);
+    END IF;
+    RETURN NULL;
+  END $$;
+  CREATE TRIGGER channels_changed AFTER INSERT OR UPDATE ON channels FOR EACH ROW EXECUTE FUNCTION ioi_channel_changed();
+  CREATE TRIGGER steps_changed AFTER INSERT OR UPDATE ON steps FOR EACH ROW EXECUTE FUNCTION ioi_channel_changed();
+  CREATE TRIGGER closings_changed AFTER INSERT OR UPDATE ON closings FOR EACH ROW EXECUTE FUNCTION ioi_channel_changed();
+  CREATE TRIGGER cooperative_closes_changed AFTER INSERT OR UPDATE ON cooperative_closes FOR EACH ROW EXECUTE FUNCTION ioi_channel_changed();
+  CREATE TRIGGER fault_statements_changed AFTER INSERT OR UPDATE ON fault_statements FOR EACH ROW EXECUTE FUNCTION ioi_channel_changed();
+  CREATE TRIGGER session_key_grants_changed AFTER INSERT OR UPDATE ON session_key_grants FOR EACH ROW EXECUTE FUNCTION ioi_channel_changed();
+
+  CREATE FUNCTION ioi_owner_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+  BEGIN
+    PERFORM pg_notify('ioi_owners', encode(NEW.session_id, 'hex') || ':' || NEW.epoch || ':' || NEW.owner);
+    RETURN NULL;
+  END $$;
+  CREATE TRIGGER channel_owners_changed AFTER INSERT OR UPDATE ON channel_owners FOR EACH ROW EXECUTE FUNCTION ioi_owner_changed();
+
+  -- A process may publish several endpoints (--advertise a,b), or none (a wildcard listen address).
+  ALTER TABLE endpoints DROP CONSTRAINT endpoints_pkey, ADD PRIMARY KEY (owner, endpoint);
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;

@@ -131,7 +131,15 @@ export type PgStoreOptions = {
   batchLimit?: number;
   /** How long to wait for a connection, in ms (default 10 s). */
   connectionTimeoutMs?: number;
+  /**
+   * Every transaction read-only (`default_transaction_read_only`): for commands that only read every channel of
+   * a fleet's database (`ioi channels`, `ioi export`); a write is refused by PostgreSQL. Takes no fencing epoch.
+   */
+  readOnly?: boolean;
 };
+
+/** What a store holds in memory (tests, metrics): channels held in full, records, epochs, write queues. */
+export type PgStoreMemory = { held: number; records: number; epochs: number; queues: number; pending: number };
 
 /** What `take()` returns: the epoch this process now holds the channel under. */
 export type Ownership = { sessionId: Hex; epoch: bigint; owner: string };
@@ -160,6 +168,17 @@ export class PgStore implements ChannelStore {
   readonly #pruned = new Map<Hex, PrunedChannelRecord>();
   readonly #queues = new Map<string, Queue>();
   #closed = false;
+  #url = "";
+  /** `watch()`: the connection that LISTENs, what changed since the last refresh, when everything was last read. */
+  #listener: pg.Client | undefined;
+  #watching: { safetyMs: number; onTakenOver?: (sessionId: Hex) => void } | undefined;
+  /** Channel id → read it again in full (true) or only its steps past the newest held (false). */
+  readonly #changed = new Map<number, boolean>();
+  #fullDue = true;
+  #lastFull = 0;
+  #reconnect: NodeJS.Timeout | undefined;
+  #fullRefreshes = 0;
+  #changedRefreshes = 0;
 
   private constructor(pool: pg.Pool, mode: PgStoreMode, owner: string, batchLimit: number, readonly where: string) {
     this.#pool = pool;
@@ -180,7 +199,12 @@ export class PgStore implements ChannelStore {
     if (!Number.isSafeInteger(batchLimit) || batchLimit < 1) throw new InvalidFieldError("options.batchLimit", "a positive integer", batchLimit);
     const owner = options.owner ?? `${os.hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`;
     const where = redact(url);
-    const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: connectionTimeoutMs });
+    const pool = new pg.Pool({
+      connectionString: url,
+      max: poolSize,
+      connectionTimeoutMillis: connectionTimeoutMs,
+      ...(options.readOnly ? { options: "-c default_transaction_read_only=on" } : {}),
+    });
     // An idle connection the server dropped (a restart, pg_terminate_backend) is replaced on next use; it must
     // not crash the process.
     pool.on("error", () => undefined);
@@ -192,6 +216,7 @@ export class PgStore implements ChannelStore {
       client = await pool.connect();
       await pgMigrate(client, where);
       const store = new PgStore(pool, mode, owner, batchLimit, where);
+      store.#url = url;
       await store.#loadAll(client);
       client.release();
       return store;
@@ -212,6 +237,11 @@ export class PgStore implements ChannelStore {
 
   get stats(): PgStoreStats {
     return { ...this.#stats };
+  }
+
+  /** What this process holds in memory: in fleet mode only the channels it serves (released ones leave it). */
+  get memory(): PgStoreMemory {
+    return { held: this.#held.size, records: this.#records.size, epochs: this.#epochs.size, queues: this.#queues.size, pending: this.#pending.size };
   }
 
   get closed(): boolean {
@@ -275,6 +305,11 @@ export class PgStore implements ChannelStore {
    */
   async refresh(): Promise<void> {
     this.#assertOpen("refresh");
+    if (this.#listener && !this.#fullDue && Date.now() - this.#lastFull < this.#watching!.safetyMs) return this.#refreshChanged();
+    this.#fullDue = false;
+    this.#changed.clear();
+    this.#lastFull = Date.now();
+    this.#fullRefreshes++;
     const client = await this.#connect();
     try {
       const channels = await client.query<ChannelRow>("SELECT * FROM channels ORDER BY id");
@@ -307,6 +342,124 @@ export class PgStore implements ChannelStore {
       client.release();
     } catch (cause) {
       client.release(true);
+      this.#fullDue = true;
+      throw new StoreWriteError(1, cause);
+    }
+  }
+
+  /**
+   * Listens for what other processes write (decision 0036, issue 31 gaps): the schema's triggers notify
+   * `ioi_channels` for each channel whose rows changed and `ioi_owners` for each change of a channel's owner.
+   * From then on `refresh()` (duties mode) reads only the channels named since the last call — a new or changed
+   * channel in full, one that only gained steps from the newest step held — and everything again every
+   * `safetyMs` (default 30 s) and after the listening connection was lost (notifications may have been missed).
+   * In fleet mode, a channel this process holds that another process took over is released at once and
+   * `onTakenOver` is told. One extra connection, outside the pool.
+   */
+  async watch(options: { safetyMs?: number; onTakenOver?: (sessionId: Hex) => void } = {}): Promise<void> {
+    this.#assertOpen("watch");
+    const safetyMs = options.safetyMs ?? 30_000;
+    if (!Number.isSafeInteger(safetyMs) || safetyMs < 1) throw new InvalidFieldError("options.safetyMs", "a positive integer", safetyMs);
+    this.#watching = { safetyMs, ...(options.onTakenOver ? { onTakenOver: options.onTakenOver } : {}) };
+    await this.#listen();
+  }
+
+  /** Counters of `refresh()`: full reads of every channel, and reads of only what was notified. */
+  get refreshes(): { full: number; changed: number } {
+    return { full: this.#fullRefreshes, changed: this.#changedRefreshes };
+  }
+
+  async #listen(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.#url });
+    client.on("notification", (n) => this.#notified(n.channel, n.payload ?? ""));
+    const lost = () => {
+      if (this.#listener !== client) return;
+      this.#listener = undefined;
+      this.#fullDue = true;
+      void client.end().catch(() => undefined);
+      if (this.#closed) return;
+      // Reconnect; until then `refresh()` reads everything, as without `watch()`.
+      this.#reconnect = setTimeout(() => void this.#listen().catch(() => lost()), 1_000);
+      this.#reconnect.unref();
+    };
+    client.on("error", lost);
+    client.on("end", lost);
+    try {
+      await client.connect();
+      await client.query("LISTEN ioi_channels; LISTEN ioi_owners");
+    } catch (cause) {
+      await client.end().catch(() => undefined);
+      throw new StoreOpenError(`Cannot listen for changes in the channel store at ${this.where}.`, { cause, details: cause instanceof Error ? cause.message : String(cause) });
+    }
+    if (this.#closed) {
+      await client.end().catch(() => undefined);
+      return;
+    }
+    // Anything written before LISTEN took effect is read by the next full refresh.
+    this.#fullDue = true;
+    this.#listener = client;
+  }
+
+  #notified(channel: string, payload: string): void {
+    if (channel === "ioi_channels") {
+      const at = payload.indexOf(":");
+      const id = Number(payload.slice(at + 1));
+      if (at < 1 || !Number.isSafeInteger(id)) return;
+      const table = payload.slice(0, at);
+      const full = table !== "steps";
+      this.#changed.set(id, (this.#changed.get(id) ?? false) || full);
+    } else if (channel === "ioi_owners") {
+      const [hex, epoch, ...owner] = payload.split(":");
+      if (!hex || !epoch || !/^[0-9a-f]{64}$/.test(hex) || !/^[0-9]+$/.test(epoch)) return;
+      const sessionId = `0x${hex}` as Hex;
+      const mine = this.#epochs.get(sessionId);
+      // Another process took a channel this one holds: it leaves memory now (its writes would be fenced anyway).
+      if (this.#mode === "fleet" && mine !== undefined && BigInt(epoch) > mine && owner.join(":") !== this.owner) {
+        this.release(sessionId);
+        this.#watching?.onTakenOver?.(sessionId);
+      }
+    }
+  }
+
+  /** Duties mode with `watch()`: reads only the channels notified since the last refresh. */
+  async #refreshChanged(): Promise<void> {
+    if (this.#changed.size === 0) return;
+    const changed = new Map(this.#changed);
+    this.#changed.clear();
+    this.#changedRefreshes++;
+    const byId = new Map([...this.#held].map(([sessionId, cache]) => [cache.id, { sessionId, cache }]));
+    const full: number[] = [];
+    const ids: number[] = [];
+    const tops: string[] = [];
+    for (const [id, whole] of changed) {
+      const held = byId.get(id);
+      if (whole || !held) full.push(id);
+      else {
+        ids.push(id);
+        tops.push((held.cache.steps[held.cache.steps.length - 1]?.seq ?? -1n).toString());
+      }
+    }
+    const client = await this.#connect();
+    try {
+      if (full.length > 0) {
+        const rows = await client.query<ChannelRow>("SELECT * FROM channels WHERE id = ANY($1) ORDER BY id", [full]);
+        await this.#loadChannels(client, rows.rows);
+      }
+      if (ids.length > 0) {
+        const rows = await client.query<StepRow>(
+          `SELECT s.* FROM steps s JOIN unnest($1::integer[], $2::numeric[]) AS t (id, top) ON s.channel_id = t.id AND s.seq > t.top
+           ORDER BY s.channel_id, s.seq`,
+          [ids, tops],
+        );
+        for (const row of rows.rows) {
+          const { sessionId, cache } = byId.get(row.channel_id)!;
+          addStepRow(cache, sessionId, row);
+        }
+      }
+      client.release();
+    } catch (cause) {
+      client.release(true);
+      this.#fullDue = true;
       throw new StoreWriteError(1, cause);
     }
   }
@@ -316,10 +469,20 @@ export class PgStore implements ChannelStore {
     return this.#epochs.get(sessionId);
   }
 
-  /** Forgets a channel this process no longer serves (it stays in the database). */
+  /**
+   * Forgets a channel this process no longer serves (it stays in the database): in fleet mode its rows, its
+   * record and, once idle, its write queue leave memory, so a process holds only the channels it serves.
+   */
   release(sessionId: Hex): void {
     this.#epochs.delete(sessionId);
-    if (this.#mode === "fleet") this.#held.delete(sessionId);
+    if (this.#mode !== "fleet") return;
+    this.#held.delete(sessionId);
+    this.#records.delete(sessionId);
+    const queue = this.#queues.get(sessionId);
+    if (!queue || (!queue.running && queue.ops.length === 0)) {
+      this.#queues.delete(sessionId);
+      this.#pending.delete(sessionId);
+    }
   }
 
   /**
@@ -926,6 +1089,10 @@ export class PgStore implements ChannelStore {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    if (this.#reconnect) clearTimeout(this.#reconnect);
+    const listener = this.#listener;
+    this.#listener = undefined;
+    await listener?.end().catch(() => undefined);
     await Promise.allSettled([...this.#queues.keys()].map((key) => this.#drained(key)));
     await this.#pool.end().catch(() => undefined);
   }
@@ -1031,6 +1198,11 @@ export class PgStore implements ChannelStore {
       }
     }
     queue.running = false;
+    // A fleet channel released while this queue ran leaves memory now that the queue is idle.
+    if (key !== "" && this.#mode === "fleet" && !this.#epochs.has(key as Hex) && this.#queues.get(key) === queue && queue.ops.length === 0) {
+      this.#queues.delete(key);
+      this.#pending.delete(key as Hex);
+    }
   }
 
   /**

@@ -242,7 +242,7 @@ describe("PgStore (PostgreSQL only)", function () {
       expect(duties.getChannel(c.sessionId)?.status).to.equal("closing");
 
       expect((await rejection(duties.setCursor("watchtower", 5n))).name).to.equal("FencedError"); // not leading
-      const member = new FleetMember({ store: serving, endpoint: "127.0.0.1:1", leaseMs: 60_000 });
+      const member = new FleetMember({ store: serving, endpoints: ["127.0.0.1:1"], leaseMs: 60_000 });
       await member.heartbeat();
       expect(member.leaderEpoch).to.equal(1n);
       duties.lead({ name: "chain-duties", epoch: 1n });
@@ -256,7 +256,7 @@ describe("PgStore (PostgreSQL only)", function () {
       const stores = [await openStore({ mode: "fleet", owner: "p1" }), await openStore({ mode: "fleet", owner: "p2" })];
       const leads: string[] = [];
       const members = stores.map(
-        (store, i) => new FleetMember({ store, endpoint: `127.0.0.1:${7001 + i}`, leaseMs: 60_000, onLead: (epoch) => void leads.push(`${store.owner}@${epoch}`), onFollow: () => void leads.push(`${store.owner} follows`) }),
+        (store, i) => new FleetMember({ store, endpoints: [`127.0.0.1:${7001 + i}`], leaseMs: 60_000, onLead: (epoch) => void leads.push(`${store.owner}@${epoch}`), onFollow: () => void leads.push(`${store.owner} follows`) }),
       );
       await members[0]!.heartbeat();
       await members[1]!.heartbeat();
