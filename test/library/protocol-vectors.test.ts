@@ -23,7 +23,7 @@ import { jsonSchemaOf, schemaValidator, type SchemaName } from "../../src/core/s
 import { sessionReceiptFromJson } from "../../src/core/receipt";
 import { signedProgressProofFromJson, trancheRequestFromJson } from "../../src/core/progress-proof";
 import { paymentTicketFromJson } from "../../src/core/ticket";
-import { pricingTermsFromJson } from "../../src/core/terms";
+import { callPricingOf, pricingTermsFromJson } from "../../src/core/terms";
 import { expectUint } from "../../src/core/validate";
 import {
   DOC_PATH,
@@ -579,6 +579,29 @@ describe("protocol specification vectors (docs/protocol.md)", function () {
         return false;
       }
     };
+
+    it("terms v3 tools: both accept 128-character names, 1,024 tools and prices below 2^128, and refuse one more of each; the priced tool is the named one", () => {
+      const v3 = (tools: Record<string, string>) => ({ ...JSON.parse(JSON.stringify(V.termsV3.document)), pricing: { ...V.termsV3.document.pricing, tools } });
+      const many = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`tool-${i}`, "1"]));
+      const cases: Array<[string, Record<string, string>, boolean]> = [
+        ["a 128-character name", { ["t".repeat(128)]: "5" }, true],
+        ["a 129-character name", { ["t".repeat(129)]: "5" }, false],
+        ["an empty name", { "": "5" }, false],
+        ["1,024 tools", many(1024), true],
+        ["1,025 tools", many(1025), false],
+        ["a price of 2^128 - 1", { echo: String((1n << 128n) - 1n) }, true],
+        ["a price of 2^128", { echo: String(1n << 128n) }, false],
+        ["a price as a JSON number", { echo: 5 as unknown as string }, false],
+        ["no tools", {}, true],
+      ];
+      for (const [label, tools, accepted] of cases) {
+        const document = v3(tools);
+        expect([schemaAccepts(document), codeAccepts(() => pricingTermsFromJson(document))], label).to.deep.equal([accepted, accepted]);
+      }
+      const long = "t".repeat(128);
+      const parsed = pricingTermsFromJson(v3({ [long]: "5", echo: "9" })) as any;
+      expect(callPricingOf(parsed, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: long } })).to.deep.equal({ kind: "tool", tool: long, price: 5n });
+    });
 
     it("windowAfterSettlement: both accept 2^40 - 1 and refuse 2^40 (schema pattern vs. the uint40 parse), at every length", () => {
       const cases = ["0", "1", "86400", "999999999999", "1000000000000", "1099511627775", "1099511627776", "1099511627780", "1100000000000", "9999999999999", "10000000000000", "01", "-1"];
