@@ -78,7 +78,7 @@ describe("ERC-5267: every contract that verifies signatures reports the domain i
     const sessionId = sessionIdOf(gasEscrowDomain({ chainId: Number(domain.chainId), verifyingContract: domain.verifyingContract! }), { terms, openedAt });
     const grant = { sessionId, key: hardhatAccount(SYS.stranger).address, expiry: 2n ** 40n, spendCap: parseEther("1"), capabilities: h("caps"), epoch: 0n };
     const grantDigest = hashTypedData({ domain, types: eip712Types, primaryType: "SessionKey", message: grant });
-    const sig = await owner.sign({ hash: grantDigest });
+    const sig = await owner.sign!({ hash: grantDigest }); // a mnemonic account signs raw digests
     const registered = { address: s.escrow.address, abi: gasEscrowAbi, functionName: "walletSessionKeyRegistered", args: [sessionId, grantDigest] } as const;
     expect(await s.publicClient.readContract(registered)).to.equal(false);
     const { sessionId: _omit, ...onChainGrant } = grant;

@@ -8,8 +8,13 @@
 import { expect } from "chai";
 import { readFileSync } from "node:fs";
 import path from "node:path";
-// semver is in the installed tree (npm's own range rules); no new dependency.
-import semver from "semver";
+/** semver is in the installed tree (npm's own range rules; no types installed): the three functions used here. */
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const semver = require("semver") as {
+  minVersion(range: string): { version: string } | null;
+  satisfies(version: string, range: string): boolean;
+  major(version: string): number;
+};
 
 const ROOT = path.join(__dirname, "..", "..");
 
