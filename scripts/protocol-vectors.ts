@@ -16,6 +16,7 @@ import {
   encodeAbiParameters,
   encodeEventTopics,
   encodeFunctionData,
+  encodeFunctionResult,
   getContractAddress,
   toFunctionSelector,
   toFunctionSignature,
@@ -52,7 +53,7 @@ import { ENGINE, engineWasmSha256 } from "../src/arbitration/engine";
 import { FUEL_METER_VERSION } from "../src/arbitration/fuel";
 import { HARNESS_SHA256 } from "../src/arbitration/prelude";
 import { ReceiptAccumulator } from "../src/core/accumulator";
-import { artifactId, canon } from "../src/core/canonical";
+import { artifactId, canon, canonBytes } from "../src/core/canonical";
 import {
   eip712Types,
   GAS_ESCROW_DOMAIN_NAME,
@@ -104,7 +105,18 @@ import {
   type TrancheRequest,
 } from "../src/core/progress-proof";
 import { streamInputs } from "../src/arbitration/stream-sample";
+import { disputeManagerAbi } from "../src/abi/DisputeManager";
 import { gasEscrowAbi } from "../src/abi/GasEscrow";
+import { laborGasAbi } from "../src/abi/LaborGas";
+import {
+  channelPaymentRequirements,
+  IOI_CHANNEL_SCHEME,
+  paymentRequiredResult,
+  paymentResponseOf,
+  X402_PAYMENT_META,
+  X402_PAYMENT_RESPONSE_META,
+  X402_VERSION,
+} from "../src/core/x402";
 import { receiptCommitDigest, receiptCommitToJson, signReceiptCommit, type ReceiptCommit } from "../src/core/receipt-commit";
 import {
   capabilitiesHash,
@@ -128,6 +140,11 @@ import {
   type ChannelRef,
   type PricingTerms,
   type TermsDocumentV4,
+  callPricingOf,
+  FREE_METHODS,
+  prepaidFor,
+  priceFor,
+  type TermsDocumentV3,
 } from "../src/core/terms";
 import { signTermsOffer, TERMS_OFFER_SIGNATURE_DOMAIN, termsOfferDigest, termsOfferToJson } from "../src/core/terms-offer";
 import {
@@ -135,6 +152,7 @@ import {
   paymentTicketHash,
   paymentTicketToJson,
   signPaymentTicket,
+  signedPaymentTicketToJson,
   type PaymentTicket,
   type SignedPaymentTicket,
 } from "../src/core/ticket";
@@ -164,6 +182,8 @@ const CHAIN_ID = 31337;
 const GAS_ESCROW: Address = "0x5FbDB2315678afecb367f032d93F642f64180aa3";
 const GIG_ESCROW: Address = "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512";
 const DISPUTE_MANAGER: Address = "0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0";
+/** LaborGas (EIP-2612 permits), for its ERC-5267 vector: account #0's deployment at nonce 4 (3 is the wallet's). */
+const LABOR_GAS: Address = getContractAddress({ from: "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266", nonce: 4n });
 
 const label = (text: string): Hex => keccak256(stringToBytes(text));
 const lower = (address: Address): Hex => address.toLowerCase() as Hex;
@@ -765,9 +785,91 @@ export async function protocolVectors(): Promise<ProtocolVectors> {
     },
   };
 
+  // ---- ERC-5267: what eip712Domain() returns on each contract that verifies signatures ----
+  const domainOf = (name: string, verifyingContract: Address) => {
+    const values = ["0x0f", name, "1", BigInt(CHAIN_ID), verifyingContract, `0x${"00".repeat(32)}`, []] as const;
+    return { name, version: "1", chainId: CHAIN_ID, verifyingContract, values };
+  };
+  const erc5267 = (abi: typeof gasEscrowAbi | typeof disputeManagerAbi | typeof laborGasAbi, name: string, verifyingContract: Address) => {
+    const { values, ...rest } = domainOf(name, verifyingContract);
+    const returnData = encodeFunctionResult({ abi: abi as typeof gasEscrowAbi, functionName: "eip712Domain", result: values as never });
+    return { ...rest, fields: "0x0f", salt: values[5], extensions: [], selector: toFunctionSelector("eip712Domain()"), returnData };
+  };
+  v.erc5267 = {
+    GasEscrow: erc5267(gasEscrowAbi, GAS_ESCROW_DOMAIN_NAME, GAS_ESCROW),
+    DisputeManager: erc5267(disputeManagerAbi, DISPUTE_MANAGER_DOMAIN_NAME, DISPUTE_MANAGER),
+    LaborGas: erc5267(laborGasAbi, "Labor Gas", LABOR_GAS),
+  };
+
+  // ---- Terms v3: a price per MCP tool, listing free (decision 0033) ----
+  const termsV3: TermsDocumentV3 = {
+    version: "3",
+    pricing: { perInvocation: 1000n, perUnit: { unit: "token", price: 20n }, capPerCall: 50_000n, tools: { "get-sum": 7_000n, echo: 2_500n } },
+    models: ["model:echo@2"],
+    disputes: { windowAfterSettlement: 86_400n, penalties: { RECEIPT_OVER_METERED: 1_000_000n }, refundsFromBond: false },
+    requiredReceipts: ["rrsa_request_binding", "rrsa_output_commitment"],
+  };
+  const v3Calls = [
+    { request: { jsonrpc: "2.0", id: 1, method: "tools/list" }, units: 0n },
+    { request: { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "get-sum", arguments: { a: 2, b: 3 } } }, units: 40n },
+    { request: { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "get-env", arguments: {} } }, units: 40n },
+    { request: { jsonrpc: "2.0", id: 4, method: "resources/read", params: { uri: "file:///notes.txt" } }, units: 3_000n },
+  ];
+  v.termsV3 = {
+    document: pricingTermsToJson(termsV3),
+    canonical: canon(pricingTermsToJson(termsV3)),
+    termsHash: termsHashOf(termsV3),
+    freeMethods: [...FREE_METHODS],
+    calls: v3Calls.map(({ request, units }) => ({
+      request,
+      offloadPacketHash: keccak256(canonBytes(request)),
+      pricedAs: callPricingOf(termsV3, request).kind,
+      prepaid: String(prepaidFor(termsV3, request)),
+      meteredUnits: String(units),
+      price: String(priceFor(termsV3, request, units)),
+    })),
+  };
+
+  // ---- x402 scheme "ioi-channel" (decision 0034): one paid tools/call of the v3 channel ----
+  const x402Ref: ChannelRef = { terms: { ...ref.terms, termsHash: termsHashOf(termsV3), nonce: 4n }, openedAt: ref.openedAt };
+  const x402Session = sessionIdOf(domain, x402Ref);
+  const x402Call = v3Calls[1]!;
+  const x402Params = { chainId: CHAIN_ID, escrow: GAS_ESCROW, provider: provider.address, sessionId: x402Session, termsHash: x402Ref.terms.termsHash, pricing: termsV3, request: x402Call.request };
+  const requirements = channelPaymentRequirements(x402Params);
+  const required = paymentRequiredResult({ ...x402Params, tool: "get-sum" });
+  const x402Ticket: PaymentTicket = { sessionId: x402Session, provider: provider.address, termsHash: x402Ref.terms.termsHash, seq: 1n, cumulativeAmount: prepaidFor(termsV3, x402Call.request), receiptRoot: `0x${"00".repeat(32)}` };
+  const x402SignedTicket = await signPaymentTicket({ account: payer, domain, ticket: x402Ticket });
+  const x402Receipt: SessionReceipt = {
+    sessionId: x402Session,
+    seq: 1n,
+    offloadPacketHash: keccak256(canonBytes(x402Call.request)),
+    outputHash: label("ioi protocol vectors: get-sum result"),
+    policyHash,
+    modelSnapshotId: "model:echo@2",
+    metering: { units: x402Call.units, amount: priceFor(termsV3, x402Call.request, x402Call.units) },
+    prevReceiptHash: `0x${"00".repeat(32)}`,
+  };
+  const x402SignedReceipt = await signSessionReceipt({ account: provider, receipt: x402Receipt });
+  const required402 = required.structuredContent as { resource: unknown };
+  v.x402Channel = {
+    scheme: IOI_CHANNEL_SCHEME,
+    x402Version: X402_VERSION,
+    channel: channelRefToJson(x402Ref),
+    sessionId: x402Session,
+    request: x402Call.request,
+    paymentRequired: required,
+    // What the payer sends in the retried call's _meta["x402/payment"]: x402Client's v2 PaymentPayload, whose
+    // `payload` our scheme client fills with the next ticket (and the leaf count the ticket's root covers).
+    paymentMeta: X402_PAYMENT_META,
+    paymentPayload: { x402Version: X402_VERSION, payload: { ticket: signedPaymentTicketToJson(x402SignedTicket), leafCount: 0 }, resource: required402.resource, accepted: requirements },
+    ticketDigest: paymentTicketDigest(domain, x402Ticket),
+    responseMeta: X402_PAYMENT_RESPONSE_META,
+    paymentResponse: paymentResponseOf({ chainId: CHAIN_ID, payer: payer.address, ticket: x402SignedTicket, receipt: x402SignedReceipt }),
+  };
+
   // The documents a published schema must accept, by schema (checked by the test).
   v.schemaDocuments = {
-    terms: ["termsV1.document", "termsV2.document", "termsV4.document", "termsOffer.offer.pricing"],
+    terms: ["termsV1.document", "termsV2.document", "termsV3.document", "termsV4.document", "termsOffer.offer.pricing"],
     "challenge-package": ["challengePackage.package"],
     resolution: ["resolution.document"],
     upip: ["upip.record"],

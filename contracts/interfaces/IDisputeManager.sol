@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity 0.8.28;
 
+import {IERC5267} from "@openzeppelin/contracts/interfaces/IERC5267.sol";
 import {IGasEscrowTypes} from "./IGasEscrowTypes.sol";
 
 /// @title IDisputeManager
@@ -9,8 +10,8 @@ import {IGasEscrowTypes} from "./IGasEscrowTypes.sol";
 /// than the case moves; it becomes final only after an appeal window, in which either party may appeal to a
 /// larger fresh panel and, after that, to the slow path. Every error, event and struct of the dispute manager
 /// lives here: they are public API. Decisions 0014 (trust model) and 0015 (exits, with a table of every
-/// outcome) explain it.
-interface IDisputeManager {
+/// outcome) explain it. ERC-5267 (`eip712Domain()`) publishes the domain arbitrators sign resolutions under.
+interface IDisputeManager is IERC5267 {
     /*//////////////////////////////////////////////////////////////
                                  STRUCTS
     //////////////////////////////////////////////////////////////*/

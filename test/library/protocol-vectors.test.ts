@@ -23,7 +23,7 @@ import { jsonSchemaOf, schemaValidator, type SchemaName } from "../../src/core/s
 import { sessionReceiptFromJson } from "../../src/core/receipt";
 import { signedProgressProofFromJson, trancheRequestFromJson } from "../../src/core/progress-proof";
 import { paymentTicketFromJson } from "../../src/core/ticket";
-import { pricingTermsFromJson } from "../../src/core/terms";
+import { callPricingOf, pricingTermsFromJson } from "../../src/core/terms";
 import { expectUint } from "../../src/core/validate";
 import {
   DOC_PATH,
@@ -64,9 +64,9 @@ describe("protocol specification vectors (docs/protocol.md)", function () {
     const doc = readFileSync(DOC_PATH, "utf8");
     expect(renderProtocolDoc(doc, v)).to.equal(doc, "stale: run `npx ts-node --transpile-only scripts/protocol-vectors.ts`");
     expect([...new Set(quotedVectors(doc))]).to.have.members(Object.keys(v));
-    // Terms v3 and the stream packets are other branches' work: named only as a TODO at the end, never as content.
-    expect(doc.indexOf("added by issue 30/32")).to.be.greaterThan(doc.lastIndexOf("## TODO"));
+    // What is still to come (the stream packets' framing) is named only in the TODO at the end, after every vector.
     expect(doc.lastIndexOf("## TODO")).to.be.greaterThan(doc.lastIndexOf("<!-- /vector -->"));
+    expect(doc.slice(doc.lastIndexOf("## TODO"))).to.not.include("Terms v3");
   });
 
   it("a block that names no generated vector is refused, not left stale", () => {
@@ -215,6 +215,75 @@ describe("protocol specification vectors (docs/protocol.md)", function () {
     };
     const digest712 = (struct: Hex): Hex => keccak256(concat(["0x1901", V.eip712GasEscrow.domainSeparator, struct]));
     const types = () => V.eip712GasEscrow.types;
+
+    it("ERC-5267: the return data is the ABI encoding of the documented tuple, fields 0x0f, and its four fields give the domain separator", () => {
+      const TUPLE = ["bytes1", "string", "string", "uint256", "address", "bytes32", "uint256[]"].map((type) => ({ type }));
+      for (const [name, e] of Object.entries<any>(V.erc5267)) {
+        expect(e.selector).to.equal(keccak256(stringToBytes("eip712Domain()")).slice(0, 10));
+        expect(e.returnData, name).to.equal(encodeAbiParameters(TUPLE, ["0x0f", e.name, e.version, BigInt(e.chainId), e.verifyingContract, zeroHash, []]));
+      }
+      const separator = (e: any) => keccak256(encodeAbiParameters(
+        [{ type: "bytes32" }, { type: "bytes32" }, { type: "bytes32" }, { type: "uint256" }, { type: "address" }],
+        [tag(V.eip712GasEscrow.domainType), tag(e.name), tag(e.version), BigInt(e.chainId), e.verifyingContract],
+      ));
+      expect(separator(V.erc5267.GasEscrow)).to.equal(V.eip712GasEscrow.domainSeparator);
+      expect(separator(V.erc5267.DisputeManager)).to.equal(V.eip712DisputeManager.domainSeparator);
+    });
+
+    it("terms v3: id of the document with its tools table; each call priced by the stated rule (listing free, a tool's own price, else v2)", () => {
+      const t = V.termsV3;
+      expect(t.canonical).to.equal(JSON.stringify(sortKeys(t.document)));
+      expect(tag(t.canonical)).to.equal(t.termsHash);
+      expect(t.document.version).to.equal("3");
+      const FREE = ["tools/list", "resources/list", "resources/templates/list", "prompts/list"];
+      expect(t.freeMethods).to.deep.equal(FREE);
+      const p = t.document.pricing;
+      const cap = BigInt(p.capPerCall);
+      for (const call of t.calls) {
+        const r = call.request;
+        const units = BigInt(call.meteredUnits);
+        expect(call.offloadPacketHash).to.equal(id(r));
+        const tool = r.method === "tools/call" && Object.prototype.hasOwnProperty.call(p.tools, r.params.name) ? BigInt(p.tools[r.params.name]) : undefined;
+        const v2 = BigInt(p.perInvocation) + units * BigInt(p.perUnit.price);
+        const expected = FREE.includes(r.method) ? ["free", 0n, 0n] : tool !== undefined ? ["tool", tool, tool] : ["metered", cap, v2 < cap ? v2 : cap];
+        expect([call.pricedAs, call.prepaid, call.price], JSON.stringify(r)).to.deep.equal([expected[0], String(expected[1]), String(expected[2])]);
+      }
+      // Every branch is shown, the cap both binding and not.
+      expect(t.calls.map((c: any) => c.pricedAs)).to.include.members(["free", "tool", "metered"]);
+      expect(t.calls.filter((c: any) => c.pricedAs === "metered").map((c: any) => c.price === c.prepaid)).to.have.members([true, false]);
+      // The tools table is under the hash.
+      expect(id({ ...t.document, pricing: { ...p, tools: {} } })).to.not.equal(t.termsHash);
+    });
+
+    it("x402 ioi-channel: the requirement prices the request as terms v3 do, the payment's ticket adds exactly that, signed by the payer; the response carries the receipt", async () => {
+      const x = V.x402Channel;
+      const R = x.paymentPayload.accepted;
+      expect(x.paymentRequired.isError).to.equal(true);
+      expect(x.paymentRequired.structuredContent.accepts).to.deep.equal([R]);
+      expect(JSON.parse(x.paymentRequired.content[0].text)).to.deep.equal(x.paymentRequired.structuredContent);
+      expect(x.paymentPayload.resource).to.deep.equal(x.paymentRequired.structuredContent.resource);
+      expect([x.scheme, x.x402Version, x.paymentMeta, x.responseMeta]).to.deep.equal(["ioi-channel", 2, "x402/payment", "x402/payment-response"]);
+      expect({ ...R, extra: undefined }).to.deep.equal({ scheme: "ioi-channel", network: "eip155:31337", asset: "0x0000000000000000000000000000000000000000", amount: V.termsV3.calls[1].prepaid, payTo: V.keys.provider.address, maxTimeoutSeconds: 60, extra: undefined });
+      expect(R.extra).to.deep.equal({ escrow: V.eip712GasEscrow.domain.verifyingContract, sessionId: x.sessionId, termsHash: V.termsV3.termsHash, request: x.request });
+      expect(x.request).to.deep.equal(V.termsV3.calls[1].request);
+      expect(digest712(structHash(types().Session.encodeType, { ...x.channel.terms, openedAt: x.channel.openedAt }))).to.equal(x.sessionId);
+      const signed = x.paymentPayload.payload.ticket;
+      expect([signed.ticket.seq, signed.ticket.cumulativeAmount, x.paymentPayload.payload.leafCount]).to.deep.equal(["1", R.amount, 0]);
+      const digest = digest712(structHash(types().PaymentTicket.encodeType, signed.ticket));
+      expect(digest).to.equal(x.ticketDigest);
+      expect(await recoverAddress({ hash: digest, signature: signed.signature })).to.equal(V.keys.payer.address);
+      const response = x.paymentResponse;
+      const carried = response.extensions["ioi-settlement"];
+      expect(carried.ticket).to.deep.equal(signed);
+      expect(response.transaction).to.equal(id(carried.receipt.receipt));
+      expect([response.success, response.network, response.payer, response.amount]).to.deep.equal([true, "eip155:31337", V.keys.payer.address, V.termsV3.calls[1].price]);
+      expect(carried.receipt.receipt.offloadPacketHash).to.equal(id(x.request));
+      const receiptDigest = keccak256(concat([tag("IOI_SIG_DOMAIN_RECEIPT_V1"), response.transaction]));
+      expect(await recoverAddress({ hash: receiptDigest, signature: carried.receipt.signature })).to.equal(V.keys.provider.address);
+      // The code's parsers take what goes over the wire.
+      expect(paymentTicketFromJson(signed.ticket).cumulativeAmount).to.equal(BigInt(R.amount));
+      expect(sessionReceiptFromJson(carried.receipt.receipt).metering.amount).to.equal(BigInt(response.amount));
+    });
 
     it("terms v4: id of the document, the stream block under it, one price per tranche, the suite bound by its bundle hash", () => {
       const t = V.termsV4;
@@ -420,7 +489,14 @@ describe("protocol specification vectors (docs/protocol.md)", function () {
     expect([fields, name, version, chainId, verifyingContract, salt, extensions]).to.deep.equal([
       "0x0f", V.eip712GasEscrow.domain.name, V.eip712GasEscrow.domain.version, BigInt(V.eip712GasEscrow.domain.chainId), getAddress(s.escrow.address), zeroHash, [],
     ]);
-    // The DisputeManager has no eip712Domain(): its digest of the vector's message is the one the documented domain gives.
+    // ERC-5267 (section 2): each verifying contract returns the vector's bytes, its own address in the address word.
+    const word = (address: string) => address.toLowerCase().slice(2).padStart(64, "0");
+    for (const [name, address] of [["GasEscrow", s.escrow.address], ["DisputeManager", s.disputes.address], ["LaborGas", s.token.address]] as const) {
+      const e = V.erc5267[name];
+      const { data } = await s.publicClient.call({ to: address, data: e.selector });
+      expect(data, name).to.equal((e.returnData as string).replace(word(e.verifyingContract), word(address)));
+    }
+    // The DisputeManager's digest of the vector's message is the one the documented domain gives.
     const m = V.resolution.message;
     const message = { caseId: m.caseId, verdict: m.verdict, refund: BigInt(m.refund), slash: BigInt(m.slash), resolutionHash: m.resolutionHash };
     const documented = { name: V.eip712DisputeManager.domain.name, version: V.eip712DisputeManager.domain.version, chainId: BigInt(V.eip712DisputeManager.domain.chainId), verifyingContract: getAddress(s.disputes.address) };
@@ -463,7 +539,7 @@ describe("protocol specification vectors (docs/protocol.md)", function () {
         checked++;
       }
     }
-    expect(checked).to.equal(9);
+    expect(checked).to.equal(10);
     // The wire forms of the channel artifacts, against the packet and package schemas' definitions.
     const wire: Array<[SchemaName, string, unknown]> = [
       ["packet", "signedPaymentTicket", { ticket: V.paymentTicket.ticket, signature: V.paymentTicket.signature }],
@@ -503,6 +579,29 @@ describe("protocol specification vectors (docs/protocol.md)", function () {
         return false;
       }
     };
+
+    it("terms v3 tools: both accept 128-character names, 1,024 tools and prices below 2^128, and refuse one more of each; the priced tool is the named one", () => {
+      const v3 = (tools: Record<string, string>) => ({ ...JSON.parse(JSON.stringify(V.termsV3.document)), pricing: { ...V.termsV3.document.pricing, tools } });
+      const many = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`tool-${i}`, "1"]));
+      const cases: Array<[string, Record<string, string>, boolean]> = [
+        ["a 128-character name", { ["t".repeat(128)]: "5" }, true],
+        ["a 129-character name", { ["t".repeat(129)]: "5" }, false],
+        ["an empty name", { "": "5" }, false],
+        ["1,024 tools", many(1024), true],
+        ["1,025 tools", many(1025), false],
+        ["a price of 2^128 - 1", { echo: String((1n << 128n) - 1n) }, true],
+        ["a price of 2^128", { echo: String(1n << 128n) }, false],
+        ["a price as a JSON number", { echo: 5 as unknown as string }, false],
+        ["no tools", {}, true],
+      ];
+      for (const [label, tools, accepted] of cases) {
+        const document = v3(tools);
+        expect([schemaAccepts(document), codeAccepts(() => pricingTermsFromJson(document))], label).to.deep.equal([accepted, accepted]);
+      }
+      const long = "t".repeat(128);
+      const parsed = pricingTermsFromJson(v3({ [long]: "5", echo: "9" })) as any;
+      expect(callPricingOf(parsed, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: long } })).to.deep.equal({ kind: "tool", tool: long, price: 5n });
+    });
 
     it("windowAfterSettlement: both accept 2^40 - 1 and refuse 2^40 (schema pattern vs. the uint40 parse), at every length", () => {
       const cases = ["0", "1", "86400", "999999999999", "1000000000000", "1099511627775", "1099511627776", "1099511627780", "1100000000000", "9999999999999", "10000000000000", "01", "-1"];
