@@ -6,7 +6,7 @@
  * when the decisions index misses a record.
  */
 import { expect } from "chai";
-import { readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 
 import { FIGURE_REGION, figureDocuments, figureText, loadFigureSources, staleFigures } from "../../scripts/docs-figures";
@@ -61,5 +61,19 @@ describe("generated figures in README.md and docs/", function () {
       for (const match of prose(readFileSync(path.join(ROOT, document), "utf8")).matchAll(MEASURED)) typed.push(`${document}: "${match[0]}"`);
     }
     expect(typed).to.deep.equal([]);
+  });
+
+  it("every relative link in README.md, docs/*.md and docs/guides/*.md points at a file that exists", () => {
+    const documents = ["README.md", ...["docs", path.join("docs", "guides")].flatMap((dir) => readdirSync(path.join(ROOT, dir)).filter((n) => n.endsWith(".md")).map((n) => path.join(dir, n)))];
+    const broken: string[] = [];
+    for (const document of documents) {
+      const text = readFileSync(path.join(ROOT, document), "utf8").replace(/^```[\s\S]*?^```/gm, "");
+      for (const match of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+        const target = match[1]!;
+        if (/^[a-z]+:/.test(target) || target.startsWith("#")) continue;
+        if (!existsSync(path.join(ROOT, path.dirname(document), target.split("#")[0]!))) broken.push(`${document}: ${target}`);
+      }
+    }
+    expect(broken).to.deep.equal([]);
   });
 });

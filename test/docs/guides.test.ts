@@ -112,6 +112,10 @@ describe("the guides run as written (README.md, docs/guides/*.md)", function () 
   const noRun: string[] = [];
   const groups = new Set<number>();
   // If mocha itself is stopped, nothing this test started outlives it.
+  const onSignal = (signal: NodeJS.Signals) => {
+    killAll();
+    process.exit(signal === "SIGINT" ? 130 : 143);
+  };
   const killAll = () => {
     for (const pid of groups) {
       try {
@@ -132,7 +136,7 @@ describe("the guides run as written (README.md, docs/guides/*.md)", function () 
     // starts about three times faster than bin/ioi.js's ts-node path; anything else goes to the real npx.
     const npx = path.join(temp, "bin", "npx");
     const cli = path.join(ROOT, "src", "cli", "ioi.ts");
-    writeFileSync(npx, `#!/usr/bin/env bash\nif [ "$1" = ioi ]; then shift; exec node --require tsx/cjs ${JSON.stringify(cli)} "$@"; fi\nexec ${JSON.stringify(path.join(path.dirname(process.execPath), "npx"))} "$@"\n`);
+    writeFileSync(npx, `#!/usr/bin/env bash\nif [ "$1" = ioi ]; then shift; exec node --import tsx ${JSON.stringify(cli)} "$@"; fi\nexec ${JSON.stringify(path.join(path.dirname(process.execPath), "npx"))} "$@"\n`);
     chmodSync(npx, 0o755);
     env = {
       PATH: `${path.join(temp, "bin")}:${process.env.PATH}`,
@@ -152,6 +156,7 @@ describe("the guides run as written (README.md, docs/guides/*.md)", function () 
     });
     groups.add(devnet.pid!);
     process.once("exit", killAll);
+    for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, onSignal);
     let log = "";
     await new Promise<void>((resolve, reject) => {
       const onData = (chunk: Buffer) => {
@@ -167,6 +172,7 @@ describe("the guides run as written (README.md, docs/guides/*.md)", function () 
   after(async () => {
     await killGroup(devnet);
     process.removeListener("exit", killAll);
+    for (const signal of ["SIGINT", "SIGTERM"] as const) process.removeListener(signal, onSignal);
     if (temp) rmSync(temp, { recursive: true, force: true });
     if (noRun.length > 0) console.log(`      blocks not run (marked no-run): ${noRun.length}\n${noRun.map((n) => `        ${n}`).join("\n")}`);
   });
