@@ -1114,7 +1114,20 @@ async function runClose(values: Record<string, unknown>, out: Out): Promise<void
     const client = await (await nodeModules.payerClient()).PayerClient.connect({ account, domain, store, channel, host, port, logger, ...(walletKey ? { sessionKey: walletKey } : {}) });
     const { summary, payerSignature, providerSignature } = await client.cooperativeClose();
     await client.close();
-    const settled = await closeCooperative({ wallet: wallet!, publicClient, escrow, ref: channel.ref, summary, payerSignature, providerSignature, payerWallet });
+    let settled: Awaited<ReturnType<typeof closeCooperative>>;
+    try {
+      settled = await closeCooperative({ wallet: wallet!, publicClient, escrow, ref: channel.ref, summary, payerSignature, providerSignature, payerWallet });
+    } catch (error) {
+      // The provider's watchtower submits a co-signed close too, and may be first: then the channel settled on
+      // exactly the summary both just signed, which is this command's outcome, not a failure.
+      const phase = CHANNEL_PHASES[await publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "phaseOf", args: [channel.sessionId] })];
+      if (phase !== "Settled") throw error;
+      await store.updateChannel(channel.sessionId, { status: "settled" });
+      logger.info({ event: "channel.settled", sessionId: channel.sessionId, finalSeq: summary.finalSeq.toString(), submittedBy: "provider" }, "settled cooperatively on-chain (the provider submitted the co-signed close first)");
+      out.lines.push(`Settled cooperatively at seq ${summary.finalSeq} for ${formatAmountWithBase(summary.finalAmount)}: the provider's watchtower submitted the summary both signed first.`);
+      Object.assign(out.result, { sessionId: channel.sessionId, finalSeq: summary.finalSeq.toString(), finalAmount: summary.finalAmount.toString(), receiptRoot: summary.finalReceiptRoot, submittedBy: "provider" });
+      return;
+    }
     await store.updateChannel(channel.sessionId, { status: "settled" });
     logger.info({ event: "channel.settled", sessionId: channel.sessionId, finalSeq: summary.finalSeq.toString(), paidToProvider: settled.paidToProvider.toString(), refundedToFunder: settled.refundedToFunder.toString(), txHash: settled.hash }, "settled cooperatively on-chain");
     out.lines.push(`Settled cooperatively: ${formatAmountWithBase(settled.paidToProvider)} to the provider, ${formatAmountWithBase(settled.refundedToFunder)} refunded (gas ${settled.gasUsed}).`);
