@@ -13,7 +13,7 @@
  * temporary folder end with the test.
  */
 import { expect } from "chai";
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
@@ -128,6 +128,10 @@ describe("the guides run as written (README.md, docs/guides/*.md)", function () 
 
   before(async function () {
     this.timeout(5 * 60_000);
+    // The guides' blocks use these tools (the devnet guide says so); without one the failure should say which.
+    for (const tool of ["bash", "curl", "jq", "sha256sum"]) {
+      if (spawnSync("bash", ["-c", `command -v ${tool}`]).status !== 0) throw new Error(`The guides need ${tool} on the PATH, as docs/guides/devnet.md says; it is missing.`);
+    }
     temp = mkdtempSync(path.join(os.tmpdir(), "ioi-guides-"));
     const port = await freePort();
     for (const dir of ["deployments", "home", "work", "bin", "state"]) mkdirSync(path.join(temp, dir));
