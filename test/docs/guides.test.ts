@@ -104,6 +104,34 @@ function killGroup(child: ChildProcess | undefined): Promise<void> {
   });
 }
 
+describe("reading a guide's shell blocks", () => {
+  it("finds ```sh blocks in order, honours a no-run marker with its reason, and skips other languages", () => {
+    const text = ["# t", "```sh", "echo one", "```", "", "<!-- no-run: a daemon -->", "", "```sh", "sleep 9", "```", "```json", "{}", "```", "<!-- no-run: -->", "```sh", "echo three", "```"].join("\n");
+    const blocks = shellBlocks(text);
+    expect(blocks.map((b) => [b.index, b.code, b.noRun])).to.deep.equal([
+      [1, "echo one", undefined],
+      [2, "sleep 9", "a daemon"],
+      // A marker without a reason is not a marker: the block runs.
+      [3, "echo three", undefined],
+    ]);
+  });
+
+  it("every no-run marker in README.md and the guides gives its reason, and they stay few", () => {
+    let markers = 0;
+    let blocks = 0;
+    for (const document of guideDocuments()) {
+      for (const block of shellBlocks(readFileSync(path.join(ROOT, document), "utf8"))) {
+        blocks++;
+        if (block.noRun !== undefined) {
+          markers++;
+          expect(block.noRun.length, `${document}:${block.line}`).to.be.greaterThan(10);
+        }
+      }
+    }
+    expect(markers).to.be.lessThan(blocks / 2);
+  });
+});
+
 describe("the guides run as written (README.md, docs/guides/*.md)", function () {
   this.timeout(20 * 60_000);
   let temp: string;
