@@ -1182,7 +1182,15 @@ async function runClose(values: Record<string, unknown>, out: Out): Promise<void
     const settled = await closeCooperative({ wallet: wallet!, publicClient, escrow, ref: channel.ref, summary, payerSignature, providerSignature, payerWallet }).catch(async (error: unknown) => {
       // The provider holds the co-signed close too and may have sent it first (its watchtower submits the co-signed
       // closes it stores): the chain settled this very close once; that is the outcome, not a failure.
-      const [event] = await publicClient.getContractEvents({ address: escrow, abi: gasEscrowAbi, eventName: "ChannelSettled", args: { sessionId: channel.sessionId }, fromBlock, strict: true }).catch(() => []);
+      // Read in bounded pages (a public chain refuses a range from the deployment to the head), stopping at the first.
+      const read = (from: bigint, to: bigint) =>
+        publicClient.getContractEvents({ address: escrow, abi: gasEscrowAbi, eventName: "ChannelSettled", args: { sessionId: channel.sessionId }, fromBlock: from, toBlock: to, strict: true });
+      const reading = readingOf(values, chainId);
+      const head = await publicClient.getBlockNumber();
+      const [event] = await readPaged<Awaited<ReturnType<typeof read>>[number]>(
+        { fromBlock, toBlock: head, maxBlockRange: reading.batchBlocks, retry: reading.retry, done: (items) => items.length > 0 },
+        read,
+      ).catch(() => []);
       if (!event || event.args.mode !== 0 || event.args.finalSeq !== summary.finalSeq || event.args.receiptRoot !== summary.finalReceiptRoot) throw error;
       out.lines.push(`The provider already submitted this co-signed close (block ${event.blockNumber}); it settled once.`);
       return { hash: event.transactionHash, blockNumber: event.blockNumber, paidToProvider: event.args.paidToProvider, refundedToFunder: event.args.refundedToFunder, fee: event.args.fee, receiptRoot: event.args.receiptRoot, gasUsed: 0n };

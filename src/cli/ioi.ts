@@ -20,6 +20,7 @@ import { BaseError } from "../core/errors";
 import { COMMANDS, GIG_COMMANDS, GIG_HELP, GIG_OPTIONS } from "./channel";
 import { ARBITRATE_COMMAND, DISPUTE_GROUPS, DISPUTE_HELP, DISPUTE_OPTIONS } from "./arbitration";
 import { VET_COMMAND } from "./vet";
+import { BUNDLE_HASH_COMMAND } from "./bundle-hash";
 import { MCP_COMMAND } from "./mcp";
 import { UI_COMMAND } from "./ui";
 import { forgetPromptedPasswords, GLOBAL_HELP, GLOBAL_OPTIONS, promptAccountPasswords, UsageError, type Command, type CommandOptions, type Out } from "./common";
@@ -71,7 +72,7 @@ export function suggestion(word: string, candidates: string[]): string {
 const optionTerms = new WeakMap<Option, string>();
 
 /** One program per run: commander keeps parsed values on its command objects. */
-function buildProgram(io: CliState): Commander {
+export function buildProgram(io: CliState = { code: 0 }): Commander {
   const program = new Commander("ioi");
   program
     .description("Payment channels, gig escrows and dispute arbitration on an EVM chain.")
@@ -111,7 +112,7 @@ function buildProgram(io: CliState): Commander {
   const sessionKey = program.command("session-key").description("session keys of a channel: authorize (a signed grant), revoke, list (ioi session-key --help)");
   group(sessionKey, "session-key", SESSION_KEY_COMMANDS, {}, [], "", io);
   const gig = program.command("gig").description("outcome-based gigs: fund, accept, deliver, settle (ioi gig --help)");
-  group(gig, "gig", { ...GIG_COMMANDS, vet: VET_COMMAND }, GIG_OPTIONS, GIG_HELP, "Gig options:", io);
+  group(gig, "gig", { ...GIG_COMMANDS, vet: VET_COMMAND, hash: BUNDLE_HASH_COMMAND }, GIG_OPTIONS, GIG_HELP, "Gig options:", io);
   for (const [name, g] of Object.entries(DISPUTE_GROUPS)) {
     const cmd = program.command(name).description(g.summary);
     group(cmd, name, g.commands, DISPUTE_OPTIONS, DISPUTE_HELP, "Dispute options:", io);
