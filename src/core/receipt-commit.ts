@@ -11,7 +11,7 @@ import { hexToBytes, type Address, type Hex, type LocalAccount } from "viem";
 
 import { assertDigestSigner, hashTyped, structDigest, signDigest, typeHash, type GasEscrowDomain, type SignatureCheck } from "./eip712";
 import { writeHexField } from "./keccak";
-import { expectHash, expectObject, expectSignatureHex, expectUint, uintToJson } from "./validate";
+import { expectHash, expectObject, expectPayerSignatureHex, expectUint, uintToJson } from "./validate";
 
 export type ReceiptCommit = { sessionId: Hex; leafCount: bigint; root: Hex };
 export type ReceiptCommitJson = { sessionId: Hex; leafCount: string; root: Hex };
@@ -34,7 +34,8 @@ export function signedReceiptCommitFromJson(value: unknown, path = "SignedReceip
   const o = expectObject(value, path, ["commit", "signature"]);
   return {
     commit: receiptCommitFromJson(o.commit, `${path}.commit`),
-    signature: expectSignatureHex(o.signature, `${path}.signature`),
+    // Either party's: the provider's key (65 bytes) or the payer's, which may be a contract wallet's format.
+    signature: expectPayerSignatureHex(o.signature, `${path}.signature`),
   };
 }
 

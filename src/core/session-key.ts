@@ -22,7 +22,7 @@ import {
   SessionKeyExpiredError,
   SessionKeyRevokedError,
 } from "./errors";
-import { expectAddress, expectHash, expectObject, expectSignatureHex, expectString, expectUint, uintToJson } from "./validate";
+import { expectAddress, expectHash, expectObject, expectPayerSignatureHex, expectString, expectUint, uintToJson } from "./validate";
 
 /** Mirrors the EIP-712 `SessionKey` (and `IGasEscrow.SessionKeyGrant` without its signature) field for field. */
 export type SessionKeyGrant = {
@@ -108,7 +108,8 @@ export function signedSessionKeyGrantFromJson(value: unknown, path = "SignedSess
   if (capabilitiesHash(methods) !== grant.capabilities) {
     throw new BindingMismatchError(`${path}.methods do not hash to the grant's capabilities ${grant.capabilities}.`);
   }
-  return { grant, methods, signature: expectSignatureHex(o.signature, `${path}.signature`) };
+  // The payer's signature: a contract wallet's is its own format (decision 0035).
+  return { grant, methods, signature: expectPayerSignatureHex(o.signature, `${path}.signature`) };
 }
 
 /** The EIP-712 digest the payer signs and `GasEscrow.hashSessionKey` computes. */

@@ -10,7 +10,7 @@ import { artifactId } from "./canonical";
 import { assertDigestSigner, signDigest, structDigest, typeHash, type GasEscrowDomain, type SignatureCheck } from "./eip712";
 import { keccak256Hex, writeHexField } from "./keccak";
 import { InvalidFieldError, TicketNotNewerError } from "./errors";
-import { expectAddress, expectHash, expectObject, expectSignatureHex, expectUint, uintToJson } from "./validate";
+import { expectAddress, expectHash, expectObject, expectPayerSignatureHex, expectUint, uintToJson } from "./validate";
 
 /** Mirrors the EIP-712 `PaymentTicket` field for field. */
 export type PaymentTicket = {
@@ -69,7 +69,8 @@ export function signedPaymentTicketFromJson(value: unknown, path = "SignedPaymen
   const o = expectObject(value, path, ["ticket", "signature"]);
   return {
     ticket: paymentTicketFromJson(o.ticket, `${path}.ticket`),
-    signature: expectSignatureHex(o.signature, `${path}.signature`),
+    // The payer's, its session key's, or a contract wallet's own format (decision 0035): checked where verified.
+    signature: expectPayerSignatureHex(o.signature, `${path}.signature`),
   };
 }
 
