@@ -76,7 +76,8 @@ export class X402McpEndpoint {
     const server = new Server({ name: "ioi-provider-x402", version: "1" }, { capabilities: { tools: {} } });
     server.setRequestHandler(ListToolsRequestSchema, async (request) => {
       const outcome = await this.parameters.handler({ jsonrpc: "2.0", id: 0, method: "tools/list", ...(request.params ? { params: request.params as JsonObject } : {}) });
-      if ("error" in outcome) throw new McpError(outcome.error.code, outcome.error.message);
+      // A plain error with the worker's code: an McpError's message would reach the host with its prefix twice.
+      if ("error" in outcome) throw Object.assign(new Error(outcome.error.message), { code: outcome.error.code });
       return outcome.result as never;
     });
     server.setRequestHandler(CallToolRequestSchema, async (request) => (await this.call(request.params as JsonObject)) as never);
