@@ -389,7 +389,7 @@ export class ProviderNode {
    * answered again from the store. Resolves with the result packet or the refusal; throws a typed error when the
    * channel cannot be bound, or when a write failed (nothing was answered: the same payment may be sent again).
    */
-  async invokeDetached(parameters: { request: JsonObject; ticket: SignedPaymentTicket; leafCount?: number; ref?: ChannelRef }): Promise<{ answer: ActionResultPacket | RejectMessage; payer: Address }> {
+  async invokeDetached(parameters: { request: JsonObject; ticket: SignedPaymentTicket; leafCount?: number; ref?: ChannelRef; sessionKey?: SignedSessionKeyGrant }): Promise<{ answer: ActionResultPacket | RejectMessage; payer: Address }> {
     const { request, ticket, leafCount } = parameters;
     const sessionId = ticket.ticket.sessionId;
     let b = this.#sessions.get(sessionId);
@@ -404,6 +404,9 @@ export class ProviderNode {
       b = await binding;
     }
     const bound = b;
+    // A ticket signed by a session key comes with the payer's grant, checked and bound as at session.open.
+    const grant = parameters.sessionKey;
+    if (grant && bound.session.sessionKey?.signature !== grant.signature) await this.#bindSessionKey(bound, grant);
     const packet: ActionInvokePacket = {
       pkt_version: "1",
       packet_type: "PKT_ACTION_INVOKE",

@@ -26,6 +26,7 @@ import type { Address } from "viem";
 
 import type { BaseError } from "../core/errors";
 import { channelRefFromJson, termsHashOf, type PricingTerms } from "../core/terms";
+import { signedSessionKeyGrantFromJson } from "../core/session-key";
 import { signedPaymentTicketFromJson } from "../core/ticket";
 import type { JsonObject } from "../core/validate";
 import { IOI_CHANNEL_SCHEME, paymentRequiredResult, paymentResponseOf, X402_PAYMENT_META, X402_PAYMENT_RESPONSE_META, x402NetworkOf, x402ToolRequest } from "../core/x402";
@@ -104,7 +105,9 @@ export class X402McpEndpoint {
       const leafCount = payload.leafCount;
       if (leafCount !== undefined && (typeof leafCount !== "number" || !Number.isSafeInteger(leafCount) || leafCount < 0)) throw new McpError(ErrorCode.InvalidParams, "x402/payment.payload.leafCount must be a non-negative integer.");
       const ref = payload.ref === undefined ? undefined : channelRefFromJson(payload.ref, "x402/payment.payload.ref");
-      paid = { ticket, ...(await this.parameters.node.invokeDetached({ request, ticket, ...(leafCount === undefined ? {} : { leafCount: leafCount as number }), ...(ref ? { ref } : {}) })) };
+      const sessionKey = payload.sessionKey === undefined ? undefined : signedSessionKeyGrantFromJson(payload.sessionKey, "x402/payment.payload.sessionKey");
+      const detached = { request, ticket, ...(leafCount === undefined ? {} : { leafCount: leafCount as number }), ...(ref ? { ref } : {}), ...(sessionKey ? { sessionKey } : {}) };
+      paid = { ticket, ...(await this.parameters.node.invokeDetached(detached)) };
     } catch (error) {
       return ask(`The payment was refused: ${sentence(error)}`);
     }

@@ -12,7 +12,7 @@
  * await payer.closeCooperative(sessionId);
  * ```
  */
-import { getAddress, keccak256, stringToBytes, type Address, type Hex, type LocalAccount, type PublicClient } from "viem";
+import { getAddress, hashTypedData, keccak256, stringToBytes, type Address, type Hex, type LocalAccount, type PublicClient } from "viem";
 import { toAccount } from "viem/accounts";
 
 import { gasEscrowDomain, type GasEscrowDomain } from "../core/eip712";
@@ -168,9 +168,11 @@ export class Payer {
     if (walletSigner === undefined) return undefined;
     if (payerWallet === undefined) throw new PayerError("walletSigner signs for a contract wallet: give payerWallet too.");
     const refuse = async (): Promise<never> => {
-      throw new PayerError("The contract wallet's signer signs EIP-712 digests only.");
+      throw new PayerError("The contract wallet's signer signs EIP-712 data and digests only.");
     };
-    return toAccount({ address: this.account.address, sign: async ({ hash }) => walletSigner(hash), signMessage: refuse, signTransaction: refuse, signTypedData: refuse });
+    // EIP-712 data (the summary) is signed as its digest: the wallet's ERC-1271 is asked about exactly that digest.
+    const signTypedData = (async (typed: Parameters<typeof hashTypedData>[0]) => walletSigner(hashTypedData(typed))) as LocalAccount["signTypedData"];
+    return toAccount({ address: this.account.address, sign: async ({ hash }) => walletSigner(hash), signMessage: refuse, signTransaction: refuse, signTypedData });
   }
 
   /**

@@ -18,6 +18,7 @@ import type { PaymentPayloadResult, PaymentRequirements, SchemeNetworkClient } f
 
 import { canonBytes } from "../core/canonical";
 import { signedSessionReceiptFromJson } from "../core/receipt";
+import { signedSessionKeyGrantToJson } from "../core/session-key";
 import { channelRefToJson, prepaidFor } from "../core/terms";
 import { signedPaymentTicketFromJson, signedPaymentTicketToJson, type SignedPaymentTicket } from "../core/ticket";
 import type { JsonObject } from "../core/validate";
@@ -60,7 +61,17 @@ export class IoiChannelSchemeClient implements SchemeNetworkClient {
     }
     const next = await session.nextTicket(canonBytes(request as JsonObject), request);
     // The channel's terms ride along, so a provider meeting the channel first over x402 can bind it.
-    return { x402Version, payload: { ticket: signedPaymentTicketToJson(next.signed), leafCount: next.leafCount, ref: channelRefToJson(ref) as unknown as Record<string, unknown> } };
+    // A session key's ticket brings the payer's grant for it (decision 0025), as session.open does on the socket.
+    const grant = session.parameters.sessionKey?.grant;
+    return {
+      x402Version,
+      payload: {
+        ticket: signedPaymentTicketToJson(next.signed),
+        leafCount: next.leafCount,
+        ref: channelRefToJson(ref) as unknown as Record<string, unknown>,
+        ...(grant ? { sessionKey: signedSessionKeyGrantToJson(grant) as unknown as Record<string, unknown> } : {}),
+      },
+    };
   }
 
   /**

@@ -142,7 +142,7 @@ describe("adversarial: a contract wallet whose signature is 130 bytes (two owner
     const oneOwner = createPayer({ deployment, publicClient, wallet, store: lone, payerWallet: fx.wallet.address });
     await rejection(oneOwner.connect(opened.sessionId, { host: "127.0.0.1", port: node.port }));
     expect((lone.sessionKeyGrants(opened.sessionId)[0]!.signature.length - 2) / 2).to.equal(65);
-    expect(logs.join("\n")).to.contain(`Contract wallet ${getAddress(fx.wallet.address)} refused the session key grant signature`);
+    expect(logs.join("\n")).to.match(new RegExp(`refused session 0x[0-9a-f]{64}: Contract wallet ${getAddress(fx.wallet.address)} refused the session key grant signature`));
     expect(await publicClient.getBalance({ address: fx.escrow.address })).to.equal(parseEther("0.1"));
   });
 });
