@@ -127,7 +127,7 @@ describe("adversarial: ioi mcp refuses calls once the channel is closing on-chai
     } finally {
       await closer.close();
     }
-    expect(CHANNEL_PHASES[await publicClient.readContract({ address: fx.escrow.address, abi: gasEscrowAbi, functionName: "phaseOf", args: [sessionId] })]).to.equal("Settled");
+    expect(CHANNEL_PHASES[await publicClient.readContract({ address: fx.escrow.address, abi: gasEscrowAbi, functionName: "phaseOf", args: [sessionId] })]).to.equal("None"); // finalize clears the slot
     const last = await publicClient.getBlockNumber();
     const payerGas = await gasPaidBy(publicClient, fx.payer.address, before.block + 1n, last);
     const providerGas = await gasPaidBy(publicClient, fx.provider.address, before.block + 1n, last);
