@@ -427,9 +427,12 @@ export class ProviderNode {
         resolve({ answer: message as ActionResultPacket | RejectMessage, payer: bound.record.ref.terms.payer });
       };
       bound.work = this.#after(bound.work, async () => {
-        await this.#invoke(bound, packet, send, unanswered);
-        // The answer (or nothing, if a write failed) is queued on the answers chain by now.
-        void bound.answers.then(unanswered);
+        try {
+          await this.#invoke(bound, packet, send, unanswered);
+        } finally {
+          // The answer (or nothing, if a write failed) is queued on the answers chain by now.
+          void bound.answers.then(unanswered);
+        }
       });
     });
   }
