@@ -30,6 +30,8 @@ import { cliSandbox } from "../helpers/cli";
 import { escrowFixture, ROLE } from "../helpers/fixtures";
 import { EVERYTHING, gasPaidBy, keyOf, startProvider, stopChild, v3Terms, writeTerms } from "../helpers/mcp-parts";
 
+import type { PaymentRequired } from "@x402/core/dist/cjs/types"; // types only (erased)
+
 const { x402Client } = require("@x402/core/client") as typeof import("@x402/core/dist/cjs/client");
 const { parsePaymentRequired } = require("@x402/core/schemas") as typeof import("@x402/core/dist/cjs/schemas");
 
@@ -85,7 +87,7 @@ describe("adversarial: wrong x402 payments over MCP are refused in x402's shape,
     box.cleanup.push(() => host.close());
     const args = { message: "hello" };
     const unpaid = (await host.callTool({ name: "echo", arguments: args })) as ToolResult;
-    const required = parsePaymentRequired(unpaid.structuredContent).data!;
+    const required = parsePaymentRequired(unpaid.structuredContent).data! as PaymentRequired; // x402 version 2
     const accepted = required.accepts[0]!;
 
     /** A payment carrying `ticket` signed by `by` (the payer unless said), as x402's PaymentPayload. */

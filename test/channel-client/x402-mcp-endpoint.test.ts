@@ -33,6 +33,8 @@ import { cliSandbox } from "../helpers/cli";
 import { escrowFixture, ROLE } from "../helpers/fixtures";
 import { EVERYTHING, gasPaidBy, keyOf, startProvider, stopChild, v3Terms, writeTerms } from "../helpers/mcp-parts";
 
+import type { PaymentRequired } from "@x402/core/dist/cjs/types"; // types only (erased)
+
 // x402's packages, loaded as an application would (their exports map's require condition).
 const { x402Client } = require("@x402/core/client") as typeof import("@x402/core/dist/cjs/client");
 const { parsePaymentRequired } = require("@x402/core/schemas") as typeof import("@x402/core/dist/cjs/schemas");
@@ -101,7 +103,7 @@ describe("x402 over MCP: ioi provider's endpoint for x402 clients (issue 30, dec
       expect(JSON.parse(unpaid.content[0]!.text)).to.deep.equal(unpaid.structuredContent);
       const parsed = parsePaymentRequired(unpaid.structuredContent);
       expect(parsed.success, JSON.stringify(parsed.error)).to.equal(true);
-      const required = parsed.data!;
+      const required = parsed.data! as PaymentRequired; // x402 version 2 (checked next)
       expect(required).to.deep.include({ x402Version: 2, error: "Payment required to call this tool" });
       expect(required.resource).to.deep.include({ url: `mcp://tool/${name}` });
       expect(required.accepts).to.have.length(1);
