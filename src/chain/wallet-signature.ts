@@ -14,12 +14,13 @@ import { ANY_METHOD, signSessionKeyGrant, type SignedSessionKeyGrant } from "../
 
 import { InvalidSignatureError } from "../core/errors";
 import { assertDigestSigner, type GasEscrowDomain, type SignatureCheck } from "../core/eip712";
+import { MAX_WALLET_SIGNATURE_BYTES } from "../core/validate";
 
 /** `IERC1271.isValidSignature.selector`, which a wallet returns for a signature it approves. */
 export const ERC1271_MAGIC_VALUE = "0x1626ba7e" as const;
 
 /** The longest wallet signature a node takes from a peer (bounds what it forwards to an `eth_call`). */
-export const MAX_WALLET_SIGNATURE_BYTES = 4096;
+export { MAX_WALLET_SIGNATURE_BYTES };
 
 export const erc1271Abi = [
   {
@@ -122,13 +123,15 @@ export async function walletSessionKey(parameters: {
   wallet: Address;
   sessionId: Hex;
   store: { sessionKeyGrants(sessionId: Hex, key?: Address): SignedSessionKeyGrant[]; putSessionKeyGrant(sessionId: Hex, signed: SignedSessionKeyGrant): Promise<void> };
+  /** Signs the grant in the wallet's own format when the key's signature is not the wallet's (default `account`). */
+  signer?: LocalAccount;
 }): Promise<{ account: LocalAccount; grant: SignedSessionKeyGrant }> {
   const { account, domain, publicClient, wallet, sessionId, store } = parameters;
   const [kept] = store.sessionKeyGrants(sessionId, account.address);
   if (kept) return { account, grant: kept };
   const epoch = await publicClient.readContract({ address: domain.verifyingContract, abi: gasEscrowAbi, functionName: "keyEpochOf", args: [wallet] });
   const grant = await signSessionKeyGrant({
-    account,
+    account: parameters.signer ?? account,
     domain,
     sessionId,
     key: account.address,

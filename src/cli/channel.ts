@@ -130,7 +130,7 @@ export { addressOption, channelOf, gigIdOf, GLOBAL_HELP, hashOption, loadAccount
 export const COMMANDS: Record<string, Command> = {
   provider: {
     summary: "start a provider node on 127.0.0.1 (with its watchtower) and serve until Ctrl-C",
-    usage: "ioi provider [--port N] (--price WEI | --terms-file FILE) [--model ID] [--host IP --allow-public] [--worker-timeout MS] [--worker-env NAME]… [--metrics HOST:PORT] [--log-level L] [--log-file PATH] [--worker CMD [ARGS…]]   |   ioi provider register|bond|unbond|withdraw|show",
+    usage: "ioi provider [--port N] (--price WEI | --terms-file FILE) [--model ID] [--host IP --allow-public] [--worker-timeout MS] [--worker-env NAME]… [--x402-mcp-port PORT] [--metrics HOST:PORT] [--log-level L] [--log-file PATH] [--worker CMD [ARGS…]]   |   ioi provider register|bond|unbond|withdraw|show",
     notes: [
       "  --db postgres://…     serve from PostgreSQL as one of several processes of this provider (decision 0036):",
       "                        each channel is served by the process its payer binds, under a fencing epoch; one",
@@ -145,6 +145,9 @@ export const COMMANDS: Record<string, Command> = {
       "                        LC_ALL, LC_CTYPE, TZ, TMPDIR and SYSTEMROOT by default, never the node's key",
       "                        (IOI_PRIVATE_KEY, --key-env) or any IOI_*KEY*/SECRET/TOKEN/PASSWORD variable",
       "  --worker-url URL      sell the MCP server at this Streamable HTTP endpoint instead (SDK client; same limits)",
+      "  --x402-mcp-port PORT  also serve x402 clients: an MCP endpoint (Streamable HTTP, http://HOST:PORT/mcp, on --host)",
+      "                        answering an unpaid tools/call with x402's PaymentRequired (scheme ioi-channel) and taking",
+      "                        the channel ticket in _meta[\"x402/payment\"]; tools/list is free (0 = any free port)",
       "  --host IP             address to listen on (default 127.0.0.1); a non-loopback one needs --allow-public",
       "  --terms-file FILE     the terms document offered (schemas/terms.schema.json: metered pricing with a cap per",
       "                        call, model snapshot ids, dispute rules, required receipts); --model must be one it lists",
@@ -168,6 +171,7 @@ export const COMMANDS: Record<string, Command> = {
       "repository-dir": { type: "string" },
       "worker-url": { type: "string" },
       "drop-results": { type: "boolean" },
+      "x402-mcp-port": { type: "string" },
       ...METRICS_OPTION,
       ...LOG_OPTIONS,
       ...ALERT_OPTIONS,
@@ -440,6 +444,9 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
   const workerUrl = values["worker-url"] as string | undefined;
   if (workerUrl !== undefined && argv !== undefined) throw new UsageError("Give either --worker CMD (a stdio MCP server) or --worker-url URL (a Streamable HTTP one), not both.");
   if (workerUrl !== undefined && !/^https?:\/\/[^\s]+$/.test(workerUrl)) throw new UsageError(`--worker-url must be an http(s) URL of an MCP endpoint; received ${JSON.stringify(workerUrl)}.`);
+  const x402Port = values["x402-mcp-port"] === undefined ? undefined : Number(uint(values, "x402-mcp-port", "TCP port of the x402 MCP endpoint (0 = any free port)", 0n));
+  if (x402Port !== undefined && x402Port > 65535) throw new UsageError(`--x402-mcp-port must be at most 65535; received ${x402Port}.`);
+  if (x402Port !== undefined && isPostgresUrl(values.db)) throw new UsageError("--x402-mcp-port is served by a single-process provider (a SQLite --db) in this version, not by a fleet.");
   if (isPostgresUrl(values.db)) return runProviderFleet(values, out, { account, pricing, modelSnapshotId, host, port, argv, workerEnv, workerTimeout, publicClient, wallet: wallet!, escrow, domain, fromBlock, reading, log, alertSettings, stream, workerUrl });
   let worker: Pick<McpWorker, "handler" | "info" | "stop"> | undefined;
   let handler: McpHandler = echoHandler;
@@ -494,14 +501,20 @@ async function runProvider(values: Record<string, unknown>, out: Out): Promise<v
     onEvents: (events) => node.applyEscrowEvents(events),
   });
   tower.start();
+  // x402 clients (decision 0034): their MCP endpoint, on the node's host, paid through the same node and store.
+  const x402 =
+    x402Port === undefined
+      ? undefined
+      : await (await import("../node/x402-mcp-endpoint")).X402McpEndpoint.start({ node, handler, pricing, chainId: domain.chainId, escrow, provider: account.address, host, port: x402Port, log });
   // The ready line is always JSON, so a supervising process can read the port.
-  console.log(JSON.stringify({ event: "provider.ready", host, port: node.port, provider: account.address, escrow, confirmations: reading.confirmations.toString(), termsHash: termsHashOf(pricing), worker: worker ? { tools: worker.info?.tools.map((t) => t.name) ?? [], env: Object.keys(workerEnv).sort() } : "echo", crypto: secp256k1Backend().implementation, ...(metrics ? { metrics: `http://${metrics.address}/metrics` } : {}) }));
+  console.log(JSON.stringify({ event: "provider.ready", host, port: node.port, provider: account.address, escrow, confirmations: reading.confirmations.toString(), termsHash: termsHashOf(pricing), worker: worker ? { tools: worker.info?.tools.map((t) => t.name) ?? [], env: Object.keys(workerEnv).sort() } : "echo", crypto: secp256k1Backend().implementation, ...(metrics ? { metrics: `http://${metrics.address}/metrics` } : {}), ...(x402 ? { x402Mcp: x402.url } : {}) }));
   logger.info({ event: "provider.ready", host, port: node.port, provider: account.address, escrow }, "provider node listening");
   await new Promise<void>((resolve) => {
     process.once("SIGINT", resolve);
     process.once("SIGTERM", resolve);
   });
   await metrics?.close();
+  await x402?.stop();
   await tower.stop();
   await node.stop();
   await worker?.stop();

@@ -37,6 +37,7 @@ export const OPTION_HELP: Record<string, OptionHelp> = {
   "call-timeout": { value: "MS", text: "longest a forwarded call may take before the host hears a timeout (default 60000; a retry with the same key is not paid again)" },
   "worker-url": { value: "URL", text: "sell the MCP server at this Streamable HTTP endpoint (instead of --worker CMD)" },
   "drop-results": { text: "keep only receipts, not outputs (a payer's retry then gets the receipt, not the result)" },
+  "x402-mcp-port": { value: "PORT", text: "also serve x402 clients an MCP endpoint at http://HOST:PORT/mcp (unpaid calls get x402's PaymentRequired; 0 = any free port)" },
   "worker-env": { value: "NAME", text: "pass this environment variable to the worker (repeatable; default only PATH, HOME, LANG, LC_ALL, TZ, TMPDIR)" },
   "from-seq": { value: "N", text: "the first seq to print (default: 1)" },
   // Channels

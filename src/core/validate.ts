@@ -50,6 +50,26 @@ export function expectAddress(value: unknown, path: string): Address {
   return getAddress(value);
 }
 
+/**
+ * The longest signature a payer's contract wallet may make (decision 0035): bounds what a node takes from a peer and
+ * forwards to the wallet's ERC-1271 `isValidSignature` in an `eth_call`.
+ */
+export const MAX_WALLET_SIGNATURE_BYTES = 4096;
+const PAYER_SIGNATURE = /^0x(?:[0-9a-f]{2}){1,4096}$/;
+
+/**
+ * A signature the payer may have made (tickets, grants, receipt commits, cooperative summaries): 65 bytes for a plain
+ * key, or the bytes of a contract wallet's own format, 1 to {@link MAX_WALLET_SIGNATURE_BYTES} (two owners' ECDSA
+ * signatures, a WebAuthn assertion, a wrapped envelope), as lowercase hex. Which it must be is decided where it is
+ * checked: recovery takes exactly 65 bytes; a wallet's ERC-1271 answer decides for the wallet.
+ */
+export function expectPayerSignatureHex(value: unknown, path: string): Hex {
+  if (typeof value !== "string" || !PAYER_SIGNATURE.test(value)) {
+    throw new InvalidFieldError(path, `a payer's signature: 0x and 2 to ${2 * MAX_WALLET_SIGNATURE_BYTES} lowercase hex digits (65 bytes for a key, a wallet's own format for a contract wallet)`, value);
+  }
+  return value as Hex;
+}
+
 /** A 65-byte secp256k1 signature (r ‖ s ‖ v) as lowercase hex. */
 export function expectSignatureHex(value: unknown, path: string): Hex {
   if (typeof value !== "string" || !SIGNATURE.test(value)) {

@@ -34,7 +34,8 @@ export type ChannelPaymentParameters = {
   chainId: number;
   escrow: Address;
   provider: Address;
-  sessionId: Hex;
+  /** The channel, when the asker knows it; a provider answering a stranger's unpaid call names none (any of its channels). */
+  sessionId?: Hex;
   termsHash: Hex;
   pricing: PricingTerms;
   /** The JSON-RPC request the payment is for (its tool decides the price under v3 terms). */
@@ -55,15 +56,25 @@ export function channelPaymentRequirements(p: ChannelPaymentParameters): Payment
     amount: prepaidFor(p.pricing, p.request).toString(),
     payTo: p.provider,
     maxTimeoutSeconds: p.maxTimeoutSeconds ?? 60,
-    extra: { escrow: p.escrow, sessionId: p.sessionId, termsHash: p.termsHash, request: p.request },
+    extra: { escrow: p.escrow, ...(p.sessionId ? { sessionId: p.sessionId } : {}), termsHash: p.termsHash, request: p.request },
   };
 }
 
+/**
+ * The request a `tools/call` over x402's MCP transport is receipted as (decision 0034): the tool and its arguments in a
+ * JSON-RPC request of fixed id, without `_meta`. The unpaid answer carries it (`extra.request`), the payer signs its
+ * ticket over it, and the provider runs and hashes exactly it, so the receipt's request hash is the same on both sides
+ * whatever JSON-RPC ids the host's retries use.
+ */
+export function x402ToolRequest(name: string, args: JsonObject | undefined): JsonObject {
+  return { jsonrpc: "2.0", id: 0, method: "tools/call", params: { name, ...(args === undefined ? {} : { arguments: args }) } };
+}
+
 /** x402's MCP answer to an unpaid `tools/call`: `isError`, the `PaymentRequired` as structured content and as text. */
-export function paymentRequiredResult(p: ChannelPaymentParameters & { tool: string }): JsonObject {
+export function paymentRequiredResult(p: ChannelPaymentParameters & { tool: string; error?: string }): JsonObject {
   const required: PaymentRequired = {
     x402Version: X402_VERSION,
-    error: "Payment required to call this tool",
+    error: p.error ?? "Payment required to call this tool",
     resource: { url: `mcp://tool/${p.tool}`, description: `MCP tool ${p.tool}, paid through an ioi-settlement channel` },
     accepts: [channelPaymentRequirements(p)],
   };
@@ -74,9 +85,11 @@ export function paymentRequiredResult(p: ChannelPaymentParameters & { tool: stri
  * x402's settlement response for a paid call (`_meta["x402/payment-response"]`): the channel settles off-chain, so
  * `transaction` is the signed receipt's hash, and the receipt and ticket themselves ride in `extensions`.
  */
-export function paymentResponseOf(p: { chainId: number; payer: Address; ticket: SignedPaymentTicket; receipt: SignedSessionReceipt }): SettleResponse {
+export function paymentResponseOf(p: { chainId: number; payer: Address; ticket: SignedPaymentTicket; receipt: SignedSessionReceipt; failed?: boolean }): SettleResponse {
   return {
-    success: true,
+    success: p.failed !== true,
+    // A call the tool failed is receipted at 0 (decision 0022): nothing settles, the receipt still rides along.
+    ...(p.failed ? { errorReason: "tool_failed_not_charged" } : {}),
     transaction: sessionReceiptHash(p.receipt.receipt),
     network: x402NetworkOf(p.chainId),
     payer: p.payer,

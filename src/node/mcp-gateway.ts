@@ -170,7 +170,9 @@ export class McpGateway {
     const server = new Server({ name: "ioi-mcp-gateway", version: "1" }, { capabilities: { tools: {}, resources: {}, prompts: {} } });
     const connection = randomUUID();
     const forward = (method: string) => async (request: { params?: unknown }, extra: { requestId: string | number }) =>
-      this.forward(method, (request.params ?? {}) as JsonObject, `${connection}:${String(extra.requestId)}`);
+      this.forward(method, (request.params ?? {}) as JsonObject, `${connection}:${String(extra.requestId)}`).catch((error: unknown) => {
+        throw onTheWire(error);
+      });
     server.setRequestHandler(ListToolsRequestSchema, forward("tools/list"));
     server.setRequestHandler(ListResourcesRequestSchema, forward("resources/list"));
     server.setRequestHandler(ListResourceTemplatesRequestSchema, forward("resources/templates/list"));
@@ -486,6 +488,16 @@ function stripOwnMeta(params: JsonObject): JsonObject {
 function describeCall(request: JsonObject): string {
   const params = request.params as JsonObject | undefined;
   return request.method === "tools/call" && typeof params?.name === "string" ? `to tool ${JSON.stringify(params.name)}` : String(request.method);
+}
+
+/**
+ * An `McpError` as the SDK's server sends it: `McpError` puts "MCP error CODE: " before its message and the host's
+ * client puts it there again, so the host would read the prefix twice. The sentence goes out bare, with its code and
+ * data; the host's client adds the prefix once.
+ */
+function onTheWire(error: unknown): unknown {
+  if (!(error instanceof McpError)) return error;
+  return Object.assign(new Error(error.message.replace(/^MCP error -?\d+: /, "")), { code: error.code, ...(error.data === undefined ? {} : { data: error.data }) });
 }
 
 function refusal(message: string): McpError {

@@ -127,6 +127,8 @@ export type PayerClientParameters = {
   logger?: Logger;
   /** Sign tickets with a session key under the payer's grant (decision 0025); the grant is sent at binding. */
   sessionKey?: { account: LocalAccount; grant: SignedSessionKeyGrant };
+  /** A contract wallet's signer for the summary and receipt commits (see `PayerSessionParameters.payerSigner`). */
+  payerSigner?: LocalAccount;
   /**
    * Keep each paid call's request and output in the store, durable before its receipt counts (issue 28 item 8;
    * `ioi results` prints them again). Default true; false keeps only the receipts (their output hashes).
@@ -165,7 +167,7 @@ export class PayerClient {
     if (parameters.sessionKey) await store.putSessionKeyGrant(channel.sessionId, parameters.sessionKey.grant);
     const connection = await connectSecure({ host, port, account, sessionId: channel.sessionId, expectedPeer: channel.ref.terms.provider, timeoutMs });
     const session = PayerSession.restore(
-      { account, domain, ref: channel.ref, sessionId: channel.sessionId, pricing: channel.pricing, deposit: channel.deposit, ...(parameters.sessionKey ? { sessionKey: parameters.sessionKey } : {}) },
+      { account, domain, ref: channel.ref, sessionId: channel.sessionId, pricing: channel.pricing, deposit: channel.deposit, ...(parameters.sessionKey ? { sessionKey: parameters.sessionKey } : {}), ...(parameters.payerSigner ? { payerSigner: parameters.payerSigner } : {}) },
       store.steps(channel.sessionId),
     );
     const first = new Promise<NodeMessage>((resolve, reject) => {
@@ -475,7 +477,8 @@ export class PayerClient {
    */
   async commitPrefix(): Promise<{ leafCount: bigint; root: Hex }> {
     if (this.#failure) throw this.#failure;
-    const { account, domain, channel, store } = this.parameters;
+    const { domain, channel, store } = this.parameters;
+    const account = this.parameters.payerSigner ?? this.parameters.account;
     const leafCount = BigInt(this.session.accumulator.size);
     const root = this.session.accumulator.root();
     const mine = await signReceiptCommit(account, domain, { sessionId: channel.sessionId, leafCount, root });
@@ -495,7 +498,8 @@ export class PayerClient {
 
   /** Exchanges signed receipt roots with the provider over everything accepted so far. */
   async commit(): Promise<{ leafCount: bigint; root: Hex }> {
-    const { account, domain, channel, store } = this.parameters;
+    const { domain, channel, store } = this.parameters;
+    const account = this.parameters.payerSigner ?? this.parameters.account;
     const mine = await signReceiptCommit(account, domain, { sessionId: channel.sessionId, leafCount: BigInt(this.session.accumulator.size), root: this.session.accumulator.root() });
     await store.putCommit(channel.sessionId, "payer", mine);
     const packet: ReceiptCommitPacket = { pkt_version: "1", packet_type: "PKT_RECEIPT_COMMIT", issued_at: new Date().toISOString(), session_id: channel.sessionId, payload: { commit: mine } };

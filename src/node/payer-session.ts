@@ -36,6 +36,12 @@ export type PayerSessionParameters = {
   sessionId: Hex;
   pricing: PricingTerms;
   deposit: bigint;
+  /**
+   * Signs what only the payer itself may sign — the closing ticket and the cooperative summary — when that is not
+   * `account`'s own 65-byte signature: a contract wallet's signer, whose signature is the wallet's own format
+   * (decision 0035, e.g. two owners' signatures). Default `account`.
+   */
+  payerSigner?: LocalAccount;
 };
 
 /** A signed ticket with the number of receipts its root covers (sent beside it as a hint). */
@@ -254,7 +260,8 @@ export class PayerSession {
    * stored as a step, and the provider's newest ticket (same amount) cannot displace it on-chain.
    */
   async closingTicket(): Promise<SignedPaymentTicket> {
-    const { account, domain, ref, sessionId } = this.parameters;
+    const { domain, ref, sessionId } = this.parameters;
+    const account = this.parameters.payerSigner ?? this.parameters.account;
     const ticket: PaymentTicket = {
       sessionId,
       provider: ref.terms.provider,
@@ -271,7 +278,8 @@ export class PayerSession {
     if (this.#pending.size > 0) {
       throw new ReceiptMismatchError(`${this.#pending.size} ticket(s) still await their receipts; close after they arrive.`);
     }
-    const { account, domain, ref, sessionId } = this.parameters;
+    const { domain, ref, sessionId } = this.parameters;
+    const account = this.parameters.payerSigner ?? this.parameters.account;
     const summary: SettlementSummary = {
       sessionId,
       provider: ref.terms.provider,

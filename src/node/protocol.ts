@@ -22,7 +22,7 @@ import {
   type PricingTerms,
 } from "../core/terms";
 import { signedPaymentTicketFromJson, signedPaymentTicketToJson, type SignedPaymentTicket } from "../core/ticket";
-import { expectHash, expectLiteral, expectObject, expectSignatureHex, expectString, expectUint, uintToJson } from "../core/validate";
+import { expectHash, expectLiteral, expectObject, expectPayerSignatureHex, expectSignatureHex, expectString, expectUint, uintToJson } from "../core/validate";
 import {
   signedProgressProofFromJson,
   signedProgressProofToJson,
@@ -275,7 +275,8 @@ export function decodeMessage(bytes: Uint8Array): NodeMessage {
       return {
         type,
         summary: settlementSummaryFromJson(o.summary, "message.summary"),
-        signature: expectSignatureHex(o.signature, "message.signature"),
+        // The payer's: a contract wallet's own format (decision 0035), checked by its ERC-1271.
+        signature: expectPayerSignatureHex(o.signature, "message.signature"),
       };
     }
     case "close.countersign": {

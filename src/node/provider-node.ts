@@ -27,7 +27,9 @@ import { listenSecure, type ListenSecureParameters, type SecureConnection, type 
 import type { JsonObject } from "../core/validate";
 import type { Logger } from "./log";
 import type { NodeMetrics } from "./metrics";
-import { decodeMessage, encodeMessage, isPacket, STEPS_PAGE, type NodeMessage, type SessionOpenMessage, type StepsMessage, type StreamSampleMessage, type StreamTrancheMessage } from "./protocol";
+import type { SignedPaymentTicket } from "../core/ticket";
+import type { ChannelRef } from "../core/terms";
+import { decodeMessage, encodeMessage, isPacket, STEPS_PAGE, type NodeMessage, type RejectMessage, type SessionOpenMessage, type StepsMessage, type StreamSampleMessage, type StreamTrancheMessage } from "./protocol";
 import { canonBytes } from "../core/canonical";
 import { progressProofHash } from "../core/progress-proof";
 import { StreamRefusedError, StreamService, TrancheCall, type StreamServiceParameters } from "./stream-service";
@@ -149,6 +151,8 @@ export class ProviderNode {
   readonly #phases = new Map<Hex, SessionPhase>();
   /** Milestone streaming: tranches and samples of v4 channels. */
   readonly #streams: StreamService;
+  /** Binds under way for payments without a connection (x402), so two payments for one channel bind it once. */
+  readonly #detachedBinds = new Map<Hex, Promise<Bound>>();
 
   private constructor(readonly parameters: ProviderNodeParameters) {
     this.#streams = new StreamService(parameters);
@@ -416,6 +420,63 @@ export class ProviderNode {
     });
   }
 
+  /**
+   * One paid request that arrived without a sealed connection: an x402 payment over MCP (decision 0034). The channel
+   * is bound as a connection binds it (the provider, the terms hash of this node's price list, the on-chain phase and
+   * deposit; `ref` is needed only while this node's store does not hold the channel), and the ticket then takes
+   * exactly the path of a `PKT_ACTION_INVOKE` on the socket: queued behind the session's other work, checked by the
+   * same rules, run, stored (step and kept output) before the answer is released, and a ticket already answered is
+   * answered again from the store. Resolves with the result packet or the refusal; throws a typed error when the
+   * channel cannot be bound, or when a write failed (nothing was answered: the same payment may be sent again).
+   */
+  async invokeDetached(parameters: { request: JsonObject; ticket: SignedPaymentTicket; leafCount?: number; ref?: ChannelRef; sessionKey?: SignedSessionKeyGrant }): Promise<{ answer: ActionResultPacket | RejectMessage; payer: Address }> {
+    const { request, ticket, leafCount } = parameters;
+    const sessionId = ticket.ticket.sessionId;
+    let b = this.#sessions.get(sessionId);
+    if (!b || b.failed) {
+      const ref = this.parameters.store.getChannel(sessionId)?.ref ?? parameters.ref;
+      if (!ref) throw new BindingMismatchError(`This provider holds no channel ${sessionId}, and the payment does not carry its terms.`);
+      let binding = this.#detachedBinds.get(sessionId);
+      if (!binding) {
+        binding = this.#bind({ sessionId, peer: undefined }, { ref, pricing: this.parameters.pricing }).finally(() => this.#detachedBinds.delete(sessionId));
+        this.#detachedBinds.set(sessionId, binding);
+      }
+      b = await binding;
+    }
+    const bound = b;
+    // A ticket signed by a session key comes with the payer's grant, checked and bound as at session.open.
+    const grant = parameters.sessionKey;
+    if (grant && bound.session.sessionKey?.signature !== grant.signature) await this.#bindSessionKey(bound, grant);
+    const packet: ActionInvokePacket = {
+      pkt_version: "1",
+      packet_type: "PKT_ACTION_INVOKE",
+      issued_at: new Date().toISOString(),
+      session_id: sessionId,
+      payload: { mcp: request, ticket, ...(leafCount === undefined ? {} : { leaf_count: String(leafCount) }) },
+    };
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const unanswered = () => {
+        if (settled) return;
+        settled = true;
+        reject(new BaseError(`A write of session ${sessionId} failed, so ticket seq ${ticket.ticket.seq} was not answered; send the same payment again.`));
+      };
+      const send = async (message: NodeMessage) => {
+        if (settled) return;
+        settled = true;
+        resolve({ answer: message as ActionResultPacket | RejectMessage, payer: bound.record.ref.terms.payer });
+      };
+      bound.work = this.#after(bound.work, async () => {
+        try {
+          await this.#invoke(bound, packet, send, unanswered);
+        } finally {
+          // The answer (or nothing, if a write failed) is queued on the answers chain by now.
+          void bound.answers.then(unanswered);
+        }
+      });
+    });
+  }
+
   /** Verifies the channel the payer names (terms, pricing, on-chain deposit) and loads or creates its session. */
   /** Checks the payer's grant against the chain now (revocation, epoch) and binds it (decision 0025). */
   async #bindSessionKey(b: Bound, grant: SignedSessionKeyGrant): Promise<void> {
@@ -431,7 +492,12 @@ export class ProviderNode {
     await this.parameters.store.putSessionKeyGrant(b.record.sessionId, grant);
   }
 
-  async #bind(connection: SecureConnection, message: SessionOpenMessage): Promise<Bound> {
+  /**
+   * `connection`: the sealed connection's session and authenticated key. `peer` undefined: an x402 payment over MCP
+   * (decision 0034), where no key is authenticated and every ticket is checked against the payer's signature (or its
+   * bound grant's key) alone, as a ticket over the socket also is.
+   */
+  async #bind(connection: { sessionId: Hex; peer: Address | undefined }, message: Pick<SessionOpenMessage, "ref" | "pricing" | "sessionKey">): Promise<Bound> {
     const { domain, account, pricing, publicClient, store } = this.parameters;
     const { ref } = message;
     const sessionId = sessionIdOf(domain, ref);
@@ -440,8 +506,9 @@ export class ProviderNode {
     // A payer that is a contract wallet cannot hold the connection's key: it connects through the session key its
     // grant names (decision 0035), and its own signatures (that grant, its summaries) are checked by its ERC-1271.
     const payerSignatures = await payerSignatureCheck({ publicClient, payer: ref.terms.payer });
-    const peerIsPayer = ref.terms.payer.toLowerCase() === connection.peer.toLowerCase();
-    const peerIsWalletKey = payerSignatures.wallet && message.sessionKey?.grant.key.toLowerCase() === connection.peer.toLowerCase();
+    const peer = connection.peer?.toLowerCase();
+    const peerIsPayer = peer === undefined || ref.terms.payer.toLowerCase() === peer;
+    const peerIsWalletKey = payerSignatures.wallet && peer !== undefined && message.sessionKey?.grant.key.toLowerCase() === peer;
     if (!peerIsPayer && !peerIsWalletKey) {
       throw new BindingMismatchError(
         payerSignatures.wallet

@@ -12,7 +12,8 @@
  * await payer.closeCooperative(sessionId);
  * ```
  */
-import { getAddress, keccak256, stringToBytes, type Address, type Hex, type LocalAccount, type PublicClient } from "viem";
+import { getAddress, hashTypedData, keccak256, stringToBytes, type Address, type Hex, type LocalAccount, type PublicClient } from "viem";
+import { toAccount } from "viem/accounts";
 
 import { gasEscrowDomain, type GasEscrowDomain } from "../core/eip712";
 import { BaseError } from "../core/errors";
@@ -56,6 +57,13 @@ export type PayerParameters = {
    * connects to the provider as the session key of a grant the wallet signs for it. Omitted: the key is the payer.
    */
   payerWallet?: Address;
+  /**
+   * How the contract wallet signs a digest, in its own format, when that is not the key's 65-byte signature of the
+   * digest (decision 0035): say, two owners' signatures concatenated, or a WebAuthn assertion — any length up to
+   * `MAX_WALLET_SIGNATURE_BYTES`. It signs the wallet's grant, the closing ticket, the cooperative summary and receipt
+   * commits; tickets are still the key's (it pays as the grant's session key). Only with `payerWallet`.
+   */
+  walletSigner?: (digest: Hex) => Promise<Hex>;
 };
 
 export type OpenPaidChannelParameters = {
@@ -147,7 +155,24 @@ export class Payer {
     const channel = this.#channel(sessionId);
     const { host, port } = peer ?? this.#peerOf(channel);
     const sessionKey = this.parameters.payerWallet === undefined ? undefined : { account: this.account, grant: await this.walletGrant(sessionId) };
-    return PayerClient.connect({ account: this.account, domain: this.domain, store: this.parameters.store, channel, host, port, ...(sessionKey ? { sessionKey } : {}) });
+    const payerSigner = this.#walletSigner();
+    return PayerClient.connect({ account: this.account, domain: this.domain, store: this.parameters.store, channel, host, port, ...(sessionKey ? { sessionKey } : {}), ...(payerSigner ? { payerSigner } : {}) });
+  }
+
+  /**
+   * The contract wallet's own signer as an account whose raw-digest `sign` gives the wallet's format (`walletSigner`);
+   * undefined when the key's signature is the wallet's. It signs digests only: never a transaction or a handshake.
+   */
+  #walletSigner(): LocalAccount | undefined {
+    const { walletSigner, payerWallet } = this.parameters;
+    if (walletSigner === undefined) return undefined;
+    if (payerWallet === undefined) throw new PayerError("walletSigner signs for a contract wallet: give payerWallet too.");
+    const refuse = async (): Promise<never> => {
+      throw new PayerError("The contract wallet's signer signs EIP-712 data and digests only.");
+    };
+    // EIP-712 data (the summary) is signed as its digest: the wallet's ERC-1271 is asked about exactly that digest.
+    const signTypedData = (async (typed: Parameters<typeof hashTypedData>[0]) => walletSigner(hashTypedData(typed))) as LocalAccount["signTypedData"];
+    return toAccount({ address: this.account.address, sign: async ({ hash }) => walletSigner(hash), signMessage: refuse, signTransaction: refuse, signTypedData });
   }
 
   /**
@@ -171,7 +196,8 @@ export class Payer {
   async walletGrant(sessionId: Hex): Promise<SignedSessionKeyGrant> {
     const { store, publicClient, payerWallet } = this.parameters;
     if (payerWallet === undefined) throw new PayerError("This payer is not a contract wallet (no payerWallet): it needs no wallet grant.");
-    const { grant } = await walletSessionKey({ account: this.account, domain: this.domain, publicClient, wallet: getAddress(payerWallet), sessionId, store });
+    const signer = this.#walletSigner();
+    const { grant } = await walletSessionKey({ account: this.account, domain: this.domain, publicClient, wallet: getAddress(payerWallet), sessionId, store, ...(signer ? { signer } : {}) });
     return grant;
   }
 
@@ -212,8 +238,9 @@ export class Payer {
     const channel = this.#channel(sessionId);
     let ticket = store.latestTicket(sessionId);
     if (ticket) {
+      const signer = this.#walletSigner();
       const session = PayerSession.restore(
-        { account: this.account, domain: this.domain, ref: channel.ref, sessionId, pricing: channel.pricing, deposit: channel.deposit },
+        { account: this.account, domain: this.domain, ref: channel.ref, sessionId, pricing: channel.pricing, deposit: channel.deposit, ...(signer ? { payerSigner: signer } : {}) },
         store.steps(sessionId),
       );
       ticket = await session.closingTicket();

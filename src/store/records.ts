@@ -22,7 +22,7 @@ import {
   uintToJson,
 } from "../core/validate";
 import { settlementSummaryFromJson, settlementSummaryToJson, type SettlementSummaryJson } from "../core/summary";
-import { expectSignatureHex } from "../core/validate";
+import { expectPayerSignatureHex, expectSignatureHex } from "../core/validate";
 import type { SessionReceipt, SignedSessionReceipt, SignedSessionReceiptJson } from "../core/receipt";
 import type { PaymentTicket, SignedPaymentTicket, SignedPaymentTicketJson } from "../core/ticket";
 import type { ChannelRecord, ClosingRecord, CooperativeCloseRecord } from "./store";
@@ -170,7 +170,7 @@ export function cooperativeCloseFromJson(value: unknown, path = "CooperativeClos
   const o = expectObject(value, path, ["summary", "payerSignature", "providerSignature"]);
   return {
     summary: settlementSummaryFromJson(o.summary, `${path}.summary`),
-    payerSignature: expectSignatureHex(o.payerSignature, `${path}.payerSignature`),
+    payerSignature: expectPayerSignatureHex(o.payerSignature, `${path}.payerSignature`),
     providerSignature: expectSignatureHex(o.providerSignature, `${path}.providerSignature`),
   };
 }

@@ -6,7 +6,7 @@
  * block, as `closingMatchedAtOpen` is. The chain-backed flows are in test/adversarial/smart-account-payers.test.ts.
  */
 import { expect } from "chai";
-import { keccak256, type Address, type Hex } from "viem";
+import { concat, keccak256, type Address, type Hex } from "viem";
 
 import { buildSessionPackage } from "../../src/arbitration/build";
 import type { CaseContext } from "../../src/arbitration/context";
@@ -19,7 +19,8 @@ import { receiptLeaf } from "../../src/core/leaf";
 import { sessionReceiptHash, signSessionReceipt, type SessionReceipt } from "../../src/core/receipt";
 import { sessionKeyGrantDigest, signSessionKeyGrant, type SignedSessionKeyGrant } from "../../src/core/session-key";
 import { sessionIdOf, type ChannelRef } from "../../src/core/terms";
-import { signPaymentTicket } from "../../src/core/ticket";
+import { signDigest } from "../../src/core/eip712";
+import { paymentTicketDigest, signPaymentTicket } from "../../src/core/ticket";
 import { mnemonicToAccount } from "viem/accounts";
 import { DISPUTE_MANAGER, DOMAIN, ESCROW, PAYER, POLICY, PRICE, PRICING, PROVIDER, REF, outputOf, requestOf, type Step } from "./session-fixtures";
 
@@ -93,6 +94,34 @@ describe("arbitration: Lane 0 with a contract-wallet payer (decision 0035)", fun
     expect(first.resolution.aggregate.finalVerdict).to.equal("provider_fault");
     const second = await judge(pkg, ctx);
     expect(resolutionHash(second.resolution)).to.equal(resolutionHash(first.resolution));
+  });
+
+  it("a wallet whose signature is 130 bytes (two owners' concatenated): the package parses and Lane 0 judges its tickets by the recorded root", async () => {
+    const { steps, tree } = await walletSteps();
+    // The wallet's own format on every ticket: the owner's signature, then a second owner's (decision 0035 amendment).
+    const long = await Promise.all(
+      steps.map(async (step) => ({ ...step, ticket: { ...step.ticket, signature: concat([step.ticket.signature, await signDigest(KEY, paymentTicketDigest(DOMAIN, step.ticket.ticket))]) } })),
+    );
+    const { pkg, ctx } = walletCase(long, tree, { payerIsContract: true });
+    expect(JSON.stringify(packageToJson(pkg))).to.contain(long[0]!.ticket.signature);
+    const run = await judge(pkg, ctx);
+    expect(failed(run).filter((n) => n.endsWith("ticket_signature"))).to.deep.equal([]);
+    expect(run.resolution.aggregate.finalVerdict).to.equal("provider_fault");
+    // Read as a plain key, a 130-byte signature is no key's: every ticket signature fails, nothing crashes.
+    const plain = await judge(...(Object.values(walletCase(long, tree, {})) as [ChallengePackage, CaseContext]));
+    expect(failed(plain)).to.include.members(["receipt[seq 1].ticket_signature", "receipt[seq 2].ticket_signature"]);
+    // Past 4,096 bytes a signature is refused where the package is read, in one sentence.
+    const huge = { ...long[0]!, ticket: { ...long[0]!.ticket, signature: `0x${"ab".repeat(4097)}` as Hex } };
+    const { pkg: oversized } = walletCase([huge, ...long.slice(1)], tree, { payerIsContract: true });
+    const error = (() => {
+      try {
+        parsePackage(canon(packageToJson(oversized)));
+      } catch (e) {
+        return e as Error;
+      }
+      return undefined;
+    })();
+    expect(error?.message.split("\n")[0]).to.match(/signature/);
   });
 
   it("attack: the same package with the payer read as a plain key fails every ticket signature (recovery finds the owner, not the wallet)", async () => {

@@ -70,7 +70,7 @@ export async function startProvider(parameters: {
   let stderr = "";
   child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
   const exited = new Promise((resolve) => child.once("exit", resolve));
-  const deadline = setTimeout(() => child.kill("SIGKILL"), 90_000);
+  const deadline = setTimeout(() => child.kill("SIGKILL"), 180_000); // a bound on a loaded machine, not a timing assertion
   try {
     const ready = await new Promise<Record<string, unknown>>((resolve, reject) => {
       let partial = "";
