@@ -17,7 +17,8 @@ import path from "node:path";
 import { Command as Commander, CommanderError, Option } from "commander";
 
 import { BaseError } from "../core/errors";
-import { COMMANDS, GIG_COMMANDS, GIG_HELP, GIG_OPTIONS } from "./channel";
+import { COMMANDS } from "./channel";
+import { GIG_COMMANDS, GIG_HELP, GIG_OPTIONS } from "./gig-commands";
 import { ARBITRATE_COMMAND, DISPUTE_GROUPS, DISPUTE_HELP, DISPUTE_OPTIONS } from "./arbitration";
 import { VET_COMMAND } from "./vet";
 import { BUNDLE_HASH_COMMAND } from "./bundle-hash";

@@ -8,7 +8,7 @@ import path from "node:path";
 import { getAddress, isAddress, type Hex } from "viem";
 
 import { EndpointError, listenHost, parsePeer } from "../node/endpoints";
-import { chainClients, sessionKeyOf } from "./channel";
+import { chainClients, sessionKeyOf } from "./channel-plumbing";
 import { hashOption, loadAccount, need, openStore, storePath, uint, UsageError, weiAmount, type Command, type Out } from "./common";
 
 export const MCP_COMMAND: Command = {

@@ -209,7 +209,7 @@ async function runStream(values: Values, out: Out): Promise<void> {
     const journal = StreamJournal.open(StreamJournal.dirOfStore(storePath(values, "payer")), sessionId);
     // The delegated sampling node (decision 0025): tickets signed by the granted key, within its cap; the grant is kept
     // in the store before the first ticket under it (a key-signed ticket is the payer's only with its grant).
-    const sessionKey = (await import("./channel")).sessionKeyOf(values, sessionId);
+    const sessionKey = (await import("./channel-plumbing")).sessionKeyOf(values, sessionId);
     if (sessionKey) await store.putSessionKeyGrant(sessionId, sessionKey.grant);
     const link = await NetworkStreamLink.connect({ account, domain, channel, ...endpoint, ...(sessionKey ? { grant: sessionKey.grant } : {}) });
     try {

@@ -10,7 +10,7 @@ import { getAddress, parseEventLogs, type Address, type Hex, type LocalAccount }
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 
 import { getLogsPaged } from "../chain/logs";
-import { chainClients } from "./channel";
+import { chainClients } from "./channel-plumbing";
 import { gasEscrowAbi, readSessionKeyChainState, revokeAllSessionKeys, revokeSessionKey } from "../chain/escrow";
 import { BaseError } from "../core/errors";
 import { parseJson } from "../core/canonical";
