@@ -150,7 +150,10 @@ function main(): void {
         const target = resolveOld(file, imported.fileName, oldFiles) ?? resolveOldOutside(file, imported.fileName);
         if (target === undefined) continue;
         const spec = specifierFor(fromNew, target, newOf(target), imported.fileName);
-        if (spec !== imported.fileName) edits.push({ pos: imported.pos, end: imported.end, spec });
+        // The pre-processor's position may include the opening quote: find the specifier's own characters.
+        const at = text.indexOf(imported.fileName, imported.pos);
+        if (at < 0 || !["'", '"', "`"].includes(text[at - 1])) throw new Error(`${file}: cannot locate the import ${imported.fileName}`);
+        if (spec !== imported.fileName) edits.push({ pos: at, end: at + imported.fileName.length, spec });
       }
       for (const edit of edits.sort((a, b) => b.pos - a.pos)) text = text.slice(0, edit.pos) + edit.spec + text.slice(edit.end);
     }
