@@ -12,7 +12,8 @@
  * It moves every file with `git mv`, then rewrites every relative import (found with the TypeScript
  * compiler's own pre-processor, so nothing but import specifiers is touched) in the sources, tests, scripts
  * and examples from each file's old place to its new one, and every `src/<folder>/…` path written in code,
- * comments, configuration and Markdown. It refuses to run when `src/` is already gone. What it cannot know
+ * comments, configuration and Markdown (decision records excepted: they keep the paths they were written
+ * with). It refuses to run when `src/` is already gone. What it cannot know
  * (the layout tests' folder lists) is edited by hand in the same change.
  */
 import { execFileSync } from "node:child_process";
@@ -78,6 +79,9 @@ function specifierFor(fromNew: string, oldTarget: string, targetNew: string, ori
   return spec;
 }
 
+/** This script, and the decision records, which keep the paths they were written with (decision 0021 maps them). */
+const KEEP_AS_WRITTEN = (file: string) => file === "scripts/move-layout.ts" || file.startsWith("docs/decisions/");
+
 function filesToRewrite(): string[] {
   const out: string[] = [];
   const walk = (dir: string) => {
@@ -85,7 +89,7 @@ function filesToRewrite(): string[] {
       if (entry.name.startsWith(".") || ["node_modules", "dist", "artifacts", "cache", "coverage"].includes(entry.name)) continue;
       const file = path.join(dir, entry.name);
       if (entry.isDirectory()) walk(file);
-      else if (/\.(ts|js|cjs|mjs|md|json|sh|yml)$/.test(entry.name) && !/package-lock\.json$/.test(entry.name) && rel(file) !== "scripts/move-layout.ts") out.push(rel(file));
+      else if (/\.(ts|js|cjs|mjs|md|json|sh|yml)$/.test(entry.name) && !/package-lock\.json$/.test(entry.name) && !KEEP_AS_WRITTEN(rel(file))) out.push(rel(file));
     }
   };
   walk(ROOT);
