@@ -17,7 +17,7 @@
  * (the layout tests' folder lists) is edited by hand in the same change.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import ts from "typescript";
 
@@ -175,6 +175,17 @@ function main(): void {
     execFileSync("mkdir", ["-p", path.dirname(path.join(ROOT, to))]);
     execFileSync("git", ["mv", from, to], { cwd: ROOT });
   }
+  const left: string[] = [];
+  const sweep = (dir: string) => {
+    for (const name of readdirSync(dir)) {
+      const file = path.join(dir, name);
+      if (statSync(file).isDirectory()) sweep(file);
+      else left.push(rel(file));
+    }
+  };
+  sweep(SRC);
+  if (left.length > 0) throw new Error(`files left under src/ that git does not track: ${left.join(", ")}`);
+  rmSync(SRC, { recursive: true });
   console.log(`moved ${moves.size} files; rewrote ${rewritten} files`);
 }
 
