@@ -29,7 +29,7 @@ const ARBITRATION: Record<string, string> = {
   engine: "engine", fuel: "engine", prelude: "engine",
   errors: "documents", document: "documents", bundle: "documents", ics: "documents", package: "documents",
   upip: "documents", evidence: "documents", context: "documents",
-  lane0: "lanes", checks: "lanes", replay: "lanes", "stream-sample": "lanes", pinned: "lanes",
+  lane0: "lanes", "lane0-checks": "lanes", "lane0-session": "lanes", "lane0-stream": "lanes", checks: "lanes", replay: "lanes", "stream-sample": "lanes", pinned: "lanes",
   resolution: "lanes", "verify-upip": "lanes", vet: "lanes",
   runner: "runner", build: "runner", chain: "runner",
   index: ".",
