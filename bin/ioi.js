@@ -9,7 +9,7 @@ const { existsSync } = require("node:fs");
 const path = require("node:path");
 
 const root = path.join(__dirname, "..");
-const built = path.join(root, "dist", "cli", "ioi.js");
+const built = path.join(root, "dist", "channel-client", "cli", "ioi.js");
 let cli;
 if (process.env.IOI_CLI_SOURCE !== "1" && existsSync(built)) {
   cli = require(built);
@@ -24,6 +24,6 @@ if (process.env.IOI_CLI_SOURCE !== "1" && existsSync(built)) {
     process.exit(1);
   }
   require("ts-node").register({ transpileOnly: true, project: path.join(root, "tsconfig.json") });
-  cli = require(path.join(root, "src", "cli", "ioi"));
+  cli = require(path.join(root, "channel-client", "cli", "ioi"));
 }
 cli.runProcess(process.argv.slice(2));

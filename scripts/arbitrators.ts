@@ -11,9 +11,9 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { erc20Abi, formatEther, keccak256, parseEther, stringToBytes, type Address, type PublicClient } from "viem";
 
-import { providerRegistryAbi } from "../src/arbitration/chain";
-import { judgeRuntimeHash } from "../src/arbitration/runner";
-import type { Wallet } from "../src/chain/escrow";
+import { providerRegistryAbi } from "../arbitration/runner/chain";
+import { judgeRuntimeHash } from "../arbitration/runner/runner";
+import type { Wallet } from "../channel-client/chain/escrow";
 import type { Deployment } from "./deploy";
 import { admitArbitratorCalls, governThroughTimelock, hardhatTimeTravel } from "./timelock";
 

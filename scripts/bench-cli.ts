@@ -15,7 +15,7 @@ export type CliBench = { runs: number; medianMs: number; maxMs: number; peakRssM
 const ROOT = path.join(__dirname, "..");
 
 export function benchCliStartup(runs = 10): CliBench {
-  if (!existsSync(path.join(ROOT, "dist", "cli", "channel.js"))) {
+  if (!existsSync(path.join(ROOT, "dist", "channel-client", "cli", "channel.js"))) {
     throw new Error("dist/ is not built: run `npm run build` before measuring the CLI's start-up.");
   }
   const dir = mkdtempSync(path.join(os.tmpdir(), "ioi-bench-cli-"));

@@ -18,7 +18,7 @@ import type { HardhatRuntimeEnvironment } from "hardhat/types";
 import { toHex, type Hex } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
-import type { Wallet } from "../src/chain/escrow";
+import type { Wallet } from "../channel-client/chain/escrow";
 import { admitDevnetArbitrators } from "./arbitrators";
 import { deployAll } from "./deploy";
 import { serveEmbeddedNetwork } from "./embedded-rpc";

@@ -12,11 +12,11 @@ import path from "node:path";
 import type { HardhatRuntimeEnvironment } from "hardhat/types";
 import { parseEther, type Hex, type PublicClient } from "viem";
 
-import { openChannel } from "../src/chain/escrow";
-import { PayerClient } from "../src/node/payer-client";
-import { PgStore } from "../src/store/pg-store";
-import { SqliteStore } from "../src/store/sqlite-store";
-import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../src/core/terms";
+import { openChannel } from "../channel-client/chain/escrow";
+import { PayerClient } from "../channel-client/node/payer-client";
+import { PgStore } from "../channel-client/store/pg-store";
+import { SqliteStore } from "../channel-client/store/sqlite-store";
+import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../channel-client/core/terms";
 import { escrowFixture, makeTerms } from "../test/helpers/fixtures";
 import { startPostgres } from "../test/helpers/postgres";
 import { serveEmbeddedNetwork } from "./embedded-rpc";

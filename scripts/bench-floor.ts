@@ -20,12 +20,12 @@ import os from "node:os";
 import path from "node:path";
 import { keccak256, toHex, zeroAddress, type Hex } from "viem";
 
-import { receiptLeaf } from "../src/core/leaf";
-import { signSessionReceipt } from "../src/core/receipt";
-import { sessionIdOf, type ChannelRef } from "../src/core/terms";
-import { signPaymentTicket } from "../src/core/ticket";
-import { SqliteStore } from "../src/store/sqlite-store";
-import type { StepRecord } from "../src/store/store";
+import { receiptLeaf } from "../channel-client/core/leaf";
+import { signSessionReceipt } from "../channel-client/core/receipt";
+import { sessionIdOf, type ChannelRef } from "../channel-client/core/terms";
+import { signPaymentTicket } from "../channel-client/core/ticket";
+import { SqliteStore } from "../channel-client/store/sqlite-store";
+import type { StepRecord } from "../channel-client/store/store";
 import { domain, payer, provider } from "./bench-micro";
 import { quantiles } from "./quantiles";
 

@@ -20,13 +20,13 @@ import hre from "hardhat";
 import { createWalletClient, custom, parseEther, type PublicClient } from "viem";
 import { hardhat } from "viem/chains";
 
-import { openChannel, closeCooperative } from "../src/chain/escrow";
-import { NATIVE_ASSET, termsHashOf, type TermsDocumentV3 } from "../src/core/terms";
-import { McpGateway } from "../src/node/mcp-gateway";
-import { McpWorker } from "../src/node/mcp-worker";
-import { ProviderNode } from "../src/node/provider-node";
-import { createPayer } from "../src/roles/payer";
-import { SqliteStore } from "../src/store/sqlite-store";
+import { openChannel, closeCooperative } from "../channel-client/chain/escrow";
+import { NATIVE_ASSET, termsHashOf, type TermsDocumentV3 } from "../channel-client/core/terms";
+import { McpGateway } from "../channel-client/node/mcp-gateway";
+import { McpWorker } from "../channel-client/node/mcp-worker";
+import { ProviderNode } from "../channel-client/node/provider-node";
+import { createPayer } from "../channel-client/roles/payer";
+import { SqliteStore } from "../channel-client/store/sqlite-store";
 import { escrowFixture, makeTerms, signedCooperativeSummary } from "../test/helpers/fixtures";
 
 const EVERYTHING = path.join(__dirname, "..", "node_modules/@modelcontextprotocol/server-everything/dist/index.js");

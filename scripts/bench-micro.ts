@@ -13,16 +13,16 @@ import { keccak_256 } from "@noble/hashes/sha3.js";
 import { hexToBytes, keccak256, parseSignature, toHex, zeroHash, type Hex } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
-import { ReceiptAccumulator } from "../src/core/accumulator";
-import { assertDigestSigner, gasEscrowDomain, signDigest } from "../src/core/eip712";
-import { fastKeccakReady, hashBytes, keccak256Bytes } from "../src/core/keccak";
-import { loadSecp256k1Backend, secp256k1Backend, type Secp256k1Backend } from "../src/core/secp256k1";
-import { LeafBuilder } from "../src/core/leaf";
-import { ProviderSession } from "../src/node/provider-session";
-import { canonicalReceiptText, ReceiptHasher, type SessionReceipt } from "../src/core/receipt";
-import { signReceiptCommit, verifyReceiptCommit } from "../src/core/receipt-commit";
-import { paymentTicketHash, signPaymentTicket, verifyPaymentTicket } from "../src/core/ticket";
-import type { StepRecord } from "../src/store/store";
+import { ReceiptAccumulator } from "../channel-client/core/accumulator";
+import { assertDigestSigner, gasEscrowDomain, signDigest } from "../channel-client/core/eip712";
+import { fastKeccakReady, hashBytes, keccak256Bytes } from "../channel-client/core/keccak";
+import { loadSecp256k1Backend, secp256k1Backend, type Secp256k1Backend } from "../channel-client/core/secp256k1";
+import { LeafBuilder } from "../channel-client/core/leaf";
+import { ProviderSession } from "../channel-client/node/provider-session";
+import { canonicalReceiptText, ReceiptHasher, type SessionReceipt } from "../channel-client/core/receipt";
+import { signReceiptCommit, verifyReceiptCommit } from "../channel-client/core/receipt-commit";
+import { paymentTicketHash, signPaymentTicket, verifyPaymentTicket } from "../channel-client/core/ticket";
+import type { StepRecord } from "../channel-client/store/store";
 
 const MNEMONIC = "test test test test test test test test test test test junk";
 /** The bench's payer and provider keys and its escrow domain (every in-process measurement signs with them). */

@@ -13,10 +13,10 @@ import hre from "hardhat";
 import { bytesToHex, keccak256, parseEther, stringToBytes, type PublicClient } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
-import { escrowDomain, openChannel, type Wallet } from "../src/chain/escrow";
-import { PayerClient } from "../src/node/payer-client";
-import { SqliteStore } from "../src/store/sqlite-store";
-import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../src/core/terms";
+import { escrowDomain, openChannel, type Wallet } from "../channel-client/chain/escrow";
+import { PayerClient } from "../channel-client/node/payer-client";
+import { SqliteStore } from "../channel-client/store/sqlite-store";
+import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../channel-client/core/terms";
 import { deployAll } from "./deploy";
 import { serveEmbeddedNetwork } from "./embedded-rpc";
 import { startProviderProcess, stopProcess } from "./provider-process";

@@ -11,14 +11,14 @@ import path from "node:path";
 import { keccak256, toHex, zeroAddress, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 
-import { RootAccumulator } from "../src/core/accumulator";
-import { gasEscrowDomain } from "../src/core/eip712";
-import { receiptLeaf } from "../src/core/leaf";
-import { signSessionReceipt, type SignedSessionReceipt } from "../src/core/receipt";
-import { sessionIdOf, type ChannelRef } from "../src/core/terms";
-import { signPaymentTicket, type SignedPaymentTicket } from "../src/core/ticket";
-import { SqliteStore } from "../src/store/sqlite-store";
-import type { ChannelRecord, StepRecord } from "../src/store/store";
+import { RootAccumulator } from "../channel-client/core/accumulator";
+import { gasEscrowDomain } from "../channel-client/core/eip712";
+import { receiptLeaf } from "../channel-client/core/leaf";
+import { signSessionReceipt, type SignedSessionReceipt } from "../channel-client/core/receipt";
+import { sessionIdOf, type ChannelRef } from "../channel-client/core/terms";
+import { signPaymentTicket, type SignedPaymentTicket } from "../channel-client/core/ticket";
+import { SqliteStore } from "../channel-client/store/sqlite-store";
+import type { ChannelRecord, StepRecord } from "../channel-client/store/store";
 
 export type StorageFigure = {
   receipts: number;

@@ -7,12 +7,12 @@
 import { keccak256, stringToBytes, zeroAddress, zeroHash } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
-import { claimsOf, streamInputs } from "../src/arbitration/stream-sample";
-import { gasEscrowDomain } from "../src/core/eip712";
-import { signedProgressProofToJson } from "../src/core/progress-proof";
-import { termsHashOf } from "../src/core/terms";
-import { FlowController } from "../src/node/flow-controller";
-import { InProcessStreamProvider } from "../src/node/stream-provider";
+import { claimsOf, streamInputs } from "../arbitration/lanes/stream-sample";
+import { gasEscrowDomain } from "../channel-client/core/eip712";
+import { signedProgressProofToJson } from "../channel-client/core/progress-proof";
+import { termsHashOf } from "../channel-client/core/terms";
+import { FlowController } from "../channel-client/node/flow-controller";
+import { InProcessStreamProvider } from "../channel-client/node/stream-provider";
 import { codeStreamTerms, REPOSITORY_BY_TRANCHE, SUITE } from "./examples/code-stream";
 
 const median = (xs: number[]): number => {

@@ -7,7 +7,7 @@
 import { once } from "node:events";
 import { mnemonicToAccount } from "viem/accounts";
 
-import { connectSecure, listenSecure, type HandshakeVersion, type SecureConnection } from "../src/transport";
+import { connectSecure, listenSecure, type HandshakeVersion, type SecureConnection } from "../channel-client/transport";
 
 const MNEMONIC = "test test test test test test test test test test test junk";
 const payer = mnemonicToAccount(MNEMONIC, { addressIndex: 2 });

@@ -12,7 +12,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { Command } from "commander";
 
-import { buildProgram } from "../src/cli/ioi";
+import { buildProgram } from "../channel-client/cli/ioi";
 
 export const CLI_REFERENCE = path.join(__dirname, "..", "docs", "cli.md");
 const WIDTH = 110;

@@ -32,17 +32,17 @@ export type CostCentre = (typeof COST_CENTRES)[number];
 
 /** First rule matching a frame's URL or function name claims the sample; order matters (see the file comment). */
 const RULES: [CostCentre, (url: string, name: string) => boolean][] = [
-  ["sign + verify (secp256k1)", (u) => u.includes("/node_modules/secp256k1/") || u.includes("/@noble/curves/") || u.endsWith("/src/core/secp256k1.ts")],
-  ["keccak", (u, n) => u.includes("/hash-wasm/") || u.includes("/@noble/hashes/") || u.endsWith("/src/core/keccak.ts") || n.startsWith("wasm-function")],
-  ["AEAD (sealing)", (u) => u.startsWith("node:internal/crypto/") || u.includes("/@noble/ciphers/") || u.endsWith("/src/transport/sealing.ts")],
-  ["store (SQLite, fsync)", (u, n) => u.includes("/better-sqlite3/") || u.includes("/src/store/") || n === "fdatasync"],
-  ["socket and framing", (u) => u.includes("/src/transport/") || u === "node:net" || u.startsWith("node:internal/stream") || u.startsWith("node:internal/net")],
+  ["sign + verify (secp256k1)", (u) => u.includes("/node_modules/secp256k1/") || u.includes("/@noble/curves/") || u.endsWith("/channel-client/core/secp256k1.ts")],
+  ["keccak", (u, n) => u.includes("/hash-wasm/") || u.includes("/@noble/hashes/") || u.endsWith("/channel-client/core/keccak.ts") || n.startsWith("wasm-function")],
+  ["AEAD (sealing)", (u) => u.startsWith("node:internal/crypto/") || u.includes("/@noble/ciphers/") || u.endsWith("/channel-client/transport/sealing.ts")],
+  ["store (SQLite, fsync)", (u, n) => u.includes("/better-sqlite3/") || u.includes("/channel-client/store/") || n === "fdatasync"],
+  ["socket and framing", (u) => u.includes("/channel-client/transport/") || u === "node:net" || u.startsWith("node:internal/stream") || u.startsWith("node:internal/net")],
   [
     "JSON, canonical text, validation",
-    (u) => u.includes("/canonicalize/") || u.includes("/ajv/") || /\/src\/core\/(canonical|validate|schemas|packets)\.ts$/.test(u) || u.endsWith("/src/node/protocol.ts") || u === "node:internal/encoding",
+    (u) => u.includes("/canonicalize/") || u.includes("/ajv/") || /\/src\/core\/(canonical|validate|schemas|packets)\.ts$/.test(u) || u.endsWith("/channel-client/node/protocol.ts") || u === "node:internal/encoding",
   ],
-  ["artifacts (digests, receipt tree)", (u) => u.includes("/src/core/")],
-  ["node logic", (u) => u.includes("/src/node/")],
+  ["artifacts (digests, receipt tree)", (u) => u.includes("/channel-client/core/")],
+  ["node logic", (u) => u.includes("/channel-client/node/")],
 ];
 
 export type Breakdown = {

@@ -6,7 +6,7 @@
 import { randomBytes } from "node:crypto";
 import { parentPort, workerData } from "node:worker_threads";
 
-import { loadSecp256k1Backend, type Secp256k1BackendName } from "../src/core/secp256k1";
+import { loadSecp256k1Backend, type Secp256k1BackendName } from "../channel-client/core/secp256k1";
 
 const { backend: name, ms } = workerData as { backend: Secp256k1BackendName; ms: number };
 const backend = loadSecp256k1Backend(name);

@@ -36,12 +36,12 @@ import {
 } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
-import { bundleHash } from "../src/arbitration/bundle";
-import { buildGigPackage, buildSessionPackage, buildStreamPackage } from "../src/arbitration/build";
-import { claimsOf, streamInputs } from "../src/arbitration/stream-sample";
-import { progressProofHash, sampledIndices } from "../src/core/progress-proof";
-import { FlowController, writeStreamRecord } from "../src/node/flow-controller";
-import { InProcessStreamProvider, type TrancheWork } from "../src/node/stream-provider";
+import { bundleHash } from "../arbitration/documents/bundle";
+import { buildGigPackage, buildSessionPackage, buildStreamPackage } from "../arbitration/runner/build";
+import { claimsOf, streamInputs } from "../arbitration/lanes/stream-sample";
+import { progressProofHash, sampledIndices } from "../channel-client/core/progress-proof";
+import { FlowController, writeStreamRecord } from "../channel-client/node/flow-controller";
+import { InProcessStreamProvider, type TrancheWork } from "../channel-client/node/stream-provider";
 import { codeStreamTerms, REPOSITORY_BY_TRANCHE, STREAM_MODEL } from "./examples/code-stream";
 import {
   blocksUntilReady,
@@ -56,21 +56,21 @@ import {
   providerRegistryAbi,
   submitVerdict,
   type Deployment as DisputeDeployment,
-} from "../src/arbitration/chain";
-import { dataUri, INLINE_EVIDENCE_LIMIT, serveEvidence } from "../src/arbitration/evidence";
-import { icsHash } from "../src/arbitration/ics";
-import { packageHash, packageToJson, parsePackage, type ChallengePackage } from "../src/arbitration/package";
-import { disputeManagerDomain, FINAL_VERDICTS, resolutionToJson, signResolution, VERDICT_CODES } from "../src/arbitration/resolution";
-import { checkedWrite } from "../src/chain/write";
-import { arbitrate, judgeRuntimeHash, type ArbitrationRun } from "../src/arbitration/runner";
-import { ReceiptAccumulator } from "../src/core/accumulator";
-import { canon } from "../src/core/canonical";
-import { gasEscrowDomain } from "../src/core/eip712";
-import { anchorReceiptCommit, closeUnilateral, finalizeClose, openChannel, type Wallet } from "../src/chain/escrow";
-import { receiptLeaf } from "../src/core/leaf";
-import { sessionReceiptHash, signSessionReceipt, type SessionReceipt, type SignedSessionReceipt } from "../src/core/receipt";
-import { sessionIdOf, termsHashOf, type PricingTerms } from "../src/core/terms";
-import { paymentTicketHash, signPaymentTicket, type SignedPaymentTicket } from "../src/core/ticket";
+} from "../arbitration/runner/chain";
+import { dataUri, INLINE_EVIDENCE_LIMIT, serveEvidence } from "../arbitration/documents/evidence";
+import { icsHash } from "../arbitration/documents/ics";
+import { packageHash, packageToJson, parsePackage, type ChallengePackage } from "../arbitration/documents/package";
+import { disputeManagerDomain, FINAL_VERDICTS, resolutionToJson, signResolution, VERDICT_CODES } from "../arbitration/lanes/resolution";
+import { checkedWrite } from "../channel-client/chain/write";
+import { arbitrate, judgeRuntimeHash, type ArbitrationRun } from "../arbitration/runner/runner";
+import { ReceiptAccumulator } from "../channel-client/core/accumulator";
+import { canon } from "../channel-client/core/canonical";
+import { gasEscrowDomain } from "../channel-client/core/eip712";
+import { anchorReceiptCommit, closeUnilateral, finalizeClose, openChannel, type Wallet } from "../channel-client/chain/escrow";
+import { receiptLeaf } from "../channel-client/core/leaf";
+import { sessionReceiptHash, signSessionReceipt, type SessionReceipt, type SignedSessionReceipt } from "../channel-client/core/receipt";
+import { sessionIdOf, termsHashOf, type PricingTerms } from "../channel-client/core/terms";
+import { paymentTicketHash, signPaymentTicket, type SignedPaymentTicket } from "../channel-client/core/ticket";
 import { admitDevnetArbitrators, DEVNET_ARBITRATOR_STAKE, DEVNET_ARBITRATORS } from "./arbitrators";
 import type { Deployment } from "./deploy";
 import { codeGigIcs, FAILING_DELIVERABLE, SUITE } from "./examples/code-gig";

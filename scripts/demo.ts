@@ -28,7 +28,7 @@ import hre from "hardhat";
 import { bytesToHex, formatEther, getAddress, keccak256, parseEther, parseEventLogs, stringToBytes, type Hex, type PublicClient } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
-import { ReceiptAccumulator, verifyProof } from "../src/core/accumulator";
+import { ReceiptAccumulator, verifyProof } from "../channel-client/core/accumulator";
 import {
   closeCooperative,
   closeUnilateral,
@@ -38,11 +38,11 @@ import {
   gasEscrowAbi,
   openChannel,
   type Wallet,
-} from "../src/chain/escrow";
-import { PayerClient } from "../src/node/payer-client";
-import { SqliteStore } from "../src/store/sqlite-store";
-import type { ChannelRecord } from "../src/store/store";
-import { NATIVE_ASSET, termsHashOf, type ChannelTerms, type PricingTerms } from "../src/core/terms";
+} from "../channel-client/chain/escrow";
+import { PayerClient } from "../channel-client/node/payer-client";
+import { SqliteStore } from "../channel-client/store/sqlite-store";
+import type { ChannelRecord } from "../channel-client/store/store";
+import { NATIVE_ASSET, termsHashOf, type ChannelTerms, type PricingTerms } from "../channel-client/core/terms";
 import { runDisputeDemo, startArbitratorDaemons } from "./demo-disputes";
 import { deployAll } from "./deploy";
 import { serveEmbeddedNetwork } from "./embedded-rpc";

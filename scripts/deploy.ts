@@ -41,7 +41,7 @@ import path from "node:path";
 import type { HardhatRuntimeEnvironment } from "hardhat/types";
 import { encodeFunctionData, getAddress, isAddress, isHex, parseEther, zeroAddress, type Abi, type Address, type Hash, type Hex } from "viem";
 
-import { judgeRuntimeHash } from "../src/arbitration/runner";
+import { judgeRuntimeHash } from "../arbitration/runner/runner";
 
 export type DeployedContract = {
   address: Address;

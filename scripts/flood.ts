@@ -18,9 +18,9 @@ import * as net from "node:net";
 import { bytesToHex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 
-import { connectSecure, type SecureConnection } from "../src/transport";
-import { encodeFrame } from "../src/transport/frames";
-import { createInit, encodeHandshakeMessage } from "../src/transport/handshake";
+import { connectSecure, type SecureConnection } from "../channel-client/transport";
+import { encodeFrame } from "../channel-client/transport/frames";
+import { createInit, encodeHandshakeMessage } from "../channel-client/transport/handshake";
 
 export type FloodKind = "silent" | "slow" | "garbage" | "replay" | "throwaway";
 export const FLOOD_KINDS: readonly FloodKind[] = ["silent", "slow", "garbage", "replay", "throwaway"];

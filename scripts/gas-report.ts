@@ -13,14 +13,14 @@ import hre from "hardhat";
 import { keccak256, parseEther, parseEventLogs, stringToBytes, zeroHash, type Hash, type Hex, type LocalAccount } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
-import { toCompactSignature } from "../src/core/eip712";
-import { signReceiptCommit } from "../src/core/receipt-commit";
-import { signSettlementSummary, type SettlementSummary } from "../src/core/summary";
-import { NATIVE_ASSET, sessionIdOf, type ChannelRef, type ChannelTerms } from "../src/core/terms";
-import { signPaymentTicket } from "../src/core/ticket";
-import { gasEscrowAbi } from "../src/abi/GasEscrow";
-import { sessionKeyGrantArg, signSessionKeyGrant } from "../src/core/session-key";
-import { gasEscrowDomain } from "../src/core/eip712";
+import { toCompactSignature } from "../channel-client/core/eip712";
+import { signReceiptCommit } from "../channel-client/core/receipt-commit";
+import { signSettlementSummary, type SettlementSummary } from "../channel-client/core/summary";
+import { NATIVE_ASSET, sessionIdOf, type ChannelRef, type ChannelTerms } from "../channel-client/core/terms";
+import { signPaymentTicket } from "../channel-client/core/ticket";
+import { gasEscrowAbi } from "../channel-client/abi/GasEscrow";
+import { sessionKeyGrantArg, signSessionKeyGrant } from "../channel-client/core/session-key";
+import { gasEscrowDomain } from "../channel-client/core/eip712";
 import { measureDisputeGas } from "./gas-disputes";
 
 const MNEMONIC = "test test test test test test test test test test test junk";

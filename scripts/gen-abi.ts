@@ -1,5 +1,5 @@
 /**
- * Writes `src/abi/<Contract>.ts` — each contract's ABI as a typed `as const` module — from Hardhat's artifacts,
+ * Writes `channel-client/abi/<Contract>.ts` — each contract's ABI as a typed `as const` module — from Hardhat's artifacts,
  * so the library ships its ABIs and no module imports `artifacts/` (decision 0021).
  *
  *   npx hardhat compile && npm run abi          regenerate (committed; `test/channel-client/abi.test.ts`
@@ -37,7 +37,7 @@ export function contractAbi(contract: (typeof ABI_CONTRACTS)[number]): { type: s
   return abi;
 }
 
-/** The text `src/abi/<name>.ts` must hold for the artifact's current ABI. */
+/** The text `channel-client/abi/<name>.ts` must hold for the artifact's current ABI. */
 export function abiModuleText(contract: (typeof ABI_CONTRACTS)[number]): string {
   const abi = contractAbi(contract);
   return (
@@ -56,9 +56,9 @@ export function indexText(): string {
 if (require.main === module) {
   try {
     for (const contract of ABI_CONTRACTS) {
-      writeFileSync(path.join(ROOT, "src", "abi", `${contract.name}.ts`), abiModuleText(contract));
+      writeFileSync(path.join(ROOT, "channel-client", "abi", `${contract.name}.ts`), abiModuleText(contract));
     }
-    writeFileSync(path.join(ROOT, "src", "abi", "index.ts"), indexText());
+    writeFileSync(path.join(ROOT, "channel-client", "abi", "index.ts"), indexText());
     console.log(`wrote abi/ for ${ABI_CONTRACTS.map((c) => c.name).join(", ")}`);
   } catch (error) {
     console.error((error as Error).message);

@@ -9,13 +9,13 @@
 import pg from "pg";
 import { getAddress, zeroAddress } from "viem";
 
-import { gasEscrowDomain } from "../src/core/eip712";
-import { receiptLeaf } from "../src/core/leaf";
-import { signSessionReceipt } from "../src/core/receipt";
-import { sessionIdOf, type ChannelRef } from "../src/core/terms";
-import { signPaymentTicket } from "../src/core/ticket";
-import { PgStore } from "../src/store/pg-store";
-import type { ChannelRecord, StepRecord } from "../src/store/store";
+import { gasEscrowDomain } from "../channel-client/core/eip712";
+import { receiptLeaf } from "../channel-client/core/leaf";
+import { signSessionReceipt } from "../channel-client/core/receipt";
+import { sessionIdOf, type ChannelRef } from "../channel-client/core/terms";
+import { signPaymentTicket } from "../channel-client/core/ticket";
+import { PgStore } from "../channel-client/store/pg-store";
+import type { ChannelRecord, StepRecord } from "../channel-client/store/store";
 import { hardhatAccount, makeTerms, ROLE } from "../test/helpers/fixtures";
 import { startPostgres } from "../test/helpers/postgres";
 import { h } from "../test/helpers/samples";

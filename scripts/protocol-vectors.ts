@@ -29,11 +29,11 @@ import {
   type Hex,
 } from "viem";
 
-import { buildGigPackage, buildSessionPackage } from "../src/arbitration/build";
-import { bundleHash, bundleToJson, type Bundle } from "../src/arbitration/bundle";
-import { icsFromJson, icsHash } from "../src/arbitration/ics";
-import { packageHash, packageToJson } from "../src/arbitration/package";
-import { alternateInputs, DEFAULT_INPUTS, gigInputs } from "../src/arbitration/pinned";
+import { buildGigPackage, buildSessionPackage } from "../arbitration/runner/build";
+import { bundleHash, bundleToJson, type Bundle } from "../arbitration/documents/bundle";
+import { icsFromJson, icsHash } from "../arbitration/documents/ics";
+import { packageHash, packageToJson } from "../arbitration/documents/package";
+import { alternateInputs, DEFAULT_INPUTS, gigInputs } from "../arbitration/lanes/pinned";
 import {
   DISPUTE_MANAGER_DOMAIN_NAME,
   DISPUTE_MANAGER_DOMAIN_VERSION,
@@ -46,14 +46,14 @@ import {
   resolutionToJson,
   signResolution,
   type Resolution,
-} from "../src/arbitration/resolution";
-import { JUDGE_RUNTIME, judgeRuntimeHash } from "../src/arbitration/runner";
-import { judgeDeps, upipFromJson, upipRecord, upipResultOf, upipState, type UpipProcess } from "../src/arbitration/upip";
-import { ENGINE, engineWasmSha256 } from "../src/arbitration/engine";
-import { FUEL_METER_VERSION } from "../src/arbitration/fuel";
-import { HARNESS_SHA256 } from "../src/arbitration/prelude";
-import { ReceiptAccumulator } from "../src/core/accumulator";
-import { artifactId, canon, canonBytes } from "../src/core/canonical";
+} from "../arbitration/lanes/resolution";
+import { JUDGE_RUNTIME, judgeRuntimeHash } from "../arbitration/runner/runner";
+import { judgeDeps, upipFromJson, upipRecord, upipResultOf, upipState, type UpipProcess } from "../arbitration/documents/upip";
+import { ENGINE, engineWasmSha256 } from "../arbitration/engine/engine";
+import { FUEL_METER_VERSION } from "../arbitration/engine/fuel";
+import { HARNESS_SHA256 } from "../arbitration/engine/prelude";
+import { ReceiptAccumulator } from "../channel-client/core/accumulator";
+import { artifactId, canon, canonBytes } from "../channel-client/core/canonical";
 import {
   eip712Types,
   GAS_ESCROW_DOMAIN_NAME,
@@ -62,7 +62,7 @@ import {
   signingAccount,
   typeHash,
   type Eip712PrimaryType,
-} from "../src/core/eip712";
+} from "../channel-client/core/eip712";
 import {
   FAULT_SIGNATURE_DOMAIN,
   faultStatementDigest,
@@ -70,7 +70,7 @@ import {
   faultStatementToJson,
   signFaultStatement,
   type FaultStatement,
-} from "../src/core/fault-statement";
+} from "../channel-client/core/fault-statement";
 import {
   didHashOf,
   IDENTITY_SIGNATURE_DOMAIN,
@@ -78,9 +78,9 @@ import {
   identityAnchorToJson,
   mldsaKeyPair,
   signIdentityAnchor,
-} from "../src/core/identity";
-import { fastKeccakReady } from "../src/core/keccak";
-import { LEAF_DOMAIN, LEAF_DOMAIN_HASH, receiptLeafFromHashes } from "../src/core/leaf";
+} from "../channel-client/core/identity";
+import { fastKeccakReady } from "../channel-client/core/keccak";
+import { LEAF_DOMAIN, LEAF_DOMAIN_HASH, receiptLeafFromHashes } from "../channel-client/core/leaf";
 import {
   RECEIPT_SIGNATURE_DOMAIN,
   sessionReceiptDigest,
@@ -89,7 +89,7 @@ import {
   signSessionReceipt,
   type SessionReceipt,
   type SignedSessionReceipt,
-} from "../src/core/receipt";
+} from "../channel-client/core/receipt";
 import {
   PROGRESS_SIGNATURE_DOMAIN,
   progressProofDigest,
@@ -103,11 +103,11 @@ import {
   trancheRequestToJson,
   type ProgressProof,
   type TrancheRequest,
-} from "../src/core/progress-proof";
-import { streamInputs } from "../src/arbitration/stream-sample";
-import { disputeManagerAbi } from "../src/abi/DisputeManager";
-import { gasEscrowAbi } from "../src/abi/GasEscrow";
-import { laborGasAbi } from "../src/abi/LaborGas";
+} from "../channel-client/core/progress-proof";
+import { streamInputs } from "../arbitration/lanes/stream-sample";
+import { disputeManagerAbi } from "../channel-client/abi/DisputeManager";
+import { gasEscrowAbi } from "../channel-client/abi/GasEscrow";
+import { laborGasAbi } from "../channel-client/abi/LaborGas";
 import {
   channelPaymentRequirements,
   IOI_CHANNEL_SCHEME,
@@ -116,22 +116,22 @@ import {
   X402_PAYMENT_META,
   X402_PAYMENT_RESPONSE_META,
   X402_VERSION,
-} from "../src/core/x402";
-import { receiptCommitDigest, receiptCommitToJson, signReceiptCommit, type ReceiptCommit } from "../src/core/receipt-commit";
+} from "../channel-client/core/x402";
+import { receiptCommitDigest, receiptCommitToJson, signReceiptCommit, type ReceiptCommit } from "../channel-client/core/receipt-commit";
 import {
   capabilitiesHash,
   normalizeMethods,
   sessionKeyGrantDigest,
   sessionKeyGrantToJson,
   signSessionKeyGrant,
-} from "../src/core/session-key";
+} from "../channel-client/core/session-key";
 import {
   settlementSummaryDigest,
   settlementSummaryToJson,
   signSettlementSummary,
   type ClosingState,
   type SettlementSummary,
-} from "../src/core/summary";
+} from "../channel-client/core/summary";
 import {
   channelRefToJson,
   pricingTermsToJson,
@@ -145,8 +145,8 @@ import {
   prepaidFor,
   priceFor,
   type TermsDocumentV3,
-} from "../src/core/terms";
-import { signTermsOffer, TERMS_OFFER_SIGNATURE_DOMAIN, termsOfferDigest, termsOfferToJson } from "../src/core/terms-offer";
+} from "../channel-client/core/terms";
+import { signTermsOffer, TERMS_OFFER_SIGNATURE_DOMAIN, termsOfferDigest, termsOfferToJson } from "../channel-client/core/terms-offer";
 import {
   paymentTicketDigest,
   paymentTicketHash,
@@ -155,7 +155,7 @@ import {
   signedPaymentTicketToJson,
   type PaymentTicket,
   type SignedPaymentTicket,
-} from "../src/core/ticket";
+} from "../channel-client/core/ticket";
 
 const ROOT = path.join(__dirname, "..");
 export const VECTORS_PATH = path.join(ROOT, "docs", "protocol-vectors.json");

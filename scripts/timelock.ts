@@ -15,8 +15,8 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { encodeFunctionData, type Abi, getAddress, isAddress, isHex, keccak256, parseEventLogs, stringToBytes, zeroHash, type Address, type Hash, type Hex, type PublicClient } from "viem";
 
-import { timelockAbi } from "../src/abi/Timelock";
-import type { Wallet } from "../src/chain/escrow";
+import { timelockAbi } from "../channel-client/abi/Timelock";
+import type { Wallet } from "../channel-client/chain/escrow";
 
 export { timelockAbi };
 

@@ -4,8 +4,8 @@
  */
 import type { Address } from "viem";
 
-import { bundleHash, type Bundle } from "../../src/arbitration/bundle";
-import { icsFromJson, type Ics } from "../../src/arbitration/ics";
+import { bundleHash, type Bundle } from "../../arbitration/documents/bundle";
+import { icsFromJson, type Ics } from "../../arbitration/documents/ics";
 
 /**
  * The client's test suite: `run.js` registers one test per case with the judge's harness (`ioi:harness`)

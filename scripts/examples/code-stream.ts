@@ -4,8 +4,8 @@
  */
 import { parseEther, type Hex } from "viem";
 
-import { bundleHash, type Bundle } from "../../src/arbitration/bundle";
-import type { TermsDocumentV4 } from "../../src/core/terms";
+import { bundleHash, type Bundle } from "../../arbitration/documents/bundle";
+import type { TermsDocumentV4 } from "../../channel-client/core/terms";
 import { FAILING_DELIVERABLE, PASSING_DELIVERABLE, SUITE } from "./code-gig";
 
 export { SUITE };

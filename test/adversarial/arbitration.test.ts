@@ -10,8 +10,8 @@ import { expect } from "chai";
 import hre from "hardhat";
 import { getAddress, parseUnits, zeroAddress, type Address, type Hex, type LocalAccount } from "viem";
 
-import { ReceiptAccumulator } from "../../src/core/accumulator";
-import { receiptLeafFromHashes } from "../../src/core/leaf";
+import { ReceiptAccumulator } from "../../channel-client/core/accumulator";
+import { receiptLeafFromHashes } from "../../channel-client/core/leaf";
 import { hardhatAccount } from "../helpers/fixtures";
 import { expectRevert } from "../helpers/revert";
 import {

@@ -25,10 +25,10 @@ import {
   type LocalAccount,
 } from "viem";
 
-import { ReceiptAccumulator } from "../../src/core/accumulator";
-import { gasEscrowDomain } from "../../src/core/eip712";
-import { receiptLeafFromHashes } from "../../src/core/leaf";
-import { sessionIdOf } from "../../src/core/terms";
+import { ReceiptAccumulator } from "../../channel-client/core/accumulator";
+import { gasEscrowDomain } from "../../channel-client/core/eip712";
+import { receiptLeafFromHashes } from "../../channel-client/core/leaf";
+import { sessionIdOf } from "../../channel-client/core/terms";
 import { hardhatAccount, makeTerms } from "../helpers/fixtures";
 import { expectRevert } from "../helpers/revert";
 import {

@@ -43,10 +43,10 @@ import { expect } from "chai";
 import hre from "hardhat";
 import { encodeAbiParameters, getAddress, keccak256, parseEventLogs, zeroAddress, type Address, type Hex, type LocalAccount, type TransactionReceipt } from "viem";
 
-import { ReceiptAccumulator } from "../../src/core/accumulator";
-import { toCompactSignature } from "../../src/core/eip712";
-import { receiptLeafFromHashes } from "../../src/core/leaf";
-import { signReceiptCommit } from "../../src/core/receipt-commit";
+import { ReceiptAccumulator } from "../../channel-client/core/accumulator";
+import { toCompactSignature } from "../../channel-client/core/eip712";
+import { receiptLeafFromHashes } from "../../channel-client/core/leaf";
+import { signReceiptCommit } from "../../channel-client/core/receipt-commit";
 import { hardhatAccount } from "../helpers/fixtures";
 import { expectRevert } from "../helpers/revert";
 import {

@@ -9,12 +9,12 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 
-import * as arbitrationErrors from "../../src/arbitration/errors";
-import * as channelErrors from "../../src/core/errors";
-import { BaseError } from "../../src/core/errors";
-import * as payerClient from "../../src/node/payer-client";
-import * as storeErrors from "../../src/store/errors";
-import * as transportErrors from "../../src/transport/errors";
+import * as arbitrationErrors from "../../arbitration/documents/errors";
+import * as channelErrors from "../../channel-client/core/errors";
+import { BaseError } from "../../channel-client/core/errors";
+import * as payerClient from "../../channel-client/node/payer-client";
+import * as storeErrors from "../../channel-client/store/errors";
+import * as transportErrors from "../../channel-client/transport/errors";
 import type { Prng } from "../helpers/prng";
 
 /*//////////////////////////////////////////////////////////////

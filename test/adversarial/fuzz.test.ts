@@ -31,22 +31,22 @@ import hre from "hardhat";
 import { keccak256, parseEther, stringToBytes, zeroHash, type Hex, type LocalAccount, type PublicClient } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 
-import { parseDocument } from "../../src/arbitration/document";
-import { icsFromJson, icsHash, icsToJson } from "../../src/arbitration/ics";
-import { packageFromJson, packageHash, packageToJson, parsePackage } from "../../src/arbitration/package";
-import { resolutionFromJson, resolutionHash, resolutionToJson, type Resolution } from "../../src/arbitration/resolution";
-import { judgeDeps, upipHashHex, upipRecord, upipResultOf, upipState } from "../../src/arbitration/upip";
-import { ReceiptAccumulator } from "../../src/core/accumulator";
-import { canon, parseCanonical } from "../../src/core/canonical";
-import { echoHandler } from "../../src/cli/channel";
-import { signDigest, toHighS } from "../../src/core/eip712";
-import { openChannel } from "../../src/chain/escrow";
-import { receiptLeafFromHashes } from "../../src/core/leaf";
-import { PayerClient } from "../../src/node/payer-client";
-import { ProviderNode, REPLAYED_RESULT_CODE } from "../../src/node/provider-node";
-import { decodeMessage, encodeMessage, type NodeMessage } from "../../src/node/protocol";
-import { decodePacket, encodePacket, type Packet } from "../../src/core/packets";
-import { receiptCommitToJson, signedReceiptCommitFromJson, signReceiptCommit, type SignedReceiptCommit } from "../../src/core/receipt-commit";
+import { parseDocument } from "../../arbitration/documents/document";
+import { icsFromJson, icsHash, icsToJson } from "../../arbitration/documents/ics";
+import { packageFromJson, packageHash, packageToJson, parsePackage } from "../../arbitration/documents/package";
+import { resolutionFromJson, resolutionHash, resolutionToJson, type Resolution } from "../../arbitration/lanes/resolution";
+import { judgeDeps, upipHashHex, upipRecord, upipResultOf, upipState } from "../../arbitration/documents/upip";
+import { ReceiptAccumulator } from "../../channel-client/core/accumulator";
+import { canon, parseCanonical } from "../../channel-client/core/canonical";
+import { echoHandler } from "../../channel-client/cli/channel";
+import { signDigest, toHighS } from "../../channel-client/core/eip712";
+import { openChannel } from "../../channel-client/chain/escrow";
+import { receiptLeafFromHashes } from "../../channel-client/core/leaf";
+import { PayerClient } from "../../channel-client/node/payer-client";
+import { ProviderNode, REPLAYED_RESULT_CODE } from "../../channel-client/node/provider-node";
+import { decodeMessage, encodeMessage, type NodeMessage } from "../../channel-client/node/protocol";
+import { decodePacket, encodePacket, type Packet } from "../../channel-client/core/packets";
+import { receiptCommitToJson, signedReceiptCommitFromJson, signReceiptCommit, type SignedReceiptCommit } from "../../channel-client/core/receipt-commit";
 import {
   sessionReceiptHash,
   signedSessionReceiptFromJson,
@@ -54,12 +54,12 @@ import {
   signSessionReceipt,
   verifySessionReceipt,
   type SignedSessionReceipt,
-} from "../../src/core/receipt";
-import { SqliteStore } from "../../src/store/sqlite-store";
-import type { ChannelRecord } from "../../src/store/store";
-import { settlementSummaryFromJson, settlementSummaryToJson, signSettlementSummary, type SettlementSummary } from "../../src/core/summary";
-import { channelRefFromJson, channelRefToJson, NATIVE_ASSET, pricingTermsFromJson, pricingTermsToJson, termsHashOf, type PricingTerms } from "../../src/core/terms";
-import { paymentTicketHash, signedPaymentTicketFromJson, signedPaymentTicketToJson, signPaymentTicket, type SignedPaymentTicket } from "../../src/core/ticket";
+} from "../../channel-client/core/receipt";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
+import type { ChannelRecord } from "../../channel-client/store/store";
+import { settlementSummaryFromJson, settlementSummaryToJson, signSettlementSummary, type SettlementSummary } from "../../channel-client/core/summary";
+import { channelRefFromJson, channelRefToJson, NATIVE_ASSET, pricingTermsFromJson, pricingTermsToJson, termsHashOf, type PricingTerms } from "../../channel-client/core/terms";
+import { paymentTicketHash, signedPaymentTicketFromJson, signedPaymentTicketToJson, signPaymentTicket, type SignedPaymentTicket } from "../../channel-client/core/ticket";
 import {
   acceptTry,
   connectSecure,
@@ -80,8 +80,8 @@ import {
   sealRecord,
   type ChannelOpenInit,
   type SecureConnection,
-} from "../../src/transport";
-import { createTry } from "../../src/transport/handshake";
+} from "../../channel-client/transport";
+import { createTry } from "../../channel-client/transport/handshake";
 import { serveEmbeddedNetwork } from "../../scripts/embedded-rpc";
 import { BAD_DELIVERABLE, h, sampleIcsJson, samplePackageJson, SUITE } from "../arbitration/fixtures/samples";
 import { escrowFixture, hardhatAccount, makeTerms, ROLE } from "../helpers/fixtures";

@@ -17,10 +17,10 @@ import { encodeFunctionData, getAddress, keccak256, parseEther, stringToBytes, z
 
 import { deployAll } from "../../scripts/deploy";
 import { executeCalls, scheduleCalls } from "../../scripts/timelock";
-import type { Wallet } from "../../src/chain/escrow";
-import { gasEscrowDomain, toCompactSignature } from "../../src/core/eip712";
-import { sessionIdOf, type ChannelRef } from "../../src/core/terms";
-import { signPaymentTicket } from "../../src/core/ticket";
+import type { Wallet } from "../../channel-client/chain/escrow";
+import { gasEscrowDomain, toCompactSignature } from "../../channel-client/core/eip712";
+import { sessionIdOf, type ChannelRef } from "../../channel-client/core/terms";
+import { signPaymentTicket } from "../../channel-client/core/ticket";
 import { hardhatAccount, makeTerms } from "../helpers/fixtures";
 import { expectRevert } from "../helpers/revert";
 import {

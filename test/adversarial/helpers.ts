@@ -24,11 +24,11 @@ import {
   type TransactionReceipt,
 } from "viem";
 
-import { openChannel } from "../../src/chain/escrow";
-import { gasEscrowDomain, toCompactSignature, type GasEscrowDomain } from "../../src/core/eip712";
-import { signSettlementSummary } from "../../src/core/summary";
-import { sessionIdOf, type ChannelRef, type ChannelTerms } from "../../src/core/terms";
-import { paymentTicketDigest, signPaymentTicket, type PaymentTicket } from "../../src/core/ticket";
+import { openChannel } from "../../channel-client/chain/escrow";
+import { gasEscrowDomain, toCompactSignature, type GasEscrowDomain } from "../../channel-client/core/eip712";
+import { signSettlementSummary } from "../../channel-client/core/summary";
+import { sessionIdOf, type ChannelRef, type ChannelTerms } from "../../channel-client/core/terms";
+import { paymentTicketDigest, signPaymentTicket, type PaymentTicket } from "../../channel-client/core/ticket";
 import { hardhatAccount, makeTerms } from "../helpers/fixtures";
 import { DISPUTE_PARAMS, ETH_TERMS, SYS, type System } from "../helpers/system";
 

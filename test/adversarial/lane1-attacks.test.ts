@@ -22,17 +22,17 @@ import { loadFixture, time } from "@nomicfoundation/hardhat-toolbox-viem/network
 import { expect } from "chai";
 import { getAddress, keccak256, parseEther, stringToBytes, zeroAddress, zeroHash, type Address, type Hex, type LocalAccount } from "viem";
 
-import { bundleHash, type Bundle } from "../../src/arbitration/bundle";
-import { buildGigPackage } from "../../src/arbitration/build";
-import { loadCaseContext, type Deployment } from "../../src/arbitration/chain";
-import { runObjectiveChecks } from "../../src/arbitration/checks";
-import { icsFromJson, icsHash, penaltyFor, stepBudgetOf, type Ics } from "../../src/arbitration/ics";
-import { packageHash, packageToJson, parsePackage, type ChallengePackage } from "../../src/arbitration/package";
-import { alternateInputs, gigInputs } from "../../src/arbitration/pinned";
-import { DEFAULT_MEMORY_BYTES, replay } from "../../src/arbitration/replay";
-import { resolutionToJson } from "../../src/arbitration/resolution";
-import { arbitrate, type ArbitrationRun } from "../../src/arbitration/runner";
-import { canon } from "../../src/core/canonical";
+import { bundleHash, type Bundle } from "../../arbitration/documents/bundle";
+import { buildGigPackage } from "../../arbitration/runner/build";
+import { loadCaseContext, type Deployment } from "../../arbitration/runner/chain";
+import { runObjectiveChecks } from "../../arbitration/lanes/checks";
+import { icsFromJson, icsHash, penaltyFor, stepBudgetOf, type Ics } from "../../arbitration/documents/ics";
+import { packageHash, packageToJson, parsePackage, type ChallengePackage } from "../../arbitration/documents/package";
+import { alternateInputs, gigInputs } from "../../arbitration/lanes/pinned";
+import { DEFAULT_MEMORY_BYTES, replay } from "../../arbitration/lanes/replay";
+import { resolutionToJson } from "../../arbitration/lanes/resolution";
+import { arbitrate, type ArbitrationRun } from "../../arbitration/runner/runner";
+import { canon } from "../../channel-client/core/canonical";
 import {
   DISPUTE_PARAMS,
   ETH_TERMS,

@@ -1,7 +1,7 @@
 /**
  * Attack: hand the library a deployment object that points the payer's money somewhere else — an address
  * with no code (a typo, a contract not deployed on this chain) or a record made for another chain. The
- * payer entry point (`src/roles/payer.ts`) checks the RPC's chain id and the escrow's code before it sends
+ * payer entry point (`channel-client/roles/payer.ts`) checks the RPC's chain id and the escrow's code before it sends
  * anything: it refuses with one sentence, and not one wei (not even gas) leaves the payer.
  */
 import { loadFixture } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
@@ -12,9 +12,9 @@ import os from "node:os";
 import path from "node:path";
 import { createWalletClient, custom, defineChain, parseEther, type PublicClient } from "viem";
 
-import { SqliteStore } from "../../src/store/sqlite-store";
-import { createPayer } from "../../src/roles/payer";
-import type { Deployment } from "../../src/roles/deployment";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
+import { createPayer } from "../../channel-client/roles/payer";
+import type { Deployment } from "../../channel-client/roles/deployment";
 import { rejection } from "../helpers/assert";
 import { escrowFixture } from "../helpers/fixtures";
 

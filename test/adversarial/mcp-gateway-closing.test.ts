@@ -16,9 +16,9 @@ import path from "node:path";
 import { createWalletClient, custom, parseEther, type Hex, type PublicClient } from "viem";
 import { hardhat } from "viem/chains";
 
-import { CHANNEL_PHASES, gasEscrowAbi } from "../../src/chain/escrow";
-import { createPayer } from "../../src/roles/payer";
-import { SqliteStore } from "../../src/store/sqlite-store";
+import { CHANNEL_PHASES, gasEscrowAbi } from "../../channel-client/chain/escrow";
+import { createPayer } from "../../channel-client/roles/payer";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
 import { cliSandbox } from "../helpers/cli";
 import { escrowFixture, ROLE } from "../helpers/fixtures";
 import { EVERYTHING, gasPaidBy, gatewayArgs, hostWithGateway, keyOf, startProvider, stopChild, v3Terms, writeTerms } from "../helpers/mcp-parts";

@@ -24,8 +24,8 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { createWalletClient, custom, parseEther, type Hex, type PublicClient } from "viem";
 import { hardhat } from "viem/chains";
 
-import { createPayer } from "../../src/roles/payer";
-import { SqliteStore } from "../../src/store/sqlite-store";
+import { createPayer } from "../../channel-client/roles/payer";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
 import { cliSandbox } from "../helpers/cli";
 import { escrowFixture, ROLE } from "../helpers/fixtures";
 import { EVERYTHING, gasPaidBy, gatewayArgs, hostWithGateway, keyOf, ROOT, startProvider, stopChild, v3Terms, writeTerms, type ProviderProcess } from "../helpers/mcp-parts";

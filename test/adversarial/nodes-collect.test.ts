@@ -11,9 +11,9 @@ import os from "node:os";
 import path from "node:path";
 import type { PublicClient } from "viem";
 
-import type { Wallet } from "../../src/chain/escrow";
-import { Watchtower } from "../../src/node/watchtower";
-import { SqliteStore } from "../../src/store/sqlite-store";
+import type { Wallet } from "../../channel-client/chain/escrow";
+import { Watchtower } from "../../channel-client/node/watchtower";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
 import { SYS, TOKEN_TERMS, unsealedSystemFixture } from "../helpers/system";
 import { closeUnilateral, ether, feeOf, mined, openSession, signTicket, snapshot, systemBook, expectDeltas } from "./helpers";
 

@@ -6,11 +6,11 @@ import { time } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
 import { expect } from "chai";
 import { getAddress, zeroAddress, type Hex } from "viem";
 
-import { finalizeCase, loadCaseContext, submitVerdict, type Deployment } from "../../src/arbitration/chain";
-import { packageToJson, parsePackage, type ChallengePackage } from "../../src/arbitration/package";
-import { disputeManagerDomain, signResolution } from "../../src/arbitration/resolution";
-import { arbitrate, type ArbitrationRun } from "../../src/arbitration/runner";
-import { canon } from "../../src/core/canonical";
+import { finalizeCase, loadCaseContext, submitVerdict, type Deployment } from "../../arbitration/runner/chain";
+import { packageToJson, parsePackage, type ChallengePackage } from "../../arbitration/documents/package";
+import { disputeManagerDomain, signResolution } from "../../arbitration/lanes/resolution";
+import { arbitrate, type ArbitrationRun } from "../../arbitration/runner/runner";
+import { canon } from "../../channel-client/core/canonical";
 import { DISPUTE_PARAMS, drawPanel, STATUS, supermajority, SYS, type System } from "../helpers/system";
 import { BPS } from "./helpers";
 

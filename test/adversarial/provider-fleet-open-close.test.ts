@@ -19,9 +19,9 @@ import hre from "hardhat";
 import { parseEther, toHex, type Hex, type PublicClient } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
-import { PayerClient } from "../../src/node/payer-client";
-import { PgStore } from "../../src/store/pg-store";
-import { SqliteStore } from "../../src/store/sqlite-store";
+import { PayerClient } from "../../channel-client/node/payer-client";
+import { PgStore } from "../../channel-client/store/pg-store";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
 import { serveEmbeddedNetwork, type EmbeddedRpc } from "../../scripts/embedded-rpc";
 import { runCli } from "../helpers/cli";
 import { escrowFixture, HARDHAT_MNEMONIC } from "../helpers/fixtures";

@@ -16,15 +16,15 @@ import os from "node:os";
 import path from "node:path";
 import { getAddress, zeroAddress, type Hex } from "viem";
 
-import { ReceiptAccumulator } from "../../src/core/accumulator";
-import { toCompactSignature } from "../../src/core/eip712";
-import { receiptLeaf } from "../../src/core/leaf";
-import { sessionReceiptHash, signSessionReceipt } from "../../src/core/receipt";
-import { termsHashOf, type TermsDocumentV2 } from "../../src/core/terms";
-import { paymentTicketHash, signPaymentTicket } from "../../src/core/ticket";
-import { pruneChannels, pruneDecision } from "../../src/node/prune";
-import { SqliteStore } from "../../src/store/sqlite-store";
-import type { ChannelRecord, StepRecord } from "../../src/store/store";
+import { ReceiptAccumulator } from "../../channel-client/core/accumulator";
+import { toCompactSignature } from "../../channel-client/core/eip712";
+import { receiptLeaf } from "../../channel-client/core/leaf";
+import { sessionReceiptHash, signSessionReceipt } from "../../channel-client/core/receipt";
+import { termsHashOf, type TermsDocumentV2 } from "../../channel-client/core/terms";
+import { paymentTicketHash, signPaymentTicket } from "../../channel-client/core/ticket";
+import { pruneChannels, pruneDecision } from "../../channel-client/node/prune";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
+import type { ChannelRecord, StepRecord } from "../../channel-client/store/store";
 import { DISPUTE_PARAMS, KIND, systemFixture, type System } from "../helpers/system";
 import {
   closeCooperative,

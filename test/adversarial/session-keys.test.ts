@@ -9,8 +9,8 @@ import { expect } from "chai";
 import { getAddress, keccak256, stringToBytes, zeroAddress, type Address, type Hex, type LocalAccount } from "viem";
 import { generatePrivateKey } from "viem/accounts";
 
-import { ChainFollower } from "../../src/chain/follower";
-import { signingAccount, toCompactSignature } from "../../src/core/eip712";
+import { ChainFollower } from "../../channel-client/chain/follower";
+import { signingAccount, toCompactSignature } from "../../channel-client/core/eip712";
 import {
   closeUnilateral as closeOnChain,
   challengeClose,
@@ -18,15 +18,15 @@ import {
   readSessionKeyChainState,
   revokeAllSessionKeys,
   revokeSessionKey,
-} from "../../src/chain/escrow";
-import { fundGigFor, readGigFunder } from "../../src/chain/gig";
-import { PayerSession } from "../../src/node/payer-session";
-import { Watchtower } from "../../src/node/watchtower";
-import { SqliteStore } from "../../src/store/sqlite-store";
-import { ProviderSession } from "../../src/node/provider-session";
-import { sessionKeyGrantArg, signSessionKeyGrant, type SignedSessionKeyGrant } from "../../src/core/session-key";
-import { signPaymentTicket, type SignedPaymentTicket } from "../../src/core/ticket";
-import type { PricingTerms } from "../../src/core/terms";
+} from "../../channel-client/chain/escrow";
+import { fundGigFor, readGigFunder } from "../../channel-client/chain/gig";
+import { PayerSession } from "../../channel-client/node/payer-session";
+import { Watchtower } from "../../channel-client/node/watchtower";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
+import { ProviderSession } from "../../channel-client/node/provider-session";
+import { sessionKeyGrantArg, signSessionKeyGrant, type SignedSessionKeyGrant } from "../../channel-client/core/session-key";
+import { signPaymentTicket, type SignedPaymentTicket } from "../../channel-client/core/ticket";
+import type { PricingTerms } from "../../channel-client/core/terms";
 import { expectRevert } from "../helpers/revert";
 import { SYS, systemFixture } from "../helpers/system";
 import { hardhatAccount } from "../helpers/fixtures";

@@ -14,10 +14,10 @@ import { loadFixture, time } from "@nomicfoundation/hardhat-toolbox-viem/network
 import { expect } from "chai";
 import { getAddress, zeroAddress, zeroHash, type Address, type Hex, type LocalAccount } from "viem";
 
-import { ReceiptAccumulator } from "../../src/core/accumulator";
-import { toCompactSignature } from "../../src/core/eip712";
-import { receiptLeafFromHashes } from "../../src/core/leaf";
-import { receiptCommitDigest, signReceiptCommit } from "../../src/core/receipt-commit";
+import { ReceiptAccumulator } from "../../channel-client/core/accumulator";
+import { toCompactSignature } from "../../channel-client/core/eip712";
+import { receiptLeafFromHashes } from "../../channel-client/core/leaf";
+import { receiptCommitDigest, signReceiptCommit } from "../../channel-client/core/receipt-commit";
 import { expectRevert } from "../helpers/revert";
 import { DISPUTE_PARAMS, KIND, quorumSignatures, systemFixture, VERDICT, drawPanel, type System } from "../helpers/system";
 import {

@@ -9,8 +9,8 @@ import { loadFixture, time } from "@nomicfoundation/hardhat-toolbox-viem/network
 import { expect } from "chai";
 import { getAddress, zeroAddress } from "viem";
 
-import { ReceiptAccumulator } from "../../src/core/accumulator";
-import { receiptLeafFromHashes } from "../../src/core/leaf";
+import { ReceiptAccumulator } from "../../channel-client/core/accumulator";
+import { receiptLeafFromHashes } from "../../channel-client/core/leaf";
 import { expectRevert } from "../helpers/revert";
 import {
   DISPUTE_PARAMS,

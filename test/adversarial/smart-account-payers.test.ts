@@ -10,9 +10,9 @@ import { expect } from "chai";
 import hre from "hardhat";
 import { encodeFunctionData, getAddress, getContractAddress, stringToBytes, zeroAddress, type Address, type Hex } from "viem";
 
-import { gasEscrowAbi } from "../../src/abi/GasEscrow";
-import { readWalletPayer } from "../../src/arbitration/chain";
-import type { ChallengePackage } from "../../src/arbitration/package";
+import { gasEscrowAbi } from "../../channel-client/abi/GasEscrow";
+import { readWalletPayer } from "../../arbitration/runner/chain";
+import type { ChallengePackage } from "../../arbitration/documents/package";
 import {
   challengeClose,
   closeCooperative,
@@ -20,14 +20,14 @@ import {
   finalizeClose,
   readSessionKeyChainState,
   registerWalletSessionKey,
-} from "../../src/chain/escrow";
-import { payerSignatureCheck, verifyWalletSignature } from "../../src/chain/wallet-signature";
-import { signDigest } from "../../src/core/eip712";
-import { sessionKeyGrantDigest, signSessionKeyGrant, type SignedSessionKeyGrant } from "../../src/core/session-key";
-import { paymentTicketDigest, signPaymentTicket } from "../../src/core/ticket";
-import type { PricingTerms } from "../../src/core/terms";
-import { PayerSession } from "../../src/node/payer-session";
-import { ProviderSession } from "../../src/node/provider-session";
+} from "../../channel-client/chain/escrow";
+import { payerSignatureCheck, verifyWalletSignature } from "../../channel-client/chain/wallet-signature";
+import { signDigest } from "../../channel-client/core/eip712";
+import { sessionKeyGrantDigest, signSessionKeyGrant, type SignedSessionKeyGrant } from "../../channel-client/core/session-key";
+import { paymentTicketDigest, signPaymentTicket } from "../../channel-client/core/ticket";
+import type { PricingTerms } from "../../channel-client/core/terms";
+import { PayerSession } from "../../channel-client/node/payer-session";
+import { ProviderSession } from "../../channel-client/node/provider-session";
 import { hardhatAccount } from "../helpers/fixtures";
 import { SYS, systemFixture } from "../helpers/system";
 import { ether, expectDeltas, mined, openSession, PAYER_KEY, PROVIDER_KEY, snapshot, systemBook, type Session } from "./helpers";
@@ -96,7 +96,7 @@ async function rejection(promise: Promise<unknown>): Promise<Error> {
   throw new Error("expected a rejection");
 }
 
-/** A chain write (src/chain/escrow.ts) that must revert with the contract error `errorName` (and `args`). */
+/** A chain write (channel-client/chain/escrow.ts) that must revert with the contract error `errorName` (and `args`). */
 async function contractRevert(promise: Promise<unknown>, errorName: string, args?: readonly unknown[]): Promise<void> {
   const error = (await rejection(promise)) as Error & { revert?: { errorName: string; args: readonly unknown[] } };
   expect(error.name, error.message).to.equal("ContractRevertError");
@@ -186,7 +186,7 @@ describe("adversarial: smart-account payers (ERC-1271, decision 0035)", function
     await contractRevert(closeOnChain({ ...base, wallet: s.provider, ticket: signed, payerWallet: true }), "WalletSignatureRefused", [getAddress(s.refusing.address), digest]);
     // A plain-key wallet signature of the summary is refused too; nothing moved.
     const summary = { sessionId: session.sessionId, provider: session.ref.terms.provider, payer: s.refusing.address, termsHash: session.ref.terms.termsHash, finalSeq: 1n, finalAmount: PRICE, finalReceiptRoot: signed.ticket.receiptRoot, mode: "Cooperative" as const };
-    const providerSignature = await signDigest(PROVIDER_KEY, (await import("../../src/core/summary")).settlementSummaryDigest(session.domain, summary));
+    const providerSignature = await signDigest(PROVIDER_KEY, (await import("../../channel-client/core/summary")).settlementSummaryDigest(session.domain, summary));
     await contractRevert(
       closeCooperative({ ...base, wallet: s.provider, summary, payerSignature: signed.signature, providerSignature, payerWallet: true }),
       "WalletSignatureRefused",

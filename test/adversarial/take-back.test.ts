@@ -15,15 +15,15 @@ import os from "node:os";
 import path from "node:path";
 import { keccak256, parseEther, stringToBytes, zeroHash, type Hex, type LocalAccount } from "viem";
 
-import { gasEscrowDomain } from "../../src/core/eip712";
-import { GENESIS_RECEIPT_HASH, sessionReceiptHash, signSessionReceipt, type SessionReceipt, type SignedSessionReceipt } from "../../src/core/receipt";
-import { signSessionKeyGrant } from "../../src/core/session-key";
-import { NATIVE_ASSET, sessionIdOf, termsHashOf, type ChannelRef, type PricingTerms } from "../../src/core/terms";
-import { signPaymentTicket, type SignedPaymentTicket } from "../../src/core/ticket";
-import { PayerClient } from "../../src/node/payer-client";
-import { decodeMessage, encodeMessage, isPacket } from "../../src/node/protocol";
-import { SqliteStore } from "../../src/store/sqlite-store";
-import { listenSecure, type SecureServer } from "../../src/transport";
+import { gasEscrowDomain } from "../../channel-client/core/eip712";
+import { GENESIS_RECEIPT_HASH, sessionReceiptHash, signSessionReceipt, type SessionReceipt, type SignedSessionReceipt } from "../../channel-client/core/receipt";
+import { signSessionKeyGrant } from "../../channel-client/core/session-key";
+import { NATIVE_ASSET, sessionIdOf, termsHashOf, type ChannelRef, type PricingTerms } from "../../channel-client/core/terms";
+import { signPaymentTicket, type SignedPaymentTicket } from "../../channel-client/core/ticket";
+import { PayerClient } from "../../channel-client/node/payer-client";
+import { decodeMessage, encodeMessage, isPacket } from "../../channel-client/node/protocol";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
+import { listenSecure, type SecureServer } from "../../channel-client/transport";
 import { hardhatAccount, makeTerms, ROLE } from "../helpers/fixtures";
 
 const PRICE = parseEther("0.001");

@@ -13,19 +13,19 @@ import { loadFixture, time } from "@nomicfoundation/hardhat-toolbox-viem/network
 import { expect } from "chai";
 import { getAddress, parseEther, zeroHash, type Hex } from "viem";
 
-import { buildSessionPackage } from "../../src/arbitration/build";
-import { currentClosingState, loadCaseContext, openSessionCase } from "../../src/arbitration/chain";
-import { packageHash, packageToJson, parsePackage } from "../../src/arbitration/package";
-import { resolutionToJson } from "../../src/arbitration/resolution";
-import { arbitrate, type ArbitrationRun } from "../../src/arbitration/runner";
-import { ReceiptAccumulator } from "../../src/core/accumulator";
-import { canon } from "../../src/core/canonical";
-import { closeCooperative, closeUnilateral, finalizeClose } from "../../src/chain/escrow";
-import { receiptLeaf } from "../../src/core/leaf";
-import { sessionReceiptHash, signSessionReceipt, type SessionReceipt, type SignedSessionReceipt } from "../../src/core/receipt";
-import { signSettlementSummary } from "../../src/core/summary";
-import { priceOf, termsHashOf, type TermsDocumentV2 } from "../../src/core/terms";
-import { paymentTicketHash, signPaymentTicket, type SignedPaymentTicket } from "../../src/core/ticket";
+import { buildSessionPackage } from "../../arbitration/runner/build";
+import { currentClosingState, loadCaseContext, openSessionCase } from "../../arbitration/runner/chain";
+import { packageHash, packageToJson, parsePackage } from "../../arbitration/documents/package";
+import { resolutionToJson } from "../../arbitration/lanes/resolution";
+import { arbitrate, type ArbitrationRun } from "../../arbitration/runner/runner";
+import { ReceiptAccumulator } from "../../channel-client/core/accumulator";
+import { canon } from "../../channel-client/core/canonical";
+import { closeCooperative, closeUnilateral, finalizeClose } from "../../channel-client/chain/escrow";
+import { receiptLeaf } from "../../channel-client/core/leaf";
+import { sessionReceiptHash, signSessionReceipt, type SessionReceipt, type SignedSessionReceipt } from "../../channel-client/core/receipt";
+import { signSettlementSummary } from "../../channel-client/core/summary";
+import { priceOf, termsHashOf, type TermsDocumentV2 } from "../../channel-client/core/terms";
+import { paymentTicketHash, signPaymentTicket, type SignedPaymentTicket } from "../../channel-client/core/ticket";
 import { DISPUTE_PARAMS, ETH_STAKE_RATE, KIND, PROVIDER_ROLE, STATUS, systemFixture, type System } from "../helpers/system";
 import { BPS, expectDeltas, feeOf, fullBook, openSponsoredChannel, snapshot } from "./helpers";
 import { deploymentOf, enforceByPanel, threeRuns } from "./panel";
@@ -316,7 +316,7 @@ describe("adversarial: receipts that break the channel's terms document, decided
     // The same case, judged on a package that leaves receipt 1 out (a different package hash: judged off-chain only).
     const pkg = { ...c.pkg, evidence: c.pkg.evidence.filter((item) => !(item.kind === "receipt" && item.content.receipt.receipt.seq === 1n)) };
     const ctx = await loadCaseContext(s.publicClient, deploymentOf(s), c.caseId, pkg);
-    const lane0 = await (await import("../../src/arbitration/lane0")).runLane0(pkg, { ...ctx, case: { ...ctx.case, packageHash: packageHash(pkg) } });
+    const lane0 = await (await import("../../arbitration/lanes/lane0")).runLane0(pkg, { ...ctx, case: { ...ctx.case, packageHash: packageHash(pkg) } });
     expect(lane0.reasonCodes).to.deep.equal([]);
     expect(lane0.checks.map((check) => check.name)).to.not.include("closing.prepaid_excess");
     expect(lane0.violations).to.deep.equal([]);

@@ -29,11 +29,11 @@ import { expect } from "chai";
 import { createPublicClient, erc20Abi, getAddress, http, parseEventLogs, toHex, zeroAddress, type Address, type Hex, type PublicClient } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
-import { disputeManagerAbi } from "../../src/abi/DisputeManager";
-import { gasEscrowAbi } from "../../src/abi/GasEscrow";
-import { providerRegistryAbi } from "../../src/abi/ProviderRegistry";
-import { bundleHash, type Bundle } from "../../src/arbitration/bundle";
-import { icsToJson, penaltyFor } from "../../src/arbitration/ics";
+import { disputeManagerAbi } from "../../channel-client/abi/DisputeManager";
+import { gasEscrowAbi } from "../../channel-client/abi/GasEscrow";
+import { providerRegistryAbi } from "../../channel-client/abi/ProviderRegistry";
+import { bundleHash, type Bundle } from "../../arbitration/documents/bundle";
+import { icsToJson, penaltyFor } from "../../arbitration/documents/ics";
 import { codeGigIcs, FAILING_DELIVERABLE, SUITE } from "../../scripts/examples/code-gig";
 import { runCli } from "../helpers/cli";
 import { HARDHAT_MNEMONIC } from "../helpers/fixtures";

@@ -11,10 +11,10 @@ import os from "node:os";
 import path from "node:path";
 import { parseEther, type PublicClient } from "viem";
 
-import { gasEscrowAbi, openChannel } from "../../src/chain/escrow";
-import { SqliteStore } from "../../src/store/sqlite-store";
-import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../../src/core/terms";
-import { startUi } from "../../src/ui/server";
+import { gasEscrowAbi, openChannel } from "../../channel-client/chain/escrow";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
+import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../../channel-client/core/terms";
+import { startUi } from "../../channel-client/ui/server";
 import { escrowFixture, makeTerms, ROLE } from "../helpers/fixtures";
 
 const pricing: PricingTerms = { version: "1", unit: "invocation", pricePerInvocation: parseEther("0.001") };

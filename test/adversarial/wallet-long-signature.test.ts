@@ -19,12 +19,12 @@ import { concat, createWalletClient, custom, getAddress, parseEther, type Hex, t
 import { privateKeyToAccount } from "viem/accounts";
 import { hardhat } from "viem/chains";
 
-import { echoHandler } from "../../src/cli/channel";
-import { signDigest } from "../../src/core/eip712";
-import type { PricingTerms } from "../../src/core/terms";
-import { ProviderNode } from "../../src/node/provider-node";
-import { createPayer } from "../../src/roles/payer";
-import { SqliteStore } from "../../src/store/sqlite-store";
+import { echoHandler } from "../../channel-client/cli/channel";
+import { signDigest } from "../../channel-client/core/eip712";
+import type { PricingTerms } from "../../channel-client/core/terms";
+import { ProviderNode } from "../../channel-client/node/provider-node";
+import { createPayer } from "../../channel-client/roles/payer";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
 import { rejection } from "../helpers/assert";
 import { cliSandbox } from "../helpers/cli";
 import { escrowFixture, ROLE } from "../helpers/fixtures";

@@ -11,16 +11,16 @@ import os from "node:os";
 import path from "node:path";
 import { keccak256, parseEther, type Address, type PublicClient } from "viem";
 
-import { canonBytes } from "../../src/core/canonical";
-import { verifyFaultStatementFor } from "../../src/core/fault-statement";
-import { closeCooperative, openChannel } from "../../src/chain/escrow";
-import { McpWorker } from "../../src/node/mcp-worker";
-import { PayerClient, type InvocationOutcome } from "../../src/node/payer-client";
-import { ProviderNode } from "../../src/node/provider-node";
-import { PayerSession } from "../../src/node/payer-session";
-import { ProviderSession } from "../../src/node/provider-session";
-import { SqliteStore } from "../../src/store/sqlite-store";
-import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../../src/core/terms";
+import { canonBytes } from "../../channel-client/core/canonical";
+import { verifyFaultStatementFor } from "../../channel-client/core/fault-statement";
+import { closeCooperative, openChannel } from "../../channel-client/chain/escrow";
+import { McpWorker } from "../../channel-client/node/mcp-worker";
+import { PayerClient, type InvocationOutcome } from "../../channel-client/node/payer-client";
+import { ProviderNode } from "../../channel-client/node/provider-node";
+import { PayerSession } from "../../channel-client/node/payer-session";
+import { ProviderSession } from "../../channel-client/node/provider-session";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
+import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../../channel-client/core/terms";
 import { rejection } from "../helpers/assert";
 import { escrowFixture, makeTerms } from "../helpers/fixtures";
 import { BURN } from "./helpers";
@@ -83,7 +83,7 @@ describe("adversarial: failed worker calls are receipted, never paid", function 
     const first = await payer.nextTicket(canonBytes({ n: 1 }));
     const answered = await provider.invoke(first.signed, canonBytes({ n: 1 }), first.leafCount);
     // Re-sign the honest receipt with an inflated amount, as a hostile provider could.
-    const { signSessionReceipt } = await import("../../src/core/receipt");
+    const { signSessionReceipt } = await import("../../channel-client/core/receipt");
     const inflated = await signSessionReceipt({ account: fx.provider, receipt: { ...answered.step.receipt.receipt, metering: { units: 1n, amount: 2n * PRICE } } });
     const refused = await rejection(payer.acceptReceipt(inflated, canonBytes({ n: 1 })));
     expect(refused.message).to.contain(`it charges ${2n * PRICE}, more than the ${PRICE} its ticket added`);

@@ -20,12 +20,12 @@ import { createWalletClient, custom, keccak256, parseEther, stringToHex, type He
 import { privateKeyToAccount } from "viem/accounts";
 import { hardhat } from "viem/chains";
 
-import { channelRefToJson } from "../../src/core/terms";
-import { signPaymentTicket, signedPaymentTicketToJson, type PaymentTicket } from "../../src/core/ticket";
-import { PayerSession } from "../../src/node/payer-session";
-import { createPayer } from "../../src/roles/payer";
-import { IoiChannelSchemeClient, x402NetworkOf } from "../../src/roles/x402";
-import { SqliteStore } from "../../src/store/sqlite-store";
+import { channelRefToJson } from "../../channel-client/core/terms";
+import { signPaymentTicket, signedPaymentTicketToJson, type PaymentTicket } from "../../channel-client/core/ticket";
+import { PayerSession } from "../../channel-client/node/payer-session";
+import { createPayer } from "../../channel-client/roles/payer";
+import { IoiChannelSchemeClient, x402NetworkOf } from "../../channel-client/roles/x402";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
 import { cliSandbox } from "../helpers/cli";
 import { escrowFixture, ROLE } from "../helpers/fixtures";
 import { EVERYTHING, gasPaidBy, keyOf, startProvider, stopChild, v3Terms, writeTerms } from "../helpers/mcp-parts";

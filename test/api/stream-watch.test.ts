@@ -1,7 +1,7 @@
 /**
  * Issue 32, the control API's `streams` topic and `streams.get` without a chain: the journal tail
- * (src/api/stream-watch.ts) publishes only complete lines and only what was appended after it started, and the pure
- * view (src/node/stream-view.ts) derives the state from the journal's newest entry.
+ * (channel-client/api/stream-watch.ts) publishes only complete lines and only what was appended after it started, and the pure
+ * view (channel-client/node/stream-view.ts) derives the state from the journal's newest entry.
  */
 import { expect } from "chai";
 import { appendFileSync, mkdtempSync, rmSync } from "node:fs";
@@ -9,13 +9,13 @@ import os from "node:os";
 import path from "node:path";
 import { keccak256, stringToBytes, zeroAddress, type Hex } from "viem";
 
-import { StreamWatch } from "../../src/api/stream-watch";
-import { SubscriptionHub, type ApiEvent } from "../../src/api/subscriptions";
-import { sampleCommitOf } from "../../src/core/progress-proof";
-import { termsHashOf, type TermsDocumentV4 } from "../../src/core/terms";
-import { StreamJournal, type JournalEntry } from "../../src/node/stream-journal";
-import { streamViewOf } from "../../src/node/stream-view";
-import { SqliteStore } from "../../src/store/sqlite-store";
+import { StreamWatch } from "../../channel-client/api/stream-watch";
+import { SubscriptionHub, type ApiEvent } from "../../channel-client/api/subscriptions";
+import { sampleCommitOf } from "../../channel-client/core/progress-proof";
+import { termsHashOf, type TermsDocumentV4 } from "../../channel-client/core/terms";
+import { StreamJournal, type JournalEntry } from "../../channel-client/node/stream-journal";
+import { streamViewOf } from "../../channel-client/node/stream-view";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
 import { codeStreamTerms } from "../../scripts/examples/code-stream";
 
 const TERMS: TermsDocumentV4 = codeStreamTerms({ windowAfterSettlement: 86_400n });

@@ -6,11 +6,11 @@
 import { expect } from "chai";
 import { readFileSync } from "node:fs";
 
-import { API_ERRORS, ApiError, oneSentence, toWireError } from "../../src/api/errors";
-import { METHODS } from "../../src/api/methods";
-import { OPENRPC_PATH, openRpcText } from "../../src/api/openrpc";
-import { closingAlerts, phaseChanges, stallAlert, SubscriptionHub } from "../../src/api/subscriptions";
-import { BaseError } from "../../src/core/errors";
+import { API_ERRORS, ApiError, oneSentence, toWireError } from "../../channel-client/api/errors";
+import { METHODS } from "../../channel-client/api/methods";
+import { OPENRPC_PATH, openRpcText } from "../../channel-client/api/openrpc";
+import { closingAlerts, phaseChanges, stallAlert, SubscriptionHub } from "../../channel-client/api/subscriptions";
+import { BaseError } from "../../channel-client/core/errors";
 
 type DocMethod = { name: string; paramStructure: string; params: { name: string; required: boolean; schema: unknown }[]; errors: { code: number; data: { reason: string; retryable: boolean } }[] };
 
@@ -18,7 +18,7 @@ describe("control API: method table, OpenRPC document, decisions", () => {
   const published = readFileSync(OPENRPC_PATH, "utf8");
   const doc = JSON.parse(published) as { methods: DocMethod[] };
 
-  it("schemas/openrpc.json is exactly what the method table generates (regenerate: npx ts-node src/api/openrpc.ts --write)", () => {
+  it("schemas/openrpc.json is exactly what the method table generates (regenerate: npx ts-node channel-client/api/openrpc.ts --write)", () => {
     expect(published).to.equal(openRpcText());
   });
 

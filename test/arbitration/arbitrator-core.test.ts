@@ -1,11 +1,11 @@
 /**
- * The arbitrator daemon's pure decision core (`src/node/arbitrator-core.ts`), without a chain: each row gives
+ * The arbitrator daemon's pure decision core (`channel-client/node/arbitrator-core.ts`), without a chain: each row gives
  * the chain's view and the daemon's own record and the exact actions it must take.
  */
 import { expect } from "chai";
 import type { Address, Hex } from "viem";
 
-import { decide, quorumOf, roundKey, type Action, type CaseView, type ChainView, type LocalView, type PostedSignature, type SignedRecord } from "../../src/node/arbitrator-core";
+import { decide, quorumOf, roundKey, type Action, type CaseView, type ChainView, type LocalView, type PostedSignature, type SignedRecord } from "../../channel-client/node/arbitrator-core";
 
 const ME: Address = "0x00000000000000000000000000000000000000A1";
 const B: Address = "0x00000000000000000000000000000000000000B2";

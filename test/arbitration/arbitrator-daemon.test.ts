@@ -17,16 +17,16 @@ import hre from "hardhat";
 import { createWalletClient, custom, getAddress, parseEventLogs, zeroAddress, zeroHash, type Address, type Hex } from "viem";
 import { hardhat } from "viem/chains";
 
-import { disputeManagerAbi } from "../../src/abi/DisputeManager";
-import { bundleHash } from "../../src/arbitration/bundle";
-import { buildGigPackage } from "../../src/arbitration/build";
-import { appealCase, openGigCase, type Deployment } from "../../src/arbitration/chain";
-import { serveEvidence, type EvidenceServer } from "../../src/arbitration/evidence";
-import { icsFromJson, icsHash, penaltyFor } from "../../src/arbitration/ics";
-import { packageHash, packageToJson, type ChallengePackage } from "../../src/arbitration/package";
-import { checkedWrite, type Wallet } from "../../src/chain/write";
-import { canon } from "../../src/core/canonical";
-import { ArbitratorDaemon } from "../../src/node/arbitrator-daemon";
+import { disputeManagerAbi } from "../../channel-client/abi/DisputeManager";
+import { bundleHash } from "../../arbitration/documents/bundle";
+import { buildGigPackage } from "../../arbitration/runner/build";
+import { appealCase, openGigCase, type Deployment } from "../../arbitration/runner/chain";
+import { serveEvidence, type EvidenceServer } from "../../arbitration/documents/evidence";
+import { icsFromJson, icsHash, penaltyFor } from "../../arbitration/documents/ics";
+import { packageHash, packageToJson, type ChallengePackage } from "../../arbitration/documents/package";
+import { checkedWrite, type Wallet } from "../../channel-client/chain/write";
+import { canon } from "../../channel-client/core/canonical";
+import { ArbitratorDaemon } from "../../channel-client/node/arbitrator-daemon";
 import { serveEmbeddedNetwork } from "../../scripts/embedded-rpc";
 import { hardhatAccount } from "../helpers/fixtures";
 import { drawPanel as drawPanelDirectly, KIND, STATUS, SYS, systemFixture, type System } from "../helpers/system";
@@ -400,7 +400,7 @@ describe("arbitrator daemon: ioi arbitrator serve, evidence by hash, signatures 
       const refusal = await intruder.open().then(() => undefined, (e: unknown) => e as Error);
       expect(refusal?.message).to.match(/^Another daemon \(pid \d+\) is using /);
       const sig = (posts[0]!.args.signatures as unknown as { r: Hex; vs: Hex }[])[0]!;
-      const { toCompactSignature } = await import("../../src/core/eip712");
+      const { toCompactSignature } = await import("../../channel-client/core/eip712");
       expect(sig).to.deep.equal(toCompactSignature(stored.signed[keys[0]!]!.signature));
       // The other members' daemons sign too; the panel's verdict goes in with all three.
       await drive(others, async () => (await s.disputes.read.caseOf([c.caseId])).status === STATUS.Decided, 40);

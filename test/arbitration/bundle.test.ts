@@ -1,8 +1,8 @@
 import { expect } from "chai";
 import { keccak256, stringToBytes } from "viem";
 
-import { canon } from "../../src/core/canonical";
-import { assertBundleHash, BUNDLE_LIMITS, bundleFromJson, bundleHash, bundlePaths, bundleToJson } from "../../src/arbitration/bundle";
+import { canon } from "../../channel-client/core/canonical";
+import { assertBundleHash, BUNDLE_LIMITS, bundleFromJson, bundleHash, bundlePaths, bundleToJson } from "../../arbitration/documents/bundle";
 import { thrown } from "../helpers/assert";
 import { SUITE } from "./fixtures/samples";
 

@@ -1,10 +1,10 @@
 import { expect } from "chai";
 import { keccak256, stringToBytes, type Hex } from "viem";
 
-import { bundleHash, type Bundle } from "../../src/arbitration/bundle";
-import { lineCount, pureCheck, runObjectiveChecks, type ObjectiveChecksParameters } from "../../src/arbitration/checks";
-import { icsFromJson, type Ics, type IcsJson, type RubricItem } from "../../src/arbitration/ics";
-import { JudgeHostFaultError, replay as engineReplay, type ReplayOutcome } from "../../src/arbitration/replay";
+import { bundleHash, type Bundle } from "../../arbitration/documents/bundle";
+import { lineCount, pureCheck, runObjectiveChecks, type ObjectiveChecksParameters } from "../../arbitration/lanes/checks";
+import { icsFromJson, type Ics, type IcsJson, type RubricItem } from "../../arbitration/documents/ics";
+import { JudgeHostFaultError, replay as engineReplay, type ReplayOutcome } from "../../arbitration/lanes/replay";
 import { FAILING_DELIVERABLE, SUITE as CODE_GIG_SUITE } from "../../scripts/examples/code-gig";
 import { BAD_DELIVERABLE, GOOD_DELIVERABLE, RUNNER, sampleIcsJson, SUITE, SUITE_HASH } from "./fixtures/samples";
 

@@ -14,8 +14,8 @@ import { expect } from "chai";
 import hre from "hardhat";
 import { getAddress, parseEventLogs, type Address, type Hex } from "viem";
 
-import { disputeManagerAbi } from "../../src/abi/DisputeManager";
-import type { Wallet } from "../../src/chain/escrow";
+import { disputeManagerAbi } from "../../channel-client/abi/DisputeManager";
+import type { Wallet } from "../../channel-client/chain/escrow";
 import { runDisputeDemo, startArbitratorDaemons } from "../../scripts/demo-disputes";
 import { deployAll } from "../../scripts/deploy";
 import { serveEmbeddedNetwork } from "../../scripts/embedded-rpc";

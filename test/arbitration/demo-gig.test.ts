@@ -7,8 +7,8 @@ import { expect } from "chai";
 import hre from "hardhat";
 import type { Hex } from "viem";
 
-import { gigEscrowAbi } from "../../src/arbitration/chain";
-import type { Wallet } from "../../src/chain/escrow";
+import { gigEscrowAbi } from "../../arbitration/runner/chain";
+import type { Wallet } from "../../channel-client/chain/escrow";
 import { runDisputeDemo } from "../../scripts/demo-disputes";
 import { deployAll } from "../../scripts/deploy";
 

@@ -19,14 +19,14 @@ import os from "node:os";
 import path from "node:path";
 import { erc20Abi, getAddress, keccak256, parseEther, stringToBytes, toHex, zeroAddress, zeroHash, type Hex, type LocalAccount } from "viem";
 
-import { bundleHash } from "../../src/arbitration/bundle";
-import { buildGigPackage } from "../../src/arbitration/build";
-import { currentPanel, disputeManagerAbi, drawPanel, gigEscrowAbi, openGigCase, providerRegistryAbi } from "../../src/arbitration/chain";
-import { icsHash, penaltyFor } from "../../src/arbitration/ics";
-import { packageHash, packageToJson } from "../../src/arbitration/package";
-import { resolutionFromJson, resolutionHash } from "../../src/arbitration/resolution";
-import { canon } from "../../src/core/canonical";
-import type { Wallet } from "../../src/chain/escrow";
+import { bundleHash } from "../../arbitration/documents/bundle";
+import { buildGigPackage } from "../../arbitration/runner/build";
+import { currentPanel, disputeManagerAbi, drawPanel, gigEscrowAbi, openGigCase, providerRegistryAbi } from "../../arbitration/runner/chain";
+import { icsHash, penaltyFor } from "../../arbitration/documents/ics";
+import { packageHash, packageToJson } from "../../arbitration/documents/package";
+import { resolutionFromJson, resolutionHash } from "../../arbitration/lanes/resolution";
+import { canon } from "../../channel-client/core/canonical";
+import type { Wallet } from "../../channel-client/chain/escrow";
 import { admitDevnetArbitrators } from "../../scripts/arbitrators";
 import { deployAll } from "../../scripts/deploy";
 import { serveEmbeddedNetwork, type EmbeddedRpc } from "../../scripts/embedded-rpc";
@@ -35,10 +35,10 @@ import { hardhatAccount } from "../helpers/fixtures";
 
 const ROOT = path.join(__dirname, "..", "..");
 /**
- * The `ioi` CLI's entry (src/cli/ioi.ts, what bin/ioi.js runs), loaded through tsx rather
+ * The `ioi` CLI's entry (channel-client/cli/ioi.ts, what bin/ioi.js runs), loaded through tsx rather
  * than bin/ioi.js's ts-node: the same command, but a process starts in about a third of the time.
  */
-const IOI = ["--require", "tsx/cjs", path.join(ROOT, "src", "cli", "ioi.ts")];
+const IOI = ["--require", "tsx/cjs", path.join(ROOT, "channel-client", "cli", "ioi.ts")];
 /** A Node 22 binary for the cross-major run (`npm run test:node22` sets it); absent: Node 20 only. */
 const NODE_22 = process.env.IOI_NODE22;
 const BOUNTY = parseEther("1");

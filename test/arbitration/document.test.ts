@@ -1,8 +1,8 @@
 import { expect } from "chai";
 
-import { canon } from "../../src/core/canonical";
-import { parseDocument } from "../../src/arbitration/document";
-import { parsePackage, packageHash, packageFromJson } from "../../src/arbitration/package";
+import { canon } from "../../channel-client/core/canonical";
+import { parseDocument } from "../../arbitration/documents/document";
+import { parsePackage, packageHash, packageFromJson } from "../../arbitration/documents/package";
 import { thrown } from "../helpers/assert";
 import { samplePackageJson } from "./fixtures/samples";
 

@@ -12,9 +12,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { keccak256, stringToBytes, type Hex } from "viem";
 
-import { bundleHash, type Bundle } from "../../src/arbitration/bundle";
-import { runObjectiveChecks, type ObjectiveChecksResult } from "../../src/arbitration/checks";
-import { icsFromJson } from "../../src/arbitration/ics";
+import { bundleHash, type Bundle } from "../../arbitration/documents/bundle";
+import { runObjectiveChecks, type ObjectiveChecksResult } from "../../arbitration/lanes/checks";
+import { icsFromJson } from "../../arbitration/documents/ics";
 import { GOOD_DELIVERABLE, RUNNER, sampleIcsJson, SUITE } from "./fixtures/samples";
 
 const INPUTS = { clockMs: 1_700_000_000_000, seed: keccak256(stringToBytes("escape")) as Hex };

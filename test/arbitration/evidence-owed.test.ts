@@ -16,16 +16,16 @@ import { expect } from "chai";
 import { getAddress, zeroHash, type Hex } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
-import { bundleHash, type Bundle } from "../../src/arbitration/bundle";
-import { buildGigPackage } from "../../src/arbitration/build";
-import type { CaseContext } from "../../src/arbitration/context";
-import { icsFromJson, icsHash } from "../../src/arbitration/ics";
-import { packageHash, type ChallengePackage, type Evidence } from "../../src/arbitration/package";
-import { arbitrate, type ArbitrationRun } from "../../src/arbitration/runner";
-import { signReceiptCommit } from "../../src/core/receipt-commit";
-import { signSessionReceipt } from "../../src/core/receipt";
-import { signSessionKeyGrant } from "../../src/core/session-key";
-import { signPaymentTicket } from "../../src/core/ticket";
+import { bundleHash, type Bundle } from "../../arbitration/documents/bundle";
+import { buildGigPackage } from "../../arbitration/runner/build";
+import type { CaseContext } from "../../arbitration/documents/context";
+import { icsFromJson, icsHash } from "../../arbitration/documents/ics";
+import { packageHash, type ChallengePackage, type Evidence } from "../../arbitration/documents/package";
+import { arbitrate, type ArbitrationRun } from "../../arbitration/runner/runner";
+import { signReceiptCommit } from "../../channel-client/core/receipt-commit";
+import { signSessionReceipt } from "../../channel-client/core/receipt";
+import { signSessionKeyGrant } from "../../channel-client/core/session-key";
+import { signPaymentTicket } from "../../channel-client/core/ticket";
 import { GOOD_DELIVERABLE, sampleIcsJson, SUITE } from "./fixtures/samples";
 import { DISPUTE_MANAGER, DOMAIN, PAYER, PRICE, PROVIDER, SESSION_ID, sessionCase, sessionSteps, type Step } from "./session-fixtures";
 

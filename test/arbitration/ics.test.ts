@@ -1,8 +1,8 @@
 import { expect } from "chai";
 import { keccak256, stringToBytes } from "viem";
 
-import { canon } from "../../src/core/canonical";
-import { parseDocument } from "../../src/arbitration/document";
+import { canon } from "../../channel-client/core/canonical";
+import { parseDocument } from "../../arbitration/documents/document";
 import {
   compileJsonSchema,
   icsFromJson,
@@ -11,7 +11,7 @@ import {
   penaltyFor,
   unserviceableRefund,
   type IcsJson,
-} from "../../src/arbitration/ics";
+} from "../../arbitration/documents/ics";
 import { thrown } from "../helpers/assert";
 import { mutable, sampleIcsJson, SUITE_HASH } from "./fixtures/samples";
 

@@ -8,12 +8,12 @@
 import { expect } from "chai";
 import { keccak256 } from "viem";
 
-import { makeEvidence, packageToJson, parsePackage, type ChallengePackage, type DeliveredReceiptEvidence } from "../../src/arbitration/package";
-import { resolutionHash } from "../../src/arbitration/resolution";
-import { arbitrate, type ArbitrationRun } from "../../src/arbitration/runner";
-import { canon, canonBytes } from "../../src/core/canonical";
-import { signFaultStatement, type FaultStatement, type SignedFaultStatement } from "../../src/core/fault-statement";
-import { signSessionReceipt, type SessionReceipt } from "../../src/core/receipt";
+import { makeEvidence, packageToJson, parsePackage, type ChallengePackage, type DeliveredReceiptEvidence } from "../../arbitration/documents/package";
+import { resolutionHash } from "../../arbitration/lanes/resolution";
+import { arbitrate, type ArbitrationRun } from "../../arbitration/runner/runner";
+import { canon, canonBytes } from "../../channel-client/core/canonical";
+import { signFaultStatement, type FaultStatement, type SignedFaultStatement } from "../../channel-client/core/fault-statement";
+import { signSessionReceipt, type SessionReceipt } from "../../channel-client/core/receipt";
 import { PAYER, PRICE, PROVIDER, SESSION_ID, outputOf, requestOf, sessionCase, sessionSteps, type Step } from "./session-fixtures";
 
 const RUNTIME = `0x${"11".repeat(32)}` as const;

@@ -9,17 +9,17 @@ import { expect } from "chai";
 import { keccak256, type Hex } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
-import { buildSessionPackage } from "../../src/arbitration/build";
-import type { CaseContext } from "../../src/arbitration/context";
-import { makeEvidence, packageHash, packageToJson, parsePackage, type ChallengePackage } from "../../src/arbitration/package";
-import { arbitrate } from "../../src/arbitration/runner";
-import { ReceiptAccumulator } from "../../src/core/accumulator";
-import { canon, canonBytes } from "../../src/core/canonical";
-import { gasEscrowDomain } from "../../src/core/eip712";
-import { receiptLeaf } from "../../src/core/leaf";
-import { sessionReceiptHash, signSessionReceipt, type SignedSessionReceipt } from "../../src/core/receipt";
-import { callPricingOf, prepaidFor, priceFor, pricingTermsFromJson, pricingTermsToJson, sessionIdOf, termsHashOf, type ChannelRef, type TermsDocumentV3, type TermsDocumentV3Json } from "../../src/core/terms";
-import { signPaymentTicket, type SignedPaymentTicket } from "../../src/core/ticket";
+import { buildSessionPackage } from "../../arbitration/runner/build";
+import type { CaseContext } from "../../arbitration/documents/context";
+import { makeEvidence, packageHash, packageToJson, parsePackage, type ChallengePackage } from "../../arbitration/documents/package";
+import { arbitrate } from "../../arbitration/runner/runner";
+import { ReceiptAccumulator } from "../../channel-client/core/accumulator";
+import { canon, canonBytes } from "../../channel-client/core/canonical";
+import { gasEscrowDomain } from "../../channel-client/core/eip712";
+import { receiptLeaf } from "../../channel-client/core/leaf";
+import { sessionReceiptHash, signSessionReceipt, type SignedSessionReceipt } from "../../channel-client/core/receipt";
+import { callPricingOf, prepaidFor, priceFor, pricingTermsFromJson, pricingTermsToJson, sessionIdOf, termsHashOf, type ChannelRef, type TermsDocumentV3, type TermsDocumentV3Json } from "../../channel-client/core/terms";
+import { signPaymentTicket, type SignedPaymentTicket } from "../../channel-client/core/ticket";
 
 const MNEMONIC = "test test test test test test test test test test test junk";
 const PAYER = mnemonicToAccount(MNEMONIC, { addressIndex: 1 });

@@ -1,9 +1,9 @@
 import { expect } from "chai";
 import { keccak256, stringToBytes, type Hex } from "viem";
 
-import { artifactId, canon } from "../../src/core/canonical";
-import { bundleHash } from "../../src/arbitration/bundle";
-import { icsHash } from "../../src/arbitration/ics";
+import { artifactId, canon } from "../../channel-client/core/canonical";
+import { bundleHash } from "../../arbitration/documents/bundle";
+import { icsHash } from "../../arbitration/documents/ics";
 import {
   evidenceById,
   evidenceOfKind,
@@ -13,7 +13,7 @@ import {
   packageToJson,
   parsePackage,
   soleEvidence,
-} from "../../src/arbitration/package";
+} from "../../arbitration/documents/package";
 import { thrown } from "../helpers/assert";
 import { BAD_DELIVERABLE, h, mutable, samplePackageJson, SUITE } from "./fixtures/samples";
 

@@ -10,11 +10,11 @@ import {
   type Hex,
 } from "viem";
 
-import { canon } from "../../src/core/canonical";
-import { toHighS } from "../../src/core/eip712";
-import { runObjectiveChecks } from "../../src/arbitration/checks";
-import { icsFromJson, penaltyFor } from "../../src/arbitration/ics";
-import { packageFromJson, packageHash } from "../../src/arbitration/package";
+import { canon } from "../../channel-client/core/canonical";
+import { toHighS } from "../../channel-client/core/eip712";
+import { runObjectiveChecks } from "../../arbitration/lanes/checks";
+import { icsFromJson, penaltyFor } from "../../arbitration/documents/ics";
+import { packageFromJson, packageHash } from "../../arbitration/documents/package";
 import {
   disputeManagerDomain,
   RESOLUTION_TYPES,
@@ -26,7 +26,7 @@ import {
   signResolution,
   verifyResolutionSignature,
   type Resolution,
-} from "../../src/arbitration/resolution";
+} from "../../arbitration/lanes/resolution";
 import { hardhatAccount, ROLE } from "../helpers/fixtures";
 import { deployDisputeManager, DISPUTE_PARAMS } from "../helpers/system";
 import { rejection, thrown } from "../helpers/assert";

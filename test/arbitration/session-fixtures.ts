@@ -6,16 +6,16 @@
  */
 import { keccak256, type Hex } from "viem";
 
-import { buildSessionPackage } from "../../src/arbitration/build";
-import type { CaseContext } from "../../src/arbitration/context";
-import { packageHash, type ChallengePackage } from "../../src/arbitration/package";
-import { ReceiptAccumulator } from "../../src/core/accumulator";
-import { canonBytes } from "../../src/core/canonical";
-import { gasEscrowDomain } from "../../src/core/eip712";
-import { receiptLeaf } from "../../src/core/leaf";
-import { sessionReceiptHash, signSessionReceipt, type SessionReceipt, type SignedSessionReceipt } from "../../src/core/receipt";
-import { sessionIdOf, termsHashOf, type ChannelRef, type PricingTerms } from "../../src/core/terms";
-import { signPaymentTicket, type SignedPaymentTicket } from "../../src/core/ticket";
+import { buildSessionPackage } from "../../arbitration/runner/build";
+import type { CaseContext } from "../../arbitration/documents/context";
+import { packageHash, type ChallengePackage } from "../../arbitration/documents/package";
+import { ReceiptAccumulator } from "../../channel-client/core/accumulator";
+import { canonBytes } from "../../channel-client/core/canonical";
+import { gasEscrowDomain } from "../../channel-client/core/eip712";
+import { receiptLeaf } from "../../channel-client/core/leaf";
+import { sessionReceiptHash, signSessionReceipt, type SessionReceipt, type SignedSessionReceipt } from "../../channel-client/core/receipt";
+import { sessionIdOf, termsHashOf, type ChannelRef, type PricingTerms } from "../../channel-client/core/terms";
+import { signPaymentTicket, type SignedPaymentTicket } from "../../channel-client/core/ticket";
 import { mnemonicToAccount } from "viem/accounts";
 
 // Hardhat's default mnemonic (test/helpers/fixtures), without loading hardhat: these tests need no network.

@@ -9,11 +9,11 @@ import os from "node:os";
 import path from "node:path";
 import { keccak256, stringToBytes, zeroAddress, zeroHash, type Hex } from "viem";
 
-import { bundleHash } from "../../src/arbitration/bundle";
-import { claimsOf, spotCheck, SpotCheckInputError, streamInputs } from "../../src/arbitration/stream-sample";
-import { DEFAULT_INPUTS } from "../../src/arbitration/pinned";
-import { canon } from "../../src/core/canonical";
-import { gasEscrowDomain } from "../../src/core/eip712";
+import { bundleHash } from "../../arbitration/documents/bundle";
+import { claimsOf, spotCheck, SpotCheckInputError, streamInputs } from "../../arbitration/lanes/stream-sample";
+import { DEFAULT_INPUTS } from "../../arbitration/lanes/pinned";
+import { canon } from "../../channel-client/core/canonical";
+import { gasEscrowDomain } from "../../channel-client/core/eip712";
 import {
   progressProofFromJson,
   progressProofHash,
@@ -27,15 +27,15 @@ import {
   trancheRequestToJson,
   verifyProgressProof,
   type ProgressProof,
-} from "../../src/core/progress-proof";
-import { jsonSchemaOf } from "../../src/core/schemas";
-import { flowRateOf, penaltyOf, pricingTermsFromJson, pricingTermsToJson, STREAM_LIMITS, termsHashOf, tranchePriceOf, type TermsDocumentV4Json } from "../../src/core/terms";
-import { acceptTranche, FlowController, initialFlowState, judgeSample, mayRelease, writeStreamRecord } from "../../src/node/flow-controller";
-import { InProcessStreamProvider } from "../../src/node/stream-provider";
-import { signPaymentTicket } from "../../src/core/ticket";
-import { listStreams, loadRecords } from "../../src/ui/data";
-import { METHODS } from "../../src/api/methods";
-import { SqliteStore } from "../../src/store/sqlite-store";
+} from "../../channel-client/core/progress-proof";
+import { jsonSchemaOf } from "../../channel-client/core/schemas";
+import { flowRateOf, penaltyOf, pricingTermsFromJson, pricingTermsToJson, STREAM_LIMITS, termsHashOf, tranchePriceOf, type TermsDocumentV4Json } from "../../channel-client/core/terms";
+import { acceptTranche, FlowController, initialFlowState, judgeSample, mayRelease, writeStreamRecord } from "../../channel-client/node/flow-controller";
+import { InProcessStreamProvider } from "../../channel-client/node/stream-provider";
+import { signPaymentTicket } from "../../channel-client/core/ticket";
+import { listStreams, loadRecords } from "../../channel-client/ui/data";
+import { METHODS } from "../../channel-client/api/methods";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
 import { BROKEN_REPOSITORY, codeStreamTerms, REPOSITORY_BY_TRANCHE, SUITE } from "../../scripts/examples/code-stream";
 import { hardhatAccount, ROLE } from "../helpers/fixtures";
 import { thrown } from "../helpers/assert";

@@ -3,12 +3,12 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { zeroHash } from "viem";
 
-import { canon } from "../../src/core/canonical";
-import { bundleHash } from "../../src/arbitration/bundle";
-import { enginePinnedWasmSha256, engineWasmSha256 } from "../../src/arbitration/engine";
-import { meterWasm } from "../../src/arbitration/fuel";
-import { replay } from "../../src/arbitration/replay";
-import { upipCanonical, upipFromJson, upipStackHash, verifyUpip, type UpipRecord } from "../../src/arbitration/upip";
+import { canon } from "../../channel-client/core/canonical";
+import { bundleHash } from "../../arbitration/documents/bundle";
+import { enginePinnedWasmSha256, engineWasmSha256 } from "../../arbitration/engine/engine";
+import { meterWasm } from "../../arbitration/engine/fuel";
+import { replay } from "../../arbitration/lanes/replay";
+import { upipCanonical, upipFromJson, upipStackHash, verifyUpip, type UpipRecord } from "../../arbitration/documents/upip";
 import { thrown } from "../helpers/assert";
 import { BAD_DELIVERABLE, GOOD_DELIVERABLE, mutable, SUITE } from "./fixtures/samples";
 

@@ -10,10 +10,10 @@ import os from "node:os";
 import path from "node:path";
 import { getAddress, zeroAddress, type Address } from "viem";
 
-import { bundleHash, type Bundle } from "../../src/arbitration/bundle";
-import { icsToJson, type IcsJson } from "../../src/arbitration/ics";
-import { alternateInputs, DEFAULT_INPUTS, gigInputs } from "../../src/arbitration/pinned";
-import { VET_FAILED_EXIT_CODE } from "../../src/cli/vet";
+import { bundleHash, type Bundle } from "../../arbitration/documents/bundle";
+import { icsToJson, type IcsJson } from "../../arbitration/documents/ics";
+import { alternateInputs, DEFAULT_INPUTS, gigInputs } from "../../arbitration/lanes/pinned";
+import { VET_FAILED_EXIT_CODE } from "../../channel-client/cli/vet";
 import { codeGigIcs, FAILING_DELIVERABLE, PASSING_DELIVERABLE, SUITE } from "../../scripts/examples/code-gig";
 import { runCli } from "../helpers/cli";
 

@@ -8,19 +8,19 @@
 import { expect } from "chai";
 import { concat, keccak256, type Address, type Hex } from "viem";
 
-import { buildSessionPackage } from "../../src/arbitration/build";
-import type { CaseContext } from "../../src/arbitration/context";
-import { packageHash, packageToJson, parsePackage, type ChallengePackage } from "../../src/arbitration/package";
-import { resolutionHash } from "../../src/arbitration/resolution";
-import { arbitrate, type ArbitrationRun } from "../../src/arbitration/runner";
-import { ReceiptAccumulator } from "../../src/core/accumulator";
-import { canon } from "../../src/core/canonical";
-import { receiptLeaf } from "../../src/core/leaf";
-import { sessionReceiptHash, signSessionReceipt, type SessionReceipt } from "../../src/core/receipt";
-import { sessionKeyGrantDigest, signSessionKeyGrant, type SignedSessionKeyGrant } from "../../src/core/session-key";
-import { sessionIdOf, type ChannelRef } from "../../src/core/terms";
-import { signDigest } from "../../src/core/eip712";
-import { paymentTicketDigest, signPaymentTicket } from "../../src/core/ticket";
+import { buildSessionPackage } from "../../arbitration/runner/build";
+import type { CaseContext } from "../../arbitration/documents/context";
+import { packageHash, packageToJson, parsePackage, type ChallengePackage } from "../../arbitration/documents/package";
+import { resolutionHash } from "../../arbitration/lanes/resolution";
+import { arbitrate, type ArbitrationRun } from "../../arbitration/runner/runner";
+import { ReceiptAccumulator } from "../../channel-client/core/accumulator";
+import { canon } from "../../channel-client/core/canonical";
+import { receiptLeaf } from "../../channel-client/core/leaf";
+import { sessionReceiptHash, signSessionReceipt, type SessionReceipt } from "../../channel-client/core/receipt";
+import { sessionKeyGrantDigest, signSessionKeyGrant, type SignedSessionKeyGrant } from "../../channel-client/core/session-key";
+import { sessionIdOf, type ChannelRef } from "../../channel-client/core/terms";
+import { signDigest } from "../../channel-client/core/eip712";
+import { paymentTicketDigest, signPaymentTicket } from "../../channel-client/core/ticket";
 import { mnemonicToAccount } from "viem/accounts";
 import { DISPUTE_MANAGER, DOMAIN, ESCROW, PAYER, POLICY, PRICE, PRICING, PROVIDER, REF, outputOf, requestOf, type Step } from "./session-fixtures";
 

@@ -8,7 +8,7 @@ import {
   RootAccumulator,
   hashPair,
   verifyProof,
-} from "../../src/core/accumulator";
+} from "../../channel-client/core/accumulator";
 
 const EMPTY_ROOT = `0x${"0".repeat(64)}`;
 

@@ -1,5 +1,5 @@
 /**
- * Issue 29 item 4, finished: alert and top-up state survives a restart (`src/node/alert-state.ts`), and the
+ * Issue 29 item 4, finished: alert and top-up state survives a restart (`channel-client/node/alert-state.ts`), and the
  * arbitrator daemon's own warnings are alerts (log, Prometheus, webhook).
  *
  *   - A restarted emitter does not raise again what was active (no second webhook POST, no counter increment),
@@ -21,13 +21,13 @@ import { getAddress, toHex, type Address, type Hex, type PublicClient } from "vi
 import { mnemonicToAccount } from "viem/accounts";
 
 import { serveEmbeddedNetwork } from "../../scripts/embedded-rpc";
-import type { Wallet } from "../../src/chain/escrow";
-import { signPaymentTicket } from "../../src/core/ticket";
-import { AlertState, AlertStateError } from "../../src/node/alert-state";
-import { AlertEmitter, type Alert } from "../../src/node/alerts";
-import { NodeMetrics } from "../../src/node/metrics";
-import { Watchtower } from "../../src/node/watchtower";
-import { SqliteStore } from "../../src/store/sqlite-store";
+import type { Wallet } from "../../channel-client/chain/escrow";
+import { signPaymentTicket } from "../../channel-client/core/ticket";
+import { AlertState, AlertStateError } from "../../channel-client/node/alert-state";
+import { AlertEmitter, type Alert } from "../../channel-client/node/alerts";
+import { NodeMetrics } from "../../channel-client/node/metrics";
+import { Watchtower } from "../../channel-client/node/watchtower";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
 import { ether, openSession, PAYER_KEY, paymentTicketOf, rootOf, type Session } from "../adversarial/helpers";
 import { runCli } from "../helpers/cli";
 import { HARDHAT_MNEMONIC } from "../helpers/fixtures";

@@ -13,8 +13,8 @@ import os from "node:os";
 import path from "node:path";
 import type { Address, Hex, PublicClient } from "viem";
 
-import type { Wallet } from "../../src/chain/escrow";
-import { signPaymentTicket } from "../../src/core/ticket";
+import type { Wallet } from "../../channel-client/chain/escrow";
+import { signPaymentTicket } from "../../channel-client/core/ticket";
 import {
   advanceHead,
   AlertEmitter,
@@ -26,10 +26,10 @@ import {
   planTopUps,
   type Alert,
   type AlertChainState,
-} from "../../src/node/alerts";
-import { NodeMetrics, serveMetrics } from "../../src/node/metrics";
-import { Watchtower } from "../../src/node/watchtower";
-import { SqliteStore } from "../../src/store/sqlite-store";
+} from "../../channel-client/node/alerts";
+import { NodeMetrics, serveMetrics } from "../../channel-client/node/metrics";
+import { Watchtower } from "../../channel-client/node/watchtower";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
 import { cliSandbox, runCli } from "../helpers/cli";
 import { readFileSync } from "node:fs";
 import { toHex } from "viem";

@@ -1,9 +1,9 @@
 import { expect } from "chai";
 import { bytesToHex, concat, keccak256, stringToBytes, zeroHash, type Hex } from "viem";
 
-import { canon, parseCanonical } from "../../src/core/canonical";
-import { gasEscrowDomain, toHighS } from "../../src/core/eip712";
-import { LeafBuilder, receiptLeaf, receiptLeafFromHashes, LEAF_DOMAIN_HASH } from "../../src/core/leaf";
+import { canon, parseCanonical } from "../../channel-client/core/canonical";
+import { gasEscrowDomain, toHighS } from "../../channel-client/core/eip712";
+import { LeafBuilder, receiptLeaf, receiptLeafFromHashes, LEAF_DOMAIN_HASH } from "../../channel-client/core/leaf";
 import {
   sessionReceiptFromJson,
   sessionReceiptHash,
@@ -12,15 +12,15 @@ import {
   sessionReceiptToJson,
   signSessionReceipt,
   verifySessionReceipt,
-} from "../../src/core/receipt";
+} from "../../channel-client/core/receipt";
 import {
   settlementSummaryFromJson,
   settlementSummaryToJson,
   signSettlementSummary,
   verifySettlementSummary,
   type SettlementSummary,
-} from "../../src/core/summary";
-import { pricingTermsFromJson, pricingTermsToJson, termsHashOf } from "../../src/core/terms";
+} from "../../channel-client/core/summary";
+import { pricingTermsFromJson, pricingTermsToJson, termsHashOf } from "../../channel-client/core/terms";
 import {
   assertTicketAdvances,
   paymentTicketFromJson,
@@ -28,7 +28,7 @@ import {
   paymentTicketToJson,
   signPaymentTicket,
   verifyPaymentTicket,
-} from "../../src/core/ticket";
+} from "../../channel-client/core/ticket";
 import { hardhatAccount, ROLE } from "../helpers/fixtures";
 import { h, sampleReceipt, sampleTicket, SESSION_ID } from "../helpers/samples";
 import { mulberry32 } from "../helpers/prng";

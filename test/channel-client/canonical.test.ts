@@ -1,8 +1,8 @@
 import { expect } from "chai";
 import { keccak256, stringToBytes } from "viem";
 
-import { artifactId, canon, parseCanonical, MAX_JSON_DEPTH } from "../../src/core/canonical";
-import * as errors from "../../src/core/errors";
+import { artifactId, canon, parseCanonical, MAX_JSON_DEPTH } from "../../channel-client/core/canonical";
+import * as errors from "../../channel-client/core/errors";
 import { thrown } from "../helpers/assert";
 
 

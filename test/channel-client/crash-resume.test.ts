@@ -20,12 +20,12 @@ import hre from "hardhat";
 import { parseEther, type Hex, type PublicClient } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 
-import { ReceiptAccumulator, RootAccumulator } from "../../src/core/accumulator";
-import { closeCooperative, openChannel } from "../../src/chain/escrow";
-import { PayerClient, ProviderRejectedError } from "../../src/node/payer-client";
-import { SqliteStore } from "../../src/store/sqlite-store";
-import type { ChannelRecord, StepRecord } from "../../src/store/store";
-import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../../src/core/terms";
+import { ReceiptAccumulator, RootAccumulator } from "../../channel-client/core/accumulator";
+import { closeCooperative, openChannel } from "../../channel-client/chain/escrow";
+import { PayerClient, ProviderRejectedError } from "../../channel-client/node/payer-client";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
+import type { ChannelRecord, StepRecord } from "../../channel-client/store/store";
+import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../../channel-client/core/terms";
 import { serveEmbeddedNetwork, type EmbeddedRpc } from "../../scripts/embedded-rpc";
 import { escrowFixture, makeTerms } from "../helpers/fixtures";
 import { startProviderChild, type ProviderProcess } from "../helpers/provider-child";

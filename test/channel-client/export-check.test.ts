@@ -10,13 +10,13 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { zeroHash, type Hex } from "viem";
 
-import { ReceiptAccumulator } from "../../src/core/accumulator";
-import { canon } from "../../src/core/canonical";
-import { gasEscrowDomain } from "../../src/core/eip712";
-import { receiptLeaf } from "../../src/core/leaf";
-import { sessionReceiptHash, signedSessionReceiptToJson, signSessionReceipt, type SessionReceipt } from "../../src/core/receipt";
-import { channelRefToJson, priceOf, pricingTermsToJson, termsHashOf, type TermsDocumentV2 } from "../../src/core/terms";
-import { paymentTicketHash, signedPaymentTicketToJson, signPaymentTicket } from "../../src/core/ticket";
+import { ReceiptAccumulator } from "../../channel-client/core/accumulator";
+import { canon } from "../../channel-client/core/canonical";
+import { gasEscrowDomain } from "../../channel-client/core/eip712";
+import { receiptLeaf } from "../../channel-client/core/leaf";
+import { sessionReceiptHash, signedSessionReceiptToJson, signSessionReceipt, type SessionReceipt } from "../../channel-client/core/receipt";
+import { channelRefToJson, priceOf, pricingTermsToJson, termsHashOf, type TermsDocumentV2 } from "../../channel-client/core/terms";
+import { paymentTicketHash, signedPaymentTicketToJson, signPaymentTicket } from "../../channel-client/core/ticket";
 import { hardhatAccount } from "../helpers/fixtures";
 
 const SCRIPT = path.join(__dirname, "..", "..", "scripts", "check-export.mjs");

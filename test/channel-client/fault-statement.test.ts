@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import { keccak256, recoverAddress, stringToBytes, type Hex } from "viem";
 
-import { canon } from "../../src/core/canonical";
+import { canon } from "../../channel-client/core/canonical";
 import {
   FAULT_SIGNATURE_DOMAIN,
   faultCodeOf,
@@ -14,12 +14,12 @@ import {
   verifyFaultStatement,
   verifyFaultStatementFor,
   type FaultStatement,
-} from "../../src/core/fault-statement";
-import { decodePacket, encodePacket, type ActionResultPacket } from "../../src/core/packets";
-import { faultStatementOf } from "../../src/node/payer-client";
-import { sessionReceiptDigest, signSessionReceipt } from "../../src/core/receipt";
-import { signDigest } from "../../src/core/eip712";
-import { NO_FAULT_CODES as RUNNER_NO_FAULT_CODES } from "../../src/arbitration/runner";
+} from "../../channel-client/core/fault-statement";
+import { decodePacket, encodePacket, type ActionResultPacket } from "../../channel-client/core/packets";
+import { faultStatementOf } from "../../channel-client/node/payer-client";
+import { sessionReceiptDigest, signSessionReceipt } from "../../channel-client/core/receipt";
+import { signDigest } from "../../channel-client/core/eip712";
+import { NO_FAULT_CODES as RUNNER_NO_FAULT_CODES } from "../../arbitration/runner/runner";
 import { rejection, thrown } from "../helpers/assert";
 import { hardhatAccount, ROLE } from "../helpers/fixtures";
 import { h, sampleReceipt, SESSION_ID } from "../helpers/samples";

@@ -13,15 +13,15 @@
 import { expect } from "chai";
 import { getAddress, zeroAddress, type Hex } from "viem";
 
-import { gasEscrowDomain } from "../../src/core/eip712";
-import { receiptLeaf } from "../../src/core/leaf";
-import { signSessionReceipt } from "../../src/core/receipt";
-import { sessionIdOf, type ChannelRef } from "../../src/core/terms";
-import { signPaymentTicket } from "../../src/core/ticket";
-import { advertisedEndpoints, isWildcard } from "../../src/node/endpoints";
-import { FleetMember } from "../../src/node/fleet";
-import { PgStore } from "../../src/store/pg-store";
-import type { ChannelRecord, StepRecord } from "../../src/store/store";
+import { gasEscrowDomain } from "../../channel-client/core/eip712";
+import { receiptLeaf } from "../../channel-client/core/leaf";
+import { signSessionReceipt } from "../../channel-client/core/receipt";
+import { sessionIdOf, type ChannelRef } from "../../channel-client/core/terms";
+import { signPaymentTicket } from "../../channel-client/core/ticket";
+import { advertisedEndpoints, isWildcard } from "../../channel-client/node/endpoints";
+import { FleetMember } from "../../channel-client/node/fleet";
+import { PgStore } from "../../channel-client/store/pg-store";
+import type { ChannelRecord, StepRecord } from "../../channel-client/store/store";
 import { rejection } from "../helpers/assert";
 import { hardhatAccount, makeTerms, POLICY_HASH, ROLE } from "../helpers/fixtures";
 import { sharedPostgres } from "../helpers/postgres";

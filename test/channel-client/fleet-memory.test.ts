@@ -8,13 +8,13 @@ import { loadFixture } from "@nomicfoundation/hardhat-toolbox-viem/network-helpe
 import { expect } from "chai";
 import { parseEther, type PublicClient } from "viem";
 
-import { openChannel } from "../../src/chain/escrow";
-import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../../src/core/terms";
-import { echoHandler } from "../../src/node/echo-worker";
-import { PayerClient } from "../../src/node/payer-client";
-import { ProviderNode } from "../../src/node/provider-node";
-import { PgStore } from "../../src/store/pg-store";
-import { SqliteStore } from "../../src/store/sqlite-store";
+import { openChannel } from "../../channel-client/chain/escrow";
+import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../../channel-client/core/terms";
+import { echoHandler } from "../../channel-client/node/echo-worker";
+import { PayerClient } from "../../channel-client/node/payer-client";
+import { ProviderNode } from "../../channel-client/node/provider-node";
+import { PgStore } from "../../channel-client/store/pg-store";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
 import { escrowFixture, makeTerms } from "../helpers/fixtures";
 import { sharedPostgres } from "../helpers/postgres";
 

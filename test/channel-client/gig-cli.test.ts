@@ -7,13 +7,13 @@ import path from "node:path";
 import { getAddress, keccak256, parseEther, stringToBytes, toHex, zeroAddress, type Hex } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
-import { artifactId } from "../../src/core/canonical";
-import { cancelGig, deliverGig, fundGig } from "../../src/chain/gig";
+import { artifactId } from "../../channel-client/core/canonical";
+import { cancelGig, deliverGig, fundGig } from "../../channel-client/chain/gig";
 import { serveEmbeddedNetwork, type EmbeddedRpc } from "../../scripts/embedded-rpc";
 import { rejection } from "../helpers/assert";
 import { GIG_ROLE, HARDHAT_MNEMONIC, gigFixture } from "../helpers/fixtures";
 import { runCli } from "../helpers/cli";
-import { icsToJson } from "../../src/arbitration/ics";
+import { icsToJson } from "../../arbitration/documents/ics";
 import { codeGigIcs } from "../../scripts/examples/code-gig";
 
 /** Runs the CLI in-process and captures what it prints. */

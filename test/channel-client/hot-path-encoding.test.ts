@@ -7,9 +7,9 @@
 import { expect } from "chai";
 import { keccak256, stringToBytes, zeroHash, type Hex } from "viem";
 
-import { canon } from "../../src/core/canonical";
-import { signedFaultStatementToJson, type SignedFaultStatement } from "../../src/core/fault-statement";
-import { decodePacket, encodePacket, type Packet } from "../../src/core/packets";
+import { canon } from "../../channel-client/core/canonical";
+import { signedFaultStatementToJson, type SignedFaultStatement } from "../../channel-client/core/fault-statement";
+import { decodePacket, encodePacket, type Packet } from "../../channel-client/core/packets";
 import {
   canonicalSignedReceiptText,
   RECEIPT_SIGNATURE_DOMAIN,
@@ -18,10 +18,10 @@ import {
   sessionReceiptHashBytes,
   signedSessionReceiptToJson,
   type SignedSessionReceipt,
-} from "../../src/core/receipt";
-import { fastKeccakReady, hashBytes } from "../../src/core/keccak";
-import { gasEscrowDomain, hashTyped } from "../../src/core/eip712";
-import { receiptCommitDigest } from "../../src/core/receipt-commit";
+} from "../../channel-client/core/receipt";
+import { fastKeccakReady, hashBytes } from "../../channel-client/core/keccak";
+import { gasEscrowDomain, hashTyped } from "../../channel-client/core/eip712";
+import { receiptCommitDigest } from "../../channel-client/core/receipt-commit";
 import {
   canonicalSignedTicketText,
   canonicalTicketText,
@@ -30,7 +30,7 @@ import {
   paymentTicketToJson,
   signedPaymentTicketToJson,
   type SignedPaymentTicket,
-} from "../../src/core/ticket";
+} from "../../channel-client/core/ticket";
 import { thrown } from "../helpers/assert";
 import { mulberry32, type Prng } from "../helpers/prng";
 import { h, sampleReceipt, sampleTicket, SESSION_ID } from "../helpers/samples";

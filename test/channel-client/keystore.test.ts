@@ -7,7 +7,7 @@ import { expect } from "chai";
 import { encryptKeystoreJsonSync, Wallet } from "ethers";
 import { privateKeyToAddress } from "viem/accounts";
 
-import { decryptKeystore, encryptKeystore, KeystoreFormatError, STANDARD_SCRYPT, WrongPasswordError } from "../../src/core/keystore";
+import { decryptKeystore, encryptKeystore, KeystoreFormatError, STANDARD_SCRYPT, WrongPasswordError } from "../../channel-client/core/keystore";
 
 const KEY = "0x7a28b5ba57c53603b0b07b56bba752f7784bf506fa95edc395f5cf6c7514fe9d" as const;
 const PASSWORD = "testpassword";

@@ -11,10 +11,10 @@ import path from "node:path";
 import { keccak256, parseEther, toHex, type Hex } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
-import { canonBytes } from "../../src/core/canonical";
-import { listenHost, parsePeer } from "../../src/node/endpoints";
-import { DEFAULT_WORKER_ENV } from "../../src/node/mcp-worker";
-import { SqliteStore } from "../../src/store/sqlite-store";
+import { canonBytes } from "../../channel-client/core/canonical";
+import { listenHost, parsePeer } from "../../channel-client/node/endpoints";
+import { DEFAULT_WORKER_ENV } from "../../channel-client/node/mcp-worker";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
 import { cliSandbox, runCli } from "../helpers/cli";
 import { escrowFixture, HARDHAT_MNEMONIC, ROLE } from "../helpers/fixtures";
 

@@ -14,12 +14,12 @@ import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { createWalletClient, custom, type PublicClient } from "viem";
 import { hardhat } from "viem/chains";
 
-import { signSessionKeyGrant } from "../../src/core/session-key";
-import { termsHashOf } from "../../src/core/terms";
-import { McpGateway } from "../../src/node/mcp-gateway";
-import { ProviderNode, type McpHandler } from "../../src/node/provider-node";
-import { createPayer } from "../../src/roles/payer";
-import { SqliteStore } from "../../src/store/sqlite-store";
+import { signSessionKeyGrant } from "../../channel-client/core/session-key";
+import { termsHashOf } from "../../channel-client/core/terms";
+import { McpGateway } from "../../channel-client/node/mcp-gateway";
+import { ProviderNode, type McpHandler } from "../../channel-client/node/provider-node";
+import { createPayer } from "../../channel-client/roles/payer";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
 import { cliSandbox, runCli } from "../helpers/cli";
 import { escrowFixture, hardhatAccount, ROLE } from "../helpers/fixtures";
 import { gasPaidBy, v3Terms } from "../helpers/mcp-parts";
@@ -165,8 +165,8 @@ describe("ioi mcp budgets: per call, per UTC day (persisted), per channel; top-u
     const steps = payerStore.steps(sessionId);
     expect(steps.map((s) => s.receipt!.receipt.metering.amount)).to.deep.equal([A, A]);
     // The tickets were signed by the session key, not by the payer's main key.
-    const { recoverDigestSigner } = await import("../../src/core/eip712");
-    const { paymentTicketDigest } = await import("../../src/core/ticket");
+    const { recoverDigestSigner } = await import("../../channel-client/core/eip712");
+    const { paymentTicketDigest } = await import("../../channel-client/core/ticket");
     for (const step of steps) expect(await recoverDigestSigner(paymentTicketDigest(fx.domain, step.ticket.ticket), step.ticket.signature)).to.equal(key.address);
     expect(payerStore.getChannel(sessionId)!.deposit).to.equal(1_000n);
   });

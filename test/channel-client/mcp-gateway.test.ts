@@ -19,10 +19,10 @@ import path from "node:path";
 import { createWalletClient, custom, keccak256, parseEther, type Hex, type PublicClient } from "viem";
 import { hardhat } from "viem/chains";
 
-import { canonBytes } from "../../src/core/canonical";
-import { sessionReceiptHash } from "../../src/core/receipt";
-import { createPayer } from "../../src/roles/payer";
-import { SqliteStore } from "../../src/store/sqlite-store";
+import { canonBytes } from "../../channel-client/core/canonical";
+import { sessionReceiptHash } from "../../channel-client/core/receipt";
+import { createPayer } from "../../channel-client/roles/payer";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
 import { cliSandbox } from "../helpers/cli";
 import { escrowFixture, ROLE } from "../helpers/fixtures";
 import { EVERYTHING, FILESYSTEM, gasPaidBy, gatewayArgs, hostWithGateway, keyOf, startProvider, stopChild, v3Terms, writeTerms } from "../helpers/mcp-parts";

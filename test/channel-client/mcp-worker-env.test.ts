@@ -10,7 +10,7 @@ import path from "node:path";
 import { getAddress, parseEther, toHex, type Hex } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
-import { DEFAULT_WORKER_ENV } from "../../src/node/mcp-worker";
+import { DEFAULT_WORKER_ENV } from "../../channel-client/node/mcp-worker";
 import { cliSandbox, runCli } from "../helpers/cli";
 import { escrowFixture, HARDHAT_MNEMONIC, ROLE } from "../helpers/fixtures";
 

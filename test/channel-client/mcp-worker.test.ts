@@ -12,8 +12,8 @@ import os from "node:os";
 import path from "node:path";
 import { keccak256, parseEther, type PublicClient } from "viem";
 
-import { canonBytes } from "../../src/core/canonical";
-import { closeCooperative, openChannel } from "../../src/chain/escrow";
+import { canonBytes } from "../../channel-client/core/canonical";
+import { closeCooperative, openChannel } from "../../channel-client/chain/escrow";
 import {
   McpWorker,
   MethodNotForwardedError,
@@ -23,12 +23,12 @@ import {
   WorkerOutputError,
   WorkerTimeoutError,
   WorkerUnavailableError,
-} from "../../src/node/mcp-worker";
-import { PayerClient, type InvocationOutcome } from "../../src/node/payer-client";
-import { ProviderNode } from "../../src/node/provider-node";
-import { SqliteStore } from "../../src/store/sqlite-store";
-import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../../src/core/terms";
-import type { JsonObject } from "../../src/core/validate";
+} from "../../channel-client/node/mcp-worker";
+import { PayerClient, type InvocationOutcome } from "../../channel-client/node/payer-client";
+import { ProviderNode } from "../../channel-client/node/provider-node";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
+import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../../channel-client/core/terms";
+import type { JsonObject } from "../../channel-client/core/validate";
 import { escrowFixture, makeTerms } from "../helpers/fixtures";
 
 const SERVER = path.join(__dirname, "..", "..", "examples", "mcp-test-worker.js");

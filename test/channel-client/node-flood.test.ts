@@ -11,13 +11,13 @@ import { bytesToHex, parseEther, type PublicClient } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { randomBytes } from "node:crypto";
 
-import { echoHandler } from "../../src/cli/channel";
-import { openChannel } from "../../src/chain/escrow";
-import { PayerClient } from "../../src/node/payer-client";
-import { ProviderNode } from "../../src/node/provider-node";
-import { SqliteStore } from "../../src/store/sqlite-store";
-import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../../src/core/terms";
-import { connectSecure } from "../../src/transport";
+import { echoHandler } from "../../channel-client/cli/channel";
+import { openChannel } from "../../channel-client/chain/escrow";
+import { PayerClient } from "../../channel-client/node/payer-client";
+import { ProviderNode } from "../../channel-client/node/provider-node";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
+import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../../channel-client/core/terms";
+import { connectSecure } from "../../channel-client/transport";
 import { escrowFixture, makeTerms } from "../helpers/fixtures";
 import { startFlood } from "../../scripts/flood";
 

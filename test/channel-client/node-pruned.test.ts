@@ -10,13 +10,13 @@ import os from "node:os";
 import path from "node:path";
 import { parseEther, type PublicClient } from "viem";
 
-import { echoHandler } from "../../src/cli/channel";
-import { openChannel } from "../../src/chain/escrow";
-import { ProviderNode } from "../../src/node/provider-node";
-import { decodeMessage, encodeMessage } from "../../src/node/protocol";
-import { SqliteStore } from "../../src/store/sqlite-store";
-import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../../src/core/terms";
-import { connectSecure } from "../../src/transport";
+import { echoHandler } from "../../channel-client/cli/channel";
+import { openChannel } from "../../channel-client/chain/escrow";
+import { ProviderNode } from "../../channel-client/node/provider-node";
+import { decodeMessage, encodeMessage } from "../../channel-client/node/protocol";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
+import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../../channel-client/core/terms";
+import { connectSecure } from "../../channel-client/transport";
 import { escrowFixture, makeTerms } from "../helpers/fixtures";
 
 const pricing: PricingTerms = { version: "1", unit: "invocation", pricePerInvocation: 1_000n };

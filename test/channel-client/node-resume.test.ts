@@ -9,16 +9,16 @@ import os from "node:os";
 import path from "node:path";
 import { parseEther, type PublicClient } from "viem";
 
-import { ReceiptAccumulator } from "../../src/core/accumulator";
-import { echoHandler } from "../../src/cli/channel";
-import { openChannel } from "../../src/chain/escrow";
-import { PayerClient } from "../../src/node/payer-client";
-import { ProviderNode } from "../../src/node/provider-node";
-import { ProviderSession } from "../../src/node/provider-session";
-import { decodeMessage, encodeMessage } from "../../src/node/protocol";
-import { SqliteStore } from "../../src/store/sqlite-store";
-import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../../src/core/terms";
-import { connectSecure } from "../../src/transport";
+import { ReceiptAccumulator } from "../../channel-client/core/accumulator";
+import { echoHandler } from "../../channel-client/cli/channel";
+import { openChannel } from "../../channel-client/chain/escrow";
+import { PayerClient } from "../../channel-client/node/payer-client";
+import { ProviderNode } from "../../channel-client/node/provider-node";
+import { ProviderSession } from "../../channel-client/node/provider-session";
+import { decodeMessage, encodeMessage } from "../../channel-client/node/protocol";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
+import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../../channel-client/core/terms";
+import { connectSecure } from "../../channel-client/transport";
 import { escrowFixture, makeTerms } from "../helpers/fixtures";
 import { writeHistory } from "../helpers/history";
 

@@ -14,15 +14,15 @@ import { Writable } from "node:stream";
 import { bytesToHex, createPublicClient, http, parseEther, type Hex, type PublicClient } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
-import { echoHandler } from "../../src/cli/channel";
-import { closeUnilateral, openChannel } from "../../src/chain/escrow";
-import { assertNoSecrets, createLogger, LogOptionError } from "../../src/node/log";
-import { MetricsOptionError, NodeMetrics, parseListenAddress, serveMetrics } from "../../src/node/metrics";
-import { PayerClient, ProviderRejectedError } from "../../src/node/payer-client";
-import { ProviderNode } from "../../src/node/provider-node";
-import { SqliteStore } from "../../src/store/sqlite-store";
-import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../../src/core/terms";
-import { Watchtower } from "../../src/node/watchtower";
+import { echoHandler } from "../../channel-client/cli/channel";
+import { closeUnilateral, openChannel } from "../../channel-client/chain/escrow";
+import { assertNoSecrets, createLogger, LogOptionError } from "../../channel-client/node/log";
+import { MetricsOptionError, NodeMetrics, parseListenAddress, serveMetrics } from "../../channel-client/node/metrics";
+import { PayerClient, ProviderRejectedError } from "../../channel-client/node/payer-client";
+import { ProviderNode } from "../../channel-client/node/provider-node";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
+import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../../channel-client/core/terms";
+import { Watchtower } from "../../channel-client/node/watchtower";
 import { escrowFixture, hardhatAccount, makeTerms, ROLE } from "../helpers/fixtures";
 
 const HARDHAT_MNEMONIC = "test test test test test test test test test test test junk";

@@ -12,18 +12,18 @@ import { createWalletClient, custom, getAddress, parseEther, toHex, type Hex, ty
 import { hardhat } from "viem/chains";
 import { mnemonicToAccount } from "viem/accounts";
 
-import { echoHandler } from "../../src/cli/channel";
-import { fetchTermsOffer } from "../../src/node/payer-client";
-import { ProviderNode } from "../../src/node/provider-node";
-import { SqliteStore } from "../../src/store/sqlite-store";
-import { priceOf, pricingTermsToJson, termsHashOf, type PricingTerms, type TermsDocumentV2 } from "../../src/core/terms";
-import { signTermsOffer, verifyTermsOffer } from "../../src/core/terms-offer";
+import { echoHandler } from "../../channel-client/cli/channel";
+import { fetchTermsOffer } from "../../channel-client/node/payer-client";
+import { ProviderNode } from "../../channel-client/node/provider-node";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
+import { priceOf, pricingTermsToJson, termsHashOf, type PricingTerms, type TermsDocumentV2 } from "../../channel-client/core/terms";
+import { signTermsOffer, verifyTermsOffer } from "../../channel-client/core/terms-offer";
 import { rejection } from "../helpers/assert";
 import { escrowFixture, hardhatAccount, HARDHAT_MNEMONIC, ROLE } from "../helpers/fixtures";
 import { cliSandbox, runCli } from "../helpers/cli";
 import { DISPUTE_PARAMS, SYS, systemFixture } from "../helpers/system";
-import { gasEscrowDomain } from "../../src/core/eip712";
-import { createPayer } from "../../src/roles/payer";
+import { gasEscrowDomain } from "../../channel-client/core/eip712";
+import { createPayer } from "../../channel-client/roles/payer";
 
 const PRICE = parseEther("0.002");
 const pricing: PricingTerms = { version: "1", unit: "invocation", pricePerInvocation: PRICE };

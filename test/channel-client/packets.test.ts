@@ -1,10 +1,10 @@
 import { expect } from "chai";
 
-import { decodePacket, encodePacket, MAX_PACKET_BYTES, type Packet } from "../../src/core/packets";
-import { signReceiptCommit } from "../../src/core/receipt-commit";
-import { signSessionReceipt } from "../../src/core/receipt";
-import { signPaymentTicket } from "../../src/core/ticket";
-import { gasEscrowDomain } from "../../src/core/eip712";
+import { decodePacket, encodePacket, MAX_PACKET_BYTES, type Packet } from "../../channel-client/core/packets";
+import { signReceiptCommit } from "../../channel-client/core/receipt-commit";
+import { signSessionReceipt } from "../../channel-client/core/receipt";
+import { signPaymentTicket } from "../../channel-client/core/ticket";
+import { gasEscrowDomain } from "../../channel-client/core/eip712";
 import { thrown } from "../helpers/assert";
 import { hardhatAccount, ROLE } from "../helpers/fixtures";
 import { h, sampleReceipt, sampleTicket, SESSION_ID } from "../helpers/samples";

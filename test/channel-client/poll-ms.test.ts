@@ -7,7 +7,7 @@ import { expect } from "chai";
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 
-import { rpcClients } from "../../src/cli/chain";
+import { rpcClients } from "../../channel-client/cli/chain";
 
 async function stubNode(chainId: number): Promise<{ url: string; close: () => Promise<void>; head: () => number }> {
   let head = 100;

@@ -14,12 +14,12 @@ import { createWalletClient, custom, parseEther, toHex, type Hex, type PublicCli
 import { mnemonicToAccount } from "viem/accounts";
 import { hardhat } from "viem/chains";
 
-import { echoHandler } from "../../src/cli/channel";
-import { fetchTermsOffer } from "../../src/node/payer-client";
-import { ProviderNode } from "../../src/node/provider-node";
-import { createPayer } from "../../src/roles/payer";
-import { SqliteStore } from "../../src/store/sqlite-store";
-import { priceOf, pricingTermsToJson, termsHashOf, type TermsDocumentV2 } from "../../src/core/terms";
+import { echoHandler } from "../../channel-client/cli/channel";
+import { fetchTermsOffer } from "../../channel-client/node/payer-client";
+import { ProviderNode } from "../../channel-client/node/provider-node";
+import { createPayer } from "../../channel-client/roles/payer";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
+import { priceOf, pricingTermsToJson, termsHashOf, type TermsDocumentV2 } from "../../channel-client/core/terms";
 import { rejection } from "../helpers/assert";
 import { cliSandbox, runCli } from "../helpers/cli";
 import { escrowFixture, HARDHAT_MNEMONIC, ROLE } from "../helpers/fixtures";

@@ -5,9 +5,9 @@
 import { expect } from "chai";
 import { keccak256, stringToBytes, zeroHash, type Hex } from "viem";
 
-import { ReceiptAccumulator } from "../../src/core/accumulator";
-import type { SignedReceiptCommit } from "../../src/core/receipt-commit";
-import { commitToAnchor, leafCountOfRoot } from "../../src/node/receipt-anchor";
+import { ReceiptAccumulator } from "../../channel-client/core/accumulator";
+import type { SignedReceiptCommit } from "../../channel-client/core/receipt-commit";
+import { commitToAnchor, leafCountOfRoot } from "../../channel-client/node/receipt-anchor";
 
 const leaves: Hex[] = Array.from({ length: 9 }, (_, i) => keccak256(stringToBytes(`leaf ${i}`)));
 const tree = ReceiptAccumulator.fromLeaves(leaves);

@@ -6,7 +6,7 @@ import { xchacha20poly1305 } from "@noble/ciphers/chacha.js";
 import { expect } from "chai";
 import { keccak256, stringToBytes, toHex } from "viem";
 
-import { FrameAuthenticationError, FrameReplayError, nonceFor, RecordOpener, RecordSealer, RecordType, sealRecord } from "../../src/transport";
+import { FrameAuthenticationError, FrameReplayError, nonceFor, RecordOpener, RecordSealer, RecordType, sealRecord } from "../../channel-client/transport";
 import { thrown } from "../helpers/assert";
 
 const bytes = (label: string, length: number): Uint8Array => {

@@ -9,8 +9,8 @@ import { expect } from "chai";
 import { concat, keccak256, numberToHex, pad, parseSignature, stringToBytes, toHex, type Address, type Hex } from "viem";
 import { mnemonicToAccount, privateKeyToAccount, sign } from "viem/accounts";
 
-import { assertDigestSigner, recoverDigestSigner, signDigest, signingAccount, toCompactSignature, toHighS } from "../../src/core/eip712";
-import { CryptoBackendUnavailableError, loadSecp256k1Backend, secp256k1Backend, selectSecp256k1Backend, type Secp256k1BackendName } from "../../src/core/secp256k1";
+import { assertDigestSigner, recoverDigestSigner, signDigest, signingAccount, toCompactSignature, toHighS } from "../../channel-client/core/eip712";
+import { CryptoBackendUnavailableError, loadSecp256k1Backend, secp256k1Backend, selectSecp256k1Backend, type Secp256k1BackendName } from "../../channel-client/core/secp256k1";
 import { rejection } from "../helpers/assert";
 import { HARDHAT_MNEMONIC } from "../helpers/fixtures";
 

@@ -12,13 +12,13 @@ import os from "node:os";
 import path from "node:path";
 import { parseEther, parseEventLogs, type PublicClient } from "viem";
 
-import { echoHandler } from "../../src/cli/channel";
-import { closeUnilateral, gasEscrowAbi, openChannel, revokeSessionKey } from "../../src/chain/escrow";
-import { PayerClient } from "../../src/node/payer-client";
-import { ProviderNode } from "../../src/node/provider-node";
-import { signSessionKeyGrant } from "../../src/core/session-key";
-import { SqliteStore } from "../../src/store/sqlite-store";
-import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../../src/core/terms";
+import { echoHandler } from "../../channel-client/cli/channel";
+import { closeUnilateral, gasEscrowAbi, openChannel, revokeSessionKey } from "../../channel-client/chain/escrow";
+import { PayerClient } from "../../channel-client/node/payer-client";
+import { ProviderNode } from "../../channel-client/node/provider-node";
+import { signSessionKeyGrant } from "../../channel-client/core/session-key";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
+import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../../channel-client/core/terms";
 import { escrowFixture, hardhatAccount, makeTerms, ROLE } from "../helpers/fixtures";
 
 const PRICE = parseEther("0.001");

@@ -5,8 +5,8 @@
 import { expect } from "chai";
 import { keccak256, stringToBytes, type Hex } from "viem";
 
-import { gasEscrowDomain } from "../../src/core/eip712";
-import * as errors from "../../src/core/errors";
+import { gasEscrowDomain } from "../../channel-client/core/eip712";
+import * as errors from "../../channel-client/core/errors";
 import {
   ANY_METHOD,
   assertSessionKeyLive,
@@ -17,7 +17,7 @@ import {
   signedSessionKeyGrantToJson,
   signSessionKeyGrant,
   verifySessionKeyGrant,
-} from "../../src/core/session-key";
+} from "../../channel-client/core/session-key";
 import { hardhatAccount, ROLE } from "../helpers/fixtures";
 
 const domain = gasEscrowDomain({ chainId: 31337, verifyingContract: "0x5FbDB2315678afecb367f032d93F642f64180aa3" });

@@ -7,12 +7,12 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { keccak256, stringToBytes, zeroHash, type Hex } from "viem";
 
-import { canon } from "../../src/core/canonical";
-import { gasEscrowDomain } from "../../src/core/eip712";
-import { jsonSchemaOf } from "../../src/core/schemas";
-import { PayerSession } from "../../src/node/payer-session";
-import { chargeFor } from "../../src/node/provider-session";
-import { signSessionReceipt, type SessionReceipt } from "../../src/core/receipt";
+import { canon } from "../../channel-client/core/canonical";
+import { gasEscrowDomain } from "../../channel-client/core/eip712";
+import { jsonSchemaOf } from "../../channel-client/core/schemas";
+import { PayerSession } from "../../channel-client/node/payer-session";
+import { chargeFor } from "../../channel-client/node/provider-session";
+import { signSessionReceipt, type SessionReceipt } from "../../channel-client/core/receipt";
 import {
   missingReceiptBindings,
   modelAllowed,
@@ -24,8 +24,8 @@ import {
   termsDocumentFromText,
   termsHashOf,
   type TermsDocumentV2,
-} from "../../src/core/terms";
-import { keccak256Hex } from "../../src/core/keccak";
+} from "../../channel-client/core/terms";
+import { keccak256Hex } from "../../channel-client/core/keccak";
 import { hardhatAccount } from "../helpers/fixtures";
 
 const ROOT = path.join(__dirname, "..", "..");

@@ -5,9 +5,9 @@ import { xchacha20poly1305 } from "@noble/ciphers/chacha.js";
 import { expect } from "chai";
 import { bytesToHex, stringToBytes, type Address, type Hex, type LocalAccount } from "viem";
 
-import { canonBytes } from "../../src/core/canonical";
-import { signDigest } from "../../src/core/eip712";
-import { BaseError } from "../../src/core/errors";
+import { canonBytes } from "../../channel-client/core/canonical";
+import { signDigest } from "../../channel-client/core/eip712";
+import { BaseError } from "../../channel-client/core/errors";
 import {
   acceptTry,
   connectSecure,
@@ -52,7 +52,7 @@ import {
   type SecureConnection,
   type SecureServer,
   type TransportError,
-} from "../../src/transport";
+} from "../../channel-client/transport";
 import { rejection, thrown } from "../helpers/assert";
 import { hardhatAccount, ROLE } from "../helpers/fixtures";
 

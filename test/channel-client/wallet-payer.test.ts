@@ -13,11 +13,11 @@ import { createWalletClient, custom, getAddress, parseEther, toHex, type Hex, ty
 import { mnemonicToAccount } from "viem/accounts";
 import { hardhat } from "viem/chains";
 
-import { echoHandler } from "../../src/cli/channel";
-import { ProviderNode } from "../../src/node/provider-node";
-import { createPayer } from "../../src/roles/payer";
-import { SqliteStore } from "../../src/store/sqlite-store";
-import type { PricingTerms } from "../../src/core/terms";
+import { echoHandler } from "../../channel-client/cli/channel";
+import { ProviderNode } from "../../channel-client/node/provider-node";
+import { createPayer } from "../../channel-client/roles/payer";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
+import type { PricingTerms } from "../../channel-client/core/terms";
 import { rejection } from "../helpers/assert";
 import { cliSandbox, runCli } from "../helpers/cli";
 import { escrowFixture, HARDHAT_MNEMONIC, ROLE } from "../helpers/fixtures";

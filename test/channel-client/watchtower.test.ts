@@ -12,8 +12,8 @@ import os from "node:os";
 import path from "node:path";
 import { getAddress, keccak256, parseEther, parseEventLogs, stringToBytes, zeroHash, type Hex, type PublicClient } from "viem";
 
-import { RootAccumulator } from "../../src/core/accumulator";
-import { ChainFollower, type EscrowEvent } from "../../src/chain/follower";
+import { RootAccumulator } from "../../channel-client/core/accumulator";
+import { ChainFollower, type EscrowEvent } from "../../channel-client/chain/follower";
 import {
   closeUnilateral,
   depositToChannel,
@@ -21,14 +21,14 @@ import {
   openChannel,
   type ClosingState,
   type OpenChannelReturnType,
-} from "../../src/chain/escrow";
-import { receiptLeaf } from "../../src/core/leaf";
-import { sessionReceiptHash, signSessionReceipt } from "../../src/core/receipt";
-import { SqliteStore } from "../../src/store/sqlite-store";
-import type { ChannelRecord, StepRecord } from "../../src/store/store";
-import { NATIVE_ASSET, termsHashOf, type ChannelTerms, type PricingTerms } from "../../src/core/terms";
-import { signPaymentTicket } from "../../src/core/ticket";
-import { Watchtower, type WatchtowerAnswer, type WatchtowerParameters } from "../../src/node/watchtower";
+} from "../../channel-client/chain/escrow";
+import { receiptLeaf } from "../../channel-client/core/leaf";
+import { sessionReceiptHash, signSessionReceipt } from "../../channel-client/core/receipt";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
+import type { ChannelRecord, StepRecord } from "../../channel-client/store/store";
+import { NATIVE_ASSET, termsHashOf, type ChannelTerms, type PricingTerms } from "../../channel-client/core/terms";
+import { signPaymentTicket } from "../../channel-client/core/ticket";
+import { Watchtower, type WatchtowerAnswer, type WatchtowerParameters } from "../../channel-client/node/watchtower";
 import { rejection } from "../helpers/assert";
 import { escrowFixture, makeTerms, ROLE } from "../helpers/fixtures";
 import { mulberry32 } from "../helpers/prng";

@@ -25,10 +25,10 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { createWalletClient, custom, parseEther, zeroAddress, type PublicClient } from "viem";
 import { hardhat } from "viem/chains";
 
-import { PayerSession } from "../../src/node/payer-session";
-import { createPayer } from "../../src/roles/payer";
-import { IoiChannelSchemeClient, x402NetworkOf } from "../../src/roles/x402";
-import { SqliteStore } from "../../src/store/sqlite-store";
+import { PayerSession } from "../../channel-client/node/payer-session";
+import { createPayer } from "../../channel-client/roles/payer";
+import { IoiChannelSchemeClient, x402NetworkOf } from "../../channel-client/roles/x402";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
 import { cliSandbox } from "../helpers/cli";
 import { escrowFixture, ROLE } from "../helpers/fixtures";
 import { EVERYTHING, gasPaidBy, keyOf, startProvider, stopChild, v3Terms, writeTerms } from "../helpers/mcp-parts";

@@ -9,12 +9,12 @@ import { expect } from "chai";
 import { keccak256, type Hex } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
-import { canonBytes } from "../../src/core/canonical";
-import { gasEscrowDomain } from "../../src/core/eip712";
-import { sessionIdOf, termsHashOf, type ChannelRef, type TermsDocumentV3 } from "../../src/core/terms";
-import { PayerSession } from "../../src/node/payer-session";
-import { ProviderSession } from "../../src/node/provider-session";
-import { channelPaymentRequirements, IoiChannelSchemeClient, paymentRequiredResult, paymentResponseOf, verifyChannelPayment, x402NetworkOf, X402ChannelError } from "../../src/roles/x402";
+import { canonBytes } from "../../channel-client/core/canonical";
+import { gasEscrowDomain } from "../../channel-client/core/eip712";
+import { sessionIdOf, termsHashOf, type ChannelRef, type TermsDocumentV3 } from "../../channel-client/core/terms";
+import { PayerSession } from "../../channel-client/node/payer-session";
+import { ProviderSession } from "../../channel-client/node/provider-session";
+import { channelPaymentRequirements, IoiChannelSchemeClient, paymentRequiredResult, paymentResponseOf, verifyChannelPayment, x402NetworkOf, X402ChannelError } from "../../channel-client/roles/x402";
 
 // x402's packages, loaded as an application would (their exports map's require condition).
 const { x402Client } = require("@x402/core/client") as typeof import("@x402/core/dist/cjs/client");

@@ -17,9 +17,9 @@ import { getAddress, parseEther, toHex, type Hex } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
 import { serveEmbeddedNetwork, type EmbeddedRpc } from "../../scripts/embedded-rpc";
-import { rpcClients } from "../../src/cli/chain";
-import { loadAccount, rawKeyWarning } from "../../src/cli/common";
-import { decryptKeystore } from "../../src/core/keystore";
+import { rpcClients } from "../../channel-client/cli/chain";
+import { loadAccount, rawKeyWarning } from "../../channel-client/cli/common";
+import { decryptKeystore } from "../../channel-client/core/keystore";
 import { escrowFixture, HARDHAT_MNEMONIC, ROLE } from "../helpers/fixtures";
 import { runCli } from "../helpers/cli";
 

@@ -19,12 +19,12 @@ import {
 } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
-import { gasEscrowAbi } from "../../src/chain/escrow";
-import { decodeRevert, describeRevert, type AbiError } from "../../src/chain/revert";
-import { ETH_UNIT } from "../../src/core/format";
-import { sessionIdOf, termsHashOf, type PricingTerms } from "../../src/core/terms";
-import { SqliteStore } from "../../src/store/sqlite-store";
-import type { ChannelRecord } from "../../src/store/store";
+import { gasEscrowAbi } from "../../channel-client/chain/escrow";
+import { decodeRevert, describeRevert, type AbiError } from "../../channel-client/chain/revert";
+import { ETH_UNIT } from "../../channel-client/core/format";
+import { sessionIdOf, termsHashOf, type PricingTerms } from "../../channel-client/core/terms";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
+import type { ChannelRecord } from "../../channel-client/store/store";
 import { cliSandbox, runCli } from "../helpers/cli";
 import { escrowFixture, HARDHAT_MNEMONIC, ROLE } from "../helpers/fixtures";
 

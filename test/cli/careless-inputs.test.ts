@@ -12,7 +12,7 @@ import os from "node:os";
 import path from "node:path";
 import { getAddress, parseEther, toHex, type Hex, type LocalAccount } from "viem";
 
-import { SqliteStore } from "../../src/store/sqlite-store";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
 import { serveEmbeddedNetwork, type EmbeddedRpc } from "../../scripts/embedded-rpc";
 import { runCli } from "../helpers/cli";
 import { GIG_MIN_PROVIDER_BOND, GIG_ROLE, gigFixture, hardhatAccount } from "../helpers/fixtures";
@@ -378,7 +378,7 @@ describe("ioi: careless inputs end in one sentence and a non-zero exit", () => {
     // 100,000 lines (several MB, far beyond a pipe's buffer) printed before `ioi --version` exits through
     // runProcess, the entry bin/ioi.js uses: the reader must get every line, and a reader that leaves early
     // must not make the process print EPIPE.
-    const script = `for (let i = 0; i < 100000; i++) console.log("line " + i + " ${"x".repeat(40)}"); require("./src/cli/ioi").runProcess(["--version"]);`;
+    const script = `for (let i = 0; i < 100000; i++) console.log("line " + i + " ${"x".repeat(40)}"); require("./channel-client/cli/ioi").runProcess(["--version"]);`;
     const sh = (pipe: string) =>
       spawnSync("bash", ["-c", `set -o pipefail; node --require tsx/cjs -e '${script}' ${pipe}`], { cwd: ROOT, encoding: "utf8", maxBuffer: 64 << 20 });
 

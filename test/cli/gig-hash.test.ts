@@ -7,8 +7,8 @@ import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 
-import { bundleHash } from "../../src/arbitration/bundle";
-import { readBundleDirectory } from "../../src/cli/input-file";
+import { bundleHash } from "../../arbitration/documents/bundle";
+import { readBundleDirectory } from "../../channel-client/cli/input-file";
 import { runCli } from "../helpers/cli";
 
 const delivered = path.join(__dirname, "..", "..", "examples", "gig", "delivered");

@@ -9,9 +9,9 @@ import os from "node:os";
 import path from "node:path";
 import { keccak256, stringToBytes, toHex, type LocalAccount } from "viem";
 
-import type { Bundle } from "../../src/arbitration/bundle";
-import { bundleHash } from "../../src/arbitration/bundle";
-import { signProgressProof, signedProgressProofFromJson, signedProgressProofToJson } from "../../src/core/progress-proof";
+import type { Bundle } from "../../arbitration/documents/bundle";
+import { bundleHash } from "../../arbitration/documents/bundle";
+import { signProgressProof, signedProgressProofFromJson, signedProgressProofToJson } from "../../channel-client/core/progress-proof";
 import { BROKEN_REPOSITORY, REPOSITORY_BY_TRANCHE, SUITE } from "../../scripts/examples/code-stream";
 import { hardhatAccount, ROLE } from "../helpers/fixtures";
 import { runCli } from "../helpers/cli";

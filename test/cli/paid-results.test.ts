@@ -11,8 +11,8 @@ import path from "node:path";
 import { getAddress, parseEther, toHex, type Hex } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
-import { MAX_REQUEST_LINE_BYTES, RequestFileReader } from "../../src/node/requests";
-import { SqliteStore } from "../../src/store/sqlite-store";
+import { MAX_REQUEST_LINE_BYTES, RequestFileReader } from "../../channel-client/node/requests";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
 import { cliSandbox, runCli } from "../helpers/cli";
 import { escrowFixture, HARDHAT_MNEMONIC, ROLE } from "../helpers/fixtures";
 

@@ -13,7 +13,7 @@ import { getAddress, parseEther, toHex, type Hex } from "viem";
 import { mnemonicToAccount, privateKeyToAccount } from "viem/accounts";
 
 import { serveEmbeddedNetwork, type EmbeddedRpc } from "../../scripts/embedded-rpc";
-import { signedSessionKeyGrantFromJson, verifySessionKeyGrant } from "../../src/core/session-key";
+import { signedSessionKeyGrantFromJson, verifySessionKeyGrant } from "../../channel-client/core/session-key";
 import { escrowFixture, HARDHAT_MNEMONIC, ROLE } from "../helpers/fixtures";
 import { runCli } from "../helpers/cli";
 

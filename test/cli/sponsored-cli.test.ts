@@ -10,11 +10,11 @@ import path from "node:path";
 import { getAddress, isAddressEqual, parseEther, toHex, type Address, type Hex, type PublicClient } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
-import { echoHandler } from "../../src/cli/channel";
-import { CHANNEL_PHASES } from "../../src/chain/escrow";
-import { ProviderNode } from "../../src/node/provider-node";
-import { SqliteStore } from "../../src/store/sqlite-store";
-import { type PricingTerms } from "../../src/core/terms";
+import { echoHandler } from "../../channel-client/cli/channel";
+import { CHANNEL_PHASES } from "../../channel-client/chain/escrow";
+import { ProviderNode } from "../../channel-client/node/provider-node";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
+import { type PricingTerms } from "../../channel-client/core/terms";
 import { escrowFixture, HARDHAT_MNEMONIC, ROLE } from "../helpers/fixtures";
 import { cliSandbox, runCli } from "../helpers/cli";
 

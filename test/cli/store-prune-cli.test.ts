@@ -12,10 +12,10 @@ import os from "node:os";
 import path from "node:path";
 import { getAddress, zeroAddress } from "viem";
 
-import { gasEscrowDomain } from "../../src/core/eip712";
-import { sessionIdOf, type ChannelRef } from "../../src/core/terms";
-import { SqliteStore } from "../../src/store/sqlite-store";
-import type { ChannelRecord } from "../../src/store/store";
+import { gasEscrowDomain } from "../../channel-client/core/eip712";
+import { sessionIdOf, type ChannelRef } from "../../channel-client/core/terms";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
+import type { ChannelRecord } from "../../channel-client/store/store";
 import { serveEmbeddedNetwork, type EmbeddedRpc } from "../../scripts/embedded-rpc";
 import { runCli } from "../helpers/cli";
 import { makeTerms } from "../helpers/fixtures";
@@ -62,7 +62,7 @@ describe("ioi store prune", function () {
     for (const args of [[...base, "--dry-run"], base]) {
       const result = await runCli(args);
       expect(result.code, result.err).to.equal(0);
-      // The lines first, the JSON last (src/cli/ioi.ts).
+      // The lines first, the JSON last (channel-client/cli/ioi.ts).
       expect(result.out).to.contain(`Kept ${mine.sessionId}: it is None on-chain, not Settled.`);
       const json = JSON.parse(result.out.split("\n").pop()!) as { channels: { sessionId: string; action: string; reason: string }[] };
       expect(json.channels).to.deep.equal([

@@ -8,9 +8,9 @@ import { expect } from "chai";
 import hre from "hardhat";
 import { decodeErrorResult, encodeFunctionData, getAddress, keccak256, stringToBytes, zeroAddress, type Abi, type Address, type Hex, type PublicClient } from "viem";
 
-import { providerRegistryAbi } from "../../src/arbitration/chain";
-import { judgeRuntimeHash } from "../../src/arbitration/runner";
-import type { Wallet } from "../../src/chain/escrow";
+import { providerRegistryAbi } from "../../arbitration/runner/chain";
+import { judgeRuntimeHash } from "../../arbitration/runner/runner";
+import type { Wallet } from "../../channel-client/chain/escrow";
 import { deployAll } from "../../scripts/deploy";
 import { admitArbitratorCalls, executeCalls, scheduleCalls, timelockAbi } from "../../scripts/timelock";
 import { expectRevert, rawRevertData } from "../helpers/revert";

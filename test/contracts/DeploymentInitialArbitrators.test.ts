@@ -12,9 +12,9 @@ import { erc20Abi, getAddress, keccak256, parseEther, stringToBytes, zeroAddress
 import { DEVNET_ARBITRATORS, registerDevnetArbitrators } from "../../scripts/arbitrators";
 import { deployAll, type DeployOptions } from "../../scripts/deploy";
 import { timelockAbi } from "../../scripts/timelock";
-import { blocksUntilReady, drawPanel, openGigCase, providerRegistryAbi } from "../../src/arbitration/chain";
-import type { Wallet } from "../../src/chain/escrow";
-import { gigEscrowAbi } from "../../src/abi/GigEscrow";
+import { blocksUntilReady, drawPanel, openGigCase, providerRegistryAbi } from "../../arbitration/runner/chain";
+import type { Wallet } from "../../channel-client/chain/escrow";
+import { gigEscrowAbi } from "../../channel-client/abi/GigEscrow";
 
 const TWO_DAYS = 2 * 24 * 3600;
 

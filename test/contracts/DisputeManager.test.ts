@@ -25,11 +25,11 @@ import {
   type TransactionReceipt,
 } from "viem";
 
-import { ReceiptAccumulator } from "../../src/core/accumulator";
-import { gasEscrowDomain, toCompactSignature } from "../../src/core/eip712";
-import { receiptLeafFromHashes } from "../../src/core/leaf";
-import { sessionIdOf, type ChannelRef } from "../../src/core/terms";
-import { signPaymentTicket } from "../../src/core/ticket";
+import { ReceiptAccumulator } from "../../channel-client/core/accumulator";
+import { gasEscrowDomain, toCompactSignature } from "../../channel-client/core/eip712";
+import { receiptLeafFromHashes } from "../../channel-client/core/leaf";
+import { sessionIdOf, type ChannelRef } from "../../channel-client/core/terms";
+import { signPaymentTicket } from "../../channel-client/core/ticket";
 import { hardhatAccount, makeTerms } from "../helpers/fixtures";
 import { expectRevert } from "../helpers/revert";
 import {

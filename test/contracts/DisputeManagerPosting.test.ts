@@ -7,7 +7,7 @@ import { loadFixture, time } from "@nomicfoundation/hardhat-toolbox-viem/network
 import { expect } from "chai";
 import { getAddress, keccak256, parseEther, parseEventLogs, stringToBytes, zeroAddress, zeroHash, type Hex } from "viem";
 
-import { disputeManagerAbi } from "../../src/abi/DisputeManager";
+import { disputeManagerAbi } from "../../channel-client/abi/DisputeManager";
 import { hardhatAccount } from "../helpers/fixtures";
 import { expectRevert } from "../helpers/revert";
 import { drawPanel, KIND, quorumSignatures, STATUS, SYS, systemFixture, type ResolutionMessage, type System } from "../helpers/system";

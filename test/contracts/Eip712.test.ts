@@ -4,11 +4,11 @@ import { keccak256, stringToBytes, type Hex } from "viem";
 
 import { privateKeyToAccount } from "viem/accounts";
 
-import { gasEscrowDomain, hashTyped, typeHash } from "../../src/core/eip712";
-import { receiptCommitDigest, signReceiptCommit, verifyReceiptCommit } from "../../src/core/receipt-commit";
-import { sessionIdOf } from "../../src/core/terms";
-import { paymentTicketDigest, type PaymentTicket } from "../../src/core/ticket";
-import { CLOSE_MODES, settlementSummaryDigest, type SettlementSummary } from "../../src/core/summary";
+import { gasEscrowDomain, hashTyped, typeHash } from "../../channel-client/core/eip712";
+import { receiptCommitDigest, signReceiptCommit, verifyReceiptCommit } from "../../channel-client/core/receipt-commit";
+import { sessionIdOf } from "../../channel-client/core/terms";
+import { paymentTicketDigest, type PaymentTicket } from "../../channel-client/core/ticket";
+import { CLOSE_MODES, settlementSummaryDigest, type SettlementSummary } from "../../channel-client/core/summary";
 import { escrowFixture, hardhatAccount, makeTerms, ROLE } from "../helpers/fixtures";
 
 /** Deterministic pseudo-random 32-byte values so each case differs in every field. */

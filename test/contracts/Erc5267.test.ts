@@ -15,11 +15,11 @@ import path from "node:path";
 import { getAddress, hashTypedData, keccak256, parseEther, parseSignature, recoverAddress, stringToBytes, zeroHash, type Address, type Hex } from "viem";
 import { getEip712Domain } from "viem/actions";
 
-import { gasEscrowAbi } from "../../src/abi/GasEscrow";
-import { disputeManagerDomain, RESOLUTION_TYPES, resolutionDigest, signResolution, type ResolutionMessage } from "../../src/arbitration/resolution";
-import { eip712Types, gasEscrowDomain } from "../../src/core/eip712";
-import { sessionIdOf } from "../../src/core/terms";
-import { paymentTicketDigest, signPaymentTicket, type PaymentTicket } from "../../src/core/ticket";
+import { gasEscrowAbi } from "../../channel-client/abi/GasEscrow";
+import { disputeManagerDomain, RESOLUTION_TYPES, resolutionDigest, signResolution, type ResolutionMessage } from "../../arbitration/lanes/resolution";
+import { eip712Types, gasEscrowDomain } from "../../channel-client/core/eip712";
+import { sessionIdOf } from "../../channel-client/core/terms";
+import { paymentTicketDigest, signPaymentTicket, type PaymentTicket } from "../../channel-client/core/ticket";
 import { hardhatAccount, makeTerms, POLICY_HASH, TERMS_HASH } from "../helpers/fixtures";
 import { SYS, systemFixture } from "../helpers/system";
 
@@ -50,7 +50,7 @@ async function reportedDomain(address: Address) {
 }
 
 describe("ERC-5267: every contract that verifies signatures reports the domain it verifies under", function () {
-  it("the GasEscrow reports the domain src/core/eip712.ts signs tickets under, and a ticket signed there recovers from it", async () => {
+  it("the GasEscrow reports the domain channel-client/core/eip712.ts signs tickets under, and a ticket signed there recovers from it", async () => {
     const s = await loadFixture(systemFixture);
     const domain = await reportedDomain(s.escrow.address);
     const ours = gasEscrowDomain({ chainId: Number(s.chainId), verifyingContract: getAddress(s.escrow.address) });

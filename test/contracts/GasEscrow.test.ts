@@ -19,9 +19,9 @@ import {
   type LocalAccount,
 } from "viem";
 
-import { gasEscrowDomain, toCompactSignature, toHighS, type GasEscrowDomain } from "../../src/core/eip712";
-import { settlementSummaryDigest, signSettlementSummary, type SettlementSummary } from "../../src/core/summary";
-import { sessionIdOf, type ChannelRef, type ChannelTerms } from "../../src/core/terms";
+import { gasEscrowDomain, toCompactSignature, toHighS, type GasEscrowDomain } from "../../channel-client/core/eip712";
+import { settlementSummaryDigest, signSettlementSummary, type SettlementSummary } from "../../channel-client/core/summary";
+import { sessionIdOf, type ChannelRef, type ChannelTerms } from "../../channel-client/core/terms";
 import { escrowFixture, hardhatAccount, makeTerms, ROLE, TOKEN_SUPPLY } from "../helpers/fixtures";
 import { expectRevert } from "../helpers/revert";
 

@@ -8,7 +8,7 @@ import { loadFixture } from "@nomicfoundation/hardhat-toolbox-viem/network-helpe
 import { expect } from "chai";
 import { encodeFunctionData, parseEther, type Hex } from "viem";
 
-import { sessionIdOf } from "../../src/core/terms";
+import { sessionIdOf } from "../../channel-client/core/terms";
 import { escrowFixture, makeTerms } from "../helpers/fixtures";
 
 /** ABI words of `sessionIdOf(terms, openedAt)`: the selector, then terms' eight words and openedAt. */

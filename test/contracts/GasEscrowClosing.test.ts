@@ -27,10 +27,10 @@ import {
   type TransactionReceipt,
 } from "viem";
 
-import { gasEscrowDomain, recoverDigestSigner, toCompactSignature, typeHash, type GasEscrowDomain } from "../../src/core/eip712";
-import { capabilitiesHash, sessionKeyGrantArg, sessionKeyGrantDigest, signSessionKeyGrant } from "../../src/core/session-key";
-import { sessionIdOf, type ChannelRef, type ChannelTerms } from "../../src/core/terms";
-import { paymentTicketDigest, signPaymentTicket, type PaymentTicket } from "../../src/core/ticket";
+import { gasEscrowDomain, recoverDigestSigner, toCompactSignature, typeHash, type GasEscrowDomain } from "../../channel-client/core/eip712";
+import { capabilitiesHash, sessionKeyGrantArg, sessionKeyGrantDigest, signSessionKeyGrant } from "../../channel-client/core/session-key";
+import { sessionIdOf, type ChannelRef, type ChannelTerms } from "../../channel-client/core/terms";
+import { paymentTicketDigest, signPaymentTicket, type PaymentTicket } from "../../channel-client/core/ticket";
 import { escrowFixture, hardhatAccount, makeTerms, ROLE, signedCooperativeSummary } from "../helpers/fixtures";
 import { expectRevert } from "../helpers/revert";
 

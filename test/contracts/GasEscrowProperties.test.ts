@@ -32,14 +32,14 @@ import { expect } from "chai";
 import hre from "hardhat";
 import { getAddress, keccak256, maxUint256, parseEventLogs, toHex, zeroAddress, zeroHash, type Address, type Abi, type Hash, type Hex, type TransactionReceipt } from "viem";
 
-import { ReceiptAccumulator } from "../../src/core/accumulator";
-import { gasEscrowDomain } from "../../src/core/eip712";
-import { receiptLeafFromHashes } from "../../src/core/leaf";
+import { ReceiptAccumulator } from "../../channel-client/core/accumulator";
+import { gasEscrowDomain } from "../../channel-client/core/eip712";
+import { receiptLeafFromHashes } from "../../channel-client/core/leaf";
 
-import { toCompactSignature } from "../../src/core/eip712";
-import { signSettlementSummary, type SettlementSummary } from "../../src/core/summary";
-import { sessionIdOf, type ChannelRef } from "../../src/core/terms";
-import { signPaymentTicket } from "../../src/core/ticket";
+import { toCompactSignature } from "../../channel-client/core/eip712";
+import { signSettlementSummary, type SettlementSummary } from "../../channel-client/core/summary";
+import { sessionIdOf, type ChannelRef } from "../../channel-client/core/terms";
+import { signPaymentTicket } from "../../channel-client/core/ticket";
 import { hardhatAccount, makeTerms, ROLE, TOKEN_SUPPLY } from "../helpers/fixtures";
 import { mulberry32, type Prng } from "../helpers/prng";
 import { expectRevert } from "../helpers/revert";

@@ -12,7 +12,7 @@ import {
   type LocalAccount,
 } from "viem";
 
-import { sessionIdOf } from "../../src/core/terms";
+import { sessionIdOf } from "../../channel-client/core/terms";
 import { escrowFixture, hardhatAccount, makeTerms, ROLE, TOKEN_SUPPLY } from "../helpers/fixtures";
 import { expectRevert } from "../helpers/revert";
 

@@ -17,9 +17,9 @@ import {
   type Hex,
 } from "viem";
 
-import { gasEscrowAbi } from "../../src/chain/escrow";
-import { toCompactSignature } from "../../src/core/eip712";
-import { sessionIdOf, type ChannelRef, type ChannelTerms } from "../../src/core/terms";
+import { gasEscrowAbi } from "../../channel-client/chain/escrow";
+import { toCompactSignature } from "../../channel-client/core/eip712";
+import { sessionIdOf, type ChannelRef, type ChannelTerms } from "../../channel-client/core/terms";
 import { escrowFixture, makeTerms, signedCooperativeSummary } from "../helpers/fixtures";
 import { expectRevert } from "../helpers/revert";
 

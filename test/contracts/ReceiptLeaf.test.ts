@@ -3,10 +3,10 @@ import { expect } from "chai";
 import hre from "hardhat";
 import { keccak256, toBytes, type Hex } from "viem";
 
-import { ReceiptAccumulator } from "../../src/core/accumulator";
-import { LEAF_DOMAIN_HASH, receiptLeaf, receiptLeafFromHashes } from "../../src/core/leaf";
-import { sessionReceiptHash } from "../../src/core/receipt";
-import { paymentTicketHash } from "../../src/core/ticket";
+import { ReceiptAccumulator } from "../../channel-client/core/accumulator";
+import { LEAF_DOMAIN_HASH, receiptLeaf, receiptLeafFromHashes } from "../../channel-client/core/leaf";
+import { sessionReceiptHash } from "../../channel-client/core/receipt";
+import { paymentTicketHash } from "../../channel-client/core/ticket";
 import { sampleReceipt, sampleTicket } from "../helpers/samples";
 
 /** The artifact hashes of step `i` of a session. */

@@ -7,7 +7,7 @@ import { expect } from "chai";
 import { readFileSync } from "node:fs";
 
 import { CLI_REFERENCE, cliReference } from "../../scripts/cli-reference";
-import { buildProgram } from "../../src/cli/ioi";
+import { buildProgram } from "../../channel-client/cli/ioi";
 
 describe("docs/cli.md, the CLI reference", function () {
   this.timeout(60_000);

@@ -167,7 +167,7 @@ describe("the guides run as written (README.md, docs/guides/*.md)", function () 
     // `npx ioi …` as in a clone, from the TypeScript sources (never a stale dist/), through tsx (esbuild), which
     // starts about three times faster than bin/ioi.js's ts-node path; anything else goes to the real npx.
     const npx = path.join(temp, "bin", "npx");
-    const cli = path.join(ROOT, "src", "cli", "ioi.ts");
+    const cli = path.join(ROOT, "channel-client", "cli", "ioi.ts");
     writeFileSync(npx, `#!/usr/bin/env bash\nif [ "$1" = ioi ]; then shift; exec node --import tsx ${JSON.stringify(cli)} "$@"; fi\nexec ${JSON.stringify(path.join(path.dirname(process.execPath), "npx"))} "$@"\n`);
     chmodSync(npx, 0o755);
     env = {

@@ -6,7 +6,7 @@ import path from "node:path";
 import hre from "hardhat";
 
 import { serveEmbeddedNetwork, type EmbeddedRpc } from "../../scripts/embedded-rpc";
-import { main } from "../../src/cli/ioi";
+import { main } from "../../channel-client/cli/ioi";
 
 export async function runCli(argv: string[], env: Record<string, string | undefined> = {}) {
   const out: string[] = [];

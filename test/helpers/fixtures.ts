@@ -7,9 +7,9 @@ import type { ContractTypesMap } from "hardhat/types/artifacts";
 import { getAddress, parseEther, zeroAddress, zeroHash, keccak256, stringToBytes, type Account, type Address, type Hex, type LocalAccount } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
-import { gasEscrowDomain, type GasEscrowDomain } from "../../src/core/eip712";
-import { signSettlementSummary, type SettlementSummary } from "../../src/core/summary";
-import type { ChannelRef, ChannelTerms } from "../../src/core/terms";
+import { gasEscrowDomain, type GasEscrowDomain } from "../../channel-client/core/eip712";
+import { signSettlementSummary, type SettlementSummary } from "../../channel-client/core/summary";
+import type { ChannelRef, ChannelTerms } from "../../channel-client/core/terms";
 
 /** The mnemonic Hardhat funds its default accounts from; gives local (signing) accounts for them. */
 export const HARDHAT_MNEMONIC = "test test test test test test test test test test test junk";

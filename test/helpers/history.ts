@@ -6,14 +6,14 @@
  */
 import type { Hex, LocalAccount } from "viem";
 
-import { RootAccumulator } from "../../src/core/accumulator";
-import type { GasEscrowDomain } from "../../src/core/eip712";
-import { keccak256Hex } from "../../src/core/keccak";
-import { receiptLeafFromHashes } from "../../src/core/leaf";
-import { GENESIS_RECEIPT_HASH, sessionReceiptHash, signSessionReceipt, type SessionReceipt } from "../../src/core/receipt";
-import { paymentTicketHash, signPaymentTicket, type PaymentTicket } from "../../src/core/ticket";
-import type { ChannelRef } from "../../src/core/terms";
-import type { ChannelStore } from "../../src/store/store";
+import { RootAccumulator } from "../../channel-client/core/accumulator";
+import type { GasEscrowDomain } from "../../channel-client/core/eip712";
+import { keccak256Hex } from "../../channel-client/core/keccak";
+import { receiptLeafFromHashes } from "../../channel-client/core/leaf";
+import { GENESIS_RECEIPT_HASH, sessionReceiptHash, signSessionReceipt, type SessionReceipt } from "../../channel-client/core/receipt";
+import { paymentTicketHash, signPaymentTicket, type PaymentTicket } from "../../channel-client/core/ticket";
+import type { ChannelRef } from "../../channel-client/core/terms";
+import type { ChannelStore } from "../../channel-client/store/store";
 
 export type WriteHistoryParameters = {
   store: ChannelStore;

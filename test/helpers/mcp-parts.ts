@@ -12,7 +12,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { toHex, type Address, type Hex, type PublicClient } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
-import { pricingTermsToJson, type TermsDocumentV3 } from "../../src/core/terms";
+import { pricingTermsToJson, type TermsDocumentV3 } from "../../channel-client/core/terms";
 import { HARDHAT_MNEMONIC } from "./fixtures";
 
 export const ROOT = path.resolve(__dirname, "../..");

@@ -8,9 +8,9 @@
 import type { Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 
-import { gasEscrowDomain } from "../../src/core/eip712";
-import { PayerClient } from "../../src/node/payer-client";
-import { SqliteStore } from "../../src/store/sqlite-store";
+import { gasEscrowDomain } from "../../channel-client/core/eip712";
+import { PayerClient } from "../../channel-client/node/payer-client";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
 
 type Config = { db: string; sessionId: Hex; chainId: number; escrow: Hex; port: number; key: Hex; count: number; inflight: number; firstId: number };
 

@@ -1,8 +1,8 @@
 /** Sample artifacts with fixed values, for known-answer and validation tests. */
 import { keccak256, stringToBytes, zeroHash, type Hex } from "viem";
 
-import type { SessionReceipt } from "../../src/core/receipt";
-import type { PaymentTicket } from "../../src/core/ticket";
+import type { SessionReceipt } from "../../channel-client/core/receipt";
+import type { PaymentTicket } from "../../channel-client/core/ticket";
 import { hardhatAccount, ROLE } from "./fixtures";
 
 export const h = (label: string): Hex => keccak256(stringToBytes(label));

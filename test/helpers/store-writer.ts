@@ -13,19 +13,19 @@
 import { readFileSync } from "node:fs";
 import type { Hex } from "viem";
 
-import { receiptLeaf } from "../../src/core/leaf";
+import { receiptLeaf } from "../../channel-client/core/leaf";
 import {
   signedSessionReceiptFromJson,
   signedSessionReceiptToJson,
   type SignedSessionReceiptJson,
-} from "../../src/core/receipt";
+} from "../../channel-client/core/receipt";
 import {
   signedPaymentTicketFromJson,
   signedPaymentTicketToJson,
   type SignedPaymentTicketJson,
-} from "../../src/core/ticket";
-import { SqliteStore } from "../../src/store/sqlite-store";
-import type { StepRecord } from "../../src/store/store";
+} from "../../channel-client/core/ticket";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
+import type { StepRecord } from "../../channel-client/store/store";
 
 /** Price per invocation the varied steps charge: ticket `n` authorises `n × STEP_PRICE`. */
 export const STEP_PRICE = 10n ** 18n;

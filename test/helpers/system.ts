@@ -10,8 +10,8 @@
 import hre from "hardhat";
 import { getAddress, keccak256, parseEther, stringToBytes, zeroAddress, type Address, type Hex, type LocalAccount } from "viem";
 
-import { judgeRuntimeHash } from "../../src/arbitration/runner";
-import { toCompactSignature } from "../../src/core/eip712";
+import { judgeRuntimeHash } from "../../arbitration/runner/runner";
+import { toCompactSignature } from "../../channel-client/core/eip712";
 import { hardhatAccount } from "./fixtures";
 
 /** Hardhat account indices of the system fixture. */

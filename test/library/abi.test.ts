@@ -3,7 +3,7 @@ import { expect } from "chai";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 
-import * as abi from "../../src/abi";
+import * as abi from "../../channel-client/abi";
 import { ABI_CONTRACTS, abiModuleText, contractAbi, indexText } from "../../scripts/gen-abi";
 
 const ROOT = path.join(__dirname, "..", "..");
@@ -11,7 +11,7 @@ const ROOT = path.join(__dirname, "..", "..");
 describe("generated ABI modules", () => {
   for (const contract of ABI_CONTRACTS) {
     it(`abi/${contract.name}.ts matches artifacts/ (regenerate with \`npm run abi\`)`, () => {
-      expect(readFileSync(path.join(ROOT, "src", "abi", `${contract.name}.ts`), "utf8")).to.equal(abiModuleText(contract));
+      expect(readFileSync(path.join(ROOT, "channel-client", "abi", `${contract.name}.ts`), "utf8")).to.equal(abiModuleText(contract));
       const exported = (abi as Record<string, unknown>)[contract.constant];
       const artifact = JSON.parse(readFileSync(path.join(ROOT, "artifacts", "contracts", contract.source, `${contract.name}.json`), "utf8")) as { abi: unknown[] };
       // The artifact's ABI, plus the functions a contract serves from its fallback (GasEscrow: IGasEscrowWallets).
@@ -20,7 +20,7 @@ describe("generated ABI modules", () => {
     });
   }
 
-  it("src/abi/index.ts re-exports every one", () => {
-    expect(readFileSync(path.join(ROOT, "src", "abi", "index.ts"), "utf8")).to.equal(indexText());
+  it("channel-client/abi/index.ts re-exports every one", () => {
+    expect(readFileSync(path.join(ROOT, "channel-client", "abi", "index.ts"), "utf8")).to.equal(indexText());
   });
 });

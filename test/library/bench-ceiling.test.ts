@@ -1,7 +1,7 @@
 import { expect } from "chai";
 
 import { remeasureCryptoCeiling, type Ceiling, type LibraryRates } from "../../scripts/bench-micro";
-import { secp256k1Backend } from "../../src/core/secp256k1";
+import { secp256k1Backend } from "../../channel-client/core/secp256k1";
 
 /** A ceiling as a slow spell might have left it, with the in-use library's rates given. */
 function ceilingWith(inUse: Pick<LibraryRates, "signPerSecond" | "recoverPerSecond">, allCoresCryptoUsPerTicket: number): Ceiling {

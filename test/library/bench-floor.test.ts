@@ -4,10 +4,10 @@ import os from "node:os";
 import path from "node:path";
 
 import { measureDurableStep, measureLoopbackRoundTrip } from "../../scripts/bench-floor";
-import { verifySessionReceipt } from "../../src/core/receipt";
-import { verifyPaymentTicket } from "../../src/core/ticket";
-import { SqliteStore } from "../../src/store/sqlite-store";
-import { gasEscrowDomain } from "../../src/core/eip712";
+import { verifySessionReceipt } from "../../channel-client/core/receipt";
+import { verifyPaymentTicket } from "../../channel-client/core/ticket";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
+import { gasEscrowDomain } from "../../channel-client/core/eip712";
 
 describe("bench: the latency floor at 1 in flight", () => {
   let dir: string;

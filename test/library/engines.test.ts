@@ -29,7 +29,7 @@ const EXCEPTIONS: Record<string, { reason: string; runsHere: () => void }> = {
   canonicalize: {
     reason: "declares node >= 22; loads through require(esm) from Node 20.19",
     runsHere: () => {
-      // An ES module required from CommonJS: its default export is the function (src/core/canonical.ts).
+      // An ES module required from CommonJS: its default export is the function (channel-client/core/canonical.ts).
       // eslint-disable-next-line @typescript-eslint/no-require-imports
       const canonicalize = (require("canonicalize") as { default: (value: unknown) => string }).default;
       expect(canonicalize({ b: [1, "x", { d: null, c: true }], a: 1e21 })).to.equal('{"a":1e+21,"b":[1,"x",{"c":true,"d":null}]}');

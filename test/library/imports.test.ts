@@ -5,7 +5,7 @@
  * (`ts.preProcessFile`: every `import`, `export … from`, `require()` and dynamic `import()`), relative ones
  * resolved to files.
  *
- * The folders are those of `src/` (decision 0021); the command modules all live in `src/cli`, a consumer of
+ * The folders are those of `src/` (decision 0021); the command modules all live in `channel-client/cli`, a consumer of
  * the library folders, never their dependency.
  */
 import { expect } from "chai";
@@ -121,7 +121,7 @@ describe("the import graph", () => {
     expect(found).to.deep.equal([]);
   });
 
-  it("keeps the library folders off the commands: nothing but the CLI and the role entry points imports src/cli", () => {
+  it("keeps the library folders off the commands: nothing but the CLI and the role entry points imports channel-client/cli", () => {
     const offenders: string[] = [];
     for (const [file, imports] of graph) {
       if (["cli", "roles"].includes(folderOf(file))) continue;

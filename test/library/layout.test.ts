@@ -58,7 +58,7 @@ describe("layout: one concept per folder of src/", function () {
   it("finds the modules and their imports (the reader works)", function () {
     expect(graph.size).to.be.greaterThan(80);
     const payer = [...graph.keys()].find((f) => f.endsWith(path.join("node", "payer-session.ts")));
-    expect(payer, "src/node/payer-session.ts").to.not.equal(undefined);
+    expect(payer, "channel-client/node/payer-session.ts").to.not.equal(undefined);
     expect(graph.get(payer!)!.local.map(folderOf)).to.include("core");
   });
 

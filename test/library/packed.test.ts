@@ -124,11 +124,11 @@ describe("the packed package, installed into an empty project", function () {
   it("installs from the tarball offline, with dist/, the ABIs and the schemas, and no sources or tests", () => {
     expect(["--offline", "--prefer-offline"]).to.include(installMode);
     const listing = execFileSync("tar", ["-tzf", tarball], { encoding: "utf8" }).split("\n");
-    for (const file of ["package/dist/roles/payer.js", "package/dist/roles/payer.d.ts", "package/dist/abi/index.js", "package/bin/ioi.js", "package/LICENSE"]) {
+    for (const file of ["package/dist/channel-client/roles/payer.js", "package/dist/channel-client/roles/payer.d.ts", "package/dist/channel-client/abi/index.js", "package/bin/ioi.js", "package/LICENSE"]) {
       expect(listing, file).to.include(file);
     }
     expect(listing.some((f) => f.startsWith("package/schemas/") && f.endsWith(".schema.json"))).to.equal(true);
-    expect(listing.filter((f) => f.startsWith("package/test/") || (f.startsWith("package/src/") && !f.startsWith("package/src/ui/public/")) || f.endsWith(".ts") && !f.endsWith(".d.ts"))).to.deep.equal([]);
+    expect(listing.filter((f) => f.startsWith("package/test/") || (f.startsWith("package/src/") && !f.startsWith("package/channel-client/ui/public/")) || f.endsWith(".ts") && !f.endsWith(".d.ts"))).to.deep.equal([]);
     expect(existsSync(path.join(project, "node_modules", "ts-node")), "ts-node must not be installed").to.equal(false);
   });
 

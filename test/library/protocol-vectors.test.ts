@@ -15,16 +15,16 @@ import hre from "hardhat";
 import { privateKeyToAccount } from "viem/accounts";
 import { concat, encodeAbiParameters, getAddress, hashTypedData, keccak256, pad, recoverAddress, stringToBytes, toHex, zeroHash, type Hex } from "viem";
 
-import { gasEscrowAbi } from "../../src/abi/GasEscrow";
-import { packageFromJson } from "../../src/arbitration/package";
-import { RESOLUTION_TYPES, resolutionFromJson } from "../../src/arbitration/resolution";
-import { upipFromJson } from "../../src/arbitration/upip";
-import { jsonSchemaOf, schemaValidator, type SchemaName } from "../../src/core/schemas";
-import { sessionReceiptFromJson } from "../../src/core/receipt";
-import { signedProgressProofFromJson, trancheRequestFromJson } from "../../src/core/progress-proof";
-import { paymentTicketFromJson } from "../../src/core/ticket";
-import { callPricingOf, pricingTermsFromJson } from "../../src/core/terms";
-import { expectUint } from "../../src/core/validate";
+import { gasEscrowAbi } from "../../channel-client/abi/GasEscrow";
+import { packageFromJson } from "../../arbitration/documents/package";
+import { RESOLUTION_TYPES, resolutionFromJson } from "../../arbitration/lanes/resolution";
+import { upipFromJson } from "../../arbitration/documents/upip";
+import { jsonSchemaOf, schemaValidator, type SchemaName } from "../../channel-client/core/schemas";
+import { sessionReceiptFromJson } from "../../channel-client/core/receipt";
+import { signedProgressProofFromJson, trancheRequestFromJson } from "../../channel-client/core/progress-proof";
+import { paymentTicketFromJson } from "../../channel-client/core/ticket";
+import { callPricingOf, pricingTermsFromJson } from "../../channel-client/core/terms";
+import { expectUint } from "../../channel-client/core/validate";
 import {
   DOC_PATH,
   protocolVectors,

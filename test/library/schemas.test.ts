@@ -8,14 +8,14 @@ import { expect } from "chai";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 
-import { icsFromJson } from "../../src/arbitration/ics";
-import { packageFromJson } from "../../src/arbitration/package";
-import { resolutionFromJson } from "../../src/arbitration/resolution";
-import { upipFromJson } from "../../src/arbitration/upip";
-import { packetFromJson } from "../../src/core/packets";
-import { assertMatchesSchema, jsonSchemaOf, schemaValidator, SCHEMA_NAMES, type SchemaName } from "../../src/core/schemas";
-import { pricingTermsFromJson } from "../../src/core/terms";
-import { progressProofFromJson, signedProgressProofFromJson, trancheRequestFromJson } from "../../src/core/progress-proof";
+import { icsFromJson } from "../../arbitration/documents/ics";
+import { packageFromJson } from "../../arbitration/documents/package";
+import { resolutionFromJson } from "../../arbitration/lanes/resolution";
+import { upipFromJson } from "../../arbitration/documents/upip";
+import { packetFromJson } from "../../channel-client/core/packets";
+import { assertMatchesSchema, jsonSchemaOf, schemaValidator, SCHEMA_NAMES, type SchemaName } from "../../channel-client/core/schemas";
+import { pricingTermsFromJson } from "../../channel-client/core/terms";
+import { progressProofFromJson, signedProgressProofFromJson, trancheRequestFromJson } from "../../channel-client/core/progress-proof";
 import { thrown } from "../helpers/assert";
 
 const ROOT = path.join(__dirname, "..", "..");

@@ -27,14 +27,14 @@ const PLANTED = [
   ".env",
   "bin/.env",
   "schemas/.env",
-  "src/ui/public/.env",
-  "src/ui/public/.env.local",
+  "channel-client/ui/public/.env",
+  "channel-client/ui/public/.env.local",
   "channels.db",
   "bin/channels.db",
   "schemas/channels.db",
   "contracts/channels.db",
-  "src/ui/public/channels.db",
-  "src/ui/public/channels.db-wal",
+  "channel-client/ui/public/channels.db",
+  "channel-client/ui/public/channels.db-wal",
   ".data/channels.db",
   "test-output/results.json",
   "coverage/index.html",
@@ -115,6 +115,6 @@ describe("the packed tarball ships only what it should", function () {
     expect(requireHere(`ioi-settlement/${RECORD}`).chainId).to.equal(11155111);
     expect(requireHere.resolve("ioi-settlement/schemas/terms.schema.json")).to.equal(path.join(copy, "schemas", "terms.schema.json"));
     // What the exports map does not name stays private.
-    expect(() => requireHere.resolve("ioi-settlement/src/core/terms.ts")).to.throw(/not defined by "exports"/);
+    expect(() => requireHere.resolve("ioi-settlement/channel-client/core/terms.ts")).to.throw(/not defined by "exports"/);
   });
 });

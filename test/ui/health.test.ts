@@ -5,7 +5,7 @@
 import { expect } from "chai";
 import { parseEther, type Hex } from "viem";
 
-import { deriveAlerts, explorerFor, ExplorerUrlError, metricFigures, addressLink, type AlertInputs, type BondReading } from "../../src/ui/health";
+import { deriveAlerts, explorerFor, ExplorerUrlError, metricFigures, addressLink, type AlertInputs, type BondReading } from "../../channel-client/ui/health";
 
 const SESSION: Hex = `0x${"ab".repeat(32)}`;
 const bond = (active: bigint, registered = true): BondReading => ({ registered, active, pending: 0n, unlockAt: 0n, locks: 0n, minimum: parseEther("100") });

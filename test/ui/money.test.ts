@@ -5,9 +5,9 @@
 import { expect } from "chai";
 import { parseEther, parseGwei } from "viem";
 
-import { FINAL_VERDICTS, VERDICT_CODES } from "../../src/arbitration/resolution";
-import { formatAmountAdaptive } from "../../src/core/format";
-import { money, verdictName } from "../../src/ui/money";
+import { FINAL_VERDICTS, VERDICT_CODES } from "../../arbitration/lanes/resolution";
+import { formatAmountAdaptive } from "../../channel-client/core/format";
+import { money, verdictName } from "../../channel-client/ui/money";
 
 const LGAS = { symbol: "LGAS", decimals: 18 };
 

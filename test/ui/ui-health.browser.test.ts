@@ -15,16 +15,16 @@ import hre from "hardhat";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import { erc20Abi, getAddress, keccak256, parseGwei, stringToBytes, zeroAddress, type Address, type PublicClient } from "viem";
 
-import { providerRegistryAbi } from "../../src/abi/ProviderRegistry";
-import { disputeManagerAbi } from "../../src/arbitration/chain";
-import { closeUnilateral, finalizeClose, gasEscrowAbi, openChannel, type Wallet } from "../../src/chain/escrow";
-import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../../src/core/terms";
-import { gigEscrowAbi } from "../../src/chain/gig";
-import { ETH_UNIT, formatAmountAdaptive } from "../../src/core/format";
-import { NodeMetrics, serveMetrics } from "../../src/node/metrics";
-import { SqliteStore } from "../../src/store/sqlite-store";
+import { providerRegistryAbi } from "../../channel-client/abi/ProviderRegistry";
+import { disputeManagerAbi } from "../../arbitration/runner/chain";
+import { closeUnilateral, finalizeClose, gasEscrowAbi, openChannel, type Wallet } from "../../channel-client/chain/escrow";
+import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../../channel-client/core/terms";
+import { gigEscrowAbi } from "../../channel-client/chain/gig";
+import { ETH_UNIT, formatAmountAdaptive } from "../../channel-client/core/format";
+import { NodeMetrics, serveMetrics } from "../../channel-client/node/metrics";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
 import { deployAll } from "../../scripts/deploy";
-import { startUi, type UiServer } from "../../src/ui/server";
+import { startUi, type UiServer } from "../../channel-client/ui/server";
 import { ROLE } from "../helpers/fixtures";
 
 const OUTPUT = path.resolve(__dirname, "../../test-output/ui");

@@ -16,17 +16,17 @@ import hre from "hardhat";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import { getAddress, parseEther, type PublicClient } from "viem";
 
-import { echoHandler } from "../../src/cli/channel";
-import { gasEscrowDomain } from "../../src/core/eip712";
-import { closeCooperative, openChannel, type Wallet } from "../../src/chain/escrow";
-import { NodeMetrics, serveMetrics } from "../../src/node/metrics";
-import { PayerClient } from "../../src/node/payer-client";
-import { ProviderNode } from "../../src/node/provider-node";
-import { SqliteStore } from "../../src/store/sqlite-store";
-import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../../src/core/terms";
+import { echoHandler } from "../../channel-client/cli/channel";
+import { gasEscrowDomain } from "../../channel-client/core/eip712";
+import { closeCooperative, openChannel, type Wallet } from "../../channel-client/chain/escrow";
+import { NodeMetrics, serveMetrics } from "../../channel-client/node/metrics";
+import { PayerClient } from "../../channel-client/node/payer-client";
+import { ProviderNode } from "../../channel-client/node/provider-node";
+import { SqliteStore } from "../../channel-client/store/sqlite-store";
+import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../../channel-client/core/terms";
 import { runDisputeDemo } from "../../scripts/demo-disputes";
 import { deployAll } from "../../scripts/deploy";
-import { startUi, type UiServer } from "../../src/ui/server";
+import { startUi, type UiServer } from "../../channel-client/ui/server";
 import { hardhatAccount, ROLE } from "../helpers/fixtures";
 
 const OUTPUT = path.resolve(__dirname, "../../test-output/ui");

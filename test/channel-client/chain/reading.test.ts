@@ -1,5 +1,5 @@
 /**
- * Public-chain-safe reading (src/chain/logs.ts, chain-follower.ts): bounded `eth_getLogs` pages
+ * Public-chain-safe reading (channel-client/chain/logs.ts, chain-follower.ts): bounded `eth_getLogs` pages
  * that shrink when the node refuses a range, bounded back-off on rate limits, and a follower that never hands
  * its handler an event from a block a reorg shallower than its confirmation depth removed (devnet
  * `evm_snapshot` / `evm_revert`).
@@ -11,10 +11,10 @@ import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { parseEther, type Log, type PublicClient } from "viem";
 
-import { ChainFollower, type EscrowEvent } from "../../../src/chain/follower";
-import { readGigFunding } from "../../../src/arbitration/pinned";
-import { chainReading, getLogsPaged, withBackoff } from "../../../src/chain/logs";
-import { openChannel, type Wallet } from "../../../src/chain/escrow";
+import { ChainFollower, type EscrowEvent } from "../../../channel-client/chain/follower";
+import { readGigFunding } from "../../../arbitration/lanes/pinned";
+import { chainReading, getLogsPaged, withBackoff } from "../../../channel-client/chain/logs";
+import { openChannel, type Wallet } from "../../../channel-client/chain/escrow";
 import { rejection } from "../../helpers/assert";
 import { escrowFixture, makeTerms } from "../../helpers/fixtures";
 
@@ -23,7 +23,7 @@ const ROOT = path.join(__dirname, "..", "..", "..");
  * Modules that may start at block 0, and why: an address given by option or variable that no deployment
  * record of the chain lists has no known first block (`--from-block` narrows the scan).
  */
-const GENESIS_ALLOWED = new Set([path.join("src", "cli", "chain.ts")]);
+const GENESIS_ALLOWED = new Set([path.join("channel-client", "cli", "chain.ts")]);
 
 /** A fake node whose logs are one per block, that refuses ranges wider than `limit` and rate-limits twice. */
 function fakeNode(limit: bigint) {

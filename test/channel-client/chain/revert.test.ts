@@ -1,5 +1,5 @@
 /**
- * The one revert decoder (src/chain/revert.ts): every custom error of every contract decodes to a
+ * The one revert decoder (channel-client/chain/revert.ts): every custom error of every contract decodes to a
  * sentence naming it and its arguments; times read as ISO dates and durations, amounts with units; a node's
  * insufficient-funds answer is recognised; and a real early `finalize` is refused before anything is sent.
  */
@@ -7,9 +7,9 @@ import { loadFixture } from "@nomicfoundation/hardhat-toolbox-viem/network-helpe
 import { expect } from "chai";
 import { encodeErrorResult, parseEther, zeroHash, type Abi, type AbiParameter, type Hex, type PublicClient } from "viem";
 
-import { ContractRevertError, decodeRevert, describeRevert, revertAbi } from "../../../src/chain/revert";
-import { ETH_UNIT, formatDuration, formatMoment } from "../../../src/core/format";
-import { closeUnilateral, finalizeClose, openChannel, type Wallet } from "../../../src/chain/escrow";
+import { ContractRevertError, decodeRevert, describeRevert, revertAbi } from "../../../channel-client/chain/revert";
+import { ETH_UNIT, formatDuration, formatMoment } from "../../../channel-client/core/format";
+import { closeUnilateral, finalizeClose, openChannel, type Wallet } from "../../../channel-client/chain/escrow";
 import { rejection } from "../../helpers/assert";
 import { escrowFixture, makeTerms } from "../../helpers/fixtures";
 
@@ -34,7 +34,7 @@ function sample(p: AbiParameter, i: number): unknown {
 /** An error as Hardhat reports a revert: an RPC error carrying the raw data. */
 const rpcError = (data: Hex) => Object.assign(new Error("execution reverted"), { data });
 
-describe("revert decoder (src/chain/revert.ts)", function () {
+describe("revert decoder (channel-client/chain/revert.ts)", function () {
   it("decodes every custom error of every contract to a sentence naming it and each argument", () => {
     expect(revertAbi.length).to.be.greaterThan(100);
     const now = 1_700_000_000n;
