@@ -39,7 +39,7 @@ const RULES: [CostCentre, (url: string, name: string) => boolean][] = [
   ["socket and framing", (u) => u.includes("/channel-client/transport/") || u === "node:net" || u.startsWith("node:internal/stream") || u.startsWith("node:internal/net")],
   [
     "JSON, canonical text, validation",
-    (u) => u.includes("/canonicalize/") || u.includes("/ajv/") || /\/src\/core\/(canonical|validate|schemas|packets)\.ts$/.test(u) || u.endsWith("/channel-client/node/protocol.ts") || u === "node:internal/encoding",
+    (u) => u.includes("/canonicalize/") || u.includes("/ajv/") || /\/channel-client\/core\/(canonical|validate|schemas|packets)\.ts$/.test(u) || u.endsWith("/channel-client/node/protocol.ts") || u === "node:internal/encoding",
   ],
   ["artifacts (digests, receipt tree)", (u) => u.includes("/channel-client/core/")],
   ["node logic", (u) => u.includes("/channel-client/node/")],

@@ -19,7 +19,7 @@ function profileOf(stacks: { functionName: string; url: string }[][]): CpuProfil
   return { nodes, startTime: 1_000, samples, timeDeltas: samples.map(() => 10) };
 }
 
-const SRC = "file:///srv/app/src";
+const SRC = "file:///srv/app/channel-client";
 
 describe("bench: CPU breakdown by cost centre", () => {
   it("gives a sample to the first frame a rule claims, walking from the running function up", () => {

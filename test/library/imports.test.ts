@@ -5,7 +5,8 @@
  * (`ts.preProcessFile`: every `import`, `export … from`, `require()` and dynamic `import()`), relative ones
  * resolved to files.
  *
- * The folders are those of `src/` (decision 0021); the command modules all live in `channel-client/cli`, a consumer of
+ * The folders are the concepts inside `channel-client/` and `arbitration/` (decision 0021); the command modules
+ * all live in `channel-client/cli`, a consumer of
  * the library folders, never their dependency.
  */
 import { expect } from "chai";
@@ -14,19 +15,16 @@ import path from "node:path";
 import ts from "typescript";
 
 const REPO = path.join(__dirname, "..", "..");
-const ROOT = path.join(REPO, "src");
-/** Top-level folders that are not part of the shipped sources. */
-const NOT_SOURCES = new Set(["test", "scripts", "examples", "bench", "node_modules", "dist", "artifacts", "cache", "coverage", "typechain-types", "ignition", "contracts", "deployments", "docs", "schemas"]);
-const CLI = "cli";
+const ROOTS = ["channel-client", "arbitration"].map((name) => path.join(REPO, name));
+const CLI = "channel-client/cli";
 
 function sourceFiles(dir: string, out: string[] = []): string[] {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     if (entry.name.startsWith(".")) continue;
     const file = path.join(dir, entry.name);
     if (entry.isDirectory()) {
-      if (dir === ROOT && NOT_SOURCES.has(entry.name)) continue;
       sourceFiles(file, out);
-    } else if (dir !== ROOT && /\.(ts|mts|cts)$/.test(entry.name) && !entry.name.endsWith(".d.ts")) {
+    } else if (/\.(ts|mts|cts)$/.test(entry.name) && !entry.name.endsWith(".d.ts")) {
       out.push(file);
     }
   }
@@ -45,9 +43,10 @@ function resolveImport(from: string, specifier: string): string | undefined {
 /** Each source file's relative imports, resolved (type-only imports included: they tie the folders too). */
 function importGraph(): Map<string, string[]> {
   const graph = new Map<string, string[]>();
-  for (const file of sourceFiles(ROOT)) {
+  const inSources = (f: string) => ROOTS.some((root) => f.startsWith(root + path.sep));
+  for (const file of ROOTS.flatMap((root) => sourceFiles(root))) {
     const info = ts.preProcessFile(readFileSync(file, "utf8"), true, true);
-    graph.set(file, info.importedFiles.map((i) => resolveImport(file, i.fileName)).filter((f): f is string => f !== undefined && f.startsWith(ROOT)));
+    graph.set(file, info.importedFiles.map((i) => resolveImport(file, i.fileName)).filter((f): f is string => f !== undefined && inSources(f)));
   }
   return graph;
 }
@@ -86,23 +85,25 @@ function cycles<T>(graph: Map<T, Iterable<T>>): T[][] {
   return found;
 }
 
-const relative = (file: string): string => path.relative(ROOT, file).split(path.sep).join("/");
-const folderOf = (file: string): string => relative(file).split("/")[0]!;
+const relative = (file: string): string => path.relative(REPO, file).split(path.sep).join("/");
+/** A module's concept folder: `channel-client/core`, `arbitration/lanes`, … (`arbitration` for its index). */
+const folderOf = (file: string): string => path.posix.dirname(relative(file)).split("/").slice(0, 2).join("/");
 
 describe("the import graph", () => {
   const graph = importGraph();
 
   it("reads the sources of every top-level folder", () => {
-    const folders = new Set([...graph.keys()].map((f) => relative(f).split("/")[0]));
+    const folders = new Set([...graph.keys()].map(folderOf));
     expect(graph.size).to.be.greaterThan(50);
-    for (const folder of ["core", "chain", "node", "transport", "store", "arbitration", "cli", "roles", "ui"]) expect([...folders], folder).to.include(folder);
+    for (const folder of ["core", "chain", "node", "transport", "store", "cli", "roles", "ui"]) expect([...folders], folder).to.include(`channel-client/${folder}`);
+    for (const folder of ["engine", "documents", "lanes", "runner"]) expect([...folders], folder).to.include(`arbitration/${folder}`);
   });
 
   it("has no module that imports itself back through others", () => {
     expect(cycles(graph).map((c) => c.map(relative).sort())).to.deep.equal([]);
   });
 
-  it("has no cycle between the folders of src/", () => {
+  it("has no cycle between the concept folders", () => {
     const folders = new Map<string, Set<string>>();
     const witness = new Map<string, string>();
     for (const [file, imports] of graph) {
@@ -124,7 +125,7 @@ describe("the import graph", () => {
   it("keeps the library folders off the commands: nothing but the CLI and the role entry points imports channel-client/cli", () => {
     const offenders: string[] = [];
     for (const [file, imports] of graph) {
-      if (["cli", "roles"].includes(folderOf(file))) continue;
+      if (["channel-client/cli", "channel-client/roles"].includes(folderOf(file))) continue;
       for (const target of imports) if (folderOf(target) === CLI) offenders.push(`${relative(file)} imports ${relative(target)}`);
     }
     expect(offenders).to.deep.equal([]);

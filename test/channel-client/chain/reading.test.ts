@@ -86,7 +86,8 @@ describe("public-chain-safe reading", function () {
         }
       }
     };
-    walk(path.join(ROOT, "src"));
+    walk(path.join(ROOT, "channel-client"));
+    walk(path.join(ROOT, "arbitration"));
     expect(offenders).to.deep.equal([]);
   });
 
