@@ -1,0 +1,160 @@
+/**
+ * Binding a channel to the provider node (issue 33 item 2: moved out of `ProviderNode`, decision 0021): the checks of
+ * session.open against the terms and the chain, the session's resume from the store, the session-key grant, and
+ * the handler runner every invocation goes through.
+ */
+import type { Address, Hex } from "viem";
+
+import { CHANNEL_PHASES, gasEscrowAbi, readSessionKeyChainState } from "../chain/escrow";
+import { payerSignatureCheck } from "../chain/wallet-signature";
+import { canonBytes } from "../core/canonical";
+import { BindingMismatchError, type BaseError } from "../core/errors";
+import type { SignedSessionKeyGrant } from "../core/session-key";
+import { sessionIdOf, termsHashOf } from "../core/terms";
+import type { JsonObject } from "../core/validate";
+import { ChannelPrunedError } from "../store/errors";
+import type { SessionOpenMessage } from "./protocol";
+import { HANDLER_FAILED_CODE, type Bound, type McpError, type ProviderContext } from "./provider-node-types";
+import { ProviderSession } from "./provider-session";
+import { TrancheCall } from "./stream-service";
+
+/** Checks the payer's grant against the chain now (revocation, epoch) and binds it (decision 0025). */
+export async function bindSessionKey(ctx: Pick<ProviderContext, "parameters">, b: Bound, grant: SignedSessionKeyGrant): Promise<void> {
+  const chain = await readSessionKeyChainState({
+    publicClient: ctx.parameters.publicClient,
+    escrow: ctx.parameters.domain.verifyingContract,
+    sessionId: b.record.sessionId,
+    payer: b.record.ref.terms.payer,
+    key: grant.grant.key,
+  });
+  await b.session.bindSessionKey(grant, chain);
+  // Durable before any ticket under it is accepted: without the grant a key-signed ticket cannot go on-chain.
+  await ctx.parameters.store.putSessionKeyGrant(b.record.sessionId, grant);
+}
+
+/**
+ * Verifies the channel the payer names (terms, pricing, on-chain deposit) and loads or creates its session.
+ *
+ * `connection`: the sealed connection's session and authenticated key. `peer` undefined: an x402 payment over MCP
+ * (decision 0034), where no key is authenticated and every ticket is checked against the payer's signature (or its
+ * bound grant's key) alone, as a ticket over the socket also is.
+ */
+export async function bind(ctx: Pick<ProviderContext, "parameters" | "sessions" | "phases" | "advance" | "log">, connection: { sessionId: Hex; peer: Address | undefined }, message: Pick<SessionOpenMessage, "ref" | "pricing" | "sessionKey">): Promise<Bound> {
+  const { domain, account, pricing, publicClient, store } = ctx.parameters;
+  const { ref } = message;
+  const sessionId = sessionIdOf(domain, ref);
+  if (sessionId !== connection.sessionId) throw new BindingMismatchError(`The terms name session ${sessionId}, not ${connection.sessionId}.`);
+  if (ref.terms.provider.toLowerCase() !== account.address.toLowerCase()) throw new BindingMismatchError(`The channel pays ${ref.terms.provider}, not this provider.`);
+  // A payer that is a contract wallet cannot hold the connection's key: it connects through the session key its
+  // grant names (decision 0035), and its own signatures (that grant, its summaries) are checked by its ERC-1271.
+  const payerSignatures = await payerSignatureCheck({ publicClient, payer: ref.terms.payer });
+  const peer = connection.peer?.toLowerCase();
+  const peerIsPayer = peer === undefined || ref.terms.payer.toLowerCase() === peer;
+  const peerIsWalletKey = payerSignatures.wallet && peer !== undefined && message.sessionKey?.grant.key.toLowerCase() === peer;
+  if (!peerIsPayer && !peerIsWalletKey) {
+    throw new BindingMismatchError(
+      payerSignatures.wallet
+        ? `${connection.peer} is not a key the channel's wallet payer ${ref.terms.payer} granted in this session.open.`
+        : `${connection.peer} is not the channel's payer.`,
+    );
+  }
+  if (termsHashOf(message.pricing) !== ref.terms.termsHash || ref.terms.termsHash !== termsHashOf(pricing)) {
+    throw new BindingMismatchError("The channel's terms hash is not this provider's price list.");
+  }
+  const existing = ctx.sessions.get(sessionId);
+  if (existing && !ctx.parameters.ownership) {
+    if (message.sessionKey) await bindSessionKey(ctx, existing, message.sessionKey);
+    return existing;
+  }
+  // A channel archived and pruned (issue 31) is answered in one sentence and never stored again.
+  const pruned = store.prunedChannel(sessionId);
+  if (pruned) throw new ChannelPrunedError(sessionId, pruned.prunedAt, pruned.archive);
+  if (ctx.parameters.ownership) {
+    // Decision 0036: the payer came here, so this process serves the channel now. Taking it over raises its
+    // fencing epoch — every write still in flight under the old one, here or in another process, is refused —
+    // and loads what the store holds; the session is rebuilt from that, never from older memory.
+    if (existing) {
+      existing.failed = true;
+      ctx.sessions.delete(sessionId);
+    }
+    await ctx.parameters.ownership.take(sessionId);
+  }
+
+  const escrow = domain.verifyingContract;
+  const [deposit, onChain] = await Promise.all([
+    publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "depositOf", args: [sessionId] }),
+    publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "phaseOf", args: [sessionId] }),
+  ]);
+  const onChainPhase = CHANNEL_PHASES[onChain] ?? "None";
+  let record = store.getChannel(sessionId);
+  if (!record) {
+    if (onChainPhase !== "Open" || deposit === 0n) throw new BindingMismatchError(`Session ${sessionId} is not open on-chain (${onChainPhase}).`);
+    record = { sessionId, role: "provider", ref, pricing, escrow: domain.verifyingContract, chainId: domain.chainId, deposit, status: "open" };
+    await store.putChannel(record);
+  } else if (deposit > record.deposit) {
+    await store.updateChannel(sessionId, { deposit });
+    record = { ...record, deposit };
+  }
+  const session = await ProviderSession.resume(
+    {
+      account,
+      domain,
+      ref,
+      sessionId,
+      pricing,
+      deposit: record.deposit,
+      modelSnapshotId: ctx.parameters.modelSnapshotId,
+      ...(payerSignatures.wallet ? { payerSignatures: payerSignatures.check } : {}),
+      // A ticket or commit naming an older prefix than the session keeps in memory (issue 28 item 6).
+      olderPeaks: (leafCount) => store.accumulatorState(sessionId, { leafCount })?.peaks,
+      handler: async (input, request) => {
+        if (request instanceof TrancheCall) return request.run();
+        // The node passes the request it parsed from the packet (`input` is its canonical bytes).
+        const outcome = await runHandler(ctx, (request as JsonObject | undefined) ?? (JSON.parse(new TextDecoder().decode(input)) as JsonObject));
+        // The receipt binds the bytes the payer receives: the result, or `{ error }` for a failed call.
+        if ("error" in outcome) {
+          const value = { error: outcome.error };
+          return { output: canonBytes(value), value, units: 0n, charged: false };
+        }
+        return { output: outcome.bytes, value: outcome.result, units: outcome.units };
+      },
+    },
+    store,
+  );
+  // A known channel still binds when it is no longer open, so that the payer can hear its answered
+  // tickets again (they were paid) and a typed refusal for anything new.
+  const bound: Bound = { record, session, answers: Promise.resolve(), work: Promise.resolve(), phase: "open" };
+  if (record.status === "settled" || onChainPhase === "None" || onChainPhase === "Settled") ctx.advance(sessionId, bound, "settled", "it is settled");
+  else if (onChainPhase !== "Open") ctx.advance(sessionId, bound, "closing", `it is ${onChainPhase} on-chain`);
+  else if (store.getCooperativeClose(sessionId) || record.status === "closing") ctx.advance(sessionId, bound, "closed", "the store holds its close");
+  const learnt = ctx.phases.get(sessionId);
+  if (learnt) ctx.advance(sessionId, bound, learnt, "an escrow event said so");
+  if (message.sessionKey) await bindSessionKey(ctx, bound, message.sessionKey);
+  ctx.sessions.set(sessionId, bound);
+  if (bound.phase === "open") {
+    ctx.parameters.metrics?.sessionOpen(sessionId);
+    const newest = session.latestTicket;
+    if (newest) ctx.parameters.metrics?.ticketAccepted(sessionId, newest.ticket.cumulativeAmount);
+  }
+  return bound;
+}
+
+/**
+ * Runs the handler; one that throws (or answers with no object) is a failed call, never a node crash. A
+ * result comes back with its canonical bytes (what the receipt's output hash binds), computed once.
+ */
+export async function runHandler(ctx: Pick<ProviderContext, "parameters" | "log">, request: JsonObject): Promise<{ error: McpError } | { result: JsonObject; units: bigint; bytes: Uint8Array }> {
+  try {
+    const outcome = await ctx.parameters.handler(request);
+    if ("error" in outcome) return outcome;
+    if (typeof outcome.result !== "object" || outcome.result === null || Array.isArray(outcome.result)) {
+      return { error: { code: HANDLER_FAILED_CODE, message: "The worker's result is not an object." } };
+    }
+    // Throws on what canonical JSON cannot hold (1e400, a lone surrogate): a failed call.
+    return { result: outcome.result, units: outcome.units, bytes: canonBytes(outcome.result) };
+  } catch (error) {
+    const e = error as BaseError;
+    ctx.log(`handler failed: ${e.name ?? "Error"}: ${(e.shortMessage ?? e.message ?? String(error)).split("\n")[0]}`);
+    return { error: { code: HANDLER_FAILED_CODE, message: "The provider's handler failed; the call is not charged." } };
+  }
+}
