@@ -34,6 +34,11 @@ import type { McpHandler, ProviderNode } from "./provider-node";
 
 /** Largest request body read, in bytes; a larger one is answered 413 and the endpoint keeps serving. */
 export const MAX_X402_REQUEST_BYTES = 1 << 20;
+/**
+ * MCP sessions held at once. Anyone who reaches the endpoint may initialize one, so they are bounded: past the bound
+ * the least recently used session is closed (its host initializes again), and memory stays bounded by the bound.
+ */
+export const DEFAULT_MAX_X402_SESSIONS = 256;
 
 export type X402McpEndpointParameters = {
   node: Pick<ProviderNode, "invokeDetached">;
@@ -45,6 +50,8 @@ export type X402McpEndpointParameters = {
   provider: Address;
   host?: string;
   port?: number;
+  /** MCP sessions held at once (default {@link DEFAULT_MAX_X402_SESSIONS}); the least recently used one goes first. */
+  maxSessions?: number;
   log?: (line: string) => void;
 };
 
@@ -148,11 +155,24 @@ export class X402McpEndpoint {
           return fail(400, "The request body is not JSON.");
         }
       }
-      if (existing) return await existing.handleRequest(req, res, body);
+      if (existing) {
+        // Most recently used last: the Map's first entry is the one a newcomer displaces.
+        this.#sessions.delete(header as string);
+        this.#sessions.set(header as string, existing);
+        return await existing.handleRequest(req, res, body);
+      }
       if (typeof header === "string") return fail(404, "The MCP session is unknown (the provider restarted?); initialize again.");
       const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
-        onsessioninitialized: (id) => void this.#sessions.set(id, transport),
+        onsessioninitialized: (id) => {
+          const max = this.parameters.maxSessions ?? DEFAULT_MAX_X402_SESSIONS;
+          for (const [oldest, held] of this.#sessions) {
+            if (this.#sessions.size < max) break;
+            this.#sessions.delete(oldest);
+            void held.close().catch(() => undefined);
+          }
+          this.#sessions.set(id, transport);
+        },
       });
       transport.onclose = () => {
         if (transport.sessionId) this.#sessions.delete(transport.sessionId);
