@@ -30,15 +30,11 @@ import { signedSessionKeyGrantFromJson } from "../core/session-key";
 import { signedPaymentTicketFromJson } from "../core/ticket";
 import type { JsonObject } from "../core/validate";
 import { IOI_CHANNEL_SCHEME, paymentRequiredResult, paymentResponseOf, X402_PAYMENT_META, X402_PAYMENT_RESPONSE_META, x402NetworkOf, x402ToolRequest } from "../core/x402";
+import { McpHttpSessions } from "./mcp-http-sessions";
 import type { McpHandler, ProviderNode } from "./provider-node";
 
 /** Largest request body read, in bytes; a larger one is answered 413 and the endpoint keeps serving. */
 export const MAX_X402_REQUEST_BYTES = 1 << 20;
-/**
- * MCP sessions held at once. Anyone who reaches the endpoint may initialize one, so they are bounded: past the bound
- * the least recently used session is closed (its host initializes again), and memory stays bounded by the bound.
- */
-export const DEFAULT_MAX_X402_SESSIONS = 256;
 
 export type X402McpEndpointParameters = {
   node: Pick<ProviderNode, "invokeDetached">;
@@ -50,17 +46,19 @@ export type X402McpEndpointParameters = {
   provider: Address;
   host?: string;
   port?: number;
-  /** MCP sessions held at once (default {@link DEFAULT_MAX_X402_SESSIONS}); the least recently used one goes first. */
+  /** MCP sessions held at once (default {@link DEFAULT_MAX_MCP_SESSIONS}); the least recently used one goes first. */
   maxSessions?: number;
   log?: (line: string) => void;
 };
 
 export class X402McpEndpoint {
-  readonly #sessions = new Map<string, StreamableHTTPServerTransport>();
+  readonly #sessions: McpHttpSessions;
   #http: HttpServer | undefined;
   #port = 0;
 
-  private constructor(readonly parameters: X402McpEndpointParameters) {}
+  private constructor(readonly parameters: X402McpEndpointParameters) {
+    this.#sessions = new McpHttpSessions(parameters.maxSessions);
+  }
 
   static async start(parameters: X402McpEndpointParameters): Promise<X402McpEndpoint> {
     const endpoint = new X402McpEndpoint(parameters);
@@ -144,7 +142,7 @@ export class X402McpEndpoint {
     try {
       if (!req.url || new URL(req.url, "http://localhost").pathname !== "/mcp") return fail(404, "The MCP endpoint is /mcp.");
       const header = req.headers["mcp-session-id"];
-      const existing = typeof header === "string" ? this.#sessions.get(header) : undefined;
+      const existing = typeof header === "string" ? this.#sessions.use(header) : undefined;
       let body: unknown;
       if (req.method === "POST") {
         const bytes = await readBody(req, MAX_X402_REQUEST_BYTES);
@@ -155,27 +153,14 @@ export class X402McpEndpoint {
           return fail(400, "The request body is not JSON.");
         }
       }
-      if (existing) {
-        // Most recently used last: the Map's first entry is the one a newcomer displaces.
-        this.#sessions.delete(header as string);
-        this.#sessions.set(header as string, existing);
-        return await existing.handleRequest(req, res, body);
-      }
+      if (existing) return await existing.handleRequest(req, res, body);
       if (typeof header === "string") return fail(404, "The MCP session is unknown (the provider restarted?); initialize again.");
       const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
-        onsessioninitialized: (id) => {
-          const max = this.parameters.maxSessions ?? DEFAULT_MAX_X402_SESSIONS;
-          for (const [oldest, held] of this.#sessions) {
-            if (this.#sessions.size < max) break;
-            this.#sessions.delete(oldest);
-            void held.close().catch(() => undefined);
-          }
-          this.#sessions.set(id, transport);
-        },
+        onsessioninitialized: (id) => this.#sessions.add(id, transport),
       });
       transport.onclose = () => {
-        if (transport.sessionId) this.#sessions.delete(transport.sessionId);
+        if (transport.sessionId) this.#sessions.forget(transport.sessionId);
       };
       await this.#server().connect(transport);
       await transport.handleRequest(req, res, body);
@@ -186,7 +171,7 @@ export class X402McpEndpoint {
   }
 
   async stop(): Promise<void> {
-    for (const transport of this.#sessions.values()) await transport.close().catch(() => undefined);
+    await this.#sessions.closeAll();
     if (this.#http) await new Promise<void>((resolve) => this.#http!.close(() => resolve()));
   }
 }
