@@ -105,6 +105,7 @@ import {
   type TrancheRequest,
 } from "../channel-client/core/progress-proof";
 import { sampleIntent, spotCheck, streamInputs } from "../arbitration/lanes/stream-sample";
+import { replay as engineReplay } from "../arbitration/lanes/replay";
 import { MAX_PACKET_BYTES } from "../channel-client/core/packets";
 import { encodeMessage, MAX_SAMPLE_INDICES, type NodeMessage } from "../channel-client/node/protocol";
 import { disputeManagerAbi } from "../channel-client/abi/DisputeManager";
@@ -800,6 +801,7 @@ export async function protocolVectors(): Promise<ProtocolVectors> {
   };
 
   // ---- The UPIP record of the false claim's re-run (Lane 1 and the payer's spot-check run the same function) ----
+  const transcripts: { stdout: string; stderr: string }[] = [];
   const sampled = await spotCheck({
     terms: termsV4,
     suite: streamSuite,
@@ -808,6 +810,12 @@ export async function protocolVectors(): Promise<ProtocolVectors> {
     indices: [drawn[drawn.length - 1]!],
     inputs: streamInputs({ chainId: BigInt(CHAIN_ID), gasEscrow: GAS_ESCROW, sessionId: streamSession, tranche: 1n }),
     actor: `ioi-arbitration/lane1@${judgeRuntimeHash()}`,
+    // The engine's own replay, its transcript kept for the vector (the record holds only its hash).
+    replay: async (parameters) => {
+      const outcome = await engineReplay(parameters);
+      transcripts.push({ stdout: outcome.stdout, stderr: outcome.stderr });
+      return outcome;
+    },
   });
   const sample = sampled.samples[0]!;
   v.streamSampleUpip = {
@@ -817,6 +825,9 @@ export async function protocolVectors(): Promise<ProtocolVectors> {
     actual: sample.actual,
     status: sample.status,
     intent: sampleIntent(sample.index, sample.name, 1n),
+    stdout: transcripts[0]!.stdout,
+    stderr: transcripts[0]!.stderr,
+    resultPreimage: `${sample.record.result.exit_code}${transcripts[0]!.stdout}${transcripts[0]!.stderr}`,
     record: sample.record,
   };
 
