@@ -210,7 +210,7 @@ describe("protocol specification vectors (docs/protocol.md)", function () {
     });
   });
 
-  describe("streaming and wallet payers (sections 3, 24–27), recomputed from the document's formulas", () => {
+  describe("streaming and wallet payers (sections 3, 24–31), recomputed from the document's formulas", () => {
     /** id(x) as section 1 states it, for documents of strings, integers and booleans. */
     const id = (x: unknown): Hex => tag(JSON.stringify(sortKeys(x)));
     /** EIP-712 struct hash from the encodeType string the vectors quote: typeHash ‖ each field as its ABI word. */
