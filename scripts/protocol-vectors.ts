@@ -762,7 +762,7 @@ export async function protocolVectors(): Promise<ProtocolVectors> {
     chainId: BigInt(CHAIN_ID),
     disputeManager: DISPUTE_MANAGER,
     challenger: payer.address,
-    lane: 1,
+    lane: 1 as const,
     gasEscrow: GAS_ESCROW,
     sessionId: streamSession,
     ref: streamRef,
@@ -771,12 +771,12 @@ export async function protocolVectors(): Promise<ProtocolVectors> {
     commit: streamCommit,
     seq: 1n,
     receipts: [streamEvidence],
-  } as const;
+  };
   // False claim: claim #2 ("adds negatives": fail) was drawn; re-run, it passes.
   const falseClaim = buildStreamPackage({ ...streamCommon, caseId: streamCase, progress: { proof: signedProof, request, secret, sample: drawn[drawn.length - 1]! }, suite: streamSuite, repository });
   // Equivocation: a second signed proof of tranche 1 (the same claims but #2 passing).
   const secondProof = await signProgressProof({ account: provider, proof: { ...proof, tests: proof.tests.map((t, i) => (i === 2 ? { ...t, outcome: "pass" as const } : t)) } });
-  const equivocation = buildStreamPackage({ ...streamCommon, caseId: caseIdOf(2, streamSession, 1), lane: 0, progress: { proof: signedProof, request, conflicting: secondProof } });
+  const equivocation = buildStreamPackage({ ...streamCommon, caseId: caseIdOf(2, streamSession, 1), lane: 0 as const, progress: { proof: signedProof, request, conflicting: secondProof } });
   const progressItem = (pkg: typeof falseClaim) => {
     const item = packageToJson(pkg).evidence.find((e) => e.kind === "progress")!;
     return { artifact_id: item.artifact_id, content: item.content, canonical: canon(item.content) };
