@@ -29,7 +29,7 @@ import {
   type Hex,
 } from "viem";
 
-import { buildGigPackage, buildSessionPackage } from "../arbitration/runner/build";
+import { buildGigPackage, buildSessionPackage, buildStreamPackage } from "../arbitration/runner/build";
 import { bundleHash, bundleToJson, type Bundle } from "../arbitration/documents/bundle";
 import { icsFromJson, icsHash } from "../arbitration/documents/ics";
 import { packageHash, packageToJson } from "../arbitration/documents/package";
@@ -104,7 +104,10 @@ import {
   type ProgressProof,
   type TrancheRequest,
 } from "../channel-client/core/progress-proof";
-import { streamInputs } from "../arbitration/lanes/stream-sample";
+import { sampleIntent, spotCheck, streamInputs } from "../arbitration/lanes/stream-sample";
+import { replay as engineReplay } from "../arbitration/lanes/replay";
+import { MAX_PACKET_BYTES } from "../channel-client/core/packets";
+import { encodeMessage, MAX_SAMPLE_INDICES, type NodeMessage } from "../channel-client/node/protocol";
 import { disputeManagerAbi } from "../channel-client/abi/DisputeManager";
 import { gasEscrowAbi } from "../channel-client/abi/GasEscrow";
 import { laborGasAbi } from "../channel-client/abi/LaborGas";
@@ -605,7 +608,7 @@ export async function protocolVectors(): Promise<ProtocolVectors> {
   // ---- Milestone streaming (terms v4, decision 0037) ----
   const streamSuite: Bundle = {
     files: {
-      "run.js": 'const { add, sub } = require("deliverable");\ntest("adds", () => assert.equal(add(2, 3), 5));\ntest("subtracts", () => assert.equal(sub(5, 3), 2));\ntest("adds negatives", () => assert.equal(add(-2, -3), -5));\n',
+      "run.js": 'const { test, call, equal } = require("ioi:harness");\ntest("adds", () => equal(call("add", [2, 3]), 5));\ntest("subtracts", () => equal(call("sub", [5, 3]), 2));\ntest("adds negatives", () => equal(call("add", [-2, -3]), -5));\n',
     },
   };
   const termsV4: TermsDocumentV4 = {
@@ -726,6 +729,106 @@ export async function protocolVectors(): Promise<ProtocolVectors> {
     ticket: paymentTicketToJson(streamTicket),
     ticketHash: paymentTicketHash(streamTicket),
     leaf: receiptLeafFromHashes(sessionReceiptHash(streamReceipt), paymentTicketHash(streamTicket)),
+  };
+
+  // ---- Tranche 1 on the sealed socket (issue 32, decision 0037): the four stream messages, as encodeMessage writes them ----
+  const signedStreamTicket = await signPaymentTicket({ account: payer, domain, ticket: streamTicket });
+  const streamTree = new ReceiptAccumulator();
+  streamTree.append(receiptLeafFromHashes(sessionReceiptHash(streamReceipt), paymentTicketHash(streamTicket)));
+  const streamCommit = await signReceiptCommit(provider, domain, { sessionId: streamSession, leafCount: 1n, root: streamTree.root() });
+  const drawn = sampledIndices({ secret, proofHash, total: proof.tests.length, count: termsV4.stream.samplesPerTranche });
+  const streamMessages: NodeMessage[] = [
+    { type: "stream.tranche", ticket: signedStreamTicket, request, leafCount: 0n },
+    { type: "stream.result", receipt: signedStreamReceipt, proof: signedProof, commit: streamCommit },
+    { type: "stream.sample", tranche: 1n, secret, indices: drawn },
+    { type: "stream.repository", tranche: 1n, repository },
+  ];
+  v.streamMessages = {
+    maxMessageBytes: MAX_PACKET_BYTES,
+    maxSampleIndices: MAX_SAMPLE_INDICES,
+    messages: streamMessages.map((message) => {
+      const bytes = encodeMessage(message);
+      const text = new TextDecoder().decode(bytes);
+      return { type: (message as { type: string }).type, json: JSON.parse(text) as unknown, canonical: text, bytes: bytes.length };
+    }),
+    commitDigest: receiptCommitDigest(domain, streamCommit.commit),
+  };
+
+  // ---- A stream case (decision 0037): the progress item of a session challenge package, two shapes ----
+  const streamEvidence = { receipt: signedStreamReceipt, ticket: signedStreamTicket, leafIndex: 0n, merkleProof: streamTree.proof(0) };
+  const streamClosing: ClosingState = { deposit: 1_000_000n, seq: 1n, amount: 30_000n, receiptRoot: streamTicket.receiptRoot, feeBps: 50 };
+  const streamCase = caseIdOf(2, streamSession, 0);
+  const streamCommon = {
+    chainId: BigInt(CHAIN_ID),
+    disputeManager: DISPUTE_MANAGER,
+    challenger: payer.address,
+    lane: 1 as const,
+    gasEscrow: GAS_ESCROW,
+    sessionId: streamSession,
+    ref: streamRef,
+    pricing: termsV4,
+    closing: streamClosing,
+    commit: streamCommit,
+    seq: 1n,
+    receipts: [streamEvidence],
+  };
+  // False claim: claim #2 ("adds negatives": fail) was drawn; re-run, it passes.
+  const falseClaim = buildStreamPackage({ ...streamCommon, caseId: streamCase, progress: { proof: signedProof, request, secret, sample: drawn[drawn.length - 1]! }, suite: streamSuite, repository });
+  // Equivocation: a second signed proof of tranche 1 (the same claims but #2 passing).
+  const secondProof = await signProgressProof({ account: provider, proof: { ...proof, tests: proof.tests.map((t, i) => (i === 2 ? { ...t, outcome: "pass" as const } : t)) } });
+  const equivocation = buildStreamPackage({ ...streamCommon, caseId: caseIdOf(2, streamSession, 1), lane: 0 as const, progress: { proof: signedProof, request, conflicting: secondProof } });
+  const progressItem = (pkg: typeof falseClaim) => {
+    const item = packageToJson(pkg).evidence.find((e) => e.kind === "progress")!;
+    return { artifact_id: item.artifact_id, content: item.content, canonical: canon(item.content) };
+  };
+  v.streamPackage = {
+    falseClaim: {
+      sample: drawn[drawn.length - 1]!,
+      drawn,
+      progress: progressItem(falseClaim),
+      evidence: packageToJson(falseClaim).evidence.map((e) => ({ kind: e.kind, artifact_id: e.artifact_id })),
+      claims: packageToJson(falseClaim).claims,
+      packageHash: packageHash(falseClaim),
+    },
+    equivocation: {
+      secondProofHash: progressProofHash(secondProof.proof),
+      progress: progressItem(equivocation),
+      evidence: packageToJson(equivocation).evidence.map((e) => ({ kind: e.kind, artifact_id: e.artifact_id })),
+      claims: packageToJson(equivocation).claims,
+      packageHash: packageHash(equivocation),
+    },
+    package: packageToJson(falseClaim),
+  };
+
+  // ---- The UPIP record of the false claim's re-run (Lane 1 and the payer's spot-check run the same function) ----
+  const transcripts: { stdout: string; stderr: string }[] = [];
+  const sampled = await spotCheck({
+    terms: termsV4,
+    suite: streamSuite,
+    repository,
+    proof,
+    indices: [drawn[drawn.length - 1]!],
+    inputs: streamInputs({ chainId: BigInt(CHAIN_ID), gasEscrow: GAS_ESCROW, sessionId: streamSession, tranche: 1n }),
+    actor: `ioi-arbitration/lane1@${judgeRuntimeHash()}`,
+    // The engine's own replay, its transcript kept for the vector (the record holds only its hash).
+    replay: async (parameters) => {
+      const outcome = await engineReplay(parameters);
+      transcripts.push({ stdout: outcome.stdout, stderr: outcome.stderr });
+      return outcome;
+    },
+  });
+  const sample = sampled.samples[0]!;
+  v.streamSampleUpip = {
+    index: sample.index,
+    name: sample.name,
+    claimed: sample.claimed,
+    actual: sample.actual,
+    status: sample.status,
+    intent: sampleIntent(sample.index, sample.name, 1n),
+    stdout: transcripts[0]!.stdout,
+    stderr: transcripts[0]!.stderr,
+    resultPreimage: `${sample.record.result.exit_code}${transcripts[0]!.stdout}${transcripts[0]!.stderr}`,
+    record: sample.record,
   };
 
   // ---- Smart-account payers (ERC-1271, decision 0035) ----
@@ -875,6 +978,8 @@ export async function protocolVectors(): Promise<ProtocolVectors> {
     upip: ["upip.record"],
     "progress-proof": ["progressProof.signed", "trancheRequest.request"],
   };
+  (v.schemaDocuments as Record<string, string[]>)["challenge-package"]!.push("streamPackage.package");
+  (v.schemaDocuments as Record<string, string[]>).upip!.push("streamSampleUpip.record");
   return v;
 }
 

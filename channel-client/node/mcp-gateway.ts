@@ -46,6 +46,7 @@ import type { JsonObject } from "../core/validate";
 import type { GasEscrowDomain } from "../core/eip712";
 import type { PricingTerms } from "../core/terms";
 import type { ChannelStore } from "../store/store";
+import { McpHttpSessions } from "./mcp-http-sessions";
 import { fetchTermsOffer, PayerClient, ProviderRejectedError, type InvocationOutcome } from "./payer-client";
 
 /** The `_meta` key a host puts on a `tools/call` to make retries of it idempotent. */
@@ -127,7 +128,7 @@ export class McpGateway {
   #nextId = 1;
   #stopped = false;
   #http: HttpServer | undefined;
-  readonly #httpSessions = new Map<string, StreamableHTTPServerTransport>();
+  readonly #httpSessions = new McpHttpSessions();
 
   private constructor(readonly parameters: McpGatewayParameters) {
     this.#db = new Database(parameters.statePath);
@@ -436,7 +437,7 @@ export class McpGateway {
     try {
       if (!req.url || new URL(req.url, "http://localhost").pathname !== "/mcp") return fail(404, "The MCP endpoint is /mcp.");
       const sessionHeader = req.headers["mcp-session-id"];
-      const existing = typeof sessionHeader === "string" ? this.#httpSessions.get(sessionHeader) : undefined;
+      const existing = typeof sessionHeader === "string" ? this.#httpSessions.use(sessionHeader) : undefined;
       let body: unknown;
       if (req.method === "POST") {
         const bytes = await readBody(req, MAX_HOST_REQUEST_BYTES);
@@ -451,10 +452,10 @@ export class McpGateway {
       if (typeof sessionHeader === "string") return fail(404, "The MCP session is unknown (the gateway restarted?); initialize again.");
       const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
-        onsessioninitialized: (id) => void this.#httpSessions.set(id, transport),
+        onsessioninitialized: (id) => this.#httpSessions.add(id, transport),
       });
       transport.onclose = () => {
-        if (transport.sessionId) this.#httpSessions.delete(transport.sessionId);
+        if (transport.sessionId) this.#httpSessions.forget(transport.sessionId);
       };
       await this.server().connect(transport);
       await transport.handleRequest(req, res, body);
@@ -467,7 +468,7 @@ export class McpGateway {
   async stop(): Promise<void> {
     this.#stopped = true;
     await Promise.allSettled([...this.#inflight.values()]);
-    for (const transport of this.#httpSessions.values()) await transport.close().catch(() => undefined);
+    await this.#httpSessions.closeAll();
     if (this.#http) await new Promise<void>((resolve) => this.#http!.close(() => resolve()));
     await this.#client?.close().catch(() => undefined);
     this.#client = undefined;

@@ -30,6 +30,7 @@ import { signedSessionKeyGrantFromJson } from "../core/session-key";
 import { signedPaymentTicketFromJson } from "../core/ticket";
 import type { JsonObject } from "../core/validate";
 import { IOI_CHANNEL_SCHEME, paymentRequiredResult, paymentResponseOf, X402_PAYMENT_META, X402_PAYMENT_RESPONSE_META, x402NetworkOf, x402ToolRequest } from "../core/x402";
+import { McpHttpSessions } from "./mcp-http-sessions";
 import type { McpHandler, ProviderNode } from "./provider-node";
 
 /** Largest request body read, in bytes; a larger one is answered 413 and the endpoint keeps serving. */
@@ -45,15 +46,19 @@ export type X402McpEndpointParameters = {
   provider: Address;
   host?: string;
   port?: number;
+  /** MCP sessions held at once (default {@link DEFAULT_MAX_MCP_SESSIONS}); the least recently used one goes first. */
+  maxSessions?: number;
   log?: (line: string) => void;
 };
 
 export class X402McpEndpoint {
-  readonly #sessions = new Map<string, StreamableHTTPServerTransport>();
+  readonly #sessions: McpHttpSessions;
   #http: HttpServer | undefined;
   #port = 0;
 
-  private constructor(readonly parameters: X402McpEndpointParameters) {}
+  private constructor(readonly parameters: X402McpEndpointParameters) {
+    this.#sessions = new McpHttpSessions(parameters.maxSessions);
+  }
 
   static async start(parameters: X402McpEndpointParameters): Promise<X402McpEndpoint> {
     const endpoint = new X402McpEndpoint(parameters);
@@ -137,7 +142,7 @@ export class X402McpEndpoint {
     try {
       if (!req.url || new URL(req.url, "http://localhost").pathname !== "/mcp") return fail(404, "The MCP endpoint is /mcp.");
       const header = req.headers["mcp-session-id"];
-      const existing = typeof header === "string" ? this.#sessions.get(header) : undefined;
+      const existing = typeof header === "string" ? this.#sessions.use(header) : undefined;
       let body: unknown;
       if (req.method === "POST") {
         const bytes = await readBody(req, MAX_X402_REQUEST_BYTES);
@@ -152,10 +157,10 @@ export class X402McpEndpoint {
       if (typeof header === "string") return fail(404, "The MCP session is unknown (the provider restarted?); initialize again.");
       const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
-        onsessioninitialized: (id) => void this.#sessions.set(id, transport),
+        onsessioninitialized: (id) => this.#sessions.add(id, transport),
       });
       transport.onclose = () => {
-        if (transport.sessionId) this.#sessions.delete(transport.sessionId);
+        if (transport.sessionId) this.#sessions.forget(transport.sessionId);
       };
       await this.#server().connect(transport);
       await transport.handleRequest(req, res, body);
@@ -166,7 +171,7 @@ export class X402McpEndpoint {
   }
 
   async stop(): Promise<void> {
-    for (const transport of this.#sessions.values()) await transport.close().catch(() => undefined);
+    await this.#sessions.closeAll();
     if (this.#http) await new Promise<void>((resolve) => this.#http!.close(() => resolve()));
   }
 }

@@ -16,7 +16,13 @@ import { privateKeyToAccount } from "viem/accounts";
 import { concat, encodeAbiParameters, getAddress, hashTypedData, keccak256, pad, recoverAddress, stringToBytes, toHex, zeroHash, type Hex } from "viem";
 
 import { gasEscrowAbi } from "../../channel-client/abi/GasEscrow";
-import { packageFromJson } from "../../arbitration/documents/package";
+import { evidenceOfKind, packageFromJson, packageHash, type ChallengePackage } from "../../arbitration/documents/package";
+import { Checks } from "../../arbitration/lanes/lane0-checks";
+import { streamConduct, streamEvidenceChecks } from "../../arbitration/lanes/lane0-stream";
+import { sampledTestOf } from "../../arbitration/lanes/stream-sample";
+import { verifyUpipRecord } from "../../arbitration/lanes/verify-upip";
+import { MAX_PACKET_BYTES } from "../../channel-client/core/packets";
+import { decodeMessage, encodeMessage } from "../../channel-client/node/protocol";
 import { RESOLUTION_TYPES, resolutionFromJson } from "../../arbitration/lanes/resolution";
 import { upipFromJson } from "../../arbitration/documents/upip";
 import { jsonSchemaOf, schemaValidator, type SchemaName } from "../../channel-client/core/schemas";
@@ -64,9 +70,9 @@ describe("protocol specification vectors (docs/protocol.md)", function () {
     const doc = readFileSync(DOC_PATH, "utf8");
     expect(renderProtocolDoc(doc, v)).to.equal(doc, "stale: run `npx ts-node --transpile-only scripts/protocol-vectors.ts`");
     expect([...new Set(quotedVectors(doc))]).to.have.members(Object.keys(v));
-    // What is still to come (the stream packets' framing) is named only in the TODO at the end, after every vector.
-    expect(doc.lastIndexOf("## TODO")).to.be.greaterThan(doc.lastIndexOf("<!-- /vector -->"));
-    expect(doc.slice(doc.lastIndexOf("## TODO"))).to.not.include("Terms v3");
+    // Nothing is left to come: the stream messages, the stream case and the sample's record have their sections.
+    expect(doc).to.not.include("## TODO");
+    for (const heading of ["## 29. Stream messages on the sealed socket", "## 30. Stream cases", "## 31. The UPIP record of a stream sample"]) expect(doc).to.include(heading);
   });
 
   it("a block that names no generated vector is refused, not left stale", () => {
@@ -204,7 +210,7 @@ describe("protocol specification vectors (docs/protocol.md)", function () {
     });
   });
 
-  describe("streaming and wallet payers (sections 3, 24–27), recomputed from the document's formulas", () => {
+  describe("streaming and wallet payers (sections 3, 24–31), recomputed from the document's formulas", () => {
     /** id(x) as section 1 states it, for documents of strings, integers and booleans. */
     const id = (x: unknown): Hex => tag(JSON.stringify(sortKeys(x)));
     /** EIP-712 struct hash from the encodeType string the vectors quote: typeHash ‖ each field as its ABI word. */
@@ -366,6 +372,129 @@ describe("protocol specification vectors (docs/protocol.md)", function () {
       expect(keccak256(concat([tag("IOI_SESSION_LEAF_V1"), r.receiptHash, r.ticketHash]))).to.equal(r.leaf);
       expect(() => sessionReceiptFromJson(r.receipt)).to.not.throw();
       expect(() => paymentTicketFromJson(r.ticket)).to.not.throw();
+    });
+
+    it("stream messages: each is the canonical JSON it quotes, decodes and re-encodes to the same bytes, and carries tranche 1's artifacts", async () => {
+      const m = V.streamMessages;
+      expect(m.maxMessageBytes).to.equal(MAX_PACKET_BYTES).and.to.equal(1_048_576);
+      expect(m.messages.map((x: any) => x.type)).to.deep.equal(["stream.tranche", "stream.result", "stream.sample", "stream.repository"]);
+      for (const x of m.messages) {
+        expect(x.canonical, x.type).to.equal(JSON.stringify(sortKeys(x.json)));
+        const bytes = stringToBytes(x.canonical);
+        expect(bytes.length, x.type).to.equal(x.bytes);
+        expect(toHex(encodeMessage(decodeMessage(bytes))), x.type).to.equal(toHex(bytes));
+        // A member the message does not list is refused, not ignored.
+        expect(() => decodeMessage(stringToBytes(JSON.stringify({ ...x.json, extra: "1" }))), x.type).to.throw("extra");
+      }
+      const [tranche, result, sample, repository] = m.messages.map((x: any) => x.json);
+      expect(tranche.request).to.deep.equal(V.trancheRequest.request);
+      expect(tranche.ticket.ticket).to.deep.equal(V.progressReceipt.ticket);
+      expect(await recoverAddress({ hash: digest712(structHash(types().PaymentTicket.encodeType, tranche.ticket.ticket)), signature: tranche.ticket.signature })).to.equal(V.keys.payer.address);
+      expect(result.receipt).to.deep.equal({ receipt: V.progressReceipt.receipt, signature: V.progressReceipt.receiptSignature });
+      expect(result.proof).to.deep.equal(V.progressProof.signed);
+      // The commit covers the one receipt: a one-leaf tree's root is the leaf (section 8).
+      expect(result.commit.commit).to.deep.equal({ sessionId: V.progressReceipt.sessionId, leafCount: "1", root: V.progressReceipt.leaf });
+      expect(digest712(structHash(types().ReceiptCommit.encodeType, result.commit.commit))).to.equal(m.commitDigest);
+      expect(keccak256(sample.secret)).to.equal(tranche.request.sampleCommit);
+      expect(sample.indices).to.deep.equal(V.sampleDraw.draws[0].indices);
+      expect(id(repository.repository)).to.equal(V.progressProof.proof.repoStateHash);
+      // The bounds of stream.sample: 1 to 16 indices, each 0 to 1023.
+      const withIndices = (indices: unknown) => stringToBytes(JSON.stringify({ ...sample, indices }));
+      expect(() => decodeMessage(withIndices(Array.from({ length: 16 }, (_, i) => i)))).to.not.throw();
+      expect(m.maxSampleIndices).to.equal(16);
+      for (const bad of [[], Array.from({ length: 17 }, (_, i) => i), [1024], [-1], [1.5], ["1"]]) expect(() => decodeMessage(withIndices(bad)), JSON.stringify(bad)).to.throw("message.indices");
+      expect(() => decodeMessage(withIndices([1023]))).to.not.throw();
+    });
+
+    it("stream case: the progress item's id, the package hash, and Lane 0's stream checks as section 30 states them", async () => {
+      const f = V.streamPackage.falseClaim;
+      const e = V.streamPackage.equivocation;
+      for (const x of [f, e]) {
+        expect(x.progress.canonical).to.equal(JSON.stringify(sortKeys(x.progress.content)));
+        expect(tag(x.progress.canonical)).to.equal(x.progress.artifact_id);
+        expect(x.progress.content.proof).to.deep.equal(V.progressProof.signed);
+        expect(x.progress.content.request).to.deep.equal(V.trancheRequest.request);
+        expect(x.claims[0].evidence_refs).to.deep.equal(x.evidence.map((item: any) => item.artifact_id));
+      }
+      expect(f.progress.content.secret).to.equal(V.trancheRequest.secret);
+      expect(f.drawn).to.deep.equal(V.sampleDraw.draws[0].indices).and.to.include(f.progress.content.sample);
+      expect(f.evidence.map((item: any) => item.kind)).to.deep.equal(["channel", "receipt", "progress", "test_suite", "deliverable"]);
+      expect(f.evidence[3].artifact_id).to.equal(V.termsV4.document.stream.suite.hash);
+      expect(f.evidence[4].artifact_id).to.equal(V.progressProof.proof.repoStateHash);
+      expect(f.claims[0].claim_id).to.equal("false_progress_claim");
+      expect(e.evidence.map((item: any) => item.kind)).to.deep.equal(["channel", "receipt", "progress"]);
+      expect(e.claims[0].claim_id).to.equal("progress_proof_equivocation");
+      expect(id(e.progress.content.conflicting.proof)).to.equal(e.secondProofHash).and.to.not.equal(V.progressProof.proofHash);
+      expect(await recoverAddress({ hash: keccak256(concat([tag("IOI_SIG_DOMAIN_PROGRESS_PROOF_V1"), e.secondProofHash])), signature: e.progress.content.conflicting.signature })).to.equal(V.keys.provider.address);
+      const pkg = packageFromJson(V.streamPackage.package);
+      expect(tag(JSON.stringify(sortKeys(V.streamPackage.package)))).to.equal(f.packageHash);
+      expect(packageHash(pkg)).to.equal(f.packageHash);
+
+      // Lane 0's stream checks, run from the code on the package and on edits of it.
+      const lane0 = async (p: ChallengePackage) => {
+        const c = new Checks();
+        const channel = evidenceOfKind(p, "channel")[0]!.content;
+        const challenged = evidenceOfKind(p, "receipt")[0]!.content;
+        const stream = await streamEvidenceChecks(c, p, channel, challenged, p.subject.kind === "session" ? p.subject.sessionId : zeroHash);
+        if (stream && c.challengerFaults.size === 0) streamConduct(c, stream, channel.pricing, challenged);
+        return c;
+      };
+      const clean = await lane0(pkg);
+      expect([...clean.challengerFaults], "the false-claim package's evidence verifies").to.deep.equal([]);
+      expect(clean.violations).to.deep.equal([]); // the false outcome is Lane 1's to find
+      expect(clean.checks.map((x) => x.name)).to.include.members(["stream.proof_signature", "stream.proof_binding", "stream.request_binding", "stream.sample_reveal", "stream.sample_rate", "stream.suite_binding", "stream.repository_binding"]);
+      const withProgress = (edit: (progress: any) => any): ChallengePackage => ({ ...pkg, evidence: pkg.evidence.map((x) => (x.kind === "progress" ? ({ ...x, content: edit(x.content) } as typeof x) : x)) });
+      // SAMPLE_OUTSIDE_RATE: claim #0 was not drawn ([1, 2]).
+      expect(f.drawn).to.not.include(0);
+      expect([...(await lane0(withProgress((p) => ({ ...p, sample: 0 })))).challengerFaults]).to.deep.equal(["SAMPLE_OUTSIDE_RATE"]);
+      // SAMPLE_REVEAL_INVALID: the secret's hex text is not the preimage.
+      expect([...(await lane0(withProgress((p) => ({ ...p, secret: tag(p.secret) })))).challengerFaults]).to.deep.equal(["SAMPLE_REVEAL_INVALID"]);
+      // STREAM_PROOF_EQUIVOCATION: the equivocation package's second proof.
+      const equivocation = packageFromJson({ ...V.streamPackage.package, evidence: [...V.streamPackage.package.evidence.slice(0, 2), { kind: "progress", artifact_id: e.progress.artifact_id, content: e.progress.content }], claims: e.claims });
+      const twice = await lane0(equivocation);
+      expect([...twice.challengerFaults]).to.deep.equal([]);
+      const terms = V.termsV4.document;
+      expect(twice.violations).to.deep.equal([{ code: "STREAM_PROOF_EQUIVOCATION", seq: 1n, slash: BigInt(terms.stream.falseClaimPenalty), refund: BigInt(terms.pricing.capPerCall), detail: twice.violations[0]!.detail }]);
+      // STREAM_FALSE_CLAIM: a verified proof about another suite than the terms bind.
+      const c = new Checks();
+      const progress = evidenceOfKind(pkg, "progress")[0]!.content;
+      const otherSuite = { ...progress, proof: { ...progress.proof, proof: { ...progress.proof.proof, suiteHash: zeroHash } } };
+      streamConduct(c, { progress: otherSuite, proofHash: V.progressProof.proofHash }, evidenceOfKind(pkg, "channel")[0]!.content.pricing, evidenceOfKind(pkg, "receipt")[0]!.content);
+      expect(c.violations.map((x) => [x.code, x.slash, x.refund])).to.deep.equal([["STREAM_FALSE_CLAIM", BigInt(terms.stream.falseClaimPenalty), BigInt(terms.pricing.capPerCall)]]);
+    });
+
+    it("stream sample's UPIP record: the intent names the one test, the transcript and hashes as stated, and --verify-upip reproduces it", async () => {
+      const u = V.streamSampleUpip;
+      const r = u.record;
+      const claim = V.progressProof.proof.tests[u.index];
+      expect(u.name).to.equal(claim.name);
+      expect(u.claimed).to.equal(claim.outcome);
+      expect(u.index).to.equal(V.streamPackage.falseClaim.sample);
+      expect([u.actual, u.status]).to.deep.equal(["pass", "false"]);
+      expect(r.process.intent).to.equal(`stream sample: test #${u.index} (${JSON.stringify(u.name)}) of tranche 1`).and.to.equal(u.intent);
+      expect(/^stream sample: test #(0|[1-9][0-9]{0,3}) \(/.exec(r.process.intent)![1]).to.equal(String(u.index));
+      expect(sampledTestOf(r.process.intent)).to.equal(u.index);
+      expect(sampledTestOf(V.upip.record.process.intent)).to.equal(undefined);
+      expect(r.process.actor).to.equal(`ioi-arbitration/lane1@${V.judgeRuntime.judgeRuntimeHash}`);
+      expect(r.process.command).to.deep.equal(V.termsV4.document.stream.suite.command);
+      expect(r.process.budgets).to.deep.equal({ steps_per_test: V.termsV4.document.stream.suite.stepBudget, memory_bytes: 33_554_432, max_output_bytes: V.termsV4.document.stream.suite.maxOutputBytes });
+      for (const side of ["suite", "deliverable"]) expect(r.process.inputs[side]).to.deep.equal({ clock_ms: V.sampleDraw.inputs.clockMs, seed: V.sampleDraw.inputs.seed });
+      expect(r.state.suite_hash).to.equal(V.termsV4.document.stream.suite.hash);
+      expect(r.state.deliverable_hash).to.equal(V.progressProof.proof.repoStateHash);
+      expect(`files:sha256:${sha256Hex(JSON.stringify(sortKeys({ suite: V.termsV4.suiteBundle, deliverable: V.progressProof.repository })))}`).to.equal(r.state.state_hash);
+      expect(r.deps).to.deep.equal(V.upip.record.deps);
+      // Only test #2 ran: its line carries its 1-based position; every registered test is counted.
+      expect(u.stdout).to.equal(`ok ${u.index + 1} ${u.name}\n{"total":3,"failed":[],"suite_fault":null}\n`);
+      expect([r.result.tests, r.result.failed_tests, r.result.exit_code]).to.deep.equal([3, [], 0]);
+      expect(u.resultPreimage).to.equal(`${r.result.exit_code}${u.stdout}${u.stderr}`);
+      expect(`sha256:${sha256Hex(u.stdout)}`).to.equal(r.result.stdout_sha256);
+      expect(`sha256:${sha256Hex(u.stderr)}`).to.equal(r.result.stderr_sha256);
+      expect(`sha256:${sha256Hex(u.resultPreimage)}`).to.equal(r.result.result_hash);
+      expect(`upip:sha256:${sha256Hex(JSON.stringify(sortKeys([r.state, r.deps, r.process, r.result])))}`).to.equal(r.stack_hash);
+      // The code's verifier re-runs the one test the intent names and reproduces the record bit for bit.
+      const verified = await verifyUpipRecord({ record: upipFromJson(r), suite: V.termsV4.suiteBundle, deliverable: V.progressProof.repository });
+      expect(verified.differences).to.deep.equal([]);
+      expect(verified.reproduced).to.deep.equal(r);
     });
 
     it("wallet payer: the three digests isValidSignature is asked, the entry points' calldata with bytes signatures, the registration event", () => {
@@ -539,7 +668,7 @@ describe("protocol specification vectors (docs/protocol.md)", function () {
         checked++;
       }
     }
-    expect(checked).to.equal(10);
+    expect(checked).to.equal(12);
     // The wire forms of the channel artifacts, against the packet and package schemas' definitions.
     const wire: Array<[SchemaName, string, unknown]> = [
       ["packet", "signedPaymentTicket", { ticket: V.paymentTicket.ticket, signature: V.paymentTicket.signature }],
