@@ -41,7 +41,58 @@ type RawStepRow = { ticket: Buffer; terms: bigint; receipt: Buffer | null; polic
 const STEP_COLUMNS = `s.seq, s.ticket, t.value AS terms, s.receipt, p.value AS policy, s.leaf
        FROM steps s JOIN interned t ON t.id = s.terms LEFT JOIN interned p ON p.id = s.policy`;
 
-export function prepareStatements(db: Database.Database) {
+/**
+ * The prepared statements, typed by hand so that the declaration emitted for this module can name them
+ * (better-sqlite3's statement interface lives in a namespace its types do not export).
+ */
+export type Statements = {
+upsertChannel: Database.Statement<[string, string, string, string, string], unknown>;
+  updateChannel: Database.Statement<[string | null, string | null, string], unknown>;
+  channelExists: Database.Statement<[string], number>;
+  getChannel: Database.Statement<[string], ChannelRow>;
+  listChannels: Database.Statement<[{ role: string | null; status: string | null; }], ChannelRow>;
+  insertChannelNumber: Database.Statement<[string], unknown>;
+  channelNo: Database.Statement<[string], bigint>;
+  internedId: Database.Statement<[Buffer], bigint>;
+  intern: Database.Statement<[Buffer], unknown>;
+  insertTicket: Database.Statement<[bigint, bigint, Buffer, bigint], unknown>;
+  upsertStep: Database.Statement<[bigint, bigint, Buffer, bigint, Buffer, bigint, Buffer], unknown>;
+  rawStep: Database.Statement<[bigint, bigint], RawStepRow>;
+  getStep: Database.Statement<[bigint, bigint], StepRow>;
+  latestTicket: Database.Statement<[bigint], StepRow>;
+  latestSeq: Database.Statement<[bigint], bigint>;
+  steps: Database.Statement<[bigint, bigint, number], StepRow>;
+  leaves: Database.Statement<[bigint], Buffer>;
+  leavesAfter: Database.Statement<[bigint, bigint, number], { seq: bigint; receipt: Buffer; leaf: Buffer; }>;
+  insertAccumulatorState: Database.Statement<[bigint, number, bigint, Buffer, string], unknown>;
+  hasAccumulatorState: Database.Statement<[bigint], number>;
+  latestAccumulatorState: Database.Statement<[bigint], AccumulatorRow>;
+  accumulatorStateAtMost: Database.Statement<[bigint, number], AccumulatorRow>;
+  latestAnsweredStep: Database.Statement<[bigint], StepRow>;
+  receiptCount: Database.Statement<[bigint], number>;
+  getPruned: Database.Statement<[string], { pruned_at: bigint; archive: string; }>;
+  deleteChannel: Database.Statement<[{ no: bigint; id: string; }], unknown>[];
+  insertPruned: Database.Statement<[string, bigint, string], unknown>;
+  insertCommit: Database.Statement<[string, string, string, string], unknown>;
+  getCommit: Database.Statement<[string, string, string], string>;
+  latestCommit: Database.Statement<[string, string], { leaf_count: string; signed_commit: string; }>;
+  upsertClosing: Database.Statement<[string, string], unknown>;
+  getClosing: Database.Statement<[string], string>;
+  insertCooperativeClose: Database.Statement<[string, string], unknown>;
+  getCooperativeClose: Database.Statement<[string], string>;
+  insertFaultStatement: Database.Statement<[string, string, string], unknown>;
+  getFaultStatement: Database.Statement<[string, string], string>;
+  insertResult: Database.Statement<[string, string, string, string], unknown>;
+  getResult: Database.Statement<[string, string], { request: string; output: string; }>;
+  results: Database.Statement<[string, string, number], { seq: string; request: string; output: string; }>;
+  insertGrant: Database.Statement<[string, string, string], unknown>;
+  grants: Database.Statement<[string], { key: string; grant: string; }>;
+  grantsOfKey: Database.Statement<[string, string], { key: string; grant: string; }>;
+  upsertCursor: Database.Statement<[string, string], unknown>;
+  getCursor: Database.Statement<[string], string>;
+};
+
+export function prepareStatements(db: Database.Database): Statements {
   return {
     upsertChannel: db.prepare<[string, string, string, string, string]>(
       `INSERT INTO channels (session_id, role, status, deposit, channel) VALUES (?, ?, ?, ?, ?)
@@ -154,7 +205,6 @@ export function prepareStatements(db: Database.Database) {
   };
 }
 
-export type Statements = ReturnType<typeof prepareStatements>;
 
 export function depositText(deposit: bigint, path: string): string {
   return uintToJson(expectUint(uintToJson(deposit), path, 128));
