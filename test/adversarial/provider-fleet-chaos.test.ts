@@ -52,6 +52,8 @@ const CALL_PATIENCE_MS = 4_000;
 const FINAL_DEADLINE_MS = 60_000;
 /** Errors that would mean two receipts for one seq reached a payer. */
 const CONFLICTS = ["ReceiptConflictError", "TicketConflictError", "ReceiptMismatchError"];
+/** The test's own database connections; the chaos kills every other connection to the fleet's database. */
+const ADMIN_APPLICATION = "ioi-fleet-chaos-test";
 
 async function chaosFixture() {
   const fx = await escrowFixture();
@@ -97,16 +99,25 @@ describe("provider fleet chaos: SIGKILL, SIGSTOP/SIGCONT, restarts and killed da
     const start = () =>
       startProviderChild({ rpcUrl: rpc!.url, escrow: fx.escrow.address, db, price: PRICE, key: PROVIDER_KEY, children, startDeadlineMs: START_DEADLINE_MS });
     const live: ProviderProcess[] = await Promise.all(Array.from({ length: PROCESSES }, start));
-    // A pool: the payers read the endpoints concurrently; a connection of its own killed by the chaos is replaced.
-    const admin = new pg.Pool({ connectionString: db, max: 2 });
+    // A pool: the payers read the endpoints concurrently. Its connections carry a name the chaos spares: the
+    // test's own reads are not under test, and a read cut off by the chaos would otherwise end a payer's loop.
+    const admin = new pg.Pool({ connectionString: db, max: 2, application_name: ADMIN_APPLICATION });
     admin.on("error", () => undefined);
     closers.push(() => admin.end());
     const log: string[] = [];
 
     // The endpoints the fleet publishes: what a payer resumes on.
+    // A read that fails anyway (a connection the server dropped) is retried.
     const endpoints = async (): Promise<number[]> => {
-      const rows = await admin.query<{ endpoint: string }>("SELECT endpoint FROM endpoints WHERE seen_at > now() - interval '20 seconds'");
-      return rows.rows.map((r) => Number(r.endpoint.split(":").pop()));
+      for (;;) {
+        try {
+          const rows = await admin.query<{ endpoint: string }>("SELECT endpoint FROM endpoints WHERE seen_at > now() - interval '20 seconds'");
+          return rows.rows.map((r) => Number(r.endpoint.split(":").pop()));
+        } catch (error) {
+          log.push(`endpoints read failed: ${(error as Error).message}`);
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      }
     };
 
     // Payers: each streams on its channel until the chaos ends, resuming on another endpoint whenever stuck.
@@ -178,7 +189,8 @@ describe("provider fleet chaos: SIGKILL, SIGSTOP/SIGCONT, restarts and killed da
         await new Promise((r) => setTimeout(r, prng.int(500, 3000)));
         victim.child.kill("SIGCONT");
       } else {
-        const killed = await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()");
+        const others = "datname = current_database() AND application_name <> $1";
+        const killed = await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE ${others}`, [ADMIN_APPLICATION]);
         dbKills++;
         log.push(`db kill ${killed.rowCount}`);
       }
