@@ -21,7 +21,6 @@ import type { AddressInfo } from "node:net";
 
 import Database from "better-sqlite3";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import {
   CallToolRequestSchema,
   ErrorCode,
@@ -426,43 +425,14 @@ export class McpGateway {
     return { url: `http://${host}:${bound}/mcp`, port: bound };
   }
 
-  async #onHttp(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const fail = (status: number, message: string): void => {
-      if (res.headersSent) {
-        res.end();
-        return;
-      }
-      res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: ErrorCode.InvalidRequest, message } }));
-    };
-    try {
-      if (!req.url || new URL(req.url, "http://localhost").pathname !== "/mcp") return fail(404, "The MCP endpoint is /mcp.");
-      const sessionHeader = req.headers["mcp-session-id"];
-      const existing = typeof sessionHeader === "string" ? this.#httpSessions.use(sessionHeader) : undefined;
-      let body: unknown;
-      if (req.method === "POST") {
-        const bytes = await readBody(req, MAX_HOST_REQUEST_BYTES);
-        if (bytes === undefined) return fail(413, `The request is larger than ${MAX_HOST_REQUEST_BYTES} bytes; it was not read.`);
-        try {
-          body = JSON.parse(bytes.toString("utf8"));
-        } catch {
-          return fail(400, "The request body is not JSON.");
-        }
-      }
-      if (existing) return await existing.handleRequest(req, res, body);
-      if (typeof sessionHeader === "string") return fail(404, "The MCP session is unknown (the gateway restarted?); initialize again.");
-      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: () => randomUUID(),
-        onsessioninitialized: (id) => this.#httpSessions.add(id, transport),
-      });
-      transport.onclose = () => {
-        if (transport.sessionId) this.#httpSessions.forget(transport.sessionId);
-      };
-      await this.server().connect(transport);
-      await transport.handleRequest(req, res, body);
-    } catch (error) {
-      this.parameters.log?.(`http request failed: ${messageOf(error)}`);
-      fail(500, "The gateway could not serve this request.");
-    }
+  #onHttp(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    return this.#httpSessions.serve(req, res, {
+      maxBytes: MAX_HOST_REQUEST_BYTES,
+      server: () => this.server(),
+      unknownSession: "The MCP session is unknown (the gateway restarted?); initialize again.",
+      failure: "The gateway could not serve this request.",
+      onError: (error) => this.parameters.log?.(`http request failed: ${messageOf(error)}`),
+    });
   }
 
   async stop(): Promise<void> {
@@ -517,24 +487,4 @@ function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promi
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new GatewayRefusedError(message)), ms)));
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-/** The body, or undefined once it passes `limit` bytes (the rest is not read). */
-function readBody(req: IncomingMessage, limit: number): Promise<Buffer | undefined> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on("data", (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
-        req.removeAllListeners("data");
-        req.resume();
-        resolve(undefined);
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.once("end", () => resolve(size > limit ? undefined : Buffer.concat(chunks)));
-    req.once("error", reject);
-  });
 }

@@ -15,12 +15,10 @@
  *   is answered like an unpaid call, with the refusal as the `PaymentRequired`'s `error` (one sentence); nothing ran
  *   and nothing is charged.
  */
-import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
 import type { Address } from "viem";
 
@@ -131,43 +129,14 @@ export class X402McpEndpoint {
     return { isError: true, content: [{ type: "text", text: `${message} (charged ${receipt.receipt.metering.amount}; receipt seq ${receipt.receipt.seq})` }], _meta: { [X402_PAYMENT_RESPONSE_META]: response as unknown as JsonObject } };
   }
 
-  async #onHttp(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const fail = (status: number, message: string): void => {
-      if (res.headersSent) {
-        res.end();
-        return;
-      }
-      res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: ErrorCode.InvalidRequest, message } }));
-    };
-    try {
-      if (!req.url || new URL(req.url, "http://localhost").pathname !== "/mcp") return fail(404, "The MCP endpoint is /mcp.");
-      const header = req.headers["mcp-session-id"];
-      const existing = typeof header === "string" ? this.#sessions.use(header) : undefined;
-      let body: unknown;
-      if (req.method === "POST") {
-        const bytes = await readBody(req, MAX_X402_REQUEST_BYTES);
-        if (bytes === undefined) return fail(413, `The request is larger than ${MAX_X402_REQUEST_BYTES} bytes; it was not read.`);
-        try {
-          body = JSON.parse(bytes.toString("utf8"));
-        } catch {
-          return fail(400, "The request body is not JSON.");
-        }
-      }
-      if (existing) return await existing.handleRequest(req, res, body);
-      if (typeof header === "string") return fail(404, "The MCP session is unknown (the provider restarted?); initialize again.");
-      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: () => randomUUID(),
-        onsessioninitialized: (id) => this.#sessions.add(id, transport),
-      });
-      transport.onclose = () => {
-        if (transport.sessionId) this.#sessions.forget(transport.sessionId);
-      };
-      await this.#server().connect(transport);
-      await transport.handleRequest(req, res, body);
-    } catch (error) {
-      this.parameters.log?.(`x402 MCP request failed: ${sentence(error)}`);
-      fail(500, "The provider could not serve this request.");
-    }
+  #onHttp(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    return this.#sessions.serve(req, res, {
+      maxBytes: MAX_X402_REQUEST_BYTES,
+      server: () => this.#server(),
+      unknownSession: "The MCP session is unknown (the provider restarted?); initialize again.",
+      failure: "The provider could not serve this request.",
+      onError: (error) => this.parameters.log?.(`x402 MCP request failed: ${sentence(error)}`),
+    });
   }
 
   async stop(): Promise<void> {
@@ -179,24 +148,4 @@ export class X402McpEndpoint {
 function sentence(error: unknown): string {
   const e = error as BaseError & { message?: string };
   return (e.shortMessage ?? e.message ?? String(error)).split("\n")[0]!.replace(/^MCP error -?\d+: /, "");
-}
-
-/** The body, or undefined once it passes `limit` bytes (the rest is not read). */
-function readBody(req: IncomingMessage, limit: number): Promise<Buffer | undefined> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on("data", (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
-        req.removeAllListeners("data");
-        req.resume();
-        resolve(undefined);
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.once("end", () => resolve(size > limit ? undefined : Buffer.concat(chunks)));
-    req.once("error", reject);
-  });
 }
