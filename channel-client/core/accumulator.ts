@@ -11,7 +11,7 @@
  * the root: fold them from the lowest level upward. That is why the root needs O(log n) hashes
  * without rebuilding anything, and why a party that only needs the root can keep just the peaks.
  */
-import { bytesToHex, hexToBytes } from "viem";
+import { hexToBytes } from "viem";
 import type { Hex } from "viem";
 import { InvalidFieldError, InvalidHexError, LeafIndexOutOfRangeError } from "./errors";
 import { keccak256Bytes } from "./keccak";
@@ -83,7 +83,17 @@ function foldPeaks(peaks: readonly Uint8Array[]): Uint8Array | undefined {
 
 function rootHex(peaks: readonly Uint8Array[]): Hex {
   const root = foldPeaks(peaks);
-  return root === undefined ? EMPTY_ROOT : bytesToHex(root);
+  return root === undefined ? EMPTY_ROOT : nodeHex(root);
+}
+
+/** A 32-byte node as 0x-prefixed lowercase hex (Node's native encoder: the hot path's roots and peaks). */
+function nodeHex(node: Uint8Array): Hex {
+  return `0x${Buffer.from(node.buffer, node.byteOffset, NODE_BYTES).toString("hex")}`;
+}
+
+/** Peaks given as bytes (`RootAccumulator.peakNodes`) in the hex form `peaks()` gives. */
+export function peaksHex(nodes: readonly Uint8Array[]): Hex[] {
+  return nodes.map(nodeHex);
 }
 
 /**
@@ -149,7 +159,7 @@ export class ReceiptAccumulator {
   /** The leaf at `index`, so a caller can pair a proof with the exact bytes it proves. */
   leaf(index: number): Hex {
     this.#checkIndex(index);
-    return bytesToHex(this.#node(0, index));
+    return nodeHex(this.#node(0, index));
   }
 
   /**
@@ -177,7 +187,7 @@ export class ReceiptAccumulator {
    * `RootAccumulator` keeps, so the payee can hand it to a party that only tracks roots.
    */
   peaks(): Hex[] {
-    return this.#peakNodes(this.#size).map((peak) => bytesToHex(peak));
+    return this.#peakNodes(this.#size).map(nodeHex);
   }
 
   /**
@@ -201,8 +211,8 @@ export class ReceiptAccumulator {
       const completed = completedAt(size, level);
       if (completed + (tail === undefined ? 0 : 1) <= 1) break; // this level is the root
       const sibling = position % 2 === 0 ? position + 1 : position - 1;
-      if (sibling < completed) proof.push(bytesToHex(this.#node(level, sibling)));
-      else if (sibling === completed && tail !== undefined) proof.push(bytesToHex(tail));
+      if (sibling < completed) proof.push(nodeHex(this.#node(level, sibling)));
+      else if (sibling === completed && tail !== undefined) proof.push(nodeHex(tail));
       if (completed % 2 === 1) {
         const peak = this.#node(level, completed - 1);
         tail = tail === undefined ? peak : hashNodes(peak, 0, tail, 0);
@@ -326,7 +336,15 @@ export class RootAccumulator {
 
   /** The peaks, lowest level first, in the same form `ReceiptAccumulator.peaks` gives. */
   peaks(): Hex[] {
-    return this.#peakNodes().map((peak) => bytesToHex(peak));
+    return this.#peakNodes().map(nodeHex);
+  }
+
+  /**
+   * The peaks as bytes, lowest level first: no copy of a node, because a peak is never written after it is
+   * made (an append replaces peaks, it does not modify them). For `PrefixRootAccumulator`'s window.
+   */
+  peakNodes(): readonly Uint8Array[] {
+    return this.#peakNodes();
   }
 
   /** The whole state; `size` is a decimal string because counters in channel artifacts never are JSON numbers. */
@@ -368,8 +386,10 @@ export type PrefixPeaksLookup = (size: number) => readonly Hex[] | undefined;
  */
 export class PrefixRootAccumulator {
   readonly #current: RootAccumulator;
-  /** size → peaks of that prefix (hex), for the newest `#window` sizes. */
-  readonly #recent = new Map<number, Hex[]>();
+  /** size → peaks of that prefix (bytes, shared with the accumulator's), for the newest `#window` sizes. */
+  readonly #recent = new Map<number, readonly Uint8Array[]>();
+  /** The current peaks as hex, made once per size: the state every step persists asks for them. */
+  #peaksHex: Hex[] | undefined;
   readonly #window: number;
   readonly #olderPeaks: PrefixPeaksLookup | undefined;
 
@@ -379,7 +399,7 @@ export class PrefixRootAccumulator {
     if (!Number.isSafeInteger(window) || window < 1) throw new InvalidFieldError("window", "a positive integer", window);
     this.#window = window;
     this.#olderPeaks = options.olderPeaks;
-    this.#recent.set(this.#current.size, this.#current.peaks());
+    this.#recent.set(this.#current.size, this.#current.peakNodes());
   }
 
   get size(): number {
@@ -390,8 +410,9 @@ export class PrefixRootAccumulator {
   append(leaf: Hex | Uint8Array): number {
     const index = this.#current.append(leaf);
     const size = index + 1;
-    this.#recent.set(size, this.#current.peaks());
+    this.#recent.set(size, this.#current.peakNodes());
     this.#recent.delete(size - this.#window - 1);
+    this.#peaksHex = undefined;
     return index;
   }
 
@@ -399,12 +420,19 @@ export class PrefixRootAccumulator {
     return this.#current.root();
   }
 
+  /** The current peaks as bytes, lowest level first (see `RootAccumulator.peakNodes`: never to be modified). */
+  peakNodes(): readonly Uint8Array[] {
+    return this.#recent.get(this.size) ?? this.#current.peakNodes();
+  }
+
+  /** The current peaks as hex (a fresh array; the strings are shared with the next call at the same size). */
   peaks(): Hex[] {
-    return this.#current.peaks();
+    this.#peaksHex ??= this.#current.peaks();
+    return [...this.#peaksHex];
   }
 
   toJSON(): { size: string; peaks: Hex[] } {
-    return this.#current.toJSON();
+    return { size: String(this.size), peaks: this.peaks() };
   }
 
   /**
@@ -415,7 +443,9 @@ export class PrefixRootAccumulator {
   prefixRoot(size: number): Hex {
     if (!Number.isInteger(size) || size < 0 || size > this.size) throw new LeafIndexOutOfRangeError(size, this.size + 1);
     if (size === 0) return EMPTY_ROOT;
-    const peaks = this.#recent.get(size) ?? this.#olderPeaks?.(size);
+    const recent = this.#recent.get(size);
+    if (recent !== undefined) return rootHex(recent);
+    const peaks = this.#olderPeaks?.(size);
     if (peaks === undefined) {
       throw new InvalidFieldError("size", `a prefix of the last ${this.#window} receipts (older peaks were not kept)`, size);
     }

@@ -9,8 +9,8 @@ import { canon, parseJson } from "./canonical";
 import { BindingMismatchError, InvalidFieldError } from "./errors";
 import { signedFaultStatementFromJson, signedFaultStatementToJson, type SignedFaultStatement } from "./fault-statement";
 import { receiptCommitToJson, signedReceiptCommitFromJson, type SignedReceiptCommit } from "./receipt-commit";
-import { canonicalSignedReceiptText, signedSessionReceiptFromJson, signedSessionReceiptToJson, type SignedSessionReceipt } from "./receipt";
-import { canonicalSignedTicketText, signedPaymentTicketFromJson, signedPaymentTicketToJson, type SignedPaymentTicket } from "./ticket";
+import { canonicalSignedReceiptText, signedSessionReceiptOf, signedSessionReceiptToJson, type SignedSessionReceipt, type SignedSessionReceiptJson } from "./receipt";
+import { canonicalSignedTicketText, signedPaymentTicketOf, signedPaymentTicketToJson, type SignedPaymentTicket, type SignedPaymentTicketJson } from "./ticket";
 import { assertMatchesSchema } from "./schemas";
 import { expectUint, uintToJson, type JsonObject } from "./validate";
 
@@ -53,9 +53,22 @@ export type ReceiptCommitPacket = Envelope<"PKT_RECEIPT_COMMIT"> & { payload: { 
 export type Packet = LeaseIssuePacket | ActionInvokePacket | ActionResultPacket | ReceiptCommitPacket;
 
 
-/** Serialises a packet as canonical JSON, so equal packets are equal bytes. */
-export function encodePacket(packet: Packet): string {
-  return hotPacketText(packet) ?? canon(packetToJson(packet));
+/**
+ * Serialises a packet as canonical JSON, so equal packets are equal bytes. `mcpText`, when the caller has it, is
+ * `canon(packet.payload.mcp)` already written (the payer hashed it for the ticket, the provider wrote the result
+ * it receipted): the MCP message is then not serialised a second time.
+ */
+export function encodePacket(packet: Packet, mcpText?: string): string {
+  return hotPacketText(packet, mcpText) ?? canon(packetToJson(packet));
+}
+
+/**
+ * `canon({ jsonrpc: "2.0", id, result })` for a result whose canonical text is `resultText` already: the MCP message
+ * of a paid call's answer, written around the output the receipt binds (RFC 8785 orders the keys "id" < "jsonrpc"
+ * < "result"). `packets.test` proves it equal to `canon` of the object.
+ */
+export function resultMcpText(id: unknown, resultText: string): string {
+  return `{"id":${canon(id)},"jsonrpc":"2.0","result":${resultText}}`;
 }
 
 const LOWER_HASH = /^0x[0-9a-f]{64}$/;
@@ -88,7 +101,7 @@ const plainString = (value: unknown): value is string => typeof value === "strin
  * not know — `policy`, a future field — or a value the generic path would refuse) returns undefined and the
  * generic path serialises it. `packets.test` proves both paths give the same bytes.
  */
-function hotPacketText(packet: Packet): string | undefined {
+function hotPacketText(packet: Packet, mcpText?: string): string | undefined {
   if (packet.pkt_version !== "1" || !plainString(packet.issued_at) || typeof packet.session_id !== "string" || !LOWER_HASH.test(packet.session_id)) {
     return undefined;
   }
@@ -103,7 +116,7 @@ function hotPacketText(packet: Packet): string | undefined {
     const ticket = canonicalSignedTicketText(payload.ticket);
     if (ticket === undefined) return undefined;
     const leafCount = payload.leaf_count === undefined ? "" : `"leaf_count":${JSON.stringify(payload.leaf_count)},`;
-    const mcp = canon(payload.mcp);
+    const mcp = mcpText ?? canon(payload.mcp);
     if (!shallow(mcp)) return undefined;
     return (
       `{"issued_at":${JSON.stringify(packet.issued_at)},${leaseText}"packet_type":"PKT_ACTION_INVOKE",` +
@@ -115,7 +128,7 @@ function hotPacketText(packet: Packet): string | undefined {
     if (!onlyKeys(packet, RESULT_KEYS) || !onlyKeys(payload, RESULT_PAYLOAD_KEYS) || !plainString(packet.action_result_id)) return undefined;
     const receipt = canonicalSignedReceiptText(payload.receipt);
     if (receipt === undefined) return undefined;
-    const mcp = canon(payload.mcp);
+    const mcp = mcpText ?? canon(payload.mcp);
     if (!shallow(mcp)) return undefined;
     return (
       `{"action_result_id":${JSON.stringify(packet.action_result_id)},"issued_at":${JSON.stringify(packet.issued_at)},${leaseText}` +
@@ -182,7 +195,8 @@ export function packetFromJson(raw: unknown): Packet {
     case "PKT_LEASE_ISSUE":
       return { ...envelope, packet_type: head.packet_type, ...optionalId("tenant_id"), payload: { mcp } };
     case "PKT_ACTION_INVOKE": {
-      const ticket = signedPaymentTicketFromJson(payload.ticket, "packet.payload.ticket");
+      // The packet schema checked the ticket whole (`signedPaymentTicket`): converted only.
+      const ticket = signedPaymentTicketOf(payload.ticket as SignedPaymentTicketJson);
       assertSameSession(envelope.session_id, ticket.ticket.sessionId, "ticket");
       const leafCount =
         payload.leaf_count === undefined
@@ -191,7 +205,8 @@ export function packetFromJson(raw: unknown): Packet {
       return { ...envelope, packet_type: head.packet_type, ...optionalId("lease_id"), payload: { mcp, ticket, ...leafCount } };
     }
     case "PKT_ACTION_RESULT": {
-      const receipt = signedSessionReceiptFromJson(payload.receipt, "packet.payload.receipt");
+      // The packet schema checked the receipt whole (`signedSessionReceipt`): converted only.
+      const receipt = signedSessionReceiptOf(payload.receipt as SignedSessionReceiptJson);
       assertSameSession(envelope.session_id, receipt.receipt.sessionId, "receipt");
       const fault = payload.fault === undefined ? undefined : signedFaultStatementFromJson(payload.fault, "packet.payload.fault");
       if (fault) assertSameSession(envelope.session_id, fault.statement.sessionId, "fault statement");

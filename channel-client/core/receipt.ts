@@ -92,7 +92,14 @@ export function signedSessionReceiptToJson(signed: SignedSessionReceipt): Signed
 
 export function signedSessionReceiptFromJson(value: unknown, path = "SignedSessionReceipt"): SignedSessionReceipt {
   assertMatchesSchema("packet", value, path, "signedSessionReceipt");
-  const o = value as SignedSessionReceiptJson;
+  return signedSessionReceiptOf(value as SignedSessionReceiptJson);
+}
+
+/**
+ * A signed receipt from JSON that a schema embedding `signedSessionReceipt` already accepted (a packet's, in
+ * `packetFromJson`): converted, not validated a second time (issue 31 item 5, the hot path).
+ */
+export function signedSessionReceiptOf(o: SignedSessionReceiptJson): SignedSessionReceipt {
   return { receipt: sessionReceiptOf(o.receipt), signature: o.signature };
 }
 

@@ -74,7 +74,14 @@ export function signedPaymentTicketToJson(signed: SignedPaymentTicket): SignedPa
 
 export function signedPaymentTicketFromJson(value: unknown, path = "SignedPaymentTicket"): SignedPaymentTicket {
   assertMatchesSchema("packet", value, path, "signedPaymentTicket");
-  const o = value as SignedPaymentTicketJson;
+  return signedPaymentTicketOf(value as SignedPaymentTicketJson);
+}
+
+/**
+ * A signed ticket from JSON that a schema embedding `signedPaymentTicket` already accepted (a packet's, in
+ * `packetFromJson`): converted, not validated a second time (issue 31 item 5, the hot path).
+ */
+export function signedPaymentTicketOf(o: SignedPaymentTicketJson): SignedPaymentTicket {
   return { ticket: paymentTicketOf(o.ticket), signature: o.signature };
 }
 

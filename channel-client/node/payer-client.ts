@@ -9,7 +9,7 @@
 import type { Address, Hex, LocalAccount } from "viem";
 
 import { ReceiptAccumulator } from "../core/accumulator";
-import { canonBytes } from "../core/canonical";
+import { canon } from "../core/canonical";
 import { keccak256Hex } from "../core/keccak";
 import type { GasEscrowDomain } from "../core/eip712";
 import { BaseError, ReceiptMismatchError } from "../core/errors";
@@ -92,7 +92,7 @@ export async function faultStatementOf(packet: ActionResultPacket, failed: boole
   return fault;
 }
 
-const textDecoder = new TextDecoder();
+const utf8 = new TextEncoder();
 
 /** A failed call's JSON-RPC error as the provider sent it (receipted, charged 0). */
 export type InvocationError = { code: number; message: string; data?: JsonObject };
@@ -302,7 +302,9 @@ export class PayerClient {
     const replayed = mcp.error?.code === REPLAYED_RESULT_CODE;
     // A failed call (worker crash, timeout, a JSON-RPC error) is receipted over `{ error }` and charged 0.
     const failed = !replayed && mcp.error !== undefined && mcp.result === undefined;
-    const output = replayed ? undefined : failed ? canonBytes({ error: mcp.error! }) : mcp.result === undefined ? undefined : canonBytes(mcp.result);
+    // The output's canonical text: its UTF-8 bytes are what the receipt's outputHash binds, the text is what is kept.
+    const outputText = replayed ? undefined : failed ? canon({ error: mcp.error! }) : mcp.result === undefined ? undefined : canon(mcp.result);
+    const output = outputText === undefined ? undefined : utf8.encode(outputText);
     if (!replayed && output === undefined) throw new ReceiptMismatchError(`Result ${packet.action_result_id} carries neither a result, an error nor a replay marker.`);
     const fault = await faultStatementOf(packet, failed, this.parameters.channel.ref.terms.provider);
     const step = await this.session.acceptReceipt(packet.payload.receipt, output, failed);
@@ -317,8 +319,8 @@ export class PayerClient {
     const request = this.#requests.get(step.seq);
     this.#requests.delete(step.seq);
     const resultWrite =
-      output !== undefined && request !== undefined
-        ? this.parameters.store.putResult(this.parameters.channel.sessionId, { seq: step.seq, request, output: textDecoder.decode(output) })
+      outputText !== undefined && request !== undefined
+        ? this.parameters.store.putResult(this.parameters.channel.sessionId, { seq: step.seq, request, output: outputText })
         : undefined;
     const stepWrite = this.parameters.store.putStep(this.parameters.channel.sessionId, step);
     const durable = faultWrite || resultWrite ? Promise.all([faultWrite, resultWrite, stepWrite]).then(() => undefined) : stepWrite;
@@ -341,7 +343,8 @@ export class PayerClient {
     );
   }
 
-  async #sendTicket(signed: SignedPaymentTicket, request: JsonObject | undefined, leafCount: number | undefined): Promise<void> {
+  /** `requestText`: canon(request), when the caller wrote it already (it hashed it for the ticket). */
+  async #sendTicket(signed: SignedPaymentTicket, request: JsonObject | undefined, leafCount: number | undefined, requestText?: string): Promise<void> {
     const packet: ActionInvokePacket = {
       pkt_version: "1",
       packet_type: "PKT_ACTION_INVOKE",
@@ -353,7 +356,7 @@ export class PayerClient {
         ...(leafCount === undefined ? {} : { leaf_count: String(leafCount) }),
       },
     };
-    await this.#connection.send(encodeMessage(packet));
+    await this.#connection.send(encodeMessage(packet, request === undefined ? undefined : requestText));
   }
 
   /**
@@ -372,14 +375,15 @@ export class PayerClient {
     // If the connection fails before this ticket is sent, #fail rejects `outcome` while the caller gets the
     // send's error below and never awaits it: mark it handled so the process does not die of it.
     outcome.catch(() => undefined);
-    const input = canonBytes(request);
-    if (this.parameters.keepResults !== false) this.#requests.set(seq, textDecoder.decode(input));
+    const text = canon(request);
+    const input = utf8.encode(text);
+    if (this.parameters.keepResults !== false) this.#requests.set(seq, text);
     const next = this.session.nextTicket(input, request);
     // The ticket leaves as soon as it is signed, in seq order, and is stored with its receipt, in one row
     // write: the payer does not wait on its own disk (decision 0009, issue 15). The receipt counts only once
     // that write is durable. A crash before it loses only tickets the provider may hold, and `connect` takes
     // every step the provider answered back from it; a ticket the provider never answered is owed nothing.
-    const sent = this.#outbox.then(() => next).then((n) => this.#sendTicket(n.signed, request, n.leafCount));
+    const sent = this.#outbox.then(() => next).then((n) => this.#sendTicket(n.signed, request, n.leafCount, text));
     this.#outbox = sent.catch(() => undefined);
     try {
       await sent;
@@ -530,7 +534,7 @@ export class PayerClient {
     const answer = await this.#request({ type: "result.request", seq });
     if (isPacket(answer) || answer.type !== "result" || answer.seq !== seq) throw new BaseError(`The provider did not answer the request for the output of seq ${seq}.`);
     if (answer.output === null) return undefined;
-    const hash = keccak256Hex(new TextEncoder().encode(answer.output));
+    const hash = keccak256Hex(utf8.encode(answer.output));
     if (hash !== step.receipt.receipt.outputHash) {
       throw new ReceiptMismatchError(`The output the provider sent for seq ${seq} hashes to ${hash}; its receipt binds ${step.receipt.receipt.outputHash}.`);
     }

@@ -147,8 +147,9 @@ export function isPacket(message: NodeMessage): message is Packet {
 
 const utf8 = new TextEncoder();
 
-export function encodeMessage(message: NodeMessage): Uint8Array {
-  if (isPacket(message)) return utf8.encode(encodePacket(message));
+/** `mcpText`: a packet's MCP message already in canonical form (see `encodePacket`). */
+export function encodeMessage(message: NodeMessage, mcpText?: string): Uint8Array {
+  if (isPacket(message)) return utf8.encode(encodePacket(message, mcpText));
   return utf8.encode(canon(controlToJson(message)));
 }
 

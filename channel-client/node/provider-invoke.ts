@@ -3,17 +3,20 @@
  * checked, the work run, the step (and kept output) written, and the answer released only once they are durable.
  */
 import { CHANNEL_PHASES, gasEscrowAbi } from "../chain/escrow";
-import { canonBytes } from "../core/canonical";
+import { canon } from "../core/canonical";
 import { ChannelNotOpenError, DepositExceededError, type BaseError } from "../core/errors";
 import { faultCodeOf, signFaultStatement, type SignedFaultStatement } from "../core/fault-statement";
-import type { ActionInvokePacket, ActionResultPacket } from "../core/packets";
+import { resultMcpText, type ActionInvokePacket, type ActionResultPacket } from "../core/packets";
 import type { SessionReceipt } from "../core/receipt";
 import type { JsonObject } from "../core/validate";
 import type { NodeMessage } from "./protocol";
 import { REPLAYED_RESULT_CODE, type Bound, type McpError, type ProviderContext } from "./provider-node-types";
 import { StreamRefusedError } from "./stream-service";
 
-export async function invoke(ctx: Pick<ProviderContext, "parameters" | "after" | "fail" | "advance">, b: Bound, packet: ActionInvokePacket, send: (m: NodeMessage) => Promise<void>, drop: () => void): Promise<void> {
+const utf8 = new TextEncoder();
+const fromUtf8 = new TextDecoder();
+
+export async function invoke(ctx: Pick<ProviderContext, "parameters" | "after" | "fail" | "advance">, b: Bound, packet: ActionInvokePacket, send: (m: NodeMessage, mcpText?: string) => Promise<void>, drop: () => void): Promise<void> {
   const { store } = ctx.parameters;
   const signed = packet.payload.ticket;
   const seq = signed.ticket.seq;
@@ -58,9 +61,11 @@ export async function invoke(ctx: Pick<ProviderContext, "parameters" | "after" |
     return reject(new StreamRefusedError(`Session ${b.record.sessionId} is a milestone stream (terms version 4): ticket seq ${seq} must come with a tranche request (stream.tranche), not an invocation.`));
   }
 
+  let request: string;
   let input: Uint8Array;
   try {
-    input = canonBytes(packet.payload.mcp);
+    request = canon(packet.payload.mcp);
+    input = utf8.encode(request);
   } catch (error) {
     return reject(error); // an mcp canonical JSON cannot hold (NaN, ±Infinity, a lone surrogate): typed refusal
   }
@@ -85,10 +90,10 @@ export async function invoke(ctx: Pick<ProviderContext, "parameters" | "after" |
   const metrics = ctx.parameters.metrics;
   metrics?.verifySeconds.observe((performance.now() - started) / 1000);
   const stored = performance.now();
+  // The output's canonical text: the bytes the receipt binds (`runHandler` writes them with canon).
+  const outputText = fromUtf8.decode(result.output);
   // The output first (decision 0033): writes are durable in order, so the step's durability implies it.
-  const kept = ctx.parameters.keepResults
-    ? store.putResult(b.record.sessionId, { seq, request: new TextDecoder().decode(input), output: new TextDecoder().decode(result.output) })
-    : undefined;
+  const kept = ctx.parameters.keepResults ? store.putResult(b.record.sessionId, { seq, request, output: outputText }) : undefined;
   const stepWrite = store.putStep(b.record.sessionId, result.step, result.state);
   const durable = kept ? Promise.all([kept, stepWrite]).then(() => undefined) : stepWrite;
   if (metrics) {
@@ -101,8 +106,10 @@ export async function invoke(ctx: Pick<ProviderContext, "parameters" | "after" |
     );
   }
   // A failed call's output is `{ error }` (charged nothing, decision 0022); a result is the result itself.
-  const output = (result.value ?? JSON.parse(new TextDecoder().decode(result.output))) as JsonObject;
+  const output = (result.value ?? JSON.parse(outputText)) as JsonObject;
   const answer = reply(result.charged ? { result: output } : output, result.step.receipt);
+  // A result's MCP message in canonical form, written around the output text instead of serialising the result again.
+  const mcpText = result.charged ? resultMcpText(packet.payload.mcp.id ?? null, outputText) : undefined;
   // Only a failed call carries a signed fault statement; a successful one signs nothing more.
   const fault = result.charged ? undefined : faultStatement(ctx, result.step.receipt.receipt, output.error as McpError | undefined);
   fault?.catch(() => undefined); // a signing failure surfaces in the answer chain below, not as an unhandled rejection
@@ -115,7 +122,7 @@ export async function invoke(ctx: Pick<ProviderContext, "parameters" | "after" |
       throw error;
     }
     if (fault) answer.payload.fault = await fault;
-    await send(answer);
+    await send(answer, mcpText);
   });
 }
 

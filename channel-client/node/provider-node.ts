@@ -209,7 +209,7 @@ export class ProviderNode {
   #serve(connection: SecureConnection): void {
     let bound: Bound | undefined;
     let binding = false;
-    const send = (message: NodeMessage) => connection.send(encodeMessage(message));
+    const send = (message: NodeMessage, mcpText?: string) => connection.send(encodeMessage(message, mcpText));
     // Issue 28 item 5: a connection that binds no channel in time is a stranger holding a slot.
     const bindTimeoutMs = this.parameters.bindTimeoutMs ?? DEFAULT_BIND_TIMEOUT_MS;
     const bindTimer = setTimeout(() => {

@@ -5,7 +5,7 @@
  */
 import type { Hex, LocalAccount } from "viem";
 
-import { PrefixRootAccumulator, type PrefixPeaksLookup } from "../core/accumulator";
+import { peaksHex, PrefixRootAccumulator, type PrefixPeaksLookup } from "../core/accumulator";
 import type { GasEscrowDomain, SignatureCheck } from "../core/eip712";
 import { BindingMismatchError, DepositExceededError, TicketUnderpaidError } from "../core/errors";
 import { receiptLeafFromHashes } from "../core/leaf";
@@ -261,7 +261,16 @@ export class ProviderSession {
     this.#latestGrant = grant;
     this.#prevReceiptHash = receiptHash;
     this.#charged += receipt.metering.amount;
-    const state: AccumulatorState = { leafCount: this.accumulator.size, peaks: this.accumulator.peaks(), charged: this.#charged };
+    // The peaks are written out as hex only if the store asks for them (it keeps a state every few receipts).
+    const nodes = this.accumulator.peakNodes();
+    let peaks: Hex[] | undefined;
+    const state: AccumulatorState = {
+      leafCount: this.accumulator.size,
+      charged: this.#charged,
+      get peaks() {
+        return (peaks ??= peaksHex(nodes));
+      },
+    };
     return { output, ...(value === undefined ? {} : { value }), charged, step: { seq: ticket.seq, ticket: signed, receipt: signedReceipt, leaf }, state };
   }
 

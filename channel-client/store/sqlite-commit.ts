@@ -4,11 +4,15 @@
  *
  * Group commit: every write checks its input, claims its keys and enqueues a closure, returning a
  * promise. The queue is committed in ONE immediate transaction, or at once when it holds `batchLimit` writes.
- * When is adaptive (issue 15): with no fsync in flight the queue is committed as soon as the code that
- * enqueued its first write is done (a microtask), so its fsync starts at once; while an fsync is in flight
- * the queue grows and is committed when that fsync ends, as it could not start syncing earlier anyway. An
- * idle node therefore waits for no turn of the event loop, and a busy one commits and fsyncs one batch per
- * fsync. Every promise of the batch resolves only after that COMMIT returned AND an `fdatasync` of the WAL
+ * When is adaptive (issue 15; issue 31 item 5): the queue is committed at the end of the turn of the event loop
+ * that enqueued its first write, unless the store committed within the last `coalesceMs` (it is busy). A busy
+ * store commits at the end of the first turn that added no write to the queue, or once it holds `coalesceOps`
+ * writes, or `coalesceMs` after its first write, whichever comes first. An idle node thus commits as soon as the
+ * code that wrote is done, and a busy one gathers the calls of several socket reads into one commit: a commit
+ * costs about the same few hundred µs of CPU (its WAL frames, their writes, the fsync) whether it carries 8 calls
+ * or 32, so a busy node's CPU per call falls when its batches grow past the 8 calls one fsync used to gather. A
+ * committed batch is fsynced as soon as no other fsync is in flight; one committed while an fsync runs waits for
+ * the next. Every promise of the batch resolves only after that COMMIT returned AND an `fdatasync` of the WAL
  * that started after it completed — so an acknowledged write survives a crash and a power loss — or every
  * one of them rejects with the same `StoreWriteError`. Durability costs one fsync per batch, not one per
  * ticket.
@@ -48,6 +52,12 @@ export type SqliteStoreStats = {
 
 type Waiter = { resolve: () => void; reject: (error: unknown) => void };
 
+/**
+ * When a batch that is still growing is committed anyway: at this many writes (a paid call is two, its step and its
+ * result), or this long after its first write. The delay bounds what coalescing adds to a call's latency.
+ */
+export const DEFAULT_COALESCE = { ops: 128, ms: 4 };
+
 /** The writes waiting for the next group commit, and the keys they claim (for conflict checks before commit). */
 export class Batch {
   readonly ops: Array<() => void> = [];
@@ -84,8 +94,15 @@ export class SqliteGroupCommit {
   readonly #batchLimit: number;
   readonly #stats: SqliteStoreStats = { commits: 0, failedCommits: 0, operations: 0, largestBatch: 0, syncs: 0 };
   #batch = new Batch();
-  /** A microtask will commit the pending batch (no fsync was in flight when its first write came). */
+  /** A check at the end of an event-loop turn will commit the pending batch unless it is still growing. */
   #commitQueued = false;
+  /** Writes the pending batch held at the last check, and when its first write came (performance.now()). */
+  #seenOps = 0;
+  #batchStarted = 0;
+  /** When the last batch committed (performance.now()); a store that committed within `coalesceMs` is busy. */
+  #lastCommitAt = Number.NEGATIVE_INFINITY;
+  readonly #coalesceOps: number;
+  readonly #coalesceMs: number;
   #closed = false;
   /** Waiters of committed batches whose WAL fsync has not started yet. */
   #unsynced: Waiter[] = [];
@@ -94,7 +111,7 @@ export class SqliteGroupCommit {
   /** File descriptor of the WAL, opened at the first sync; undefined for an in-memory store. */
   #walFd: number | undefined;
 
-  constructor(db: Database.Database, path: string, batchLimit: number, hooks: GroupCommitHooks) {
+  constructor(db: Database.Database, path: string, batchLimit: number, hooks: GroupCommitHooks, coalesce: { ops: number; ms: number } = DEFAULT_COALESCE) {
     this.#db = db;
     this.#path = path;
     this.#hooks = hooks;
@@ -102,6 +119,8 @@ export class SqliteGroupCommit {
       for (const op of ops) op();
     });
     this.#batchLimit = batchLimit;
+    this.#coalesceOps = Math.min(coalesce.ops, batchLimit);
+    this.#coalesceMs = coalesce.ms;
   }
 
   /** A snapshot of the commit counters. */
@@ -144,11 +163,11 @@ export class SqliteGroupCommit {
     const done = new Promise<void>((resolve, reject) => batch.waiters.push({ resolve, reject }));
     batch.ops.push(op);
     if (batch.ops.length >= this.#batchLimit) this.commit();
-    else if (this.#syncing === undefined && !this.#commitQueued) {
-      // The disk is idle: commit once the code enqueuing now is done, so the batch's fsync starts at once.
-      // Otherwise the running `#sync` commits the batch when its fsync ends (see the file comment).
+    else if (!this.#commitQueued) {
       this.#commitQueued = true;
-      queueMicrotask(this.#commitNow);
+      this.#seenOps = 0;
+      this.#batchStarted = performance.now();
+      setImmediate(this.#commitUnlessGrowing);
     }
     return done;
   }
@@ -165,7 +184,21 @@ export class SqliteGroupCommit {
     });
   }
 
-  readonly #commitNow = (): void => {
+  /** At the end of a turn: commits the batch unless that turn added writes to it and it may still wait (see the file comment). */
+  readonly #commitUnlessGrowing = (): void => {
+    const size = this.#batch.ops.length;
+    if (size === 0) {
+      this.#commitQueued = false; // committed meanwhile (its limit, whenCommitted's caller, close)
+      return;
+    }
+    const growing = size > this.#seenOps;
+    this.#seenOps = size;
+    const now = performance.now();
+    const busy = now - this.#lastCommitAt < this.#coalesceMs;
+    if (busy && growing && size < this.#coalesceOps && now - this.#batchStarted < this.#coalesceMs) {
+      setImmediate(this.#commitUnlessGrowing);
+      return;
+    }
     this.#commitQueued = false;
     this.commit();
   };
@@ -183,6 +216,8 @@ export class SqliteGroupCommit {
     const batch = this.#batch;
     if (batch.ops.length === 0) return false;
     this.#batch = new Batch();
+    this.#seenOps = 0;
+    this.#batchStarted = this.#lastCommitAt = performance.now();
     try {
       // IMMEDIATE takes the write lock up front, so a busy database fails here, before any write.
       this.#commitOps.immediate(batch.ops);
@@ -208,13 +243,11 @@ export class SqliteGroupCommit {
 
   /**
    * fdatasyncs the WAL on libuv's thread pool and then settles every waiter whose batch committed before
-   * the sync started; loops, committing the batch that grew meanwhile, until nothing waits. A failed sync rejects its waiters
+   * the sync started; loops while batches committed during an fsync wait for the next. A failed sync rejects its waiters
    * (their data may or may not be on disk, so nothing may act on it as acknowledged).
    */
   async #sync(): Promise<void> {
     for (;;) {
-      // The batch that grew while the previous fsync ran: writes enqueued then scheduled no commit of their own.
-      this.#commitBatch();
       if (this.#unsynced.length === 0) break;
       const waiters = this.#unsynced;
       this.#unsynced = [];

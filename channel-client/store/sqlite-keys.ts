@@ -31,6 +31,8 @@ export class SqliteKeys {
    */
   readonly #recentSteps = new Map<string, { ticket: string; receipt: string | undefined }>();
   readonly #topSeq = new Map<string, string>();
+  /** The highest seq key with a stored result, per session: a result above it needs no lookup (one query per ticket). */
+  readonly #topResult = new Map<string, string>();
   /**
    * Committed channel numbers by session id and interned ids by value (`provider + termsHash`, `policyHash +
    * model`): looked up inside a commit, cleared when a commit fails (its new rows were rolled back).
@@ -75,6 +77,20 @@ export class SqliteKeys {
     });
   }
 
+  /**
+   * Whether a result may already be stored for `seq` (a seq key) of session `id`: not when `seq` is above the
+   * session's highest stored result, which is every new call's case. A writer outside this store (another
+   * process on the same file) is still caught inside the commit.
+   */
+  resultMayExist(id: string, seq: string): boolean {
+    let top = this.#topResult.get(id);
+    if (top === undefined) {
+      top = this.#sql.latestResultSeq.get(id) ?? "";
+      this.#topResult.set(id, top);
+    }
+    return seq <= top; // seq keys have one width, so text order is numeric order
+  }
+
   /** Remembers a committed batch's steps for the next conflict checks (the newest few thousand). */
   noteCommitted(batch: Batch): void {
     for (const id of batch.deleted) this.forget(id);
@@ -90,6 +106,12 @@ export class SqliteKeys {
       if (receipt !== undefined || known !== undefined || fresh) this.#recentSteps.set(key, { ticket, receipt: receipt ?? known?.receipt });
       if (fresh) this.#topSeq.set(id, seq);
     }
+    for (const key of batch.results.keys()) {
+      const id = key.slice(0, key.indexOf(":"));
+      const seq = key.slice(id.length + 1);
+      const top = this.#topResult.get(id);
+      if (top !== undefined && seq > top) this.#topResult.set(id, seq);
+    }
     for (const key of this.#recentSteps.keys()) {
       if (this.#recentSteps.size <= RECENT_STEPS) break;
       this.#recentSteps.delete(key);
@@ -100,6 +122,7 @@ export class SqliteKeys {
   forget(id: string): void {
     this.#storedChannels.delete(id);
     this.#topSeq.delete(id);
+    this.#topResult.delete(id);
     const no = this.#channelNos.get(id);
     if (no !== undefined) this.withState.delete(no);
     this.#channelNos.delete(id);
@@ -141,6 +164,12 @@ export class SqliteKeys {
 
   policyId(policyHash: Hex, model: string): bigint {
     return this.internedId(`p${policyHash}${model}`, () => receiptPolicyKey({ policyHash, modelSnapshotId: model } as SessionReceipt));
+  }
+
+  /** Whether channel `id` is known, without a query, to hold a committed accumulator state. */
+  stateKnown(id: string): boolean {
+    const no = this.#channelNos.get(id);
+    return no !== undefined && this.withState.has(no);
   }
 
   hasState(no: bigint): boolean {

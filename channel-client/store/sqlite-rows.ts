@@ -84,6 +84,7 @@ upsertChannel: Database.Statement<[string, string, string, string, string], unkn
   getFaultStatement: Database.Statement<[string, string], string>;
   insertResult: Database.Statement<[string, string, string, string], unknown>;
   getResult: Database.Statement<[string, string], { request: string; output: string; }>;
+  latestResultSeq: Database.Statement<[string], string>;
   results: Database.Statement<[string, string, number], { seq: string; request: string; output: string; }>;
   insertGrant: Database.Statement<[string, string, string], unknown>;
   grants: Database.Statement<[string], { key: string; grant: string; }>;
@@ -188,6 +189,7 @@ export function prepareStatements(db: Database.Database): Statements {
       "INSERT INTO results (session_id, seq, request, output) VALUES (?, ?, ?, ?) ON CONFLICT (session_id, seq) DO NOTHING",
     ),
     getResult: db.prepare<[string, string], { request: string; output: string }>("SELECT request, output FROM results WHERE session_id = ? AND seq = ?"),
+    latestResultSeq: db.prepare<[string], string>("SELECT seq FROM results WHERE session_id = ? ORDER BY seq DESC LIMIT 1").pluck(),
     results: db.prepare<[string, string, number], { seq: string; request: string; output: string }>(
       "SELECT seq, request, output FROM results WHERE session_id = ? AND seq >= ? ORDER BY seq LIMIT ?",
     ),

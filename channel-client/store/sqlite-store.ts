@@ -337,7 +337,10 @@ export class SqliteStore implements ChannelStore {
       const receiptValue = `${receiptText}\n${leaf}`;
       if (existingTicket !== undefined && existingTicket !== ticketText) throw new TicketConflictError(id, step.seq);
       if (existingReceipt !== undefined && existingReceipt !== receiptValue) throw new ReceiptConflictError(id, step.seq);
-      const state = accumulator === undefined ? undefined : accumulatorStateRow(accumulator, step.seq);
+      // A state is kept every ACCUMULATOR_STATE_INTERVAL receipts and at a channel's first (below): one that
+      // will not be kept is neither encoded nor asked for its peaks.
+      const kept = accumulator !== undefined && (accumulator.leafCount % ACCUMULATOR_STATE_INTERVAL === 0 || !this.#keys.stateKnown(id));
+      const state = kept ? accumulatorStateRow(accumulator, step.seq) : undefined;
       batch.tickets.set(key, ticketText);
       batch.receipts.set(key, receiptValue);
       const seqInt = seqToInteger(step.seq);
@@ -555,7 +558,7 @@ export class SqliteStore implements ChannelStore {
       const output = expectString(record.output, "result.output", MAX_PACKET_BYTES);
       const key = `${id}:${seq}`;
       const value = `${request}\n${output}`;
-      const stored = this.#sql.getResult.get(id, seq);
+      const stored = batch.results.has(key) || !this.#keys.resultMayExist(id, seq) ? undefined : this.#sql.getResult.get(id, seq);
       const existing = batch.results.get(key) ?? (stored ? `${stored.request}\n${stored.output}` : undefined);
       if (existing !== undefined && existing !== value) throw new ResultConflictError(id, record.seq);
       batch.results.set(key, value);

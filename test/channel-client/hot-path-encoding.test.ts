@@ -9,7 +9,7 @@ import { keccak256, stringToBytes, zeroHash, type Hex } from "viem";
 
 import { canon } from "../../channel-client/core/canonical";
 import { signedFaultStatementToJson, type SignedFaultStatement } from "../../channel-client/core/fault-statement";
-import { decodePacket, encodePacket, type Packet } from "../../channel-client/core/packets";
+import { decodePacket, encodePacket, resultMcpText, type Packet } from "../../channel-client/core/packets";
 import {
   canonicalSignedReceiptText,
   RECEIPT_SIGNATURE_DOMAIN,
@@ -300,6 +300,27 @@ describe("Hot-path encodings (issue 15)", () => {
         const text = encodePacket(packet);
         expect(text).to.equal(genericText(packet));
       }
+    }
+  });
+
+  it("writes a paid call's answer around the output text it receipted (resultMcpText) and takes an MCP text the caller already wrote: canon()'s bytes", () => {
+    const prng = mulberry32(0x31);
+    const ids: unknown[] = [null, 0, 7, -1.5, "", "id-1", "émoji 😀 \u2028", "\"quoted\""];
+    const results: Record<string, unknown>[] = [{}, { digest: h("d") }, { z: [1, { b: null, a: "x" }], a: true }, { "é": 1, e: 2, E: 3 }];
+    for (let i = 0; i < 200; i++) {
+      const id = prng.pick(ids);
+      const result = prng.pick(results);
+      const mcp = { jsonrpc: "2.0", id, result };
+      expect(resultMcpText(id, canon(result))).to.equal(canon(mcp));
+      const r = randomReceipt(prng);
+      r.receipt.sessionId = SESSION_ID;
+      const packet: Packet = { pkt_version: "1", packet_type: "PKT_ACTION_RESULT", issued_at: "2026-02-22T10:16:00Z", session_id: SESSION_ID, action_result_id: `res_${i}`, payload: { mcp: mcp as Record<string, unknown>, receipt: r } };
+      expect(encodePacket(packet, resultMcpText(id, canon(result)))).to.equal(genericText(packet));
+      const t = randomTicket(prng);
+      t.ticket.sessionId = SESSION_ID;
+      const request = { jsonrpc: "2.0", id, method: "tools/echo", params: result };
+      const invoke: Packet = { pkt_version: "1", packet_type: "PKT_ACTION_INVOKE", issued_at: "2026-02-22T10:16:00Z", session_id: SESSION_ID, payload: { mcp: request, ticket: t } };
+      expect(encodePacket(invoke, canon(request))).to.equal(genericText(invoke));
     }
   });
 
