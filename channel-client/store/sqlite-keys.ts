@@ -15,8 +15,13 @@ import { decodeReceiptBlob, decodeTicketBlob, receiptPolicyKey, seqFromInteger, 
 import type { Batch } from "./sqlite-commit";
 import { decodeRow, type Statements } from "./sqlite-rows";
 
-/** How many recently committed steps the store remembers for its conflict checks. */
-const RECENT_STEPS = 4096;
+/**
+ * How many recently committed steps the store remembers for its conflict checks: a write of a new seq needs none
+ * (it is above the session's top seq), so these serve a step written again soon after (a pipeline's window, at
+ * most 64 calls). Kept small because every remembered text outlives a young-generation GC (issue 31 item 5): an
+ * older step is read from the database instead.
+ */
+const RECENT_STEPS = 256;
 
 /** The key and record caches of one `SqliteStore` (see the file comment). */
 export class SqliteKeys {
