@@ -99,7 +99,8 @@ export async function runSocketBench(
   const rpc = await serveEmbeddedNetwork(hre);
   const pricing: PricingTerms = { version: "1", unit: "invocation", pricePerInvocation: 1_000n };
   let providerCrypto = "unknown";
-  const providerParameters = (db: string) => ({ rpc: rpc.url, escrow, db: path.join(workdir, db), price: pricing.pricePerInvocation, key: bytesToHex(provider.getHdKey().privateKey!), fromBlock: 0n, onLine: (event: Record<string, unknown>) => {
+  // The provider runs as users run it, from the built dist/ (`npm run bench` and `npm run bench:socket` build it first).
+  const providerParameters = (db: string) => ({ built: true, rpc: rpc.url, escrow, db: path.join(workdir, db), price: pricing.pricePerInvocation, key: bytesToHex(provider.getHdKey().privateKey!), fromBlock: 0n, onLine: (event: Record<string, unknown>) => {
     if (event.event === "provider.ready") providerCrypto = String(event.crypto ?? "unknown");
   } });
   const node = await startProviderProcess({ ...providerParameters("provider.db"), ...(pin ? { cpus: pin.provider } : {}) });

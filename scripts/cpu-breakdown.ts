@@ -30,16 +30,19 @@ export const COST_CENTRES = [
 ] as const;
 export type CostCentre = (typeof COST_CENTRES)[number];
 
+/** Whether `url` is the module `file` (a path under channel-client/, without extension): its source or its build. */
+const isModule = (url: string, file: string) => url.endsWith(`/channel-client/${file}.ts`) || url.endsWith(`/channel-client/${file}.js`);
+
 /** First rule matching a frame's URL or function name claims the sample; order matters (see the file comment). */
 const RULES: [CostCentre, (url: string, name: string) => boolean][] = [
-  ["sign + verify (secp256k1)", (u) => u.includes("/node_modules/secp256k1/") || u.includes("/@noble/curves/") || u.endsWith("/channel-client/core/secp256k1.ts")],
-  ["keccak", (u, n) => u.includes("/hash-wasm/") || u.includes("/@noble/hashes/") || u.endsWith("/channel-client/core/keccak.ts") || n.startsWith("wasm-function")],
-  ["AEAD (sealing)", (u) => u.startsWith("node:internal/crypto/") || u.includes("/@noble/ciphers/") || u.endsWith("/channel-client/transport/sealing.ts")],
+  ["sign + verify (secp256k1)", (u) => u.includes("/node_modules/secp256k1/") || u.includes("/@noble/curves/") || isModule(u, "core/secp256k1")],
+  ["keccak", (u, n) => u.includes("/hash-wasm/") || u.includes("/@noble/hashes/") || isModule(u, "core/keccak") || n.startsWith("wasm-function")],
+  ["AEAD (sealing)", (u) => u.startsWith("node:internal/crypto/") || u.includes("/@noble/ciphers/") || isModule(u, "transport/sealing")],
   ["store (SQLite, fsync)", (u, n) => u.includes("/better-sqlite3/") || u.includes("/channel-client/store/") || n === "fdatasync"],
   ["socket and framing", (u) => u.includes("/channel-client/transport/") || u === "node:net" || u.startsWith("node:internal/stream") || u.startsWith("node:internal/net")],
   [
     "JSON, canonical text, validation",
-    (u) => u.includes("/canonicalize/") || u.includes("/ajv/") || /\/channel-client\/core\/(canonical|validate|schemas|packets)\.ts$/.test(u) || u.endsWith("/channel-client/node/protocol.ts") || u === "node:internal/encoding",
+    (u) => u.includes("/canonicalize/") || u.includes("/ajv/") || /\/channel-client\/core\/(canonical|validate|schemas|packets)\.[jt]s$/.test(u) || isModule(u, "node/protocol") || u === "node:internal/encoding",
   ],
   ["artifacts (digests, receipt tree)", (u) => u.includes("/channel-client/core/")],
   ["node logic", (u) => u.includes("/channel-client/node/")],

@@ -3,6 +3,7 @@
  * node (sealed socket, SQLite store, watchtower) in a process of its own, as users run it.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import type { Hex } from "viem";
@@ -20,10 +21,20 @@ export async function startProviderProcess(parameters: {
   cpuProfile?: { dir: string; intervalUs: number };
   /** Pins the process to these CPUs (a `taskset -c` list such as "0"); taskset execs node, so the pid is node's. */
   cpus?: string;
+  /**
+   * Runs the built `dist/` (what users run) instead of the TypeScript sources through ts-node, whose compiler would
+   * stay in the process's heap. Only for a caller that has just built it (`npm run bench` runs `tsc` first).
+   */
+  built?: boolean;
 }) {
   // IOI_CPU_PROF_DIR=<dir> profiles every provider process a script starts (for performance work).
   const profile = parameters.cpuProfile ?? (process.env.IOI_CPU_PROF_DIR ? { dir: process.env.IOI_CPU_PROF_DIR, intervalUs: 1000 } : undefined);
   const command = parameters.cpus === undefined ? process.execPath : "taskset";
+  if (parameters.built && !existsSync(path.join(__dirname, "..", "dist", "channel-client", "cli", "ioi.js"))) {
+    throw new Error("dist/ is not built: run `npx tsc -p tsconfig.build.json` (npm run bench does) before measuring the built provider.");
+  }
+  const { IOI_CLI_SOURCE: _source, ...inherited } = process.env;
+  void _source;
   const child = spawn(
     command,
     [
@@ -31,7 +42,7 @@ export async function startProviderProcess(parameters: {
       ...(profile ? ["--cpu-prof", "--cpu-prof-dir", profile.dir, "--cpu-prof-interval", String(profile.intervalUs)] : []),
       path.join(__dirname, "..", "bin", "ioi.js"), "provider", "--rpc", parameters.rpc, "--escrow", parameters.escrow, "--db", parameters.db, "--price", parameters.price.toString(), "--port", "0", "--from-block", parameters.fromBlock.toString()],
     // IOI_CLI_SOURCE=1: the child runs the TypeScript sources, as the tests and the demo do, never a stale dist/.
-    { env: { ...process.env, IOI_PRIVATE_KEY: parameters.key, IOI_CLI_SOURCE: "1" }, stdio: ["ignore", "pipe", "pipe"] },
+    { env: { ...inherited, IOI_PRIVATE_KEY: parameters.key, ...(parameters.built ? {} : { IOI_CLI_SOURCE: "1" }) }, stdio: ["ignore", "pipe", "pipe"] },
   );
   child.stderr.on("data", (chunk: Buffer) => {
     if (process.env.IOI_DEMO_VERBOSE) process.stderr.write(chunk);

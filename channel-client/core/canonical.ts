@@ -128,68 +128,71 @@ function assertNestingWithin(text: string, limit: number, what: string): void {
 }
 
 /**
- * Walks `value` (without recursion) and rejects anything canonical JSON cannot represent exactly. A pending
- * value keeps only its parent's index and its key or index, and its path ("$.a[1].amount") is spelled out
- * only for the error message: a packet's walk builds no strings (issue 15, hot path).
+ * The key or index of each value on the path being checked (`walkKeys[d]`: that of the value at depth d), so a
+ * path ("$.a[1].amount") is spelled out only for an error message: the walk allocates no strings and no
+ * per-value records (issue 15, issue 31 item 5: it ran on every packet and every canon()).
+ */
+const walkKeys: (string | number)[] = [];
+
+/**
+ * Rejects anything in `value` canonical JSON cannot represent exactly. Depth-first, last member first (the order
+ * of the stack-based walk it replaced, so the same value is reported when there are several); recursion stays
+ * within MAX_JSON_DEPTH + 1 frames because deeper nesting is refused before it is entered.
  */
 function assertJsonValue(value: unknown): void {
-  const values: unknown[] = [value];
-  const parents: number[] = [-1];
-  const keys: (string | number)[] = [""];
-  const depths: number[] = [0];
-  const pending: number[] = [0];
-  const add = (item: unknown, parent: number, key: string | number, depth: number) => {
-    pending.push(values.length);
-    values.push(item);
-    parents.push(parent);
-    keys.push(key);
-    depths.push(depth);
-  };
-  while (pending.length > 0) {
-    const at = pending.pop()!;
-    const v = values[at];
-    switch (typeof v) {
-      case "string":
-        if (!v.isWellFormed()) throw new InvalidJsonError(`${pathOf(at, parents, keys)} holds a lone UTF-16 surrogate.`);
-        break;
-      case "number":
-        if (!Number.isFinite(v)) throw new NonFiniteNumberError(pathOf(at, parents, keys), v);
-        break;
-      case "boolean":
-        break;
-      case "object": {
-        if (v === null) break;
-        const depth = depths[at]!;
-        if (depth >= MAX_JSON_DEPTH) throw new InvalidJsonError(`${pathOf(at, parents, keys)} nests deeper than ${MAX_JSON_DEPTH} levels.`);
-        if (Array.isArray(v)) {
-          v.forEach((item, i) => add(item, at, i, depth + 1)); // forEach skips a sparse array's holes, as before
-        } else {
-          const proto = Object.getPrototypeOf(v);
-          if (proto !== Object.prototype && proto !== null) {
-            throw new InvalidJsonError(`${pathOf(at, parents, keys)} is a ${proto?.constructor?.name ?? "non-plain"} object, not plain JSON.`);
-          }
-          const object = v as Record<string, unknown>;
-          for (const key of Object.keys(object)) {
-            if (!key.isWellFormed()) throw new InvalidJsonError(`${pathOf(at, parents, keys)} has a key with a lone UTF-16 surrogate.`);
-            add(object[key], at, key, depth + 1);
-          }
+  checkJsonValue(value, 0);
+}
+
+function checkJsonValue(v: unknown, depth: number): void {
+  switch (typeof v) {
+    case "string":
+      if (!v.isWellFormed()) throw new InvalidJsonError(`${walkPath(depth)} holds a lone UTF-16 surrogate.`);
+      return;
+    case "number":
+      if (!Number.isFinite(v)) throw new NonFiniteNumberError(walkPath(depth), v);
+      return;
+    case "boolean":
+      return;
+    case "object": {
+      if (v === null) return;
+      if (depth >= MAX_JSON_DEPTH) throw new InvalidJsonError(`${walkPath(depth)} nests deeper than ${MAX_JSON_DEPTH} levels.`);
+      if (Array.isArray(v)) {
+        for (let i = v.length - 1; i >= 0; i--) {
+          if (!(i in v)) continue; // a sparse array's holes are skipped, as forEach skips them
+          walkKeys[depth + 1] = i;
+          checkJsonValue(v[i], depth + 1);
         }
-        break;
+        return;
       }
-      case "bigint":
-        throw new InvalidJsonError(`${pathOf(at, parents, keys)} is a bigint; encode it as a decimal string.`);
-      default:
-        throw new InvalidJsonError(`${pathOf(at, parents, keys)} is ${typeof v}, which has no JSON representation.`);
+      const proto = Object.getPrototypeOf(v);
+      if (proto !== Object.prototype && proto !== null) {
+        throw new InvalidJsonError(`${walkPath(depth)} is a ${proto?.constructor?.name ?? "non-plain"} object, not plain JSON.`);
+      }
+      const object = v as Record<string, unknown>;
+      const keys = Object.keys(object);
+      for (const key of keys) {
+        if (!key.isWellFormed()) throw new InvalidJsonError(`${walkPath(depth)} has a key with a lone UTF-16 surrogate.`);
+      }
+      for (let i = keys.length - 1; i >= 0; i--) {
+        const key = keys[i]!;
+        walkKeys[depth + 1] = key;
+        checkJsonValue(object[key], depth + 1);
+      }
+      return;
     }
+    case "bigint":
+      throw new InvalidJsonError(`${walkPath(depth)} is a bigint; encode it as a decimal string.`);
+    default:
+      throw new InvalidJsonError(`${walkPath(depth)} is ${typeof v}, which has no JSON representation.`);
   }
 }
 
-/** The path of value `at` in `assertJsonValue`'s walk: "$", then ".key" for an object's member and "[i]" for an array's element. */
-function pathOf(at: number, parents: readonly number[], keys: readonly (string | number)[]): string {
-  const segments: string[] = [];
-  for (let i = at; parents[i]! !== -1; i = parents[i]!) {
-    const key = keys[i]!;
-    segments.push(typeof key === "number" ? `[${key}]` : `.${key}`);
+/** The path of the value at `depth` of the current walk: "$", then ".key" for an object's member and "[i]" for an array's element. */
+function walkPath(depth: number): string {
+  let path = "$";
+  for (let d = 1; d <= depth; d++) {
+    const key = walkKeys[d]!;
+    path += typeof key === "number" ? `[${key}]` : `.${key}`;
   }
-  return `$${segments.reverse().join("")}`;
+  return path;
 }

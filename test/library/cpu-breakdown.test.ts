@@ -56,6 +56,25 @@ describe("bench: CPU breakdown by cost centre", () => {
     expect(result.idleShare).to.equal(Number((10 / 110).toFixed(3)));
   });
 
+  it("attributes the built modules (dist/…/*.js, what `npm run bench` runs the provider from) as their sources", () => {
+    const DIST = "file:///srv/app/dist/channel-client";
+    const stacks = [
+      [{ functionName: "recover", url: `${DIST}/core/secp256k1.js` }],
+      [{ functionName: "wasm-function[3]", url: "" }, { functionName: "keccak256Hex", url: `${DIST}/core/keccak.js` }],
+      [{ functionName: "seal", url: `${DIST}/transport/sealing.js` }],
+      [{ functionName: "parseJson", url: `${DIST}/core/canonical.js` }],
+      [{ functionName: "decodeMessage", url: `${DIST}/node/protocol.js` }],
+      [{ functionName: "putStep", url: `${DIST}/store/sqlite-store.js` }],
+      [{ functionName: "prefixRoot", url: `${DIST}/core/accumulator.js` }],
+      [{ functionName: "invoke", url: `${DIST}/node/provider-invoke.js` }],
+      [{ functionName: "send", url: `${DIST}/transport/secure-connection.js` }],
+      [{ functionName: "(garbage collector)", url: "" }],
+      [{ functionName: "(idle)", url: "" }],
+    ];
+    const result = breakdown(profileOf(stacks), 0, 10_000, 1);
+    for (const centre of COST_CENTRES) expect(result.shares[centre], centre).to.equal(0.1);
+  });
+
   it("counts only the samples inside the window", () => {
     const stacks = [[{ functionName: "invoke", url: `${SRC}/node/provider-session.ts` }], [{ functionName: "ecdsaSign", url: "file:///x/node_modules/secp256k1/lib/index.js" }], [{ functionName: "ecdsaSign", url: "file:///x/node_modules/secp256k1/lib/index.js" }], [{ functionName: "invoke", url: `${SRC}/node/provider-session.ts` }]];
     // samples at 1,010, 1,020, 1,030, 1,040: the window [1,015, 1,035] holds the two signing ones.
