@@ -4,11 +4,11 @@
  *
  * Group commit: every write checks its input, claims its keys and enqueues a closure, returning a
  * promise. The queue is committed in ONE immediate transaction, or at once when it holds `batchLimit` writes.
- * When is adaptive (issue 15; issue 31 item 5): the queue is committed at the end of the turn of the event loop
- * that enqueued its first write, unless the store committed within the last `coalesceMs` (it is busy). A busy
- * store commits at the end of the first turn that added no write to the queue, or once it holds `coalesceOps`
- * writes, or `coalesceMs` after its first write, whichever comes first. An idle node thus commits as soon as the
- * code that wrote is done, and a busy one gathers the calls of several socket reads into one commit: a commit
+ * When is adaptive (issue 15; issue 31 item 5). An idle store — no fsync in flight, and the previous batch held at
+ * most `IDLE_BATCH_OPS` writes (one call at a time) — commits as soon as the code that enqueued the first write
+ * is done (a microtask), so its fsync starts at once. A busy store commits at the end of the first turn of the
+ * event loop that added no write to the queue, or once it holds `coalesceOps` writes, or `coalesceMs` after its
+ * first write, whichever comes first, so it gathers the calls of several socket reads into one commit: a commit
  * costs about the same few hundred µs of CPU (its WAL frames, their writes, the fsync) whether it carries 8 calls
  * or 32, so a busy node's CPU per call falls when its batches grow past the 8 calls one fsync used to gather. A
  * committed batch is fsynced as soon as no other fsync is in flight; one committed while an fsync runs waits for
@@ -58,6 +58,9 @@ type Waiter = { resolve: () => void; reject: (error: unknown) => void };
  */
 export const DEFAULT_COALESCE = { ops: 128, ms: 4 };
 
+/** A previous batch of at most this many writes (a call's step, result and fault statement) leaves the store idle. */
+const IDLE_BATCH_OPS = 4;
+
 /** The writes waiting for the next group commit, and the keys they claim (for conflict checks before commit). */
 export class Batch {
   readonly ops: Array<() => void> = [];
@@ -99,8 +102,8 @@ export class SqliteGroupCommit {
   /** Writes the pending batch held at the last check, and when its first write came (performance.now()). */
   #seenOps = 0;
   #batchStarted = 0;
-  /** When the last batch committed (performance.now()); a store that committed within `coalesceMs` is busy. */
-  #lastCommitAt = Number.NEGATIVE_INFINITY;
+  /** Writes the last committed batch held: a store whose batches hold more is busy (see the file comment). */
+  #lastBatchOps = 0;
   readonly #coalesceOps: number;
   readonly #coalesceMs: number;
   #closed = false;
@@ -167,7 +170,8 @@ export class SqliteGroupCommit {
       this.#commitQueued = true;
       this.#seenOps = 0;
       this.#batchStarted = performance.now();
-      setImmediate(this.#commitUnlessGrowing);
+      if (this.#syncing === undefined && this.#lastBatchOps <= IDLE_BATCH_OPS) queueMicrotask(this.#commitNow);
+      else setImmediate(this.#commitUnlessGrowing);
     }
     return done;
   }
@@ -184,6 +188,11 @@ export class SqliteGroupCommit {
     });
   }
 
+  readonly #commitNow = (): void => {
+    this.#commitQueued = false;
+    this.commit();
+  };
+
   /** At the end of a turn: commits the batch unless that turn added writes to it and it may still wait (see the file comment). */
   readonly #commitUnlessGrowing = (): void => {
     const size = this.#batch.ops.length;
@@ -193,9 +202,7 @@ export class SqliteGroupCommit {
     }
     const growing = size > this.#seenOps;
     this.#seenOps = size;
-    const now = performance.now();
-    const busy = now - this.#lastCommitAt < this.#coalesceMs;
-    if (busy && growing && size < this.#coalesceOps && now - this.#batchStarted < this.#coalesceMs) {
+    if (growing && size < this.#coalesceOps && performance.now() - this.#batchStarted < this.#coalesceMs) {
       setImmediate(this.#commitUnlessGrowing);
       return;
     }
@@ -217,7 +224,8 @@ export class SqliteGroupCommit {
     if (batch.ops.length === 0) return false;
     this.#batch = new Batch();
     this.#seenOps = 0;
-    this.#batchStarted = this.#lastCommitAt = performance.now();
+    this.#batchStarted = performance.now();
+    this.#lastBatchOps = batch.ops.length;
     try {
       // IMMEDIATE takes the write lock up front, so a busy database fails here, before any write.
       this.#commitOps.immediate(batch.ops);
