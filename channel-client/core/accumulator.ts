@@ -270,6 +270,8 @@ export class RootAccumulator {
   /** `#peaks[k]` is the root of the perfect 2^k-leaf subtree when bit k of size is set, else undefined. */
   readonly #peaks: (Uint8Array | undefined)[] = [];
   #size = 0;
+  /** The root at the current size, once asked for: a payer signs a burst of tickets between two receipts. */
+  #root: Hex | undefined;
 
   /**
    * Restores a state written by `toJSON`. The input is treated as untrusted (it may come from disk or
@@ -326,12 +328,13 @@ export class RootAccumulator {
       this.#peaks[level] = undefined;
     }
     this.#peaks[level] = node;
+    this.#root = undefined;
     return this.#size++;
   }
 
-  /** Same root as `ReceiptAccumulator.root`, including bytes32 zero when empty. */
+  /** Same root as `ReceiptAccumulator.root`, including bytes32 zero when empty (folded once per size). */
   root(): Hex {
-    return rootHex(this.#peakNodes());
+    return (this.#root ??= rootHex(this.#peakNodes()));
   }
 
   /** The peaks, lowest level first, in the same form `ReceiptAccumulator.peaks` gives. */
@@ -390,6 +393,8 @@ export class PrefixRootAccumulator {
   readonly #recent = new Map<number, readonly Uint8Array[]>();
   /** The current peaks as hex, made once per size: the state every step persists asks for them. */
   #peaksHex: Hex[] | undefined;
+  /** The prefix root asked for last (a prefix's root never changes once its leaves are appended). */
+  #lastPrefix: { size: number; root: Hex } | undefined;
   readonly #window: number;
   readonly #olderPeaks: PrefixPeaksLookup | undefined;
 
@@ -443,8 +448,14 @@ export class PrefixRootAccumulator {
   prefixRoot(size: number): Hex {
     if (!Number.isInteger(size) || size < 0 || size > this.size) throw new LeafIndexOutOfRangeError(size, this.size + 1);
     if (size === 0) return EMPTY_ROOT;
+    if (size === this.#lastPrefix?.size) return this.#lastPrefix.root;
     const recent = this.#recent.get(size);
-    if (recent !== undefined) return rootHex(recent);
+    if (recent !== undefined) {
+      // Pipelined tickets signed between the same two receipts name the same prefix: folded once.
+      const root = rootHex(recent);
+      this.#lastPrefix = { size, root };
+      return root;
+    }
     const peaks = this.#olderPeaks?.(size);
     if (peaks === undefined) {
       throw new InvalidFieldError("size", `a prefix of the last ${this.#window} receipts (older peaks were not kept)`, size);
