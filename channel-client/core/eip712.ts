@@ -145,11 +145,18 @@ function privateKeyOf(account: LocalAccount): Uint8Array | undefined {
 export async function signDigest(account: LocalAccount, digest: Hex): Promise<Hex> {
   const privateKey = privateKeyOf(account);
   if (privateKey) {
-    const { signature, recovery } = secp256k1Backend().sign(hexToBytes(digest), privateKey);
+    const { signature, recovery } = secp256k1Backend().sign(digestBytes(digest), privateKey);
     return `0x${Buffer.from(signature.buffer, signature.byteOffset, 64).toString("hex")}${recovery === 0 ? "1b" : "1c"}`;
   }
   if (!account.sign) throw new InvalidSignatureError("This account cannot sign raw digests.");
   return account.sign({ hash: digest });
+}
+
+const DIGEST_HEX = /^0x[0-9a-fA-F]{64}$/;
+
+/** A 32-byte digest's bytes: Node's native hex decoder for a well-formed one, viem's (and its errors) otherwise. */
+function digestBytes(digest: Hex): Uint8Array {
+  return typeof digest === "string" && DIGEST_HEX.test(digest) ? Buffer.from(digest.slice(2), "hex") : hexToBytes(digest);
 }
 
 /** A signature that passed the contract's form checks: r ‖ s (64 bytes) and the recovery id. */
@@ -186,7 +193,7 @@ function addressOfPublicKey(publicKey: Uint8Array): string {
 /** `ecrecover` with the contract's form checks: the public key that made `signature` over `digest`. */
 function recoverPublicKeyChecked(digest: Hex, signature: Hex): Uint8Array {
   const { rs, recovery } = checkSignatureForm(signature);
-  const publicKey = secp256k1Backend().recover(hexToBytes(digest), rs, recovery);
+  const publicKey = secp256k1Backend().recover(digestBytes(digest), rs, recovery);
   if (!publicKey) throw new InvalidSignatureError("The signature does not recover to any address.");
   return publicKey;
 }
