@@ -46,8 +46,12 @@ export type SocketRun = {
   /** The payer store's group commits and WAL fdatasyncs during the timed stream (what durability cost it). */
   payerCommits: number;
   payerSyncs: number;
-  /** Every timed stream of this setting (tickets/s, p50): the figures above are the fastest one's. */
-  windows: { perSecond: number; p50Ms: number }[];
+  /**
+   * Every timed stream of this setting (tickets/s, p50, each side's CPU per ticket): the figures above are the
+   * fastest one's. `cryptoCpuUs`: sign + recover per side in CPU time, measured right after the window when the
+   * caller asked (`paired`), so that a share pairs two figures of the same minute on a shared machine.
+   */
+  windows: { perSecond: number; p50Ms: number; payerCpuUsPerTicket: number; providerCpuUsPerTicket: number; cryptoCpuUs?: number }[];
   /**
    * Where each side's CPU went, from one more window streamed with both processes under V8's sampling
    * profiler (a provider process of its own, started profiled), when the plan asked for it (`profile`).
@@ -87,6 +91,8 @@ export async function runSocketBench(
   plan: { inflight: number; tickets: number; profile?: boolean }[] = [{ inflight: 1, tickets: 300 }, { inflight: 64, tickets: 2_000, profile: true }],
   /** `taskset` CPU lists for the provider process and for this (the payer's) process, e.g. "0" and "1". */
   pin?: { provider: string; payer: string },
+  /** Measured right after each timed window at 64 in flight (the bench passes sign + recover per side in CPU µs). */
+  paired?: () => number,
 ): Promise<SocketRun[]> {
   const originalMask = pin ? pinSelf(pin.payer) : undefined;
   const workdir = mkdtempSync(path.join(os.tmpdir(), "ioi-bench-"));
@@ -146,7 +152,13 @@ export async function runSocketBench(
         const storeAfter = store.stats;
         const [p50, p99] = quantiles(latencies, 0.5, 0.99) as [number, number];
         const run: SocketRun = { inflight, tickets, perSecond: Math.round(tickets / seconds), p50Ms: Number(p50.toFixed(2)), p99Ms: Number(p99.toFixed(2)), payerCpuUsPerTicket: Math.round((payerUsed.user + payerUsed.system) / tickets), providerCpuUsPerTicket: Math.round(providerUsed / tickets), providerCoreShare: Number((providerUsed / (seconds * 1e6)).toFixed(3)), ...(pin ? { pinned: pin } : {}), providerCrypto, payerCommits: storeAfter.commits - storeBefore.commits, payerSyncs: storeAfter.syncs - storeBefore.syncs, windows };
-        windows.push({ perSecond: run.perSecond, p50Ms: run.p50Ms });
+        windows.push({
+          perSecond: run.perSecond,
+          p50Ms: run.p50Ms,
+          payerCpuUsPerTicket: run.payerCpuUsPerTicket,
+          providerCpuUsPerTicket: run.providerCpuUsPerTicket,
+          ...(paired && inflight === 64 ? { cryptoCpuUs: paired() } : {}),
+        });
         if (best === undefined || run.perSecond > best.perSecond) best = run;
       }
       await client.close();
