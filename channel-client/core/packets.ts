@@ -65,7 +65,7 @@ export function encodePacket(packet: Packet, mcpText?: string): string {
 /**
  * `canon({ jsonrpc: "2.0", id, result })` for a result whose canonical text is `resultText` already: the MCP message
  * of a paid call's answer, written around the output the receipt binds (RFC 8785 orders the keys "id" < "jsonrpc"
- * < "result"). `packets.test` proves it equal to `canon` of the object.
+ * < "result"). `hot-path-encoding.test` proves it equal to `canon` of the object.
  */
 export function resultMcpText(id: unknown, resultText: string): string {
   return `{"id":${canon(id)},"jsonrpc":"2.0","result":${resultText}}`;

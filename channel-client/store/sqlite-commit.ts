@@ -97,7 +97,7 @@ export class SqliteGroupCommit {
   readonly #batchLimit: number;
   readonly #stats: SqliteStoreStats = { commits: 0, failedCommits: 0, operations: 0, largestBatch: 0, syncs: 0 };
   #batch = new Batch();
-  /** A check at the end of an event-loop turn will commit the pending batch unless it is still growing. */
+  /** A microtask (idle) or an end-of-turn check (busy) will commit the pending batch (see the file comment). */
   #commitQueued = false;
   /** Writes the pending batch held at the last check, and when its first write came (performance.now()). */
   #seenOps = 0;
