@@ -7,16 +7,9 @@ import type { Hex } from "viem";
 import { InvalidFieldError } from "../core/errors";
 import { RootAccumulator } from "../core/accumulator";
 import { sessionReceiptHash, type SessionReceipt, signedSessionReceiptFromJson, type SignedSessionReceiptJson } from "../core/receipt";
-import {
-  canonicalSignedTicketText,
-  signedPaymentTicketFromJson,
-  signedPaymentTicketToJson,
-  type SignedPaymentTicket,
-  type SignedPaymentTicketJson,
-} from "../core/ticket";
+import { signedPaymentTicketFromJson, type SignedPaymentTicketJson } from "../core/ticket";
 import { expectHash } from "../core/validate";
 import { FencedError, InconsistentRecordError, StoreCorruptionError, StoreWriteError, UnknownChannelError } from "./errors";
-import { canonChecked } from "./records";
 import { type AccumulatorState, type ChannelRecord, type StepRecord } from "./store";
 import { type CachedStep, ChannelCache, type Defaults, type Tx } from "./pg-cache";
 
@@ -188,9 +181,6 @@ export function cloneRecord(record: ChannelRecord): ChannelRecord {
   return { ...record };
 }
 
-export function signedTicketText(signed: SignedPaymentTicket): string {
-  return canonicalSignedTicketText(signed) ?? canonChecked(signedPaymentTicketToJson(signed), (value) => signedPaymentTicketFromJson(value));
-}
 
 export function decodeRow<T>(table: string, key: string, decode: () => T): T {
   try {

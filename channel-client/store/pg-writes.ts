@@ -8,13 +8,7 @@ import type { Hex } from "viem";
 import { InvalidFieldError } from "../core/errors";
 import { signedFaultStatementFromJson, signedFaultStatementToJson, type SignedFaultStatement } from "../core/fault-statement";
 import { signedReceiptCommitFromJson, type SignedReceiptCommit } from "../core/receipt-commit";
-import {
-  canonicalSignedReceiptText,
-  sessionReceiptHash,
-  signedSessionReceiptFromJson,
-  signedSessionReceiptToJson,
-  type SignedSessionReceiptJson,
-} from "../core/receipt";
+import { sessionReceiptHash, signedSessionReceiptFromJson, type SignedSessionReceiptJson } from "../core/receipt";
 import { signedPaymentTicketFromJson, type SignedPaymentTicket, type SignedPaymentTicketJson } from "../core/ticket";
 import { signedSessionKeyGrantFromJson, signedSessionKeyGrantToJson, type SignedSessionKeyGrant } from "../core/session-key";
 import { MAX_PACKET_BYTES } from "../core/packets";
@@ -41,6 +35,9 @@ import {
   parseStored,
   seqKey,
   signedReceiptCommitToJson,
+  assertStepParts,
+  signedReceiptText,
+  signedTicketText,
 } from "./records";
 import {
   CHANNEL_ROLES,
@@ -66,7 +63,6 @@ import {
   receiptColumns,
   receiptTextOf,
   receiptTextOrUndefined,
-  signedTicketText,
   ticketColumns,
   ticketTextOf,
 } from "./pg-rows";
@@ -207,21 +203,11 @@ export function putStep(s: PgState, q: PgWriteQueues, sessionId: Hex, step: Requ
   return q.write("putStep", sessionId, (pending) => {
     const id = expectHash(sessionId, "sessionId");
     const { ticket, receipt } = step;
-    if (ticket.ticket.sessionId !== id || receipt.receipt.sessionId !== id) {
-      throw new InconsistentRecordError(
-        `The step filed under session ${id} holds a ticket for ${ticket.ticket.sessionId} and a receipt for ${receipt.receipt.sessionId}.`,
-      );
-    }
-    if (ticket.ticket.seq !== step.seq || receipt.receipt.seq !== step.seq) {
-      throw new InconsistentRecordError(
-        `Step ${step.seq} holds ticket seq ${ticket.ticket.seq} and receipt seq ${receipt.receipt.seq}; all three must be equal.`,
-      );
-    }
+    assertStepParts(id, step);
     seqKey(step.seq);
     const leaf = expectHash(step.leaf, "step.leaf").toLowerCase() as Hex;
     const ticketText = signedTicketText(ticket);
-    const receiptText =
-      canonicalSignedReceiptText(receipt) ?? canonChecked(signedSessionReceiptToJson(receipt), (value) => signedSessionReceiptFromJson(value));
+    const receiptText = signedReceiptText(receipt);
     s.knownChannel(pending, id);
     const seq = step.seq;
     const cachedStep = s.held.get(id)?.bySeq.get(seq);

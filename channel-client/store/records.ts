@@ -23,9 +23,24 @@ import {
 } from "../core/validate";
 import { settlementSummaryFromJson, settlementSummaryToJson, type SettlementSummaryJson } from "../core/summary";
 import { expectPayerSignatureHex, expectSignatureHex } from "../core/validate";
-import type { SessionReceipt, SignedSessionReceipt, SignedSessionReceiptJson } from "../core/receipt";
-import type { PaymentTicket, SignedPaymentTicket, SignedPaymentTicketJson } from "../core/ticket";
-import type { ChannelRecord, ClosingRecord, CooperativeCloseRecord } from "./store";
+import {
+  canonicalSignedReceiptText,
+  signedSessionReceiptFromJson,
+  signedSessionReceiptToJson,
+  type SessionReceipt,
+  type SignedSessionReceipt,
+  type SignedSessionReceiptJson,
+} from "../core/receipt";
+import {
+  canonicalSignedTicketText,
+  signedPaymentTicketFromJson,
+  signedPaymentTicketToJson,
+  type PaymentTicket,
+  type SignedPaymentTicket,
+  type SignedPaymentTicketJson,
+} from "../core/ticket";
+import { InconsistentRecordError } from "./errors";
+import type { ChannelRecord, ClosingRecord, CooperativeCloseRecord, StepRecord } from "./store";
 
 /** Largest row text the store decodes; real records are under 2 kB. */
 export const MAX_RECORD_BYTES = 64 * 1024;
@@ -181,6 +196,38 @@ export function cooperativeCloseFromJson(value: unknown, path = "CooperativeClos
 export function canonChecked<T>(json: T, fromJson: (value: unknown) => unknown): string {
   fromJson(json);
   return canon(json);
+}
+
+/**
+ * The stored text of a signed ticket: written out directly when it is well formed (issue 15: no
+ * object → validate → canonicalize round trip on the hot path), through the validating path otherwise,
+ * which refuses what it must. Both give the same bytes. Both backends store and compare this text.
+ */
+export function signedTicketText(signed: SignedPaymentTicket): string {
+  return canonicalSignedTicketText(signed) ?? canonChecked(signedPaymentTicketToJson(signed), (value) => signedPaymentTicketFromJson(value));
+}
+
+/** The stored text of a signed receipt, as `signedTicketText` writes a ticket's. */
+export function signedReceiptText(signed: SignedSessionReceipt): string {
+  return canonicalSignedReceiptText(signed) ?? canonChecked(signedSessionReceiptToJson(signed), (value) => signedSessionReceiptFromJson(value));
+}
+
+/**
+ * A step's parts agree before either backend files it: the ticket and the receipt are for session `id` and
+ * for the step's seq (`InconsistentRecordError` otherwise).
+ */
+export function assertStepParts(id: Hex, step: Required<StepRecord>): void {
+  const { ticket, receipt } = step;
+  if (ticket.ticket.sessionId !== id || receipt.receipt.sessionId !== id) {
+    throw new InconsistentRecordError(
+      `The step filed under session ${id} holds a ticket for ${ticket.ticket.sessionId} and a receipt for ${receipt.receipt.sessionId}.`,
+    );
+  }
+  if (ticket.ticket.seq !== step.seq || receipt.receipt.seq !== step.seq) {
+    throw new InconsistentRecordError(
+      `Step ${step.seq} holds ticket seq ${ticket.ticket.seq} and receipt seq ${receipt.receipt.seq}; all three must be equal.`,
+    );
+  }
 }
 
 function lower(address: Address): Hex {

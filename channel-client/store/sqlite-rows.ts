@@ -7,10 +7,10 @@ import Database from "better-sqlite3";
 import type { Hex } from "viem";
 import { InvalidFieldError } from "../core/errors";
 import { signedSessionReceiptFromJson } from "../core/receipt";
-import { canonicalSignedTicketText, signedPaymentTicketFromJson, signedPaymentTicketToJson, type SignedPaymentTicket } from "../core/ticket";
+import { signedPaymentTicketFromJson, type SignedPaymentTicket } from "../core/ticket";
 import { expectHash, expectLiteral, expectUint, uintToJson } from "../core/validate";
 import { InconsistentRecordError, StoreCorruptionError } from "./errors";
-import { canonChecked, channelFromJson, decodeReceiptBlob, decodeTicketBlob, peaksToBlob, seqFromInteger, parseStored, seqKey } from "./records";
+import { channelFromJson, decodeReceiptBlob, decodeTicketBlob, peaksToBlob, seqFromInteger, parseStored, seqKey } from "./records";
 import { CHANNEL_ROLES, CHANNEL_STATUSES, type ChannelRecord, type StepRecord, type AccumulatorState } from "./store";
 
 type ChannelRow = { session_id: string; role: string; status: string; deposit: string; channel: string };
@@ -257,11 +257,3 @@ export function decodeStepRow(sessionId: Hex, row: StepRow): StepRecord {
   });
 }
 
-/**
- * The stored text of a signed ticket: written out directly when it is well formed (issue 15: no
- * object → validate → canonicalize round trip on the hot path), through the validating path otherwise,
- * which refuses what it must. Both give the same bytes.
- */
-export function signedTicketText(signed: SignedPaymentTicket): string {
-  return canonicalSignedTicketText(signed) ?? canonChecked(signedPaymentTicketToJson(signed), (value) => signedPaymentTicketFromJson(value));
-}

@@ -13,7 +13,6 @@ import type { Address, Hex } from "viem";
 import { InvalidFieldError } from "../core/errors";
 import { signedFaultStatementFromJson, signedFaultStatementToJson, type SignedFaultStatement } from "../core/fault-statement";
 import { signedReceiptCommitFromJson, type SignedReceiptCommit } from "../core/receipt-commit";
-import { canonicalSignedReceiptText, signedSessionReceiptFromJson, signedSessionReceiptToJson } from "../core/receipt";
 import { type SignedPaymentTicket } from "../core/ticket";
 import { signedSessionKeyGrantFromJson, signedSessionKeyGrantToJson, type SignedSessionKeyGrant } from "../core/session-key";
 import { MAX_PACKET_BYTES } from "../core/packets";
@@ -50,6 +49,9 @@ import {
   seqFromKey,
   seqKey,
   signedReceiptCommitToJson,
+  assertStepParts,
+  signedReceiptText,
+  signedTicketText,
 } from "./records";
 import { ACCUMULATOR_STATE_INTERVAL, migrate } from "./schema";
 import { RootAccumulator } from "../core/accumulator";
@@ -79,7 +81,6 @@ import {
   depositText,
   expectRowKey,
   prepareStatements,
-  signedTicketText,
 } from "./sqlite-rows";
 
 import { SqliteGroupCommit, type SqliteStoreStats } from "./sqlite-commit";
@@ -310,21 +311,11 @@ export class SqliteStore implements ChannelStore {
     return this.#commits.write("putStep", (batch) => {
       const id = expectHash(sessionId, "sessionId");
       const { ticket, receipt } = step;
-      if (ticket.ticket.sessionId !== id || receipt.receipt.sessionId !== id) {
-        throw new InconsistentRecordError(
-          `The step filed under session ${id} holds a ticket for ${ticket.ticket.sessionId} and a receipt for ${receipt.receipt.sessionId}.`,
-        );
-      }
-      if (ticket.ticket.seq !== step.seq || receipt.receipt.seq !== step.seq) {
-        throw new InconsistentRecordError(
-          `Step ${step.seq} holds ticket seq ${ticket.ticket.seq} and receipt seq ${receipt.receipt.seq}; all three must be equal.`,
-        );
-      }
+      assertStepParts(id, step);
       const seq = seqKey(step.seq);
       const leaf = expectHash(step.leaf, "step.leaf");
       const ticketText = signedTicketText(ticket);
-      const receiptText =
-        canonicalSignedReceiptText(receipt) ?? canonChecked(signedSessionReceiptToJson(receipt), (value) => signedSessionReceiptFromJson(value));
+      const receiptText = signedReceiptText(receipt);
       this.#keys.knownChannel(batch, id);
       const key = `${id}:${seq}`;
       let existingTicket = batch.tickets.get(key);
