@@ -1,32 +1,29 @@
 /**
  * `npm run bench:socket`: tickets per second over the sealed socket with durable storage, payer and
- * provider as separate processes (the provider is `ioi provider` in a child process, the payer this one),
- * on the embedded devnet. Every ticket is signature-checked by the provider and persisted (group commit)
- * before it is answered; every receipt is checked and persisted by the payer before it counts.
+ * provider as separate processes run from the built dist/ (the provider is `ioi provider`, the payer
+ * scripts/payer-process.js), on the embedded devnet that this process serves. Every ticket is
+ * signature-checked by the provider and persisted (group commit) before it is answered; every receipt is checked and persisted by the payer before it counts.
  * Writes `bench/socket.json` and prints a table.
  */
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { createInterface } from "node:readline";
 import hre from "hardhat";
-import { bytesToHex, keccak256, parseEther, stringToBytes, type PublicClient } from "viem";
+import { bytesToHex, keccak256, parseEther, stringToBytes, type Hex, type PublicClient } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
 import { escrowDomain, openChannel, type Wallet } from "../channel-client/chain/escrow";
-import { PayerClient } from "../channel-client/node/payer-client";
-import { SqliteStore } from "../channel-client/store/sqlite-store";
+import { channelToJson } from "../channel-client/store/records";
 import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../channel-client/core/terms";
 import { deployAll } from "./deploy";
 import { serveEmbeddedNetwork } from "./embedded-rpc";
 import { startProviderProcess, stopProcess } from "./provider-process";
-import { breakdown, COST_CENTRES, monotonicUs, profiled, type Breakdown, type CostCentre, type CpuProfile } from "./cpu-breakdown";
+import { breakdown, COST_CENTRES, monotonicUs, type Breakdown, type CostCentre, type CpuProfile } from "./cpu-breakdown";
 import { quantiles } from "./quantiles";
 
 const MNEMONIC = "test test test test test test test test test test test junk";
-
-/** The invocation every bench ticket pays for: the echo tool. */
-const echo = (n: number) => ({ jsonrpc: "2.0", id: n, method: "tools/echo", params: { n } });
 
 export type SocketRun = {
   inflight: number;
@@ -54,7 +51,7 @@ export type SocketRun = {
   windows: { perSecond: number; p50Ms: number; payerCpuUsPerTicket: number; providerCpuUsPerTicket: number; cryptoCpuUs?: number }[];
   /**
    * Where each side's CPU went, from one more window streamed with both processes under V8's sampling
-   * profiler (a provider process of its own, started profiled), when the plan asked for it (`profile`).
+   * profiler (a provider process and a payer process of their own, started profiled), when the plan asked for it (`profile`).
    */
   breakdown?: {
     tickets: number;
@@ -86,10 +83,54 @@ function processCpuUs(pid: number | undefined): number {
   }
 }
 
-/** Streams `plan`'s tickets over the sealed socket to a provider process and measures each run. */
+/** A payer process (`scripts/payer-process.js`, from the built dist/) and its one-command-at-a-time line protocol. */
+type PayerProcess = { child: ChildProcess; send: (command: Record<string, unknown>) => Promise<Record<string, unknown>> };
+
+/** Starts the payer node in a process of its own with its store at `db`; pinned by `cpus`, profiled by `cpuProfile`. */
+function startPayerProcess(parameters: { db: string; key: Hex; cpus?: string; cpuProfile?: { dir: string; intervalUs: number } }): PayerProcess {
+  const { db, key, cpus, cpuProfile } = parameters;
+  const node = [...(cpuProfile ? ["--cpu-prof", "--cpu-prof-dir", cpuProfile.dir, "--cpu-prof-interval", String(cpuProfile.intervalUs)] : []), path.join(__dirname, "payer-process.js"), db];
+  const child = cpus === undefined ? spawn(process.execPath, node, { env: { ...process.env, IOI_PRIVATE_KEY: key }, stdio: ["pipe", "pipe", "inherit"] }) : spawn("taskset", ["-c", cpus, process.execPath, ...node], { env: { ...process.env, IOI_PRIVATE_KEY: key }, stdio: ["pipe", "pipe", "inherit"] });
+  const waiting: { resolve: (answer: Record<string, unknown>) => void; reject: (error: Error) => void }[] = [];
+  createInterface({ input: child.stdout! }).on("line", (line) => {
+    const next = waiting.shift();
+    if (next === undefined) return;
+    const answer = JSON.parse(line) as Record<string, unknown>;
+    if (typeof answer.error === "string") next.reject(new Error(`The payer process: ${answer.error}`));
+    else next.resolve(answer);
+  });
+  child.once("exit", (code, signal) => {
+    for (const next of waiting.splice(0)) next.reject(new Error(`The payer process exited (${signal ?? `code ${code}`}) before it answered.`));
+  });
+  return {
+    child,
+    send: (command) =>
+      new Promise((resolve, reject) => {
+        waiting.push({ resolve, reject });
+        child.stdin!.write(`${JSON.stringify(command)}\n`);
+      }),
+  };
+}
+
+/** Asks the payer process to exit (closing its store, writing its profile if it has one) and waits for it. */
+async function exitPayerProcess(payerProcess: PayerProcess): Promise<void> {
+  const { child } = payerProcess;
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  child.stdin!.end(`${JSON.stringify({ op: "exit" })}\n`);
+  const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+/**
+ * Streams `plan`'s tickets over the sealed socket from a payer process to a provider process and measures each
+ * run. Both nodes run from the built dist/ (`npm run bench` and `npm run bench:socket` build it first), each in a
+ * process of its own, as users run them; this process only serves the devnet and opens the channels.
+ */
 export async function runSocketBench(
   plan: { inflight: number; tickets: number; profile?: boolean }[] = [{ inflight: 1, tickets: 300 }, { inflight: 64, tickets: 2_000, profile: true }],
-  /** `taskset` CPU lists for the provider process and for this (the payer's) process, e.g. "0" and "1". */
+  /** `taskset` CPU lists for the provider process and for the payer's (with this one, the devnet's), e.g. "0" and "1". */
   pin?: { provider: string; payer: string },
   /** Measured right after each timed window at 64 in flight (the bench passes sign + recover per side in CPU µs). */
   paired?: () => number,
@@ -105,18 +146,18 @@ export async function runSocketBench(
   const rpc = await serveEmbeddedNetwork(hre);
   const pricing: PricingTerms = { version: "1", unit: "invocation", pricePerInvocation: 1_000n };
   let providerCrypto = "unknown";
-  // The provider runs as users run it, from the built dist/ (`npm run bench` and `npm run bench:socket` build it first).
   const providerParameters = (db: string) => ({ built: true, rpc: rpc.url, escrow, db: path.join(workdir, db), price: pricing.pricePerInvocation, key: bytesToHex(provider.getHdKey().privateKey!), fromBlock: 0n, onLine: (event: Record<string, unknown>) => {
     if (event.event === "provider.ready") providerCrypto = String(event.crypto ?? "unknown");
   } });
+  const payerKey = bytesToHex(payer.getHdKey().privateKey!);
   const node = await startProviderProcess({ ...providerParameters("provider.db"), ...(pin ? { cpus: pin.provider } : {}) });
-  const store = SqliteStore.open(path.join(workdir, "payer.db"));
+  const payerNode = startPayerProcess({ db: path.join(workdir, "payer.db"), key: payerKey, ...(pin ? { cpus: pin.payer } : {}) });
   const domain = await escrowDomain(publicClient, escrow);
   const runs: SocketRun[] = [];
   try {
     let nonce = 0n;
-    /** A fresh funded channel to the provider listening on `port`, connected and warmed up. */
-    const warmClient = async (port: number, tickets: number) => {
+    /** Opens a fresh funded channel to the provider listening on `port` and has `payerProcess` connect and warm up. */
+    const warmClient = async (payerProcess: PayerProcess, port: number, tickets: number) => {
       const opened = await openChannel({
         wallet: funder!,
         publicClient,
@@ -125,33 +166,26 @@ export async function runSocketBench(
         terms: { payer: payer.address, provider: provider.address, funder: funder!.account.address, asset: NATIVE_ASSET, termsHash: termsHashOf(pricing), policyHash: keccak256(stringToBytes("bench")), challengeDuration: 3600n, nonce: ++nonce },
       });
       const channel = { sessionId: opened.sessionId, role: "payer" as const, ref: opened.ref, pricing, escrow, chainId: domain.chainId, deposit: opened.deposit, status: "open" as const };
-      await store.putChannel(channel);
-      const client = await PayerClient.connect({ account: payer, domain, store, channel, port });
+      await payerProcess.send({ op: "connect", port, channel: channelToJson(channel), deposit: opened.deposit.toString() });
       // Warm up before timing with as many invocations as are timed, at least 3,000 at 64 in flight (about two
       // seconds): the connection, V8's optimising compilers on both sides, and both stores' write-ahead logs,
       // which grow until their first checkpoint (an fdatasync that extends a file costs about twice one that
       // overwrites, 0.45 against 0.23 ms here). A running node is warm, so the timed stream measures one that is.
-      await client.stream({ count: Math.max(3_000, tickets), inflight: 64, request: echo });
-      return client;
+      await payerProcess.send({ op: "stream", count: Math.max(3_000, tickets), inflight: 64 });
     };
     for (const { inflight, tickets, profile } of plan) {
-      const client = await warmClient(node.port, tickets);
+      await warmClient(payerNode, node.port, tickets);
       // Other work on the machine only slows a stream, so the fastest of a few is the one reported (every
       // window's throughput and p50 are kept beside it).
       let best: SocketRun | undefined;
       const windows: SocketRun["windows"] = [];
       for (let w = 0; w < WINDOWS; w++) {
-        const storeBefore = store.stats;
-        const payerCpu = process.cpuUsage();
         const providerCpu = processCpuUs(node.child.pid);
-        const started = performance.now();
-        const latencies = await client.stream({ count: tickets, inflight, request: echo });
-        const seconds = (performance.now() - started) / 1000;
-        const payerUsed = process.cpuUsage(payerCpu);
+        const streamed = (await payerNode.send({ op: "stream", count: tickets, inflight })) as { seconds: number; cpuUs: number; latencies: number[]; commits: number; syncs: number };
         const providerUsed = processCpuUs(node.child.pid) - providerCpu;
-        const storeAfter = store.stats;
-        const [p50, p99] = quantiles(latencies, 0.5, 0.99) as [number, number];
-        const run: SocketRun = { inflight, tickets, perSecond: Math.round(tickets / seconds), p50Ms: Number(p50.toFixed(2)), p99Ms: Number(p99.toFixed(2)), payerCpuUsPerTicket: Math.round((payerUsed.user + payerUsed.system) / tickets), providerCpuUsPerTicket: Math.round(providerUsed / tickets), providerCoreShare: Number((providerUsed / (seconds * 1e6)).toFixed(3)), ...(pin ? { pinned: pin } : {}), providerCrypto, payerCommits: storeAfter.commits - storeBefore.commits, payerSyncs: storeAfter.syncs - storeBefore.syncs, windows };
+        const { seconds } = streamed;
+        const [p50, p99] = quantiles(streamed.latencies, 0.5, 0.99) as [number, number];
+        const run: SocketRun = { inflight, tickets, perSecond: Math.round(tickets / seconds), p50Ms: Number(p50.toFixed(2)), p99Ms: Number(p99.toFixed(2)), payerCpuUsPerTicket: Math.round(streamed.cpuUs / tickets), providerCpuUsPerTicket: Math.round(providerUsed / tickets), providerCoreShare: Number((providerUsed / (seconds * 1e6)).toFixed(3)), ...(pin ? { pinned: pin } : {}), providerCrypto, payerCommits: streamed.commits, payerSyncs: streamed.syncs, windows };
         windows.push({
           perSecond: run.perSecond,
           p50Ms: run.p50Ms,
@@ -161,25 +195,30 @@ export async function runSocketBench(
         });
         if (best === undefined || run.perSecond > best.perSecond) best = run;
       }
-      await client.close();
+      await payerNode.send({ op: "close" });
       if (profile) {
-        // A provider process of its own, profiled from its start; its samples are cut to the window by the
-        // monotonic clock both processes share.
-        const profileDir = path.join(workdir, `profile-${nonce}`);
-        const profiledNode = await startProviderProcess({ ...providerParameters(`provider-profiled-${nonce}.db`), cpuProfile: { dir: profileDir, intervalUs: PROFILE_INTERVAL_US } });
+        // A provider process and a payer process of their own, profiled from their start; their samples are cut
+        // to the window by the monotonic clock the three processes share.
+        const window = `${inflight}-${tickets}`;
+        const profileDir = (side: string) => path.join(workdir, `profile-${side}-${window}`);
+        const profiledNode = await startProviderProcess({ ...providerParameters(`provider-profiled-${window}.db`), cpuProfile: { dir: profileDir("provider"), intervalUs: PROFILE_INTERVAL_US } });
+        const profiledPayer = startPayerProcess({ db: path.join(workdir, `payer-profiled-${window}.db`), key: payerKey, cpuProfile: { dir: profileDir("payer"), intervalUs: PROFILE_INTERVAL_US } });
         try {
           const count = tickets * PROFILE_TICKETS_FACTOR;
-          const profiledClient = await warmClient(profiledNode.port, count);
+          await warmClient(profiledPayer, profiledNode.port, count);
           const from = monotonicUs();
-          const { profile: payerProfile } = await profiled(PROFILE_INTERVAL_US, () => profiledClient.stream({ count, inflight, request: echo }));
+          await profiledPayer.send({ op: "stream", count, inflight });
           const to = monotonicUs();
-          await profiledClient.close();
-          await stopProcess(profiledNode.child); // the profile is written as the process exits
-          const file = readdirSync(profileDir).find((name) => name.endsWith(".cpuprofile"));
-          if (file === undefined) throw new Error("The profiled provider process wrote no CPU profile.");
-          const providerProfile = JSON.parse(readFileSync(path.join(profileDir, file), "utf8")) as CpuProfile;
-          const payerBreakdown = breakdown(payerProfile, from, to, count);
-          const providerBreakdown = breakdown(providerProfile, from, to, count);
+          // The profiles are written as the processes exit.
+          await exitPayerProcess(profiledPayer);
+          await stopProcess(profiledNode.child);
+          const profileOf = (side: string) => {
+            const file = readdirSync(profileDir(side)).find((name) => name.endsWith(".cpuprofile"));
+            if (file === undefined) throw new Error(`The profiled ${side} process wrote no CPU profile.`);
+            return JSON.parse(readFileSync(path.join(profileDir(side), file), "utf8")) as CpuProfile;
+          };
+          const payerBreakdown = breakdown(profileOf("payer"), from, to, count);
+          const providerBreakdown = breakdown(profileOf("provider"), from, to, count);
           const scaled = (b: Breakdown, total: number) => Object.fromEntries(COST_CENTRES.map((centre) => [centre, Math.round(b.shares[centre] * total)])) as Record<CostCentre, number>;
           best!.breakdown = {
             tickets: count,
@@ -190,13 +229,14 @@ export async function runSocketBench(
             providerUs: scaled(providerBreakdown, best!.providerCpuUsPerTicket),
           };
         } finally {
+          await exitPayerProcess(profiledPayer);
           await stopProcess(profiledNode.child);
         }
       }
       runs.push(best!);
     }
   } finally {
-    await store.close();
+    await exitPayerProcess(payerNode);
     await stopProcess(node.child);
     await rpc.close();
     rmSync(workdir, { recursive: true, force: true });

@@ -297,8 +297,7 @@ function cryptoShares(at64: SocketRun, fallbackCryptoCpuUs: number) {
 
 /** The hot path of issue 15: the ceiling, batched receipts and tickets over the socket, in one run. */
 async function measureHotPath(quick: boolean, log: (line: string) => void) {
-  // The socket first: the payer node runs in this process, and the other measurements would leave it a
-  // heap of their garbage to collect while it streams.
+  // The socket first, on a quiet machine: the in-process measurements after it leave nothing running.
   log("Measuring tickets over the socket …");
   const loadBefore = os.loadavg()[0]!;
   // Each 64-in-flight window is followed by sign + recover timed alone (issue 31 item 5): a share pairs the two.

@@ -7,8 +7,6 @@
  * one sample per millisecond), so what this gives is each centre's share, which the bench applies to the CPU
  * per ticket it measured without the profiler.
  */
-import { Session } from "node:inspector";
-
 /** The parts of a V8 `.cpuprofile` this reads (timestamps in µs of the monotonic clock, as `process.hrtime`). */
 export type CpuProfile = {
   nodes: { id: number; callFrame: { functionName: string; url: string }; children?: number[] }[];
@@ -109,22 +107,4 @@ export function breakdown(profile: CpuProfile, fromUs: number, toUs: number, tic
 /** The monotonic clock in µs, the clock of V8's profile timestamps. */
 export function monotonicUs(): number {
   return Number(process.hrtime.bigint() / 1000n);
-}
-
-/** Runs `work` under this process's sampling profiler (`intervalUs` apart) and returns its result and the profile. */
-export async function profiled<T>(intervalUs: number, work: () => Promise<T>): Promise<{ result: T; profile: CpuProfile }> {
-  const session = new Session();
-  session.connect();
-  const post = (method: string, params?: object) =>
-    new Promise<unknown>((resolve, reject) => session.post(method, params ?? {}, (error, result) => (error ? reject(error) : resolve(result))));
-  try {
-    await post("Profiler.enable");
-    await post("Profiler.setSamplingInterval", { interval: intervalUs });
-    await post("Profiler.start");
-    const result = await work();
-    const { profile } = (await post("Profiler.stop")) as { profile: CpuProfile };
-    return { result, profile };
-  } finally {
-    session.disconnect();
-  }
 }

@@ -1,6 +1,10 @@
 import { expect } from "chai";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 
-import { breakdown, COST_CENTRES, monotonicUs, profiled, type CpuProfile } from "../../scripts/cpu-breakdown";
+import { breakdown, COST_CENTRES, monotonicUs, type CpuProfile } from "../../scripts/cpu-breakdown";
 
 /** A profile whose stacks are given leaf-first; sample i is taken at start + 10·(i+1) µs and weighs 10 µs. */
 function profileOf(stacks: { functionName: string; url: string }[][]): CpuProfile {
@@ -85,16 +89,19 @@ describe("bench: CPU breakdown by cost centre", () => {
     expect(Object.keys(result.shares)).to.deep.equal([...COST_CENTRES]);
   });
 
-  it("profiles this process with the timestamps of the monotonic clock", async () => {
-    const before = monotonicUs();
-    const { result, profile } = await profiled(1_000, async () => {
-      let x = 0;
-      for (let i = 0; i < 2e6; i++) x += i % 7;
-      return x;
-    });
-    const after = monotonicUs();
-    expect(result).to.be.greaterThan(0);
-    expect(profile.startTime).to.be.within(before, after);
-    expect(profile.samples.length).to.be.greaterThan(0);
+  it("reads a child process's --cpu-prof profile on this process's monotonic clock (how the bench cuts both nodes' profiles)", () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "ioi-cpu-prof-"));
+    try {
+      const before = monotonicUs();
+      execFileSync(process.execPath, ["--cpu-prof", "--cpu-prof-dir", dir, "--cpu-prof-interval", "1000", "-e", "let x = 0; for (let i = 0; i < 2e7; i++) x += i % 7;"]);
+      const after = monotonicUs();
+      const file = readdirSync(dir).find((name) => name.endsWith(".cpuprofile"));
+      expect(file, "the child wrote a profile").to.not.equal(undefined);
+      const profile = JSON.parse(readFileSync(path.join(dir, file!), "utf8")) as CpuProfile;
+      expect(profile.startTime).to.be.within(before, after);
+      expect(profile.samples.length).to.be.greaterThan(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
