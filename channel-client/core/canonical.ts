@@ -9,7 +9,7 @@ import canonicalize from "canonicalize";
 import { stringToBytes, type Hex } from "viem";
 
 import { InvalidJsonError, NonCanonicalJsonError, NonFiniteNumberError, SizeLimitError } from "./errors";
-import { keccak256Hex } from "./keccak";
+import { keccak256TextHex } from "./keccak";
 
 /** Deepest nesting a parsed document may have; real artifacts use fewer than ten levels. */
 export const MAX_JSON_DEPTH = 64;
@@ -36,7 +36,7 @@ export function canonBytes(value: unknown): Uint8Array {
 
 /** `keccak256(canon(value))`: the id of an artifact (whitepaper 6.3.2). */
 export function artifactId(value: unknown): Hex {
-  return keccak256Hex(canonBytes(value));
+  return keccak256TextHex(canon(value));
 }
 
 export type ParseCanonicalParameters = {

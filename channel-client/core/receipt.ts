@@ -5,7 +5,7 @@
 import { hexToBytes, keccak256, stringToBytes, zeroHash, type Address, type Hex, type LocalAccount } from "viem";
 
 import { artifactId } from "./canonical";
-import { keccak256Bytes, keccak256Hex, writeHexField } from "./keccak";
+import { keccak256Bytes, keccak256Hex, keccak256TextBytes, keccak256TextHex, writeHexField } from "./keccak";
 import { assertDigestSigner, signDigest } from "./eip712";
 import { InvalidHexError } from "./errors";
 import { assertMatchesSchema } from "./schemas";
@@ -106,16 +106,15 @@ export function signedSessionReceiptOf(o: SignedSessionReceiptJson): SignedSessi
 /** `keccak256(canon(receipt))`: the receipt's id, its half of the leaf, and the next receipt's `prevReceiptHash`. */
 export function sessionReceiptHash(receipt: SessionReceipt): Hex {
   const text = canonicalReceiptText(receipt);
-  return text === undefined ? artifactId(sessionReceiptToJson(receipt)) : keccak256Hex(utf8.encode(text));
+  return text === undefined ? artifactId(sessionReceiptToJson(receipt)) : keccak256TextHex(text);
 }
 
 /** `sessionReceiptHash` as 32 bytes, for hot loops that feed a {@link LeafBuilder}. */
 export function sessionReceiptHashBytes(receipt: SessionReceipt): Uint8Array {
   const text = canonicalReceiptText(receipt);
-  return text === undefined ? hexToBytes(artifactId(sessionReceiptToJson(receipt))) : keccak256Bytes(utf8.encode(text));
+  return text === undefined ? hexToBytes(artifactId(sessionReceiptToJson(receipt))) : keccak256TextBytes(text);
 }
 
-const utf8 = new TextEncoder();
 const LOWER_HASH = /^0x[0-9a-f]{64}$/;
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 

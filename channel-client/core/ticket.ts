@@ -8,7 +8,7 @@ import { getAddress, hexToBytes, type Address, type Hex, type LocalAccount } fro
 
 import { artifactId } from "./canonical";
 import { assertDigestSigner, signDigest, structDigest, typeHash, type GasEscrowDomain, type SignatureCheck } from "./eip712";
-import { keccak256Hex, writeHexField } from "./keccak";
+import { keccak256TextHex, writeHexField } from "./keccak";
 import { InvalidFieldError, TicketNotNewerError } from "./errors";
 import { assertMatchesSchema } from "./schemas";
 import { uintToJson } from "./validate";
@@ -88,10 +88,9 @@ export function signedPaymentTicketOf(o: SignedPaymentTicketJson): SignedPayment
 /** `keccak256(canon(ticket))`, the ticket's half of the receipt leaf. Excludes the signature: a signature is never an id. */
 export function paymentTicketHash(ticket: PaymentTicket): Hex {
   const text = canonicalTicketText(ticket);
-  return text === undefined ? artifactId(paymentTicketToJson(ticket)) : keccak256Hex(utf8.encode(text));
+  return text === undefined ? artifactId(paymentTicketToJson(ticket)) : keccak256TextHex(text);
 }
 
-const utf8 = new TextEncoder();
 const LOWER_HASH = /^0x[0-9a-f]{64}$/;
 const ANY_CASE_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 const LOWER_SIGNATURE = /^0x[0-9a-f]{130}$/;

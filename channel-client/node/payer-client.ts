@@ -10,7 +10,7 @@ import type { Address, Hex, LocalAccount } from "viem";
 
 import { ReceiptAccumulator } from "../core/accumulator";
 import { canon } from "../core/canonical";
-import { keccak256Hex } from "../core/keccak";
+import { keccak256TextHex, utf8Bytes } from "../core/keccak";
 import type { GasEscrowDomain } from "../core/eip712";
 import { BaseError, ReceiptMismatchError } from "../core/errors";
 import type { ActionInvokePacket, ActionResultPacket, ReceiptCommitPacket } from "../core/packets";
@@ -92,7 +92,6 @@ export async function faultStatementOf(packet: ActionResultPacket, failed: boole
   return fault;
 }
 
-const utf8 = new TextEncoder();
 
 /** A failed call's JSON-RPC error as the provider sent it (receipted, charged 0). */
 export type InvocationError = { code: number; message: string; data?: JsonObject };
@@ -304,7 +303,7 @@ export class PayerClient {
     const failed = !replayed && mcp.error !== undefined && mcp.result === undefined;
     // The output's canonical text: its UTF-8 bytes are what the receipt's outputHash binds, the text is what is kept.
     const outputText = replayed ? undefined : failed ? canon({ error: mcp.error! }) : mcp.result === undefined ? undefined : canon(mcp.result);
-    const output = outputText === undefined ? undefined : utf8.encode(outputText);
+    const output = outputText === undefined ? undefined : utf8Bytes(outputText);
     if (!replayed && output === undefined) throw new ReceiptMismatchError(`Result ${packet.action_result_id} carries neither a result, an error nor a replay marker.`);
     const fault = await faultStatementOf(packet, failed, this.parameters.channel.ref.terms.provider);
     const step = await this.session.acceptReceipt(packet.payload.receipt, output, failed);
@@ -376,7 +375,7 @@ export class PayerClient {
     // send's error below and never awaits it: mark it handled so the process does not die of it.
     outcome.catch(() => undefined);
     const text = canon(request);
-    const input = utf8.encode(text);
+    const input = utf8Bytes(text);
     if (this.parameters.keepResults !== false) this.#requests.set(seq, text);
     const next = this.session.nextTicket(input, request);
     // The ticket leaves as soon as it is signed, in seq order, and is stored with its receipt, in one row
@@ -534,7 +533,7 @@ export class PayerClient {
     const answer = await this.#request({ type: "result.request", seq });
     if (isPacket(answer) || answer.type !== "result" || answer.seq !== seq) throw new BaseError(`The provider did not answer the request for the output of seq ${seq}.`);
     if (answer.output === null) return undefined;
-    const hash = keccak256Hex(utf8.encode(answer.output));
+    const hash = keccak256TextHex(answer.output);
     if (hash !== step.receipt.receipt.outputHash) {
       throw new ReceiptMismatchError(`The output the provider sent for seq ${seq} hashes to ${hash}; its receipt binds ${step.receipt.receipt.outputHash}.`);
     }

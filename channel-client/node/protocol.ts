@@ -9,6 +9,7 @@ import type { Hex } from "viem";
 import { canon, parseJson } from "../core/canonical";
 import { encodePacket, MAX_PACKET_BYTES, packetFromJson, type Packet } from "../core/packets";
 import { InvalidFieldError } from "../core/errors";
+import { utf8Bytes } from "../core/keccak";
 import { signedSessionReceiptFromJson, signedSessionReceiptToJson, type SignedSessionReceipt } from "../core/receipt";
 import { signedSessionKeyGrantFromJson, signedSessionKeyGrantToJson, type SignedSessionKeyGrant } from "../core/session-key";
 import { settlementSummaryFromJson, settlementSummaryToJson, type SettlementSummary } from "../core/summary";
@@ -145,12 +146,11 @@ export function isPacket(message: NodeMessage): message is Packet {
   return "packet_type" in message;
 }
 
-const utf8 = new TextEncoder();
 
 /** `mcpText`: a packet's MCP message already in canonical form (see `encodePacket`). */
 export function encodeMessage(message: NodeMessage, mcpText?: string): Uint8Array {
-  if (isPacket(message)) return utf8.encode(encodePacket(message, mcpText));
-  return utf8.encode(canon(controlToJson(message)));
+  if (isPacket(message)) return utf8Bytes(encodePacket(message, mcpText));
+  return utf8Bytes(canon(controlToJson(message)));
 }
 
 function controlToJson(message: ControlMessage): Record<string, unknown> {

@@ -7,8 +7,9 @@ import type { Address, Hex } from "viem";
 
 import { CHANNEL_PHASES, gasEscrowAbi, readSessionKeyChainState } from "../chain/escrow";
 import { payerSignatureCheck } from "../chain/wallet-signature";
-import { canonBytes } from "../core/canonical";
+import { canon, canonBytes } from "../core/canonical";
 import { BindingMismatchError, type BaseError } from "../core/errors";
+import { utf8Bytes } from "../core/keccak";
 import type { SignedSessionKeyGrant } from "../core/session-key";
 import { sessionIdOf, termsHashOf } from "../core/terms";
 import type { JsonObject } from "../core/validate";
@@ -151,7 +152,7 @@ export async function runHandler(ctx: Pick<ProviderContext, "parameters" | "log"
       return { error: { code: HANDLER_FAILED_CODE, message: "The worker's result is not an object." } };
     }
     // Throws on what canonical JSON cannot hold (1e400, a lone surrogate): a failed call.
-    return { result: outcome.result, units: outcome.units, bytes: canonBytes(outcome.result) };
+    return { result: outcome.result, units: outcome.units, bytes: utf8Bytes(canon(outcome.result)) };
   } catch (error) {
     const e = error as BaseError;
     ctx.log(`handler failed: ${e.name ?? "Error"}: ${(e.shortMessage ?? e.message ?? String(error)).split("\n")[0]}`);

@@ -4,6 +4,7 @@
  */
 import { CHANNEL_PHASES, gasEscrowAbi } from "../chain/escrow";
 import { canon } from "../core/canonical";
+import { utf8Bytes } from "../core/keccak";
 import { ChannelNotOpenError, DepositExceededError, type BaseError } from "../core/errors";
 import { faultCodeOf, signFaultStatement, type SignedFaultStatement } from "../core/fault-statement";
 import { resultMcpText, type ActionInvokePacket, type ActionResultPacket } from "../core/packets";
@@ -13,7 +14,6 @@ import type { NodeMessage } from "./protocol";
 import { REPLAYED_RESULT_CODE, type Bound, type McpError, type ProviderContext } from "./provider-node-types";
 import { StreamRefusedError } from "./stream-service";
 
-const utf8 = new TextEncoder();
 const fromUtf8 = new TextDecoder();
 
 export async function invoke(ctx: Pick<ProviderContext, "parameters" | "after" | "fail" | "advance">, b: Bound, packet: ActionInvokePacket, send: (m: NodeMessage, mcpText?: string) => Promise<void>, drop: () => void): Promise<void> {
@@ -65,7 +65,7 @@ export async function invoke(ctx: Pick<ProviderContext, "parameters" | "after" |
   let input: Uint8Array;
   try {
     request = canon(packet.payload.mcp);
-    input = utf8.encode(request);
+    input = utf8Bytes(request);
   } catch (error) {
     return reject(error); // an mcp canonical JSON cannot hold (NaN, ±Infinity, a lone surrogate): typed refusal
   }

@@ -19,7 +19,7 @@ import {
   signedSessionReceiptToJson,
   type SignedSessionReceipt,
 } from "../../channel-client/core/receipt";
-import { fastKeccakReady, hashBytes } from "../../channel-client/core/keccak";
+import { fastKeccakReady, hashBytes, keccak256TextBytes, keccak256TextHex, utf8Bytes } from "../../channel-client/core/keccak";
 import { gasEscrowDomain, hashTyped } from "../../channel-client/core/eip712";
 import { receiptCommitDigest } from "../../channel-client/core/receipt-commit";
 import {
@@ -224,6 +224,17 @@ describe("Hot-path encodings (issue 15)", () => {
     expect(Buffer.from(fresh.hash(5n, zero, zero, zero, 1n, 1000n)).equals(Buffer.from(valid))).to.equal(true);
     const base = { sessionId: SESSION_ID, offloadPacketHash: zeroHash, outputHash: zeroHash, policyHash: zeroHash, modelSnapshotId: "m", prevReceiptHash: zeroHash };
     expect(Buffer.from(valid).equals(Buffer.from(sessionReceiptHashBytes({ ...base, seq: 5n, metering: { units: 1n, amount: 1000n } })))).to.equal(true);
+  });
+
+  it("hashes a text through the reused UTF-8 buffer exactly as keccak256 of TextEncoder's bytes (ASCII, two-, three- and four-byte characters, past the buffer's first size, then short again)", async () => {
+    await fastKeccakReady;
+    const texts = ["", "{\"a\":1}", "é", "€ and 𝄞", "x".repeat(5_000), "𝄞".repeat(3_000), "\u0000\u007f\u0080\u07ff\u0800\uffff", "{\"short\":\"again\"}"];
+    for (const text of texts) {
+      const expected = keccak256(new TextEncoder().encode(text));
+      expect(keccak256TextHex(text), text.slice(0, 20)).to.equal(expected);
+      expect(Buffer.from(keccak256TextBytes(text)).toString("hex")).to.equal(expected.slice(2));
+      expect(Buffer.from(utf8Bytes(text)).equals(Buffer.from(new TextEncoder().encode(text)))).to.equal(true);
+    }
   });
 
   it("digests receipt commits by hand exactly as viem's hashTypedData (200 random commits, two domains)", () => {
