@@ -38,8 +38,8 @@ export function keccak256Hex(data: Uint8Array): Hex {
 
 /**
  * One buffer the text hashes below write their UTF-8 into (hashing is synchronous, so calls cannot interleave):
- * `TextEncoder.encode` allocates a fresh backing store per call, about 1 µs of a 600-byte text's 1.2 (issue 31).
- * It grows to the longest text hashed.
+ * `TextEncoder.encode` allocates a fresh backing store per call: 1.1–1.5 µs for a 550-byte text here, against
+ * 0.2 µs to write it into this buffer (issue 31). It grows to the longest text hashed.
  */
 let textScratch = Buffer.allocUnsafeSlow(4096);
 

@@ -92,7 +92,6 @@ export async function faultStatementOf(packet: ActionResultPacket, failed: boole
   return fault;
 }
 
-
 /** A failed call's JSON-RPC error as the provider sent it (receipted, charged 0). */
 export type InvocationError = { code: number; message: string; data?: JsonObject };
 
