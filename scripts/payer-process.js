@@ -14,9 +14,21 @@
  * A failed command answers {"error":"…"}; the process keeps serving the next one.
  */
 "use strict";
+const { existsSync } = require("node:fs");
+const path = require("node:path");
 const { createInterface } = require("node:readline");
 
-const dist = (module) => require(`../dist/channel-client/${module}.js`);
+const [storeFile, extra] = process.argv.slice(2);
+if (!storeFile || extra !== undefined || !/^0x[0-9a-fA-F]{64}$/.test(process.env.IOI_PRIVATE_KEY ?? "")) {
+  console.error("usage: IOI_PRIVATE_KEY=0x<64 hex digits> node scripts/payer-process.js <store file>");
+  process.exit(2);
+}
+const DIST = path.join(__dirname, "..", "dist", "channel-client");
+if (!existsSync(path.join(DIST, "node", "payer-client.js"))) {
+  console.error("dist/ is not built: run `npx tsc -p tsconfig.build.json` (npm run bench does) before starting the payer process.");
+  process.exit(2);
+}
+const dist = (module) => require(path.join(DIST, `${module}.js`));
 const { PayerClient } = dist("node/payer-client");
 const { SqliteStore } = dist("store/sqlite-store");
 const { channelFromJson } = dist("store/records");
@@ -24,12 +36,6 @@ const { gasEscrowDomain, signingAccount } = dist("core/eip712");
 
 /** The invocation every bench ticket pays for: the echo tool (as bench-socket.ts's own). */
 const echo = (n) => ({ jsonrpc: "2.0", id: n, method: "tools/echo", params: { n } });
-
-const [storeFile] = process.argv.slice(2);
-if (!storeFile || !process.env.IOI_PRIVATE_KEY) {
-  console.error("usage: IOI_PRIVATE_KEY=0x… node scripts/payer-process.js <store file>");
-  process.exit(2);
-}
 // signingAccount, as `ioi` builds every acting account: its digests are signed with the configured secp256k1 backend.
 const account = signingAccount(process.env.IOI_PRIVATE_KEY);
 const store = SqliteStore.open(storeFile);
