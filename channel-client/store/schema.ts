@@ -7,9 +7,10 @@
  * version bump, so a crash mid-migration leaves the previous version intact.
  *
  * Conventions (see README.md): every table is STRICT (no silent type coercion, so an amount can never
- * become a REAL); amounts and block numbers are decimal TEXT; seq and leaf-count keys are 20-digit
- * zero-padded decimal TEXT so that text order is numeric order over the whole uint64 range; artifacts are
- * their canonical JSON text.
+ * become a REAL); amounts and block numbers are decimal TEXT; seq and leaf-count keys of the older tables are
+ * 20-digit zero-padded decimal TEXT so that text order is numeric order over the whole uint64 range, and
+ * artifacts there are their canonical JSON text. Steps, accumulator states (version 7) and results (version 8)
+ * are keyed by (channel number, seq − 2^63) as INTEGERs in WITHOUT ROWID tables, steps as bytes (records.ts).
  */
 import type { Database } from "better-sqlite3";
 
@@ -209,6 +210,25 @@ export const MIGRATIONS: readonly string[] = [
     archive    TEXT NOT NULL              -- where its export was written
   ) STRICT;
   `,
+  // 7 → 8 (issue 31 item 4, third session; decision 0008 amendment): results keyed as steps are, by (channel
+  // number, seq − 2^63) in a WITHOUT ROWID table. Keyed by the session id and a 20-digit seq, each row carried
+  // its 86-character key twice (the table's rowid b-tree and the primary-key index): 368 bytes on disk for an
+  // echo call's 110 bytes of request and output, 195 now, and one b-tree fewer to write per paid call. A result
+  // whose channel has no number stops the migration (NOT NULL), as a damaged row stopped 6 → 7.
+  `
+  CREATE TABLE results_v8 (
+    channel INTEGER NOT NULL REFERENCES channel_numbers (no),
+    seq     INTEGER NOT NULL,             -- seq − 2^63
+    request TEXT NOT NULL,                -- canon(the JSON-RPC request sent): keccak256 is the receipt's offloadPacketHash
+    output  TEXT NOT NULL,                -- canon(result) or canon({error}): keccak256 is the receipt's outputHash
+    PRIMARY KEY (channel, seq)
+  ) STRICT, WITHOUT ROWID;
+  INSERT INTO results_v8 (channel, seq, request, output)
+    SELECT n.no, ioi_seq(r.seq), r.request, r.output
+    FROM results r LEFT JOIN channel_numbers n ON n.session_id = r.session_id;
+  DROP TABLE results;
+  ALTER TABLE results_v8 RENAME TO results;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
@@ -236,7 +256,7 @@ export function migrate(db: Database, path: string): void {
         { details: "Upgrade the client; do not open the file with an older one." },
       );
     }
-    if (version < 7) registerConversions(db);
+    if (version < 8) registerConversions(db);
     for (let from = version; from < SCHEMA_VERSION; from++) db.exec(MIGRATIONS[from]!);
     if (version !== SCHEMA_VERSION) db.pragma(`user_version = ${SCHEMA_VERSION}`);
   }).immediate();

@@ -90,7 +90,10 @@ export class SqliteKeys {
   resultMayExist(id: string, seq: string): boolean {
     let top = this.#topResult.get(id);
     if (top === undefined) {
-      top = this.#sql.latestResultSeq.get(id) ?? "";
+      const no = this.channelNo(id as Hex);
+      if (no === undefined) return false; // a channel first stored in the pending batch has no results yet
+      const latest = this.#sql.latestResultSeq.get(no);
+      top = latest === undefined ? "" : seqKey(seqFromInteger(latest));
       this.#topResult.set(id, top);
     }
     return seq <= top; // seq keys have one width, so text order is numeric order

@@ -82,10 +82,10 @@ upsertChannel: Database.Statement<[string, string, string, string, string], unkn
   getCooperativeClose: Database.Statement<[string], string>;
   insertFaultStatement: Database.Statement<[string, string, string], unknown>;
   getFaultStatement: Database.Statement<[string, string], string>;
-  insertResult: Database.Statement<[string, string, string, string], unknown>;
-  getResult: Database.Statement<[string, string], { request: string; output: string; }>;
-  latestResultSeq: Database.Statement<[string], string>;
-  results: Database.Statement<[string, string, number], { seq: string; request: string; output: string; }>;
+  insertResult: Database.Statement<[bigint, bigint, string, string], unknown>;
+  getResult: Database.Statement<[bigint, bigint], { request: string; output: string; }>;
+  latestResultSeq: Database.Statement<[bigint], bigint>;
+  results: Database.Statement<[bigint, bigint, number], { seq: bigint; request: string; output: string; }>;
   insertGrant: Database.Statement<[string, string, string], unknown>;
   grants: Database.Statement<[string], { key: string; grant: string; }>;
   grantsOfKey: Database.Statement<[string, string], { key: string; grant: string; }>;
@@ -156,7 +156,7 @@ export function prepareStatements(db: Database.Database): Statements {
       "DELETE FROM closings WHERE session_id = @id",
       "DELETE FROM cooperative_closes WHERE session_id = @id",
       "DELETE FROM fault_statements WHERE session_id = @id",
-      "DELETE FROM results WHERE session_id = @id",
+      "DELETE FROM results WHERE channel = @no",
       "DELETE FROM session_key_grants WHERE session_id = @id",
       "DELETE FROM channel_numbers WHERE no = @no",
       "DELETE FROM channels WHERE session_id = @id",
@@ -185,14 +185,14 @@ export function prepareStatements(db: Database.Database): Statements {
       "INSERT INTO fault_statements (session_id, seq, statement) VALUES (?, ?, ?) ON CONFLICT (session_id, seq) DO NOTHING",
     ),
     getFaultStatement: db.prepare<[string, string], string>("SELECT statement FROM fault_statements WHERE session_id = ? AND seq = ?").pluck(),
-    insertResult: db.prepare<[string, string, string, string]>(
-      "INSERT INTO results (session_id, seq, request, output) VALUES (?, ?, ?, ?) ON CONFLICT (session_id, seq) DO NOTHING",
+    insertResult: db.prepare<[bigint, bigint, string, string]>(
+      "INSERT INTO results (channel, seq, request, output) VALUES (?, ?, ?, ?) ON CONFLICT (channel, seq) DO NOTHING",
     ),
-    getResult: db.prepare<[string, string], { request: string; output: string }>("SELECT request, output FROM results WHERE session_id = ? AND seq = ?"),
-    latestResultSeq: db.prepare<[string], string>("SELECT seq FROM results WHERE session_id = ? ORDER BY seq DESC LIMIT 1").pluck(),
-    results: db.prepare<[string, string, number], { seq: string; request: string; output: string }>(
-      "SELECT seq, request, output FROM results WHERE session_id = ? AND seq >= ? ORDER BY seq LIMIT ?",
-    ),
+    getResult: db.prepare<[bigint, bigint], { request: string; output: string }>("SELECT request, output FROM results WHERE channel = ? AND seq = ?"),
+    latestResultSeq: db.prepare<[bigint], bigint>("SELECT seq FROM results WHERE channel = ? ORDER BY seq DESC LIMIT 1").pluck().safeIntegers(true),
+    results: db.prepare<[bigint, bigint, number], { seq: bigint; request: string; output: string }>(
+      "SELECT seq, request, output FROM results WHERE channel = ? AND seq >= ? ORDER BY seq LIMIT ?",
+    ).safeIntegers(true),
     insertGrant: db.prepare<[string, string, string]>(
       "INSERT INTO session_key_grants (session_id, key, grant) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
     ),

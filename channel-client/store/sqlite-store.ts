@@ -549,13 +549,16 @@ export class SqliteStore implements ChannelStore {
       const output = expectString(record.output, "result.output", MAX_PACKET_BYTES);
       const key = `${id}:${seq}`;
       const value = `${request}\n${output}`;
-      const stored = batch.results.has(key) || !this.#keys.resultMayExist(id, seq) ? undefined : this.#sql.getResult.get(id, seq);
+      const seqInteger = seqToInteger(record.seq);
+      // resultMayExist is false for a channel with no number yet (first stored in this batch): nothing to read.
+      const stored = batch.results.has(key) || !this.#keys.resultMayExist(id, seq) ? undefined : this.#sql.getResult.get(this.#keys.channelNoIn(id), seqInteger);
       const existing = batch.results.get(key) ?? (stored ? `${stored.request}\n${stored.output}` : undefined);
       if (existing !== undefined && existing !== value) throw new ResultConflictError(id, record.seq);
       batch.results.set(key, value);
       return () => {
-        if (this.#sql.insertResult.run(id, seq, request, output).changes === 0) {
-          const row = this.#sql.getResult.get(id, seq);
+        const no = this.#keys.channelNoIn(id);
+        if (this.#sql.insertResult.run(no, seqInteger, request, output).changes === 0) {
+          const row = this.#sql.getResult.get(no, seqInteger);
           if (row?.request !== request || row.output !== output) throw new ResultConflictError(id, record.seq);
         }
       };
@@ -569,9 +572,11 @@ export class SqliteStore implements ChannelStore {
       throw new InvalidFieldError("options.limit", "a non-negative integer", limit);
     }
     if (fromSeq >= 1n << 64n) return [];
+    const no = this.#keys.channelNo(sessionId);
+    if (no === undefined) return [];
     return this.#sql.results
-      .all(sessionId, seqKey(fromSeq < 0n ? 0n : fromSeq), limit ?? -1)
-      .map((row) => decodeRow("results", `${sessionId}#${row.seq}`, () => ({ seq: BigInt(row.seq), request: row.request, output: row.output })));
+      .all(no, seqToInteger(fromSeq < 0n ? 0n : fromSeq), limit ?? -1)
+      .map((row) => ({ seq: seqFromInteger(row.seq), request: row.request, output: row.output }));
   }
 
   putSessionKeyGrant(sessionId: Hex, signed: SignedSessionKeyGrant): Promise<void> {

@@ -80,7 +80,7 @@ function history(base: Step, count: number): { steps: Step[]; states: Accumulato
 const stepText = (step: StepRecord) =>
   canon({ ticket: signedPaymentTicketToJson(step.ticket), receipt: step.receipt ? signedSessionReceiptToJson(step.receipt) : null, leaf: step.leaf ?? null });
 
-describe("SqliteStore, schema 7 (compact steps, pruning)", function () {
+describe("SqliteStore, schemas 7 and 8 (compact steps and results, pruning)", function () {
   this.timeout(120_000);
   let dir: string;
   let dbPath: string;
@@ -150,6 +150,62 @@ describe("SqliteStore, schema 7 (compact steps, pruning)", function () {
     const kept = check.prepare("SELECT leaf_count FROM accumulator_states ORDER BY leaf_count").pluck().all();
     check.close();
     expect(kept).to.deep.equal([1, ACCUMULATOR_STATE_INTERVAL, 2 * ACCUMULATOR_STATE_INTERVAL]);
+  });
+
+  it("migrates a version-7 store's results to (channel number, seq − 2^63) keys without a rowid, every read and conflict check unchanged; a result without a channel number stops the migration", async () => {
+    const c = channel(1n);
+    const other = channel(2n, "payer");
+    const results = [1n, 2n, 2n ** 63n, 2n ** 64n - 1n].map((seq) => ({ seq, request: `{"id":"${seq}"}`, output: `{"n":"${seq}"}` }));
+    const writeVersion7 = (file: string, orphan: boolean) => {
+      const raw = new Database(file);
+      raw.pragma("journal_mode = WAL");
+      raw.pragma("foreign_keys = OFF"); // only to plant the damaged row below
+      // Migration 6 → 7 names its conversion functions; on empty tables they are never called.
+      for (const name of ["ioi_seq", "ioi_ticket_blob", "ioi_terms_key", "ioi_receipt_blob", "ioi_policy_key", "ioi_peaks_blob"]) {
+        raw.function(name, (_value: unknown) => {
+          throw new Error(`${name} ran on an empty table`);
+        });
+      }
+      for (const sql of MIGRATIONS.slice(0, 7)) raw.exec(sql);
+      raw.pragma("user_version = 7");
+      const insertChannel = raw.prepare("INSERT INTO channels (session_id, role, status, deposit, channel) VALUES (?, ?, ?, ?, ?)");
+      for (const ch of [c, other]) {
+        insertChannel.run(ch.sessionId, ch.role, ch.status, ch.deposit.toString(), canon(channelToJson(ch)));
+        raw.prepare("INSERT INTO channel_numbers (session_id) VALUES (?)").run(ch.sessionId);
+      }
+      const insertResult = raw.prepare("INSERT INTO results (session_id, seq, request, output) VALUES (?, ?, ?, ?)");
+      for (const r of results) insertResult.run(c.sessionId, seqKey(r.seq), r.request, r.output);
+      insertResult.run(other.sessionId, seqKey(7n), "{}", "{}");
+      if (orphan) insertResult.run(h("a channel without a number"), seqKey(1n), "{}", "{}");
+      raw.close();
+    };
+
+    writeVersion7(dbPath, false);
+    const store = SqliteStore.open(dbPath);
+    try {
+      expect(store.settings().schemaVersion).to.equal(SCHEMA_VERSION);
+      expect(store.results(c.sessionId)).to.deep.equal(results);
+      expect(store.results(c.sessionId, { fromSeq: 2n, limit: 2 })).to.deep.equal(results.slice(1, 3));
+      expect(store.results(other.sessionId)).to.deep.equal([{ seq: 7n, request: "{}", output: "{}" }]);
+      // A migrated result still refuses a different answer for its seq, and takes the same one again.
+      expect((await rejection(store.putResult(c.sessionId, { ...results[3]!, output: "{}" }))).name).to.equal("ResultConflictError");
+      await store.putResult(c.sessionId, results[3]!);
+      await store.putResult(c.sessionId, { seq: 3n, request: "{}", output: "{}" });
+      expect(store.results(c.sessionId).map((r) => r.seq)).to.deep.equal([1n, 2n, 3n, 2n ** 63n, 2n ** 64n - 1n]);
+    } finally {
+      await store.close();
+    }
+    const check = new Database(dbPath, { readonly: true });
+    expect(check.prepare("SELECT sql FROM sqlite_schema WHERE name = 'results'").pluck().get()).to.contain("WITHOUT ROWID");
+    check.close();
+
+    const damaged = path.join(dir, "damaged.db");
+    writeVersion7(damaged, true);
+    expect(() => SqliteStore.open(damaged)).to.throw(/NOT NULL/);
+    const untouched = new Database(damaged, { readonly: true });
+    expect(untouched.pragma("user_version", { simple: true })).to.equal(7);
+    expect(untouched.prepare("SELECT count(*) FROM results").pluck().get()).to.equal(6);
+    untouched.close();
   });
 
   it("keeps a provider's store at most 600 bytes per receipt on disk (2,000 receipts, after a checkpoint)", async () => {

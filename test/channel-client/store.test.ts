@@ -470,8 +470,11 @@ for (const backend of backends) {
         for (const step of goneSteps) await store.putStep(gone.sessionId, step);
         await store.putCommit(gone.sessionId, "payer", await signedCommit(gone.sessionId, 2n, "payer"));
         await store.putClosing(gone.sessionId, closingRecord(2n));
+        await store.putResult(gone.sessionId, { seq: 1n, request: "{}", output: "{}" });
         const keptStep = await signedStep(kept.sessionId, 1n);
         await store.putStep(kept.sessionId, keptStep);
+        const keptResult = { seq: 1n, request: "{\"kept\":true}", output: "{}" };
+        await store.putResult(kept.sessionId, keptResult);
         await store.setCursor("watch", 7n);
 
         await store.deleteChannel(gone.sessionId, { prunedAt: 1_800_000_000n, archive: "/archive/gone.jsonl" });
@@ -480,6 +483,8 @@ for (const backend of backends) {
           expect(s.steps(gone.sessionId)).to.deep.equal([]);
           expect(s.latestCommit(gone.sessionId, "payer")).to.equal(undefined);
           expect(s.getClosing(gone.sessionId)).to.equal(undefined);
+          expect(s.results(gone.sessionId)).to.deep.equal([]);
+          expect(s.results(kept.sessionId)).to.deep.equal([keptResult]);
           expect(s.prunedChannel(gone.sessionId)).to.deep.equal({ prunedAt: 1_800_000_000n, archive: "/archive/gone.jsonl" });
           expect(s.prunedChannel(kept.sessionId)).to.equal(undefined);
           expect(s.listChannels().map((r) => r.sessionId)).to.deep.equal([kept.sessionId]);
@@ -642,6 +647,37 @@ for (const backend of backends) {
         expect((await openStore()).sessionKeyGrants(c.sessionId)).to.deep.equal([first, regranted, other]);
       });
     });
+
+    describe("paid-call results (decision 0033)", () => {
+      const result = (seq: bigint, output = `{"digest":"${h(`out ${seq}`)}"}`) => ({ seq, request: `{"id":${seq},"jsonrpc":"2.0","method":"tools/echo"}`, output });
+
+      it("keeps each call's request and output once (an equal re-put is a no-op, a different one is refused), pages them in seq order across the whole uint64 range, survives a reopen", async () => {
+        const store = await openStore();
+        const c = channel(1n);
+        const other = channel(2n);
+        // A channel and its first result in one batch: the result lands although the channel had no row before it.
+        await Promise.all([store.putChannel(c), store.putResult(c.sessionId, result(1n))]);
+        await store.putChannel(other);
+        const seqs = [2n, 3n, 2n ** 63n - 1n, 2n ** 63n, 2n ** 64n - 1n, BIG];
+        await Promise.all(seqs.map((seq) => store.putResult(c.sessionId, result(seq))));
+        await store.putResult(other.sessionId, result(2n, "{}"));
+        await store.putResult(c.sessionId, result(3n)); // the same again
+        expect((await rejection(store.putResult(c.sessionId, result(3n, "{\"forged\":true}")))).name).to.equal("ResultConflictError");
+        expect((await rejection(store.putResult(c.sessionId, result(BIG, "{}")))).name).to.equal("ResultConflictError");
+        expect((await rejection(store.putResult(h("unknown"), result(1n)))).name).to.equal("UnknownChannelError");
+        const all = [1n, 2n, 3n, BIG, 2n ** 63n - 1n, 2n ** 63n, 2n ** 64n - 1n].map((seq) => result(seq)); // numeric order
+        expect(store.results(c.sessionId)).to.deep.equal(all);
+        expect(store.results(c.sessionId, { fromSeq: 3n, limit: 2 })).to.deep.equal([result(3n), result(BIG)]);
+        expect(store.results(c.sessionId, { fromSeq: 2n ** 63n })).to.deep.equal([result(2n ** 63n), result(2n ** 64n - 1n)]);
+        expect(store.results(c.sessionId, { fromSeq: 2n ** 64n })).to.deep.equal([]);
+        expect(store.results(other.sessionId)).to.deep.equal([result(2n, "{}")]);
+        expect(store.results(h("unknown"))).to.deep.equal([]);
+        await store.close();
+        const reopened = await openStore();
+        expect(reopened.results(c.sessionId)).to.deep.equal(all);
+        expect((await rejection(reopened.putResult(c.sessionId, result(2n, "{}")))).name).to.equal("ResultConflictError");
+      });
+    });
   });
 }
 
@@ -698,7 +734,7 @@ describe("SqliteStore", function () {
         busyTimeoutMs: 1234,
         schemaVersion: SCHEMA_VERSION,
       });
-      expect(SCHEMA_VERSION).to.equal(7); // issue 28: the accumulator states (5), the results table (6); issue 31: compact steps (7)
+      expect(SCHEMA_VERSION).to.equal(8); // issue 28: the accumulator states (5), the results table (6); issue 31: compact steps (7), compact results (8)
       await store.close();
       // Reopening an up-to-date file migrates nothing and keeps the version.
       expect(openStore().settings().schemaVersion).to.equal(SCHEMA_VERSION);
