@@ -126,12 +126,12 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
  * what it must. `receipt.test` proves both paths give the same bytes.
  */
 export function canonicalReceiptText(r: SessionReceipt): string | undefined {
-  // A node writes each receipt's text two or three times in a row (to hash it, to store it, to send it): the
-  // last one written is kept with the field values it was written from, and returned for equal values.
-  const last = lastReceipt;
+  // A node writes each receipt's text two or three times (to hash it, to store it, to send it), with other
+  // receipts in between when calls are pipelined (a provider sends a receipt only once its step is durable):
+  // recent texts are kept by seq with the field values they were written from, and returned for equal values.
+  const last = typeof r.seq === "bigint" ? recentReceipts.get(r.seq) : undefined;
   if (
     last !== undefined &&
-    last.seq === r.seq &&
     last.outputHash === r.outputHash &&
     last.prevReceiptHash === r.prevReceiptHash &&
     last.offloadPacketHash === r.offloadPacketHash &&
@@ -161,9 +161,9 @@ export function canonicalReceiptText(r: SessionReceipt): string | undefined {
     `"modelSnapshotId":${JSON.stringify(r.modelSnapshotId)},"offloadPacketHash":"${r.offloadPacketHash}",` +
     `"outputHash":"${r.outputHash}","policyHash":"${r.policyHash}","prevReceiptHash":"${r.prevReceiptHash}",` +
     `"seq":"${r.seq}","sessionId":"${r.sessionId}"}`;
-  lastReceipt = {
+  recentReceipts.delete(r.seq); // re-inserted last: the map stays oldest-first
+  recentReceipts.set(r.seq, {
     sessionId: r.sessionId,
-    seq: r.seq,
     offloadPacketHash: r.offloadPacketHash,
     outputHash: r.outputHash,
     policyHash: r.policyHash,
@@ -172,14 +172,18 @@ export function canonicalReceiptText(r: SessionReceipt): string | undefined {
     amount: r.metering.amount,
     prevReceiptHash: r.prevReceiptHash,
     text,
-  };
+  });
+  if (recentReceipts.size > RECENT_RECEIPTS) recentReceipts.delete(recentReceipts.keys().next().value!);
   return text;
 }
 
-/** The field values of the receipt whose text was written last, and that text (values, not the object). */
-let lastReceipt:
-  | { sessionId: string; seq: bigint; offloadPacketHash: string; outputHash: string; policyHash: string; modelSnapshotId: string; units: bigint; amount: bigint; prevReceiptHash: string; text: string }
-  | undefined;
+/** Receipt texts written recently, by seq, with the field values each was written from (values, not the object). */
+const recentReceipts = new Map<
+  bigint,
+  { sessionId: string; offloadPacketHash: string; outputHash: string; policyHash: string; modelSnapshotId: string; units: bigint; amount: bigint; prevReceiptHash: string; text: string }
+>();
+/** More than the receipts a node has in flight (64 in the bench), so a receipt's later writes find its text. */
+const RECENT_RECEIPTS = 256;
 
 /**
  * The two lowercase hex digits of every byte value as one 16-bit word, in memory order (the first digit in

@@ -106,7 +106,7 @@ describe("Hot-path encodings (issue 15)", () => {
     }
   });
 
-  it("writes a receipt that differs from the previous one in a single field afresh (the last-text memo compares every field)", () => {
+  it("writes a receipt that differs from a recent one of the same seq in a single field afresh (the recent-texts memo compares every field)", () => {
     const base = sampleReceipt();
     const variants: Array<Partial<typeof base>> = [
       { sessionId: h("other session") },
@@ -126,6 +126,15 @@ describe("Hot-path encodings (issue 15)", () => {
       expect(canonicalSignedReceiptText(changed), JSON.stringify(Object.keys(change))).to.equal(canon(signedSessionReceiptToJson(changed)));
       // …and the same values again, in a new object, give the same text.
       expect(canonicalSignedReceiptText({ receipt: { ...changed.receipt }, signature: SIGNATURE })).to.equal(canon(signedSessionReceiptToJson(changed)));
+    }
+    // Pipelined: 300 receipts written in order, then each of them again out of order (the newest 256 are
+    // remembered, the oldest written afresh), every one with one value changed, then unchanged: canon()'s bytes.
+    const receipts = Array.from({ length: 300 }, (_, i) => ({ ...base, seq: BigInt(i + 1), outputHash: h(`output ${i}`) }));
+    for (const r of receipts) canonicalSignedReceiptText({ receipt: r, signature: SIGNATURE });
+    for (const r of [...receipts].reverse()) {
+      const changed = { receipt: { ...r, prevReceiptHash: h(`previous ${r.seq}`) }, signature: SIGNATURE };
+      expect(canonicalSignedReceiptText(changed)).to.equal(canon(signedSessionReceiptToJson(changed)));
+      expect(canonicalSignedReceiptText({ receipt: r, signature: SIGNATURE })).to.equal(canon(signedSessionReceiptToJson({ receipt: r, signature: SIGNATURE })));
     }
   });
 
