@@ -80,8 +80,8 @@ createInterface({ input: process.stdin }).on("line", (line) => {
     let answer;
     try {
       const command = JSON.parse(line);
+      if (typeof command?.op !== "string" || !Object.hasOwn(commands, command.op)) throw new Error(`Unknown command ${JSON.stringify(command?.op)}.`);
       const run = commands[command.op];
-      if (run === undefined) throw new Error(`Unknown command ${JSON.stringify(command.op)}.`);
       answer = { ok: true, ...(await run(command)) };
     } catch (error) {
       answer = { error: error instanceof Error ? error.message : String(error) };
