@@ -212,8 +212,8 @@ export const MIGRATIONS: readonly string[] = [
   `,
   // 7 → 8 (issue 31 item 4, third session; decision 0008 amendment): results keyed as steps are, by (channel
   // number, seq − 2^63) in a WITHOUT ROWID table. Keyed by the session id and a 20-digit seq, each row carried
-  // its 86-character key twice (the table's rowid b-tree and the primary-key index): 368 bytes on disk for an
-  // echo call's 110 bytes of request and output, 195 now, and one b-tree fewer to write per paid call. A result
+  // its 86-character key twice (the table's rowid b-tree and the primary-key index): 374 bytes on disk for an
+  // echo call's 110 bytes of request and output, 201 now, and one b-tree fewer to write per paid call. A result
   // whose channel has no number stops the migration (NOT NULL), as a damaged row stopped 6 → 7.
   `
   CREATE TABLE results_v8 (
