@@ -96,12 +96,20 @@ function startPayerProcess(parameters: { db: string; key: Hex; cpus?: string; cp
   // IOI_CPU_PROF_DIR=<dir> profiles every payer process, as every provider process (startProviderProcess).
   const cpuProfile = parameters.cpuProfile ?? (process.env.IOI_CPU_PROF_DIR ? { dir: process.env.IOI_CPU_PROF_DIR, intervalUs: 1000 } : undefined);
   const node = [...(cpuProfile ? ["--cpu-prof", "--cpu-prof-dir", cpuProfile.dir, "--cpu-prof-interval", String(cpuProfile.intervalUs)] : []), path.join(__dirname, "payer-process.js"), db];
-  const child = cpus === undefined ? spawn(process.execPath, node, { env: { ...process.env, IOI_PRIVATE_KEY: key }, stdio: ["pipe", "pipe", "inherit"] }) : spawn("taskset", ["-c", cpus, process.execPath, ...node], { env: { ...process.env, IOI_PRIVATE_KEY: key }, stdio: ["pipe", "pipe", "inherit"] });
+  // taskset execs node, so the pid is node's either way.
+  const [command, args] = cpus === undefined ? [process.execPath, node] : ["taskset", ["-c", cpus, process.execPath, ...node]];
+  const child = spawn(command, args, { env: { ...process.env, IOI_PRIVATE_KEY: key }, stdio: ["pipe", "pipe", "inherit"] });
   const waiting: { resolve: (answer: Record<string, unknown>) => void; reject: (error: Error) => void }[] = [];
   createInterface({ input: child.stdout! }).on("line", (line) => {
     const next = waiting.shift();
     if (next === undefined) return;
-    const answer = JSON.parse(line) as Record<string, unknown>;
+    let answer: Record<string, unknown>;
+    try {
+      answer = JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      next.reject(new Error(`The payer process answered with a line that is not JSON: ${line.slice(0, 200)}`));
+      return;
+    }
     if (typeof answer.error === "string") next.reject(new Error(`The payer process: ${answer.error}`));
     else next.resolve(answer);
   });
