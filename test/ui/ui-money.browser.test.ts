@@ -29,6 +29,7 @@ import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../../channel-clie
 import { runDisputeDemo } from "../../scripts/demo-disputes";
 import { deployAll } from "../../scripts/deploy";
 import { startUi, type UiServer } from "../../channel-client/ui/server";
+import { clickNow } from "../helpers/page";
 import { hardhatAccount, ROLE } from "../helpers/fixtures";
 
 const OUTPUT = path.resolve(__dirname, "../../test-output/ui");
@@ -199,24 +200,24 @@ describe("issue 28 item 10: the page's money against the chain (headless browser
     const { page, waitFor, rowA, rowB, a, b } = w;
     // Navigation: a valid proof in A is gone once B's receipts are open; B's receipts read in wei.
     const proofState = () => page.$eval("#proof-result", (e) => ({ result: (e as HTMLElement).dataset.result ?? null, session: (e as HTMLElement).dataset.session ?? null, text: e.textContent ?? "" }));
-    await page.click(`${rowA} button.receipts`);
+    await clickNow(page, `${rowA} button.receipts`);
     await page.waitForSelector('#receipts button.prove[data-index="10"]');
-    await page.click('#receipts button.prove[data-index="10"]');
+    await clickNow(page, '#receipts button.prove[data-index="10"]');
     await page.waitForSelector("#proof-result[data-result]");
     expect((await proofState()).result).to.equal("valid");
-    await page.click(`${rowB} button.receipts`);
+    await clickNow(page, `${rowB} button.receipts`);
     await waitFor((s) => document.querySelector("#receipts-session")?.textContent === s && document.querySelectorAll("#receipts tbody tr").length > 0, b.opened.sessionId);
     expect(await proofState()).to.deep.equal({ result: null, session: null, text: "" });
     const amounts = await page.$$eval("#receipts tbody td.amount", (tds) => tds.map((td) => td.textContent));
     expect(amounts.map((t) => shown(t).amount)).to.deep.equal(Array.from({ length: CALLS_B }, (_, i) => BigInt(i + 1) * PRICE));
     // B has no root on-chain yet: its proof says so, for B.
-    await page.click('#receipts button.prove[data-index="3"]');
+    await clickNow(page, '#receipts button.prove[data-index="3"]');
     await page.waitForSelector("#proof-result[data-result]");
     const proofB = await proofState();
     expect(proofB).to.deep.include({ result: "error", session: b.opened.sessionId });
     expect(proofB.text).to.include("no receipt root");
     // A proof of A still running when the page moves to B must not land on B's panel.
-    await page.click(`${rowA} button.receipts`);
+    await clickNow(page, `${rowA} button.receipts`);
     await waitFor((s) => document.querySelector("#receipts-session")?.textContent === s && document.querySelector('#receipts button.prove[data-index="10"]') !== null, a.opened.sessionId);
     expect((await proofState()).result).to.equal(null);
     await page.setRequestInterception(true);
@@ -233,9 +234,9 @@ describe("issue 28 item 10: the page's money against the chain (headless browser
       };
       page.on("request", onRequest);
     });
-    await page.click('#receipts button.prove[data-index="10"]');
+    await clickNow(page, '#receipts button.prove[data-index="10"]');
     await held;
-    await page.click(`${rowB} button.receipts`);
+    await clickNow(page, `${rowB} button.receipts`);
     await waitFor((s) => document.querySelector("#receipts-session")?.textContent === s && document.querySelectorAll("#receipts tbody tr").length > 0, b.opened.sessionId);
     const late = page.waitForResponse((response) => response.url().includes("/proof-data"));
     release!();

@@ -27,6 +27,7 @@ import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../../channel-clie
 import { runDisputeDemo } from "../../scripts/demo-disputes";
 import { deployAll } from "../../scripts/deploy";
 import { startUi, type UiServer } from "../../channel-client/ui/server";
+import { clickNow } from "../helpers/page";
 import { hardhatAccount, ROLE } from "../helpers/fixtures";
 
 const OUTPUT = path.resolve(__dirname, "../../test-output/ui");
@@ -141,11 +142,11 @@ describe("ioi ui in a headless browser (issue 16)", function () {
     expect(await count(`${row} .receipts-count`)).to.equal(TICKETS);
 
     // Prove receipt #137 in the page against the root the settlement recorded.
-    await page.click(`${row} button.receipts`);
+    await clickNow(page, `${row} button.receipts`);
     await page.waitForSelector("#receipts tbody tr");
     await page.evaluate(() => (window as unknown as { ioiUi: { showReceipts: (s: string, o: number) => Promise<void> } }).ioiUi.showReceipts(document.querySelector("#receipts-session")!.textContent!, 125));
     await page.waitForSelector('#receipts button.prove[data-index="137"]');
-    await page.click('#receipts button.prove[data-index="137"]');
+    await clickNow(page, '#receipts button.prove[data-index="137"]');
     await page.waitForSelector("#proof-result[data-result]");
     const proof = await page.$eval("#proof-result", (e) => ({ result: (e as HTMLElement).dataset.result, text: e.textContent ?? "", siblings: JSON.parse((e as HTMLElement).dataset.proof ?? "[]") as string[] }));
     expect(proof.result, proof.text).to.equal("valid");
