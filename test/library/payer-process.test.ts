@@ -17,7 +17,7 @@ const run = (args: string[], key?: string) => {
 describe("The bench's payer process", () => {
   it("refuses a missing store file, an extra argument, and a missing or malformed key with its usage line and exit 2", () => {
     const key = `0x${"11".repeat(32)}`;
-    for (const [args, k] of [[[], key], [["/tmp/a.db", "extra"], key], [["/tmp/a.db"], undefined], [["/tmp/a.db"], "0x12"]] as [string[], string | undefined][]) {
+    for (const [args, k] of [[[], key], [["never-opened.db", "extra"], key], [["never-opened.db"], undefined], [["never-opened.db"], "0x12"]] as [string[], string | undefined][]) {
       const result = run(args, k);
       expect(result.status, JSON.stringify([args, k])).to.equal(2);
       expect(result.stderr.trim().split("\n")).to.deep.equal(["usage: IOI_PRIVATE_KEY=0x<64 hex digits> node scripts/payer-process.js <store file>"]);
