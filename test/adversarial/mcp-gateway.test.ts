@@ -58,6 +58,14 @@ async function rowAppears(file: string, query: string, deadlineMs = 60_000): Pro
   }
 }
 
+/**
+ * Waits until a 3-second call that the gateway has just recorded is running at the provider. The gateway's row is
+ * durable before its ticket is signed and sent, and nothing is durable at the provider until the worker answers, so
+ * a kill right after the row could land before the ticket left (CI on 00fac85 failed once that way: the provider
+ * never ran k1). A second is far more than signing and sending take, and well inside the call's three.
+ */
+const midCall = () => new Promise((resolve) => setTimeout(resolve, 1_000));
+
 /** Closes the channel cooperatively (in-process payer on the gateway's store) and checks every balance exactly. */
 async function settleAndCheck(fx: Fx, payerDb: string, provider: ProviderProcess, sessionId: Hex, before: { block: bigint; payer: bigint; provider: bigint }, paid: bigint) {
   const publicClient = fx.publicClient as unknown as PublicClient;
@@ -107,6 +115,7 @@ describe("adversarial: ioi mcp — exactly once, hostile workers, hostile hosts 
     const first = await hostWithGateway(args, keyOf(ROLE.payer));
     const lost = first.client.callTool(long("k1")).then(() => "answered", (error: Error) => error.message);
     await rowAppears(gatewayDb, "SELECT 1 FROM calls WHERE key = 'key:k1'");
+    await midCall();
     process.kill(first.transport.pid!, "SIGKILL");
     expect(await lost).to.not.equal("answered");
     await first.client.close().catch(() => undefined);
@@ -125,6 +134,7 @@ describe("adversarial: ioi mcp — exactly once, hostile workers, hostile hosts 
     // 2. The provider dies while its worker runs call k2: nothing durable, so nothing owed; the retry pays once.
     const dropped = second.client.callTool(long("k2")).then(() => "answered", (error: Error) => error.message);
     await rowAppears(gatewayDb, "SELECT 1 FROM calls WHERE key = 'key:k2'");
+    await midCall();
     provider.child.kill("SIGKILL");
     await provider.exited;
     expect(await dropped).to.match(/never paid twice/);
