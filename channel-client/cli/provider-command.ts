@@ -59,8 +59,7 @@ export async function runProvider(values: Record<string, unknown>, out: Out): Pr
   if (workerUrl !== undefined && !/^https?:\/\/[^\s]+$/.test(workerUrl)) throw new UsageError(`--worker-url must be an http(s) URL of an MCP endpoint; received ${JSON.stringify(workerUrl)}.`);
   const x402Port = values["x402-mcp-port"] === undefined ? undefined : Number(uint(values, "x402-mcp-port", "TCP port of the x402 MCP endpoint (0 = any free port)", 0n));
   if (x402Port !== undefined && x402Port > 65535) throw new UsageError(`--x402-mcp-port must be at most 65535; received ${x402Port}.`);
-  if (x402Port !== undefined && isPostgresUrl(values.db)) throw new UsageError("--x402-mcp-port is served by a single-process provider (a SQLite --db) in this version, not by a fleet.");
-  if (isPostgresUrl(values.db)) return runProviderFleet(values, out, { account, pricing, modelSnapshotId, host, port, argv, workerEnv, workerTimeout, publicClient, wallet: wallet!, escrow, domain, fromBlock, reading, log, alertSettings, stream, workerUrl });
+  if (isPostgresUrl(values.db)) return runProviderFleet(values, out, { account, pricing, modelSnapshotId, host, port, argv, workerEnv, workerTimeout, publicClient, wallet: wallet!, escrow, domain, fromBlock, reading, log, alertSettings, stream, workerUrl, x402Port });
   let worker: Pick<McpWorker, "handler" | "info" | "stop"> | undefined;
   let handler: McpHandler = echoHandler;
   if (argv !== undefined) {
@@ -162,6 +161,7 @@ export async function runProviderFleet(
     alertSettings: ReturnType<typeof alertSettingsFrom>;
     stream: Awaited<ReturnType<typeof streamWorkOf>>;
     workerUrl: string | undefined;
+    x402Port: number | undefined;
   },
 ): Promise<void> {
   const url = values.db as string;
@@ -276,7 +276,13 @@ export async function runProviderFleet(
     onError: (error) => logger.warn({ event: "fleet.error", error: (error as Error).name }, `fleet heartbeat failed: ${(error as Error).message.split("\n")[0]}`),
   });
   await member.start();
-  console.log(JSON.stringify({ event: "provider.ready", host: c.host, port: node.port, provider: c.account.address, escrow: c.escrow, termsHash: termsHashOf(c.pricing), worker: worker ? { tools: worker.info?.tools.map((t) => t.name) ?? [], env: Object.keys(c.workerEnv).sort() } : "echo", crypto: secp256k1Backend().implementation, store: "postgres", owner: store.owner, advertised: endpoints, endpoints: await member.endpoints(), ...(metrics ? { metrics: `http://${metrics.address}/metrics` } : {}) }));
+  // x402 clients (decision 0034) on any process of the fleet: a payment moves its channel here only when it proves
+  // it is the payer's and not older than what the fleet stored (decision 0036, amended).
+  const x402 =
+    c.x402Port === undefined
+      ? undefined
+      : await (await import("../node/x402-mcp-endpoint")).X402McpEndpoint.start({ node, handler, pricing: c.pricing, chainId: c.domain.chainId, escrow: c.escrow, provider: c.account.address, host: c.host, port: c.x402Port, log: c.log });
+  console.log(JSON.stringify({ event: "provider.ready", host: c.host, port: node.port, provider: c.account.address, escrow: c.escrow, termsHash: termsHashOf(c.pricing), worker: worker ? { tools: worker.info?.tools.map((t) => t.name) ?? [], env: Object.keys(c.workerEnv).sort() } : "echo", crypto: secp256k1Backend().implementation, store: "postgres", owner: store.owner, advertised: endpoints, endpoints: await member.endpoints(), ...(metrics ? { metrics: `http://${metrics.address}/metrics` } : {}), ...(x402 ? { x402Mcp: x402.url } : {}) }));
   logger.info({ event: "provider.ready", host: c.host, port: node.port, provider: c.account.address, escrow: c.escrow, owner: store.owner }, "provider node listening (fleet)");
   await new Promise<void>((resolve) => {
     process.once("SIGINT", resolve);
@@ -284,6 +290,7 @@ export async function runProviderFleet(
   });
   await member.stop();
   await metrics?.close();
+  await x402?.stop();
   await node.stop();
   await worker?.stop();
   await store.close();

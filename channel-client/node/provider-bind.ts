@@ -8,10 +8,12 @@ import type { Address, Hex } from "viem";
 import { CHANNEL_PHASES, gasEscrowAbi, readSessionKeyChainState } from "../chain/escrow";
 import { payerSignatureCheck } from "../chain/wallet-signature";
 import { canon, canonBytes } from "../core/canonical";
-import { BindingMismatchError, type BaseError } from "../core/errors";
+import type { SignatureCheck } from "../core/eip712";
+import { BindingMismatchError, TicketNotNewerError, type BaseError } from "../core/errors";
 import { utf8Bytes } from "../core/keccak";
-import type { SignedSessionKeyGrant } from "../core/session-key";
-import { sessionIdOf, termsHashOf } from "../core/terms";
+import { verifySessionKeyGrantSignature, type SignedSessionKeyGrant } from "../core/session-key";
+import { sessionIdOf, termsHashOf, type ChannelRef } from "../core/terms";
+import { verifyPaymentTicket, type SignedPaymentTicket } from "../core/ticket";
 import type { JsonObject } from "../core/validate";
 import { ChannelPrunedError } from "../store/errors";
 import type { SessionOpenMessage } from "./protocol";
@@ -33,14 +35,51 @@ export async function bindSessionKey(ctx: Pick<ProviderContext, "parameters">, b
   await ctx.parameters.store.putSessionKeyGrant(b.record.sessionId, grant);
 }
 
+/** What an x402 payment over MCP carries that may move its channel to this process of a fleet. */
+export type DetachedPayment = { ticket: SignedPaymentTicket; sessionKey?: SignedSessionKeyGrant | undefined };
+
+/**
+ * A fleet process takes a channel over for a payment over MCP (x402) only when the payment proves it comes from the
+ * channel's payer (decision 0036, amended): over the sealed socket the handshake authenticates the payer's key before
+ * anything is taken; over MCP nothing is authenticated but the ticket. So the ticket must be signed by the payer (or by
+ * a key the payer granted for this channel, the grant carried beside it) and be no older than the newest ticket any
+ * process stored for the channel (the newest itself only as stored: the payer sending the same payment again). An old
+ * ticket, a stranger's or a forged one takes nothing: the channel stays where it is served, and the payment is refused
+ * in one sentence.
+ */
+export async function assertPaymentMayTakeOver(ctx: Pick<ProviderContext, "parameters">, sessionId: Hex, ref: ChannelRef, payment: DetachedPayment | undefined, payerCheck?: SignatureCheck): Promise<void> {
+  const { domain, ownership, publicClient } = ctx.parameters;
+  if (payment === undefined) throw new BindingMismatchError(`Session ${sessionId} is not served by this process, and nothing proves the request comes from its payer.`);
+  if (sessionIdOf(domain, ref) !== sessionId) throw new BindingMismatchError(`The terms name session ${sessionIdOf(domain, ref)}, not ${sessionId}.`);
+  if (payerCheck === undefined) {
+    const payerSignatures = await payerSignatureCheck({ publicClient, payer: ref.terms.payer });
+    if (payerSignatures.wallet) payerCheck = payerSignatures.check;
+  }
+  const { ticket, sessionKey } = payment;
+  const payer = ref.terms.payer;
+  try {
+    await verifyPaymentTicket({ domain, signed: ticket, signer: payer, ...(payerCheck ? { check: payerCheck } : {}) });
+  } catch (error) {
+    if (sessionKey === undefined || sessionKey.grant.sessionId !== sessionId) throw error;
+    await verifySessionKeyGrantSignature({ domain, signed: sessionKey, payer, sessionId, ...(payerCheck ? { check: payerCheck } : {}) });
+    await verifyPaymentTicket({ domain, signed: ticket, signer: sessionKey.grant.key });
+  }
+  const newest = await ownership!.newestTicket(sessionId);
+  const seq = ticket.ticket.seq;
+  if (newest && (seq < newest.seq || (seq === newest.seq && ticket.signature.toLowerCase() !== newest.signature.toLowerCase()))) {
+    throw new TicketNotNewerError(`Ticket seq ${seq} is not newer than seq ${newest.seq}, the newest this provider holds for session ${sessionId}; an old payment does not move the channel between the provider's processes.`);
+  }
+}
+
 /**
  * Verifies the channel the payer names (terms, pricing, on-chain deposit) and loads or creates its session.
  *
  * `connection`: the sealed connection's session and authenticated key. `peer` undefined: an x402 payment over MCP
  * (decision 0034), where no key is authenticated and every ticket is checked against the payer's signature (or its
- * bound grant's key) alone, as a ticket over the socket also is.
+ * bound grant's key) alone, as a ticket over the socket also is; in a fleet its `payment` must then prove it may
+ * take the channel over (`assertPaymentMayTakeOver`).
  */
-export async function bind(ctx: Pick<ProviderContext, "parameters" | "sessions" | "phases" | "advance" | "log">, connection: { sessionId: Hex; peer: Address | undefined }, message: Pick<SessionOpenMessage, "ref" | "pricing" | "sessionKey">): Promise<Bound> {
+export async function bind(ctx: Pick<ProviderContext, "parameters" | "sessions" | "phases" | "advance" | "log">, connection: { sessionId: Hex; peer: Address | undefined; payment?: DetachedPayment }, message: Pick<SessionOpenMessage, "ref" | "pricing" | "sessionKey">): Promise<Bound> {
   const { domain, account, pricing, publicClient, store } = ctx.parameters;
   const { ref } = message;
   const sessionId = sessionIdOf(domain, ref);
@@ -74,6 +113,7 @@ export async function bind(ctx: Pick<ProviderContext, "parameters" | "sessions" 
     // Decision 0036: the payer came here, so this process serves the channel now. Taking it over raises its
     // fencing epoch — every write still in flight under the old one, here or in another process, is refused —
     // and loads what the store holds; the session is rebuilt from that, never from older memory.
+    if (peer === undefined) await assertPaymentMayTakeOver(ctx, sessionId, ref, connection.payment, payerSignatures.wallet ? payerSignatures.check : undefined);
     if (existing) {
       existing.failed = true;
       ctx.sessions.delete(sessionId);

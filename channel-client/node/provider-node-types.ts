@@ -43,6 +43,8 @@ export const HANDLER_FAILED_CODE = -32000;
 export type ChannelOwnership = {
   take(sessionId: Hex): Promise<unknown>;
   release(sessionId: Hex): void;
+  /** The newest ticket stored for the channel by any process: a payment over MCP older than it takes nothing. */
+  newestTicket(sessionId: Hex): Promise<{ seq: bigint; signature: Hex } | undefined>;
 };
 
 export type ProviderNodeParameters = {

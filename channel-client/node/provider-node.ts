@@ -19,7 +19,7 @@ import type { SignedPaymentTicket } from "../core/ticket";
 import type { ChannelRef } from "../core/terms";
 import { decodeMessage, encodeMessage, isPacket, type NodeMessage, type RejectMessage } from "./protocol";
 import { StreamService } from "./stream-service";
-import { bind, bindSessionKey } from "./provider-bind";
+import { assertPaymentMayTakeOver, bind, bindSessionKey } from "./provider-bind";
 import { invoke } from "./provider-invoke";
 import { answeredSteps, commit, countersign, sample, tranche } from "./provider-messages";
 import { DEFAULT_BIND_TIMEOUT_MS, type Bound, type ProviderContext, type ProviderNodeParameters, type SessionPhase } from "./provider-node-types";
@@ -343,9 +343,14 @@ export class ProviderNode {
     if (!b || b.failed) {
       const ref = this.parameters.store.getChannel(sessionId)?.ref ?? parameters.ref;
       if (!ref) throw new BindingMismatchError(`This provider holds no channel ${sessionId}, and the payment does not carry its terms.`);
+      // In a fleet the payment must prove it may move the channel here before it joins (or starts) a bind, so a
+      // forged or old payment fails alone and never the bind a concurrent payment of the payer awaits.
+      const payment = { ticket, sessionKey: parameters.sessionKey };
+      if (this.parameters.ownership) await assertPaymentMayTakeOver(this.#context, sessionId, ref, payment);
       let binding = this.#detachedBinds.get(sessionId);
       if (!binding) {
-        binding = bind(this.#context, { sessionId, peer: undefined }, { ref, pricing: this.parameters.pricing }).finally(() => this.#detachedBinds.delete(sessionId));
+        // In a fleet the payment itself must prove it may move the channel here (its payer's, not older than stored).
+        binding = bind(this.#context, { sessionId, peer: undefined, payment }, { ref, pricing: this.parameters.pricing }).finally(() => this.#detachedBinds.delete(sessionId));
         this.#detachedBinds.set(sessionId, binding);
       }
       b = await binding;

@@ -244,6 +244,20 @@ export class PgStore implements ChannelStore {
     return this.#watch.refreshes;
   }
 
+  /**
+   * The newest ticket the database holds for a channel (its seq and signature), read without taking the channel:
+   * what a payment over MCP (x402) must not be older than before it may move the channel to this process.
+   */
+  async newestTicket(sessionId: Hex): Promise<{ seq: bigint; signature: Hex } | undefined> {
+    this.#s.assertOpen("newestTicket");
+    const rows = await this.#s.query<{ seq: string; ticket_sig: Buffer }>(
+      "SELECT s.seq, s.ticket_sig FROM steps s JOIN channels c ON c.id = s.channel_id WHERE c.session_id = $1 ORDER BY s.seq DESC LIMIT 1",
+      [hexBuf(expectHash(sessionId, "sessionId"))],
+    );
+    const row = rows[0];
+    return row ? { seq: BigInt(row.seq), signature: bufHex(row.ticket_sig) } : undefined;
+  }
+
   /** The epoch this process holds the channel under, if it holds it (fleet mode). */
   epochOf(sessionId: Hex): bigint | undefined {
     return this.#s.epochs.get(sessionId);
