@@ -318,15 +318,21 @@ export class PgStore implements ChannelStore {
     return this.#s.query<T>(sql, parameters);
   }
 
-  /** Bytes the store's tables and indexes take on disk (pg_total_relation_size), and receipts stored. */
-  async size(): Promise<{ bytes: number; receipts: number; steps: number }> {
-    const [row] = await this.#s.query<{ bytes: string; receipts: string; steps: string }>(
+  /**
+   * Bytes on disk (pg_total_relation_size: rows, indexes, TOAST) of the store's tables, and the receipts stored.
+   * `bytes` is every table but `results`; `resultBytes` is `results`, the requests and outputs kept for replay: the
+   * application's payload, sized by it and off with `--drop-results`, so not counted in the bound per receipt
+   * (decision 0008; the SQLite figure leaves them out the same way).
+   */
+  async size(): Promise<{ bytes: number; resultBytes: number; receipts: number; steps: number }> {
+    const [row] = await this.#s.query<{ bytes: string | null; result_bytes: string | null; receipts: string; steps: string }>(
       `SELECT (SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-               WHERE n.nspname = current_schema() AND c.relkind = 'r') AS bytes,
+               WHERE n.nspname = current_schema() AND c.relkind = 'r' AND c.relname <> 'results') AS bytes,
+              pg_total_relation_size('results') AS result_bytes,
               (SELECT count(*) FROM steps WHERE leaf IS NOT NULL) AS receipts,
               (SELECT count(*) FROM steps) AS steps`,
     );
-    return { bytes: Number(row!.bytes), receipts: Number(row!.receipts), steps: Number(row!.steps) };
+    return { bytes: Number(row!.bytes ?? 0), resultBytes: Number(row!.result_bytes ?? 0), receipts: Number(row!.receipts), steps: Number(row!.steps) };
   }
 
   // ------------------------------------------------------------------------------------------------
