@@ -59,21 +59,18 @@ const DEADLINE_MS = 60_000;
 const WORKER = path.join(__dirname, "..", "..", "examples", "mcp-test-worker.js");
 type ToolResult = { content: Array<{ type: string; text: string }>; isError?: boolean; structuredContent?: unknown; _meta?: Record<string, unknown> };
 
-async function fleetX402Fixture() {
-  const fx = await escrowFixture();
-  const publicClient = fx.publicClient as unknown as PublicClient;
-  const terms = makeTerms(NATIVE_ASSET, { termsHash: termsHashOf(pricing), nonce: 0x402f1ee7n });
-  const opened = await openChannel({ wallet: fx.funder, publicClient, escrow: fx.escrow.address, terms, amount: DEPOSIT });
-  return { ...fx, publicClient, opened };
+/** A fixture opening a funded channel with nonce `nonce` (one function per nonce, as `loadFixture` needs). */
+function channelFixture(nonce: bigint) {
+  return async function fleetX402Fixture() {
+    const fx = await escrowFixture();
+    const publicClient = fx.publicClient as unknown as PublicClient;
+    const terms = makeTerms(NATIVE_ASSET, { termsHash: termsHashOf(pricing), nonce });
+    const opened = await openChannel({ wallet: fx.funder, publicClient, escrow: fx.escrow.address, terms, amount: DEPOSIT });
+    return { ...fx, publicClient, opened };
+  };
 }
-
-async function fleetX402KeyFixture() {
-  const fx = await escrowFixture();
-  const publicClient = fx.publicClient as unknown as PublicClient;
-  const terms = makeTerms(NATIVE_ASSET, { termsHash: termsHashOf(pricing), nonce: 0x402f1ee8n });
-  const opened = await openChannel({ wallet: fx.funder, publicClient, escrow: fx.escrow.address, terms, amount: DEPOSIT });
-  return { ...fx, publicClient, opened };
-}
+const payerFixture = channelFixture(0x402f1ee7n);
+const sessionKeyFixture = channelFixture(0x402f1ee8n);
 
 const upper = (text: string) => ({ name: "upper", arguments: { text } });
 
@@ -87,7 +84,7 @@ describe("adversarial: x402 payments to a provider fleet move the channel only f
    * Two fleet processes with x402 on one fresh database, an x402 agent on each, and a payer paying `fx`'s channel
    * through x402's client and our scheme (with `sessionKey`, its tickets are the key's and carry the payer's grant).
    */
-  async function fleetWithAgents(fx: Awaited<ReturnType<typeof fleetX402Fixture>>, name: string, sessionKey?: { account: LocalAccount; grant: SignedSessionKeyGrant }) {
+  async function fleetWithAgents(fx: Awaited<ReturnType<typeof payerFixture>>, name: string, sessionKey?: { account: LocalAccount; grant: SignedSessionKeyGrant }) {
     const { sessionId, ref } = fx.opened;
     const db = await (await sharedPostgres()).createDatabase();
     const start = (): Promise<ProviderProcess> =>
@@ -180,7 +177,7 @@ describe("adversarial: x402 payments to a provider fleet move the channel only f
   }
 
   it("the payer's payments move the channel between processes, paid once each; a stranger's, an old or a re-signed payment moves nothing and runs nothing; the close pays exactly the receipts", async () => {
-    const fx = await loadFixture(fleetX402Fixture);
+    const fx = await loadFixture(payerFixture);
     const { sessionId, ref } = fx.opened;
     const { onA, onB, pidA, pidB, owner, outputs, session, pay, refused, paymentOf, closeAndCheck } = await fleetWithAgents(fx, "payer");
 
@@ -219,7 +216,7 @@ describe("adversarial: x402 payments to a provider fleet move the channel only f
   });
 
   it("a session key's payments move the channel with the payer's grant; a stranger's grant for its own key moves nothing; the close pays exactly the receipts", async () => {
-    const fx = await loadFixture(fleetX402KeyFixture);
+    const fx = await loadFixture(sessionKeyFixture);
     const { sessionId, ref } = fx.opened;
     const key = privateKeyToAccount(keyOf(ROLE.sessionKey));
     const expiry = (await fx.publicClient.getBlock()).timestamp + 86_400n;
