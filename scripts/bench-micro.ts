@@ -1,6 +1,6 @@
 /**
- * In-process measurements for `npm run bench`, each on one core: the raw secp256k1 verification ceiling,
- * batched receipts (one ticket and one signed root commit per batch), and the receipt accumulator.
+ * In-process measurements for `npm run bench`, each on one core: the ceiling (every secp256k1 and keccak library
+ * side by side), batched receipts (one ticket and one signed root commit per batch), and the receipt accumulator.
  */
 import { randomFillSync } from "node:crypto";
 import path from "node:path";
@@ -10,7 +10,7 @@ import { runInNewContext } from "node:vm";
 import os from "node:os";
 import { secp256k1 } from "@noble/curves/secp256k1.js";
 import { keccak_256 } from "@noble/hashes/sha3.js";
-import { hexToBytes, keccak256, parseSignature, toHex, zeroHash, type Hex } from "viem";
+import { hexToBytes, keccak256, toHex, zeroHash, type Hex } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
 import { ReceiptAccumulator } from "../channel-client/core/accumulator";
@@ -31,35 +31,6 @@ export const provider = mnemonicToAccount(MNEMONIC, { addressIndex: 3 });
 export const domain = gasEscrowDomain({ chainId: 31337, verifyingContract: "0x5FbDB2315678afecb367f032d93F642f64180aa3" });
 const SESSION: Hex = keccak256(toHex("bench session"));
 
-export type CryptoCeiling = { verifyPerSecond: number; knownKeyVerifyPerSecond: number; signPerSecond: number };
-
-/** Raw `secp256k1.verify` per second on this core (the ceiling), and the node's own fast paths. */
-export async function benchCrypto(samples = 600): Promise<CryptoCeiling> {
-  const digests = Array.from({ length: samples }, (_, i) => keccak256(toHex(`digest ${i}`)));
-  const signatures: Hex[] = [];
-  let started = performance.now();
-  for (const digest of digests) signatures.push(await signDigest(payer, digest));
-  const signPerSecond = samples / ((performance.now() - started) / 1000);
-  const publicKey = hexToBytes(payer.publicKey);
-  const compact = signatures.map((signature) => {
-    const { r, s } = parseSignature(signature);
-    return hexToBytes(`0x${r.slice(2).padStart(64, "0")}${s.slice(2).padStart(64, "0")}`);
-  });
-  const hashes = digests.map((d) => hexToBytes(d));
-  for (let i = 0; i < 50; i++) secp256k1.verify(compact[i]!, hashes[i]!, publicKey, { prehash: false });
-  started = performance.now();
-  for (let i = 0; i < samples; i++) {
-    if (!secp256k1.verify(compact[i]!, hashes[i]!, publicKey, { prehash: false })) throw new Error("a valid signature did not verify");
-  }
-  const verifyPerSecond = samples / ((performance.now() - started) / 1000);
-  await assertDigestSigner(digests[0]!, signatures[0]!, payer.address, "bench"); // learns the key
-  started = performance.now();
-  for (let i = 0; i < samples; i++) await assertDigestSigner(digests[i]!, signatures[i]!, payer.address, "bench");
-  const knownKeyVerifyPerSecond = samples / ((performance.now() - started) / 1000);
-  return { verifyPerSecond: Math.round(verifyPerSecond), knownKeyVerifyPerSecond: Math.round(knownKeyVerifyPerSecond), signPerSecond: Math.round(signPerSecond) };
-}
-
-/** Calls per second of `fn` on this core: warm-up, then as many calls as fit in about `ms` milliseconds. */
 /**
  * Calls per second of `fn`: the best of five windows of `ms` / 5 each. On a shared machine other work only
  * ever slows a window down, so the fastest one is the closest to what the library can do; taking it keeps a
