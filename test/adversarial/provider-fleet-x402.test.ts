@@ -29,7 +29,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { parseEther, type Hex, type LocalAccount, type PublicClient } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 
-import { closeCooperative, openChannel } from "../../channel-client/chain/escrow";
+import { openChannel } from "../../channel-client/chain/escrow";
 import { channelRefToJson, NATIVE_ASSET, termsHashOf, type PricingTerms } from "../../channel-client/core/terms";
 import { signSessionKeyGrant, signedSessionKeyGrantToJson, type SignedSessionKeyGrant } from "../../channel-client/core/session-key";
 import { signPaymentTicket, signedPaymentTicketToJson, type SignedPaymentTicket } from "../../channel-client/core/ticket";
@@ -38,7 +38,7 @@ import { PayerSession } from "../../channel-client/node/payer-session";
 import { IoiChannelSchemeClient, x402NetworkOf } from "../../channel-client/roles/x402";
 import { PgStore } from "../../channel-client/store/pg-store";
 import { SqliteStore } from "../../channel-client/store/sqlite-store";
-import { escrowFixture, makeTerms, ROLE } from "../helpers/fixtures";
+import { closeCooperativelyExact, escrowFixture, makeTerms, ROLE } from "../helpers/fixtures";
 import { keyOf } from "../helpers/mcp-parts";
 import { sharedPostgres } from "../helpers/postgres";
 import { providerChildSuite, startProviderChild, type ProviderProcess } from "../helpers/provider-child";
@@ -158,17 +158,7 @@ describe("adversarial: x402 payments to a provider fleet move the channel only f
       const { summary, payerSignature, providerSignature } = await within(client.cooperativeClose(), DEADLINE_MS, "the cooperative close");
       expect(summary.finalSeq).to.equal(calls);
       expect(summary.finalAmount).to.equal(calls * PRICE);
-      const balances = async () => ({
-        provider: await fx.publicClient.getBalance({ address: fx.provider.address }),
-        funder: await fx.publicClient.getBalance({ address: fx.funder.account.address }),
-        escrow: await fx.publicClient.getBalance({ address: fx.escrow.address }),
-      });
-      const before = await balances();
-      await closeCooperative({ wallet: fx.stranger, publicClient: fx.publicClient, escrow: fx.escrow.address, ref, summary, payerSignature, providerSignature });
-      const after = await balances();
-      expect(after.provider - before.provider, "the provider's balance").to.equal(calls * PRICE);
-      expect(after.funder - before.funder, "the funder's balance").to.equal(DEPOSIT - calls * PRICE);
-      expect(before.escrow - after.escrow, "the escrow paid out exactly the deposit").to.equal(DEPOSIT);
+      await closeCooperativelyExact(fx, { ref, summary, payerSignature, providerSignature }, calls * PRICE, DEPOSIT);
       await client.close();
       for (const p of [a, b]) p.child.kill("SIGTERM");
       await Promise.all([a.exited, b.exited]);

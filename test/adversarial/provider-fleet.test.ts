@@ -20,7 +20,7 @@ import hre from "hardhat";
 import { parseEther, type Hex, type PublicClient } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 
-import { closeCooperative, closeUnilateral, gasEscrowAbi, openChannel } from "../../channel-client/chain/escrow";
+import { closeUnilateral, gasEscrowAbi, openChannel } from "../../channel-client/chain/escrow";
 import { connectToFleet } from "../../channel-client/node/fleet";
 import { PayerClient } from "../../channel-client/node/payer-client";
 import { PgStore } from "../../channel-client/store/pg-store";
@@ -28,7 +28,7 @@ import { SqliteStore } from "../../channel-client/store/sqlite-store";
 import type { ChannelRecord } from "../../channel-client/store/store";
 import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../../channel-client/core/terms";
 import { serveEmbeddedNetwork, type EmbeddedRpc } from "../../scripts/embedded-rpc";
-import { escrowFixture, makeTerms } from "../helpers/fixtures";
+import { closeCooperativelyExact, escrowFixture, makeTerms } from "../helpers/fixtures";
 import { sharedPostgres } from "../helpers/postgres";
 import { startProviderChild, type ProviderProcess } from "../helpers/provider-child";
 import { within } from "../helpers/within";
@@ -180,18 +180,8 @@ describe("provider fleet: two processes over one PostgreSQL, fenced channel owne
     expect(summary.finalSeq).to.equal(finalSeq);
     expect(summary.finalAmount).to.equal(finalSeq * PRICE);
     expect(summary.finalReceiptRoot).to.equal(root);
-    const balances = async () => ({
-      provider: await fx.publicClient.getBalance({ address: fx.provider.address }),
-      funder: await fx.publicClient.getBalance({ address: fx.funder.account.address }),
-      escrow: await fx.publicClient.getBalance({ address: fx.escrow.address }),
-    });
-    const before = await balances();
-    const settled = await closeCooperative({ wallet: fx.stranger, publicClient: fx.publicClient, escrow: fx.escrow.address, ref: fx.opened.ref, summary, payerSignature, providerSignature });
-    const after = await balances();
+    const settled = await closeCooperativelyExact(fx, { ref: fx.opened.ref, summary, payerSignature, providerSignature }, finalSeq * PRICE, DEPOSIT);
     expect(settled.fee).to.equal(0n);
-    expect(after.provider - before.provider, "the provider's balance").to.equal(finalSeq * PRICE);
-    expect(after.funder - before.funder, "the funder's balance").to.equal(DEPOSIT - finalSeq * PRICE);
-    expect(before.escrow - after.escrow, "the escrow paid out exactly the deposit").to.equal(DEPOSIT);
     await onB.close();
     for (const p of [a, b]) p.child.kill("SIGTERM");
     await Promise.all([a.exited, b.exited]);

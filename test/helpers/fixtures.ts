@@ -2,11 +2,13 @@
  * Named fixtures shared by the contract and client tests (loaded with `loadFixture`, so each test starts
  * from the same snapshot), and helpers to build terms and signatures.
  */
+import { expect } from "chai";
 import hre from "hardhat";
 import type { ContractTypesMap } from "hardhat/types/artifacts";
 import { getAddress, parseEther, zeroAddress, zeroHash, keccak256, stringToBytes, type Account, type Address, type Hex, type LocalAccount } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
+import { closeCooperative } from "../../channel-client/chain/escrow";
 import { gasEscrowDomain, type GasEscrowDomain } from "../../channel-client/core/eip712";
 import { signSettlementSummary, type SettlementSummary } from "../../channel-client/core/summary";
 import type { ChannelRef, ChannelTerms } from "../../channel-client/core/terms";
@@ -68,6 +70,31 @@ export async function escrowFixture() {
     provider: hardhatAccount(ROLE.provider),
     stranger: wallets[ROLE.stranger]!,
   };
+}
+
+/**
+ * A stranger submits the parties' cooperative close of a native-asset channel of `escrowFixture`'s escrow; checks
+ * that the provider received exactly `paid`, the funder the rest of `deposit`, and that the escrow paid out exactly
+ * `deposit`. Returns what `closeCooperative` returned.
+ */
+export async function closeCooperativelyExact(
+  fx: Pick<Awaited<ReturnType<typeof escrowFixture>>, "escrow" | "funder" | "provider" | "stranger"> & { publicClient: Parameters<typeof closeCooperative>[0]["publicClient"] },
+  close: Pick<Parameters<typeof closeCooperative>[0], "ref" | "summary" | "payerSignature" | "providerSignature">,
+  paid: bigint,
+  deposit: bigint,
+) {
+  const balances = async () => ({
+    provider: await fx.publicClient.getBalance({ address: fx.provider.address }),
+    funder: await fx.publicClient.getBalance({ address: fx.funder.account.address }),
+    escrow: await fx.publicClient.getBalance({ address: fx.escrow.address }),
+  });
+  const before = await balances();
+  const settled = await closeCooperative({ wallet: fx.stranger, publicClient: fx.publicClient, escrow: fx.escrow.address, ...close });
+  const after = await balances();
+  expect(after.provider - before.provider, "the provider's balance").to.equal(paid);
+  expect(after.funder - before.funder, "the funder's balance").to.equal(deposit - paid);
+  expect(before.escrow - after.escrow, "the escrow paid out exactly the deposit").to.equal(deposit);
+  return settled;
 }
 
 export const TERMS_HASH: Hex = keccak256(stringToBytes("terms: 1000 wei per invocation"));
