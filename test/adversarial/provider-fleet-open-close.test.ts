@@ -7,7 +7,8 @@
  * proposal reaches A, A co-signs it and stores the co-signature, and the answer never reaches the payer (A is
  * SIGKILLed). `ioi close` (stored list DEAD,A,B) moves past the dead endpoints and sends B the very same proposal:
  * B answers with the co-signature A stored instead of refusing a second close, and the channel settles once, for
- * exactly what was receipted — the provider, the payer (gas included) and the escrow to the wei.
+ * exactly what was receipted — the provider, the payer (each with the gas of its own transactions) and the escrow
+ * to the wei. Either side may submit the co-signed close: the payer's `ioi close` or B's watchtower.
  */
 import { loadFixture } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
 import { expect } from "chai";
@@ -24,7 +25,7 @@ import { PgStore } from "../../channel-client/store/pg-store";
 import { SqliteStore } from "../../channel-client/store/sqlite-store";
 import { serveEmbeddedNetwork, type EmbeddedRpc } from "../../scripts/embedded-rpc";
 import { runCli } from "../helpers/cli";
-import { escrowFixture, HARDHAT_MNEMONIC } from "../helpers/fixtures";
+import { escrowFixture, gasPaidBy, HARDHAT_MNEMONIC } from "../helpers/fixtures";
 import { freePort, sharedPostgres } from "../helpers/postgres";
 import { startProviderChild, type ProviderProcess } from "../helpers/provider-child";
 import { within } from "../helpers/within";
@@ -111,28 +112,30 @@ describe("adversarial: ioi open / ioi close over a provider fleet with dead endp
     const result = JSON.parse(closed.out.split("\n").pop()!) as { finalSeq: string; paidToProvider: string; refundedToFunder: string };
     expect(result).to.deep.include({ finalSeq: String(CALLS), paidToProvider: (PRICE * BigInt(CALLS)).toString(), refundedToFunder: (DEPOSIT - PRICE * BigInt(CALLS)).toString() });
 
-    // Exact balances: the payer funded and paid gas for its own transactions only; the provider got what was
-    // receipted; the escrow holds nothing of the channel. Settled once: a second close is refused by the chain.
-    let gas = 0n;
-    for (let n = startBlock + 1n; n <= (await publicClient.getBlockNumber()); n++) {
-      const block = await publicClient.getBlock({ blockNumber: n, includeTransactions: true });
-      for (const tx of block.transactions) {
-        if (tx.from.toLowerCase() !== payer.toLowerCase()) continue;
-        const receipt = await publicClient.getTransactionReceipt({ hash: tx.hash });
-        gas += receipt.gasUsed * receipt.effectiveGasPrice;
-      }
-    }
+    // Exact balances. The co-signed close is submitted once, by whichever side gets there first: the payer's
+    // `ioi close`, or B's watchtower, which submits any co-signed close the shared store holds and the chain still
+    // shows open (so the provider's pay never waits on the payer). Each side pays the gas of its own transactions
+    // and nothing else; the provider sends nothing but that close.
+    const settledEvents = await publicClient.getContractEvents({ address: fx.escrow.address, abi: fx.escrow.abi, eventName: "ChannelSettled", args: { sessionId }, fromBlock: startBlock });
+    expect(settledEvents).to.have.length(1);
+    const settleTx = await publicClient.getTransaction({ hash: settledEvents[0].transactionHash });
+    expect([payer.toLowerCase(), fx.provider.address.toLowerCase()]).to.include(settleTx.from.toLowerCase());
+    const head = await publicClient.getBlockNumber();
+    const payerGas = await gasPaidBy(publicClient, payer, startBlock + 1n, head);
+    const providerGas = await gasPaidBy(publicClient, fx.provider.address, startBlock + 1n, head);
+    const settleReceipt = await publicClient.getTransactionReceipt({ hash: settleTx.hash });
+    const byProvider = settleTx.from.toLowerCase() === fx.provider.address.toLowerCase();
+    expect(providerGas, "the provider's gas: the close if it sent it, else nothing").to.equal(byProvider ? settleReceipt.gasUsed * settleReceipt.effectiveGasPrice : 0n);
     const after = await balances();
-    expect(after.provider - before.provider, "the provider's balance").to.equal(PRICE * BigInt(CALLS));
-    expect(before.payer - after.payer, "the payer's balance (paid calls plus its gas)").to.equal(PRICE * BigInt(CALLS) + gas);
+    expect(after.provider - before.provider, "the provider's balance (receipted calls less its gas)").to.equal(PRICE * BigInt(CALLS) - providerGas);
+    expect(before.payer - after.payer, "the payer's balance (paid calls plus its gas)").to.equal(PRICE * BigInt(CALLS) + payerGas);
     expect(after.escrow, "the escrow's balance").to.equal(before.escrow);
     // Closing again is the same close again: B answers with the stored co-signature, the chain holds it settled
     // once, nothing moves.
     const again = await runCli(["close", "--json", "--session", sessionId, "--peer", `127.0.0.1:${b.port}`, ...chain], env);
     expect(again.code, again.err).to.equal(0);
     expect(again.out).to.include("it settled once");
-    const settledEvents = await publicClient.getContractEvents({ address: fx.escrow.address, abi: fx.escrow.abi, eventName: "ChannelSettled", args: { sessionId }, fromBlock: startBlock });
-    expect(settledEvents).to.have.length(1);
+    expect(await publicClient.getContractEvents({ address: fx.escrow.address, abi: fx.escrow.abi, eventName: "ChannelSettled", args: { sessionId }, fromBlock: startBlock })).to.have.length(1);
     const final = await balances();
     expect(final.provider).to.equal(after.provider);
     expect(final.escrow).to.equal(after.escrow);

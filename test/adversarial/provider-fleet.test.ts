@@ -28,7 +28,7 @@ import { SqliteStore } from "../../channel-client/store/sqlite-store";
 import type { ChannelRecord } from "../../channel-client/store/store";
 import { NATIVE_ASSET, termsHashOf, type PricingTerms } from "../../channel-client/core/terms";
 import { serveEmbeddedNetwork, type EmbeddedRpc } from "../../scripts/embedded-rpc";
-import { closeCooperativelyExact, escrowFixture, makeTerms } from "../helpers/fixtures";
+import { closeCooperativelyExact, escrowFixture, gasPaidBy, makeTerms } from "../helpers/fixtures";
 import { sharedPostgres } from "../helpers/postgres";
 import { startProviderChild, type ProviderProcess } from "../helpers/provider-child";
 import { within } from "../helpers/within";
@@ -258,15 +258,7 @@ describe("provider fleet: two processes over one PostgreSQL, fenced channel owne
     const end = await fx.publicClient.getBlockNumber();
     after = await balances(end);
     // The leader sends the finalisation (and any claim) from the provider's own key: its gas is the only other change.
-    let gas = 0n;
-    for (let n = fromBlock; n <= end; n++) {
-      const block = await fx.publicClient.getBlock({ blockNumber: n, includeTransactions: true });
-      for (const tx of block.transactions) {
-        if (tx.from.toLowerCase() !== fx.provider.address.toLowerCase()) continue;
-        const receipt = await fx.publicClient.getTransactionReceipt({ hash: tx.hash });
-        gas += receipt.gasUsed * receipt.effectiveGasPrice;
-      }
-    }
+    const gas = await gasPaidBy(fx.publicClient as unknown as PublicClient, fx.provider.address, fromBlock, end);
     expect(gas > 0n, "the new leader sent the finalisation").to.equal(true);
     expect(after.provider - before.provider + gas, "the provider's balance, plus the gas it paid").to.equal(5n * PRICE);
     expect(after.funder - before.funder, "the funder's balance").to.equal(DEPOSIT - 5n * PRICE);

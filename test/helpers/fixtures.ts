@@ -5,7 +5,7 @@
 import { expect } from "chai";
 import hre from "hardhat";
 import type { ContractTypesMap } from "hardhat/types/artifacts";
-import { getAddress, parseEther, zeroAddress, zeroHash, keccak256, stringToBytes, type Account, type Address, type Hex, type LocalAccount } from "viem";
+import { getAddress, parseEther, zeroAddress, zeroHash, keccak256, stringToBytes, type Account, type Address, type Hex, type LocalAccount, type PublicClient } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
 import { closeCooperative } from "../../channel-client/chain/escrow";
@@ -233,4 +233,18 @@ export async function gigFixture() {
     stranger: wallets[GIG_ROLE.stranger]!,
     relayer: wallets[GIG_ROLE.relayer]!,
   };
+}
+
+/** Wei `from` paid in gas for the transactions it sent in blocks `fromBlock..toBlock`. */
+export async function gasPaidBy(publicClient: PublicClient, from: Address, fromBlock: bigint, toBlock: bigint): Promise<bigint> {
+  let total = 0n;
+  for (let n = fromBlock; n <= toBlock; n++) {
+    const block = await publicClient.getBlock({ blockNumber: n, includeTransactions: true });
+    for (const tx of block.transactions) {
+      if (tx.from.toLowerCase() !== from.toLowerCase()) continue;
+      const receipt = await publicClient.getTransactionReceipt({ hash: tx.hash });
+      total += receipt.gasUsed * receipt.effectiveGasPrice;
+    }
+  }
+  return total;
 }

@@ -9,11 +9,13 @@ import path from "node:path";
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { toHex, type Address, type Hex, type PublicClient } from "viem";
+import { toHex, type Address, type Hex } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 
 import { pricingTermsToJson, type TermsDocumentV3 } from "../../channel-client/core/terms";
 import { HARDHAT_MNEMONIC } from "./fixtures";
+
+export { gasPaidBy } from "./fixtures";
 
 export const ROOT = path.resolve(__dirname, "../..");
 export const EVERYTHING = path.join(ROOT, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
@@ -124,16 +126,3 @@ export async function hostWithGateway(args: string[], key: Hex): Promise<{ clien
   return { client, transport, stderr: () => stderr };
 }
 
-/** Wei `from` paid in gas for the transactions it sent in blocks `fromBlock..toBlock`. */
-export async function gasPaidBy(publicClient: PublicClient, from: Address, fromBlock: bigint, toBlock: bigint): Promise<bigint> {
-  let total = 0n;
-  for (let n = fromBlock; n <= toBlock; n++) {
-    const block = await publicClient.getBlock({ blockNumber: n, includeTransactions: true });
-    for (const tx of block.transactions) {
-      if (tx.from.toLowerCase() !== from.toLowerCase()) continue;
-      const receipt = await publicClient.getTransactionReceipt({ hash: tx.hash });
-      total += receipt.gasUsed * receipt.effectiveGasPrice;
-    }
-  }
-  return total;
-}
