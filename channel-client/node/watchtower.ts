@@ -78,6 +78,14 @@ export type WatchtowerParameters = {
    * (issue 28 item 7: `ioi provider` and `ioi watchtower` run with it, so nothing waits for a person).
    */
   finalize?: boolean;
+  /**
+   * How long (milliseconds) a co-signed cooperative close waits in the store before the tower (with `finalize`)
+   * submits it itself. The payer submits the close it has just been answered with; a tower that raced it would
+   * often send a second transaction that reverts (both see the channel open until one is mined) and pay its gas.
+   * The tower is the backstop for a payer that went away. Default: ten polls (2.5 s on a devnet, two minutes on
+   * a public chain). Counted from the first poll that sees the close: a restarted tower waits again.
+   */
+  cooperativeGraceMs?: number;
   /** Every batch of escrow events, after the tower handled it (e.g. `ProviderNode.applyEscrowEvents`). */
   onEvents?: (events: EscrowEvent[]) => void | Promise<void>;
   /** Poll interval (default 250 ms: a devnet; `chainReading(chainId)` gives a public chain's). */
@@ -281,12 +289,26 @@ export class Watchtower {
     }
   }
 
-  /** Submits the co-signed cooperative close of every channel of the store that is still open on-chain. */
+  /** When each co-signed close (by session) was first seen by `submitCooperativeCloses`, in `Date.now()` ms. */
+  readonly #cooperativeSeen = new Map<Hex, number>();
+
+  /**
+   * Submits the co-signed cooperative close of every channel of the store that is still open on-chain once it has
+   * waited `cooperativeGraceMs` (the payer's own submission comes first).
+   */
   async submitCooperativeCloses(): Promise<void> {
-    const { store, publicClient, wallet, escrow } = this.parameters;
-    for (const channel of store.listChannels({ status: "closing" })) {
+    const { store, publicClient, wallet, escrow, pollMs = DEVNET_READING.pollMs } = this.parameters;
+    const grace = this.parameters.cooperativeGraceMs ?? 10 * pollMs;
+    const now = Date.now();
+    const closing = store.listChannels({ status: "closing" });
+    const stillClosing = new Set(closing.map((channel) => channel.sessionId));
+    for (const sessionId of this.#cooperativeSeen.keys()) if (!stillClosing.has(sessionId)) this.#cooperativeSeen.delete(sessionId);
+    for (const channel of closing) {
       const close = store.getCooperativeClose(channel.sessionId);
       if (!close || store.getClosing(channel.sessionId)) continue;
+      const seen = this.#cooperativeSeen.get(channel.sessionId) ?? now;
+      this.#cooperativeSeen.set(channel.sessionId, seen);
+      if (now - seen < grace) continue;
       const phase = await publicClient.readContract({ address: escrow, abi: gasEscrowAbi, functionName: "phaseOf", args: [channel.sessionId] });
       if (phase !== 1) continue; // not Open: someone submitted it (or closed unilaterally; the events tell)
       const payerWallet = await this.#payerWallet(channel.ref.terms.payer);

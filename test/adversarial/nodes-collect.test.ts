@@ -2,6 +2,9 @@
  * Issue 28 item 7: a node collects by itself. The provider's watchtower (as `ioi provider` runs it, with
  * `finalize`) finalises a close whose window ended and claims the payout the token refused at settlement,
  * retrying on later polls until the token lets it through; the CLI's client re-reads the head every poll.
+ * A co-signed cooperative close waits a grace in the provider's store for the payer to submit it; a payer that
+ * went away is covered by the tower, which submits it after the grace. A payer that submits first costs the
+ * tower nothing.
  */
 import { loadFixture, time } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
 import { expect } from "chai";
@@ -11,11 +14,12 @@ import os from "node:os";
 import path from "node:path";
 import type { PublicClient } from "viem";
 
-import type { Wallet } from "../../channel-client/chain/escrow";
+import { closeCooperative, gasEscrowAbi, type Wallet } from "../../channel-client/chain/escrow";
+import { signSettlementSummary } from "../../channel-client/core/summary";
 import { Watchtower } from "../../channel-client/node/watchtower";
 import { SqliteStore } from "../../channel-client/store/sqlite-store";
 import { SYS, TOKEN_TERMS, unsealedSystemFixture } from "../helpers/system";
-import { closeUnilateral, ether, feeOf, mined, openSession, signTicket, snapshot, systemBook, expectDeltas } from "./helpers";
+import { closeUnilateral, ether, feeOf, mined, openSession, PAYER_KEY, PROVIDER_KEY, rootOf, signTicket, snapshot, systemBook, expectDeltas, type Session } from "./helpers";
 
 const FEE_BPS = 100;
 
@@ -78,6 +82,80 @@ describe("issue 28 item 7: nodes that collect", function () {
       expect(claimed).to.deep.equal([ether("0.7") - fee]);
       expect(await s.escrow.read.claimableOf([s.blk.address, s.provider.account.address])).to.equal(0n);
       await expectDeltas(s, snap, { BLK: { client: ether("1.3"), provider: ether("0.7") - fee, escrow: -ether("2") + fee } });
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+  /** A provider store holding `session` as the provider node leaves it after co-signing: closing, with the close. */
+  async function coSignedInStore(store: SqliteStore, session: Session, finalSeq: bigint, finalAmount: bigint) {
+    const summary = { sessionId: session.sessionId, provider: session.ref.terms.provider, payer: session.ref.terms.payer, termsHash: session.ref.terms.termsHash, finalSeq, finalAmount, finalReceiptRoot: rootOf(finalSeq), mode: "Cooperative" as const };
+    const payerSignature = await signSettlementSummary({ account: PAYER_KEY, domain: session.domain, summary });
+    const providerSignature = await signSettlementSummary({ account: PROVIDER_KEY, domain: session.domain, summary });
+    await store.putChannel({ sessionId: session.sessionId, role: "provider", ref: session.ref, pricing: { version: "1", unit: "invocation", pricePerInvocation: 1n }, escrow: session.escrow.address, chainId: session.domain.chainId, deposit: session.deposit, status: "closing" });
+    await store.putCooperativeClose(session.sessionId, { summary, payerSignature, providerSignature });
+    return { summary, payerSignature, providerSignature };
+  }
+
+  function providerTower(s: Awaited<ReturnType<typeof unsealedSystemFixture>>, store: SqliteStore, fromBlock: bigint, errors: unknown[]) {
+    return new Watchtower({ publicClient: s.publicClient as unknown as PublicClient, wallet: s.provider as unknown as Wallet, escrow: s.escrow.address, store, fromBlock, finalize: true, defend: ["provider"], cooperativeGraceMs: 400, onError: (error) => errors.push(error) });
+  }
+
+  it("attack: the payer takes the co-signature and never submits it; the provider's tower waits its grace, then settles the close itself, exact balances", async () => {
+    const s = await loadFixture(unsealedSystemFixture);
+    const dir = mkdtempSync(path.join(os.tmpdir(), "ioi-collect-"));
+    const store = SqliteStore.open(path.join(dir, "provider.db"));
+    try {
+      const fromBlock = await s.publicClient.getBlockNumber();
+      const session = await openSession(s, s.token.address, { deposit: ether("2") });
+      await coSignedInStore(store, session, 7n, ether("0.7"));
+      const snap = await snapshot(s);
+      const errors: unknown[] = [];
+      const tower = providerTower(s, store, fromBlock, errors);
+      await tower.runOnce(); // first sighting: the payer's turn
+      expect(await s.escrow.read.phaseOf([session.sessionId]), "still open within the grace").to.equal(1);
+      await new Promise((r) => setTimeout(r, 450));
+      await tower.runOnce();
+      expect(await s.escrow.read.phaseOf([session.sessionId])).to.equal(5); // Settled
+      expect(store.getChannel(session.sessionId)!.status).to.equal("settled");
+      const logs = await s.publicClient.getContractEvents({ address: s.escrow.address, abi: gasEscrowAbi, eventName: "ChannelSettled", fromBlock: snap.block + 1n });
+      expect(logs).to.have.length(1);
+      expect((await s.publicClient.getTransaction({ hash: logs[0]!.transactionHash })).from.toLowerCase(), "the provider's tower sent it").to.equal(s.provider.account.address.toLowerCase());
+      await tower.runOnce(); // nothing left to do
+      expect(errors).to.deep.equal([]);
+      await expectDeltas(s, snap, { LGAS: { client: ether("1.3"), provider: ether("0.7"), escrow: -ether("2") } });
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("attack: the payer submits its co-signed close within the grace; the tower sends nothing and the provider pays no gas, exact balances", async () => {
+    const s = await loadFixture(unsealedSystemFixture);
+    const dir = mkdtempSync(path.join(os.tmpdir(), "ioi-collect-"));
+    const store = SqliteStore.open(path.join(dir, "provider.db"));
+    try {
+      const fromBlock = await s.publicClient.getBlockNumber();
+      const session = await openSession(s, s.token.address, { deposit: ether("2") });
+      const close = await coSignedInStore(store, session, 3n, ether("0.3"));
+      const snap = await snapshot(s);
+      const errors: unknown[] = [];
+      const tower = providerTower(s, store, fromBlock, errors);
+      await tower.runOnce();
+      const settled = await closeCooperative({ wallet: s.payerWallet as unknown as Wallet, publicClient: s.publicClient as unknown as PublicClient, escrow: s.escrow.address, ref: session.ref, ...close });
+      expect(settled.paidToProvider).to.equal(ether("0.3"));
+      await new Promise((r) => setTimeout(r, 450));
+      await tower.runOnce(); // past the grace: the chain says settled, the events say by whom
+      await tower.runOnce();
+      expect(store.getChannel(session.sessionId)!.status).to.equal("settled");
+      expect(errors).to.deep.equal([]);
+      expect(await s.publicClient.getContractEvents({ address: s.escrow.address, abi: gasEscrowAbi, eventName: "ChannelSettled", fromBlock: snap.block + 1n })).to.have.length(1);
+      const latest = await s.publicClient.getBlockNumber();
+      for (let n = snap.block + 1n; n <= latest; n++) {
+        const block = await s.publicClient.getBlock({ blockNumber: n, includeTransactions: true });
+        expect(block.transactions.map((tx) => tx.from.toLowerCase()), "the provider sent nothing").to.not.include(s.provider.account.address.toLowerCase());
+      }
+      await expectDeltas(s, snap, { LGAS: { client: ether("1.7"), provider: ether("0.3"), escrow: -ether("2") } });
     } finally {
       await store.close();
       rmSync(dir, { recursive: true, force: true });
