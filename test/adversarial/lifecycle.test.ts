@@ -65,7 +65,7 @@ describe("adversarial: issue 12 — no work after a close", function () {
   });
 
   /** A provider node on its own store, and (optionally) a watchtower on the same store that feeds it events. */
-  async function startProvider(s: Sys, options: { file?: string; feedNode?: boolean; finalize?: boolean; onFinalized?: (sessionId: Hex, txHash: Hex) => void } = {}) {
+  async function startProvider(s: Sys, options: { file?: string; feedNode?: boolean; finalize?: boolean; cooperativeGraceMs?: number; onFinalized?: (sessionId: Hex, txHash: Hex) => void } = {}) {
     const store = SqliteStore.open(path.join(dir, options.file ?? "provider.db"));
     const node = await ProviderNode.start({ account: PROVIDER, publicClient: s.pc, domain: s.channelDomain, store, pricing, handler: echoHandler, modelSnapshotId: "worker:echo@1" });
     const errors: unknown[] = [];
@@ -77,6 +77,7 @@ describe("adversarial: issue 12 — no work after a close", function () {
       fromBlock: s.fromBlock,
       name: "tower",
       finalize: options.finalize ?? false,
+      ...(options.cooperativeGraceMs !== undefined ? { cooperativeGraceMs: options.cooperativeGraceMs } : {}),
       onFinalized: options.onFinalized,
       onError: (error) => errors.push(error),
       ...(options.feedNode === false ? {} : { onEvents: (events) => node.applyEscrowEvents(events) }),
@@ -169,17 +170,22 @@ describe("adversarial: issue 12 — no work after a close", function () {
     await expectDeltas(s, snap, { ETH: { provider: 7n * PRICE, client: DEPOSIT - 7n * PRICE, escrow: -DEPOSIT } });
   });
 
-  it("attack: the payer gets a close of real work co-signed and never submits it — the provider's watchtower submits it", async () => {
+  it("attack: the payer gets a close of real work co-signed and never submits it — the provider's watchtower submits it after its grace", async () => {
     const s = await loadFixture(channelSystem);
     const snap = await snapshot(s);
     const settledAt: Hex[] = [];
-    const provider = await startProvider(s, { finalize: true, onFinalized: (_sessionId, txHash) => void settledAt.push(txHash) });
+    const provider = await startProvider(s, { finalize: true, cooperativeGraceMs: 300, onFinalized: (_sessionId, txHash) => void settledAt.push(txHash) });
     const { client } = await startPayer(s, provider.node.port);
     await client.stream({ count: 6, inflight: 3, request });
     const close = await client.cooperativeClose();
     await expectAllRefused(client, 4); // no more work, and the payer walks away with the summary
+    await provider.tower.runOnce(); // within the grace: the payer's turn to submit
+    expect(settledAt).to.have.length(0);
+    expect(await s.escrow.read.phaseOf([s.opened.sessionId])).to.equal(1); // Open
+    await new Promise((r) => setTimeout(r, 350));
     await provider.tower.runOnce();
     expect(settledAt).to.have.length(1);
+    expect((await s.pc.getTransaction({ hash: settledAt[0]! })).from.toLowerCase(), "the tower's wallet sent it").to.equal(s.watcher.account.address.toLowerCase());
     expect(provider.store.getChannel(s.opened.sessionId)!.status).to.equal("settled");
     expect(await s.escrow.read.phaseOf([s.opened.sessionId])).to.equal(5); // Settled: the word stays (issue 12)
     await provider.tower.runOnce(); // idempotent: nothing left to submit
