@@ -67,6 +67,11 @@ abstract contract GasEscrowBase is IGasEscrowTypes, DisputableAssets, EIP712, Re
     /// bond from then on, so the hold need only cover the window itself (decision 0006, amendment for issue 28).
     uint64 public constant SETTLED_BOND_HOLD = 30 days;
 
+    /// @dev A hold's end is asked in whole hours, rounded up: every cooperative close of a provider within the same
+    /// hour asks the same time, so the registry rewrites its word and logs `BondHeld` at most once an hour, not on
+    /// every close. A bond is held at most this much longer than SETTLED_BOND_HOLD, never shorter.
+    uint256 internal constant _BOND_HOLD_STEP = 1 hours;
+
     /// @notice After the window plus this long, a frozen session can be finalised even if its dispute cases
     /// were never resolved, so a broken or captured dispute contract cannot lock funds forever.
     uint256 public constant MAX_FREEZE_DURATION = 180 days;
@@ -551,9 +556,10 @@ abstract contract GasEscrowBase is IGasEscrowTypes, DisputableAssets, EIP712, Re
     /// the provider's bond: the registry keeps that bond until then, whatever unbonding was requested before.
     function _holdSettledBond(ChannelTerms calldata terms) internal {
         (, address provider,,) = _parties(terms);
-        // Cannot overflow: block.timestamp + 30 days is far below 2^64.
+        // Cannot overflow: block.timestamp + 30 days + 1 hour is far below 2^64.
         unchecked {
-            registry.holdBond(IProviderRegistry.Role.Provider, provider, uint64(block.timestamp + SETTLED_BOND_HOLD));
+            uint256 until = (block.timestamp + SETTLED_BOND_HOLD + _BOND_HOLD_STEP - 1) / _BOND_HOLD_STEP * _BOND_HOLD_STEP;
+            registry.holdBond(IProviderRegistry.Role.Provider, provider, uint64(until));
         }
     }
 

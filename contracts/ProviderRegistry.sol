@@ -164,6 +164,10 @@ contract ProviderRegistry is IProviderRegistry, SealedRoles, ReentrancyGuardTran
     ) external {
         _requireNotRegistered(Role.Provider, msg.sender);
         _storeProvider(endpoint, capabilitiesHash, didHash, mldsaPublicKeyHash);
+        // The hold word is created now, at the provider's expense: a cooperative close (sent, and paid for, by
+        // whichever party submits it — most often the payer) then rewrites a word instead of creating one. 1 is
+        // long past, so it holds nothing.
+        if (_heldUntil[Role.Provider][msg.sender] == 0) _heldUntil[Role.Provider][msg.sender] = 1;
         emit ProviderRegistered(msg.sender, didHash, endpoint, capabilitiesHash, mldsaPublicKeyHash);
     }
 

@@ -7,7 +7,7 @@
  */
 import { loadFixture, time } from "@nomicfoundation/hardhat-toolbox-viem/network-helpers";
 import { expect } from "chai";
-import { getAddress, zeroAddress } from "viem";
+import { getAddress, parseEventLogs, zeroAddress } from "viem";
 
 import { ReceiptAccumulator } from "../../channel-client/core/accumulator";
 import { receiptLeafFromHashes } from "../../channel-client/core/leaf";
@@ -228,6 +228,41 @@ describe("adversarial: disputes on a cooperatively settled session (issue 12)", 
     await expectDeltas(s, snap, { ETH: eth, LGAS: { client: PROVIDER_BOND, registry: -PROVIDER_BOND } });
     expect((await s.registry.read.bondOf([PROVIDER_ROLE, s.provider.account.address])).active).to.equal(0n);
   });
+  it("attack: a provider settles cooperatively again within the hour to shorten its hold — the hold's end is rounded up to the hour, covers every close's window and is rewritten (BondHeld) only when an hour later", async function () {
+    const s = await loadFixture(system);
+    const HOUR = 3600n;
+    const HOLD = BigInt(await s.escrow.read.SETTLED_BOND_HOLD());
+    const provider = s.provider.account.address;
+    const heldLogs = (receipt: Awaited<ReturnType<typeof mined>>) =>
+      parseEventLogs({ abi: s.registry.abi, logs: receipt.logs, eventName: "BondHeld" }).filter((log) => getAddress(log.address) === getAddress(s.registry.address));
+    const closeAt = async () => {
+      const t = await settledSession(s);
+      const [, settledAt] = await s.escrow.read.settledInfo([t.session.sessionId, t.settled]);
+      return BigInt(settledAt);
+    };
+    // Early in an hour, so that the next close falls in the same one.
+    await time.setNextBlockTimestamp(((BigInt(await time.latest()) / HOUR) + 1n) * HOUR + 60n);
+    const first = await closeAt();
+    const heldAfterFirst = await s.registry.read.heldUntilOf([PROVIDER_ROLE, provider]);
+    expect(heldAfterFirst).to.equal(((first + HOLD + HOUR - 1n) / HOUR) * HOUR);
+    const session = await openSession(s, zeroAddress);
+    const summary = await signSummary(session, 1n, ether("0.1"));
+    const second = await mined(s, closeCooperative(session, summary, s.watcher));
+    const secondAt = (await s.publicClient.getBlock({ blockNumber: second.blockNumber })).timestamp;
+    expect(secondAt / HOUR, "the second close is in the first one's hour").to.equal(first / HOUR);
+    expect(heldLogs(second), "the registry wrote nothing").to.deep.equal([]);
+    expect(await s.registry.read.heldUntilOf([PROVIDER_ROLE, provider])).to.equal(heldAfterFirst);
+    expect(heldAfterFirst >= secondAt + HOLD, "the second close's window is covered").to.equal(true);
+    // An hour later the end moves: one BondHeld with the new rounded end.
+    await time.increase(Number(HOUR));
+    const session3 = await openSession(s, zeroAddress);
+    const third = await mined(s, closeCooperative(session3, await signSummary(session3, 1n, ether("0.1")), s.watcher));
+    const thirdAt = (await s.publicClient.getBlock({ blockNumber: third.blockNumber })).timestamp;
+    const logs = heldLogs(third);
+    expect(logs.map((log) => log.args.heldUntil)).to.deep.equal([((thirdAt + HOLD + HOUR - 1n) / HOUR) * HOUR]);
+    expect(await s.registry.read.heldUntilOf([PROVIDER_ROLE, provider])).to.equal(logs[0]!.args.heldUntil);
+  });
+
   it("issue 28 item 2: the provider asks to unbond before a cooperative settlement and the unbonding matures inside the settled window — the bond stays until the window ends, and the payer's winning case is refunded from it", async function () {
     const s = await loadFixture(system);
     const DAY = 24 * 3600;
@@ -237,7 +272,9 @@ describe("adversarial: disputes on a cooperatively settled session (issue 12)", 
     await time.increase(29 * DAY);
     const t = await settledSession(s);
     const [, settledAt] = await s.escrow.read.settledInfo([t.session.sessionId, t.settled]);
-    const heldUntil = BigInt(settledAt) + BigInt(await s.escrow.read.SETTLED_BOND_HOLD());
+    // The hold's end is asked in whole hours, rounded up: never shorter than SETTLED_BOND_HOLD, at most an hour longer.
+    const HOUR = 3600n;
+    const heldUntil = ((BigInt(settledAt) + BigInt(await s.escrow.read.SETTLED_BOND_HOLD()) + HOUR - 1n) / HOUR) * HOUR;
     expect(await s.registry.read.heldUntilOf([PROVIDER_ROLE, s.provider.account.address])).to.equal(heldUntil);
     const snap = await snapshot(s, fullBook(s));
 

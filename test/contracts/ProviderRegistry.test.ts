@@ -1622,6 +1622,8 @@ describe("ProviderRegistry", () => {
       for (const caller of [c.governance, c.slasher, c.member, c.stranger]) {
         await expectRevert(c.registry.write.holdBond([PROVIDER, who, 1n], { account: caller.account }), "AccessControlUnauthorizedAccount", [getAddress(caller.account.address), holderRole]);
       }
+      // Registering created the provider's hold word (so the first hold rewrites it): 1, long past, holds nothing.
+      expect(await c.registry.read.heldUntilOf([PROVIDER, who])).to.equal(1n);
       const until = BigInt(await time.latest()) + 1000n;
       const { events } = await eventsOf(c, await c.registry.write.holdBond([PROVIDER, who, until], { account: c.holder.account }));
       expect(events.map((e) => [e.eventName, e.args])).to.deep.equal([["BondHeld", { role: PROVIDER, account: who, heldUntil: until }]]);
