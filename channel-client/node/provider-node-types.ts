@@ -81,7 +81,12 @@ export type ProviderNodeParameters = {
    * (default 10 s; issue 28 item 5): a valid handshake with a throw-away key holds nothing for long.
    */
   bindTimeoutMs?: number;
-  /** Limits on strangers passed to the listener (handshake deadline, per-source and global caps, idle timeout). */
+  /**
+   * How often (ms) connections the listener's limits refused are summarised in the log: a source's first refusal
+   * is logged at once, the rest of the period counted, then one line per source (`peer.refused_summary`). Default
+   * one minute. A flood never writes a line per connection.
+   */
+  refusalSummaryMs?: number;
   /**
    * Milestone streaming (issue 32, decision 0037): the work of one tranche, for a node whose terms are version 4.
    * Such a node serves tranches (`stream.tranche`, `stream.sample`) and refuses plain invocations. `repositoryOf`: the
@@ -89,6 +94,7 @@ export type ProviderNodeParameters = {
    * if it still hashes to what the proof is anchored to (e.g. the repository directory, unchanged since).
    */
   stream?: StreamServiceParameters["stream"];
+  /** Limits on strangers passed to the listener (handshake deadline, per-source and global caps, idle timeout). */
   limits?: Pick<
     ListenSecureParameters,
     "handshakeTimeoutMs" | "maxPendingHandshakes" | "maxPendingPerSource" | "maxConnectionsPerSource" | "maxConnections" | "handshakesPerSecondPerSource" | "idleTimeoutMs" | "strangerHandshakesPerSecond"
@@ -102,6 +108,7 @@ export type ProviderNodeParameters = {
 };
 
 export const DEFAULT_BIND_TIMEOUT_MS = 10_000;
+export const DEFAULT_REFUSAL_SUMMARY_MS = 60_000;
 
 /**
  * What the node knows of a bound channel's lifecycle. Only `open` is served: `closed` once the provider

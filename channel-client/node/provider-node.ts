@@ -22,7 +22,8 @@ import { StreamService } from "./stream-service";
 import { assertPaymentMayTakeOver, bind, bindSessionKey } from "./provider-bind";
 import { invoke } from "./provider-invoke";
 import { answeredSteps, commit, countersign, sample, tranche } from "./provider-messages";
-import { DEFAULT_BIND_TIMEOUT_MS, type Bound, type ProviderContext, type ProviderNodeParameters, type SessionPhase } from "./provider-node-types";
+import { DEFAULT_BIND_TIMEOUT_MS, DEFAULT_REFUSAL_SUMMARY_MS, type Bound, type ProviderContext, type ProviderNodeParameters, type SessionPhase } from "./provider-node-types";
+import { RefusalLog } from "./refusal-log";
 
 // The types and constants moved to provider-node-types.ts (issue 33 item 2); this module still exports them.
 export {
@@ -84,7 +85,19 @@ export class ProviderNode {
       ...parameters.limits,
     });
     node.#server.on("connection", (connection) => node.#serve(connection));
-    node.#server.on("handshakeError", (error, remote) => node.#log(`handshake refused from ${remote.address}: ${error.shortMessage}`, "peer.refused", { remote: remote.address }));
+    node.#server.on("handshakeError", (error, remote) => {
+      const line = `handshake refused from ${remote.address}: ${error.shortMessage}`;
+      // A limit's refusal (no byte read): the source's first is logged, the rest summarised once a period.
+      if (error.shortMessage.startsWith("Connection refused:")) {
+        const now = node.#refusals.note(remote.address ?? "unknown", line, error.shortMessage);
+        if (now !== undefined) node.#log(now, "peer.refused", { remote: remote.address });
+        return;
+      }
+      node.#log(line, "peer.refused", { remote: remote.address });
+    });
+    const summaryMs = parameters.refusalSummaryMs ?? DEFAULT_REFUSAL_SUMMARY_MS;
+    node.#refusalTimer = setInterval(() => node.#flushRefusals(summaryMs), summaryMs);
+    node.#refusalTimer.unref();
     node.#server.on("error", (error) => node.#log(`listener error: ${error.message}`));
     if (parameters.follow) {
       node.#follower = new ChainFollower({
@@ -184,9 +197,19 @@ export class ProviderNode {
   }
 
   async stop(): Promise<void> {
+    clearInterval(this.#refusalTimer);
+    this.#flushRefusals(this.parameters.refusalSummaryMs ?? DEFAULT_REFUSAL_SUMMARY_MS);
     await this.#follower?.stop();
     await this.#server?.close();
     await Promise.all([...this.#sessions.values()].map((b) => b.answers.catch(() => undefined)));
+  }
+
+  readonly #refusals = new RefusalLog();
+  #refusalTimer: NodeJS.Timeout | undefined;
+
+  /** The period's summary of refused connections: one line per source refused more than once. */
+  #flushRefusals(periodMs: number): void {
+    for (const { address, refused, line } of this.#refusals.flush(Math.round(periodMs / 1000))) this.#log(line, "peer.refused_summary", { remote: address, refused });
   }
 
   /** A refusal or failure: free text to `log`, and a `warn` line with `event` to `logger`. */

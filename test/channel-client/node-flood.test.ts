@@ -96,4 +96,32 @@ describe("issue 28 item 5: a node that stays up under hostile connections", func
     const silentAt = await Promise.race([silentClosed, new Promise<number>((_, reject) => setTimeout(() => reject(new Error("the silent socket was never cut off")), 6_000))]);
     expect(silentAt - started).to.be.within(1_500, 4_000);
   });
+
+  it("a flood writes no log line per refused connection: a source's first refusal at once, then one summary line per period with the count", async () => {
+    const fx = await loadFixture(channelFixture);
+    const store = SqliteStore.open(path.join(dir, "provider.db"));
+    const logs: string[] = [];
+    const node = await ProviderNode.start({ account: fx.provider, publicClient: fx.publicClient, domain: fx.domain, store, pricing, handler: echoHandler, modelSnapshotId: "worker:echo@1", log: (line) => logs.push(line), refusalSummaryMs: 1_000, limits: { handshakesPerSecondPerSource: 1, handshakeTimeoutMs: 2_000 } });
+    cleanup.push(async () => {
+      await node.stop();
+      await store.close();
+    });
+    // 40 silent connections from one source at once: the rate limit (1 a second) admits one and refuses the rest.
+    const sockets = Array.from({ length: 40 }, () => {
+      const socket = net.connect({ host: "127.0.0.1", port: node.port, localAddress: "127.0.0.7" });
+      socket.on("error", () => undefined);
+      return socket;
+    });
+    cleanup.push(() => sockets.forEach((socket) => socket.destroy()));
+    await Promise.all(sockets.map((socket) => new Promise((resolve) => socket.once("close", resolve))).slice(1)); // the refused ones are cut
+    const refusedNow = logs.filter((line) => line.startsWith("handshake refused from 127.0.0.7: Connection refused"));
+    expect(refusedNow, "one line for the source's first refusal").to.have.length(1);
+    // The rest come in summary lines (one per period, more than one if the refusals straddled a period's end).
+    const SUMMARY = /^refused (\d+) more connection\(s\) from 127\.0\.0\.7 in the last 1 s \(last: Connection refused: 127\.0\.0\.7 starts more than 1 connections a second\.\)$/;
+    const counted = () => logs.reduce((sum, line) => sum + Number(SUMMARY.exec(line)?.[1] ?? 0), 0);
+    for (const deadline = performance.now() + 4_000; counted() < 37 && performance.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 50));
+    // 39 refused in all (the first logged, the rest counted), give or take one the bucket refilled for.
+    expect(counted(), logs.join(" | ")).to.be.within(37, 38);
+    expect(logs.filter((line) => line.includes("127.0.0.7")).length, logs.join(" | ")).to.be.at.most(5);
+  });
 });
