@@ -558,7 +558,8 @@ abstract contract GasEscrowBase is IGasEscrowTypes, DisputableAssets, EIP712, Re
         (, address provider,,) = _parties(terms);
         // Cannot overflow: block.timestamp + 30 days + 1 hour is far below 2^64.
         unchecked {
-            uint256 until = (block.timestamp + SETTLED_BOND_HOLD + _BOND_HOLD_STEP - 1) / _BOND_HOLD_STEP * _BOND_HOLD_STEP;
+            uint256 until =
+                (block.timestamp + SETTLED_BOND_HOLD + _BOND_HOLD_STEP - 1) / _BOND_HOLD_STEP * _BOND_HOLD_STEP;
             registry.holdBond(IProviderRegistry.Role.Provider, provider, uint64(until));
         }
     }
