@@ -13,7 +13,7 @@ import { BaseError, BindingMismatchError } from "../core/errors";
 import type { ActionInvokePacket, ActionResultPacket } from "../core/packets";
 import { hasDocumentBody, modelAllowed } from "../core/terms";
 import { signTermsOffer } from "../core/terms-offer";
-import { listenSecure, type SecureConnection, type SecureServer } from "../transport";
+import { isLimitRefusal, listenSecure, type SecureConnection, type SecureServer } from "../transport";
 import type { JsonObject } from "../core/validate";
 import type { SignedPaymentTicket } from "../core/ticket";
 import type { ChannelRef } from "../core/terms";
@@ -53,6 +53,7 @@ export class ProviderNode {
   readonly #context: ProviderContext;
 
   private constructor(readonly parameters: ProviderNodeParameters) {
+    this.#refusalSummaryMs = parameters.refusalSummaryMs ?? DEFAULT_REFUSAL_SUMMARY_MS;
     this.#streams = new StreamService(parameters);
     this.#context = {
       parameters,
@@ -88,15 +89,14 @@ export class ProviderNode {
     node.#server.on("handshakeError", (error, remote) => {
       const line = `handshake refused from ${remote.address}: ${error.shortMessage}`;
       // A limit's refusal (no byte read): the source's first is logged, the rest summarised once a period.
-      if (error.shortMessage.startsWith("Connection refused:")) {
+      if (isLimitRefusal(error)) {
         const now = node.#refusals.note(remote.address ?? "unknown", line, error.shortMessage);
         if (now !== undefined) node.#log(now, "peer.refused", { remote: remote.address });
         return;
       }
       node.#log(line, "peer.refused", { remote: remote.address });
     });
-    const summaryMs = parameters.refusalSummaryMs ?? DEFAULT_REFUSAL_SUMMARY_MS;
-    node.#refusalTimer = setInterval(() => node.#flushRefusals(summaryMs), summaryMs);
+    node.#refusalTimer = setInterval(() => node.#flushRefusals(), node.#refusalSummaryMs);
     node.#refusalTimer.unref();
     node.#server.on("error", (error) => node.#log(`listener error: ${error.message}`));
     if (parameters.follow) {
@@ -198,18 +198,19 @@ export class ProviderNode {
 
   async stop(): Promise<void> {
     clearInterval(this.#refusalTimer);
-    this.#flushRefusals(this.parameters.refusalSummaryMs ?? DEFAULT_REFUSAL_SUMMARY_MS);
+    this.#flushRefusals();
     await this.#follower?.stop();
     await this.#server?.close();
     await Promise.all([...this.#sessions.values()].map((b) => b.answers.catch(() => undefined)));
   }
 
   readonly #refusals = new RefusalLog();
+  readonly #refusalSummaryMs: number;
   #refusalTimer: NodeJS.Timeout | undefined;
 
   /** The period's summary of refused connections: one line per source refused more than once. */
-  #flushRefusals(periodMs: number): void {
-    for (const { address, refused, line } of this.#refusals.flush(Math.round(periodMs / 1000))) this.#log(line, "peer.refused_summary", { remote: address, refused });
+  #flushRefusals(): void {
+    for (const { address, refused, line } of this.#refusals.flush(Math.round(this.#refusalSummaryMs / 1000))) this.#log(line, "peer.refused_summary", { remote: address, refused });
   }
 
   /** A refusal or failure: free text to `log`, and a `warn` line with `event` to `logger`. */

@@ -5,7 +5,7 @@
  * for the wire format.
  */
 export { connectSecure } from "./connect";
-export { listenSecure, SecureServer, type AuthorizeInitiator, type AuthorizeResult, type ListenSecureParameters } from "./secure-server";
+export { isLimitRefusal, listenSecure, SecureServer, type AuthorizeInitiator, type AuthorizeResult, type ListenSecureParameters } from "./secure-server";
 export {
   SecureConnection,
   DEFAULT_HANDSHAKE_TIMEOUT_MS,

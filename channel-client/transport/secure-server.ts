@@ -87,6 +87,14 @@ export type ListenSecureParameters = ConnectionOptions & {
   prioritize?: (sessionId: Hex, initiator: Address) => boolean;
 };
 
+/** How the `handshakeError` of a connection the limits refused (before any byte of it was read) begins. */
+const REFUSED = "Connection refused:";
+
+/** Whether a `handshakeError` is a limit's refusal rather than a handshake that was admitted and failed. */
+export function isLimitRefusal(error: TransportError): boolean {
+  return error instanceof HandshakeError && error.shortMessage.startsWith(REFUSED);
+}
+
 /** Limits a listener enforces on strangers (issue 28 item 5). */
 type ServerLimits = {
   handshakeTimeoutMs: number;
@@ -284,7 +292,7 @@ export class SecureServer extends EventEmitter {
     if (refused !== undefined) {
       socket.destroy();
       this.release(address, state);
-      emitSafely(this, "handshakeError", new HandshakeError(`Connection refused: ${refused}.`), remote);
+      emitSafely(this, "handshakeError", new HandshakeError(`${REFUSED} ${refused}.`), remote);
       return;
     }
     socket.setNoDelay(true);

@@ -64,6 +64,10 @@ async function settledSession(s: System) {
 }
 type Settled = Awaited<ReturnType<typeof settledSession>>;
 
+/** The end of the bond hold a cooperative close at `settledAt` asks for: `hold` later, rounded up to a whole hour. */
+const HOUR = 3600n;
+const holdEnd = (settledAt: bigint, hold: bigint): bigint => ((settledAt + hold + HOUR - 1n) / HOUR) * HOUR;
+
 function openSettledCase(s: System, t: Settled, from: System["watcher"], bond: bigint, recorded: ClosingState = t.settled, index = 3) {
   const leaf = t.leaves[index]!;
   return s.disputes.write.openSessionCase(
@@ -230,7 +234,6 @@ describe("adversarial: disputes on a cooperatively settled session (issue 12)", 
   });
   it("attack: a provider settles cooperatively again within the hour to shorten its hold — the hold's end is rounded up to the hour, covers every close's window and is rewritten (BondHeld) only when an hour later", async function () {
     const s = await loadFixture(system);
-    const HOUR = 3600n;
     const HOLD = BigInt(await s.escrow.read.SETTLED_BOND_HOLD());
     const provider = s.provider.account.address;
     const heldLogs = (receipt: Awaited<ReturnType<typeof mined>>) =>
@@ -244,7 +247,7 @@ describe("adversarial: disputes on a cooperatively settled session (issue 12)", 
     await time.setNextBlockTimestamp(((BigInt(await time.latest()) / HOUR) + 1n) * HOUR + 60n);
     const first = await closeAt();
     const heldAfterFirst = await s.registry.read.heldUntilOf([PROVIDER_ROLE, provider]);
-    expect(heldAfterFirst).to.equal(((first + HOLD + HOUR - 1n) / HOUR) * HOUR);
+    expect(heldAfterFirst).to.equal(holdEnd(first, HOLD));
     const session = await openSession(s, zeroAddress);
     const summary = await signSummary(session, 1n, ether("0.1"));
     const second = await mined(s, closeCooperative(session, summary, s.watcher));
@@ -259,7 +262,7 @@ describe("adversarial: disputes on a cooperatively settled session (issue 12)", 
     const third = await mined(s, closeCooperative(session3, await signSummary(session3, 1n, ether("0.1")), s.watcher));
     const thirdAt = (await s.publicClient.getBlock({ blockNumber: third.blockNumber })).timestamp;
     const logs = heldLogs(third);
-    expect(logs.map((log) => log.args.heldUntil)).to.deep.equal([((thirdAt + HOLD + HOUR - 1n) / HOUR) * HOUR]);
+    expect(logs.map((log) => log.args.heldUntil)).to.deep.equal([holdEnd(thirdAt, HOLD)]);
     expect(await s.registry.read.heldUntilOf([PROVIDER_ROLE, provider])).to.equal(logs[0]!.args.heldUntil);
   });
 
@@ -273,8 +276,7 @@ describe("adversarial: disputes on a cooperatively settled session (issue 12)", 
     const t = await settledSession(s);
     const [, settledAt] = await s.escrow.read.settledInfo([t.session.sessionId, t.settled]);
     // The hold's end is asked in whole hours, rounded up: never shorter than SETTLED_BOND_HOLD, at most an hour longer.
-    const HOUR = 3600n;
-    const heldUntil = ((BigInt(settledAt) + BigInt(await s.escrow.read.SETTLED_BOND_HOLD()) + HOUR - 1n) / HOUR) * HOUR;
+    const heldUntil = holdEnd(BigInt(settledAt), BigInt(await s.escrow.read.SETTLED_BOND_HOLD()));
     expect(await s.registry.read.heldUntilOf([PROVIDER_ROLE, s.provider.account.address])).to.equal(heldUntil);
     const snap = await snapshot(s, fullBook(s));
 
